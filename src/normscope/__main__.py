@@ -1,0 +1,3 @@
+from normscope.cli import main
+
+main()

@@ -1,0 +1,101 @@
+"""The :class:`Encoder` protocol: one ``encode`` returning raw vectors.
+
+Adapters (sentence-transformers, Hugging Face AutoModel, open_clip, precomputed)
+subclass :class:`Encoder`. Torch-backed adapters also subclass
+:class:`TorchEncoder`, which exposes the differentiable module that the probes
+(:mod:`normscope.probes`) need.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from normscope.table import EmbeddingTable, ModelFingerprint
+
+__all__ = ["Encoder", "TorchEncoder"]
+
+
+class Encoder(abc.ABC):
+    """Maps inputs to raw, un-normalised float32 vectors.
+
+    Subclasses set :attr:`fingerprint` and implement :meth:`encode`.
+    """
+
+    fingerprint: ModelFingerprint
+
+    @property
+    @abc.abstractmethod
+    def dim(self) -> int:
+        """Embedding dimension d."""
+
+    @abc.abstractmethod
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
+        """Embed ``texts``.
+
+        Parameters
+        ----------
+        texts : sequence of str, length n
+        batch_size : int, keyword-only
+        progress : bool, keyword-only
+            Show a rich progress bar.
+
+        Returns
+        -------
+        ndarray of shape (n, d), float32
+            Raw vectors (no normalisation); ``np.linalg.norm(v, axis=1)`` are the norms ||z||.
+        """
+
+    def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Cosine similarity matrix of shape (len(a), len(b)), float32. Override for other scores."""
+        a = np.asarray(a, dtype=np.float32)
+        b = np.asarray(b, dtype=np.float32)
+        an = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+        bn = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+        return an @ bn.T
+
+    def embed_table(
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str] | None = None,
+        *,
+        batch_size: int = 64,
+        progress: bool = False,
+    ) -> EmbeddingTable:
+        """Embed ``texts`` into an :class:`EmbeddingTable` (ids default to ``0..n-1``)."""
+        texts = [str(t) for t in texts]
+        ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(len(texts))]
+        vecs = self.encode(texts, batch_size=batch_size, progress=progress)
+        return EmbeddingTable(ids=ids, texts=texts, vectors=vecs, fingerprint=self.fingerprint)
+
+
+class TorchEncoder(Encoder):
+    """An encoder backed by a differentiable ``torch.nn.Module``.
+
+    Attributes
+    ----------
+    module : torch.nn.Module
+        Maps the output of :meth:`tokenize` to raw embeddings via :meth:`forward`.
+    device : str
+    max_seq_length : int or None
+        Inputs longer than this (in tokens) are truncated.
+    """
+
+    module: Any
+    device: str
+    max_seq_length: int | None = None
+
+    @abc.abstractmethod
+    def tokenize(self, texts: Sequence[str]) -> dict:
+        """Tokenise ``texts`` into a dict of tensors on :attr:`device` (truncating to max length)."""
+
+    @abc.abstractmethod
+    def forward(self, features: dict):
+        """Differentiable raw embeddings, a ``torch.Tensor`` of shape (n, d), from tokenised features."""
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        """Number of ``texts`` longer than :attr:`max_seq_length` tokens (0 if unknown)."""
+        return 0

@@ -1,0 +1,145 @@
+"""Adapter for sentence-transformers models returning the raw pooled vector.
+
+A trailing ``Normalize`` module is dropped (and recorded in the fingerprint's
+``dropped_modules``) so ``encode`` returns the pooled, un-normalised vector whose
+norm ||z|| normscope studies. The model's own pooling is kept.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from normscope.encoders.base import TorchEncoder
+from normscope.encoders.bundled import DEFAULT_MODEL, bundled_model_path, is_bundled_name
+from normscope.errors import ModelError
+from normscope.table import ModelFingerprint, file_sha256
+
+__all__ = ["SentenceTransformerEncoder"]
+
+_OFFLINE_HINT = f"the offline default is '{DEFAULT_MODEL}' (bundled with normscope)"
+
+
+def _load_st(name: str, device: str, trust_remote_code: bool):
+    """Load a SentenceTransformer by bundled alias, local directory or hub id."""
+    from sentence_transformers import SentenceTransformer
+
+    if is_bundled_name(name):
+        path = str(bundled_model_path())
+        return SentenceTransformer(path, device=device, local_files_only=True), path
+    if Path(name).exists():
+        if not (Path(name) / "modules.json").is_file() and not (Path(name) / "config.json").is_file():
+            raise ModelError(f"'{name}' is a path but not a sentence-transformers model directory")
+        return SentenceTransformer(name, device=device, trust_remote_code=trust_remote_code, local_files_only=True), name
+    if "/" not in name and not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise ModelError(f"unknown model '{name}': not a directory, hub id or bundled name; {_OFFLINE_HINT}")
+    try:  # locally cached hub model first: no network
+        return SentenceTransformer(name, device=device, trust_remote_code=trust_remote_code, local_files_only=True), name
+    except Exception:
+        pass
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        raise ModelError(f"model '{name}' is not available locally and HF_HUB_OFFLINE is set; {_OFFLINE_HINT}")
+    try:
+        return SentenceTransformer(name, device=device, trust_remote_code=trust_remote_code), name
+    except Exception as exc:  # network errors, 404s, malformed repos: all one-line ModelErrors
+        reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"cannot load model '{name}' ({reason}); {_OFFLINE_HINT}") from None
+
+
+def _weights_hash(path: str) -> str:
+    p = Path(path)
+    for fname in ("model.safetensors", "pytorch_model.bin"):
+        if (p / fname).is_file():
+            return "sha256:" + file_sha256(p / fname)[:16]
+    return "unknown"
+
+
+class SentenceTransformerEncoder(TorchEncoder):
+    """Raw-vector encoder for a sentence-transformers model.
+
+    Parameters
+    ----------
+    name : str
+        Bundled alias (``sentence-transformers/all-MiniLM-L6-v2``), a local model
+        directory, or a hub id (network needed unless cached).
+    device : str, keyword-only
+        Torch device, default ``"cpu"``.
+    trust_remote_code : bool, keyword-only
+        Passed to sentence-transformers; off unless the user asks.
+
+    Raises
+    ------
+    ModelError
+        Unknown name, hub unreachable for an uncached model, or a malformed directory.
+    """
+
+    def __init__(self, name: str = DEFAULT_MODEL, *, device: str = "cpu", trust_remote_code: bool = False):
+        model, path = _load_st(name, device, trust_remote_code)
+        dropped: list[str] = []
+        while len(model) > 1 and type(model[len(model) - 1]).__name__ == "Normalize":
+            del model[len(model) - 1]
+            dropped.append("Normalize")
+        model.eval()
+        self.model = model
+        self.module = model
+        self.device = device
+        self.max_seq_length = getattr(model, "max_seq_length", None)
+        pooling = "unknown"
+        for mod in model:
+            if type(mod).__name__ == "Pooling":
+                cfg = mod.get_config_dict() if hasattr(mod, "get_config_dict") else {}
+                pooling = str(cfg.get("pooling_mode") or _pooling_from_flags(cfg))
+        revision = _weights_hash(path) if Path(path).exists() else _hub_revision(model)
+        self.fingerprint = ModelFingerprint(
+            name=name,
+            revision=revision,
+            pooling=pooling,
+            dropped_modules=tuple(dropped),
+            backend="sentence-transformers",
+        )
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_sentence_embedding_dimension())
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
+        """Raw pooled vectors, ndarray of shape (n, d), float32 (see :meth:`Encoder.encode`)."""
+        texts = [str(t) for t in texts]
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = self.model.encode(
+            texts,
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=False,
+            show_progress_bar=False,
+        )
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+    def tokenize(self, texts: Sequence[str]) -> dict:
+        feats = self.model.tokenize([str(t) for t in texts])
+        return {k: (v.to(self.device) if hasattr(v, "to") else v) for k, v in feats.items()}
+
+    def forward(self, features: dict):
+        return self.model(dict(features))["sentence_embedding"]
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        if not self.max_seq_length:
+            return 0
+        tok = self.model.tokenizer
+        lengths = [len(ids) for ids in tok([str(t) for t in texts], add_special_tokens=True)["input_ids"]]
+        return int(sum(n > self.max_seq_length for n in lengths))
+
+
+def _pooling_from_flags(cfg: dict) -> str:
+    modes = [k.removeprefix("pooling_mode_").removesuffix("_tokens") for k, v in cfg.items() if k.startswith("pooling_mode_") and v]
+    return "+".join(modes) or "unknown"
+
+
+def _hub_revision(model) -> str:
+    card = getattr(model, "model_card_data", None)
+    rev = getattr(card, "base_model_revision", None) if card is not None else None
+    return str(rev) if rev else "hub"

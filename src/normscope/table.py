@@ -1,0 +1,214 @@
+"""The embedding table: ids, texts, raw vectors, norms and the model fingerprint.
+
+Every stage of normscope reads or writes this artefact. On disk it is a parquet
+file with columns ``id`` (string), ``text`` (string), ``norm`` (float32) and
+``vector`` (fixed-size list of float32); the fingerprint is stored as JSON in the
+parquet schema metadata under the key ``normscope.fingerprint``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from normscope._io import atomic_path
+from normscope.errors import InputError
+
+__all__ = ["ModelFingerprint", "EmbeddingTable"]
+
+_META_KEY = b"normscope.fingerprint"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelFingerprint:
+    """Identity of the model that produced a set of raw embeddings.
+
+    Attributes
+    ----------
+    name : str
+        Model name as given by the user (hub id, path or ``precomputed:<file>``).
+    revision : str
+        Hub revision, or the sha256 of the weights/vector file when loaded from disk.
+    pooling : str
+        Pooling that produced the vector (``mean``, ``cls``, ``precomputed`` ...).
+    dropped_modules : tuple of str
+        Pipeline modules removed to obtain raw vectors (e.g. ``("Normalize",)``).
+    backend : str
+        Adapter that produced the vectors (``sentence-transformers``, ``huggingface``,
+        ``open_clip``, ``precomputed``).
+    """
+
+    name: str
+    revision: str
+    pooling: str
+    dropped_modules: tuple[str, ...] = ()
+    backend: str = "sentence-transformers"
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["dropped_modules"] = list(self.dropped_modules)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelFingerprint":
+        return cls(
+            name=str(d["name"]),
+            revision=str(d["revision"]),
+            pooling=str(d["pooling"]),
+            dropped_modules=tuple(d.get("dropped_modules", ())),
+            backend=str(d.get("backend", "sentence-transformers")),
+        )
+
+    @property
+    def key(self) -> str:
+        """Hex sha256 of the canonical JSON form; the cache namespace of this model."""
+        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+
+@dataclasses.dataclass
+class EmbeddingTable:
+    """Raw (un-normalised) embeddings of ``n`` inputs.
+
+    Attributes
+    ----------
+    ids : list of str, length n
+    texts : list of str, length n
+    vectors : ndarray of shape (n, d), float32
+        Raw model outputs; never normalised by normscope.
+    fingerprint : ModelFingerprint
+
+    Raises
+    ------
+    InputError
+        If lengths disagree, ``vectors`` is not 2-D or holds NaN/Inf.
+    """
+
+    ids: list[str]
+    texts: list[str]
+    vectors: np.ndarray
+    fingerprint: ModelFingerprint
+
+    def __post_init__(self) -> None:
+        self.vectors = np.ascontiguousarray(self.vectors, dtype=np.float32)
+        if self.vectors.ndim != 2:
+            raise InputError(f"vectors must have shape (n, d), got {self.vectors.shape}")
+        n = self.vectors.shape[0]
+        if len(self.ids) != n or len(self.texts) != n:
+            raise InputError(
+                f"ids ({len(self.ids)}), texts ({len(self.texts)}) and vectors ({n}) differ in length"
+            )
+        if not np.isfinite(self.vectors).all():
+            bad = np.flatnonzero(~np.isfinite(self.vectors).all(axis=1))
+            raise InputError(f"vectors hold NaN/Inf in rows {bad[:10].tolist()}")
+
+    @property
+    def norms(self) -> np.ndarray:
+        """Euclidean norms ``||z||`` of the raw vectors, ndarray of shape (n,), float32."""
+        return np.linalg.norm(self.vectors.astype(np.float64), axis=1).astype(np.float32)
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.shape[1])
+
+    def __len__(self) -> int:
+        return int(self.vectors.shape[0])
+
+    def summary(self) -> dict:
+        """Norm summary: ``n``, ``dim``, ``model``, ``norm_mean/std/min/max`` (float, units of ||z||)."""
+        r = self.norms.astype(np.float64)
+        return {
+            "n": len(self),
+            "dim": self.dim,
+            "model": self.fingerprint.name,
+            "fingerprint": self.fingerprint.to_dict(),
+            "norm_mean": float(r.mean()) if len(r) else float("nan"),
+            "norm_std": float(r.std(ddof=1)) if len(r) > 1 else float("nan"),
+            "norm_min": float(r.min()) if len(r) else float("nan"),
+            "norm_max": float(r.max()) if len(r) else float("nan"),
+        }
+
+    # ------------------------------------------------------------------ parquet
+    def to_parquet(self, path: str | Path) -> Path:
+        """Write the table atomically (temp file + rename) to ``path``; returns the path."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        n, d = self.vectors.shape
+        flat = pa.array(self.vectors.reshape(-1), type=pa.float32())
+        vec = pa.FixedSizeListArray.from_arrays(flat, d)
+        tbl = pa.table(
+            {
+                "id": pa.array(self.ids, type=pa.string()),
+                "text": pa.array(self.texts, type=pa.string()),
+                "norm": pa.array(self.norms, type=pa.float32()),
+                "vector": vec,
+            }
+        )
+        tbl = tbl.replace_schema_metadata({_META_KEY: json.dumps(self.fingerprint.to_dict()).encode()})
+        with atomic_path(path) as tmp:
+            pq.write_table(tbl, tmp)
+        return Path(path)
+
+    @classmethod
+    def from_parquet(cls, path: str | Path) -> "EmbeddingTable":
+        """Read a table written by :meth:`to_parquet` (or any parquet with ``id``/``vector``)."""
+        import pyarrow.parquet as pq
+
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(f"no such parquet file: {path}")
+        try:
+            tbl = pq.read_table(path)
+        except Exception as exc:  # pyarrow raises several types
+            raise InputError(f"cannot read parquet {path}: {exc}") from None
+        if "vector" not in tbl.column_names:
+            raise InputError(f"{path} has no 'vector' column (columns: {tbl.column_names})")
+        vectors = _vectors_from_arrow(tbl.column("vector"), path)
+        n = vectors.shape[0]
+        ids = [str(x) for x in tbl.column("id").to_pylist()] if "id" in tbl.column_names else [str(i) for i in range(n)]
+        texts = [str(x) for x in tbl.column("text").to_pylist()] if "text" in tbl.column_names else ids
+        meta = tbl.schema.metadata or {}
+        if _META_KEY in meta:
+            fp = ModelFingerprint.from_dict(json.loads(meta[_META_KEY]))
+        else:
+            fp = ModelFingerprint(
+                name=f"precomputed:{path.name}",
+                revision=file_sha256(path),
+                pooling="precomputed",
+                backend="precomputed",
+            )
+        return cls(ids=ids, texts=texts, vectors=vectors, fingerprint=fp)
+
+
+def _vectors_from_arrow(col, path: Path) -> np.ndarray:
+    import pyarrow as pa
+
+    col = col.combine_chunks()
+    if pa.types.is_fixed_size_list(col.type):
+        d = col.type.list_size
+        arr = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+        return arr.reshape(-1, d)
+    rows = col.to_pylist()
+    lengths = {len(r) if r is not None else -1 for r in rows}
+    if len(lengths) > 1 or -1 in lengths:
+        raise InputError(f"{path}: 'vector' rows have differing or missing lengths {sorted(lengths)[:5]}")
+    return np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
+
+
+def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def as_list(x: Sequence[str]) -> list[str]:
+    return [str(s) for s in x]

@@ -1,0 +1,35 @@
+"""Shared pytest fixtures: the bundled real model (session-scoped) and the shared-data directory."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never reach the hub
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def bundled_encoder():
+    """The real all-MiniLM-L6-v2 (raw vectors), loaded once per session."""
+    from normscope.encoders import load_encoder
+
+    return load_encoder()
+
+
+@pytest.fixture(scope="session")
+def shared_data():
+    """Path of ../shared/data; skips the test when absent."""
+    from normscope.datasets import shared_data_dir
+
+    d = shared_data_dir()
+    if d is None:
+        pytest.skip("../shared/data is absent")
+    return d
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
