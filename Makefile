@@ -1,12 +1,18 @@
 # normscope: two commands on a fresh machine with Python and pip.
-#   make run   - create .venv, install normscope, run the main job on the embedded default
+#   make run   - create .venv, install normscope, run the main job (normscope report) on the embedded default
 #   make test  - create .venv if missing, run the test suite
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+REPORT_DIR ?= out/report
+REPORT_ARGS ?=
 
-.PHONY: run test install bench clean
+# The report's browser test needs a system Chromium. As root on a Debian-like machine (CI), `make test`
+# installs it with apt-get when missing, and then requires the test to run (it fails instead of skipping).
+IS_ROOT_APT := $(shell [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && echo 1)
+
+.PHONY: run quick test install browser bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,11 +22,27 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The whole analysis on the bundled all-MiniLM-L6-v2 (full default sizes; resumable: a re-run skips
+# finished stages). Ends with the report's path and a one-screen summary.
 run: $(STAMP)
-	$(VENV)/bin/normscope embed --wordfreq-top 2000 -o out/words.parquet --json out/words.json
+	$(VENV)/bin/normscope report --out $(REPORT_DIR) $(REPORT_ARGS)
 
-test: $(STAMP)
-	$(PY) -m pytest -q
+# The same with --quick subsets (< 5 minutes on 2 CPU cores).
+quick: $(STAMP)
+	$(VENV)/bin/normscope report --quick --out out/report-quick $(REPORT_ARGS)
+
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$(IS_ROOT_APT)" = 1 ]; then \
+	  echo "make test: installing Chromium (apt-get install chromium) for the report's browser test"; \
+	  (apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null) \
+	    || echo "make test: WARNING: apt-get could not install chromium; the browser test will fail"; \
+	else \
+	  echo "make test: no Chromium and not root with apt-get: the report's browser test will skip"; \
+	fi
+
+test: $(STAMP) browser
+	NORMSCOPE_REQUIRE_BROWSER=$(IS_ROOT_APT) $(PY) -m pytest -q
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done

@@ -1,0 +1,129 @@
+"""Figures of the report that belong to no single stage (matplotlib, Agg backend, PNG).
+
+Stage figures (probes, lab, signals, retrieval) come from the stages' own ``plot_*`` functions;
+this module draws the norm distribution and the report's fallback scatter plots.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from normscope._io import atomic_path, check_output_path
+
+__all__ = ["plot_norm_distribution", "plot_scatter_identity", "save_figure"]
+
+_DPI = 110
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, path: str | Path) -> Path:
+    """Save a matplotlib figure as PNG atomically and close it.
+
+    Raises
+    ------
+    InputError
+        If ``path``'s directory does not exist.
+    """
+    plt = _plt()
+    path = check_output_path(path)
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=_DPI, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_norm_distribution(norms, path: str | Path, *, model: str = "", source: str = "") -> Path:
+    """Histogram of raw embedding norms with mean and median marked.
+
+    Parameters
+    ----------
+    norms : array-like of shape (n,)
+        Raw norms ||z|| (units of the model's output space).
+    path : str or Path
+        Output PNG.
+    model, source : str, keyword-only
+        Shown in the title (model name; what was embedded, e.g. "top-5000 wordfreq words").
+
+    Returns
+    -------
+    Path
+    """
+    r = np.asarray(norms, dtype=np.float64)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    bins = int(np.clip(np.sqrt(max(len(r), 1)) * 1.5, 10, 80))
+    ax.hist(r, bins=bins, color="#4C72B0", alpha=0.85, edgecolor="white", linewidth=0.4)
+    if len(r):
+        ax.axvline(r.mean(), color="#C44E52", lw=1.6, label=f"mean {r.mean():.2f}")
+        ax.axvline(np.median(r), color="#222222", lw=1.2, ls="--", label=f"median {np.median(r):.2f}")
+        ax.legend(frameon=False)
+    ax.set_xlabel("raw embedding norm ||z|| (model output units)")
+    ax.set_ylabel("number of items")
+    title = "Norm distribution"
+    if source:
+        title += f": {source}"
+    ax.set_title(title + (f"\n{model}" if model else ""), fontsize=10)
+    ax.spines[["top", "right"]].set_visible(False)
+    return save_figure(fig, path)
+
+
+def plot_scatter_identity(
+    x,
+    y,
+    path: str | Path,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    groups=None,
+) -> Path:
+    """Scatter of predicted (x) against observed (y) with the identity line y = x.
+
+    Parameters
+    ----------
+    x, y : array-like of shape (n,)
+    path : str or Path
+    xlabel, ylabel, title : str, keyword-only
+        Axis labels must carry units.
+    groups : array-like of shape (n,), optional
+        Colour by group (e.g. ambiguity level).
+
+    Returns
+    -------
+    Path
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.0, 4.4))
+    ok = np.isfinite(x) & np.isfinite(y)
+    if groups is None:
+        ax.scatter(x[ok], y[ok], s=8, alpha=0.6, color="#4C72B0")
+    else:
+        g = np.asarray(groups)[ok]
+        for level in sorted(set(g.tolist())):
+            m = g == level
+            ax.scatter(x[ok][m], y[ok][m], s=8, alpha=0.7, label=str(level))
+        ax.legend(title="group", frameon=False, fontsize=8)
+    if ok.any():
+        lo = float(min(x[ok].min(), y[ok].min()))
+        hi = float(max(x[ok].max(), y[ok].max()))
+        ax.plot([lo, hi], [lo, hi], color="#444444", lw=1, ls="--", label="y = x")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.spines[["top", "right"]].set_visible(False)
+    return save_figure(fig, path)

@@ -1,0 +1,188 @@
+"""Rendering of ``index.html``: one self-contained page, no network requests.
+
+The page is rendered by a jinja2 template held in this module with ``autoescape`` on, so every
+string that comes from a dataset (words, queries, document titles) is HTML-escaped. Figures are
+embedded as ``data:image/png;base64`` URIs (the PNG files also lie beside the page); the CSS is
+inline and uses only local system fonts; there is no script, link, font or external URL.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+from pathlib import Path
+
+from normscope._io import atomic_path, check_output_path
+from normscope.report.runner import SECTIONS
+from normscope.report.text import fmt
+
+__all__ = ["render_report", "render_html", "TEMPLATE"]
+
+TEMPLATE = r"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<title>normscope report: {{ report.model }}</title>
+<style>
+ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 980px; margin: 2em auto;
+        padding: 0 1em; color: #1d1d1f; line-height: 1.45; }
+ h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+ h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
+ h3 { font-size: 1.05em; margin-bottom: 0.3em; }
+ table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.92em; }
+ th, td { border: 1px solid #d6d6d6; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+ th { background: #f3f3f3; }
+ td.num { text-align: right; font-variant-numeric: tabular-nums; }
+ code { background: #f3f3f3; padding: 0.1em 0.3em; border-radius: 3px; font-size: 0.9em; word-break: break-all; }
+ figure { margin: 1em 0; }
+ figure img { max-width: 100%; border: 1px solid #eee; }
+ figcaption { font-size: 0.9em; color: #444; }
+ .status { display: inline-block; font-size: 0.8em; padding: 0.1em 0.5em; border-radius: 3px; margin-left: 0.4em; vertical-align: middle; }
+ .status-ok { background: #e3f4e1; color: #1e5e1a; }
+ .status-unavailable, .status-not_run { background: #f4f0dc; color: #6a5500; }
+ .status-failed { background: #f8e0e0; color: #8a1c1c; }
+ .why { background: #fbf8ea; border-left: 4px solid #d9c66b; padding: 0.4em 0.8em; }
+ .fail { background: #fbeaea; border-left: 4px solid #d96b6b; padding: 0.4em 0.8em; }
+ .says { background: #eef4fb; border-left: 4px solid #4c72b0; padding: 0.5em 1em; }
+ .meta { color: #555; font-size: 0.9em; }
+ ul.notes li { font-size: 0.92em; }
+</style>
+</head>
+<body>
+<h1>normscope report</h1>
+<p class="meta">Model <code>{{ report.model }}</code> &middot; size preset <b>{{ report.preset }}</b>
+ &middot; seed {{ report.seed }} &middot; device {{ report.device }} &middot; normscope {{ report.normscope_version }}
+ &middot; generated {{ generated }} in {{ num(report.seconds, 1) }} s.
+ All numbers on this page are in <code>summary.json</code> beside it.</p>
+<nav><b>Sections:</b>
+{% for key, title in sections.items() %}<a href="#{{ key }}">{{ title }}</a>{% if not loop.last %} &middot; {% endif %}{% endfor %}
+</nav>
+
+<h2 id="what_this_says">What this says</h2>
+<div class="says">
+{% if says %}
+{% for key, sentences in says.items() %}<p><b>{{ sections[key] }}.</b> {% for s in sentences %}{{ s }} {% endfor %}</p>
+{% endfor %}
+{% else %}<p>No section produced numbers to summarise.</p>{% endif %}
+<p class="meta">Each sentence is chosen by the measured sign and whether the 95% confidence interval excludes 0
+(or, for the lab, whether the theorem's gate is met); none is written in advance.</p>
+</div>
+
+{% for key, title in sections.items() %}{% set sec = summary.get(key, {}) %}{% set view = views.get(key, {}) %}
+<section id="sec-{{ key }}">
+<h2 id="{{ key }}">{{ title }}<span class="status status-{{ sec.status }}">{{ status_words.get(sec.status, sec.status) }}</span></h2>
+{% if sec.status == 'ok' %}
+{% if view.sizes %}<p class="meta">Sizes: {{ view.sizes }}</p>{% endif %}
+{% if view.command %}<p class="meta">Same numbers as the individual command <code>{{ view.command }}</code>.</p>{% endif %}
+{% if view.key_numbers %}
+<table class="key">
+<tr><th>quantity</th><th>value</th><th>unit</th></tr>
+{% for row in view.key_numbers %}<tr><td>{{ row[0] }}</td><td{% if is_num(row[1]) %} class="num"{% endif %}>{{ num(row[1]) }}</td><td>{{ row[2] }}</td></tr>
+{% endfor %}</table>
+{% endif %}
+{% for t in view.tables or [] %}
+<h3>{{ t.title }}</h3>
+<table>
+<tr>{% for c in t.columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for row in t.rows %}<tr>{% for v in row %}<td{% if is_num(v) %} class="num"{% endif %}>{{ num(v) }}</td>{% endfor %}</tr>
+{% endfor %}</table>
+{% endfor %}
+{% for f in view.figures or [] %}
+<figure><img alt="{{ f.caption }}" src="{{ images.get(f.file, '') }}"><figcaption>{{ f.caption }} (<code>{{ f.file }}</code>)</figcaption></figure>
+{% endfor %}
+{% if view.notes %}<h3>Caveats</h3><ul class="notes">{% for n in view.notes %}<li>{{ n }}</li>{% endfor %}</ul>{% endif %}
+{% if says.get(key) %}<p class="says">{% for s in says[key] %}{{ s }} {% endfor %}</p>{% endif %}
+{% elif sec.status == 'failed' %}
+<p class="fail">This section failed: {{ sec.reason }}</p>
+{% elif sec.status == 'not_run' %}
+<p class="why">Not run: {{ sec.reason }}</p>
+{% else %}
+<p class="why">Not available: {{ sec.reason }}</p>
+{% endif %}
+</section>
+{% endfor %}
+
+<h2 id="timing">Run</h2>
+<table>
+<tr><th>stage</th><th>status</th><th>wall time (s)</th><th>from cache</th></tr>
+{% for st, rec in records.items() %}<tr><td>{{ st }}</td><td>{{ rec.status }}</td><td class="num">{{ num(rec.seconds, 1) }}</td><td>{{ 'yes' if rec.cached else 'no' }}</td></tr>
+{% endfor %}</table>
+<p class="meta">Sizes of this run: {% for k, v in (report.sizes or {}).items() %}{{ k }} = {{ num(v) }}{% if not loop.last %}, {% endif %}{% endfor %}.</p>
+</body>
+</html>
+"""
+
+_STATUS_WORDS = {"ok": "ok", "unavailable": "not available", "not_run": "not run", "failed": "failed"}
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _num(v, digits: int = 3) -> str:
+    if v is None:
+        return "n/a"
+    if _is_num(v):
+        return fmt(v, digits)
+    return str(v)
+
+
+def _image_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def render_html(summary: dict, records: dict, out_dir: str | Path) -> str:
+    """The page as a string.
+
+    Parameters
+    ----------
+    summary : dict
+        summary.json content (section key -> numbers, ``report``, ``what_this_says``).
+    records : dict
+        Stage name -> stage record (views: key numbers, tables, figures, notes).
+    out_dir : str or Path
+        Directory holding the figure PNGs (embedded as base64 data URIs).
+
+    Returns
+    -------
+    str
+        Self-contained HTML (no external resource of any kind).
+    """
+    import jinja2
+
+    out_dir = Path(out_dir)
+    views: dict[str, dict] = {}
+    images: dict[str, str] = {}
+    for rec in records.values():
+        for key, sec in (rec.get("sections") or {}).items():
+            views[key] = sec
+            for f in sec.get("figures") or []:
+                p = out_dir / f["file"]
+                if p.is_file():
+                    images[f["file"]] = _image_uri(p)
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
+    tmpl = env.from_string(TEMPLATE)
+    return tmpl.render(
+        report=summary.get("report", {}),
+        summary=summary,
+        sections=SECTIONS,
+        views=views,
+        images=images,
+        records=records,
+        says=summary.get("what_this_says") or {},
+        status_words=_STATUS_WORDS,
+        num=_num,
+        is_num=_is_num,
+        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    )
+
+
+def render_report(summary: dict, records: dict, path: str | Path) -> Path:
+    """Write the page to ``path`` atomically (figures are read from ``path``'s directory)."""
+    path = check_output_path(path)
+    text = render_html(summary, records, path.parent)
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(text, encoding="utf-8")
+    return path

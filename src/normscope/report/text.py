@@ -1,0 +1,323 @@
+"""The report's "what this says" sentences, generated from the measured numbers.
+
+No sentence is canned: each one is chosen by the sign of the measured statistic and by whether its
+95% confidence interval excludes 0 (or, for the lab, whether the measured error passes the
+theorem's gate). When a number is missing the sentence says so instead of guessing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+__all__ = [
+    "fmt",
+    "strength",
+    "ci_excludes_zero",
+    "correlation_sentence",
+    "what_this_says",
+]
+
+
+def fmt(x, digits: int = 3) -> str:
+    """Format a number for prose: ``0.123``, ``-0.045``, ``1,234``; ``n/a`` for None/NaN."""
+    if x is None:
+        return "n/a"
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, int):
+        return f"{x:,}"
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if math.isnan(v):
+        return "n/a"
+    if v != 0 and (abs(v) < 10 ** (-digits) or abs(v) >= 1e5):
+        return f"{v:.{digits - 1}e}"
+    return f"{v:.{digits}f}".replace("-", "\u2212")
+
+
+def _num(x) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def strength(rho: float) -> str:
+    """Conventional size word for |rho| (Cohen 1988): <0.1 negligible, <0.3 weak, <0.5 moderate, else strong."""
+    a = abs(rho)
+    if a < 0.1:
+        return "negligible"
+    if a < 0.3:
+        return "weak"
+    if a < 0.5:
+        return "moderate"
+    return "strong"
+
+
+def ci_excludes_zero(ci) -> bool | None:
+    """True if the interval ``[lo, hi]`` excludes 0, False if it contains 0, None if unknown."""
+    if ci is None or not isinstance(ci, (list, tuple)) or len(ci) != 2:
+        return None
+    lo, hi = _num(ci[0]), _num(ci[1])
+    if lo is None or hi is None:
+        return None
+    return lo > 0 or hi < 0
+
+
+def _ci_text(ci) -> str:
+    if ci_excludes_zero(ci) is None:
+        return "no CI"
+    return f"95% CI {fmt(ci[0])} to {fmt(ci[1])}"
+
+
+def correlation_sentence(
+    x: str,
+    y: str,
+    rho,
+    ci,
+    n=None,
+    *,
+    method: str = "Spearman \u03c1",
+    relation: str = "monotone relation",
+) -> str:
+    """One sentence about a correlation, chosen by its sign and whether its CI excludes 0.
+
+    Parameters
+    ----------
+    x, y : str
+        What is correlated ("the raw norm", "Zipf frequency").
+    rho : float
+        The estimate.
+    ci : [lo, hi] or None
+        Its 95% confidence interval.
+    n : int, optional
+        Sample size.
+
+    Returns
+    -------
+    str
+        - CI excludes 0: "<x> rises/falls with <y> (<strength>): rho = ..., 95% CI ..., n = ...; the CI excludes 0."
+        - CI contains 0: "For <x> and <y> the CI includes 0: no evidence of a <relation> (...)."
+        - no CI: the estimate only, with "no CI, so no claim about its sign".
+    """
+    r = _num(rho)
+    stats = f"{method} = {fmt(r)}, {_ci_text(ci)}" + (f", n = {fmt(int(n))}" if n is not None else "")
+    if r is None:
+        return f"The {relation} between {x} and {y} could not be estimated ({stats})."
+    ex = ci_excludes_zero(ci)
+    if ex is None:
+        return f"{x[0].upper() + x[1:]} vs {y}: {stats}; no CI, so no claim about its sign."
+    if not ex:
+        return f"For {x} and {y} the CI includes 0: no evidence of a {relation} ({stats})."
+    direction = "rises" if r > 0 else "falls"
+    return f"{x[0].upper() + x[1:]} {direction} with {y} ({strength(r)}; {stats}); the CI excludes 0."
+
+
+def _get(d, *path, default=None):
+    for p in path:
+        if not isinstance(d, dict) or p not in d:
+            return default
+        d = d[p]
+    return d
+
+
+def _corr_parts(c) -> tuple:
+    """(rho, ci, method) from a correlation dict of any stage (spearman preferred)."""
+    if not isinstance(c, dict):
+        return None, None, "Spearman \u03c1"
+    if "spearman" in c:
+        sp = c["spearman"]
+        if isinstance(sp, dict):
+            return sp.get("estimate", sp.get("rho", sp.get("value"))), sp.get("ci"), "Spearman \u03c1"
+        ci = c.get("spearman_ci", c.get("ci"))
+        return sp, ci, "Spearman \u03c1"
+    if "pearson" in c:
+        pe = c["pearson"]
+        if isinstance(pe, dict):
+            return pe.get("estimate", pe.get("r")), pe.get("ci"), "Pearson r"
+        return pe, c.get("pearson_ci", c.get("ci")), "Pearson r"
+    return c.get("estimate"), c.get("ci"), "\u03c1"
+
+
+# ---------------------------------------------------------------------------------------------
+# per section
+# ---------------------------------------------------------------------------------------------
+
+
+def norm_distribution_sentences(sec: dict) -> list[str]:
+    res = sec.get("result") or {}
+    mean, sd, n = _num(res.get("norm_mean")), _num(res.get("norm_std")), res.get("n")
+    if mean is None:
+        return []
+    cv = sd / mean if (sd is not None and mean) else None
+    base = (f"Over {fmt(n)} items the raw norm has mean {fmt(mean)} (sd {fmt(sd)}, range "
+            f"{fmt(_num(res.get('norm_min')))} to {fmt(_num(res.get('norm_max')))}).")
+    if cv is not None and cv < 1e-3:
+        return [base + " The norms are constant: this model normalises its outputs, so the norm carries no "
+                "per-item information and the norm analyses below are void for it."]
+    unit = abs(mean - 1.0) < 1e-3
+    tail = (" The vectors are unit length on average; their spread still varies per item."
+            if unit else " The model's raw vectors are not unit length, and their spread "
+            f"(coefficient of variation {fmt(cv)}) is what the sections below try to explain.")
+    return [base + tail]
+
+
+def equilibrium_sentences(sec: dict) -> list[str]:
+    res = sec.get("result") or {}
+    out: list[str] = []
+    n = res.get("n_items")
+    rho, ci, m = _corr_parts(res.get("corr_req_norm"))
+    if rho is not None:
+        out.append(correlation_sentence("the observed norm", "the norm predicted by (E7) from the probes",
+                                        rho, ci, n, method=m))
+    rho_h, ci_h, mh = _corr_parts(res.get("corr_norm_heat"))
+    if rho_h is not None:
+        out.append(correlation_sentence("the norm", "the heat \u03a3\u00b2", rho_h, ci_h, n, method=mh))
+    rho_d, ci_d, md = _corr_parts(res.get("corr_norm_displacement"))
+    if rho_d is not None:
+        s = correlation_sentence("the norm", "the R-free displacement E||a||\u00b2", rho_d, ci_d, n, method=md)
+        if ci_excludes_zero(ci_h) and ci_excludes_zero(ci_d) is False:
+            s += (" Since heat contains R\u00b2 by definition, the heat correlation above may be mechanical: "
+                  "the R-free quantity shows no relation.")
+        out.append(s)
+    rho_dr, ci_dr, mdr = _corr_parts(res.get("corr_norm_drift"))
+    if rho_dr is not None:
+        out.append(correlation_sentence("the norm", "the radial drift D~", rho_dr, ci_dr, n, method=mdr))
+    nq = res.get("n_negative_q")
+    nl = res.get("n_negative_lambda_rad")
+    if nq or nl:
+        out.append(f"{fmt(nq or 0)} items have q < 0 and {fmt(nl or 0)} have \u03bb_rad < 0: (E7) has no "
+                   "stationary prediction for them, so they are excluded from the prediction check.")
+    return out
+
+
+def training_lab_sentences(sec: dict) -> list[str]:
+    res = sec.get("result") or {}
+    mare = _num(res.get("mean_abs_rel_error"))
+    med = _num(res.get("median_rel_error"))
+    pear = _num(res.get("pearson"))
+    if mare is None:
+        return []
+    setting = f"{res.get('encoder', '?')} encoder, {res.get('optimizer', '?')}"
+    passed = mare <= 0.05 and (med is None or abs(med) <= 0.02) and (pear is None or pear >= 0.95)
+    numbers = (f"mean |relative error| {fmt(mare)}, median signed error {fmt(med)}, Pearson r {fmt(pear)} "
+               "between predicted R_eq and the measured stationary norm")
+    if passed:
+        return [f"In the training lab ({setting}) the measured stationary norms agree with the (E7) prediction "
+                f"within the gate (mean |rel. error| \u2264 0.05, |median| \u2264 0.02, r \u2265 0.95): {numbers}."]
+    return [f"In the training lab ({setting}) the measured stationary norms do not meet the gate "
+            f"(mean |rel. error| \u2264 0.05, |median| \u2264 0.02, r \u2265 0.95): {numbers}."]
+
+
+_SIGNAL_WORDS = {
+    "frequency": "Zipf frequency",
+    "specificity": "WordNet specificity (hypernym depth)",
+    "concreteness": "concreteness rating",
+    "uncertainty": "human label entropy",
+}
+
+
+def semantic_signal_sentences(sec: dict) -> list[str]:
+    out = []
+    for name, s in (sec.get("result") or {}).items():
+        if not isinstance(s, dict) or s.get("status", "ok") != "ok":
+            continue
+        rho, ci, m = _corr_parts(s)
+        if rho is None:
+            continue
+        sentence = correlation_sentence("the raw norm", _SIGNAL_WORDS.get(name, name), rho, ci, s.get("n"), method=m)
+        p = s.get("partial_spearman")
+        if isinstance(p, dict):
+            prho = p.get("estimate", p.get("rho"))
+            pci = p.get("ci")
+            ctrl = ", ".join(s.get("controls") or p.get("controls") or []) or "the controls"
+            ex = ci_excludes_zero(pci)
+            if ex is True:
+                sentence += f" Controlling for {ctrl} it stays {'positive' if _num(prho) > 0 else 'negative'} (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
+            elif ex is False:
+                sentence += f" Controlling for {ctrl}, the CI includes 0 (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
+            elif _num(prho) is not None:
+                sentence += f" Partial \u03c1 controlling for {ctrl} = {fmt(prho)} (no CI)."
+        out.append(sentence)
+    return out
+
+
+def retrieval_sentences(sec: dict) -> list[str]:
+    res = sec.get("result") or {}
+    scorers = res.get("scorers") or {}
+    base = _num(_get(scorers, "cosine", "ndcg@10"))
+    out = []
+    for name, s in scorers.items():
+        if name == "cosine" or not isinstance(s, dict):
+            continue
+        nd = _num(s.get("ndcg@10"))
+        p = _num(s.get("p_value", s.get("p_value_vs_cosine")))
+        if nd is None or base is None:
+            continue
+        d = nd - base
+        if p is None:
+            out.append(f"Scorer {name}: nDCG@10 {fmt(nd)} vs cosine {fmt(base)} (\u0394 {fmt(d)}; no test).")
+        elif p < 0.05:
+            verb = "improves" if d > 0 else "lowers"
+            out.append(f"The {name} scorer {verb} test nDCG@10 over cosine ({fmt(nd)} vs {fmt(base)}, \u0394 {fmt(d)}, "
+                       f"paired p = {fmt(p)} < 0.05).")
+        else:
+            out.append(f"The {name} scorer gives no significant difference from cosine on test nDCG@10 "
+                       f"({fmt(nd)} vs {fmt(base)}, \u0394 {fmt(d)}, paired p = {fmt(p)}).")
+    return out
+
+
+def calibration_sentences(sec: dict) -> list[str]:
+    res = sec.get("result") or {}
+    out = []
+    for name, c in res.items():
+        if not isinstance(c, dict):
+            continue
+        auc = _num(c.get("auroc"))
+        if auc is None:
+            continue
+        ci = c.get("auroc_ci")
+        if isinstance(ci, (list, tuple)) and len(ci) == 2 and _num(ci[0]) is not None:
+            lo, hi = _num(ci[0]), _num(ci[1])
+            if lo > 0.5:
+                out.append(f"{name} predicts a relevant top-1 better than chance (AUROC {fmt(auc)}, 95% CI {fmt(lo)} to {fmt(hi)}).")
+            elif hi < 0.5:
+                out.append(f"{name} ranks relevant top-1 results below chance (AUROC {fmt(auc)}, 95% CI {fmt(lo)} to {fmt(hi)}): it signals errors inversely.")
+            else:
+                out.append(f"For {name} the AUROC CI includes 0.5: no evidence that it predicts a relevant top-1 "
+                           f"(AUROC {fmt(auc)}, 95% CI {fmt(lo)} to {fmt(hi)}).")
+        else:
+            out.append(f"{name}: AUROC {fmt(auc)} for a relevant top-1 (0.5 = chance; no CI, so no claim).")
+    return out
+
+
+_SECTION_TEXT = {
+    "norm_distribution": norm_distribution_sentences,
+    "equilibrium_theory": equilibrium_sentences,
+    "training_lab": training_lab_sentences,
+    "semantic_signals": semantic_signal_sentences,
+    "retrieval": retrieval_sentences,
+    "calibration": calibration_sentences,
+}
+
+
+def section_sentences(key: str, sec: dict) -> list[str]:
+    """Sentences of one section (empty unless it ran)."""
+    if not isinstance(sec, dict) or sec.get("status") != "ok" or key not in _SECTION_TEXT:
+        return []
+    return _SECTION_TEXT[key](sec)
+
+
+def what_this_says(summary: dict, sections: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """The "what this says" paragraph: section key -> sentences, from summary.json's numbers."""
+    keys = sections if sections is not None else list(_SECTION_TEXT)
+    out = {}
+    for k in keys:
+        s = section_sentences(k, summary.get(k) or {})
+        if s:
+            out[k] = s
+    return out

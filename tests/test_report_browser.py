@@ -1,0 +1,119 @@
+"""The report renders in headless Chromium: every heading and figure present, no network request,
+dataset text escaped.
+
+Needs the Python ``playwright`` package (test extra) and a system Chromium (Debian package
+``chromium``; ``make test`` installs it when running as root). Without them the test skips with the
+reason, unless ``NORMSCOPE_REQUIRE_BROWSER=1`` (set by ``make test`` where it could install
+Chromium), where it fails instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from normscope.report import SECTIONS, Sizes
+from normscope.report.runner import ReportConfig, run_report
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+EVIL = '<script>alert("x")</script>'
+
+
+def _chromium() -> str:
+    """Path of the system Chromium; skip (or fail when required) if it or playwright is missing."""
+    required = os.environ.get("NORMSCOPE_REQUIRE_BROWSER") == "1"
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None and Path("/usr/bin/chromium").is_file():
+        path = "/usr/bin/chromium"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        reason = "the playwright Python package is not installed (pip install -e '.[test]')"
+        if required:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    if path is None:
+        reason = "no system Chromium (apt-get install chromium; make test installs it when run as root)"
+        if required:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path
+
+
+def test_report_renders_in_headless_chromium(tmp_path, bundled_encoder):
+    chromium = _chromium()
+    from playwright.sync_api import sync_playwright
+
+    items = tmp_path / "items.txt"
+    items.write_text("\n".join(["cat", "democracy", EVIL, "the", "photosynthesis", "a & b", "run", "blue"]) + "\n",
+                     encoding="utf-8")
+    out = tmp_path / "report"
+    cfg = ReportConfig(out=out, sizes=Sizes(words=50), only=("setup", "norms"), items=items)
+    res = run_report(cfg, progress=False, encoder=bundled_encoder)
+    n_figures = sum(len(sec.get("figures") or []) for rec in res.records.values()
+                    for sec in (rec.get("sections") or {}).values())
+    assert n_figures >= 1
+
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 900})
+
+            def _route(route):
+                url = route.request.url
+                requests.append(url)
+                if url.startswith("file://") and url.endswith("index.html"):
+                    route.continue_()
+                else:
+                    route.abort()
+
+            page.route("**/*", _route)
+            dialogs: list[str] = []
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(res.index.resolve().as_uri())
+            page.wait_for_load_state("load")
+            shot = tmp_path / "report.png"
+            page.screenshot(path=str(shot), full_page=True)
+
+            headings = [h.strip() for h in page.locator("h2").all_inner_texts()]
+            images = page.evaluate(
+                "() => Array.from(document.images).map(i => [i.naturalWidth, i.naturalHeight, i.src.slice(0, 22)])"
+            )
+            n_scripts = page.locator("script").count()
+            body_text = page.inner_text("body")
+        finally:
+            browser.close()
+
+    # only the page itself was requested: figures are data URIs, no CSS/JS/font/URL anywhere
+    assert [u for u in requests if not u.endswith("index.html")] == [], requests
+    assert len(requests) == 1
+    # every section heading is there
+    for title in SECTIONS.values():
+        assert any(h.startswith(title) for h in headings), (title, headings)
+    assert any(h.startswith("What this says") for h in headings)
+    # every figure decoded (non-zero size) and is embedded
+    assert len(images) == n_figures
+    for w, h, src in images:
+        assert w > 100 and h > 100 and src == "data:image/png;base64,"
+    # the dataset text holding <script> is shown as text, never executed
+    assert n_scripts == 0 and dialogs == []
+    assert EVIL in body_text
+    html = res.index.read_text(encoding="utf-8")
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html and EVIL not in html
+    # a screenshot was taken and is a real PNG of the whole page
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
