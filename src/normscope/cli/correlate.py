@@ -1,0 +1,578 @@
+"""``normscope correlate``: what does the raw norm track? Norm vs a semantic covariate.
+
+The pure-Python entry point :func:`run_correlate` returns the same summary dict as ``--json``
+plus the per-item table; :func:`plot_signal` draws the figure. The CLI is a thin wrapper.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Optional
+
+import numpy as np
+import pandas as pd
+import typer
+
+from normscope._io import atomic_path, check_output_path, write_json
+from normscope.cli import app
+from normscope.encoders import DEFAULT_MODEL
+from normscope.errors import InputError
+
+__all__ = ["SIGNALS", "CONTROLS", "run_correlate", "plot_signal", "read_covariate_file", "read_items"]
+
+SIGNALS = ("specificity", "frequency", "concreteness", "uncertainty")
+CONTROLS = ("frequency", "length", "words")
+MIN_VALID = 10
+DEFAULT_N = {"specificity": 2000, "frequency": 5000, "concreteness": 5000, "uncertainty": None}
+COVARIATE_LABEL = {
+    "specificity": "WordNet hypernym depth of first noun sense (edges)",
+    "frequency": "Zipf frequency (log10 per 10^9 words)",
+    "concreteness": "concreteness, Brysbaert et al. 2014 (1 abstract - 5 concrete)",
+    "uncertainty": "human label entropy (bits)",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# inputs
+# --------------------------------------------------------------------------------------------
+
+
+def read_items(path: str | Path) -> list[str]:
+    """Items of a text file, one per line (blank lines skipped; CRLF accepted).
+
+    Raises
+    ------
+    InputError
+        Missing or empty file.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"items file not found: {p}")
+    items = [line.strip() for line in p.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    if not items:
+        raise InputError(f"items file is empty: {p}")
+    return items
+
+
+def read_covariate_file(path: str | Path, signal: str) -> pd.DataFrame:
+    """A user covariate table: CSV with an ``item`` column and a ``value`` (or ``<signal>``) column.
+
+    Other numeric columns may be named as controls (``--control``).
+
+    Returns
+    -------
+    pandas.DataFrame with columns ``item`` (str), ``value`` (float64) and the extra columns.
+
+    Raises
+    ------
+    InputError
+        Missing file, unparsable CSV, or missing ``item`` / value column (found columns named).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"covariate file not found: {p}")
+    try:
+        df = pd.read_csv(p, keep_default_na=False, na_values=[""], dtype={"item": str})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot parse covariate file {p}: {exc}") from exc
+    df.columns = [str(c).strip() for c in df.columns]
+    value_col = "value" if "value" in df.columns else (signal if signal in df.columns else None)
+    if "item" not in df.columns or value_col is None:
+        raise InputError(
+            f"covariate file {p} needs columns 'item' and 'value' (or '{signal}'); found {list(df.columns)}"
+        )
+    out = df.rename(columns={value_col: "value"})
+    out["item"] = out["item"].astype(str)
+    try:
+        out["value"] = pd.to_numeric(out["value"], errors="raise").astype(np.float64)
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"covariate file {p}: column '{value_col}' is not numeric ({exc})") from exc
+    if out.empty:
+        raise InputError(f"covariate file {p} has no rows")
+    return out
+
+
+def _embed(encoder, texts: list[str], *, batch_size: int, progress: bool) -> np.ndarray:
+    """Raw vectors (n, d) float32, via the content-addressed cache when available."""
+    try:
+        from normscope.encoders.cache import encode_cached  # helper H1; optional
+    except ImportError:
+        encode_cached = None
+    if encode_cached is not None:
+        try:
+            return np.asarray(encode_cached(encoder, texts, batch_size=batch_size, progress=progress))
+        except TypeError:
+            pass  # different signature: fall back to plain encoding
+    if not progress or len(texts) <= batch_size:
+        return np.asarray(encoder.encode(texts, batch_size=batch_size))
+    from rich.progress import Progress
+
+    chunk = max(batch_size * 8, 256)
+    parts = []
+    with Progress(transient=True, console=_stderr()) as bar:
+        task = bar.add_task("embedding", total=len(texts))
+        for s in range(0, len(texts), chunk):
+            parts.append(np.asarray(encoder.encode(texts[s : s + chunk], batch_size=batch_size)))
+            bar.advance(task, len(texts[s : s + chunk]))
+    return np.concatenate(parts, axis=0)
+
+
+def _stderr():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _sample(n_total: int, n: int | None, seed: int) -> np.ndarray:
+    if n is None or n >= n_total:
+        return np.arange(n_total)
+    return np.sort(np.random.default_rng(seed).choice(n_total, size=n, replace=False))
+
+
+def _model_name(encoder, model: str) -> str:
+    fp = getattr(encoder, "fingerprint", None)
+    return str(getattr(fp, "name", None) or model)
+
+
+# --------------------------------------------------------------------------------------------
+# entry point
+# --------------------------------------------------------------------------------------------
+
+
+def run_correlate(
+    signal: str,
+    *,
+    encoder=None,
+    model: str = DEFAULT_MODEL,
+    items: Sequence[str] | None = None,
+    n: int | None = None,
+    controls: Sequence[str] = ("frequency", "length"),
+    seed: int = 0,
+    progress: bool = False,
+    covariates: pd.DataFrame | None = None,
+    measure: str = "min_depth",
+    dataset: str = "chaosnli",
+    subtlex: str | Path | None = None,
+    wordnet: str | Path | None = None,
+    images: str | Path | None = None,
+    n_boot: int = 2000,
+    n_perm: int = 2000,
+    batch_size: int = 64,
+    device: str = "cpu",
+) -> tuple[dict, pd.DataFrame]:
+    """Correlate raw embedding norms with a semantic covariate (with bootstrap CIs and partial rho).
+
+    Parameters
+    ----------
+    signal : {"specificity", "frequency", "concreteness", "uncertainty"}
+        Covariate. Default item sets: specificity = the top-``n`` wordfreq words that are mainly
+        nouns in WordNet (:func:`normscope.signals.wordnet_nouns`, n=2000); frequency = top-``n``
+        wordfreq words (n=5000); concreteness = a seeded sample of ``n`` single words of
+        Brysbaert et al. 2014 (n=5000; ``n=0`` for all 37,058); uncertainty = ChaosNLI SNLI +
+        MNLI-m pairs (all 3,113, or a seeded sample of ``n``), embedded as ``"premise [SEP] hypothesis"``.
+    encoder : Encoder, optional
+        Default ``load_encoder(model, device=device)``.
+    items : sequence of str, optional
+        The user's items instead of the default set (uncertainty then needs ``covariates``).
+    n : int, optional
+        Number of default items (see above); ignored with ``items``.
+    controls : sequence of str
+        Covariates partialled out: ``frequency`` (wordfreq Zipf, token mean for phrases),
+        ``length`` (model tokens, special tokens excluded), ``words`` (word count), or a column
+        of ``covariates``. The signal itself is removed from its own controls.
+    seed : int
+        Seeds item sampling, bootstrap and permutations.
+    covariates : pandas.DataFrame, optional
+        From :func:`read_covariate_file`: user values of the covariate per item (``item``,
+        ``value``) and optional extra control columns. Items default to its ``item`` column.
+    measure : str
+        Specificity measure: ``min_depth`` (default), ``max_depth``, ``n_hyponyms``, ``n_senses``.
+    dataset : {"chaosnli", "cifar10h"}
+        Uncertainty dataset; cifar10h needs ``images`` and an image-capable encoder.
+    subtlex : path-like, optional
+        Use SUBTLEX-US Zipf values (van Heuven et al. 2014) from this file as the frequency signal
+        (and the frequency control) instead of wordfreq.
+    wordnet : path-like, optional
+        WordNet location (see :func:`normscope.signals.load_wordnet`).
+    n_boot, n_perm : int
+        Bootstrap resamples and permutations (:func:`normscope.stats.correlation`).
+
+    Returns
+    -------
+    summary : dict
+        JSON-serialisable: ``signal``, ``model``, ``dataset``, ``n`` (valid items), ``n_items``,
+        ``n_missing`` (items without covariate) and ``missing_examples``, ``spearman``,
+        ``spearman_ci``, ``pearson``, ``pearson_ci``, ``p_value`` (Spearman, permutation),
+        ``pearson_p``, ``partial_spearman`` ({rho, ci, p_value, n, ...} or None), ``controls``,
+        ``covariate``, ``ci_method``, ``notes``; specificity adds ``measures`` (rho per measure).
+    per_item : pandas.DataFrame
+        One row per item: ``item``, ``norm`` (float64, ||z||), ``covariate`` and the controls.
+
+    Raises
+    ------
+    InputError
+        Unknown signal / control / measure, fewer than 10 valid items, uncertainty items without
+        labels, CIFAR-10H without images or with a text-only model.
+    """
+    from normscope import signals as sg
+    from normscope.stats import correlation, partial_spearman
+
+    if signal not in SIGNALS:
+        raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS)}")
+    extra_cols = [c for c in (covariates.columns if covariates is not None else []) if c not in ("item", "value")]
+    controls = [c.strip() for c in controls if c and c.strip()]
+    bad = [c for c in controls if c not in CONTROLS and c not in extra_cols]
+    if bad:
+        raise InputError(f"unknown control(s) {bad}; choose from {', '.join(CONTROLS + tuple(extra_cols))}")
+    if n is not None and n < 0:
+        raise InputError(f"--n must be >= 0, got {n}")
+    if measure not in sg.SPECIFICITY_MEASURES:
+        raise InputError(f"unknown specificity measure {measure!r}; choose from {', '.join(sg.SPECIFICITY_MEASURES)}")
+    if dataset not in ("chaosnli", "cifar10h"):
+        raise InputError(f"unknown uncertainty dataset {dataset!r}; choose chaosnli or cifar10h")
+    notes: list[str] = []
+    self_control = {"frequency": "frequency"}.get(signal)
+    if self_control in controls:
+        controls = [c for c in controls if c != self_control]
+        notes.append(f"'{self_control}' removed from the controls of the {signal} signal itself")
+
+    if signal == "uncertainty" and dataset == "cifar10h":
+        return _run_cifar10h(encoder=encoder, model=model, images=images, n=n, seed=seed, n_boot=n_boot,
+                             n_perm=n_perm, batch_size=batch_size, device=device, progress=progress)
+
+    # ---- items and covariate ------------------------------------------------------------
+    extras: dict[str, np.ndarray] = {}
+    cov_user = None
+    if covariates is not None:
+        lut = covariates.drop_duplicates("item").set_index("item")
+        if items is None:
+            items = lut.index.tolist()
+        items = list(items)
+        cov_user = lut["value"].reindex(items).to_numpy(dtype=np.float64)
+        for c in extra_cols:
+            extras[c] = pd.to_numeric(lut[c].reindex(items), errors="coerce").to_numpy(dtype=np.float64)
+        dataset_name = "user covariate file"
+    if items is not None:
+        items = [str(t) for t in items]
+        if not items:
+            raise InputError("no items given")
+        if covariates is None:
+            dataset_name = "user items"
+    else:
+        n_eff = DEFAULT_N[signal] if n is None else n
+        if signal == "specificity":
+            items = sg.wordnet_nouns(n_eff or 2000, wordnet=sg.load_wordnet(wordnet))
+            dataset_name = f"wordfreq top-{len(items)} English words that are mainly WordNet 3.0 nouns"
+        elif signal == "frequency":
+            from normscope.datasets import wordfreq_words
+
+            items = wordfreq_words(n_eff or 5000)
+            dataset_name = f"wordfreq top-{len(items)} alphabetic English words"
+        elif signal == "concreteness":
+            items = sg.concreteness_words(n=n_eff or None, seed=seed)
+            dataset_name = f"Brysbaert et al. 2014 single words ({len(items)}{' sampled, seed %d' % seed if n_eff else ''})"
+        else:
+            chaos = sg.load_chaosnli()
+            sep = getattr(sg.tokenizer_of(encoder), "sep_token", None) if encoder is not None else None
+            keep = _sample(len(chaos), n_eff or None, seed)
+            chaos = chaos.iloc[keep].reset_index(drop=True)
+            if sep and sep != "[SEP]":
+                chaos["text"] = [sg.pair_text(p, h, sep=sep) for p, h in zip(chaos.premise, chaos.hypothesis)]
+            items = chaos["text"].tolist()
+            extras["uid"] = chaos["uid"].to_numpy()
+            cov_user = chaos["entropy_bits"].to_numpy()
+            dataset_name = f"ChaosNLI v1.0 SNLI+MNLI-m ({len(items)} pairs, 100 labels each; text 'premise [SEP] hypothesis')"
+
+    if cov_user is not None:
+        cov = cov_user
+    elif signal == "specificity":
+        spec = sg.wordnet_specificity(items, wordnet=sg.load_wordnet(wordnet))
+        for m in sg.SPECIFICITY_MEASURES:
+            extras[m] = spec[m].to_numpy()
+        cov = spec[measure].to_numpy()
+    elif signal == "frequency":
+        cov = sg.subtlex_zipf(items, path=subtlex) if subtlex is not None else sg.zipf_frequency(items)
+    elif signal == "concreteness":
+        cov = sg.concreteness(items)
+    else:
+        raise InputError("the uncertainty signal needs human labels for user items: give --covariate-file with item,value")
+
+    # ---- embeddings ------------------------------------------------------------------------
+    if encoder is None:
+        from normscope.encoders import load_encoder
+
+        encoder = load_encoder(model, device=device)
+    vecs = _embed(encoder, items, batch_size=batch_size, progress=progress)
+    norm = np.linalg.norm(vecs.astype(np.float64), axis=1)
+
+    # ---- controls --------------------------------------------------------------------------
+    ctrl: dict[str, np.ndarray] = {}
+    for c in controls:
+        if c == "frequency":
+            ctrl[c] = sg.subtlex_zipf(items, path=subtlex) if subtlex is not None else sg.zipf_frequency(items)
+        elif c == "length":
+            if sg.tokenizer_of(encoder) is not None:
+                ctrl[c] = sg.token_length(items, encoder)
+            else:
+                ctrl[c] = sg.word_count(items)
+                notes.append("model has no tokenizer: length control is the word count")
+        elif c == "words":
+            ctrl[c] = sg.word_count(items)
+        else:
+            ctrl[c] = extras[c]
+
+    per_item = pd.DataFrame({"item": items, "norm": norm, "covariate": cov})
+    for k, v in extras.items():
+        if k not in per_item:
+            per_item[k] = v
+    for k, v in ctrl.items():
+        per_item[f"control_{k}"] = v
+
+    missing = ~np.isfinite(cov)
+    n_missing = int(missing.sum())
+    valid = int((~missing & np.isfinite(norm)).sum())
+    if valid < MIN_VALID:
+        raise InputError(
+            f"only {valid} item(s) have a {signal} value (need at least {MIN_VALID}); {n_missing} of "
+            f"{len(items)} items have none (e.g. {[items[i] for i in np.flatnonzero(missing)[:5]]})"
+        )
+    res = correlation(norm, cov, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID)
+    partial = None
+    if ctrl:
+        z = np.column_stack([ctrl[c] for c in ctrl])
+        partial = partial_spearman(cov, norm, z, n_boot=n_boot, n_perm=n_perm, seed=seed,
+                                   min_n=MIN_VALID, control_names=list(ctrl)).to_dict()
+
+    summary = {
+        "signal": signal,
+        "covariate": COVARIATE_LABEL[signal] if signal != "specificity" or cov_user is not None
+        else f"WordNet {measure} (first noun sense)",
+        "model": _model_name(encoder, model),
+        "dataset": dataset_name,
+        "n_items": len(items),
+        "n": res.n,
+        "n_missing": n_missing,
+        "missing_examples": [items[i] for i in np.flatnonzero(missing)[:10]],
+        "spearman": res.to_dict()["spearman"],
+        "spearman_ci": res.to_dict()["spearman_ci"],
+        "pearson": res.to_dict()["pearson"],
+        "pearson_ci": res.to_dict()["pearson_ci"],
+        "p_value": res.to_dict()["p_value"],
+        "pearson_p": res.to_dict()["pearson_p"],
+        "partial_spearman": partial,
+        "controls": list(ctrl),
+        "ci_level": res.ci_level,
+        "ci_method": res.ci_method,
+        "p_method": res.p_method,
+        "n_boot": n_boot,
+        "n_perm": res.n_perm,
+        "seed": seed,
+        "norm_mean": float(np.mean(norm)),
+        "norm_sd": float(np.std(norm, ddof=1)) if len(norm) > 1 else None,
+        "notes": notes,
+    }
+    if signal == "specificity" and cov_user is None:
+        summary["measures"] = {}
+        for m in sg.SPECIFICITY_MEASURES:
+            r = correlation(norm, extras[m], n_boot=n_boot, n_perm=0, seed=seed, min_n=MIN_VALID).to_dict()
+            summary["measures"][m] = {"spearman": r["spearman"], "spearman_ci": r["spearman_ci"], "n": r["n"]}
+    if signal == "uncertainty":
+        summary["entropy_unit"] = "bits"
+        summary["pair_format"] = "premise [SEP] hypothesis (single string; BERT tokenizers read [SEP] as the separator token)"
+    return summary, per_item
+
+
+def _load_cifar_images(path: str | Path):
+    """CIFAR-10 test images as uint8 (10000, 32, 32, 3): a ``.npy`` array or the python ``test_batch``."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "test_batch"
+    if not p.is_file():
+        raise InputError(f"CIFAR-10 test images not found: {p} (give a .npy array (10000,32,32,3) or cifar-10-batches-py/test_batch)")
+    if p.suffix == ".npy":
+        arr = np.load(p, allow_pickle=False)
+    else:
+        import pickle
+
+        with open(p, "rb") as f:  # the official CIFAR-10 python format is a pickle (user's own file)
+            d = pickle.load(f, encoding="bytes")
+        arr = np.asarray(d[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+    if arr.shape[1:] != (32, 32, 3) or arr.shape[0] != 10000:
+        raise InputError(f"CIFAR-10 test images must have shape (10000, 32, 32, 3), got {arr.shape} from {p}")
+    return arr
+
+
+def _run_cifar10h(*, encoder, model, images, n, seed, n_boot, n_perm, batch_size, device, progress):
+    from normscope.signals import cifar10h_entropy
+    from normscope.stats import correlation
+
+    if images is None:
+        raise InputError(
+            "uncertainty on CIFAR-10H needs the CIFAR-10 test images (--images); only the human labels are shipped"
+        )
+    arr = _load_cifar_images(images)
+    if encoder is None:
+        from normscope.encoders import load_encoder
+
+        encoder = load_encoder(model, device=device)
+    if not hasattr(encoder, "encode_images"):
+        raise InputError(f"model {_model_name(encoder, model)!r} is a text encoder; CIFAR-10H needs an image model (e.g. open_clip)")
+    ent = cifar10h_entropy()
+    keep = _sample(len(ent), n or None, seed)
+    from PIL import Image
+
+    pil = [Image.fromarray(arr[i]) for i in keep]
+    vecs = np.asarray(encoder.encode_images(pil, batch_size=batch_size))
+    norm = np.linalg.norm(vecs.astype(np.float64), axis=1)
+    res = correlation(norm, ent[keep], n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID).to_dict()
+    per_item = pd.DataFrame({"item": [f"cifar10-test-{i}" for i in keep], "norm": norm, "covariate": ent[keep]})
+    summary = {
+        "signal": "uncertainty", "covariate": COVARIATE_LABEL["uncertainty"], "model": _model_name(encoder, model),
+        "dataset": f"CIFAR-10H ({len(keep)} test images)", "n_items": len(keep), "n": res["n"], "n_missing": 0,
+        "missing_examples": [], "spearman": res["spearman"], "spearman_ci": res["spearman_ci"],
+        "pearson": res["pearson"], "pearson_ci": res["pearson_ci"], "p_value": res["p_value"],
+        "pearson_p": res["pearson_p"], "partial_spearman": None, "controls": [], "ci_level": res["ci_level"],
+        "ci_method": res["ci_method"], "p_method": res["p_method"], "n_boot": n_boot, "n_perm": res["n_perm"],
+        "seed": seed, "norm_mean": float(norm.mean()), "norm_sd": float(norm.std(ddof=1)), "entropy_unit": "bits",
+        "notes": ["images have no text length or word frequency: no controls"],
+    }
+    return summary, per_item
+
+
+# --------------------------------------------------------------------------------------------
+# figure
+# --------------------------------------------------------------------------------------------
+
+
+def plot_signal(per_item: pd.DataFrame, summary: dict, path: str | Path, *, bins: int = 10) -> Path:
+    """Norm vs covariate: items as faint points, binned means with 95% CIs, rho [CI] and n in the title.
+
+    Parameters
+    ----------
+    per_item : pandas.DataFrame
+        From :func:`run_correlate` (columns ``covariate``, ``norm``).
+    summary : dict
+        From :func:`run_correlate`.
+    path : path-like
+        Output image (format from the suffix, e.g. ``.png``, ``.pdf``); written atomically.
+
+    Returns
+    -------
+    pathlib.Path of the written figure.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from normscope.stats import binned_means
+
+    path = check_output_path(path)
+    x = per_item["covariate"].to_numpy(dtype=np.float64)
+    y = per_item["norm"].to_numpy(dtype=np.float64)
+    ok = np.isfinite(x) & np.isfinite(y)
+    bm = binned_means(x[ok], y[ok], bins=bins)
+    fig, ax = plt.subplots(figsize=(6.4, 4.6), dpi=130)
+    ax.scatter(x[ok], y[ok], s=4, alpha=0.15, color="0.4", linewidths=0, label="items")
+    ax.errorbar(bm["x_mean"], bm["y_mean"], yerr=[bm["y_mean"] - bm["y_lo"], bm["y_hi"] - bm["y_mean"]],
+                fmt="o-", color="C3", capsize=3, label=f"binned mean (equal-count bins) ± 95% CI")
+    ax.set_xlabel(summary.get("covariate") or COVARIATE_LABEL.get(summary.get("signal"), "covariate"))
+    ax.set_ylabel("raw embedding norm ||z||")
+    lo, hi = summary["spearman_ci"]
+    title = (f"{summary['signal']} · {summary['model'].split('/')[-1]}\n"
+             f"Spearman ρ = {summary['spearman']:.3f} [{lo:.3f}, {hi:.3f}], n = {summary['n']}")
+    part = summary.get("partial_spearman")
+    if part and part.get("rho") is not None:
+        title += f"; partial ρ | {'+'.join(part['controls'])} = {part['rho']:.3f}"
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8, loc="best")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fmt = path.suffix.lstrip(".").lower() or "png"
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=fmt)
+    plt.close(fig)
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------
+
+
+def _fmt(v, nd=3) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{nd}f}"
+
+
+def _fmt_p(p) -> str:
+    return "—" if p is None else (f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}")
+
+
+@app.command()
+def correlate(
+    signal: Annotated[str, typer.Option("--signal", "-s", help="specificity, frequency, concreteness or uncertainty.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Model name or path.")] = DEFAULT_MODEL,
+    items_path: Annotated[Optional[Path], typer.Option("--items", help="Text file, one item per line (default: the signal's dataset).")] = None,
+    n: Annotated[Optional[int], typer.Option("--n", help="Number of default items (specificity 2000, frequency 5000, concreteness 5000 (0 = all), uncertainty all).")] = None,
+    control: Annotated[str, typer.Option("--control", help="Comma-separated controls: frequency,length,words or covariate-file columns; '' for none.")] = "frequency,length",
+    covariate_file: Annotated[Optional[Path], typer.Option("--covariate-file", help="CSV with columns item,value (+ extra control columns).")] = None,
+    measure: Annotated[str, typer.Option("--measure", help="Specificity measure: min_depth, max_depth, n_hyponyms, n_senses.")] = "min_depth",
+    dataset: Annotated[str, typer.Option("--dataset", help="Uncertainty dataset: chaosnli or cifar10h.")] = "chaosnli",
+    images: Annotated[Optional[Path], typer.Option("--images", help="CIFAR-10 test images (.npy or test_batch) for --dataset cifar10h.")] = None,
+    subtlex: Annotated[Optional[Path], typer.Option("--subtlex", help="SUBTLEX-US file: use its Zipf values for frequency.")] = None,
+    wordnet: Annotated[Optional[Path], typer.Option("--wordnet", help="WordNet directory or .tgz (default: $NORMSCOPE_WORDNET, NLTK data, shared data).")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    n_boot: Annotated[int, typer.Option("--n-boot", min=0)] = 2000,
+    n_perm: Annotated[int, typer.Option("--n-perm", min=0)] = 2000,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
+    device: Annotated[str, typer.Option("--device")] = "cpu",
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the summary as JSON.")] = None,
+    out: Annotated[Optional[Path], typer.Option("-o", "--out", help="Per-item parquet (item, norm, covariate, controls).")] = None,
+    fig: Annotated[Optional[Path], typer.Option("--fig", help="Figure: norm vs covariate with binned means.")] = None,
+) -> None:
+    """Correlate raw embedding norms with a semantic signal (rho, bootstrap CI, permutation p, partial rho)."""
+    from rich.table import Table
+
+    if signal not in SIGNALS:
+        raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS)}")
+    for p in (json_path, out, fig):
+        if p is not None:
+            check_output_path(p)
+    items = read_items(items_path) if items_path is not None else None
+    cov = read_covariate_file(covariate_file, signal) if covariate_file is not None else None
+    summary, per_item = run_correlate(
+        signal, model=model, items=items, n=n, controls=control.split(","), seed=seed, progress=True,
+        covariates=cov, measure=measure, dataset=dataset, subtlex=subtlex, wordnet=wordnet, images=images,
+        n_boot=n_boot, n_perm=n_perm, batch_size=batch_size, device=device,
+    )
+    console = _stderr()
+    from rich.console import Console
+
+    table = Table(title=f"norm vs {signal} — {summary['model']}", caption=summary["dataset"])
+    for col in ("statistic", "value", f"{int(summary['ci_level'] * 100)}% CI", "p", "n"):
+        table.add_column(col)
+    lo, hi = summary["spearman_ci"]
+    table.add_row("Spearman ρ", _fmt(summary["spearman"]), f"[{_fmt(lo)}, {_fmt(hi)}]", _fmt_p(summary["p_value"]), str(summary["n"]))
+    lo, hi = summary["pearson_ci"]
+    table.add_row("Pearson r", _fmt(summary["pearson"]), f"[{_fmt(lo)}, {_fmt(hi)}]", _fmt_p(summary["pearson_p"]), str(summary["n"]))
+    part = summary["partial_spearman"]
+    if part:
+        table.add_row(f"partial ρ | {', '.join(part['controls'])}", _fmt(part["rho"]),
+                      f"[{_fmt(part['ci'][0])}, {_fmt(part['ci'][1])}]", _fmt_p(part["p_value"]), str(part["n"]))
+    for m, r in (summary.get("measures") or {}).items():
+        table.add_row(f"  ρ with {m}", _fmt(r["spearman"]), f"[{_fmt(r['spearman_ci'][0])}, {_fmt(r['spearman_ci'][1])}]", "", str(r["n"]))
+    Console().print(table)
+    if summary["n_missing"]:
+        console.print(f"[yellow]{summary['n_missing']} of {summary['n_items']} items have no {signal} value "
+                      f"(excluded), e.g. {summary['missing_examples'][:5]}[/]")
+    for note in summary["notes"]:
+        console.print(f"note: {note}")
+    if out is not None:
+        with atomic_path(out) as tmp:
+            per_item.to_parquet(tmp, index=False)
+    if json_path is not None:
+        write_json(summary, json_path)
+    if fig is not None:
+        plot_signal(per_item, summary, fig)
