@@ -1,0 +1,134 @@
+"""Optimizers with exactly decoupled weight decay, written out explicitly.
+
+Every optimizer splits a step into a *direction* ``s_t`` (from the gradient and the optimizer
+state) and the update ``theta <- (1 - eta lambda) theta - eta s_t``, i.e.
+``theta - eta s_t - eta lambda theta`` (THEORY.md assumption A2 for SGD; section 7 C2/C3 for
+momentum and AdamW). Decay applies to every parameter (``theta_D = theta``), so a k-homogeneous
+encoder has ``lambda_rad = k lambda`` exactly (E4).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from normscope.errors import InputError
+
+__all__ = ["DecoupledOptimizer", "SGD", "Momentum", "AdamW", "make_optimizer", "DEFAULTS"]
+
+#: default (lr, weight_decay) per optimizer; eta*lambda = 1e-3 for the table defaults
+DEFAULTS = {
+    "table": {"sgd": (1.0, 1e-3), "momentum": (0.1, 1e-2), "adamw": (1e-2, 1e-1)},
+    "mlp": {"sgd": (0.5, 2e-3), "momentum": (0.05, 2e-2), "adamw": (5e-3, 2e-1)},
+}
+
+
+class DecoupledOptimizer:
+    """Base class: ``direction(grads)`` then ``apply(params, direction)``.
+
+    Parameters
+    ----------
+    lr : float
+        Learning rate eta (> 0).
+    weight_decay : float
+        Decoupled weight decay lambda (>= 0, ``lr * weight_decay < 1``).
+    """
+
+    name = "base"
+
+    def __init__(self, lr: float, weight_decay: float):
+        if not lr > 0:
+            raise InputError(f"lr must be > 0, got {lr!r}")
+        if not weight_decay >= 0 or lr * weight_decay >= 1:
+            raise InputError(f"weight_decay must be >= 0 with lr*weight_decay < 1, got {weight_decay!r}")
+        self.lr = float(lr)
+        self.weight_decay = float(weight_decay)
+
+    def direction(self, grads: list[torch.Tensor]) -> list[torch.Tensor]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def apply(self, params: list[torch.Tensor], direction: list[torch.Tensor]) -> None:
+        """``theta <- (1 - eta lambda) theta - eta s`` in place."""
+        keep = 1.0 - self.lr * self.weight_decay
+        for p, s in zip(params, direction):
+            p.mul_(keep).add_(s, alpha=-self.lr)
+
+    def step(self, params, grads) -> list[torch.Tensor]:
+        """One full step; returns the direction used."""
+        d = self.direction(grads)
+        self.apply(params, d)
+        return d
+
+
+class SGD(DecoupledOptimizer):
+    """Plain SGD: ``s_t = g_t``."""
+
+    name = "sgd"
+
+    def direction(self, grads):
+        return grads
+
+
+class Momentum(DecoupledOptimizer):
+    """Heavy-ball momentum: ``m_t = beta m_{t-1} + g_t``, ``s_t = m_t`` (decay outside the buffer).
+
+    One gradient's total displacement is ``eta g / (1 - beta)``, hence (E12).
+    """
+
+    name = "momentum"
+
+    def __init__(self, lr, weight_decay, beta: float = 0.9):
+        super().__init__(lr, weight_decay)
+        if not 0 <= beta < 1:
+            raise InputError(f"beta must be in [0, 1), got {beta!r}")
+        self.beta = float(beta)
+        self._buf = None
+
+    def direction(self, grads):
+        if self._buf is None:
+            self._buf = [g.clone() for g in grads]
+        else:
+            for m, g in zip(self._buf, grads):
+                m.mul_(self.beta).add_(g)
+        return [m.clone() for m in self._buf]
+
+
+class AdamW(DecoupledOptimizer):
+    """AdamW (Loshchilov & Hutter 2019) with bias correction: ``s_t = m_hat / (sqrt(v_hat) + eps)``."""
+
+    name = "adamw"
+
+    def __init__(self, lr, weight_decay, betas=(0.9, 0.999), eps: float = 1e-8):
+        super().__init__(lr, weight_decay)
+        self.b1, self.b2 = map(float, betas)
+        self.eps = float(eps)
+        self._m = self._v = None
+        self._t = 0
+
+    def direction(self, grads):
+        if self._m is None:
+            self._m = [torch.zeros_like(g) for g in grads]
+            self._v = [torch.zeros_like(g) for g in grads]
+        self._t += 1
+        c1 = 1.0 - self.b1**self._t
+        c2 = 1.0 - self.b2**self._t
+        out = []
+        for m, v, g in zip(self._m, self._v, grads):
+            m.mul_(self.b1).add_(g, alpha=1 - self.b1)
+            v.mul_(self.b2).addcmul_(g, g, value=1 - self.b2)
+            out.append((m / c1) / ((v / c2).sqrt() + self.eps))
+        return out
+
+
+def make_optimizer(name: str, lr: float, weight_decay: float, **kw) -> DecoupledOptimizer:
+    """Build ``"sgd"``, ``"momentum"`` (``beta``) or ``"adamw"`` (``betas``, ``eps``).
+
+    Raises
+    ------
+    InputError
+        Unknown name or invalid hyper-parameters.
+    """
+    classes = {"sgd": SGD, "momentum": Momentum, "adamw": AdamW}
+    if name not in classes:
+        raise InputError(f"optimizer must be one of {sorted(classes)}, got {name!r}")
+    return classes[name](lr, weight_decay, **kw)

@@ -1,0 +1,510 @@
+"""``run_lab``: train a small contrastive model and test Theorem 1 (THEORY.md) end to end.
+
+The run trains for ``steps`` steps; the last ``steps - burn_in`` form the measurement window.
+Over the window it tracks every item's norm R (the observed value is the time-RMS norm
+``sqrt(<R^2>_t)``) and estimates heat Sigma^2 and drift D~ with one of two estimators:
+
+- ``"snapshot"`` (THEORY.md sections 4 and 6, result 7A): at S evenly spaced states, K virtual
+  probe batches each; per state ``Sigma^2_s = R_s^2 mean_k ||Delta_k||^2`` and
+  ``D~_s = mean_k <z, Delta_k>``, averaged over the S states; R_eq from (E7).
+- ``"trajectory"`` (section 2 and 7B): every actual step is the probe (K = 1): the displacement
+  ``Delta~_t = f_{theta_t - eta~ s_t} - z_t`` at the probe step ``eta~ = eta/(1 - eta lambda)``,
+  with ``s_t`` the optimizer's actual direction, so the exact k-homogeneous row (E5) applies to
+  any optimizer. ``D~ = <<z, Delta~>>_t``, ``Sigma^2 = <R^2>_t <||Delta~||^2>_t``, and
+  ``q/c`` (E9) measures the balance.
+
+Relative error convention: ``(R_eq - R_obs) / R_obs``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from normscope import theory
+from normscope.errors import InputError
+from normscope.lab.data import PairData, synthetic_data, wordnet_data
+from normscope.lab.encoders import MLPTwoTower, TableEncoder
+from normscope.lab.optim import DEFAULTS, make_optimizer
+
+__all__ = ["LabResult", "run_lab", "plot_trajectories", "plot_predicted_vs_observed", "GATE"]
+
+#: THEORY.md section 7A gate on the averaged estimator
+GATE = {"mean_abs_rel_error": 0.05, "abs_median_rel_error": 0.02, "pearson": 0.95}
+
+_RUN_DEFAULTS = {
+    "table": {"steps": 12000, "burn_in": 4000, "estimator": "snapshot", "snapshots": 32, "probe_batches": 300},
+    "mlp": {"steps": 8000, "burn_in": 1600, "estimator": "trajectory", "snapshots": 16, "probe_batches": 50},
+}
+
+
+@dataclass
+class LabResult:
+    """Outcome of :func:`run_lab`.
+
+    Attributes
+    ----------
+    summary : dict
+        JSON-serialisable summary (the CLI's ``--json``).
+    items : pandas.DataFrame
+        One row per item: ``item, name, ambiguity, r_obs, r_final, heat, drift, r_eq, rel_error,
+        q, q_over_c`` (and ``heat_se``, ``drift_se`` over snapshots for the snapshot estimator).
+    trajectories : pandas.DataFrame
+        Long table ``step, ambiguity, r_mean`` (mean norm per ambiguity group over the whole run).
+    """
+
+    summary: dict
+    items: pd.DataFrame
+    trajectories: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def _float(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _agreement(r_eq: np.ndarray, r_obs: np.ndarray) -> dict:
+    from scipy import stats
+
+    rel = (r_eq - r_obs) / r_obs
+    ok = np.isfinite(rel)
+    out = {
+        "mean_abs_rel_error": _float(np.mean(np.abs(rel[ok]))) if ok.any() else None,
+        "median_rel_error": _float(np.median(rel[ok])) if ok.any() else None,
+        "max_abs_rel_error": _float(np.max(np.abs(rel[ok]))) if ok.any() else None,
+        "pearson": None,
+        "spearman": None,
+    }
+    if ok.sum() >= 3 and np.ptp(r_eq[ok]) > 0 and np.ptp(r_obs[ok]) > 0:
+        out["pearson"] = _float(stats.pearsonr(r_eq[ok], r_obs[ok])[0])
+        out["spearman"] = _float(stats.spearmanr(r_eq[ok], r_obs[ok])[0])
+    return out
+
+
+def _corr(a, b):
+    from scipy import stats
+
+    ok = np.isfinite(a) & np.isfinite(b)
+    if ok.sum() < 3 or np.ptp(a[ok]) == 0 or np.ptp(b[ok]) == 0:
+        return None
+    return _float(stats.pearsonr(a[ok], b[ok])[0])
+
+
+def _make_data(data, *, n_items, n_concepts, seed) -> PairData:
+    if isinstance(data, PairData):
+        return data
+    if data == "synthetic":
+        return synthetic_data(n_items, n_concepts, seed=seed)
+    if data == "wordnet":
+        return wordnet_data(n_items, seed=seed)
+    raise InputError(f"data must be 'synthetic', 'wordnet' or a PairData, got {data!r}")
+
+
+def run_lab(
+    *,
+    encoder: str = "table",
+    data="synthetic",
+    optimizer: str = "sgd",
+    lr: float | None = None,
+    weight_decay: float | None = None,
+    steps: int | None = None,
+    burn_in: int | None = None,
+    seed: int = 0,
+    estimator: str | None = None,
+    snapshots: int | None = None,
+    probe_batches: int | None = None,
+    n_items: int = 256,
+    n_concepts: int = 32,
+    dim: int = 16,
+    tau: float = 0.1,
+    batch_size: int = 64,
+    beta: float = 0.9,
+    hidden: int = 64,
+    input_dim: int = 32,
+    record_every: int | None = None,
+    track: bool = True,
+    progress: bool = False,
+    num_threads: int | None = 1,
+) -> LabResult:
+    """Train a contrastive model with per-item tracking of R, heat, drift and predicted R_eq.
+
+    Parameters
+    ----------
+    encoder : {"table", "mlp"}, keyword-only
+        Free embedding table (k=1, THEORY.md 7A) or two-tower bias-free ReLU MLP (k=2, 7B).
+    data : {"synthetic", "wordnet"} or PairData, keyword-only
+        Synthetic controlled ambiguity, or WordNet 3.0 nouns (see :mod:`normscope.lab.data`).
+    optimizer : {"sgd", "momentum", "adamw"}, keyword-only
+        All with exactly decoupled decay (:mod:`normscope.lab.optim`).
+    lr, weight_decay : float, keyword-only, optional
+        eta and lambda; defaults per encoder/optimizer in ``normscope.lab.optim.DEFAULTS``
+        (table SGD: eta=1, lambda=1e-3; MLP SGD: eta=0.5, lambda=2e-3).
+    steps, burn_in : int, keyword-only, optional
+        Total steps and the steps before the measurement window (table 12000/4000, MLP 8000/1600).
+    seed : int, keyword-only
+        Seeds data, initialisation and batches (deterministic).
+    estimator : {"snapshot", "trajectory"}, keyword-only, optional
+        Default "snapshot" for the table, "trajectory" for the MLP.
+    snapshots, probe_batches : int, keyword-only, optional
+        S states and K virtual batches per state for the snapshot estimator (table 32 x 300).
+    n_items, n_concepts, dim, tau, batch_size : keyword-only
+        N, concepts (synthetic), d, temperature, B (THEORY.md 7A: 256, 32, 16, 0.1, 64).
+    beta : float, keyword-only
+        Momentum coefficient (momentum only).
+    hidden, input_dim : int, keyword-only
+        MLP widths.
+    record_every : int, keyword-only, optional
+        Trajectory recording interval (default ``steps // 400``).
+    track : bool, keyword-only
+        False trains without any tracking (for the speed benchmark); the summary then has no
+        agreement figures.
+    progress : bool, keyword-only
+        Show a rich progress bar on stderr.
+    num_threads : int or None, keyword-only
+        torch intra-op threads during the run (restored after). The lab's tensors are tiny, so
+        one thread is fastest; torch's parallel ``index_add_`` was 10^4 x slower on a busy
+        2-core machine. None leaves torch's setting alone.
+
+    Returns
+    -------
+    LabResult
+
+    Raises
+    ------
+    InputError
+        Unknown choice or inconsistent sizes (e.g. ``burn_in >= steps``).
+    DataError
+        ``data="wordnet"`` and WordNet 3.0 cannot be found.
+    """
+    old_threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(int(num_threads))
+    try:
+        return _run_lab(encoder=encoder, data=data, optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps,
+                        burn_in=burn_in, seed=seed, estimator=estimator, snapshots=snapshots,
+                        probe_batches=probe_batches, n_items=n_items, n_concepts=n_concepts, dim=dim, tau=tau,
+                        batch_size=batch_size, beta=beta, hidden=hidden, input_dim=input_dim,
+                        record_every=record_every, track=track, progress=progress)
+    finally:
+        torch.set_num_threads(old_threads)
+
+
+def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed, estimator, snapshots, probe_batches,
+             n_items, n_concepts, dim, tau, batch_size, beta, hidden, input_dim, record_every, track, progress):
+    if encoder not in _RUN_DEFAULTS:
+        raise InputError(f"encoder must be 'table' or 'mlp', got {encoder!r}")
+    if optimizer not in DEFAULTS[encoder]:
+        raise InputError(f"optimizer must be one of {sorted(DEFAULTS[encoder])}, got {optimizer!r}")
+    dflt = _RUN_DEFAULTS[encoder]
+    estimator = estimator or dflt["estimator"]
+    if estimator not in ("snapshot", "trajectory"):
+        raise InputError(f"estimator must be 'snapshot' or 'trajectory', got {estimator!r}")
+    d_lr, d_wd = DEFAULTS[encoder][optimizer]
+    lr = d_lr if lr is None else float(lr)
+    weight_decay = d_wd if weight_decay is None else float(weight_decay)
+    if steps is None:
+        steps = dflt["steps"]
+        burn_in = dflt["burn_in"] if burn_in is None else burn_in
+    elif burn_in is None:
+        burn_in = steps // 3
+    snapshots = snapshots or dflt["snapshots"]
+    probe_batches = probe_batches or dflt["probe_batches"]
+    steps, burn_in = int(steps), int(burn_in)
+    if steps < 2 or not 0 <= burn_in < steps - 1:
+        raise InputError(f"need steps >= 2 and 0 <= burn_in < steps - 1, got steps={steps}, burn_in={burn_in}")
+    window = steps - burn_in
+    if estimator == "snapshot" and snapshots > window:
+        raise InputError(f"snapshots ({snapshots}) must not exceed the window ({window} steps)")
+    if min(n_items, dim, batch_size, snapshots, probe_batches) < 1 or tau <= 0:
+        raise InputError("n_items, dim, batch_size, snapshots, probe_batches must be >= 1 and tau > 0")
+    record_every = record_every or max(1, steps // 400)
+
+    pairs = _make_data(data, n_items=n_items, n_concepts=n_concepts, seed=seed)
+    n = pairs.n_items
+    gen = torch.Generator().manual_seed(seed)
+    rng = np.random.default_rng(seed + 1)
+    if encoder == "table":
+        enc = TableEncoder(n, dim, tau, gen)
+    else:
+        enc = MLPTwoTower(n, dim, tau, gen, hidden=hidden, input_dim=input_dim)
+    kw = {"beta": beta} if optimizer == "momentum" else {}
+    opt = make_optimizer(optimizer, lr, weight_decay, **kw)
+    k = enc.k
+    x = lr * weight_decay
+    homog_step = float(theory.probe_step(lr, weight_decay, kind="homogeneous"))
+    c_hom = float(theory.discrete_c(lr, weight_decay, kind="homogeneous", k=k))
+    if encoder == "table":
+        probe_eta, c_snap, c_row = lr, float(theory.discrete_c(lr, weight_decay, kind="free")), "free"
+    else:
+        probe_eta, c_snap, c_row = homog_step, c_hom, "homogeneous"
+    if estimator == "trajectory":
+        c_used, c_row = c_hom, "homogeneous"
+    else:
+        c_used = c_snap
+
+    # ---- tracking state
+    snap_at = set()
+    if track and estimator == "snapshot":
+        snap_at = {burn_in + int((s + 0.5) * window / snapshots) for s in range(snapshots)}
+    groups = np.unique(pairs.ambiguity)
+    gmask = [torch.as_tensor(pairs.ambiguity == a) for a in groups]
+    sum_r2 = torch.zeros(n, dtype=torch.float64)
+    traj_d = torch.zeros(n, dtype=torch.float64)
+    traj_dd = torch.zeros(n, dtype=torch.float64)
+    e5_resid = 0.0
+    snap_heat, snap_drift = [], []
+    rec_steps, rec_vals = [], []
+
+    def record(t, z):
+        r = z.norm(dim=1)
+        rec_steps.append(t)
+        rec_vals.append([float(r[m].mean()) for m in gmask])
+
+    bar = None
+    if progress:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        bar = Progress(TextColumn("lab {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
+                       TimeElapsedColumn(), TimeRemainingColumn(), transient=True)
+        bar.start()
+        task = bar.add_task(f"{encoder}/{optimizer}", total=steps)
+    t0 = time.perf_counter()
+    loss_sum = 0.0
+    try:
+        z = enc.embed() if track else None
+        for t in range(steps):
+            ia_np, ib_np = pairs.sample(rng, batch_size)
+            ia, ib = torch.from_numpy(ia_np), torch.from_numpy(ib_np)
+            in_window = track and t >= burn_in
+            if track and t % record_every == 0:
+                record(t, z)
+            if t in snap_at:
+                kia, kib = pairs.sample(rng, (probe_batches, batch_size))
+                kia, kib = torch.from_numpy(kia), torch.from_numpy(kib)
+                zd = torch.zeros(n, dtype=torch.float64)
+                dd = torch.zeros(n, dtype=torch.float64)
+                for c0 in range(0, probe_batches, 100):
+                    a, b = enc.probe(kia[c0:c0 + 100], kib[c0:c0 + 100], probe_eta, z)
+                    zd += a
+                    dd += b
+                r2 = (z * z).sum(1)
+                snap_heat.append((r2 * dd / probe_batches).numpy())
+                snap_drift.append((zd / probe_batches).numpy())
+            grads = enc.grads(ia, ib)
+            direction = opt.direction(grads)
+            if in_window and estimator == "trajectory":
+                delta = enc.shifted(direction, homog_step) - z
+                zdt = (z * delta).sum(1)
+                ddt = (delta * delta).sum(1)
+                traj_d += zdt
+                traj_dd += ddt
+            opt.apply(enc.params, direction)
+            if track:
+                z_new = enc.embed()
+                if in_window:
+                    r2_new = (z_new * z_new).sum(1)
+                    sum_r2 += (z * z).sum(1)
+                    if estimator == "trajectory":
+                        pred = (1 - x) ** (2 * k) * ((z * z).sum(1) + 2 * zdt + ddt)
+                        e5_resid = max(e5_resid, float(((pred - r2_new).abs() / r2_new).max()))
+                z = z_new
+            if bar is not None and (t % 50 == 0 or t == steps - 1):
+                bar.update(task, completed=t + 1)
+    finally:
+        if bar is not None:
+            bar.stop()
+    wall = time.perf_counter() - t0
+
+    summary = {
+        "encoder": encoder,
+        "data": pairs.source,
+        "optimizer": optimizer,
+        "lr": lr,
+        "weight_decay": weight_decay,
+        "beta": beta if optimizer == "momentum" else None,
+        "steps": steps,
+        "burn_in": burn_in,
+        "seed": seed,
+        "estimator": estimator if track else None,
+        "n_items": n,
+        "dim": dim,
+        "tau": tau,
+        "batch_size": batch_size,
+        "k": k,
+        "lambda_rad": k * weight_decay,
+        "c": c_used,
+        "c_row": c_row,
+        "wall_s": wall,
+        "steps_per_s": steps / wall,
+    }
+    if not track:
+        summary["caveats"] = ["tracking off: no estimates"]
+        return LabResult(summary=summary, items=pd.DataFrame(), trajectories=pd.DataFrame())
+
+    record(steps, z)
+    r_obs = np.sqrt(sum_r2.numpy() / window)
+    r_final = z.norm(dim=1).numpy()
+    caveats: list[str] = []
+    items = pd.DataFrame({"item": np.arange(n), "name": pairs.names, "ambiguity": pairs.ambiguity,
+                          "r_obs": r_obs, "r_final": r_final})
+    if estimator == "snapshot":
+        sh = np.stack(snap_heat)
+        sd = np.stack(snap_drift)
+        heat = sh.mean(0)
+        drift = sd.mean(0)
+        heat_raw = heat
+        if optimizer == "momentum":
+            heat = theory.momentum_heat_correction(heat, beta)
+            drift = theory.momentum_drift_correction(drift, beta)
+            caveats.append(
+                f"momentum: heat corrected by (E12) Sigma^2/(1-beta)^2 (x{1 / (1 - beta) ** 2:.1f}); "
+                f"drift by 1/(1-beta), which THEORY.md marks untested"
+            )
+        r_eq = theory.equilibrium_radius(drift, heat, c=c_used)
+        items["heat"] = heat
+        items["drift"] = drift
+        items["heat_se"] = sh.std(0, ddof=1) / np.sqrt(len(sh)) if len(sh) > 1 else np.nan
+        items["drift_se"] = sd.std(0, ddof=1) / np.sqrt(len(sd)) if len(sd) > 1 else np.nan
+        single = theory.equilibrium_radius(
+            sd[0] if optimizer != "momentum" else theory.momentum_drift_correction(sd[0], beta),
+            sh[0] if optimizer != "momentum" else theory.momentum_heat_correction(sh[0], beta), c=c_used)
+        summary["snapshots"] = int(len(sh))
+        summary["probe_batches"] = int(probe_batches)
+        summary["single_snapshot"] = _agreement(single, r_obs)
+        if optimizer == "momentum":
+            summary["uncorrected"] = _agreement(theory.equilibrium_radius(sd.mean(0), heat_raw, c=c_used), r_obs)
+        if encoder == "mlp":
+            caveats.append("snapshot estimator on a network: drift is dominated by momentary motion (THEORY.md B3); "
+                           "per-item agreement needs many snapshots or the trajectory estimator")
+    else:
+        drift = traj_d.numpy() / window
+        dd_mean = traj_dd.numpy() / window
+        heat = r_obs**2 * dd_mean
+        r_eq = theory.equilibrium_radius(drift, heat, c=c_used)
+        items["heat"] = heat
+        items["drift"] = drift
+        summary["e5_max_rel_residual"] = e5_resid
+        caveats.append("trajectory form: each actual step is the probe, so q/c = 1 tests stationarity and the exact "
+                       "step identity (E5) over the window rather than predicting R from a frozen state")
+    if optimizer == "adamw":
+        caveats.insert(0, "AdamW: the SGD form of Theorem 1 is not expected to hold (THEORY.md 7 C3); "
+                          + ("the heat probe uses plain-gradient SGD steps" if estimator == "snapshot"
+                             else "the trajectory probe uses AdamW's actual step, which is neither tangent nor ~1/R"))
+    if window * 4 * x * k < 2:
+        caveats.append(f"measurement window ({window} steps) is short against the relaxation time "
+                       f"1/(4 eta lambda_rad) = {1 / (4 * x * k):.0f} steps")
+    q = theory.implied_decay(drift, heat, r_obs)
+    rel = (r_eq - r_obs) / r_obs
+    items["r_eq"] = r_eq
+    items["rel_error"] = rel
+    items["q"] = q
+    items["q_over_c"] = q / c_used
+    summary.update(_agreement(r_eq, r_obs))
+    qc = q / c_used
+    summary["q_over_c"] = {"mean": _float(np.mean(qc)), "sd": _float(np.std(qc, ddof=1)), "median": _float(np.median(qc)),
+                           "min": _float(np.min(qc)), "max": _float(np.max(qc))}
+    summary["corr_r_heat"] = _corr(r_obs, heat)
+    summary["corr_r_drift"] = _corr(r_obs, drift)
+    summary["spearman_r_ambiguity"] = None
+    from scipy import stats
+
+    if np.ptp(pairs.ambiguity) > 0:
+        summary["spearman_r_ambiguity"] = _float(stats.spearmanr(r_obs, pairs.ambiguity)[0])
+    summary["groups"] = [
+        {
+            "ambiguity": int(a),
+            "n": int((pairs.ambiguity == a).sum()),
+            "r_obs": _float(r_obs[pairs.ambiguity == a].mean()),
+            "heat": _float(heat[pairs.ambiguity == a].mean()),
+            "drift": _float(drift[pairs.ambiguity == a].mean()),
+            "r_eq": _float(np.nanmean(r_eq[pairs.ambiguity == a])),
+            "mean_abs_rel_error": _float(np.nanmean(np.abs(rel[pairs.ambiguity == a]))),
+        }
+        for a in groups
+    ]
+    gate_ok = (
+        summary["mean_abs_rel_error"] is not None
+        and summary["pearson"] is not None
+        and summary["mean_abs_rel_error"] <= GATE["mean_abs_rel_error"]
+        and abs(summary["median_rel_error"]) <= GATE["abs_median_rel_error"]
+        and summary["pearson"] >= GATE["pearson"]
+    )
+    summary["gate"] = dict(GATE, passed=bool(gate_ok))
+    summary["sgd_formula_expected"] = optimizer == "sgd" or (optimizer == "momentum" and estimator == "snapshot")
+    summary["caveats"] = caveats
+    summary["wall_s"] = time.perf_counter() - t0
+    traj = pd.DataFrame(
+        [{"step": s, "ambiguity": int(a), "r_mean": v[j]} for s, v in zip(rec_steps, rec_vals) for j, a in enumerate(groups)]
+    )
+    return LabResult(summary=summary, items=items, trajectories=traj)
+
+
+def plot_trajectories(result: LabResult, path) -> Path:
+    """Mean norm per ambiguity group over training steps; the window start is marked.
+
+    Returns the written PNG path (atomic write).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from normscope._io import atomic_path
+
+    path = Path(path)
+    tr = result.trajectories
+    if tr.empty:
+        raise InputError("the result has no trajectories (run with track=True)")
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for a, g in tr.groupby("ambiguity"):
+        ax.plot(g["step"], g["r_mean"], label=f"ambiguity {a}")
+    ax.axvline(result.summary["burn_in"], color="grey", ls="--", lw=1, label="window start")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("mean embedding norm R")
+    s = result.summary
+    ax.set_title(f"{s['encoder']} / {s['optimizer']}: eta={s['lr']:g}, lambda={s['weight_decay']:g}")
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_predicted_vs_observed(result: LabResult, path) -> Path:
+    """Scatter of predicted R_eq (E7) against the observed time-RMS norm, coloured by ambiguity."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from normscope._io import atomic_path
+
+    path = Path(path)
+    it = result.items
+    if it.empty:
+        raise InputError("the result has no per-item estimates (run with track=True)")
+    fig, ax = plt.subplots(figsize=(5.2, 5.0))
+    sc = ax.scatter(it["r_obs"], it["r_eq"], c=it["ambiguity"], cmap="viridis", s=12)
+    lo = float(np.nanmin([it["r_obs"].min(), it["r_eq"].min()]))
+    hi = float(np.nanmax([it["r_obs"].max(), it["r_eq"].max()]))
+    ax.plot([lo, hi], [lo, hi], color="grey", lw=1, ls="--", label="R_eq = R_obs")
+    fig.colorbar(sc, ax=ax, label="ambiguity")
+    ax.set_xlabel("observed norm R (time-RMS over window)")
+    ax.set_ylabel("predicted R_eq (E7)")
+    s = result.summary
+    mar = s.get("mean_abs_rel_error")
+    pr = s.get("pearson")
+    ax.set_title(f"{s['estimator']}: mean|rel| {mar:.3f}, Pearson {pr:.3f}" if mar is not None and pr is not None else s["estimator"])
+    ax.legend(frameon=False, loc="upper left")
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+    return path
