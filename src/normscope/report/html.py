@@ -37,6 +37,8 @@ TEMPLATE = r"""<!DOCTYPE html>
  td.num { text-align: right; font-variant-numeric: tabular-nums; }
  code { background: #f3f3f3; padding: 0.1em 0.3em; border-radius: 3px; font-size: 0.9em; word-break: break-all; }
  figure { margin: 1em 0; }
+ .figgrid { display: grid; grid-template-columns: 1fr 1fr; gap: 0.8em; }
+ .figgrid figure { margin: 0; }
  figure img { max-width: 100%; border: 1px solid #eee; }
  figcaption { font-size: 0.9em; color: #444; }
  .status { display: inline-block; font-size: 0.8em; padding: 0.1em 0.5em; border-radius: 3px; margin-left: 0.4em; vertical-align: middle; }
@@ -89,9 +91,10 @@ TEMPLATE = r"""<!DOCTYPE html>
 {% for row in t.rows %}<tr>{% for v in row %}<td{% if is_num(v) %} class="num"{% endif %}>{{ num(v) }}</td>{% endfor %}</tr>
 {% endfor %}</table>
 {% endfor %}
-{% for f in view.figures or [] %}
+{% if view.figures %}<div class="{{ 'figgrid' if view.figures|length > 1 else 'figs' }}">
+{% for f in view.figures %}
 <figure><img alt="{{ f.caption }}" src="{{ images.get(f.file, '') }}"><figcaption>{{ f.caption }} (<code>{{ f.file }}</code>)</figcaption></figure>
-{% endfor %}
+{% endfor %}</div>{% endif %}
 {% if view.notes %}<h3>Caveats</h3><ul class="notes">{% for n in view.notes %}<li>{{ n }}</li>{% endfor %}</ul>{% endif %}
 {% if says.get(key) %}<p class="says">{% for s in says[key] %}{{ s }} {% endfor %}</p>{% endif %}
 {% elif sec.status == 'failed' %}

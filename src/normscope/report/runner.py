@@ -83,33 +83,37 @@ class StageUnavailable(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Sizes:
-    """Subset sizes of every stage (stated on the page).
+    """Subset sizes of every stage (stated on the page). ``None`` means the stage command's default.
 
     Attributes
     ----------
     words : int
         Norm distribution: top-N alphabetic English words of wordfreq.
-    probe_items, probe_batches, probe_batch_size : int
+    probe_items, probe_batches, probe_batch_size : int or None
         Probes: P probe inputs, K virtual SGD batches of B pairs each.
-    lab_steps : int or None
-        Training lab: SGD steps (None: the lab's own default).
-    signal_items : int
-        Semantic signals: at most this many items per signal.
+    lab_steps, lab_snapshots, lab_probe_batches : int or None
+        Training lab (free table, SGD): training steps, snapshot states S, virtual batches K per state.
+    signal_items : int or None
+        Semantic signals: items per signal (None: ``normscope correlate``'s defaults: frequency 5,000,
+        specificity 2,000, concreteness 5,000, uncertainty all 3,113 ChaosNLI pairs).
     retrieval_docs, retrieval_queries : int or None
         Retrieval: corpus subset (relevant documents always kept) and test-query subset (None: all).
-    n_boot : int
-        Bootstrap resamples of every confidence interval.
+    n_boot, n_perm : int
+        Bootstrap resamples of every confidence interval; permutations of every p-value.
     """
 
     words: int = 5000
-    probe_items: int = 1000
-    probe_batches: int = 16
-    probe_batch_size: int = 32
+    probe_items: int | None = 1000
+    probe_batches: int | None = 16
+    probe_batch_size: int | None = None
     lab_steps: int | None = None
-    signal_items: int = 5000
+    lab_snapshots: int | None = None
+    lab_probe_batches: int | None = None
+    signal_items: int | None = None
     retrieval_docs: int | None = None
     retrieval_queries: int | None = None
-    n_boot: int = 1000
+    n_boot: int = 2000
+    n_perm: int = 2000
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -122,12 +126,15 @@ QUICK = Sizes(
     words=2000,
     probe_items=200,
     probe_batches=4,
-    probe_batch_size=16,
-    lab_steps=None,
-    signal_items=1500,
+    probe_batch_size=None,
+    lab_steps=2000,
+    lab_snapshots=16,
+    lab_probe_batches=50,
+    signal_items=1000,
     retrieval_docs=1000,
     retrieval_queries=100,
     n_boot=500,
+    n_perm=500,
 )
 
 
@@ -292,9 +299,9 @@ def stage_settings(stage: str, config: ReportConfig) -> dict:
     elif stage == "probes":
         base.update(items=s.probe_items, batches=s.probe_batches, batch_size=s.probe_batch_size, n_boot=s.n_boot)
     elif stage == "lab":
-        base.update(steps=s.lab_steps)
+        base.update(steps=s.lab_steps, snapshots=s.lab_snapshots, probe_batches=s.lab_probe_batches)
     elif stage == "signals":
-        base.update(items=s.signal_items, n_boot=s.n_boot)
+        base.update(items=s.signal_items, n_boot=s.n_boot, n_perm=s.n_perm)
     elif stage == "retrieval":
         base.update(docs=s.retrieval_docs, queries=s.retrieval_queries, n_boot=s.n_boot)
     elif stage == "setup":

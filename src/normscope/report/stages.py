@@ -210,19 +210,160 @@ def stage_norms(ctx: StageContext) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
-def stage_probes(ctx: StageContext) -> dict:
-    _import("normscope.probes", "the probe stage")
-    raise StageUnavailable("the probe stage is not integrated yet")
+def _jsonable(obj):
+    """Round-trip through JSON so the record holds exactly what ``--json`` would write."""
+    import json
+
+    from normscope._io import _json_default
+
+    return json.loads(json.dumps(obj, default=_json_default))
 
 
 def stage_lab(ctx: StageContext) -> dict:
-    _import("normscope.lab", "the training lab")
-    raise StageUnavailable("the training lab is not integrated yet")
+    lab = _import("normscope.lab", "the training lab")
+    s = ctx.sizes
+    seed = ctx.config.seed
+    kw = {"encoder": "table", "optimizer": "sgd", "data": "synthetic", "seed": seed}
+    cmd = ["normscope lab --encoder table --optimizer sgd --data synthetic", f"--seed {seed}"]
+    for name, value, flag in (("steps", s.lab_steps, "--steps"), ("snapshots", s.lab_snapshots, "--snapshots"),
+                              ("probe_batches", s.lab_probe_batches, "--probe-batches")):
+        if value is not None:
+            kw[name] = value
+            cmd.append(f"{flag} {value}")
+    res = lab.run_lab(**kw, progress=True)
+    summary = _jsonable(res.summary)
+    figs = []
+    p1 = lab.plot_predicted_vs_observed(res, ctx.figure_path("training_lab_predicted_vs_observed.png"))
+    figs.append({"file": Path(p1).name, "caption": "Training lab: predicted stationary norm R_eq (E7, from measured "
+                 "heat and drift) against the observed time-RMS norm, one point per item, coloured by ambiguity; "
+                 "dashed: R_eq = R_obs."})
+    p2 = lab.plot_trajectories(res, ctx.figure_path("training_lab_trajectories.png"))
+    figs.append({"file": Path(p2).name, "caption": "Training lab: mean norm per ambiguity group over training steps; "
+                 "the measurement window starts at the dashed line."})
+    gate = summary.get("gate") or {}
+    qc = summary.get("q_over_c") or {}
+    key_numbers = [
+        ["mean |relative error| of R_eq (gate \u2264 %s)" % gate.get("mean_abs_rel_error", 0.05),
+         summary.get("mean_abs_rel_error"), ""],
+        ["median signed relative error (gate |.| \u2264 %s)" % gate.get("abs_median_rel_error", 0.02),
+         summary.get("median_rel_error"), ""],
+        ["Pearson r, R_eq vs observed R (gate \u2265 %s)" % gate.get("pearson", 0.95), summary.get("pearson"), ""],
+        ["Spearman \u03c1, R_eq vs observed R", summary.get("spearman"), ""],
+        ["gate passed", "yes" if gate.get("passed") else "no", ""],
+        ["mean q/c (E9; 1 = balance)", qc.get("mean"), ""],
+        ["items / dimension / batch", f"{summary.get('n_items')} / {summary.get('dim')} / {summary.get('batch_size')}", ""],
+        ["learning rate \u03b7 / weight decay \u03bb", f"{summary.get('lr')} / {summary.get('weight_decay')}", ""],
+        ["steps (burn-in)", f"{summary.get('steps')} ({summary.get('burn_in')})", "steps"],
+        ["estimator", f"{summary.get('estimator')} ({summary.get('snapshots')} states \u00d7 {summary.get('probe_batches')} batches)", ""],
+    ]
+    rows = [[g.get("ambiguity"), g.get("n"), g.get("r_obs"), g.get("r_eq"), g.get("heat"), g.get("drift"),
+             g.get("mean_abs_rel_error")] for g in summary.get("groups") or []]
+    notes = list(summary.get("caveats") or [])
+    if summary.get("sgd_formula_expected") is False:
+        notes.append("The SGD formula (E7) is not expected to hold for this optimizer.")
+    sizes = (f"free embedding table, {summary.get('n_items')} items in d = {summary.get('dim')}, "
+             f"{summary.get('steps')} SGD steps, synthetic pairs with ambiguity 1..4")
+    return {
+        "training_lab": {
+            "status": "ok",
+            "reason": None,
+            "command": " ".join(cmd) + " --json lab.json",
+            "sizes": sizes,
+            "result": summary,
+            "derived": {},
+            "key_numbers": key_numbers,
+            "tables": [{"title": "Per ambiguity group (means)",
+                        "columns": ["ambiguity (concepts)", "items", "observed R", "predicted R_eq", "heat \u03a3\u00b2",
+                                    "drift D~", "mean |rel. error|"],
+                        "rows": rows}],
+            "figures": figs,
+            "notes": notes,
+        }
+    }
+
+
+SIGNAL_ORDER = ("frequency", "specificity", "concreteness", "uncertainty")
 
 
 def stage_signals(ctx: StageContext) -> dict:
-    _import("normscope.signals", "the semantic-signal stage")
-    raise StageUnavailable("the semantic-signal stage is not integrated yet")
+    try:
+        from normscope.cli.correlate import plot_signal, run_correlate
+    except ImportError as exc:
+        raise StageUnavailable(f"the semantic-signal stage is not available in this build ({exc})") from None
+    from normscope.errors import NormscopeError
+
+    s = ctx.sizes
+    seed = ctx.config.seed
+    enc = ctx.encoder()
+    results: dict[str, dict] = {}
+    unavailable: dict[str, str] = {}
+    commands: dict[str, str] = {}
+    figs = []
+    rows = []
+    for sig in SIGNAL_ORDER:
+        n = s.signal_items
+        if n is not None and sig == "specificity":
+            n = min(n, 2000)
+        ctx.console.log(f"signals: {sig}")
+        try:
+            summary, per_item = run_correlate(sig, encoder=enc, model=ctx.config.model, n=n, seed=seed,
+                                              n_boot=s.n_boot, n_perm=s.n_perm, progress=True,
+                                              device=ctx.config.device)
+        except (NormscopeError, FileNotFoundError, LookupError) as exc:
+            unavailable[sig] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            continue
+        summary = _jsonable(summary)
+        results[sig] = summary
+        cmd = f"normscope correlate --signal {sig}" + (f" --n {n}" if n is not None else "")
+        commands[sig] = cmd + f" --n-boot {s.n_boot} --n-perm {s.n_perm} --seed {seed} --json {sig}.json"
+        fig = plot_signal(per_item, summary, ctx.figure_path(f"semantic_signals_{sig}.png"))
+        figs.append({"file": Path(fig).name, "caption": f"Raw norm vs {summary.get('covariate', sig)}: items (grey), "
+                     f"equal-count binned means with 95% CIs (red); {summary.get('dataset', '')}."})
+        part = summary.get("partial_spearman") or {}
+        rows.append([sig, summary.get("dataset"), summary.get("n"), summary.get("n_missing"), summary.get("spearman"),
+                     _ci(summary.get("spearman_ci")), summary.get("p_value"), summary.get("pearson"),
+                     part.get("rho"), _ci(part.get("ci")), ", ".join(part.get("controls") or [])])
+    if not results:
+        raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
+    notes = [f"{k}: not available ({v})" for k, v in unavailable.items()]
+    for sig, r in results.items():
+        notes += [f"{sig}: {x}" for x in r.get("notes") or []]
+        if r.get("n_missing"):
+            notes.append(f"{sig}: {r['n_missing']} of {r.get('n_items')} items have no value and are excluded "
+                         f"(e.g. {', '.join(map(str, (r.get('missing_examples') or [])[:5]))}).")
+    key_numbers = [[f"Spearman \u03c1, norm vs {k} (n = {r.get('n')})", r.get("spearman"), ""] for k, r in results.items()]
+    sizes = "; ".join(f"{k}: {r.get('dataset')}" for k, r in results.items())
+    sizes += f"; {s.n_boot} bootstrap resamples, {s.n_perm} permutations"
+    return {
+        "semantic_signals": {
+            "status": "ok",
+            "reason": None,
+            "command": " ; ".join(commands.values()),
+            "sizes": sizes,
+            "result": results,
+            "derived": {"unavailable": unavailable, "commands": commands},
+            "key_numbers": key_numbers,
+            "tables": [{"title": "One row per signal (95% bootstrap CIs, permutation p)",
+                        "columns": ["signal", "items", "n", "missing", "Spearman \u03c1", "95% CI", "p",
+                                    "Pearson r", "partial \u03c1", "95% CI", "controls"],
+                        "rows": rows}],
+            "figures": figs,
+            "notes": notes,
+        }
+    }
+
+
+def _ci(ci) -> str:
+    from normscope.report.text import fmt
+
+    if not ci or len(ci) != 2:
+        return "n/a"
+    return f"[{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
+def stage_probes(ctx: StageContext) -> dict:
+    _import("normscope.probes", "the probe stage")
+    raise StageUnavailable("the probe stage is not integrated yet")
 
 
 def _scifact_dir(ctx: StageContext) -> Path:

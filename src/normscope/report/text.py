@@ -234,7 +234,8 @@ def semantic_signal_sentences(sec: dict) -> list[str]:
         if isinstance(p, dict):
             prho = p.get("estimate", p.get("rho"))
             pci = p.get("ci")
-            ctrl = ", ".join(s.get("controls") or p.get("controls") or []) or "the controls"
+            cl = list(s.get("controls") or p.get("controls") or [])
+            ctrl = (", ".join(cl[:-1]) + " and " + cl[-1]) if len(cl) > 1 else (cl[0] if cl else "the controls")
             ex = ci_excludes_zero(pci)
             if ex is True:
                 sentence += f" Controlling for {ctrl} it stays {'positive' if _num(prho) > 0 else 'negative'} (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
