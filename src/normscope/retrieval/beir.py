@@ -1,0 +1,365 @@
+"""BEIR datasets: the directory layout, and Hugging Face hub copies when online.
+
+Directory layout (Thakur et al., BEIR, NeurIPS 2021 datasets track)::
+
+    DIR/corpus.jsonl[.gz]     {"_id", "title", "text", ...} one object per line
+    DIR/queries.jsonl[.gz]    {"_id", "text", ...}
+    DIR/qrels/{split}.tsv     header "query-id<TAB>corpus-id<TAB>score", then rows
+
+CRLF line endings are tolerated everywhere. Document text is ``title + " " + text``
+stripped (the BEIR / sentence-transformers convention); a document without title is
+its text.
+
+Problems in the data are either errors (:class:`DataError`, naming the file, line or
+id: empty corpus, duplicate ids, malformed lines, a missing split) or warnings
+counted in :attr:`SplitQueries.counts` (qrels naming unknown documents, judged queries
+without text or without any relevant document; such queries are excluded).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import io
+import json
+import os
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from normscope.errors import DataError, InputError
+
+__all__ = ["BeirDataset", "SplitQueries", "load_beir", "load_beir_hub", "load_qrels", "doc_text", "BeirDataWarning", "load_dataset_any"]
+
+
+class BeirDataWarning(UserWarning):
+    """Data problems that do not stop evaluation (unknown documents in qrels, excluded queries)."""
+
+
+def doc_text(doc: Mapping) -> str:
+    """``title + " " + text``, stripped (BEIR / sentence-transformers convention)."""
+    title = str(doc.get("title") or "")
+    text = str(doc.get("text") or "")
+    return (title + " " + text).strip() if title else text.strip()
+
+
+@dataclasses.dataclass
+class SplitQueries:
+    """The evaluable queries of one split.
+
+    Attributes
+    ----------
+    split : str
+    query_ids : list of str
+        Queries with text and at least one relevant (score > 0) judgement, in qrels order.
+    texts : list of str
+    qrels : dict of {qid: {docid: int}}
+        Judgements of those queries (including documents absent from the corpus).
+    counts : dict of str -> int
+        ``judged`` (distinct query ids in the qrels file), ``evaluated``,
+        ``excluded_no_text`` (judged ids missing from queries.jsonl),
+        ``excluded_no_relevant`` (judged ids with no score > 0),
+        ``qrels_unknown_docs`` (judgement rows naming a document not in the corpus),
+        ``queries_without_qrels`` (queries.jsonl ids not judged in this split; not an error:
+        BEIR keeps every split's queries in one file).
+    """
+
+    split: str
+    query_ids: list[str]
+    texts: list[str]
+    qrels: dict[str, dict[str, int]]
+    counts: dict[str, int]
+
+
+@dataclasses.dataclass
+class BeirDataset:
+    """A loaded BEIR dataset.
+
+    Attributes
+    ----------
+    name : str
+    doc_ids : list of str, length n_docs
+    doc_texts : list of str
+        ``title + " " + text`` per document.
+    queries : dict of {qid: text}
+    qrels : dict of {split: {qid: {docid: int}}}
+    """
+
+    name: str
+    doc_ids: list[str]
+    doc_texts: list[str]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, dict[str, int]]]
+
+    @property
+    def splits(self) -> list[str]:
+        """Available qrels splits, sorted."""
+        return sorted(self.qrels)
+
+    def split_queries(self, split: str, *, warn: bool = True) -> SplitQueries:
+        """Evaluable queries of ``split`` with exclusion counts (see :class:`SplitQueries`).
+
+        Raises
+        ------
+        DataError
+            Unknown split, or no evaluable query left.
+        """
+        if split not in self.qrels:
+            raise DataError(f"dataset '{self.name}' has no qrels split '{split}' (available: {', '.join(self.splits) or 'none'})")
+        qrels = self.qrels[split]
+        docset = set(self.doc_ids)
+        unknown_docs = sum(1 for q in qrels.values() for d in q if d not in docset)
+        no_text = [q for q in qrels if q not in self.queries]
+        no_rel = [q for q in qrels if q in self.queries and not any(v > 0 for v in qrels[q].values())]
+        keep = [q for q in qrels if q in self.queries and any(v > 0 for v in qrels[q].values())]
+        counts = {
+            "judged": len(qrels),
+            "evaluated": len(keep),
+            "excluded_no_text": len(no_text),
+            "excluded_no_relevant": len(no_rel),
+            "qrels_unknown_docs": unknown_docs,
+            "queries_without_qrels": sum(1 for q in self.queries if q not in qrels),
+        }
+        if warn and unknown_docs:
+            warnings.warn(
+                f"{self.name}/{split}: {unknown_docs} qrels row(s) name documents absent from the corpus "
+                "(kept as relevant but unretrievable)",
+                BeirDataWarning,
+                stacklevel=2,
+            )
+        if warn and (no_text or no_rel):
+            warnings.warn(
+                f"{self.name}/{split}: excluded {len(no_text)} judged quer(ies) without text "
+                f"and {len(no_rel)} without any relevant document",
+                BeirDataWarning,
+                stacklevel=2,
+            )
+        if not keep:
+            raise DataError(f"dataset '{self.name}' split '{split}' has no query with text and a relevant document")
+        return SplitQueries(
+            split=split,
+            query_ids=keep,
+            texts=[self.queries[q] for q in keep],
+            qrels={q: dict(qrels[q]) for q in keep},
+            counts=counts,
+        )
+
+
+def _open_text(path: Path):
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline=None)
+    return open(path, encoding="utf-8", newline=None)  # universal newlines: CRLF tolerated
+
+
+def _find(directory: Path, stem: str) -> Path | None:
+    for name in (f"{stem}.jsonl", f"{stem}.jsonl.gz"):
+        if (directory / name).is_file():
+            return directory / name
+    return None
+
+
+def _read_jsonl(path: Path) -> Iterable[tuple[int, dict]]:
+    with _open_text(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
+            if not isinstance(obj, dict) or "_id" not in obj:
+                raise DataError(f"{path}:{lineno}: expected an object with an '_id' field")
+            yield lineno, obj
+
+
+def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """Read a BEIR qrels TSV (``query-id, corpus-id, score``, optional header; CRLF ok).
+
+    Four-column TREC qrels (``qid iteration docid rel``, whitespace separated) are also read.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    dict of {qid: {docid: int}}, in file order.
+
+    Raises
+    ------
+    DataError
+        Missing file, a malformed row (line number named), or the same (qid, docid)
+        judged twice with different scores. Identical repeated rows are merged with a
+        :class:`BeirDataWarning`.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"qrels file not found: {path}")
+    qrels: dict[str, dict[str, int]] = {}
+    repeats = 0
+    with open(path, encoding="utf-8", newline=None) as f:
+        for lineno, line in enumerate(f, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            parts = line.split("\t") if "\t" in line else line.split()
+            if len(parts) == 4:
+                parts = [parts[0], parts[2], parts[3]]
+            if len(parts) != 3:
+                raise DataError(f"{path}:{lineno}: expected 3 tab-separated fields (query-id, corpus-id, score), got {len(parts)}")
+            q, d, s = (p.strip() for p in parts)
+            try:
+                rel = int(float(s))
+            except ValueError:
+                if lineno == 1:  # header
+                    continue
+                raise DataError(f"{path}:{lineno}: score '{s}' is not a number") from None
+            prev = qrels.setdefault(q, {}).get(d)
+            if prev is not None:
+                if prev != rel:
+                    raise DataError(f"{path}:{lineno}: query '{q}' judges document '{d}' twice with scores {prev} and {rel}")
+                repeats += 1
+            qrels[q][d] = rel
+    if repeats:
+        warnings.warn(f"{path}: {repeats} repeated identical judgement row(s) merged", BeirDataWarning, stacklevel=2)
+    return qrels
+
+
+def _build(name: str, docs: Iterable[tuple[str, dict]], queries: Iterable[tuple[str, dict]], qrels: dict) -> BeirDataset:
+    doc_ids: list[str] = []
+    doc_texts: list[str] = []
+    seen: set[str] = set()
+    for where, obj in docs:
+        did = str(obj["_id"])
+        if did in seen:
+            raise DataError(f"{where}: duplicate document id '{did}'")
+        seen.add(did)
+        doc_ids.append(did)
+        doc_texts.append(doc_text(obj))
+    if not doc_ids:
+        raise DataError(f"dataset '{name}': the corpus is empty")
+    qmap: dict[str, str] = {}
+    for where, obj in queries:
+        qid = str(obj["_id"])
+        if qid in qmap:
+            raise DataError(f"{where}: duplicate query id '{qid}'")
+        qmap[qid] = str(obj.get("text") or "").strip()
+    return BeirDataset(name=name, doc_ids=doc_ids, doc_texts=doc_texts, queries=qmap, qrels=qrels)
+
+
+def load_beir(path: str | Path, *, splits: Iterable[str] | None = None) -> BeirDataset:
+    """Load a BEIR dataset directory.
+
+    Parameters
+    ----------
+    path : str or Path
+        Directory with ``corpus.jsonl[.gz]``, ``queries.jsonl[.gz]`` and ``qrels/*.tsv``.
+    splits : iterable of str, keyword-only
+        Qrels splits to read (default: every ``qrels/*.tsv``).
+
+    Returns
+    -------
+    BeirDataset
+
+    Raises
+    ------
+    DataError
+        Missing directory or file, empty corpus, duplicate ids, malformed lines,
+        a requested split without a qrels file.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise DataError(f"BEIR dataset directory not found: {path}")
+    corpus = _find(path, "corpus")
+    queries = _find(path, "queries")
+    if corpus is None:
+        raise DataError(f"{path}: no corpus.jsonl or corpus.jsonl.gz")
+    if queries is None:
+        raise DataError(f"{path}: no queries.jsonl or queries.jsonl.gz")
+    qdir = path / "qrels"
+    available = sorted(p.stem for p in qdir.glob("*.tsv")) if qdir.is_dir() else []
+    wanted = list(splits) if splits is not None else available
+    for s in wanted:
+        if s not in available:
+            raise DataError(f"{path}: no qrels/{s}.tsv (available splits: {', '.join(available) or 'none'})")
+    qrels = {s: load_qrels(qdir / f"{s}.tsv") for s in wanted}
+    return _build(
+        path.name,
+        ((f"{corpus}:{n}", o) for n, o in _read_jsonl(corpus)),
+        ((f"{queries}:{n}", o) for n, o in _read_jsonl(queries)),
+        qrels,
+    )
+
+
+def load_beir_hub(name: str, *, splits: Iterable[str] = ("train", "test")) -> BeirDataset:
+    """Load a BEIR dataset from the Hugging Face hub (``BeIR/<name>`` and ``BeIR/<name>-qrels``).
+
+    Needs the optional extra ``datasets`` and network access.
+
+    Parameters
+    ----------
+    name : str
+        ``scifact``, ``BeIR/scifact`` or ``hf:BeIR/scifact``.
+    splits : iterable of str
+        Qrels splits to load; splits the hub copy lacks are skipped.
+
+    Returns
+    -------
+    BeirDataset
+
+    Raises
+    ------
+    DataError
+        ``datasets`` not installed (names the extra), ``HF_HUB_OFFLINE`` set, or the hub
+        dataset cannot be loaded.
+    """
+    repo = name.removeprefix("hf:")
+    if "/" not in repo:
+        repo = f"BeIR/{repo}"
+    try:
+        import datasets
+    except ImportError:
+        raise DataError(
+            f"loading '{repo}' from the Hugging Face hub needs the optional extra 'datasets' "
+            "(pip install datasets); or give a BEIR directory"
+        ) from None
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        raise DataError(f"cannot load hub dataset '{repo}': HF_HUB_OFFLINE is set; give a BEIR directory")
+    try:
+        corpus = datasets.load_dataset(repo, "corpus", split="corpus")
+        queries = datasets.load_dataset(repo, "queries", split="queries")
+        qrels: dict[str, dict[str, dict[str, int]]] = {}
+        for s in splits:
+            try:
+                rows = datasets.load_dataset(f"{repo}-qrels", split=s)
+            except Exception:  # split absent on the hub
+                continue
+            qs: dict[str, dict[str, int]] = {}
+            for r in rows:
+                qs.setdefault(str(r["query-id"]), {})[str(r["corpus-id"])] = int(r["score"])
+            qrels[s] = qs
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"cannot load hub dataset '{repo}' ({reason})") from None
+    return _build(
+        repo,
+        ((f"{repo}/corpus row {i}", dict(r)) for i, r in enumerate(corpus)),
+        ((f"{repo}/queries row {i}", dict(r)) for i, r in enumerate(queries)),
+        qrels,
+    )
+
+
+def load_dataset_any(spec: str | Path, *, splits: Iterable[str] | None = None) -> BeirDataset:
+    """A BEIR directory, or a hub dataset when ``spec`` starts with ``hf:``.
+
+    Raises
+    ------
+    DataError, InputError
+    """
+    s = str(spec)
+    if s.startswith("hf:"):
+        return load_beir_hub(s, splits=tuple(splits) if splits is not None else ("train", "dev", "test"))
+    if not Path(s).exists():
+        raise InputError(f"dataset not found: {s} (a BEIR directory, or hf:BeIR/<name> for the hub)")
+    return load_beir(s, splits=splits)

@@ -1,0 +1,324 @@
+"""Norm-aware relevance scores and their exact folding into document vectors.
+
+Four scorers of a query vector ``q`` and a document vector ``d`` (raw, un-normalised
+embeddings; ``cos(q, d) = <q, d> / (||q|| ||d||)``):
+
+============== ===================================== ===========================
+name           score s(q, d)                          parameter
+============== ===================================== ===========================
+``cosine``     ``cos(q, d)``                          none
+``dot``        ``<q, d> = ||q|| ||d|| cos(q, d)``     none
+``inverse_norm`` ``cos(q, d) / (1 + alpha ||d||)``    ``alpha`` (units 1/||d||)
+``power``      ``cos(q, d) * ||d||**beta``            ``beta`` (dimensionless)
+============== ===================================== ===========================
+
+``inverse_norm`` with ``alpha > 0`` discounts long (high-norm) documents; with
+``-1/max||d|| < alpha < 0`` it favours them. ``power`` interpolates between cosine
+(``beta = 0``) and the document-norm part of the dot product (``beta = 1``); negative
+``beta`` discounts high-norm documents. Both reduce to cosine at parameter 0.
+
+**Folding.** Every scorer is an inner product of a folded query and a folded
+document, exactly:
+
+- cosine, inverse_norm, power: ``q' = q / ||q||`` and
+  ``d' = d / ||d|| * g(||d||)`` with ``g = 1``, ``1 / (1 + alpha ||d||)`` or
+  ``||d||**beta``;
+- dot: ``q' = q``, ``d' = d``.
+
+So norm-aware exact search is a plain inner-product search (faiss ``IndexFlatIP``) on
+folded document vectors and costs nothing extra at query time. The norm-aware score
+treats its two arguments asymmetrically: the norm discount applies to the document.
+The scores are a normscope construction motivated by the norm-as-confidence reading
+of THEORY.md (the norm R = ||z|| as a per-input signal); they are not taken from a
+paper.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from normscope.errors import InputError
+
+__all__ = [
+    "SCORERS",
+    "PARAM_NAMES",
+    "NEUTRAL_PARAM",
+    "check_scorer",
+    "validate_param",
+    "cosine_scores",
+    "dot_scores",
+    "inverse_norm_scores",
+    "power_scores",
+    "score",
+    "fold_documents",
+    "fold_queries",
+]
+
+SCORERS: tuple[str, ...] = ("cosine", "dot", "inverse_norm", "power")
+#: Name of each scorer's parameter (None: no parameter).
+PARAM_NAMES: dict[str, str | None] = {"cosine": None, "dot": None, "inverse_norm": "alpha", "power": "beta"}
+#: Parameter value at which the scorer equals cosine.
+NEUTRAL_PARAM: dict[str, float | None] = {"cosine": None, "dot": None, "inverse_norm": 0.0, "power": 0.0}
+
+_EPS = 1e-12
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_scorer(scorer: str) -> str:
+    """Return ``scorer`` if it is one of :data:`SCORERS`; raise :class:`InputError` otherwise."""
+    if scorer not in SCORERS:
+        raise InputError(f"unknown scorer '{scorer}'; choose one of {', '.join(SCORERS)}")
+    return scorer
+
+
+def _as_matrix(x, name: str) -> np.ndarray:
+    a = np.asarray(x)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2:
+        raise InputError(f"{name} must be a 2-D array (n, d), got shape {a.shape}")
+    if a.shape[0] and not np.isfinite(a).all():
+        bad = int((~np.isfinite(a)).any(axis=1).sum())
+        raise InputError(f"{name} has {bad} row(s) with non-finite values (NaN or inf)")
+    return a
+
+
+def _norms(a: np.ndarray) -> np.ndarray:
+    return np.linalg.norm(a.astype(np.float64, copy=False), axis=1)
+
+
+def validate_param(scorer: str, param: float | None, doc_norms: np.ndarray) -> float | None:
+    """Check that ``param`` gives finite, sign-preserving scores on documents of norms ``doc_norms``.
+
+    Parameters
+    ----------
+    scorer : str
+        One of :data:`SCORERS`.
+    param : float or None
+        ``alpha`` for ``inverse_norm``, ``beta`` for ``power``; ignored (must be None or
+        absent) for ``cosine`` and ``dot``. None means the neutral value 0.
+    doc_norms : ndarray of shape (n_docs,)
+        Document norms ``||d||``.
+
+    Returns
+    -------
+    float or None
+        The validated parameter (None for parameter-free scorers).
+
+    Raises
+    ------
+    InputError
+        Non-finite parameter; ``inverse_norm`` with ``1 + alpha ||d|| <= 0`` for some
+        document (division by zero or a sign flip: ``alpha`` must exceed
+        ``-1 / max||d||``); ``power`` with ``||d||**beta`` overflowing float32 or
+        infinite for a zero-norm document.
+    """
+    check_scorer(scorer)
+    if PARAM_NAMES[scorer] is None:
+        return None
+    name = PARAM_NAMES[scorer]
+    p = 0.0 if param is None else float(param)
+    if not math.isfinite(p):
+        raise InputError(f"{scorer}: {name}={param} is not finite")
+    norms = np.asarray(doc_norms, dtype=np.float64)
+    if norms.size == 0:
+        return p
+    if scorer == "inverse_norm":
+        denom = 1.0 + p * norms
+        if (denom <= 0).any():
+            bound = -1.0 / float(norms.max())
+            raise InputError(
+                f"inverse_norm: alpha={p:g} makes 1 + alpha*||d|| <= 0 for {int((denom <= 0).sum())} document(s) "
+                f"(division by zero or sign flip); alpha must be > {bound:.6g} = -1/max||d||"
+            )
+    else:  # power
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            g = norms**p
+        bad = ~np.isfinite(g) | (g > _F32_MAX)
+        if bad.any():
+            raise InputError(
+                f"power: beta={p:g} makes ||d||**beta non-finite for {int(bad.sum())} document(s) "
+                f"(norms in [{norms.min():.4g}, {norms.max():.4g}]; zero norms need beta >= 0)"
+            )
+    return p
+
+
+def _doc_factor(scorer: str, param: float | None, norms: np.ndarray) -> np.ndarray:
+    """g(||d||) such that score = cos(q, d) * g(||d||) (float64)."""
+    if scorer == "cosine":
+        return np.ones_like(norms)
+    if scorer == "inverse_norm":
+        return 1.0 / (1.0 + param * norms)
+    if scorer == "power":
+        with np.errstate(divide="ignore"):
+            return norms**param
+    raise AssertionError(scorer)
+
+
+def cosine_scores(Q, D) -> np.ndarray:
+    """Cosine similarity ``cos(q, d) = <q, d> / (||q|| ||d||)``.
+
+    Parameters
+    ----------
+    Q : array-like of shape (n_queries, d)
+    D : array-like of shape (n_docs, d)
+
+    Returns
+    -------
+    ndarray of shape (n_queries, n_docs), float64
+        Zero-norm rows score 0 (norms are clipped at 1e-12, as in
+        ``sentence_transformers.util.cos_sim``).
+    """
+    Q = _as_matrix(Q, "queries").astype(np.float64)
+    D = _as_matrix(D, "documents").astype(np.float64)
+    qn = Q / np.maximum(_norms(Q), _EPS)[:, None]
+    dn = D / np.maximum(_norms(D), _EPS)[:, None]
+    return qn @ dn.T
+
+
+def dot_scores(Q, D) -> np.ndarray:
+    """Inner product ``<q, d>`` of raw vectors; ndarray (n_queries, n_docs), float64."""
+    Q = _as_matrix(Q, "queries").astype(np.float64)
+    D = _as_matrix(D, "documents").astype(np.float64)
+    return Q @ D.T
+
+
+def inverse_norm_scores(Q, D, alpha: float) -> np.ndarray:
+    """Inverse-norm discount ``cos(q, d) / (1 + alpha ||d||)``.
+
+    Parameters
+    ----------
+    Q : array-like of shape (n_queries, d)
+    D : array-like of shape (n_docs, d)
+    alpha : float
+        Discount strength in units of 1/||d||; must exceed ``-1/max||d||``.
+
+    Returns
+    -------
+    ndarray of shape (n_queries, n_docs), float64
+
+    Raises
+    ------
+    InputError
+        ``alpha`` making a denominator ``<= 0`` (see :func:`validate_param`).
+    """
+    D = _as_matrix(D, "documents")
+    norms = _norms(D)
+    alpha = validate_param("inverse_norm", alpha, norms)
+    return cosine_scores(Q, D) / (1.0 + alpha * norms)[None, :]
+
+
+def power_scores(Q, D, beta: float) -> np.ndarray:
+    """Power family ``cos(q, d) * ||d||**beta`` (``beta = 0`` is cosine).
+
+    Parameters
+    ----------
+    Q : array-like of shape (n_queries, d)
+    D : array-like of shape (n_docs, d)
+    beta : float
+        Exponent of the document norm.
+
+    Returns
+    -------
+    ndarray of shape (n_queries, n_docs), float64
+
+    Raises
+    ------
+    InputError
+        ``||d||**beta`` non-finite (see :func:`validate_param`).
+    """
+    D = _as_matrix(D, "documents")
+    norms = _norms(D)
+    beta = validate_param("power", beta, norms)
+    with np.errstate(divide="ignore"):
+        g = norms**beta
+    return cosine_scores(Q, D) * g[None, :]
+
+
+def score(Q, D, scorer: str, param: float | None = None) -> np.ndarray:
+    """Brute-force score matrix of ``scorer`` (float64 reference for the folded search).
+
+    Parameters
+    ----------
+    Q : array-like of shape (n_queries, d)
+    D : array-like of shape (n_docs, d)
+    scorer : {'cosine', 'dot', 'inverse_norm', 'power'}
+    param : float or None
+        ``alpha`` / ``beta``; None is the neutral value 0.
+
+    Returns
+    -------
+    ndarray of shape (n_queries, n_docs), float64
+
+    Raises
+    ------
+    InputError
+        Unknown scorer or invalid parameter.
+    """
+    check_scorer(scorer)
+    if scorer == "cosine":
+        return cosine_scores(Q, D)
+    if scorer == "dot":
+        return dot_scores(Q, D)
+    if scorer == "inverse_norm":
+        return inverse_norm_scores(Q, D, 0.0 if param is None else param)
+    return power_scores(Q, D, 0.0 if param is None else param)
+
+
+def fold_queries(Q, scorer: str) -> np.ndarray:
+    """Folded query vectors: ``q / ||q||`` (``q`` itself for ``dot``).
+
+    Parameters
+    ----------
+    Q : array-like of shape (n_queries, d)
+    scorer : str
+
+    Returns
+    -------
+    ndarray of shape (n_queries, d), float32, C-contiguous
+    """
+    check_scorer(scorer)
+    Q = _as_matrix(Q, "queries").astype(np.float64)
+    if scorer != "dot":
+        Q = Q / np.maximum(_norms(Q), _EPS)[:, None]
+    return np.ascontiguousarray(Q, dtype=np.float32)
+
+
+def fold_documents(D, scorer: str, param: float | None = None) -> np.ndarray:
+    """Document vectors whose inner product with the folded query equals the score exactly.
+
+    ``<fold_queries(q), fold_documents(d)> = score(q, d)`` up to float32 rounding:
+    ``d / ||d||`` (cosine), ``d / (||d|| (1 + alpha ||d||))`` (inverse_norm),
+    ``d ||d||**(beta - 1)`` (power), ``d`` (dot). Computed in float64, returned float32.
+
+    Parameters
+    ----------
+    D : array-like of shape (n_docs, d)
+        Raw document vectors.
+    scorer : {'cosine', 'dot', 'inverse_norm', 'power'}
+    param : float or None
+        ``alpha`` / ``beta`` (None: neutral value 0).
+
+    Returns
+    -------
+    ndarray of shape (n_docs, d), float32, C-contiguous
+
+    Raises
+    ------
+    InputError
+        Unknown scorer; a parameter making scores non-finite or flipping their sign
+        (e.g. ``alpha <= -1/max||d||``), named with its value.
+    """
+    check_scorer(scorer)
+    D = _as_matrix(D, "documents").astype(np.float64)
+    if scorer == "dot":
+        return np.ascontiguousarray(D, dtype=np.float32)
+    norms = _norms(D)
+    param = validate_param(scorer, param, norms)
+    unit = D / np.maximum(norms, _EPS)[:, None]
+    folded = unit * _doc_factor(scorer, param, norms)[:, None]
+    if folded.size and (~np.isfinite(folded) | (np.abs(folded) > _F32_MAX)).any():
+        raise InputError(f"{scorer}: parameter {param:g} gives non-finite folded document vectors")
+    return np.ascontiguousarray(folded, dtype=np.float32)
