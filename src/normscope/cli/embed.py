@@ -1,4 +1,7 @@
-"""``normscope embed``: raw embeddings of a file of items, with a norm summary."""
+"""``normscope embed``: raw embeddings of a file of items, with a norm summary.
+
+A thin wrapper around :func:`normscope.encoders.embed.embed_input`.
+"""
 
 from __future__ import annotations
 
@@ -7,49 +10,83 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
-from normscope._io import check_output_path, write_json
 from normscope.cli import app
-from normscope.encoders import DEFAULT_MODEL, load_encoder
-from normscope.errors import InputError
+from normscope.encoders import DEFAULT_MODEL
 
 
 @app.command()
 def embed(
-    input: Annotated[Optional[Path], typer.Argument(help="Text file (one item per line), .jsonl, .csv or BEIR corpus directory.")] = None,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Output parquet (id, text, norm, vector).")] = Path("embeddings.parquet"),
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name or path.")] = DEFAULT_MODEL,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
-    device: Annotated[str, typer.Option("--device")] = "cpu",
+    input: Annotated[
+        Optional[Path],
+        typer.Argument(
+            help="Text file (one item per line), .jsonl[.gz] (text, id/_id, BEIR title), .csv (text, id), "
+            "a BEIR corpus directory, or .npy/.parquet of precomputed vectors.",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Output parquet (id, text, norm, vector).")] = Path(
+        "embeddings.parquet"
+    ),
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model", "-m", help="Model: bundled default, ST dir/hub id, hf:<name>, open_clip:<arch>/<pretrained>."
+        ),
+    ] = DEFAULT_MODEL,
+    backend: Annotated[
+        str, typer.Option("--backend", help="auto | sentence-transformers | huggingface | open_clip | precomputed.")
+    ] = "auto",
+    pooling: Annotated[Optional[str], typer.Option("--pooling", help="mean | cls (huggingface backend).")] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Texts per model call and cache shard.")] = 64,
+    device: Annotated[str, typer.Option("--device", help="Torch device.")] = "cpu",
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the norm summary as JSON.")] = None,
-    wordfreq_top: Annotated[int, typer.Option("--wordfreq-top", help="Embed the top-N English words of wordfreq instead of INPUT.")] = 0,
-    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code")] = False,
+    wordfreq_top: Annotated[
+        int, typer.Option("--wordfreq-top", min=0, help="Embed the top-N English words of wordfreq instead of INPUT.")
+    ] = 0,
+    trust_remote_code: Annotated[
+        bool, typer.Option("--trust-remote-code", help="Let the model repository run its own code.")
+    ] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")] = False,
 ) -> None:
     """Embed items with a real model and write raw vectors and norms."""
-    from normscope.datasets import wordfreq_words
+    from normscope.encoders.embed import embed_input
 
     console = Console(stderr=True)
-    check_output_path(out)
-    if json_path is not None:
-        check_output_path(json_path)
-    if wordfreq_top > 0:
-        texts = wordfreq_words(wordfreq_top)
-        ids = [str(i) for i in range(len(texts))]
-    elif input is None:
-        raise InputError("give INPUT or --wordfreq-top N")
-    else:
-        lines = Path(input).read_text(encoding="utf-8").splitlines()
-        texts = lines
-        ids = [str(i) for i in range(len(texts))]
-    encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code)
-    table = encoder.embed_table(texts, ids, batch_size=batch_size, progress=True)
-    table.to_parquet(out)
-    summary = table.summary()
-    if json_path is not None:
-        write_json(summary, json_path)
-    console.print(
-        f"[bold]{summary['n']}[/] items, dim {summary['dim']}, model {summary['model']}: "
-        f"norm mean {summary['norm_mean']:.3f}, sd {summary['norm_std']:.3f}, "
-        f"min {summary['norm_min']:.3f}, max {summary['norm_max']:.3f}"
+    summary, _ = embed_input(
+        input,
+        out=out,
+        json_path=json_path,
+        model=model,
+        backend=backend,
+        pooling=pooling,
+        batch_size=batch_size,
+        device=device,
+        wordfreq_top=wordfreq_top,
+        cache=not no_cache,
+        progress=True,
+        trust_remote_code=trust_remote_code,
     )
-    typer.echo(str(out))
+    fp = summary["fingerprint"]
+    tbl = Table(title="raw embedding norms ||z||", title_justify="left")
+    tbl.add_column("quantity")
+    tbl.add_column("value", justify="right")
+    rows = [
+        ("items n", str(summary["n"])),
+        ("dimension d", str(summary["dim"])),
+        ("model", str(summary["model"])),
+        ("backend, pooling", f"{fp['backend']}, {fp['pooling']}"),
+        ("revision", str(fp["revision"])),
+        ("dropped modules", ", ".join(fp["dropped_modules"]) or "none"),
+        ("norm mean", f"{summary['norm_mean']:.4f}"),
+        ("norm sd", f"{summary['norm_std']:.4f}"),
+        ("norm min", f"{summary['norm_min']:.4f}"),
+        ("norm max", f"{summary['norm_max']:.4f}"),
+    ]
+    if summary.get("n_truncated"):
+        rows.append(("truncated items", str(summary["n_truncated"])))
+    for k, v in rows:
+        tbl.add_row(k, v)
+    Console().print(tbl)
+    console.print(f"wrote {out}" + (f" and {json_path}" if json_path else ""))

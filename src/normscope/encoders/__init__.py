@@ -1,20 +1,82 @@
-"""Encoders returning raw (un-normalised) vectors, and the :func:`load_encoder` factory."""
+"""Encoders returning raw (un-normalised) vectors, and the :func:`load_encoder` factory.
+
+Backends (see ``docs/embed.md``):
+
+==========================  ==================================================  =======================
+backend                     names                                               class
+==========================  ==================================================  =======================
+``sentence-transformers``   bundled default, ST directory or hub id             SentenceTransformerEncoder
+``huggingface``             ``hf:<dir or hub id>`` (any AutoModel) + pooling    HuggingFaceEncoder
+``open_clip``               ``open_clip:<arch>/<pretrained>`` (extra ``clip``)  OpenClipEncoder
+``precomputed``             ``precomputed:<file>`` or a ``.npy``/``.parquet``   PrecomputedEncoder
+==========================  ==================================================  =======================
+"""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from normscope.encoders.base import Encoder, TorchEncoder
 from normscope.encoders.bundled import DEFAULT_MODEL
+from normscope.encoders.cache import CachedEncoder, encode_cached
+from normscope.errors import InputError
 
-__all__ = ["Encoder", "TorchEncoder", "DEFAULT_MODEL", "load_encoder"]
+__all__ = ["Encoder", "TorchEncoder", "DEFAULT_MODEL", "BACKENDS", "load_encoder", "resolve_backend", "encode_cached", "CachedEncoder"]
+
+BACKENDS = ("auto", "sentence-transformers", "huggingface", "open_clip", "precomputed")
+_PREFIXES = {
+    "st:": "sentence-transformers",
+    "sentence-transformers:": "sentence-transformers",
+    "hf:": "huggingface",
+    "huggingface:": "huggingface",
+    "open_clip:": "open_clip",
+    "precomputed:": "precomputed",
+}
+
+
+def resolve_backend(name: str, backend: str = "auto", pooling: str | None = None) -> tuple[str, str]:
+    """The ``(backend, bare name)`` that :func:`load_encoder` uses for ``name``.
+
+    Rules, first match wins: an explicit ``backend`` other than ``auto``; a
+    prefix ``hf:``, ``open_clip:``, ``precomputed:``, ``st:``; a path ending in
+    ``.npy``/``.parquet`` (precomputed); a ``pooling`` given (huggingface);
+    otherwise sentence-transformers.
+
+    Raises
+    ------
+    InputError
+        Unknown backend, or a prefix that contradicts ``backend``.
+    """
+    if backend not in BACKENDS:
+        raise InputError(f"unknown backend '{backend}'; choose one of {BACKENDS}")
+    name = str(name)
+    prefixed = None
+    for prefix, b in _PREFIXES.items():
+        if name.startswith(prefix):
+            prefixed, name = b, name[len(prefix):]
+            break
+    if prefixed and backend != "auto" and prefixed != backend:
+        raise InputError(f"model name prefix says backend '{prefixed}' but backend='{backend}' was given")
+    if backend != "auto":
+        return backend, name
+    if prefixed:
+        return prefixed, name
+    if Path(name).suffix.lower() in (".npy", ".parquet"):
+        return "precomputed", name
+    if pooling is not None:
+        return "huggingface", name
+    return "sentence-transformers", name
 
 
 def load_encoder(
     name: str = DEFAULT_MODEL,
     *,
+    backend: str = "auto",
+    pooling: str | None = None,
     device: str = "cpu",
     trust_remote_code: bool = False,
+    fresh: bool = False,
 ) -> Encoder:
     """Return a ready raw-vector encoder for ``name``.
 
@@ -22,21 +84,68 @@ def load_encoder(
     ----------
     name : str
         - the bundled default ``sentence-transformers/all-MiniLM-L6-v2`` (offline);
-        - a sentence-transformers directory or hub id;
+        - a sentence-transformers directory or hub id (a trailing ``Normalize`` is dropped);
+        - ``hf:<dir or hub id>``: any ``transformers.AutoModel`` with ``pooling``
+          (``mean`` by default, or ``cls``);
+        - ``open_clip:<arch>/<pretrained>``: an open_clip model (``pip install normscope[clip]``);
+        - ``precomputed:<file>`` or a path ending ``.npy``/``.parquet``: stored vectors.
+    backend : {"auto", "sentence-transformers", "huggingface", "open_clip", "precomputed"}, keyword-only
+        Force a backend instead of reading it from ``name`` (see :func:`resolve_backend`).
+    pooling : {"mean", "cls"}, optional, keyword-only
+        Pooling for the huggingface backend; giving it with ``backend="auto"`` and
+        no prefix selects the huggingface backend.
     device : str, keyword-only
         Torch device (``cpu``, ``cuda``, ``cuda:1``...).
     trust_remote_code : bool, keyword-only
         Allow model repositories to run their own code (off by default).
+    fresh : bool, keyword-only
+        Model encoders are memoised per process on (backend, name, pooling, device,
+        trust_remote_code), so every stage shares one loaded model. Pass
+        ``fresh=True`` for a private instance, e.g. before changing its weights
+        (a modified model must not share the embedding cache: change its fingerprint).
 
     Returns
     -------
     Encoder
+        Its ``encode`` returns raw float32 vectors (n, d); ``fingerprint`` names
+        model, revision, pooling, dropped modules and backend.
 
     Raises
     ------
     ModelError
-        Unknown or unreachable model, or a missing optional extra.
+        Unknown or unreachable model (offline: the message names the bundled
+        default), or a missing optional extra.
+    InputError
+        Unknown backend or pooling, pooling given to a backend that fixes its own,
+        bad precomputed file.
     """
-    from normscope.encoders.sentence_transformers import SentenceTransformerEncoder
+    backend, bare = resolve_backend(name, backend, pooling)
+    if backend == "precomputed":
+        from normscope.encoders.precomputed import PrecomputedEncoder
 
-    return SentenceTransformerEncoder(str(name), device=device, trust_remote_code=trust_remote_code)
+        return PrecomputedEncoder(bare)
+    if pooling is not None and backend != "huggingface":
+        raise InputError(f"pooling='{pooling}' applies to the huggingface backend only; '{backend}' uses the model's own")
+    if backend == "huggingface" and pooling is None:
+        pooling = "mean"
+    if fresh:
+        return _build(backend, bare, pooling, device, trust_remote_code)
+    return _build_memo(backend, bare, pooling, device, trust_remote_code)
+
+
+def _build(backend: str, name: str, pooling: str | None, device: str, trust_remote_code: bool) -> Encoder:
+    if backend == "sentence-transformers":
+        from normscope.encoders.sentence_transformers import SentenceTransformerEncoder
+
+        return SentenceTransformerEncoder(name, device=device, trust_remote_code=trust_remote_code)
+    if backend == "huggingface":
+        from normscope.encoders.huggingface import HuggingFaceEncoder
+
+        return HuggingFaceEncoder(name, pooling=pooling or "mean", device=device, trust_remote_code=trust_remote_code)
+    from normscope.encoders.open_clip import OpenClipEncoder
+
+    return OpenClipEncoder(name, device=device)
+
+
+_build_memo = functools.lru_cache(maxsize=8)(_build)
+

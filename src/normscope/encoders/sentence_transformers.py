@@ -7,12 +7,12 @@ norm ||z|| normscope studies. The model's own pooling is kept.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from normscope.encoders._hub import resolve
 from normscope.encoders.base import TorchEncoder
 from normscope.encoders.bundled import DEFAULT_MODEL, bundled_model_path, is_bundled_name
 from normscope.errors import ModelError
@@ -20,33 +20,33 @@ from normscope.table import ModelFingerprint, file_sha256
 
 __all__ = ["SentenceTransformerEncoder"]
 
-_OFFLINE_HINT = f"the offline default is '{DEFAULT_MODEL}' (bundled with normscope)"
-
-
 def _load_st(name: str, device: str, trust_remote_code: bool):
-    """Load a SentenceTransformer by bundled alias, local directory or hub id."""
+    """Load a SentenceTransformer by bundled alias, local directory or hub id (offline first)."""
     from sentence_transformers import SentenceTransformer
 
+    _quiet_transformers()
     if is_bundled_name(name):
         path = str(bundled_model_path())
         return SentenceTransformer(path, device=device, local_files_only=True), path
-    if Path(name).exists():
-        if not (Path(name) / "modules.json").is_file() and not (Path(name) / "config.json").is_file():
-            raise ModelError(f"'{name}' is a path but not a sentence-transformers model directory")
-        return SentenceTransformer(name, device=device, trust_remote_code=trust_remote_code, local_files_only=True), name
-    if "/" not in name and not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        raise ModelError(f"unknown model '{name}': not a directory, hub id or bundled name; {_OFFLINE_HINT}")
-    try:  # locally cached hub model first: no network
-        return SentenceTransformer(name, device=device, trust_remote_code=trust_remote_code, local_files_only=True), name
-    except Exception:
-        pass
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
-        raise ModelError(f"model '{name}' is not available locally and HF_HUB_OFFLINE is set; {_OFFLINE_HINT}")
+    if Path(name).exists() and not (Path(name) / "modules.json").is_file() and not (Path(name) / "config.json").is_file():
+        raise ModelError(f"'{name}' is a path but not a sentence-transformers model directory")
+    model = resolve(
+        name,
+        lambda local_files_only: SentenceTransformer(
+            name, device=device, trust_remote_code=trust_remote_code, local_files_only=local_files_only
+        ),
+    )
+    return model, name
+
+
+def _quiet_transformers() -> None:
+    """Silence transformers' per-load "Loading weights" progress bars (normscope shows its own)."""
     try:
-        return SentenceTransformer(name, device=device, trust_remote_code=trust_remote_code), name
-    except Exception as exc:  # network errors, 404s, malformed repos: all one-line ModelErrors
-        reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"cannot load model '{name}' ({reason}); {_OFFLINE_HINT}") from None
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except Exception:  # older/newer transformers without the switch: cosmetic only
+        pass
 
 
 def _weights_hash(path: str) -> str:
@@ -103,7 +103,8 @@ class SentenceTransformerEncoder(TorchEncoder):
 
     @property
     def dim(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(get())
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
         """Raw pooled vectors, ndarray of shape (n, d), float32 (see :meth:`Encoder.encode`)."""

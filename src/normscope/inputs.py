@@ -1,0 +1,224 @@
+"""Reading the items to embed: text files, JSONL (BEIR), CSV and BEIR corpus directories.
+
+:func:`read_items` turns a user file into ``(ids, texts)`` and rejects bad input
+with a one-line :class:`~normscope.errors.InputError` that names the problem
+(missing or empty file, empty or whitespace-only items with their line numbers,
+non-UTF-8 bytes with their byte offset and line, unknown format, duplicate ids,
+a CSV without a ``text`` column, malformed JSON).
+
+Supported formats (chosen by name; ``.gz`` is allowed after any of them):
+
+=====================  ==========================================================
+``.txt`` / no suffix   one item per line; id = 0-based item index
+``.jsonl``             one JSON object per line, field ``text``; optional ``id``
+                       or ``_id``; a BEIR ``title`` is joined as
+                       ``(title + " " + text).strip()`` (as BEIR's SentenceBERT
+                       wrapper does, Thakur et al. 2021)
+``.csv``               header row with a ``text`` column; optional ``id``/``_id``
+directory              a BEIR dataset directory holding ``corpus.jsonl[.gz]``
+=====================  ==========================================================
+
+CRLF line endings and a UTF-8 byte-order mark are tolerated.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from pathlib import Path
+
+from normscope.errors import InputError
+
+__all__ = ["read_items", "detect_format", "TEXT_SUFFIXES", "FORMATS"]
+
+TEXT_SUFFIXES = (".txt", ".text", ".lines", "")
+FORMATS = ("text", "jsonl", "csv", "beir")
+_SHOW = 5  # how many offending line numbers an error message names
+
+
+def detect_format(path: str | Path) -> str:
+    """Format of ``path``: ``"text"``, ``"jsonl"``, ``"csv"`` or ``"beir"`` (directory).
+
+    Raises
+    ------
+    InputError
+        If the suffix is not one of the supported formats.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return "beir"
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    suffix = Path(name).suffix
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix == ".csv":
+        return "csv"
+    if suffix in TEXT_SUFFIXES:
+        return "text"
+    raise InputError(
+        f"unknown input format '{suffix}' of {path}: use .txt (one item per line), .jsonl, .jsonl.gz, .csv "
+        "or a BEIR corpus directory"
+    )
+
+
+def read_items(path: str | Path) -> tuple[list[str], list[str]]:
+    """Read the items of a user file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A text file (one item per line), ``.jsonl``/``.jsonl.gz`` (field ``text``,
+        optional ``id``/``_id``, optional BEIR ``title``), ``.csv`` (column ``text``,
+        optional ``id``/``_id``) or a BEIR dataset directory (``corpus.jsonl[.gz]``).
+
+    Returns
+    -------
+    ids : list of str, length n
+        Item ids: the file's ``id``/``_id`` values, else the 0-based item index.
+    texts : list of str, length n
+        The items, n >= 1, none empty or whitespace-only.
+
+    Raises
+    ------
+    InputError
+        Missing or empty file; empty/whitespace-only items (line numbers named);
+        non-UTF-8 bytes (byte offset and line named); unknown format; malformed
+        JSON; a missing ``text`` field/column; duplicate or partly missing ids.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"input does not exist: {path}")
+    fmt = detect_format(path)
+    if fmt == "beir":
+        for cand in ("corpus.jsonl", "corpus.jsonl.gz"):
+            if (path / cand).is_file():
+                return read_items(path / cand)
+        raise InputError(f"directory {path} is not a BEIR dataset: no corpus.jsonl or corpus.jsonl.gz in it")
+    if not path.is_file():
+        raise InputError(f"input is not a regular file: {path}")
+    text = _read_utf8(path)
+    if not text.strip():
+        raise InputError(f"input file is empty: {path}")
+    if fmt == "text":
+        ids, texts, lines = _parse_text(text)
+    elif fmt == "jsonl":
+        ids, texts, lines = _parse_jsonl(text, path)
+    else:
+        ids, texts, lines = _parse_csv(text, path)
+    if not texts:
+        raise InputError(f"input file has no items: {path}")
+    bad = [ln for ln, t in zip(lines, texts) if not t.strip()]
+    if bad:
+        more = f" (and {len(bad) - _SHOW} more)" if len(bad) > _SHOW else ""
+        raise InputError(
+            f"{path}: {len(bad)} empty or whitespace-only item(s) at line(s) {', '.join(map(str, bad[:_SHOW]))}{more}"
+        )
+    _check_unique(ids, lines, path)
+    return ids, texts
+
+
+# ----------------------------------------------------------------------------- helpers
+def _read_utf8(path: Path) -> str:
+    raw = path.read_bytes()
+    if path.name.lower().endswith(".gz"):
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise InputError(f"{path} is not a valid gzip file ({exc})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"{path} is not valid UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {exc.start} (line {line})"
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def _split_lines(text: str) -> list[str]:
+    # only \n, \r\n and \r end lines (str.splitlines would also split on \x0b, \x1c, \u2028 ...)
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _parse_text(text: str):
+    lines = _split_lines(text)
+    return [str(i) for i in range(len(lines))], lines, list(range(1, len(lines) + 1))
+
+
+def _parse_jsonl(text: str, path: Path):
+    ids: list[str | None] = []
+    texts: list[str] = []
+    lines: list[int] = []
+    for ln, line in enumerate(_split_lines(text), start=1):
+        if not line.strip():
+            continue  # blank separator lines are not items
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: line {ln} is not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"{path}: line {ln} is a JSON {type(obj).__name__}, expected an object with a 'text' field")
+        if "text" not in obj:
+            raise InputError(f"{path}: line {ln} has no 'text' field (fields: {sorted(obj)[:8]})")
+        body, title = obj["text"], obj.get("title")
+        if not isinstance(body, str) or (title is not None and not isinstance(title, str)):
+            raise InputError(f"{path}: line {ln}: 'text' and 'title' must be strings")
+        # BEIR SentenceBERT.encode_corpus: (title + sep + text).strip() with sep=" " when a title exists
+        texts.append((title + " " + body).strip() if title else body)
+        raw_id = obj.get("_id", obj.get("id"))
+        ids.append(None if raw_id is None else str(raw_id))
+        lines.append(ln)
+    return _fill_ids(ids, lines, path), texts, lines
+
+
+def _parse_csv(text: str, path: Path):
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    fields = reader.fieldnames or []
+    if "text" not in fields:
+        raise InputError(f"{path}: CSV has no 'text' column (columns: {fields})")
+    id_col = "id" if "id" in fields else ("_id" if "_id" in fields else None)
+    ids: list[str | None] = []
+    texts: list[str] = []
+    lines: list[int] = []
+    try:
+        for row in reader:
+            if not any((v or "").strip() for v in row.values() if isinstance(v, str)):
+                continue  # fully blank row
+            value = row.get("text")
+            texts.append(value if isinstance(value, str) else "")
+            ids.append(row.get(id_col) or None if id_col else None)
+            lines.append(reader.line_num)
+    except csv.Error as exc:
+        raise InputError(f"{path}: malformed CSV near line {reader.line_num} ({exc})") from None
+    return _fill_ids(ids, lines, path), texts, lines
+
+
+def _fill_ids(ids: list[str | None], lines: list[int], path: Path) -> list[str]:
+    missing = [ln for ln, i in zip(lines, ids) if i is None]
+    if not missing:
+        return [str(i) for i in ids]
+    if len(missing) == len(ids):
+        return [str(k) for k in range(len(ids))]
+    raise InputError(
+        f"{path}: some items have an id and others not; missing at line(s) {', '.join(map(str, missing[:_SHOW]))}"
+    )
+
+
+def _check_unique(ids: list[str], lines: list[int], path: Path) -> None:
+    seen: dict[str, int] = {}
+    dups: list[str] = []
+    for i, ln in zip(ids, lines):
+        if i in seen:
+            dups.append(f"'{i}' (lines {seen[i]} and {ln})")
+        else:
+            seen[i] = ln
+    if dups:
+        more = f" (and {len(dups) - 3} more)" if len(dups) > 3 else ""
+        raise InputError(f"{path}: duplicate id(s) {', '.join(dups[:3])}{more}")
