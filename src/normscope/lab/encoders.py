@@ -139,10 +139,15 @@ class MLPTwoTower:
         x = torch.randn(n_items, input_dim, generator=generator, dtype=DTYPE)
         self.x = x / x.norm(dim=1, keepdim=True)
 
-        def w(o, i, gain):
-            return torch.randn(o, i, generator=generator, dtype=DTYPE) * np.sqrt(gain / i)
+        # balanced init (equal Frobenius norms of W1 and W2) with R ~ 1: entry sds a, b with
+        # a^2 input_dim = b^2 dim and R^2 = dim b^2 hidden a^2 / 2 = input_dim hidden a^4 / 2 = 1
+        a = (2.0 / (input_dim * hidden)) ** 0.25
+        b = a * np.sqrt(input_dim / dim)
 
-        self.params = [w(hidden, input_dim, 2.0 * input_dim), w(dim, hidden, 1.0), w(hidden, input_dim, 2.0 * input_dim), w(dim, hidden, 1.0)]
+        def w(o, i, sd):
+            return torch.randn(o, i, generator=generator, dtype=DTYPE) * sd
+
+        self.params = [w(hidden, input_dim, a), w(dim, hidden, b), w(hidden, input_dim, a), w(dim, hidden, b)]
 
     @staticmethod
     def _tower(w1, w2, x):

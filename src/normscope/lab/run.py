@@ -40,7 +40,7 @@ GATE = {"mean_abs_rel_error": 0.05, "abs_median_rel_error": 0.02, "pearson": 0.9
 
 _RUN_DEFAULTS = {
     "table": {"steps": 12000, "burn_in": 4000, "estimator": "snapshot", "snapshots": 32, "probe_batches": 300},
-    "mlp": {"steps": 8000, "burn_in": 1600, "estimator": "trajectory", "snapshots": 16, "probe_batches": 50},
+    "mlp": {"steps": 8000, "burn_in": 3000, "estimator": "trajectory", "snapshots": 16, "probe_batches": 50},
 }
 
 
@@ -146,7 +146,7 @@ def run_lab(
         eta and lambda; defaults per encoder/optimizer in ``normscope.lab.optim.DEFAULTS``
         (table SGD: eta=1, lambda=1e-3; MLP SGD: eta=0.5, lambda=2e-3).
     steps, burn_in : int, keyword-only, optional
-        Total steps and the steps before the measurement window (table 12000/4000, MLP 8000/1600).
+        Total steps and the steps before the measurement window (table 12000/4000, MLP 8000/3000).
     seed : int, keyword-only
         Seeds data, initialisation and batches (deterministic).
     estimator : {"snapshot", "trajectory"}, keyword-only, optional
