@@ -171,7 +171,8 @@ def wordnet_data(n_items: int = 256, *, max_senses: int = 4, seed: int = 0, word
 
     def info(w):
         if w not in cache:
-            ss = [x for x in wn.synsets(w, pos="n") if w in x.lemma_names()]  # no morphy variants
+            # senses whose lemma is w itself (case-insensitive, as in the index); no morphy variants
+            ss = [x for x in wn.synsets(w, pos="n") if w in {m.lower() for m in x.lemma_names()}]
             hyp = frozenset(h.name() for s in ss for h in s.hypernyms() + s.instance_hypernyms())
             cache[w] = (frozenset(s.name() for s in ss), hyp, len(ss))
         return cache[w]
