@@ -1,0 +1,237 @@
+"""Encoder adapters: HF AutoModel vs sentence-transformers, precomputed files, open_clip, dispatch, offline errors."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import sys
+import time
+import types
+
+import numpy as np
+import pytest
+
+from normscope.encoders import load_encoder, resolve_backend
+from normscope.errors import InputError, ModelError
+
+SENTENCES = [
+    "The cat sat on the mat.",
+    "Contrastive encoders are trained with scale-invariant losses.",
+    "dog",
+    "A man is playing a guitar on stage while the crowd sings along loudly.",
+]
+
+
+@pytest.fixture(scope="module")
+def hf_encoder():
+    return load_encoder("hf:sentence-transformers/all-MiniLM-L6-v2")
+
+
+def test_hf_mean_pooling_equals_sentence_transformers_raw(hf_encoder, bundled_encoder):
+    """Independent check: AutoModel + our mean pooling vs sentence-transformers' Pooling module."""
+    ours = hf_encoder.encode(SENTENCES, batch_size=3)
+    ref = bundled_encoder.encode(SENTENCES)
+    np.testing.assert_allclose(ours, ref, atol=1e-5, rtol=0)
+    fp = hf_encoder.fingerprint
+    assert (fp.backend, fp.pooling, fp.dropped_modules) == ("huggingface", "mean", ())
+    assert fp.revision == bundled_encoder.fingerprint.revision  # same weights file hash
+    assert type(hf_encoder.module).__name__ == "BertModel"
+    assert hf_encoder.module.config._attn_implementation == "eager"
+
+
+def test_hf_cls_pooling_is_first_token_of_the_transformer(hf_encoder, bundled_encoder):
+    import torch
+
+    cls_enc = copy.copy(hf_encoder)
+    cls_enc.pooling = "cls"
+    ours = cls_enc.encode(SENTENCES)
+    # reference: token embeddings of sentence-transformers' own Transformer module, position 0
+    feats = bundled_encoder.tokenize(SENTENCES)
+    with torch.inference_mode():
+        tok = bundled_encoder.model[0](dict(feats))["token_embeddings"][:, 0]
+    np.testing.assert_allclose(ours, tok.numpy(), atol=1e-5, rtol=0)
+
+
+def test_hf_forward_is_differentiable_and_matches_encode(hf_encoder):
+    feats = hf_encoder.tokenize(SENTENCES[:2])
+    z = hf_encoder.forward(feats)
+    assert z.requires_grad
+    (g,) = __import__("torch").autograd.grad(z.norm(dim=1).sum(), hf_encoder.module.embeddings.word_embeddings.weight)
+    assert float(g.abs().sum()) > 0
+    np.testing.assert_allclose(z.detach().numpy(), hf_encoder.encode(SENTENCES[:2]), atol=1e-5)
+
+
+def test_truncation_count(hf_encoder, bundled_encoder):
+    long = " ".join(["word"] * 400)
+    assert hf_encoder.max_seq_length == bundled_encoder.max_seq_length == 256  # sentence_bert_config.json
+    assert hf_encoder.count_truncated([long, "short"]) == 1
+    assert bundled_encoder.count_truncated([long, "short"]) == 1
+
+
+def test_load_encoder_is_memoised(bundled_encoder):
+    assert load_encoder() is bundled_encoder
+    assert load_encoder("sentence-transformers/all-MiniLM-L6-v2", device="cpu") is bundled_encoder
+
+
+@pytest.mark.parametrize(
+    "name, kw, expected",
+    [
+        ("sentence-transformers/all-MiniLM-L6-v2", {}, ("sentence-transformers", "sentence-transformers/all-MiniLM-L6-v2")),
+        ("hf:bert-base-uncased", {}, ("huggingface", "bert-base-uncased")),
+        ("bert-base-uncased", {"pooling": "cls"}, ("huggingface", "bert-base-uncased")),
+        ("open_clip:ViT-B-32/openai", {}, ("open_clip", "ViT-B-32/openai")),
+        ("precomputed:v.npy", {}, ("precomputed", "v.npy")),
+        ("dir/vectors.parquet", {}, ("precomputed", "dir/vectors.parquet")),
+        ("my-model", {"backend": "huggingface"}, ("huggingface", "my-model")),
+        ("st:my-model", {}, ("sentence-transformers", "my-model")),
+    ],
+)
+def test_resolve_backend(name, kw, expected):
+    assert resolve_backend(name, **kw) == expected
+
+
+def test_dispatch_errors():
+    with pytest.raises(InputError, match="unknown backend 'onnx'"):
+        load_encoder("x", backend="onnx")
+    with pytest.raises(InputError, match="prefix says backend 'huggingface'"):
+        load_encoder("hf:x", backend="open_clip")
+    with pytest.raises(InputError, match="pooling='cls' applies to the huggingface backend"):
+        load_encoder("x", backend="sentence-transformers", pooling="cls")
+    with pytest.raises(InputError, match="unknown pooling 'max'"):
+        load_encoder("hf:all-MiniLM-L6-v2", pooling="max")
+
+
+@pytest.mark.parametrize("name", ["not/a-real-model", "hf:not/a-real-model"])
+def test_unknown_model_offline_fails_fast_with_one_line(name, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    t0 = time.monotonic()
+    with pytest.raises(ModelError) as err:
+        load_encoder(name, fresh=True)
+    assert time.monotonic() - t0 < 30
+    msg = str(err.value)
+    assert "\n" not in msg and "not/a-real-model" in msg and "HF_HUB_OFFLINE" in msg
+    assert "sentence-transformers/all-MiniLM-L6-v2" in msg  # names the offline default
+
+
+def test_unknown_model_name_that_cannot_be_a_hub_id():
+    with pytest.raises(ModelError, match="unknown model 'no such model!'"):
+        load_encoder("no such model!", fresh=True)
+
+
+# ----------------------------------------------------------------------------- precomputed
+def test_precomputed_npy_and_parquet_roundtrip(tmp_path, rng):
+    from normscope.encoders.precomputed import PrecomputedEncoder, load_precomputed
+    from normscope.table import EmbeddingTable
+
+    v = rng.normal(size=(5, 3)).astype(np.float32)
+    np.save(tmp_path / "v.npy", v)
+    enc = load_encoder(str(tmp_path / "v.npy"))
+    assert isinstance(enc, PrecomputedEncoder) and enc.dim == 3
+    np.testing.assert_array_equal(enc.encode(list("abcde")), v)
+    with pytest.raises(InputError, match="has 5 vectors but 2 items"):
+        enc.encode(["a", "b"])
+    t = load_precomputed(tmp_path / "v.npy", ids=list("vwxyz"))
+    np.testing.assert_allclose(t.norms, np.sqrt((v.astype(np.float64) ** 2).sum(1)), rtol=1e-6)
+    assert t.ids == list("vwxyz") and t.fingerprint.backend == "precomputed"
+    assert t.fingerprint.revision.startswith("sha256:")
+    # parquet with texts: lookup by text, fingerprint kept from the writer
+    EmbeddingTable(ids=list("12345"), texts=["t1", "t2", "t3", "t4", "t5"], vectors=v, fingerprint=t.fingerprint).to_parquet(
+        tmp_path / "v.parquet"
+    )
+    penc = load_encoder(f"precomputed:{tmp_path / 'v.parquet'}")
+    np.testing.assert_array_equal(penc.encode(["t3", "t1"]), v[[2, 0]])
+    assert penc.fingerprint == t.fingerprint
+    with pytest.raises(InputError, match="not in"):
+        penc.encode(["unknown text"])
+
+
+@pytest.mark.parametrize(
+    "array, pattern",
+    [
+        (np.zeros(4, np.float32), r"shape \(4,\); expected a 2-D"),
+        (np.zeros((2, 3, 4), np.float32), r"shape \(2, 3, 4\)"),
+        (np.zeros((0, 3), np.float32), r"shape \(0, 3\)"),
+        (np.array([[1.0, np.nan], [0.0, 1.0], [np.inf, 0.0]], np.float32), r"NaN/Inf values in 2 row\(s\), first rows \[0, 2\]"),
+        (np.array([["a", "b"]]), "dtype <U1"),
+    ],
+)
+def test_precomputed_bad_npy(tmp_path, array, pattern):
+    from normscope.encoders.precomputed import load_precomputed
+
+    np.save(tmp_path / "bad.npy", array)
+    with pytest.raises(InputError, match=pattern):
+        load_precomputed(tmp_path / "bad.npy")
+
+
+def test_precomputed_object_array_is_never_unpickled(tmp_path):
+    from normscope.encoders.precomputed import load_npy_vectors
+
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    with pytest.raises(InputError, match="never unpickles"):
+        load_npy_vectors(tmp_path / "obj.npy")
+
+
+def test_precomputed_parquet_without_vector_column(tmp_path):
+    import pandas as pd
+
+    pd.DataFrame({"id": ["a"], "emb": [[1.0, 2.0]]}).to_parquet(tmp_path / "x.parquet")
+    with pytest.raises(InputError, match="no 'vector' column"):
+        load_encoder(str(tmp_path / "x.parquet"))
+
+
+# ----------------------------------------------------------------------------- open_clip
+@pytest.mark.skipif(importlib.util.find_spec("open_clip") is not None, reason="open_clip is installed")
+def test_open_clip_missing_extra_names_the_install_command():
+    with pytest.raises(ModelError, match=r"pip install normscope\[clip\]"):
+        load_encoder("open_clip:ViT-B-32/laion2b_s34b_b79k", fresh=True)
+
+
+def test_open_clip_adapter_asks_towers_for_unnormalised_vectors(monkeypatch):
+    """Plumbing only (open_clip is not installable here): a stand-in module with open_clip's API.
+
+    The stand-in's towers normalise unless ``normalize=False`` is passed, so the
+    test fails if the adapter ever drops that flag.
+    """
+    import torch
+    from PIL import Image
+
+    class TinyClip(torch.nn.Module):
+        context_length = 6
+
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.text_projection = torch.nn.Parameter(torch.randn(6, 4))
+            self.visual = torch.nn.Linear(3, 4)
+
+        def encode_text(self, tokens, normalize=False):
+            z = tokens.float() @ self.text_projection
+            return torch.nn.functional.normalize(z, dim=-1) if normalize else z
+
+        def encode_image(self, pixels, normalize=False):
+            z = self.visual(pixels)
+            return torch.nn.functional.normalize(z, dim=-1) if normalize else z
+
+    model = TinyClip()
+
+    def tokenizer(texts):
+        return torch.tensor([[len(t), t.count("a"), t.count("e"), 1, 2, 3] for t in texts])
+
+    fake = types.ModuleType("open_clip")
+    fake.create_model_and_transforms = lambda arch, pretrained=None, device="cpu": (model, None, lambda im: torch.tensor(np.asarray(im, np.float32).mean((0, 1)) / 255))
+    fake.get_tokenizer = lambda arch: tokenizer
+    monkeypatch.setitem(sys.modules, "open_clip", fake)
+
+    enc = load_encoder("open_clip:Tiny/test-tag", fresh=True)
+    texts = ["a banana", "the end"]
+    got = enc.encode(texts)
+    expected = (tokenizer(texts).float() @ model.text_projection).detach().numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert not np.allclose(np.linalg.norm(got, axis=1), 1.0)
+    fp = enc.fingerprint
+    assert (fp.name, fp.revision, fp.backend, fp.dropped_modules) == ("open_clip:Tiny/test-tag", "test-tag", "open_clip", ("normalize",))
+    img = Image.new("RGB", (4, 4), (255, 0, 51))
+    vi = enc.encode_images([img])
+    with torch.no_grad():
+        ref = model.visual(torch.tensor([1.0, 0.0, 0.2])).numpy()
+    np.testing.assert_allclose(vi[0], ref, rtol=1e-5, atol=1e-6)
