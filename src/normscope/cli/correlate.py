@@ -242,6 +242,13 @@ def run_correlate(
         return _run_cifar10h(encoder=encoder, model=model, images=images, n=n, seed=seed, n_boot=n_boot,
                              n_perm=n_perm, batch_size=batch_size, device=device, progress=progress)
 
+    if signal == "uncertainty" and covariates is None and items is not None:
+        raise InputError("the uncertainty signal needs human labels for user items: give --covariate-file with item,value")
+    if encoder is None:
+        from normscope.encoders import load_encoder
+
+        encoder = load_encoder(model, device=device)
+
     # ---- items and covariate ------------------------------------------------------------
     extras: dict[str, np.ndarray] = {}
     cov_user = None
@@ -275,15 +282,15 @@ def run_correlate(
             dataset_name = f"Brysbaert et al. 2014 single words ({len(items)}{' sampled, seed %d' % seed if n_eff else ''})"
         else:
             chaos = sg.load_chaosnli()
-            sep = getattr(sg.tokenizer_of(encoder), "sep_token", None) if encoder is not None else None
+            sep = getattr(sg.tokenizer_of(encoder), "sep_token", None) or "[SEP]"
             keep = _sample(len(chaos), n_eff or None, seed)
             chaos = chaos.iloc[keep].reset_index(drop=True)
-            if sep and sep != "[SEP]":
+            if sep != "[SEP]":
                 chaos["text"] = [sg.pair_text(p, h, sep=sep) for p, h in zip(chaos.premise, chaos.hypothesis)]
             items = chaos["text"].tolist()
             extras["uid"] = chaos["uid"].to_numpy()
             cov_user = chaos["entropy_bits"].to_numpy()
-            dataset_name = f"ChaosNLI v1.0 SNLI+MNLI-m ({len(items)} pairs, 100 labels each; text 'premise [SEP] hypothesis')"
+            dataset_name = f"ChaosNLI v1.0 SNLI+MNLI-m ({len(items)} pairs, 100 labels each; text 'premise {sep} hypothesis')"
 
     if cov_user is not None:
         cov = cov_user
@@ -300,10 +307,6 @@ def run_correlate(
         raise InputError("the uncertainty signal needs human labels for user items: give --covariate-file with item,value")
 
     # ---- embeddings ------------------------------------------------------------------------
-    if encoder is None:
-        from normscope.encoders import load_encoder
-
-        encoder = load_encoder(model, device=device)
     vecs = _embed(encoder, items, batch_size=batch_size, progress=progress)
     norm = np.linalg.norm(vecs.astype(np.float64), axis=1)
 
@@ -380,7 +383,9 @@ def run_correlate(
             summary["measures"][m] = {"spearman": r["spearman"], "spearman_ci": r["spearman_ci"], "n": r["n"]}
     if signal == "uncertainty":
         summary["entropy_unit"] = "bits"
-        summary["pair_format"] = "premise [SEP] hypothesis (single string; BERT tokenizers read [SEP] as the separator token)"
+        if cov_user is not None and covariates is None:
+            summary["pair_format"] = (f"'premise {sep} hypothesis' as one string ({sep} = the tokenizer's separator "
+                                      "token, so ids equal the pair encoding; token-type ids all 0)")
     return summary, per_item
 
 

@@ -1,0 +1,138 @@
+"""normscope correlate: entry point, CLI, errors (exit 2), figure, on the real bundled MiniLM (small item sets)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from normscope.cli import run
+from normscope.cli.correlate import plot_signal, read_covariate_file, run_correlate
+from normscope.errors import InputError
+
+WORDS = ["dog", "cat", "house", "car", "tree", "idea", "truth", "justice", "water", "music", "table",
+         "freedom", "apple", "river", "mountain", "theory", "chair", "hope", "window", "science", "xqzvtl", "blorptang"]
+
+
+def test_frequency_matches_independent_computation(bundled_encoder):
+    from wordfreq import tokenize, zipf_frequency
+
+    summary, df = run_correlate("frequency", encoder=bundled_encoder, items=WORDS, n_boot=200, n_perm=200, seed=1)
+    vecs = bundled_encoder.encode(WORDS)
+    norm = np.linalg.norm(vecs.astype(np.float64), axis=1)
+    np.testing.assert_allclose(df["norm"], norm, rtol=1e-5)
+    z = np.array([zipf_frequency(w, "en") for w in WORDS])
+    z[z == 0] = np.nan
+    ok = np.isfinite(z)
+    assert summary["n"] == ok.sum() and summary["n_missing"] == (~ok).sum() == 2
+    assert set(summary["missing_examples"]) == {"xqzvtl", "blorptang"}
+    assert abs(summary["spearman"] - stats.spearmanr(norm[ok], z[ok]).statistic) < 1e-5
+    assert abs(summary["pearson"] - stats.pearsonr(norm[ok], z[ok]).statistic) < 1e-5
+    lengths = np.array([len(bundled_encoder.model.tokenizer.tokenize(w)) for w in WORDS])
+    np.testing.assert_array_equal(df["control_length"], lengths)
+    assert summary["controls"] == ["length"]  # frequency is not its own control
+    assert summary["spearman_ci"][0] <= summary["spearman"] <= summary["spearman_ci"][1]
+    for key in ("signal", "n", "spearman", "spearman_ci", "pearson", "pearson_ci", "p_value", "partial_spearman",
+                "controls", "model", "n_missing", "dataset"):
+        assert key in summary
+    assert summary["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    json.dumps(summary)
+
+
+def test_concreteness_partial_controls(bundled_encoder, shared_data):
+    summary, df = run_correlate("concreteness", encoder=bundled_encoder, items=WORDS, n_boot=100, n_perm=100,
+                                controls=("frequency", "length"))
+    ok = df["covariate"].notna() & df["control_frequency"].notna()
+    from normscope.stats import partial_spearman
+
+    ref = partial_spearman(df["covariate"], df["norm"], df[["control_frequency", "control_length"]].to_numpy(),
+                           n_boot=0, n_perm=0)
+    assert abs(summary["partial_spearman"]["rho"] - ref.rho) < 1e-12
+    assert summary["partial_spearman"]["n"] == ok.sum()
+    assert summary["partial_spearman"]["controls"] == ["frequency", "length"]
+
+
+def test_specificity_counts_missing_entries(bundled_encoder, shared_data):
+    summary, df = run_correlate("specificity", encoder=bundled_encoder, items=WORDS, n_boot=100, n_perm=100)
+    assert summary["n_missing"] == 2 and summary["n"] == len(WORDS) - 2
+    assert set(summary["measures"]) == {"min_depth", "max_depth", "n_hyponyms", "n_senses"}
+    assert df.loc[df["item"] == "dog", "covariate"].item() == 8.0  # dog.n.01 min_depth
+
+
+def test_uncertainty_chaosnli_sample(bundled_encoder, shared_data):
+    from normscope.signals import load_chaosnli
+
+    summary, df = run_correlate("uncertainty", encoder=bundled_encoder, n=40, n_boot=100, n_perm=100, seed=3)
+    chaos = load_chaosnli().set_index("uid")
+    np.testing.assert_allclose(df["covariate"], chaos.loc[df["uid"], "entropy_file"], atol=1e-9)
+    assert summary["n"] == 40 and summary["entropy_unit"] == "bits"
+    assert all(" [SEP] " in t for t in df["item"])
+
+
+def test_errors(bundled_encoder, tmp_path):
+    with pytest.raises(InputError, match="unknown signal"):
+        run_correlate("length", encoder=bundled_encoder, items=WORDS)
+    with pytest.raises(InputError, match="at least 10"):
+        run_correlate("frequency", encoder=bundled_encoder, items=WORDS[:9] + ["xqzvtl"])
+    with pytest.raises(InputError, match="unknown control"):
+        run_correlate("frequency", encoder=bundled_encoder, items=WORDS, controls=("age",))
+    with pytest.raises(InputError, match="human labels"):
+        run_correlate("uncertainty", encoder=bundled_encoder, items=WORDS)
+    with pytest.raises(InputError, match="CIFAR-10 test images"):
+        run_correlate("uncertainty", encoder=bundled_encoder, dataset="cifar10h")
+    bad = tmp_path / "c.csv"
+    bad.write_text("word,score\ndog,1\n")
+    with pytest.raises(InputError, match="'item' and 'value'"):
+        read_covariate_file(bad, "concreteness")
+
+
+def test_user_covariate_file(bundled_encoder, tmp_path):
+    rng = np.random.default_rng(0)
+    vals = rng.normal(size=len(WORDS))
+    age = rng.normal(size=len(WORDS))
+    p = tmp_path / "cov.csv"
+    pd.DataFrame({"item": WORDS, "concreteness": vals, "age": age}).to_csv(p, index=False)
+    cov = read_covariate_file(p, "concreteness")
+    summary, df = run_correlate("concreteness", encoder=bundled_encoder, covariates=cov, controls=("age",),
+                                n_boot=50, n_perm=50)
+    np.testing.assert_allclose(df["covariate"], vals)
+    assert summary["n"] == len(WORDS) and summary["dataset"] == "user covariate file"
+    norm = np.linalg.norm(bundled_encoder.encode(WORDS).astype(np.float64), axis=1)
+    assert abs(summary["spearman"] - stats.spearmanr(norm, vals).statistic) < 1e-5
+    assert summary["partial_spearman"]["controls"] == ["age"]
+
+
+def test_plot_signal(bundled_encoder, tmp_path):
+    summary, df = run_correlate("frequency", encoder=bundled_encoder, items=WORDS, n_boot=50, n_perm=50)
+    out = plot_signal(df, summary, tmp_path / "f.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_outputs_and_exit_codes(tmp_path, shared_data, capsys):
+    items = tmp_path / "items.txt"
+    items.write_text("\r\n".join(WORDS) + "\r\n")
+    js, pq, fig = tmp_path / "s.json", tmp_path / "p.parquet", tmp_path / "f.png"
+    rc = run(["correlate", "--signal", "concreteness", "--items", str(items), "--n-boot", "100", "--n-perm", "100",
+              "--json", str(js), "-o", str(pq), "--fig", str(fig)])
+    assert rc == 0
+    s = json.loads(js.read_text())
+    df = pd.read_parquet(pq)
+    assert s["signal"] == "concreteness" and s["n"] == int(df["covariate"].notna().sum())
+    assert fig.stat().st_size > 0
+    assert "Spearman" in capsys.readouterr().out
+    # bad input: exit 2 with a one-line error, no outputs left behind
+    assert run(["correlate", "--signal", "bogus"]) == 2
+    assert "unknown signal" in capsys.readouterr().err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("word,score\ndog,1\n")
+    assert run(["correlate", "--signal", "frequency", "--covariate-file", str(bad), "--json", str(tmp_path / "x.json")]) == 2
+    assert "found ['word', 'score']" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+    few = tmp_path / "few.txt"
+    few.write_text("dog\ncat\nxqzvtl\n")
+    assert run(["correlate", "--signal", "specificity", "--items", str(few)]) == 2
+    assert "need at least 10" in capsys.readouterr().err
+    assert run(["correlate", "--signal", "frequency", "--json", str(tmp_path / "no" / "s.json")]) == 2
