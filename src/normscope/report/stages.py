@@ -126,39 +126,25 @@ def stage_setup(ctx: StageContext) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
-def _read_items(path: Path) -> tuple[list[str], list[str]]:
-    try:
-        from normscope.inputs import read_items
-    except ImportError:
-        from normscope.errors import InputError
-
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-        if not lines:
-            raise InputError(f"empty input file: {path}") from None
-        return [str(i) for i in range(len(lines))], lines
-    return read_items(path)
-
-
 def stage_norms(ctx: StageContext) -> dict:
-    from normscope.datasets import wordfreq_words
     from normscope.report.figures import plot_norm_distribution
-    from normscope.table import EmbeddingTable
+
+    from normscope.encoders.embed import embed_input
 
     cfg = ctx.config
+    ctx.encoder()  # loaded once (load_encoder is memoised: embed_input reuses it)
     if cfg.items is not None:
-        ids, texts = _read_items(cfg.items)
+        result, table = embed_input(cfg.items, model=cfg.model, device=cfg.device, progress=True)
         source = f"items of {cfg.items.name}"
-        sizes = f"{_fmt_n(len(texts))} items from {cfg.items.name}"
+        sizes = f"{_fmt_n(len(table))} items from {cfg.items.name}"
         command = f"normscope embed {cfg.items} --model {cfg.model} -o items.parquet --json items.json"
     else:
-        texts = wordfreq_words(ctx.sizes.words)
-        ids = [str(i) for i in range(len(texts))]
-        source = f"top-{_fmt_n(len(texts))} wordfreq words"
-        sizes = f"top {_fmt_n(len(texts))} alphabetic English words of wordfreq (most frequent first)"
+        result, table = embed_input(wordfreq_top=ctx.sizes.words, model=cfg.model, device=cfg.device, progress=True)
+        source = f"top-{_fmt_n(len(table))} wordfreq words"
+        sizes = f"top {_fmt_n(len(table))} alphabetic English words of wordfreq (most frequent first)"
         command = f"normscope embed --wordfreq-top {ctx.sizes.words} --model {cfg.model} -o words.parquet --json words.json"
-    vecs = encode_texts(ctx, texts)
-    table = EmbeddingTable(ids=list(ids), texts=list(texts), vectors=vecs, fingerprint=ctx.encoder().fingerprint)
-    result = table.summary()
+    result = _jsonable(result)
+    texts = table.texts
     r = table.norms.astype(np.float64)
     qs = [5, 25, 50, 75, 95]
     quant = {f"p{q}": float(np.percentile(r, q)) for q in qs}
@@ -361,9 +347,97 @@ def _ci(ci) -> str:
     return f"[{fmt(ci[0])}, {fmt(ci[1])}]"
 
 
+_PROBE_CORRS = (
+    ("corr_req_norm", "R_eq (E7, c_fit) vs observed R"),
+    ("corr_norm_heat", "R vs heat \u03a3\u00b2"),
+    ("corr_norm_drift", "R vs drift D~"),
+    ("corr_norm_displacement", "R vs R-free displacement E||a||\u00b2 (guard)"),
+    ("corr_norm_heat_rate", "R vs heat rate S/R\u2074 (guard)"),
+    ("corr_norm_d2", "R vs second-order drift D2 (guard)"),
+)
+
+
+def _pair_source(ctx: StageContext):
+    """WordNet (term, gloss) pairs, else SciFact train pairs; StageUnavailable when neither exists."""
+    from normscope.errors import NormscopeError
+    from normscope.pairs import load_pairs
+
+    reasons = []
+    for spec in ("wordnet", "scifact"):
+        try:
+            return spec, load_pairs(spec)
+        except (NormscopeError, OSError, LookupError) as exc:
+            reasons.append(f"{spec}: {exc}".splitlines()[0])
+    raise StageUnavailable("no training-like pairs: " + "; ".join(reasons))
+
+
 def stage_probes(ctx: StageContext) -> dict:
-    _import("normscope.probes", "the probe stage")
-    raise StageUnavailable("the probe stage is not integrated yet")
+    probes = _import("normscope.probes", "the probe stage")
+    from normscope.datasets import wordfreq_words
+
+    s = ctx.sizes
+    seed = ctx.config.seed
+    spec, pairs = _pair_source(ctx)
+    P = s.probe_items or 1000
+    K = s.probe_batches or 16
+    texts = wordfreq_words(P)
+    ids = [str(i) for i in range(len(texts))]
+    res = probes.run_probe(ctx.encoder(), texts, pairs, batch_size=s.probe_batch_size, batches=K, seed=seed,
+                           progress=True, ids=ids)
+    summary = _jsonable(res.summary)
+    cmd = f"normscope probe wordfreq:{P} --pairs {spec} --batches {K}"
+    if s.probe_batch_size is not None:
+        cmd += f" --batch-size {s.probe_batch_size}"
+    cmd += f" --seed {seed} --json probe.json"
+    figs = []
+    p1 = probes.plot_predicted_vs_observed(res, ctx.figure_path("equilibrium_predicted_vs_observed.png"))
+    figs.append({"file": Path(p1).name, "caption": "Predicted norm R_eq(x; c_fit) from the probed heat and drift "
+                 "(E7) against the observed raw norm R = ||z||, one point per word; dashed: y = x."})
+    p2 = probes.plot_heat_drift(res, ctx.figure_path("equilibrium_heat_drift.png"))
+    figs.append({"file": Path(p2).name, "caption": "Heat \u03a3\u00b2, radial drift D~ and the R-free displacement "
+                 "E||a||\u00b2 against the observed norm R (the last panel guards against the circularity of heat, "
+                 "which contains R\u00b2)."})
+    rows = []
+    for key, label in _PROBE_CORRS:
+        c = summary.get(key) or {}
+        ci = c.get("ci") or {}
+        rows.append([label, c.get("pearson"), _ci(ci.get("pearson")), c.get("spearman"), _ci(ci.get("spearman")),
+                     c.get("n"), c.get("p_value")])
+    req = summary.get("corr_req_norm") or {}
+    key_numbers = [
+        ["Spearman \u03c1, predicted R_eq vs observed R", req.get("spearman"), ""],
+        ["95% CI", _ci((req.get("ci") or {}).get("spearman")), ""],
+        ["Pearson r, predicted R_eq vs observed R", req.get("pearson"), ""],
+        ["median share of heat cancelled by D2 (\u22122 D2 R\u00b2 / S)", summary.get("heat_cancelled_by_d2"), ""],
+        ["items with q < 0 (no stationary prediction)", summary.get("n_negative_q"), "items"],
+        ["items with \u03bb_rad < 0", summary.get("n_negative_lambda_rad"), "items"],
+        ["fitted c (c_fit)", summary.get("c_fit"), "per step"],
+        ["mean q/c", summary.get("q_over_c_mean"), ""],
+        ["probe batch size B / batches K / \u03c4", f"{summary.get('batch_size')} / {summary.get('batches')} / {summary.get('tau')}", ""],
+        ["\u03b7 / \u03bb", f"{summary.get('lr')} / {summary.get('weight_decay')}", ""],
+    ]
+    notes = list(summary.get("caveats") or [])
+    for k in ("batch_size_source", "tau_source"):
+        if summary.get(k):
+            notes.append(f"{k.replace('_source', '')}: {summary[k]}")
+    sizes = (f"P = {summary.get('n_items')} probe words (top of wordfreq), K = {summary.get('batches')} virtual SGD "
+             f"batches of B = {summary.get('batch_size')} {spec} pairs ({summary.get('pairs', '')})")
+    return {
+        "equilibrium_theory": {
+            "status": "ok",
+            "reason": None,
+            "command": cmd,
+            "sizes": sizes,
+            "result": summary,
+            "derived": {"pairs_spec": spec},
+            "key_numbers": key_numbers,
+            "tables": [{"title": "Correlations with the observed norm (95% bootstrap CIs) and circularity guards",
+                        "columns": ["comparison", "Pearson r", "95% CI", "Spearman \u03c1", "95% CI", "n", "p"],
+                        "rows": rows}],
+            "figures": figs,
+            "notes": notes,
+        }
+    }
 
 
 def _scifact_dir(ctx: StageContext) -> Path:
@@ -376,10 +450,194 @@ def _scifact_dir(ctx: StageContext) -> Path:
     return d
 
 
+def bootstrap_auroc_ci(score, label, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> list | None:
+    """Percentile bootstrap CI of the AUROC of ``score`` for the binary ``label`` (resampling items).
+
+    The AUROC of each resample is the Mann-Whitney form ``(sum of positive ranks - n1(n1+1)/2) /
+    (n1 n0)`` with average ranks for ties (equal to :func:`sklearn.metrics.roc_auc_score`), computed
+    for all resamples at once. Resamples with one class only are dropped.
+
+    Parameters
+    ----------
+    score : array-like of shape (n,)
+    label : array-like of shape (n,), 0/1
+    n_boot : int, keyword-only
+    seed : int, keyword-only
+    level : float, keyword-only
+
+    Returns
+    -------
+    [lo, hi] or None (fewer than 2 items of a class, or too few valid resamples)
+    """
+    from scipy.stats import rankdata
+
+    x = np.asarray(score, dtype=np.float64)
+    y = np.asarray(label, dtype=np.int64)
+    ok = np.isfinite(x)
+    x, y = x[ok], y[ok]
+    if y.sum() < 2 or (1 - y).sum() < 2 or n_boot < 10:
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(x), size=(n_boot, len(x)))
+    xs, ys = x[idx], y[idx]
+    n1 = ys.sum(axis=1)
+    n0 = ys.shape[1] - n1
+    valid = (n1 > 0) & (n0 > 0)
+    ranks = rankdata(xs, axis=1)
+    auc = ((ranks * ys).sum(axis=1) - n1 * (n1 + 1) / 2) / np.where(valid, n1 * n0, 1)
+    auc = auc[valid]
+    if len(auc) < 0.9 * n_boot:
+        return None
+    a = (1 - level) / 2
+    return [float(np.quantile(auc, a)), float(np.quantile(auc, 1 - a))]
+
+
+def _read_queries(d: Path) -> dict[str, str]:
+    import gzip
+    import json
+
+    for name in ("queries.jsonl", "queries.jsonl.gz"):
+        p = d / name
+        if p.is_file():
+            opener = gzip.open if name.endswith(".gz") else open
+            out = {}
+            with opener(p, "rt", encoding="utf-8") as f:
+                for line in f:
+                    if line.strip():
+                        row = json.loads(line)
+                        out[str(row.get("_id"))] = str(row.get("text", ""))
+            return out
+    return {}
+
+
 def stage_retrieval(ctx: StageContext) -> dict:
-    _scifact_dir(ctx)
-    _import("normscope.retrieval", "the retrieval stage")
-    raise StageUnavailable("the retrieval stage is not integrated yet")
+    d = _scifact_dir(ctx)
+    try:
+        from normscope.retrieval.pipeline import plot_reliability, plot_risk_coverage, run_retrieval
+    except ImportError as exc:
+        raise StageUnavailable(f"the retrieval stage is not available in this build ({exc})") from None
+    s = ctx.sizes
+    seed = ctx.config.seed
+    summary, run_df = run_retrieval(d, encoder=ctx.encoder(), max_docs=s.retrieval_docs,
+                                    max_queries=s.retrieval_queries, seed=seed, progress=True,
+                                    device=ctx.config.device)
+    summary = _jsonable(summary)
+    cmd = f"normscope retrieval --dataset {d}"
+    if s.retrieval_docs is not None:
+        cmd += f" --max-docs {s.retrieval_docs}"
+    if s.retrieval_queries is not None:
+        cmd += f" --max-queries {s.retrieval_queries}"
+    cmd += f" --seed {seed} --json retrieval.json"
+    scorers = summary.get("scorers") or {}
+    base = (scorers.get("cosine") or {}).get("ndcg@10")
+    rows = []
+    for name, r in scorers.items():
+        param = r.get("param")
+        if isinstance(param, list):
+            param = ", ".join(f"{p:.4g}" for p in param if p is not None)
+        nd = r.get("ndcg@10")
+        rows.append([name, r.get("param_name") or "none", param if param is not None else "none",
+                     r.get("fitted_on") or "nothing fitted", nd, r.get("mrr@10"), r.get("recall@100"),
+                     (nd - base) if (nd is not None and base is not None and name != "cosine") else None,
+                     r.get("p_value"), r.get("p_value_randomization")])
+    nq = summary.get("n_queries") or {}
+    sizes = (f"SciFact: {summary.get('n_docs')} documents, {nq.get('eval')} '{summary.get('split')}' queries "
+             f"evaluated, parameters fitted on {nq.get('fit')} queries of '{summary.get('fit_split')}'")
+    notes = []
+    for name, r in scorers.items():
+        if r.get("param_at_grid_edge"):
+            notes.append(f"{name}: the fitted {r.get('param_name')} lies at the edge of its search grid.")
+    exc = summary.get("excluded_queries") or {}
+    for split_name, counts in exc.items():
+        if counts and any(counts.values()):
+            notes.append(f"excluded {split_name} queries: {counts}")
+    sig = summary.get("significance") or {}
+    notes += [f"p (t-test): {sig.get('p_value')}", f"p (randomisation): {sig.get('p_value_randomization')}"]
+    # example queries (dataset text: escaped on the page)
+    qtext = _read_queries(d)
+    cos = run_df[(run_df["scorer"] == "cosine") & (run_df["rank"] == run_df["rank"].min())]
+    cos = cos.sort_values("query_norm")
+    examples = []
+    pick = list(cos.head(3).itertuples()) + list(cos.tail(3).itertuples())
+    for t in pick:
+        examples.append([qtext.get(str(t.query_id), ""), float(t.query_norm), str(t.doc_id),
+                         "yes" if int(t.relevance) > 0 else "no"])
+    retrieval = {
+        "status": "ok",
+        "reason": None,
+        "command": cmd,
+        "sizes": sizes,
+        "result": {k: v for k, v in summary.items() if k not in ("calibration", "calibration_info")},
+        "derived": {"delta_ndcg10_vs_cosine": {n: (r.get("ndcg@10") - base) if base is not None and r.get("ndcg@10") is not None else None
+                                               for n, r in scorers.items()}},
+        "key_numbers": [[f"nDCG@10, {n}", r.get("ndcg@10"), ""] for n, r in scorers.items()],
+        "tables": [
+            {"title": "Scorers on the evaluation queries (parameters fitted on another split; p vs cosine on nDCG@10)",
+             "columns": ["scorer", "parameter", "fitted value", "fitted on", "nDCG@10", "MRR@10", "Recall@100",
+                         "\u0394 nDCG@10 vs cosine", "p (paired t)", "p (randomisation)"],
+             "rows": rows},
+            {"title": "Lowest- and highest-norm queries (cosine top-1)",
+             "columns": ["query", "||q||", "top-1 document", "top-1 relevant"], "rows": examples},
+        ],
+        "figures": [],
+        "notes": notes,
+    }
+
+    # calibration
+    cal = summary.get("calibration") or {}
+    info = summary.get("calibration_info") or {}
+    top1 = run_df[run_df["scorer"] == "cosine"].sort_values(["query_id", "rank"])
+    first = top1.groupby("query_id", sort=False).nth(0).set_index("query_id")
+    second = top1.groupby("query_id", sort=False).nth(1).set_index("query_id")
+    raw = {
+        "query_norm": first["query_norm"].to_numpy(np.float64),
+        "top_doc_norm": first["doc_norm"].to_numpy(np.float64),
+        "top1_score": first["score"].to_numpy(np.float64),
+        "margin": (first["score"] - second["score"].reindex(first.index)).to_numpy(np.float64),
+    }
+    y = (first["relevance"].to_numpy() > 0).astype(np.int64)
+    from sklearn.metrics import roc_auc_score
+
+    cal_rows = []
+    derived = {}
+    for name, c in cal.items():
+        ci = None
+        if name in raw and len(np.unique(y)) == 2 and c.get("auroc_raw") is not None:
+            a_raw = float(roc_auc_score(y, raw[name]))
+            if abs(a_raw - c["auroc_raw"]) < 1e-9 and c.get("auroc") is not None:
+                flipped = abs(c["auroc"] - (1 - a_raw)) < 1e-9 and abs(c["auroc"] - a_raw) > 1e-9
+                r_ci = bootstrap_auroc_ci(-raw[name] if flipped else raw[name], y, n_boot=s.n_boot, seed=seed)
+                ci = r_ci
+        c["auroc_ci"] = ci
+        derived[name] = {"auroc_ci": ci}
+        cal_rows.append([name, c.get("auroc"), _ci(ci) if ci else "n/a", c.get("auroc_raw"), c.get("ece"),
+                         c.get("aurc"), c.get("aurc_optimal")])
+    figs = []
+    if cal:
+        p1 = plot_reliability(summary, ctx.figure_path("calibration_reliability.png"))
+        figs.append({"file": Path(p1).name, "caption": "Reliability diagrams (15 bins): fraction of queries whose "
+                     "cosine top-1 is relevant against the mapped confidence of each signal; dashed: perfect calibration."})
+        p2 = plot_risk_coverage(summary, ctx.figure_path("calibration_risk_coverage.png"))
+        figs.append({"file": Path(p2).name, "caption": "Risk-coverage: error rate of the answered queries as queries "
+                     "with the lowest confidence are withheld (lower is better); AURC in the legend."})
+    calibration = {
+        "status": "ok" if cal else "unavailable",
+        "reason": None if cal else "the retrieval run returned no calibration",
+        "command": cmd,
+        "sizes": f"{nq.get('eval')} evaluation queries; maps fitted on {info.get('fitted_on')}",
+        "result": {k: {kk: vv for kk, vv in v.items() if kk not in ("reliability", "risk_coverage")}
+                   for k, v in cal.items()},
+        "derived": {"auroc_bootstrap_ci": derived, "info": info, "n_boot": s.n_boot},
+        "key_numbers": [["label", info.get("label"), ""], ["base rate (evaluation)", info.get("base_rate_eval"), ""],
+                        ["fitted on", info.get("fitted_on"), ""], ["ECE bins", info.get("ece_bins"), ""]],
+        "tables": [{"title": "Confidence signals for 'the top-1 is relevant' (AUROC 0.5 = chance; CI: report's "
+                             "percentile bootstrap over queries)",
+                    "columns": ["signal", "AUROC", "95% CI", "AUROC (raw signal)", "ECE", "AURC", "AURC (oracle)"],
+                    "rows": cal_rows}],
+        "figures": figs,
+        "notes": [str(info.get("mapping"))] if info.get("mapping") else [],
+    }
+    return {"retrieval": retrieval, "calibration": calibration}
 
 
 STAGE_FUNCS: dict[str, Callable[[StageContext], dict]] = {

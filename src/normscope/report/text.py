@@ -134,12 +134,15 @@ def _corr_parts(c) -> tuple:
         if isinstance(sp, dict):
             return sp.get("estimate", sp.get("rho", sp.get("value"))), sp.get("ci"), "Spearman \u03c1"
         ci = c.get("spearman_ci", c.get("ci"))
+        if isinstance(ci, dict):
+            ci = ci.get("spearman")
         return sp, ci, "Spearman \u03c1"
     if "pearson" in c:
         pe = c["pearson"]
         if isinstance(pe, dict):
             return pe.get("estimate", pe.get("r")), pe.get("ci"), "Pearson r"
-        return pe, c.get("pearson_ci", c.get("ci")), "Pearson r"
+        ci = c.get("pearson_ci", c.get("ci"))
+        return pe, (ci.get("pearson") if isinstance(ci, dict) else ci), "Pearson r"
     return c.get("estimate"), c.get("ci"), "\u03c1"
 
 
