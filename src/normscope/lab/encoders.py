@@ -43,7 +43,13 @@ def clip_grad(za: torch.Tensor, zb: torch.Tensor, tau: float):
     v = zb / nb
     s = u @ v.transpose(-1, -2) / tau
     b = s.shape[-1]
-    g = (torch.softmax(s, dim=-1) + torch.softmax(s, dim=-2)) / (2 * b)
+    if tau >= 0.01:
+        # cosine logits lie in [-1/tau, 1/tau]: one exp shifted by 1/tau serves both softmaxes
+        # without overflow, and underflows only below exp(-200) (float64 is fine)
+        e = torch.exp(s - 1.0 / tau)
+        g = (e / e.sum(-1, keepdim=True) + e / e.sum(-2, keepdim=True)) / (2 * b)
+    else:
+        g = (torch.softmax(s, dim=-1) + torch.softmax(s, dim=-2)) / (2 * b)
     g.diagonal(dim1=-2, dim2=-1).sub_(1.0 / b)
     du = g @ v / tau
     dv = g.transpose(-1, -2) @ u / tau
