@@ -21,19 +21,42 @@ TINY = Sizes(
     probe_batches=2,
     probe_batch_size=8,
     lab_steps=300,
+    lab_snapshots=8,
+    lab_probe_batches=10,
     signal_items=120,
     retrieval_docs=300,
     retrieval_queries=20,
     n_boot=200,
+    n_perm=200,
 )
+#: keys of a command's JSON that measure wall time, not results
+TIMING_KEYS = {"wall_s", "cpu_s", "steps_per_s", "timings_s"}
 
 
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory, bundled_encoder):
     out = tmp_path_factory.mktemp("report")
-    cfg = ReportConfig(out=out, sizes=TINY, only=("setup", "norms"))
+    cfg = ReportConfig(out=out, sizes=TINY, only=("setup", "norms", "lab", "signals"), signals=("frequency",))
     res = run_report(cfg, progress=False, encoder=bundled_encoder)
     return cfg, res
+
+
+def _same(got, ref, path="", rel=1e-9):
+    """Recursive equality of two JSON values (floats to ``rel``), ignoring timing keys."""
+    if isinstance(ref, dict):
+        assert isinstance(got, dict), path
+        keys = set(ref) - TIMING_KEYS
+        assert keys == set(got) - TIMING_KEYS, (path, keys ^ (set(got) - TIMING_KEYS))
+        for k in keys:
+            _same(got[k], ref[k], f"{path}.{k}", rel)
+    elif isinstance(ref, list):
+        assert isinstance(got, list) and len(got) == len(ref), path
+        for i, (a, b) in enumerate(zip(got, ref)):
+            _same(a, b, f"{path}[{i}]", rel)
+    elif isinstance(ref, float) and not (isinstance(got, float) and math.isnan(got) and math.isnan(ref)):
+        assert got == pytest.approx(ref, rel=rel, abs=1e-12), path
+    else:
+        assert got == ref, path
 
 
 def _cli(argv):
@@ -52,6 +75,10 @@ def test_files_written_and_summary_keys(small_run):
         assert key in s
     assert s["norm_distribution"]["status"] == "ok"
     assert s["equilibrium_theory"]["status"] == "not_run"
+    assert s["training_lab"]["status"] == "ok" and s["semantic_signals"]["status"] == "ok"
+    for f in ("training_lab_predicted_vs_observed.png", "training_lab_trajectories.png",
+              "semantic_signals_frequency.png"):
+        assert (out / f).read_bytes()[:4] == b"\x89PNG", f
     assert (out / "norm_distribution.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "stages" / "norms.json").is_file()
 
@@ -81,6 +108,51 @@ def test_norm_numbers_equal_embed_command(small_run, tmp_path, bundled_encoder):
     assert "mean norm" in labels
 
 
+def test_lab_numbers_equal_lab_command(small_run, tmp_path):
+    """summary.json's training_lab equals `normscope lab ... --json` with the same settings."""
+    cfg, _ = small_run
+    s = json.loads((cfg.out / "summary.json").read_text())["training_lab"]
+    assert s["command"].startswith("normscope lab ")
+    ref_path = tmp_path / "lab.json"
+    argv = ["lab", "--encoder", "table", "--optimizer", "sgd", "--data", "synthetic", "--seed", "0",
+            "--steps", str(TINY.lab_steps), "--snapshots", str(TINY.lab_snapshots),
+            "--probe-batches", str(TINY.lab_probe_batches), "--json", str(ref_path)]
+    assert _cli(argv) == 0
+    _same(s["result"], json.loads(ref_path.read_text()))
+    # the page's key number is the command's number
+    row = [r for r in s["key_numbers"] if r[0].startswith("mean |relative error|")][0]
+    assert row[1] == s["result"]["mean_abs_rel_error"]
+
+
+def test_signal_numbers_equal_correlate_command(small_run, tmp_path):
+    """summary.json's semantic_signals.frequency equals `normscope correlate --signal frequency ... --json`."""
+    cfg, _ = small_run
+    sec = json.loads((cfg.out / "summary.json").read_text())["semantic_signals"]
+    got = sec["result"]["frequency"]
+    ref_path = tmp_path / "freq.json"
+    argv = ["correlate", "--signal", "frequency", "--n", str(TINY.signal_items), "--n-boot", str(TINY.n_boot),
+            "--n-perm", str(TINY.n_perm), "--seed", "0", "--json", str(ref_path)]
+    assert _cli(argv) == 0
+    ref = json.loads(ref_path.read_text())
+    _same(got, ref)
+    assert got["n"] == TINY.signal_items
+    # independent check of the headline: Spearman of the norms with wordfreq's Zipf frequency (scipy)
+    from scipy.stats import spearmanr
+    from wordfreq import zipf_frequency
+
+    from normscope.datasets import wordfreq_words
+
+    words = wordfreq_words(TINY.signal_items)
+    vecs = small_run[1].records["signals"]  # noqa: F841 (record exists)
+    from normscope.encoders import load_encoder
+
+    norms = np.linalg.norm(load_encoder().encode(words).astype(np.float64), axis=1)
+    rho = spearmanr(norms, [zipf_frequency(w, "en") for w in words]).statistic
+    assert got["spearman"] == pytest.approx(rho, abs=1e-6)
+    assert sec["derived"]["unavailable"] == {"specificity": "not selected", "concreteness": "not selected",
+                                             "uncertainty": "not selected"}
+
+
 def test_rerun_uses_cache_and_settings_invalidate(small_run, bundled_encoder):
     cfg, first = small_run
     again = run_report(cfg, progress=False, encoder=bundled_encoder)
@@ -88,6 +160,7 @@ def test_rerun_uses_cache_and_settings_invalidate(small_run, bundled_encoder):
     assert again.summary["norm_distribution"]["result"] == first.summary["norm_distribution"]["result"]
     import dataclasses
 
+    assert again.records["lab"]["cached"] is True and again.records["signals"]["cached"] is True
     cfg2 = ReportConfig(out=cfg.out, sizes=dataclasses.replace(TINY, words=40), only=("norms",))
     third = run_report(cfg2, progress=False, encoder=bundled_encoder)
     assert third.records["norms"]["cached"] is False

@@ -24,6 +24,7 @@ def report(
     only: Annotated[Optional[str], typer.Option("--only", help="Comma-separated stages: setup,norms,probes,lab,signals,retrieval.")] = None,
     items: Annotated[Optional[Path], typer.Option("--items", help="Norm distribution of this file's items instead of wordfreq words.")] = None,
     words: Annotated[Optional[int], typer.Option("--words", min=10, help="Override the number of wordfreq words of the norm distribution.")] = None,
+    signals: Annotated[str, typer.Option("--signals", help="Semantic signals to run (comma-separated).")] = "frequency,specificity,concreteness,uncertainty",
     force: Annotated[bool, typer.Option("--force", help="Ignore cached stage results in OUT/stages.")] = False,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write summary.json to this path.")] = None,
 ) -> None:
@@ -42,6 +43,7 @@ def report(
     config = ReportConfig(
         out=out, model=model, quick=quick, data=data, seed=seed, device=device,
         only=tuple(only.split(",")) if only else STAGES, sizes=sizes, items=items, force=force,
+        signals=tuple(x.strip() for x in signals.split(",") if x.strip()),
     )
     result = run_report(config, console=err)
     if json_path is not None:

@@ -103,8 +103,8 @@ class Sizes:
     """
 
     words: int = 5000
-    probe_items: int | None = 1000
-    probe_batches: int | None = 16
+    probe_items: int | None = 500
+    probe_batches: int | None = 8
     probe_batch_size: int | None = None
     lab_steps: int | None = None
     lab_snapshots: int | None = None
@@ -124,7 +124,7 @@ FULL = Sizes()
 #: ``--quick``: whole run under 5 minutes on 2 CPU cores.
 QUICK = Sizes(
     words=2000,
-    probe_items=200,
+    probe_items=100,
     probe_batches=4,
     probe_batch_size=None,
     lab_steps=2000,
@@ -164,6 +164,8 @@ class ReportConfig:
         Norm distribution on the items of this file (one per line, .jsonl, .csv) instead of wordfreq.
     force : bool
         Ignore cached stage records.
+    signals : tuple of str
+        Semantic signals to run (default all four: frequency, specificity, concreteness, uncertainty).
     """
 
     out: Path
@@ -176,8 +178,14 @@ class ReportConfig:
     sizes: Sizes | None = None
     items: Path | None = None
     force: bool = False
+    signals: tuple[str, ...] = ("frequency", "specificity", "concreteness", "uncertainty")
 
     def __post_init__(self) -> None:
+        allowed = ("frequency", "specificity", "concreteness", "uncertainty")
+        self.signals = tuple(self.signals)
+        bad = [x for x in self.signals if x not in allowed]
+        if bad or not self.signals:
+            raise InputError(f"unknown signal {bad[0] if bad else '(none)'!r} (choose from {', '.join(allowed)})")
         self.out = Path(self.out)
         if self.sizes is None:
             self.sizes = QUICK if self.quick else FULL
@@ -301,7 +309,7 @@ def stage_settings(stage: str, config: ReportConfig) -> dict:
     elif stage == "lab":
         base.update(steps=s.lab_steps, snapshots=s.lab_snapshots, probe_batches=s.lab_probe_batches)
     elif stage == "signals":
-        base.update(items=s.signal_items, n_boot=s.n_boot, n_perm=s.n_perm)
+        base.update(items=s.signal_items, n_boot=s.n_boot, n_perm=s.n_perm, signals=list(config.signals))
     elif stage == "retrieval":
         base.update(docs=s.retrieval_docs, queries=s.retrieval_queries, n_boot=s.n_boot)
     elif stage == "setup":

@@ -287,6 +287,9 @@ def stage_signals(ctx: StageContext) -> dict:
     figs = []
     rows = []
     for sig in SIGNAL_ORDER:
+        if sig not in ctx.config.signals:
+            unavailable[sig] = "not selected"
+            continue
         n = s.signal_items
         if n is not None and sig == "specificity":
             n = min(n, 2000)

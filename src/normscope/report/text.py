@@ -173,10 +173,17 @@ def equilibrium_sentences(sec: dict) -> list[str]:
     res = sec.get("result") or {}
     out: list[str] = []
     n = res.get("n_items")
-    rho, ci, m = _corr_parts(res.get("corr_req_norm"))
+    req = res.get("corr_req_norm")
+    rho, ci, m = _corr_parts(req)
     if rho is not None:
         out.append(correlation_sentence("the observed norm", "the norm predicted by (E7) from the probes",
-                                        rho, ci, n, method=m))
+                                        rho, ci, (req or {}).get("n", n), method=m))
+    elif isinstance(req, dict):
+        c_fit = _num(res.get("c_fit"))
+        why = (f"the fitted decay c_fit = {fmt(c_fit)} is not positive, so (E7) predicts no finite norm"
+               if c_fit is not None and c_fit <= 0 else (req.get("note") or "too few items have a prediction"))
+        out.append(f"The predicted-vs-observed comparison could not be made on this model: {why} "
+                   f"({fmt(req.get('n', 0))} items with a prediction).")
     rho_h, ci_h, mh = _corr_parts(res.get("corr_norm_heat"))
     if rho_h is not None:
         out.append(correlation_sentence("the norm", "the heat \u03a3\u00b2", rho_h, ci_h, n, method=mh))
