@@ -32,6 +32,8 @@ COVARIATE_LABEL = {
     "concreteness": "concreteness, Brysbaert et al. 2014 (1 abstract - 5 concrete)",
     "uncertainty": "human label entropy (bits)",
 }
+_MEASURE_UNIT = {"min_depth": "hypernym edges to entity.n.01", "max_depth": "hypernym edges to entity.n.01",
+                 "n_hyponyms": "transitive hyponym count", "n_senses": "noun senses, all of them"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,8 +182,10 @@ def run_correlate(
         Number of default items (see above); ignored with ``items``.
     controls : sequence of str
         Covariates partialled out: ``frequency`` (wordfreq Zipf, token mean for phrases),
-        ``length`` (model tokens, special tokens excluded), ``words`` (word count), or a column
-        of ``covariates``. The signal itself is removed from its own controls.
+        ``length`` (model tokens of the embedded string, special tokens excluded), ``words``
+        (word count), or a column of ``covariates``. The signal itself is removed from its own
+        controls. For ChaosNLI pairs, frequency and word count read "premise hypothesis" (the
+        separator is not a word).
     seed : int
         Seeds item sampling, bootstrap and permutations.
     covariates : pandas.DataFrame, optional
@@ -250,6 +254,7 @@ def run_correlate(
         encoder = load_encoder(model, device=device)
 
     # ---- items and covariate ------------------------------------------------------------
+    control_texts = None
     extras: dict[str, np.ndarray] = {}
     cov_user = None
     if covariates is not None:
@@ -288,6 +293,8 @@ def run_correlate(
             if sep != "[SEP]":
                 chaos["text"] = [sg.pair_text(p, h, sep=sep) for p, h in zip(chaos.premise, chaos.hypothesis)]
             items = chaos["text"].tolist()
+            # frequency / word-count controls read the words of the pair, not the separator
+            control_texts = [f"{p} {h}" for p, h in zip(chaos.premise, chaos.hypothesis)]
             extras["uid"] = chaos["uid"].to_numpy()
             cov_user = chaos["entropy_bits"].to_numpy()
             dataset_name = f"ChaosNLI v1.0 SNLI+MNLI-m ({len(items)} pairs, 100 labels each; text 'premise {sep} hypothesis')"
@@ -312,17 +319,18 @@ def run_correlate(
 
     # ---- controls --------------------------------------------------------------------------
     ctrl: dict[str, np.ndarray] = {}
+    ctexts = control_texts if control_texts is not None else items
     for c in controls:
         if c == "frequency":
-            ctrl[c] = sg.subtlex_zipf(items, path=subtlex) if subtlex is not None else sg.zipf_frequency(items)
+            ctrl[c] = sg.subtlex_zipf(ctexts, path=subtlex) if subtlex is not None else sg.zipf_frequency(ctexts)
         elif c == "length":
             if sg.tokenizer_of(encoder) is not None:
                 ctrl[c] = sg.token_length(items, encoder)
             else:
-                ctrl[c] = sg.word_count(items)
+                ctrl[c] = sg.word_count(ctexts)
                 notes.append("model has no tokenizer: length control is the word count")
         elif c == "words":
-            ctrl[c] = sg.word_count(items)
+            ctrl[c] = sg.word_count(ctexts)
         else:
             ctrl[c] = extras[c]
 
@@ -347,11 +355,16 @@ def run_correlate(
         z = np.column_stack([ctrl[c] for c in ctrl])
         partial = partial_spearman(cov, norm, z, n_boot=n_boot, n_perm=n_perm, seed=seed,
                                    min_n=MIN_VALID, control_names=list(ctrl)).to_dict()
+        n_ctrl_missing = int((np.isfinite(cov) & ~np.isfinite(z).all(axis=1)).sum())
+        if n_ctrl_missing:
+            bad = [c for c in ctrl if not np.isfinite(ctrl[c][np.isfinite(cov)]).all()]
+            notes.append(f"partial correlation: {n_ctrl_missing} item(s) with a {signal} value but no "
+                         f"{'/'.join(bad)} control value are excluded from it (n = {partial['n']})")
 
     summary = {
         "signal": signal,
         "covariate": COVARIATE_LABEL[signal] if signal != "specificity" or cov_user is not None
-        else f"WordNet {measure} (first noun sense)",
+        else f"WordNet {measure} of the first noun sense ({_MEASURE_UNIT[measure]})",
         "model": _model_name(encoder, model),
         "dataset": dataset_name,
         "n_items": len(items),
