@@ -155,13 +155,15 @@ def test_wordnet_pairs_share_synset_or_hypernym(shared_data, tmp_path, monkeypat
             assert syn & osyn or hyp & ohyp
 
 
-def test_wordnet_missing_is_a_data_error(tmp_path, monkeypatch):
-    from normscope.errors import DataError
-    from normscope.lab.wordnet_data import find_wordnet_dir
+def test_wordnet_missing_is_a_user_error(tmp_path, monkeypatch):
+    from normscope.cli import run
+    from normscope.errors import NormscopeError
+    from normscope.lab.data import wordnet_data
 
     monkeypatch.setenv("NORMSCOPE_WORDNET", str(tmp_path / "nowhere"))
-    with pytest.raises(DataError, match="NORMSCOPE_WORDNET"):
-        find_wordnet_dir()
+    with pytest.raises(NormscopeError, match="NORMSCOPE_WORDNET"):
+        wordnet_data(16)
+    assert run(["lab", "--data", "wordnet", "--steps", "10"]) == 2
 
 
 # ---------------------------------------------------------------- end to end

@@ -77,11 +77,14 @@ def lab(
                       f"median rel {_fmt(u['median_rel_error'], '+.4f')}")
     g = s["gate"]
     verdict = "passed" if g["passed"] else "not passed"
-    console.print(f"THEORY.md 7A gate (mean|rel| <= {g['mean_abs_rel_error']}, |median| <= {g['abs_median_rel_error']}, "
+    console.print(f"THEORY.md 7A gate, defined for SGD (mean|rel| <= {g['mean_abs_rel_error']}, |median| <= {g['abs_median_rel_error']}, "
                   f"Pearson >= {g['pearson']}): [bold]{verdict}[/]")
     if not s["sgd_formula_expected"]:
-        console.print("[yellow]note:[/] the SGD form of Theorem 1 is not expected to hold for this optimizer/estimator; "
-                      "read these figures as a measurement, not a test")
+        console.print("[yellow]note:[/] AdamW: the SGD form of Theorem 1 is NOT expected to hold (THEORY.md 7 C3); "
+                      "read these figures as a measurement, not a test of the theorem")
+    elif s["optimizer"] == "momentum" and s["estimator"] == "snapshot":
+        console.print("[yellow]note:[/] momentum: the SGD formula is used with the (E12) heat correction "
+                      "Sigma^2/(1-beta)^2; the drift correction 1/(1-beta) is untested in THEORY.md")
     for c in s["caveats"]:
         console.print(f"[yellow]caveat:[/] {c}")
     console.print(f"wall time {s['wall_s']:.1f} s ({s['steps_per_s']:.0f} training steps/s with tracking)")

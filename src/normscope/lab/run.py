@@ -394,6 +394,9 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
         summary["e5_max_rel_residual"] = e5_resid
         caveats.append("trajectory form: each actual step is the probe, so q/c = 1 tests stationarity and the exact "
                        "step identity (E5) over the window rather than predicting R from a frozen state")
+        if optimizer == "momentum":
+            caveats.append("momentum, trajectory form: the probe is the optimizer's actual step (momentum included), "
+                           "so no (E12) correction is applied")
     if optimizer == "adamw":
         caveats.insert(0, "AdamW: the SGD form of Theorem 1 is not expected to hold (THEORY.md 7 C3); "
                           + ("the heat probe uses plain-gradient SGD steps" if estimator == "snapshot"
@@ -438,7 +441,7 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
         and summary["pearson"] >= GATE["pearson"]
     )
     summary["gate"] = dict(GATE, passed=bool(gate_ok))
-    summary["sgd_formula_expected"] = optimizer == "sgd" or (optimizer == "momentum" and estimator == "snapshot")
+    summary["sgd_formula_expected"] = optimizer != "adamw"
     summary["caveats"] = caveats
     summary["wall_s"] = time.perf_counter() - t0
     traj = pd.DataFrame(
