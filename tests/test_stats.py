@@ -240,3 +240,20 @@ def test_binned_means_against_pandas():
     np.testing.assert_allclose(out["y_hi"] - out["y_mean"], tcrit * sem, rtol=1e-10)
     with pytest.raises(InputError):
         binned_means(x, y, bins=0)
+
+
+def test_results_do_not_depend_on_chunking(monkeypatch):
+    import normscope.stats as st
+
+    rng = np.random.default_rng(16)
+    n = 57
+    z = rng.normal(size=(n, 2))
+    x = z[:, 0] + rng.normal(size=n)
+    y = x + z[:, 1] + rng.normal(size=n)
+    big_c = correlation(x, y, n_boot=230, n_perm=170, seed=5)
+    big_p = partial_spearman(x, y, z, n_boot=230, n_perm=170, seed=5)
+    monkeypatch.setattr(st, "_CHUNK_ELEMS", 7 * n)  # blocks of a few rows
+    small_c = correlation(x, y, n_boot=230, n_perm=170, seed=5)
+    small_p = partial_spearman(x, y, z, n_boot=230, n_perm=170, seed=5)
+    assert big_c == small_c
+    assert big_p == small_p

@@ -1,10 +1,11 @@
 """Correlation statistics with bootstrap confidence intervals and permutation p-values.
 
 Everything here is vectorised: a bootstrap draws an index matrix of shape ``(n_boot, n)``
-and computes all resampled correlations at once (ranks within rows with
+and computes the resampled correlations of many rows at once (ranks within rows with
 :func:`scipy.stats.rankdata` ``axis=1``); a permutation test permutes whole rows the same
-way. Work is done in row chunks so memory stays bounded (about ``_CHUNK_ELEMS`` values per
-chunk) for any ``n``.
+way. The matrix is drawn and processed in row blocks of about ``_CHUNK_ELEMS`` values, so
+memory stays bounded for any ``n``; the random stream, and so every result, does not depend
+on the block size.
 
 Conventions
 -----------
@@ -191,13 +192,39 @@ def _perm_p(null: np.ndarray, observed: float, exact: bool) -> float:
     return (1 + count) / (1 + null.size)
 
 
-def _permutation_indices(n: int, n_perm: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
-    """Index matrix (m, n) of permutations of range(n): all n! when n! <= n_perm (exact), else n_perm random."""
+def _boot_chunks(rng: np.random.Generator, n: int, n_boot: int, row_cost: int):
+    """Yield ``(start, idx)`` with ``idx`` an int index block (m, n) of bootstrap resamples.
+
+    Blocks are drawn one after the other from ``rng``, so the stream equals one
+    ``rng.integers(0, n, size=(n_boot, n))`` draw while memory stays bounded (``row_cost`` values per row).
+    """
+    step = _chunk_rows(row_cost, n_boot)
+    for s in range(0, n_boot, step):
+        yield s, rng.integers(0, n, size=(min(step, n_boot - s), n))
+
+
+def _perm_plan(n: int, n_perm: int) -> tuple[int, bool]:
+    """Number of permutations and whether they are all n! (exact test)."""
     if n_perm <= 0:
-        return np.empty((0, n), dtype=np.intp), False
+        return 0, False
     if n <= 10 and math.factorial(n) <= n_perm:
-        return np.array(list(permutations(range(n))), dtype=np.intp), True
-    return rng.permuted(np.tile(np.arange(n, dtype=np.intp), (n_perm, 1)), axis=1), False
+        return math.factorial(n), True
+    return n_perm, False
+
+
+def _perm_chunks(rng: np.random.Generator, n: int, n_perm: int, exact: bool):
+    """Yield ``(start, perm)`` blocks (m, n) of permutations of range(n).
+
+    Exact: all n! permutations (itertools order). Random: rows shuffled one block after the other,
+    equal to one ``rng.permuted(np.tile(arange(n), (n_perm, 1)), axis=1)`` draw.
+    """
+    if exact:
+        yield 0, np.array(list(permutations(range(n))), dtype=np.intp)
+        return
+    step = _chunk_rows(n, n_perm)
+    base = np.arange(n, dtype=np.intp)
+    for s in range(0, n_perm, step):
+        yield s, rng.permuted(np.tile(base, (min(step, n_perm - s), 1)), axis=1)
 
 
 def _validate_pairs(x, y, min_n: int, names=("x", "y")) -> tuple[np.ndarray, np.ndarray, int]:
@@ -248,8 +275,9 @@ def correlation(
         Paired per-item values (e.g. embedding norms R and a covariate). Pairs where either
         value is NaN or infinite are dropped and counted in ``n_dropped``.
     n_boot : int, keyword-only
-        Bootstrap resamples (pairs drawn with replacement; all computed at once from an
-        ``(n_boot, n)`` index matrix). 0 gives NaN intervals.
+        Bootstrap resamples (pairs drawn with replacement; computed vectorised over blocks of
+        rows of the ``(n_boot, n)`` index matrix, so memory stays bounded for large n). 0 gives
+        NaN intervals.
     ci : float, keyword-only
         Confidence level of the percentile intervals, in (0, 1).
     n_perm : int, keyword-only
@@ -285,26 +313,20 @@ def correlation(
     # bootstrap: all resamples at once, in row chunks
     boot_p = np.empty(n_boot)
     boot_s = np.empty(n_boot)
-    if n_boot:
-        idx = rng.integers(0, n, size=(n_boot, n))
-        step = _chunk_rows(n, n_boot)
-        for s in range(0, n_boot, step):
-            ii = idx[s : s + step]
-            xb, yb = x[ii], y[ii]
-            boot_p[s : s + step] = _rowwise_pearson(xb, yb)
-            boot_s[s : s + step] = _rowwise_pearson(_sps.rankdata(xb, axis=1), _sps.rankdata(yb, axis=1))
+    for s, ii in _boot_chunks(rng, n, n_boot, n):
+        xb, yb = x[ii], y[ii]
+        boot_p[s : s + len(ii)] = _rowwise_pearson(xb, yb)
+        boot_s[s : s + len(ii)] = _rowwise_pearson(_sps.rankdata(xb, axis=1), _sps.rankdata(yb, axis=1))
     pearson_ci = _interval(boot_p, ci) if n_boot else (float("nan"), float("nan"))
     spearman_ci = _interval(boot_s, ci) if n_boot else (float("nan"), float("nan"))
 
     # permutations of y (ranks of y are permuted with it)
-    perm, exact = _permutation_indices(n, n_perm, rng)
-    null_p = np.empty(perm.shape[0])
-    null_s = np.empty(perm.shape[0])
-    step = _chunk_rows(n, max(perm.shape[0], 1))
-    for s in range(0, perm.shape[0], step):
-        ii = perm[s : s + step]
-        null_p[s : s + step] = _rowwise_pearson(np.broadcast_to(x, ii.shape), y[ii])
-        null_s[s : s + step] = _rowwise_pearson(np.broadcast_to(rx, ii.shape), ry[ii])
+    m_perm, exact = _perm_plan(n, n_perm)
+    null_p = np.empty(m_perm)
+    null_s = np.empty(m_perm)
+    for s, ii in _perm_chunks(rng, n, m_perm, exact):
+        null_p[s : s + len(ii)] = _rowwise_pearson(np.broadcast_to(x, ii.shape), y[ii])
+        null_s[s : s + len(ii)] = _rowwise_pearson(np.broadcast_to(rx, ii.shape), ry[ii])
     return CorrelationResult(
         pearson=pearson,
         spearman=spearman,
@@ -316,7 +338,7 @@ def correlation(
         pearson_p=_perm_p(null_p, pearson, exact),
         ci_level=ci,
         n_boot=n_boot,
-        n_perm=int(perm.shape[0]),
+        n_perm=m_perm,
         exact_p=exact,
     )
 
@@ -424,25 +446,19 @@ def partial_spearman(
     rho = _pearson(ex, ey)
 
     boot = np.empty(n_boot)
-    if n_boot:
-        idx = rng.integers(0, n, size=(n_boot, n))
-        step = _chunk_rows(n * (k + 3), n_boot)
-        for s in range(0, n_boot, step):
-            ii = idx[s : s + step]
-            bx = _sps.rankdata(x[ii], axis=1)
-            by = _sps.rankdata(y[ii], axis=1)
-            bz = _sps.rankdata(z[ii], axis=1)  # (m, n, k): rank within each resample, per column
-            qb = _design_q(bz)
-            boot[s : s + step] = _rowwise_pearson(_residualise_rows(bx, qb), _residualise_rows(by, qb))
+    for s, ii in _boot_chunks(rng, n, n_boot, n * (k + 3)):
+        bx = _sps.rankdata(x[ii], axis=1)
+        by = _sps.rankdata(y[ii], axis=1)
+        bz = _sps.rankdata(z[ii], axis=1)  # (m, n, k): rank within each resample, per column
+        qb = _design_q(bz)
+        boot[s : s + len(ii)] = _rowwise_pearson(_residualise_rows(bx, qb), _residualise_rows(by, qb))
     ci_t = _interval(boot, ci) if n_boot else (float("nan"), float("nan"))
 
     # Freedman-Lane: y* = fitted + P e ; residual of y* given Z = (I - H) P e.
-    perm, exact = _permutation_indices(n, n_perm, rng)
-    null = np.empty(perm.shape[0])
-    step = _chunk_rows(n, max(perm.shape[0], 1))
-    for s in range(0, perm.shape[0], step):
-        ii = perm[s : s + step]
-        null[s : s + step] = _rowwise_pearson(np.broadcast_to(ex, ii.shape), _residualise_rows(ey[ii], q))
+    m_perm, exact = _perm_plan(n, n_perm)
+    null = np.empty(m_perm)
+    for s, ii in _perm_chunks(rng, n, m_perm, exact):
+        null[s : s + len(ii)] = _rowwise_pearson(np.broadcast_to(ex, ii.shape), _residualise_rows(ey[ii], q))
     names = list(control_names) if control_names is not None else [f"control_{j}" for j in range(k)]
     if len(names) != k:
         raise InputError(f"control_names has {len(names)} names for {k} control columns")
@@ -455,7 +471,7 @@ def partial_spearman(
         n_controls=k,
         ci_level=ci,
         n_boot=n_boot,
-        n_perm=int(perm.shape[0]),
+        n_perm=m_perm,
         controls=names,
     )
 
