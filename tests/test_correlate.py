@@ -136,3 +136,41 @@ def test_cli_outputs_and_exit_codes(tmp_path, shared_data, capsys):
     assert run(["correlate", "--signal", "specificity", "--items", str(few)]) == 2
     assert "need at least 10" in capsys.readouterr().err
     assert run(["correlate", "--signal", "frequency", "--json", str(tmp_path / "no" / "s.json")]) == 2
+
+
+class _PixelEncoder:
+    """A stand-in image model: the vector of an image is its first 12 pixel values (float)."""
+
+    fingerprint = None
+
+    def encode_images(self, images, *, batch_size=32):
+        return np.stack([np.asarray(im, dtype=np.float32).reshape(-1)[:12] for im in images])
+
+
+def test_cifar10h_plumbing(tmp_path, shared_data, bundled_encoder):
+    import pickle
+
+    from normscope.signals import cifar10h_entropy
+
+    rng = np.random.default_rng(0)
+    imgs = rng.integers(0, 256, size=(10_000, 32, 32, 3), dtype=np.uint8)
+    npy = tmp_path / "x.npy"
+    np.save(npy, imgs)
+    batch = tmp_path / "cifar-10-batches-py"
+    batch.mkdir()
+    with open(batch / "test_batch", "wb") as f:  # the official layout: (n, 3072) channel-major rows
+        pickle.dump({b"data": imgs.transpose(0, 3, 1, 2).reshape(10_000, -1)}, f)
+    ent = cifar10h_entropy()
+    for images in (npy, batch):
+        summary, df = run_correlate("uncertainty", encoder=_PixelEncoder(), dataset="cifar10h", images=images,
+                                    n=50, n_boot=50, n_perm=50, seed=2)
+        keep = np.array([int(s.rsplit("-", 1)[1]) for s in df["item"]])
+        np.testing.assert_allclose(df["norm"], np.linalg.norm(imgs[keep].reshape(50, -1)[:, :12].astype(float), axis=1))
+        np.testing.assert_allclose(df["covariate"], ent[keep])
+        assert summary["n"] == 50 and summary["dataset"].startswith("CIFAR-10H")
+    with pytest.raises(InputError, match="text encoder"):
+        run_correlate("uncertainty", encoder=bundled_encoder, dataset="cifar10h", images=npy, n=20)
+    bad = tmp_path / "bad.npy"
+    np.save(bad, imgs[:10])
+    with pytest.raises(InputError, match="10000, 32, 32, 3"):
+        run_correlate("uncertainty", encoder=_PixelEncoder(), dataset="cifar10h", images=bad)

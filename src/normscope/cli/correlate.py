@@ -134,8 +134,11 @@ def _sample(n_total: int, n: int | None, seed: int) -> np.ndarray:
 
 
 def _model_name(encoder, model: str) -> str:
+    """The encoder's fingerprint name; an encoder without one is named by its class."""
+    if encoder is None:
+        return model
     fp = getattr(encoder, "fingerprint", None)
-    return str(getattr(fp, "name", None) or model)
+    return str(getattr(fp, "name", None) or type(encoder).__name__)
 
 
 # --------------------------------------------------------------------------------------------
