@@ -208,6 +208,10 @@ def test_momentum_uses_e12_and_adamw_is_flagged():
     assert any("E12" in c for c in s["caveats"])
     a = run_lab(optimizer="adamw", steps=300, burn_in=100, snapshots=2, probe_batches=10).summary
     assert not a["sgd_formula_expected"] and "not expected to hold" in a["caveats"][0]
+    # trajectory form with the actual (non-tangent) momentum / AdamW steps: (E5) exact per step
+    for opt in ("momentum", "adamw"):
+        t = run_lab(optimizer=opt, estimator="trajectory", steps=400, burn_in=200).summary
+        assert t["e5_max_rel_residual"] < 1e-12
 
 
 def test_deterministic_and_validated():

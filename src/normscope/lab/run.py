@@ -298,6 +298,10 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
                 snap_drift.append((zd / probe_batches).numpy())
             grads = enc.grads(ia, ib)
             direction = opt.direction(grads)
+            if in_window:
+                # R_t^2 before the update (the table's embedding is its live parameter tensor)
+                r2_t = (z * z).sum(1)
+                sum_r2 += r2_t
             if in_window and estimator == "trajectory":
                 delta = enc.shifted(direction, homog_step) - z
                 zdt = (z * delta).sum(1)
@@ -307,12 +311,10 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
             opt.apply(enc.params, direction)
             if track:
                 z_new = enc.embed()
-                if in_window:
-                    sum_r2 += (z * z).sum(1)
-                    if estimator == "trajectory":
-                        r2_new = (z_new * z_new).sum(1)
-                        pred = (1 - x) ** (2 * k) * ((z * z).sum(1) + 2 * zdt + ddt)
-                        e5_resid = max(e5_resid, float(((pred - r2_new).abs() / r2_new).max()))
+                if in_window and estimator == "trajectory":
+                    r2_new = (z_new * z_new).sum(1)
+                    pred = (1 - x) ** (2 * k) * (r2_t + 2 * zdt + ddt)
+                    e5_resid = max(e5_resid, float(((pred - r2_new).abs() / r2_new).max()))
                 z = z_new
             if bar is not None and (t % 50 == 0 or t == steps - 1):
                 bar.update(task, completed=t + 1)
