@@ -30,6 +30,7 @@ from normscope.cli import embed as _embed  # noqa: E402,F401
 from normscope.cli import correlate as _correlate  # noqa: E402,F401
 from normscope.cli import report as _report  # noqa: E402,F401
 from normscope.cli import lab as _lab  # noqa: E402,F401
+from normscope.cli import retrieval as _retrieval  # noqa: E402,F401
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -10,8 +10,9 @@ Bassani, ECIR 2022, and checked against ``pytrec_eval`` in the tests):
   (documents judged relevant but absent from the corpus count in the denominator).
 
 Significance: every scorer is compared with cosine on the same queries by
-(i) the two-sided paired Student t-test of ``ranx.compare(stat_test="student")``
-(deterministic), and (ii) a two-sided paired randomisation (sign-flip) test of the mean
+(i) the two-sided paired Student t-test that ``ranx.compare(stat_test="student")`` runs
+(``ranx.statistical_tests.paired_student_t_test``, i.e. ``scipy.stats.ttest_rel``; deterministic;
+1.0 when the per-query scores are identical), and (ii) a two-sided paired randomisation (sign-flip) test of the mean
 difference, Fisher's randomisation test as in Smucker et al., CIKM 2007, implemented
 here with ``numpy.random.default_rng(seed)`` and ``p = (1 + #{|mean*| >= |mean|}) /
 (1 + n_permutations)`` (Phipson & Smyth 2010), exact enumeration when
@@ -87,13 +88,14 @@ def per_query_scores(
 
     if not qrels:
         raise InputError("no judged queries to evaluate")
-    q, r, empty = _ranx_pair(qrels, run)
+    present = {k: v for k, v in qrels.items() if run.get(k)}
     out = {m: np.zeros(len(qrels)) for m in metrics}
-    if len(r.keys()):
-        ranx.evaluate(q, r, list(metrics), make_comparable=True)
+    if present:  # queries without results score 0 on every metric
+        q, r, _ = _ranx_pair(present, run)
+        ranx.evaluate(q, r, list(metrics))
         for m in metrics:
             sc = r.scores[m]
-            out[m] = np.array([0.0 if k in empty else float(sc.get(str(k), 0.0)) for k in qrels], dtype=np.float64)
+            out[m] = np.array([float(sc[str(k)]) if k in present else 0.0 for k in qrels], dtype=np.float64)
     return out
 
 
@@ -185,39 +187,28 @@ def compare_to_baseline(
     Returns
     -------
     dict of {name: {metric: {"p_t_test": float, "p_randomization": float, "mean_diff": float}}}
-        For every run except the baseline. ``p_t_test`` comes from ``ranx.compare``
-        (two-sided paired t-test); ``mean_diff`` is run minus baseline.
+        For every run except the baseline. ``p_t_test``: two-sided paired t-test (ranx's
+        ``paired_student_t_test``, as in ``ranx.compare``); ``mean_diff``: run minus baseline.
 
     Raises
     ------
     InputError
         ``baseline`` missing from ``runs``.
     """
-    import ranx
-
     if baseline not in runs:
         raise InputError(f"baseline run '{baseline}' missing (runs: {', '.join(runs)})")
     others = [n for n in runs if n != baseline]
     if not others:
         return {}
-    per = {n: per_query_scores(qrels, r, metrics) for n, r in runs.items()}
-    q = None
-    ranx_runs = []
-    for n in [baseline, *others]:
-        q, r, empty = _ranx_pair(qrels, runs[n], name=n)
-        ranx_runs.append(r)
-    import warnings
+    from ranx.statistical_tests import paired_student_t_test
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        report = ranx.compare(q, ranx_runs, list(metrics), stat_test="student", make_comparable=True, rounding_digits=12)
-    rd = report.to_dict()
+    per = {n: per_query_scores(qrels, r, metrics) for n, r in runs.items()}
     out: dict[str, dict[str, dict[str, float]]] = {}
     for n in others:
         out[n] = {}
         for m in metrics:
-            p_t = rd[n]["comparisons"][baseline][m]
             diff = per[n][m] - per[baseline][m]
+            p_t = float(paired_student_t_test(per[baseline][m], per[n][m])[0]) if np.any(diff) else 1.0
             out[n][m] = {
                 "p_t_test": float(p_t) if p_t == p_t else float("nan"),
                 "p_randomization": paired_randomization_test(per[n][m], per[baseline][m], n_permutations=n_permutations, seed=seed),

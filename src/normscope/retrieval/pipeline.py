@@ -172,7 +172,7 @@ def run_retrieval(
         JSON-serialisable; keys ``dataset``, ``model``, ``split``, ``fit_split``, ``n_docs``,
         ``n_queries``, ``excluded_queries``, ``scorers`` (per scorer: ``param_name``,
         ``param``, ``fitted_on``, ``ndcg@10``, ``mrr@10``, ``recall@100``, ``p_value``
-        (paired t-test on nDCG@10 vs cosine), ``p_values`` (every metric, both tests),
+        (two-sided paired t-test on per-query nDCG@10 vs cosine), ``p_values`` (every metric, both tests),
         ``fit_curve``), ``calibration`` (per signal: ``auroc``, ``ece``, ``aurc``, ...),
         ``calibration_info``, ``significance``.
     runs : pandas.DataFrame
@@ -343,7 +343,7 @@ def run_retrieval(
         "excluded_queries": {"eval": _counts(ev), "fit": _counts(fit) if fit else None},
         "metrics": list(METRICS),
         "significance": {
-            "p_value": "two-sided paired Student t-test on per-query nDCG@10 vs cosine (ranx.compare, stat_test='student')",
+            "p_value": "two-sided paired Student t-test on per-query nDCG@10 vs cosine (ranx.statistical_tests.paired_student_t_test, the test of ranx.compare(stat_test='student'))",
             "p_value_randomization": "two-sided paired sign-flip randomisation test (Fisher), numpy default_rng(seed)",
             "n_permutations": int(n_permutations),
             "seed": int(seed),

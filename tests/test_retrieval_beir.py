@@ -1,0 +1,150 @@
+"""BEIR directory loader: layout, CRLF, gzip, bad input (errors and counted warnings), hub loader."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+import types
+
+import pytest
+
+from normscope.errors import DataError, InputError
+from normscope.retrieval.beir import BeirDataWarning, doc_text, load_beir, load_beir_hub, load_qrels
+
+
+def _write(tmp_path, corpus, queries, qrels: dict[str, str], *, gz=False, crlf=False):
+    nl = "\r\n" if crlf else "\n"
+    body = nl.join(json.dumps(o) for o in corpus) + nl
+    if gz:
+        with gzip.open(tmp_path / "corpus.jsonl.gz", "wt", encoding="utf-8", newline="") as f:
+            f.write(body)
+    else:
+        (tmp_path / "corpus.jsonl").write_bytes(body.encode())
+    (tmp_path / "queries.jsonl").write_bytes((nl.join(json.dumps(o) for o in queries) + nl).encode())
+    (tmp_path / "qrels").mkdir(exist_ok=True)
+    for split, text in qrels.items():
+        (tmp_path / "qrels" / f"{split}.tsv").write_bytes(text.replace("\n", nl).encode())
+    return tmp_path
+
+
+CORPUS = [
+    {"_id": "d1", "title": "Title one", "text": "Body one."},
+    {"_id": "d2", "title": "", "text": "  Body two. "},
+    {"_id": "d3", "title": "T3", "text": "B3"},
+]
+QUERIES = [{"_id": "q1", "text": "first"}, {"_id": "q2", "text": "second"}, {"_id": "q3", "text": "third"}]
+
+
+@pytest.mark.parametrize("gz,crlf", [(False, False), (True, True)])
+def test_layout_gzip_crlf(tmp_path, gz, crlf):
+    _write(tmp_path, CORPUS, QUERIES, {"test": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t2\n"}, gz=gz, crlf=crlf)
+    ds = load_beir(tmp_path)
+    assert ds.doc_ids == ["d1", "d2", "d3"]
+    assert ds.doc_texts == ["Title one Body one.", "Body two.", "T3 B3"]
+    assert ds.qrels == {"test": {"q1": {"d1": 1}, "q2": {"d3": 2}}}
+    sq = ds.split_queries("test")
+    assert sq.query_ids == ["q1", "q2"] and sq.texts == ["first", "second"]
+    assert sq.counts["queries_without_qrels"] == 1 and sq.counts["evaluated"] == 2
+
+
+def test_doc_text_convention():
+    assert doc_text({"title": "A", "text": "b"}) == "A b"
+    assert doc_text({"text": " b "}) == "b"
+
+
+def test_bad_qrels_warn_and_count(tmp_path):
+    qrels = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\tghost\t1\nq2\tghost2\t1\nq3\td2\t0\nq9\td1\t1\n"
+    ds = load_beir(_write(tmp_path, CORPUS, QUERIES, {"test": qrels}))
+    with pytest.warns(BeirDataWarning) as rec:
+        sq = ds.split_queries("test")
+    msgs = " ".join(str(w.message) for w in rec)
+    assert "2 qrels row(s) name documents absent" in msgs
+    assert "excluded 1 judged quer(ies) without text and 1 without any relevant document" in msgs
+    assert sq.query_ids == ["q1", "q2"]  # q3: only a 0 judgement; q9: no text
+    assert sq.counts == {
+        "judged": 4,
+        "evaluated": 2,
+        "excluded_no_text": 1,
+        "excluded_no_relevant": 1,
+        "qrels_unknown_docs": 2,
+        "queries_without_qrels": 0,
+    }
+    assert sq.qrels["q1"] == {"d1": 1, "ghost": 1}  # unknown docs stay relevant (recall denominator)
+
+
+def test_errors(tmp_path):
+    with pytest.raises(DataError, match="empty"):
+        load_beir(_write(tmp_path, [], QUERIES, {"test": "q1\td1\t1\n"}))
+    d = tmp_path / "b"
+    d.mkdir()
+    with pytest.raises(DataError, match="duplicate document id 'd1'"):
+        load_beir(_write(d, CORPUS + [{"_id": "d1", "text": "x"}], QUERIES, {"test": "q1\td1\t1\n"}))
+    d = tmp_path / "c"
+    d.mkdir()
+    with pytest.raises(DataError, match="duplicate query id 'q2'"):
+        load_beir(_write(d, CORPUS, QUERIES + [{"_id": "q2", "text": "y"}], {"test": "q1\td1\t1\n"}))
+    d = tmp_path / "d"
+    d.mkdir()
+    _write(d, CORPUS, QUERIES, {"test": "q1\td1\t1\n"})
+    with pytest.raises(DataError, match=r"no qrels/train.tsv \(available splits: test\)"):
+        load_beir(d, splits=["train"])
+    with pytest.raises(DataError, match="no qrels split 'dev'"):
+        load_beir(d).split_queries("dev")
+    (d / "qrels" / "bad.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\n")
+    with pytest.raises(DataError, match=r"bad.tsv:2: expected 3"):
+        load_qrels(d / "qrels" / "bad.tsv")
+    (d / "qrels" / "bad.tsv").write_text("q1\td1\t1\nq1\td1\t0\n")
+    with pytest.raises(DataError, match="twice with scores 1 and 0"):
+        load_qrels(d / "qrels" / "bad.tsv")
+    (d / "qrels" / "bad.tsv").unlink()
+    (d / "corpus.jsonl").write_text('{"_id": "d1"}\n{not json\n')
+    with pytest.raises(DataError, match=r"corpus.jsonl:2: malformed JSON"):
+        load_beir(d)
+    with pytest.raises(DataError, match="not found"):
+        load_beir(tmp_path / "missing")
+
+
+def test_qrels_header_optional_and_trec(tmp_path):
+    p = tmp_path / "q.tsv"
+    p.write_bytes(b"q1\td1\t1\r\nq1 0 d2 2\r\n\r\n")
+    assert load_qrels(p) == {"q1": {"d1": 1, "d2": 2}}
+
+
+def test_hub_loader_needs_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "datasets", None)  # import datasets -> ImportError
+    with pytest.raises(DataError, match="optional extra 'datasets'"):
+        load_beir_hub("scifact")
+
+
+def test_hub_loader_with_fake_datasets(monkeypatch):
+    rows = {
+        ("BeIR/toy", "corpus"): [{"_id": "d1", "title": "A", "text": "a"}, {"_id": "d2", "title": "", "text": "b"}],
+        ("BeIR/toy", "queries"): [{"_id": "q1", "text": "qa"}],
+        ("BeIR/toy-qrels", "test"): [{"query-id": "q1", "corpus-id": "d2", "score": 1}],
+    }
+
+    def load_dataset(repo, name=None, split=None):
+        key = (repo, name) if name else (repo, split)
+        if key not in rows:
+            raise ValueError(f"no split {split}")
+        return rows[key]
+
+    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    ds = load_beir_hub("hf:BeIR/toy", splits=("train", "test"))
+    assert ds.doc_texts == ["A a", "b"] and ds.splits == ["test"]
+    assert ds.split_queries("test").qrels == {"q1": {"d2": 1}}
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataError, match="HF_HUB_OFFLINE"):
+        load_beir_hub("toy")
+
+
+def test_shared_scifact_counts(shared_data):
+    ds = load_beir(shared_data / "scifact")
+    assert len(ds.doc_ids) == 5183 and len(ds.queries) == 1109
+    test = ds.split_queries("test")
+    train = ds.split_queries("train")
+    assert test.counts["evaluated"] == 300 and train.counts["evaluated"] == 809
+    assert test.counts["qrels_unknown_docs"] == 0 and sum(len(v) for v in test.qrels.values()) == 339
+    assert not set(test.query_ids) & set(train.query_ids)
