@@ -485,7 +485,10 @@ def plot_trajectories(result: LabResult, path) -> Path:
 
 
 def plot_predicted_vs_observed(result: LabResult, path) -> Path:
-    """Scatter of predicted R_eq (E7) against the observed time-RMS norm, coloured by ambiguity."""
+    """Scatter of predicted R_eq (E7) against the observed time-RMS norm, one colour per ambiguity group.
+
+    Returns the written PNG path (atomic write).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -498,11 +501,11 @@ def plot_predicted_vs_observed(result: LabResult, path) -> Path:
     if it.empty:
         raise InputError("the result has no per-item estimates (run with track=True)")
     fig, ax = plt.subplots(figsize=(5.2, 5.0))
-    sc = ax.scatter(it["r_obs"], it["r_eq"], c=it["ambiguity"], cmap="viridis", s=12)
+    for a, g in it.groupby("ambiguity"):
+        ax.scatter(g["r_obs"], g["r_eq"], s=12, label=f"ambiguity {a}")
     lo = float(np.nanmin([it["r_obs"].min(), it["r_eq"].min()]))
     hi = float(np.nanmax([it["r_obs"].max(), it["r_eq"].max()]))
     ax.plot([lo, hi], [lo, hi], color="grey", lw=1, ls="--", label="R_eq = R_obs")
-    fig.colorbar(sc, ax=ax, label="ambiguity")
     ax.set_xlabel("observed norm R (time-RMS over window)")
     ax.set_ylabel("predicted R_eq (E7)")
     s = result.summary
