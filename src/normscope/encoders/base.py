@@ -9,6 +9,7 @@ subclass :class:`Encoder`. Torch-backed adapters also subclass
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from normscope.table import EmbeddingTable, ModelFingerprint
 
-__all__ = ["Encoder", "TorchEncoder"]
+__all__ = ["Encoder", "TorchEncoder", "progress_bar"]
 
 
 class Encoder(abc.ABC):
@@ -99,3 +100,25 @@ class TorchEncoder(Encoder):
     def count_truncated(self, texts: Sequence[str]) -> int:
         """Number of ``texts`` longer than :attr:`max_seq_length` tokens (0 if unknown)."""
         return 0
+
+
+@contextlib.contextmanager
+def progress_bar(show: bool, n_batches: int, *, note: str = ""):
+    """A rich progress bar on stderr counting batches; yields ``advance()`` (a no-op when hidden)."""
+    if not show:
+        yield lambda: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(
+        TextColumn("[bold]embedding[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("batches"),
+        TimeRemainingColumn(),
+        TextColumn(note),
+        console=Console(stderr=True),
+    ) as prog:
+        task = prog.add_task("embed", total=n_batches)
+        yield lambda: prog.advance(task, 1)

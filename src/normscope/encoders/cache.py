@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from normscope.encoders.base import Encoder
+from normscope.encoders.base import Encoder, progress_bar
 from normscope.encoders.bundled import cache_dir
 from normscope.errors import InputError
 
@@ -180,8 +180,8 @@ def encode_cached(
     root = model_cache_dir(encoder.fingerprint)
     batches = [todo[s : s + batch_size] for s in range(0, len(todo), batch_size)]
 
-    bar = _progress(progress and len(batches) > 1, len(batches), n - sum(len(rows_of[k]) for k in todo))
-    with bar as (advance):
+    n_cached = n - sum(len(rows_of[k]) for k in todo)
+    with progress_bar(progress and len(batches) > 1, len(batches), note=f"({n_cached} cached)" if n_cached else "") as advance:
         for batch in batches:
             first_rows = [rows_of[k][0] for k in batch]
             vecs = np.asarray(encoder.encode([texts[i] for i in first_rows], batch_size=len(batch)), dtype=np.float32)
@@ -191,30 +191,8 @@ def encode_cached(
                 _write_shard(root, np.stack([np.frombuffer(k, dtype=np.uint8) for k in batch]), vecs)
             for k, v in zip(batch, vecs):
                 out[rows_of[k]] = v
-            advance(len(batch))
+            advance()
     return out
-
-
-@contextlib.contextmanager
-def _progress(show: bool, n_batches: int, n_cached: int):
-    if not show:
-        yield lambda k: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    with Progress(
-        TextColumn("[bold]embedding[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("batches"),
-        TimeRemainingColumn(),
-        TextColumn(f"({n_cached} cached)" if n_cached else ""),
-        console=Console(stderr=True),
-        transient=False,
-    ) as prog:
-        task = prog.add_task("embed", total=n_batches)
-        yield lambda k: prog.advance(task, 1)
 
 
 class CachedEncoder(Encoder):

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from normscope.encoders._hub import resolve
-from normscope.encoders.base import TorchEncoder
+from normscope.encoders.base import TorchEncoder, progress_bar
 from normscope.encoders.bundled import bundled_model_path, is_bundled_name
 from normscope.errors import InputError
-from normscope.table import ModelFingerprint, file_sha256
+from normscope.table import ModelFingerprint
 
 __all__ = ["HuggingFaceEncoder", "POOLINGS"]
 
@@ -31,10 +31,9 @@ POOLINGS = ("mean", "cls")
 
 
 def _weights_revision(path: Path) -> str:
-    for fname in ("model.safetensors", "pytorch_model.bin"):
-        if (path / fname).is_file():
-            return "sha256:" + file_sha256(path / fname)[:16]
-    return "unknown"
+    from normscope.encoders.sentence_transformers import _weights_hash
+
+    return _weights_hash(str(path))
 
 
 class HuggingFaceEncoder(TorchEncoder):
@@ -147,15 +146,20 @@ class HuggingFaceEncoder(TorchEncoder):
         return (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
-        """Raw pooled vectors, ndarray of shape (n, d), float32; batches sorted by length."""
+        """Raw pooled vectors, ndarray of shape (n, d), float32; batches in decreasing token count."""
         texts = [str(t) for t in texts]
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        with self._torch.inference_mode():
-            for s in range(0, len(texts), batch_size):
+        n = len(texts)
+        out = np.empty((n, self.dim), dtype=np.float32)
+        if n == 0:
+            return out
+        lengths = [len(x) for x in self.tokenizer(texts, truncation=True, max_length=self.max_seq_length)["input_ids"]]
+        order = np.argsort(-np.asarray(lengths), kind="stable")
+        n_batches = -(-n // batch_size)
+        with self._torch.inference_mode(), progress_bar(progress and n_batches > 1, n_batches) as advance:
+            for s in range(0, n, batch_size):
                 idx = order[s : s + batch_size]
-                vec = self.forward(self.tokenize([texts[i] for i in idx]))
-                out[idx] = vec.float().cpu().numpy()
+                out[idx] = self.forward(self.tokenize([texts[i] for i in idx])).float().cpu().numpy()
+                advance()
         return out
 
     def count_truncated(self, texts: Sequence[str]) -> int:

@@ -7,13 +7,14 @@ norm ||z|| normscope studies. The model's own pooling is kept.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from normscope.encoders._hub import resolve
-from normscope.encoders.base import TorchEncoder
+from normscope.encoders.base import TorchEncoder, progress_bar
 from normscope.encoders.bundled import DEFAULT_MODEL, bundled_model_path, is_bundled_name
 from normscope.errors import ModelError
 from normscope.table import ModelFingerprint, file_sha256
@@ -53,8 +54,15 @@ def _weights_hash(path: str) -> str:
     p = Path(path)
     for fname in ("model.safetensors", "pytorch_model.bin"):
         if (p / fname).is_file():
-            return "sha256:" + file_sha256(p / fname)[:16]
+            st = (p / fname).stat()
+            return _file_hash_memo(str(p / fname), st.st_size, st.st_mtime_ns)
     return "unknown"
+
+
+@functools.lru_cache(maxsize=32)
+def _file_hash_memo(path: str, size: int, mtime_ns: int) -> str:
+    """``sha256:<16 hex>`` of a weights file, memoised on (path, size, mtime)."""
+    return "sha256:" + file_sha256(path)[:16]
 
 
 class SentenceTransformerEncoder(TorchEncoder):
@@ -107,18 +115,40 @@ class SentenceTransformerEncoder(TorchEncoder):
         return int(get())
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
-        """Raw pooled vectors, ndarray of shape (n, d), float32 (see :meth:`Encoder.encode`)."""
+        """Raw pooled vectors, ndarray of shape (n, d), float32 (see :meth:`Encoder.encode`).
+
+        Same features as ``SentenceTransformer.encode`` (the model's own
+        ``preprocess``), without the dropped ``Normalize``. Items are batched in
+        order of decreasing *token* count (sentence-transformers sorts by
+        character count), so each batch pads to a tight length; the forward pass
+        runs under ``torch.inference_mode``.
+        """
+        import torch
+
         texts = [str(t) for t in texts]
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        out = self.model.encode(
-            texts,
-            batch_size=batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=False,
-            show_progress_bar=False,
-        )
-        return np.ascontiguousarray(out, dtype=np.float32)
+        n = len(texts)
+        out = np.empty((n, self.dim), dtype=np.float32)
+        if n == 0:
+            return out
+        order = np.argsort(-self._token_lengths(texts), kind="stable")
+        preprocess = getattr(self.model, "preprocess", None) or self.model.tokenize
+        n_batches = -(-n // batch_size)
+        with torch.inference_mode(), progress_bar(progress and n_batches > 1, n_batches) as advance:
+            for s in range(0, n, batch_size):
+                idx = order[s : s + batch_size]
+                feats = preprocess([texts[i] for i in idx])
+                feats = {k: (v.to(self.device) if hasattr(v, "to") else v) for k, v in feats.items()}
+                out[idx] = self.model(feats)["sentence_embedding"].float().cpu().numpy()
+                advance()
+        return out
+
+    def _token_lengths(self, texts: list[str]) -> np.ndarray:
+        """Token counts (truncated at ``max_seq_length``) used to sort; character counts if no tokenizer."""
+        tok = getattr(self.model, "tokenizer", None)
+        if tok is None or not callable(tok):
+            return np.array([len(t) for t in texts])
+        ids = tok(texts, add_special_tokens=True, truncation=True, max_length=self.max_seq_length or None)["input_ids"]
+        return np.array([len(x) for x in ids])
 
     def tokenize(self, texts: Sequence[str]) -> dict:
         feats = self.model.tokenize([str(t) for t in texts])
