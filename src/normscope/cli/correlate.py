@@ -28,12 +28,22 @@ MIN_VALID = 10
 DEFAULT_N = {"specificity": 2000, "frequency": 5000, "concreteness": 5000, "uncertainty": None}
 COVARIATE_LABEL = {
     "specificity": "WordNet hypernym depth of first noun sense (edges)",
-    "frequency": "Zipf frequency (log10 per 10^9 words)",
+    "frequency": "Zipf frequency, wordfreq (log10 per 10^9 words)",
     "concreteness": "concreteness, Brysbaert et al. 2014 (1 abstract - 5 concrete)",
     "uncertainty": "human label entropy (bits)",
 }
 _MEASURE_UNIT = {"min_depth": "hypernym edges to entity.n.01", "max_depth": "hypernym edges to entity.n.01",
                  "n_hyponyms": "transitive hyponym count", "n_senses": "noun senses, all of them"}
+
+
+def _covariate_label(signal: str, measure: str, *, user: bool, subtlex: bool) -> str:
+    if user:
+        return f"{signal} (user covariate file)"
+    if signal == "specificity":
+        return f"WordNet {measure} of the first noun sense ({_MEASURE_UNIT[measure]})"
+    if signal == "frequency" and subtlex:
+        return "Zipf frequency, SUBTLEX-US (van Heuven et al. 2014; log10 per 10^9 words)"
+    return COVARIATE_LABEL[signal]
 
 
 # --------------------------------------------------------------------------------------------
@@ -366,8 +376,8 @@ def run_correlate(
 
     summary = {
         "signal": signal,
-        "covariate": COVARIATE_LABEL[signal] if signal != "specificity" or cov_user is not None
-        else f"WordNet {measure} of the first noun sense ({_MEASURE_UNIT[measure]})",
+        "covariate": _covariate_label(signal, measure, user=cov_user is not None and covariates is not None,
+                                      subtlex=subtlex is not None),
         "model": _model_name(encoder, model),
         "dataset": dataset_name,
         "n_items": len(items),
