@@ -257,3 +257,25 @@ def test_results_do_not_depend_on_chunking(monkeypatch):
     small_p = partial_spearman(x, y, z, n_boot=230, n_perm=170, seed=5)
     assert big_c == small_c
     assert big_p == small_p
+
+
+def test_partial_with_constant_or_collinear_controls():
+    # a control constant over the items (e.g. every word is one token) only removes the mean:
+    # the partial rho equals the plain Spearman rho; a duplicated control equals the single one
+    rng = np.random.default_rng(17)
+    n = 30
+    x = rng.normal(size=n)
+    y = x + rng.normal(size=n)
+    z = rng.normal(size=n)
+    const = partial_spearman(x, y, np.ones(n), n_boot=200, n_perm=200, seed=1)
+    plain = correlation(x, y, n_boot=0, n_perm=0)
+    assert abs(const.rho - plain.spearman) < 1e-12
+    assert const.ci[0] < const.rho < const.ci[1]
+    dup = partial_spearman(x, y, np.column_stack([z, z, 2 * z]), n_boot=0, n_perm=0)
+    single = partial_spearman(x, y, z, n_boot=0, n_perm=0)
+    assert abs(dup.rho - single.rho) < 1e-12
+    # a mostly-constant discrete control (ties): bootstrap resamples where it is constant stay finite
+    lens = np.where(np.arange(n) < 2, 2.0, 1.0)
+    res = partial_spearman(x, y, lens, n_boot=300, n_perm=100, seed=2)
+    assert abs(res.rho - _ranks_residual_partial(x, y, lens)) < 1e-12
+    assert np.isfinite(res.ci).all()

@@ -364,10 +364,17 @@ def _residualise_rows(v: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def _design_q(rz: np.ndarray) -> np.ndarray:
-    """Orthonormal basis of [1, rz] for design matrices rz of shape (..., n, k)."""
+    """Orthonormal basis of the column space of [1, rz], for design matrices rz of shape (..., n, k).
+
+    Computed by (batched) SVD with a rank cut-off, so a constant or duplicated control column
+    (e.g. a token length that is 1 for every item, or a bootstrap resample in which it is) adds
+    nothing instead of an arbitrary round-off direction; dropped directions are zero columns.
+    """
     ones = np.ones(rz.shape[:-1] + (1,))
-    q, _ = np.linalg.qr(np.concatenate([ones, rz], axis=-1))
-    return q
+    design = np.concatenate([ones, rz], axis=-1)
+    u, sv, _ = np.linalg.svd(design, full_matrices=False)
+    tol = sv.max(axis=-1, keepdims=True) * max(design.shape[-2:]) * np.finfo(np.float64).eps
+    return u * (sv > tol)[..., None, :]
 
 
 def partial_spearman(
@@ -385,7 +392,8 @@ def partial_spearman(
     """Partial Spearman correlation of x and y controlling for covariates.
 
     Ranks x, y and each control column (average ranks), regresses rank(x) and rank(y) on
-    ``[1, ranks(controls)]`` by least squares (QR), and returns Pearson's r of the two
+    ``[1, ranks(controls)]`` by least squares (SVD basis with a rank cut-off, so constant or
+    collinear controls are harmless), and returns Pearson's r of the two
     residual vectors. With one control this equals
     ``(rho_xy - rho_xz rho_yz) / sqrt((1 - rho_xz^2)(1 - rho_yz^2))`` with Spearman rhos
     (the formula of ``pingouin.partial_corr(method="spearman")``).
@@ -397,7 +405,7 @@ def partial_spearman(
     controls : array_like of shape (n,) or (n, k)
         Covariates to partial out (e.g. Zipf frequency and length in tokens; Oyama et al. 2023).
     n_boot : int, keyword-only
-        Bootstrap resamples of rows; each resample is re-ranked and re-regressed (batched QR).
+        Bootstrap resamples of rows; each resample is re-ranked and re-regressed (batched SVD).
     ci : float, keyword-only
         Level of the percentile interval.
     n_perm : int, keyword-only
