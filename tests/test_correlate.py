@@ -103,6 +103,11 @@ def test_user_covariate_file(bundled_encoder, tmp_path):
     norm = np.linalg.norm(bundled_encoder.encode(WORDS).astype(np.float64), axis=1)
     assert abs(summary["spearman"] - stats.spearmanr(norm, vals).statistic) < 1e-5
     assert summary["partial_spearman"]["controls"] == ["age"]
+    # items with a value but no frequency control are excluded from the partial only, and said so
+    summary, _ = run_correlate("concreteness", encoder=bundled_encoder, covariates=cov, controls=("frequency",),
+                               n_boot=20, n_perm=20)
+    assert summary["n"] == len(WORDS) and summary["partial_spearman"]["n"] == len(WORDS) - 2
+    assert any("2 item(s)" in note and "frequency" in note for note in summary["notes"])
 
 
 def test_plot_signal(bundled_encoder, tmp_path):
@@ -174,3 +179,15 @@ def test_cifar10h_plumbing(tmp_path, shared_data, bundled_encoder):
     np.save(bad, imgs[:10])
     with pytest.raises(InputError, match="10000, 32, 32, 3"):
         run_correlate("uncertainty", encoder=_PixelEncoder(), dataset="cifar10h", images=bad)
+
+
+def test_default_item_sets(bundled_encoder, shared_data):
+    from normscope.datasets import wordfreq_words
+    from normscope.signals import concreteness_words, wordnet_nouns
+
+    s, df = run_correlate("frequency", encoder=bundled_encoder, n=30, n_boot=20, n_perm=20)
+    assert df["item"].tolist() == wordfreq_words(30) and s["n_items"] == 30
+    s, df = run_correlate("concreteness", encoder=bundled_encoder, n=30, seed=4, n_boot=20, n_perm=20)
+    assert df["item"].tolist() == concreteness_words(n=30, seed=4) and s["n_missing"] == 0
+    s, df = run_correlate("specificity", encoder=bundled_encoder, n=25, n_boot=20, n_perm=20, controls=())
+    assert df["item"].tolist() == wordnet_nouns(25) and s["partial_spearman"] is None and s["controls"] == []

@@ -183,7 +183,7 @@ def test_wordnet_specificity_against_nltk(wn):
 
 def test_wordnet_nouns_are_noun_lemmas(wn):
     words = sg.wordnet_nouns(40, wordnet=wn)
-    assert len(words) == 40 and words[:3] == ["time", "people", "way"]
+    assert len(words) == 40 and "time" in words[:5]
     for w in words:
         assert wn.synsets(w, pos="n") and set(wn._morphy(w, "n")) == {w}
     assert "years" not in words and "will" not in words

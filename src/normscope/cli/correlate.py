@@ -137,6 +137,13 @@ def _stderr():
     return Console(stderr=True)
 
 
+def _status(progress: bool, message: str):
+    """A rich spinner on stderr while ``message`` runs (no-op without ``progress``)."""
+    import contextlib
+
+    return _stderr().status(message) if progress else contextlib.nullcontext()
+
+
 def _sample(n_total: int, n: int | None, seed: int) -> np.ndarray:
     if n is None or n >= n_total:
         return np.arange(n_total)
@@ -288,7 +295,8 @@ def run_correlate(
     else:
         n_eff = DEFAULT_N[signal] if n is None else n
         if signal == "specificity":
-            items = sg.wordnet_nouns(n_eff or 2000, wordnet=sg.load_wordnet(wordnet))
+            with _status(progress, "selecting WordNet nouns from the wordfreq list"):
+                items = sg.wordnet_nouns(n_eff or 2000, wordnet=sg.load_wordnet(wordnet))
             dataset_name = f"wordfreq top-{len(items)} English words that are mainly WordNet 3.0 nouns"
         elif signal == "frequency":
             from normscope.datasets import wordfreq_words
@@ -315,7 +323,8 @@ def run_correlate(
     if cov_user is not None:
         cov = cov_user
     elif signal == "specificity":
-        spec = sg.wordnet_specificity(items, wordnet=sg.load_wordnet(wordnet))
+        with _status(progress, f"WordNet specificity of {len(items)} items"):
+            spec = sg.wordnet_specificity(items, wordnet=sg.load_wordnet(wordnet))
         for m in sg.SPECIFICITY_MEASURES:
             extras[m] = spec[m].to_numpy()
         cov = spec[measure].to_numpy()
@@ -362,17 +371,18 @@ def run_correlate(
             f"only {valid} item(s) have a {signal} value (need at least {MIN_VALID}); {n_missing} of "
             f"{len(items)} items have none (e.g. {[items[i] for i in np.flatnonzero(missing)[:5]]})"
         )
-    res = correlation(norm, cov, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID)
-    partial = None
-    if ctrl:
-        z = np.column_stack([ctrl[c] for c in ctrl])
-        partial = partial_spearman(cov, norm, z, n_boot=n_boot, n_perm=n_perm, seed=seed,
-                                   min_n=MIN_VALID, control_names=list(ctrl)).to_dict()
-        n_ctrl_missing = int((np.isfinite(cov) & ~np.isfinite(z).all(axis=1)).sum())
-        if n_ctrl_missing:
-            bad = [c for c in ctrl if not np.isfinite(ctrl[c][np.isfinite(cov)]).all()]
-            notes.append(f"partial correlation: {n_ctrl_missing} item(s) with a {signal} value but no "
-                         f"{'/'.join(bad)} control value are excluded from it (n = {partial['n']})")
+    with _status(progress, f"{n_boot} bootstrap resamples and {n_perm} permutations"):
+        res = correlation(norm, cov, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID)
+        partial = None
+        if ctrl:
+            z = np.column_stack([ctrl[c] for c in ctrl])
+            partial = partial_spearman(cov, norm, z, n_boot=n_boot, n_perm=n_perm, seed=seed,
+                                       min_n=MIN_VALID, control_names=list(ctrl)).to_dict()
+            n_ctrl_missing = int((np.isfinite(cov) & ~np.isfinite(z).all(axis=1)).sum())
+            if n_ctrl_missing:
+                bad = [c for c in ctrl if not np.isfinite(ctrl[c][np.isfinite(cov)]).all()]
+                notes.append(f"partial correlation: {n_ctrl_missing} item(s) with a {signal} value but no "
+                             f"{'/'.join(bad)} control value are excluded from it (n = {partial['n']})")
 
     summary = {
         "signal": signal,
