@@ -170,7 +170,15 @@ def _toy_two_tower(seed=0, n_items=48, n_concepts=12, d_in=16, hidden=48, d_out=
     return q, d, item_x, concept_x, pi, pc, amb
 
 
-def test_probe_heat_matches_training_trajectory():
+@pytest.fixture
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_probe_heat_matches_training_trajectory(one_thread):
     """Acceptance: probe heat vs training-time heat (trajectory form), Spearman >= 0.9; drift sign agrees.
 
     The model is trained with plain SGD + decoupled decay (A2); during the last T steps each
@@ -178,7 +186,6 @@ def test_probe_heat_matches_training_trajectory():
     heat ``R^2 ||Delta_t||^2`` and drift ``<z, Delta_t>`` averaged over the trajectory. The probe is
     then run on snapshots with the same pair distribution, B and tau.
     """
-    torch.set_num_threads(1)
     q, d, item_x, concept_x, pi, pc, amb = _toy_two_tower()
     eta, lam, tau, bsz = 0.5, 2e-3, 0.1, 32
     left, right = item_x[pi], concept_x[pc]

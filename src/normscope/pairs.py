@@ -270,6 +270,11 @@ def wordnet_pairs(*, pos: str | None = "n", max_pairs: int | None = None, seed: 
 
 
 # ----------------------------------------------------------------------------- user files
+_HEADER_NAMES = frozenset({
+    "left", "right", "query", "doc", "document", "anchor", "positive", "text", "text_a", "text_b", "term",
+    "gloss", "sentence1", "sentence2", "question", "answer", "passage", "query-id", "corpus-id", "a", "b",
+})
+
 def file_pairs(path: str | Path, *, delimiter: str | None = None, header: bool | None = None) -> PairSource:
     """Pairs from a two-column ``.tsv`` or ``.csv`` file (extra columns are ignored).
 
@@ -279,7 +284,9 @@ def file_pairs(path: str | Path, *, delimiter: str | None = None, header: bool |
     delimiter : str, optional, keyword-only
         Default: tab for ``.tsv``/``.txt``, comma otherwise.
     header : bool, optional, keyword-only
-        Whether the first row is a header; default: sniffed by :class:`csv.Sniffer`.
+        Whether the first row is a header; default: only when its first two cells are usual
+        column names (``query``/``doc``, ``left``/``right``, ``anchor``/``positive``, ``term``/``gloss``,
+        ``sentence1``/``sentence2``, ``text_a``/``text_b``, ...).
 
     Returns
     -------
@@ -306,11 +313,8 @@ def file_pairs(path: str | Path, *, delimiter: str | None = None, header: bool |
     if delimiter is None:
         delimiter = "\t" if name.endswith((".tsv", ".txt")) else ","
     rows = [r for r in csv.reader(io.StringIO(text), delimiter=delimiter) if any(c.strip() for c in r)]
-    if header is None:
-        try:
-            header = csv.Sniffer().has_header(text[:4096])
-        except csv.Error:
-            header = False
+    if header is None:  # a header is recognised by its column names only (predictable, unlike sniffing)
+        header = bool(rows) and len(rows[0]) >= 2 and all(c.strip().lower() in _HEADER_NAMES for c in rows[0][:2])
     first_line = 1
     if header and rows:
         rows = rows[1:]

@@ -229,6 +229,15 @@ class TextEncoderAdapter:
         mod.eval()
         return TextEncoderAdapter(self.encoder, _module=mod, _changed=[])
 
+    def lengths(self, texts: Sequence[str]) -> list[int]:
+        """Token counts (capped at the model's max length), or characters / 4 without a tokenizer."""
+        tok = getattr(getattr(self.encoder, "model", None), "tokenizer", None)
+        texts = [str(t) for t in texts]
+        if tok is None:
+            return [max(1, len(t) // 4) for t in texts]
+        cap = self.max_seq_length or 10**9
+        return [min(len(ids), cap) for ids in tok(texts, add_special_tokens=True, verbose=False)["input_ids"]]
+
     def count_truncated(self, texts: Sequence[str]) -> int:
         fn = getattr(self.encoder, "count_truncated", None)
         return int(fn(list(texts))) if fn is not None else 0
@@ -499,6 +508,36 @@ def sample_pair_batches(n_pairs: int, batch_size: int, batches: int, seed: int) 
     return [np.sort(rng.choice(n_pairs, size=batch_size, replace=False)) for _ in range(batches)]
 
 
+#: Padded tokens per chunk for text items (chunks of long texts hold fewer items).
+TOKEN_BUDGET = 4096
+
+
+def _make_chunks(adapter, items, chunk_size: int) -> list[np.ndarray]:
+    """Index chunks of the probe items.
+
+    Texts are sorted by token length (the adapter's ``lengths`` when it has one, else characters)
+    and grouped greedily so that ``n_chunk * max_len <= TOKEN_BUDGET`` and ``n_chunk <= chunk_size``:
+    a long item does not pad a whole chunk of short ones. Results are written back by index.
+    """
+    n = len(items)
+    if hasattr(items, "shape"):
+        return [np.arange(s, min(s + chunk_size, n)) for s in range(0, n, chunk_size)]
+    fn = getattr(adapter, "lengths", None)
+    lengths = np.asarray(fn(items) if fn is not None else [max(1, len(str(t)) // 4) for t in items])
+    order = np.argsort(lengths, kind="stable")
+    chunks, cur, cur_max = [], [], 0
+    for i in order:
+        m = max(cur_max, int(lengths[i]))
+        if cur and (len(cur) + 1 > chunk_size or (len(cur) + 1) * m > TOKEN_BUDGET):
+            chunks.append(np.sort(np.array(cur)))
+            cur, m = [], int(lengths[i])
+        cur.append(int(i))
+        cur_max = m
+    if cur:
+        chunks.append(np.sort(np.array(cur)))
+    return chunks
+
+
 def _fd_step(a_rel_median: float, target: float) -> float:
     if not math.isfinite(a_rel_median) or a_rel_median <= 0:
         return 1.0
@@ -593,7 +632,7 @@ def probe_moments(
         raise ModelError("the float64 copy of the model has different parameters")
 
     # chunks of probe items (features prepared once)
-    chunks = [np.arange(s, min(s + chunk_size, n_items)) for s in range(0, n_items, chunk_size)]
+    chunks = _make_chunks(adapter, items, chunk_size)
     feats = [adapter.features(items, idx, "query") for idx in chunks]
     feats_fd = [fd_adapter.features(items, idx, "query") for idx in chunks] if fd_adapter is not adapter else feats
     timings = {"backward": 0.0, "jvp": 0.0, "fd": 0.0, "lambda_rad": 0.0, "z": 0.0}
@@ -741,7 +780,7 @@ def _split_half(per_batch: np.ndarray) -> float:
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return float("nan")
     r = float(np.corrcoef(a, b)[0, 1])
-    return 2 * r / (1 + r) if r > -1 else float("nan")
+    return 2 * r / (1 + r) if r > 0 else r  # Spearman-Brown is meaningless for r <= 0: report r itself
 
 
 def summarize_probe(
@@ -907,7 +946,7 @@ def summarize_probe(
     if ch is not None and cd is not None and abs(ch) > abs(cd) + 0.2:
         caveats.append(
             f"circularity: Spearman(R, heat) = {ch:.2f} but Spearman(R, E||a||^2) = {cd:.2f}; heat = R^2 E||a||^2 "
-            "contains R^2, so most of corr(R, heat) is mechanical"
+            "contains R^2, and the difference between the two is that mechanical factor"
         )
     rel_drift, rel_heat = _split_half(drift_b), _split_half(heat_b)
     if np.isfinite(rel_drift) and rel_drift < 0.5:
@@ -951,7 +990,7 @@ def summarize_probe(
         "fit_e11": fit_d,
         "lambda_rad_per_lambda": {"median": float(np.median(zjd_r2)), "min": float(np.min(zjd_r2)), "max": float(np.max(zjd_r2))},
         "reliability": {"drift_split_half": rel_drift, "heat_split_half": rel_heat,
-                        "method": "Pearson across items of even- vs odd-batch means, Spearman-Brown corrected"},
+                        "method": "Pearson r across items of even- vs odd-batch means, Spearman-Brown corrected 2r/(1+r) when r > 0 (r itself when r <= 0)"},
         "median_rel_se": {"heat": float(np.median(df["heat_se"] / np.abs(heat))),
                           "drift": float(np.median(df["drift_se"] / np.abs(drift)))},
         "norm": {"mean": float(r.mean()), "sd": float(r.std()), "min": float(r.min()), "max": float(r.max())},

@@ -27,6 +27,7 @@ def _root() -> None:
 
 # Each module registers its command(s) on ``app`` at import.
 from normscope.cli import embed as _embed  # noqa: E402,F401
+from normscope.cli import probe as _probe  # noqa: E402,F401
 from normscope.cli import correlate as _correlate  # noqa: E402,F401
 from normscope.cli import report as _report  # noqa: E402,F401
 from normscope.cli import lab as _lab  # noqa: E402,F401
