@@ -97,6 +97,13 @@ def test_dispatch_errors():
         load_encoder("hf:x", backend="open_clip")
     with pytest.raises(InputError, match="pooling='cls' applies to the huggingface backend"):
         load_encoder("x", backend="sentence-transformers", pooling="cls")
+    with pytest.raises(InputError, match="unknown device 'banana'"):
+        load_encoder("x", device="banana")
+    import torch
+
+    if not torch.cuda.is_available():
+        with pytest.raises(InputError, match="CUDA is not available"):
+            load_encoder(device="cuda:0")
     with pytest.raises(InputError, match="unknown pooling 'max'"):
         load_encoder("hf:all-MiniLM-L6-v2", pooling="max")
 

@@ -133,7 +133,25 @@ def load_encoder(
     return _build_memo(backend, bare, pooling, device, trust_remote_code)
 
 
+def check_device(device: str) -> str:
+    """Validate a torch device string; raise :class:`InputError` if unknown or unavailable here."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise InputError(f"unknown device '{device}' (use cpu, cuda, cuda:N or mps)") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InputError(f"device '{device}' requested but CUDA is not available on this machine; use --device cpu")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise InputError(f"device '{device}' requested but only {torch.cuda.device_count()} CUDA device(s) exist")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise InputError(f"device '{device}' requested but MPS is not available on this machine")
+    return device
+
+
 def _build(backend: str, name: str, pooling: str | None, device: str, trust_remote_code: bool) -> Encoder:
+    check_device(device)
     if backend == "sentence-transformers":
         from normscope.encoders.sentence_transformers import SentenceTransformerEncoder
 
