@@ -50,19 +50,24 @@ def text_hashes(texts: Sequence[str]) -> np.ndarray:
     return out
 
 
-def _read_shard(path: Path, dim: int | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """(hashes, vectors) of a shard, or None when it is unreadable or inconsistent."""
+def _read_shard(path: Path, dim: int | None, wanted: set[bytes] | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(hashes, vectors) of a shard, or None when it is unreadable or inconsistent.
+
+    With ``wanted``, the vectors are read only if the shard holds one of those
+    hashes (an ``.npz`` member is read lazily); otherwise ``(hashes, empty)`` is returned.
+    """
     try:
         with np.load(path, allow_pickle=False) as z:
             hashes = z["hashes"]
+            if hashes.dtype != np.uint8 or hashes.ndim != 2 or hashes.shape[1] != _HASH_BYTES:
+                return None
+            if wanted is not None and not any(h.tobytes() in wanted for h in hashes):
+                return hashes, np.empty((0, dim or 0), dtype=np.float32)
             vectors = z["vectors"]
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
     if (
-        hashes.dtype != np.uint8
-        or hashes.ndim != 2
-        or hashes.shape[1] != _HASH_BYTES
-        or vectors.dtype != np.float32
+        vectors.dtype != np.float32
         or vectors.ndim != 2
         or vectors.shape[0] != hashes.shape[0]
         or (dim is not None and vectors.shape[1] != dim)
@@ -72,8 +77,17 @@ def _read_shard(path: Path, dim: int | None) -> tuple[np.ndarray, np.ndarray] | 
     return hashes, vectors
 
 
-def load_cache_index(fingerprint, dim: int | None = None) -> dict[bytes, np.ndarray]:
-    """All cached vectors of one model: ``{sha256 digest (bytes): vector (d,) float32}``.
+def load_cache_index(fingerprint, dim: int | None = None, wanted: set[bytes] | None = None) -> dict[bytes, np.ndarray]:
+    """Cached vectors of one model: ``{sha256 digest (bytes): vector (d,) float32}``.
+
+    Parameters
+    ----------
+    fingerprint : ModelFingerprint
+    dim : int, optional
+        Expected dimension; shards of another width are skipped.
+    wanted : set of bytes, optional
+        Only these digests are returned, and shards holding none of them are not
+        read beyond their hash list.
 
     Corrupt, partial or foreign files in the directory are skipped.
     """
@@ -82,12 +96,14 @@ def load_cache_index(fingerprint, dim: int | None = None) -> dict[bytes, np.ndar
     if not root.is_dir():
         return index
     for shard in sorted(root.glob("shard-*.npz")):
-        got = _read_shard(shard, dim)
+        got = _read_shard(shard, dim, wanted)
         if got is None:
             continue
         hashes, vectors = got
         for h, v in zip(hashes, vectors):
-            index[h.tobytes()] = v
+            k = h.tobytes()
+            if wanted is None or k in wanted:
+                index[k] = v
     return index
 
 
@@ -166,7 +182,7 @@ def encode_cached(
         rows_of.setdefault(k, []).append(i)
 
     if use_cache:
-        index = load_cache_index(encoder.fingerprint, dim)
+        index = load_cache_index(encoder.fingerprint, dim, wanted=set(rows_of))
         for k, rows in rows_of.items():
             v = index.get(k)
             if v is not None:
