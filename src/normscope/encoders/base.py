@@ -65,11 +65,21 @@ class Encoder(abc.ABC):
         *,
         batch_size: int = 64,
         progress: bool = False,
+        cache: bool = False,
     ) -> EmbeddingTable:
-        """Embed ``texts`` into an :class:`EmbeddingTable` (ids default to ``0..n-1``)."""
+        """Embed ``texts`` into an :class:`EmbeddingTable` (ids default to ``0..n-1``).
+
+        With ``cache=True`` the vectors go through
+        :func:`normscope.encoders.cache.encode_cached` (read and fill the on-disk cache).
+        """
         texts = [str(t) for t in texts]
         ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(len(texts))]
-        vecs = self.encode(texts, batch_size=batch_size, progress=progress)
+        if cache:
+            from normscope.encoders.cache import encode_cached
+
+            vecs = encode_cached(self, texts, batch_size=batch_size, progress=progress)
+        else:
+            vecs = self.encode(texts, batch_size=batch_size, progress=progress)
         return EmbeddingTable(ids=ids, texts=texts, vectors=vecs, fingerprint=self.fingerprint)
 
 
