@@ -48,7 +48,10 @@ def report(
     result = run_report(config, console=err)
     if json_path is not None:
         write_json(result.summary, json_path)
-    print_summary(result, Console())
+    out_console = Console()
+    if not out_console.is_terminal:
+        out_console = Console(width=140)
+    print_summary(result, out_console)
     if result.failed:
         err.print(f"[red]failed stages: {', '.join(result.failed)}[/] (see the page and {out}/stages/)")
         raise typer.Exit(1)
@@ -74,18 +77,54 @@ def print_summary(result, console: Console) -> None:
         else:
             head = str(sec.get("reason") or "")
         style = {"ok": "green", "failed": "red"}.get(status, "yellow")
-        table.add_row(title, f"[{style}]{status}[/]", head[:160])
+        table.add_row(title, f"[{style}]{status}[/]", head[:240])
     console.print(table)
     console.print(f"report: [bold]{result.index.resolve()}[/]")
     console.print(f"numbers: {result.summary_path.resolve()}")
 
 
-def headline(key: str, sec: dict) -> str:
-    """Short headline figure of a section (the first key numbers)."""
+def _rho_ci(c: dict | None, key: str = "spearman") -> str:
     from normscope.report.text import fmt
 
+    if not isinstance(c, dict) or c.get(key) is None:
+        return "n/a"
+    ci = c.get(f"{key}_ci") or (c.get("ci") or {})
+    if isinstance(ci, dict):
+        ci = ci.get(key)
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and ci[0] is not None:
+        return f"{fmt(c[key])} [{fmt(ci[0])}, {fmt(ci[1])}]"
+    return fmt(c[key])
+
+
+def headline(key: str, sec: dict) -> str:
+    """Short headline figures of a section, from its numbers."""
+    from normscope.report.text import fmt
+
+    r = sec.get("result") or {}
+    if key == "setup":
+        fp = r.get("fingerprint") or {}
+        return (f"{r.get('model')} (d = {r.get('dim')}, {fp.get('pooling')} pooling, dropped: "
+                f"{', '.join(fp.get('dropped_modules') or []) or 'none'}); {r.get('preset')} sizes")
+    if key == "norm_distribution":
+        return (f"n = {fmt(r.get('n'))}: mean ||z|| {fmt(r.get('norm_mean'))}, sd {fmt(r.get('norm_std'))}, "
+                f"range {fmt(r.get('norm_min'))} to {fmt(r.get('norm_max'))}")
+    if key == "equilibrium_theory":
+        req = r.get("corr_req_norm") or {}
+        return (f"Spearman R_eq vs R {_rho_ci(req)} (n = {req.get('n')}); R vs heat {_rho_ci(r.get('corr_norm_heat'))}; "
+                f"R vs drift {_rho_ci(r.get('corr_norm_drift'))}; q<0: {r.get('n_negative_q')}")
+    if key == "training_lab":
+        gate = (r.get("gate") or {}).get("passed")
+        return (f"mean |rel. error| {fmt(r.get('mean_abs_rel_error'))}, median {fmt(r.get('median_rel_error'))}, "
+                f"Pearson {fmt(r.get('pearson'))}: gate {'passed' if gate else 'not passed'}")
+    if key == "semantic_signals":
+        return "; ".join(f"{k} \u03c1 {_rho_ci(v)}" for k, v in r.items() if isinstance(v, dict))
+    if key == "retrieval":
+        parts = []
+        for name, v in (r.get("scorers") or {}).items():
+            p = v.get("p_value")
+            parts.append(f"{name} {fmt(v.get('ndcg@10'))}" + (f" (p {fmt(p)})" if p is not None else ""))
+        return "nDCG@10: " + ", ".join(parts)
+    if key == "calibration":
+        return "AUROC: " + ", ".join(f"{k} {fmt(v.get('auroc'))}" for k, v in r.items() if isinstance(v, dict))
     rows = sec.get("key_numbers") or []
-    parts = []
-    for label, value, unit in rows[:3]:
-        parts.append(f"{label} {fmt(value) if isinstance(value, (int, float)) else value}{(' ' + unit) if unit else ''}")
-    return "; ".join(parts)
+    return "; ".join(f"{label} {value}" for label, value, _ in rows[:3])

@@ -39,6 +39,7 @@ TEMPLATE = r"""<!DOCTYPE html>
  figure { margin: 1em 0; }
  .figgrid { display: grid; grid-template-columns: 1fr 1fr; gap: 0.8em; }
  .figgrid figure { margin: 0; }
+ .figgrid figure.wide { grid-column: 1 / -1; }
  figure img { max-width: 100%; border: 1px solid #eee; }
  figcaption { font-size: 0.9em; color: #444; }
  .status { display: inline-block; font-size: 0.8em; padding: 0.1em 0.5em; border-radius: 3px; margin-left: 0.4em; vertical-align: middle; }
@@ -93,7 +94,7 @@ TEMPLATE = r"""<!DOCTYPE html>
 {% endfor %}
 {% if view.figures %}<div class="{{ 'figgrid' if view.figures|length > 1 else 'figs' }}">
 {% for f in view.figures %}
-<figure><img alt="{{ f.caption }}" src="{{ images.get(f.file, '') }}"><figcaption>{{ f.caption }} (<code>{{ f.file }}</code>)</figcaption></figure>
+<figure{% if wide.get(f.file) %} class="wide"{% endif %}><img alt="{{ f.caption }}" src="{{ images.get(f.file, '') }}"><figcaption>{{ f.caption }} (<code>{{ f.file }}</code>)</figcaption></figure>
 {% endfor %}</div>{% endif %}
 {% if view.notes %}<h3>Caveats</h3><ul class="notes">{% for n in view.notes %}<li>{{ n }}</li>{% endfor %}</ul>{% endif %}
 {% if says.get(key) %}<p class="says">{% for s in says[key] %}{{ s }} {% endfor %}</p>{% endif %}
@@ -112,7 +113,7 @@ TEMPLATE = r"""<!DOCTYPE html>
 <tr><th>stage</th><th>status</th><th>wall time (s)</th><th>from cache</th></tr>
 {% for st, rec in records.items() %}<tr><td>{{ st }}</td><td>{{ rec.status }}</td><td class="num">{{ num(rec.seconds, 1) }}</td><td>{{ 'yes' if rec.cached else 'no' }}</td></tr>
 {% endfor %}</table>
-<p class="meta">Sizes of this run: {% for k, v in (report.sizes or {}).items() %}{{ k }} = {{ num(v) }}{% if not loop.last %}, {% endif %}{% endfor %}.</p>
+<p class="meta">Sizes of this run: {% for k, v in (report.sizes or {}).items() %}{{ k }} = {{ 'stage default' if v is none else num(v) }}{% if not loop.last %}, {% endif %}{% endfor %}.</p>
 </body>
 </html>
 """
@@ -130,6 +131,15 @@ def _num(v, digits: int = 3) -> str:
     if _is_num(v):
         return fmt(v, digits)
     return str(v)
+
+
+def _png_aspect(data: bytes) -> float:
+    """Width / height of a PNG from its IHDR chunk (1.0 when unreadable)."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or len(data) < 24:
+        return 1.0
+    w = int.from_bytes(data[16:20], "big")
+    h = int.from_bytes(data[20:24], "big")
+    return w / h if h else 1.0
 
 
 def _image_uri(path: Path) -> str:
@@ -158,6 +168,7 @@ def render_html(summary: dict, records: dict, out_dir: str | Path) -> str:
     out_dir = Path(out_dir)
     views: dict[str, dict] = {}
     images: dict[str, str] = {}
+    wide: dict[str, bool] = {}
     for rec in records.values():
         for key, sec in (rec.get("sections") or {}).items():
             views[key] = sec
@@ -165,6 +176,7 @@ def render_html(summary: dict, records: dict, out_dir: str | Path) -> str:
                 p = out_dir / f["file"]
                 if p.is_file():
                     images[f["file"]] = _image_uri(p)
+                    wide[f["file"]] = _png_aspect(p.read_bytes()[:32]) > 1.9
     env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
     tmpl = env.from_string(TEMPLATE)
     return tmpl.render(
@@ -173,6 +185,7 @@ def render_html(summary: dict, records: dict, out_dir: str | Path) -> str:
         sections=SECTIONS,
         views=views,
         images=images,
+        wide=wide,
         records=records,
         says=summary.get("what_this_says") or {},
         status_words=_STATUS_WORDS,

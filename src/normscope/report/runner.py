@@ -103,7 +103,7 @@ class Sizes:
     """
 
     words: int = 5000
-    probe_items: int | None = 500
+    probe_items: int | None = 200
     probe_batches: int | None = 8
     probe_batch_size: int | None = None
     lab_steps: int | None = None
@@ -126,12 +126,12 @@ QUICK = Sizes(
     words=2000,
     probe_items=100,
     probe_batches=4,
-    probe_batch_size=None,
+    probe_batch_size=32,
     lab_steps=2000,
     lab_snapshots=16,
     lab_probe_batches=50,
     signal_items=1000,
-    retrieval_docs=1000,
+    retrieval_docs=800,
     retrieval_queries=100,
     n_boot=500,
     n_perm=500,
