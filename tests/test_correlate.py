@@ -18,7 +18,7 @@ WORDS = ["dog", "cat", "house", "car", "tree", "idea", "truth", "justice", "wate
 
 
 def test_frequency_matches_independent_computation(bundled_encoder):
-    from wordfreq import tokenize, zipf_frequency
+    from wordfreq import zipf_frequency
 
     summary, df = run_correlate("frequency", encoder=bundled_encoder, items=WORDS, n_boot=200, n_perm=200, seed=1)
     vecs = bundled_encoder.encode(WORDS)
