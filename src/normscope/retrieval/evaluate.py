@@ -217,13 +217,18 @@ def compare_to_baseline(
     return out
 
 
+_INVERSE_S = (-0.9, -0.75, -0.5, -0.25, -0.1, -0.05, -0.02, 0.0, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+_POWER_BETA = (-4.0, -3.0, -2.0, -1.5, -1.0, -0.75, -0.5, -0.3, -0.2, -0.1, -0.05, 0.0,
+               0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
+
+
 def default_grid(scorer: str, doc_norms) -> list[float]:
-    """Grid searched when fitting ``scorer``'s parameter.
+    """Grid searched when fitting ``scorer``'s parameter (denser near the neutral value 0).
 
     ``inverse_norm``: ``alpha = s / max||d||`` for ``s`` in
-    {-0.9, -0.75, -0.5, -0.25, -0.1, 0, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32}
-    (``s > -1`` keeps every denominator positive; large ``s`` approaches
-    ``cos/||d||``). ``power``: ``beta`` from -8 to 8 in steps of 0.5.
+    {-0.9, -0.75, -0.5, -0.25, -0.1, -0.05, -0.02, 0, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32}
+    (``s > -1`` keeps every denominator positive; large ``s`` approaches ``cos/||d||``).
+    ``power``: ``beta`` in {0, ±0.05, ±0.1, ±0.2, ±0.3, ±0.5, ±0.75, ±1, ±1.5, ±2, ±3, ±4}.
     ``cosine``/``dot``: no parameter, ``[None]``.
     """
     check_scorer(scorer)
@@ -231,8 +236,8 @@ def default_grid(scorer: str, doc_norms) -> list[float]:
         return [None]
     if scorer == "inverse_norm":
         m = float(np.max(np.asarray(doc_norms, dtype=np.float64)))
-        return [s / m for s in (-0.9, -0.75, -0.5, -0.25, -0.1, 0.0, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)]
-    return [float(b) for b in np.arange(-8.0, 8.0001, 0.5)]
+        return [s / m for s in _INVERSE_S]
+    return list(_POWER_BETA)
 
 
 def fit_parameter(

@@ -7,7 +7,7 @@ figure functions :func:`plot_reliability` and :func:`plot_risk_coverage`.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -98,11 +98,11 @@ def _resolve_fit_split(ds: BeirDataset, fit_split: str | None, split: str) -> tu
     raise DataError(f"dataset '{ds.name}' has no qrels split '{fit_split}' (available: {', '.join(ds.splits)})")
 
 
-def _fit_and_search(scorer, Qfit, fit_ids, fit_qrels, D, doc_ids, Qev, ev_ids, k):
+def _fit_and_search(scorer, Qfit, fit_ids, fit_qrels, D, doc_ids, Qev, ev_ids, k, grid=None):
     if PARAM_NAMES[scorer] is None:
         param, curve = None, []
     else:
-        param, curve = fit_parameter(scorer, Qfit, D, query_ids=fit_ids, doc_ids=doc_ids, qrels=fit_qrels)
+        param, curve = fit_parameter(scorer, Qfit, D, query_ids=fit_ids, doc_ids=doc_ids, qrels=fit_qrels, grid=grid)
     run = FoldedIndex(D, doc_ids, scorer, param).search(Qev, ev_ids, k=k)
     return param, curve, run
 
@@ -123,6 +123,7 @@ def run_retrieval(
     batch_size: int = 64,
     n_permutations: int = 10000,
     device: str = "cpu",
+    grids: Mapping[str, Sequence[float]] | None = None,
 ):
     """Norm-aware retrieval and confidence calibration on a BEIR dataset.
 
@@ -165,6 +166,8 @@ def run_retrieval(
         Of the paired randomisation test.
     device : str, keyword-only
         Torch device of the default encoder.
+    grids : dict of {scorer: sequence of float}, keyword-only, optional
+        Parameter grids replacing :func:`~normscope.retrieval.evaluate.default_grid`.
 
     Returns
     -------
@@ -224,6 +227,13 @@ def run_retrieval(
         folds = [np.sort(f) for f in np.array_split(perm, N_FOLDS)]
     fitted_on = fit_name if mode == "split" else f"{N_FOLDS}-fold cross-validation over '{split}' queries"
 
+    grids = dict(grids or {})
+    for g in grids:
+        check_scorer(g)
+
+    def grid_of(scorer):
+        return list(grids[scorer]) if scorer in grids else None
+
     prog = None
     if progress:
         from rich.console import Console
@@ -236,7 +246,7 @@ def run_retrieval(
         for scorer in order:
             if mode == "split":
                 param, curve, run = _fit_and_search(
-                    scorer, Qfit, fit.query_ids, fit.qrels, D, doc_ids, Qev, ev.query_ids, k
+                    scorer, Qfit, fit.query_ids, fit.qrels, D, doc_ids, Qev, ev.query_ids, k, grid_of(scorer)
                 )
                 params = param
             else:
@@ -246,13 +256,13 @@ def run_retrieval(
                     tr_ids = [ev.query_ids[i] for i in tr]
                     te_ids = [ev.query_ids[i] for i in f]
                     p, _, r = _fit_and_search(
-                        scorer, Qev[tr], tr_ids, {q: ev.qrels[q] for q in tr_ids}, D, doc_ids, Qev[f], te_ids, k
+                        scorer, Qev[tr], tr_ids, {q: ev.qrels[q] for q in tr_ids}, D, doc_ids, Qev[f], te_ids, k, grid_of(scorer)
                     )
                     params.append(p)
                     run.update(r)
                 run = {q: run[q] for q in ev.query_ids}
             runs[scorer] = run
-            grid = default_grid(scorer, doc_norms)
+            grid = grid_of(scorer) or default_grid(scorer, doc_norms)
             pvals = [params] if not isinstance(params, list) else params
             edge = (
                 None
