@@ -56,7 +56,7 @@ def retrieval(
     if json_path is not None:
         write_json(summary, json_path)
 
-    out_console = Console()
+    out_console = Console(width=max(Console().width, 120))
     t = Table(title=f"{summary['dataset_name']} / {summary['split']} ({summary['n_queries']['eval']} queries, {summary['n_docs']} docs); fitted on {summary['fit_split']}")
     for c in ("scorer", "param", "nDCG@10", "MRR@10", "R@100", "p vs cosine (t)", "p (rand.)"):
         t.add_column(c)

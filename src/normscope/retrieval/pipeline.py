@@ -429,7 +429,9 @@ def plot_reliability(summary_or_data, path, *, signals: Sequence[str] | None = N
         mids = (edges[:-1] + edges[1:]) / 2
         acc = np.asarray(r["accuracy"], dtype=float)
         ok = np.asarray(r["count"]) > 0
-        ax.bar(mids[ok], acc[ok], width=edges[1] - edges[0], edgecolor="k", alpha=0.7, label="accuracy")
+        ax.bar(mids[ok], acc[ok], width=edges[1] - edges[0], edgecolor="k", alpha=0.7, label="accuracy (n per bin above)")
+        for x, a, c in zip(mids[ok], acc[ok], np.asarray(r["count"])[ok]):
+            ax.text(x, min(a + 0.02, 0.95), str(int(c)), ha="center", fontsize=6)
         ax.plot([0, 1], [0, 1], "k--", lw=1, label="perfect calibration")
         ax.set_title(f"{s}\nECE={cal[s]['ece']:.3f}, AUROC={cal[s]['auroc']:.3f}", fontsize=9)
         ax.set_xlabel("confidence (probability top-1 relevant)")
