@@ -109,8 +109,8 @@ def test_cross_validation_without_train(tmp_path, rng):
         run_retrieval(ddir, encoder=enc, fit_split="test")
 
 
-def test_scifact_subset_real_model(shared_data, bundled_encoder, tmp_path, monkeypatch):
-    monkeypatch.setenv("NORMSCOPE_CACHE", str(tmp_path))
+def test_scifact_subset_real_model(shared_data, bundled_encoder):
+    # embeddings go through normscope's content-addressed cache (hits after the first run)
     summary, runs = run_retrieval(
         shared_data / "scifact", encoder=bundled_encoder, scorers=("cosine", "inverse_norm"), max_docs=60, max_queries=12, n_permutations=500,
         grids=GRIDS,
