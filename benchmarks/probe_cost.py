@@ -2,8 +2,11 @@
 
 Cost model: ``K (C_bwd(B) + 5 P C_fwd)`` with the unit costs measured in this same run:
 
-- ``C_fwd``: float32 forward cost per probe item (no grad), measured on the probe's own chunks;
-- ``C_bwd(B)``: one forward + backward of the symmetric InfoNCE loss on B pairs.
+- ``C_fwd``: float32 forward cost per probe item (no grad), measured on the probe's own chunks
+  (min of 2 passes);
+- ``C_bwd(B)``: one forward + backward of the symmetric InfoNCE loss on B pairs (median of 3).
+
+Both are measured before and after each probe run and averaged (on a shared CPU the load drifts).
 
 The probe (:func:`normscope.probes.probe_moments`, batched JVPs + finite differences) runs once
 with float64 finite differences (the default) and once with float32 finite differences. The
@@ -47,7 +50,6 @@ def main(argv=None) -> int:
         args.items, args.batches, args.naive_items = 200, 4, 8
     torch.set_num_threads(args.threads)
 
-    from torch.func import functional_call
 
     from normscope.datasets import wordfreq_words
     from normscope.encoders import load_encoder
@@ -64,47 +66,53 @@ def main(argv=None) -> int:
     feats = [ad.features(items, c, "query") for c in chunks]
     print(f"P={P} K={K} B={B} threads={args.threads} chunks={len(chunks)} pairs={pairs.name}", flush=True)
 
-    # ---- unit costs, same run
+    # ---- unit costs, same run (re-measured before and after each probe run: the CPU may be shared)
     def fwd_all():
         with torch.no_grad():
             for f in feats:
                 ad.embed(theta, f, "query")
 
-    fwd_all()  # warm-up
-    t_fwd = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        fwd_all()
-        t_fwd.append(time.perf_counter() - t0)
-    c_fwd = min(t_fwd) / P
     bidx = sample_pair_batches(len(pairs), B, 3, 123)
-    t_bwd = []
-    for idx in bidx:
-        t0 = time.perf_counter()
-        th = {k: v.detach().clone().requires_grad_(True) for k, v in theta.items()}
-        loss = symmetric_info_nce(ad.embed(th, ad.features(pairs.left, idx, "query"), "query"),
-                                  ad.embed(th, ad.features(pairs.right, idx, "doc"), "doc"), 0.05)
-        torch.autograd.grad(loss, list(th.values()), allow_unused=True)
-        t_bwd.append(time.perf_counter() - t0)
-    c_bwd = statistics.median(t_bwd)
-    model = K * (c_bwd + 5 * P * c_fwd)
-    print(f"C_fwd = {c_fwd * 1e3:.3f} ms/item (min of 3), C_bwd(B={B}) = {c_bwd:.2f} s (median of 3); "
-          f"cost model K (C_bwd + 5 P C_fwd) = {model:.1f} s", flush=True)
 
-    out = {"P": P, "K": K, "B": B, "threads": args.threads, "device": args.device, "c_fwd_s_per_item": c_fwd,
-           "c_bwd_s": c_bwd, "cost_model_s": model, "runs": {}}
+    def unit_costs():
+        t_fwd = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            fwd_all()
+            t_fwd.append(time.perf_counter() - t0)
+        t_bwd = []
+        for idx in bidx:
+            t0 = time.perf_counter()
+            th = {k: v.detach().clone().requires_grad_(True) for k, v in theta.items()}
+            loss = symmetric_info_nce(ad.embed(th, ad.features(pairs.left, idx, "query"), "query"),
+                                      ad.embed(th, ad.features(pairs.right, idx, "doc"), "doc"), 0.05)
+            torch.autograd.grad(loss, list(th.values()), allow_unused=True)
+            t_bwd.append(time.perf_counter() - t0)
+        return min(t_fwd) / P, statistics.median(t_bwd)
+
+    fwd_all()  # warm-up
+    out = {"P": P, "K": K, "B": B, "threads": args.threads, "device": args.device, "runs": {}}
+    before = unit_costs()
     for fd in ("float64", "float32"):
         t0 = time.perf_counter()
         m = probe_moments(ad, items, pairs, batch_size=B, batches=K, tau=0.05, seed=0, fd_dtype=fd,
                           fd_target=3e-3 if fd == "float64" else 3e-2)
         wall = time.perf_counter() - t0
+        after = unit_costs()
+        c_fwd, c_bwd = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
+        model = K * (c_bwd + 5 * P * c_fwd)
         once = m.timings["z"] + m.timings["lambda_rad"]
-        out["runs"][fd] = {"wall_s": wall, "ratio_to_model": wall / model, "one_time_s": once,
-                           "ratio_to_model_excluding_one_time": (wall - once) / model,
-                           "timings_s": m.timings}
+        out["runs"][fd] = {"wall_s": wall, "c_fwd_s_per_item": c_fwd, "c_bwd_s": c_bwd,
+                           "c_fwd_before_after": [before[0], after[0]], "c_bwd_before_after": [before[1], after[1]],
+                           "cost_model_s": model, "ratio_to_model": wall / model, "one_time_s": once,
+                           "ratio_to_model_excluding_one_time": (wall - once) / model, "timings_s": m.timings}
+        print(f"C_fwd = {c_fwd * 1e3:.3f} ms/item, C_bwd(B={B}) = {c_bwd:.2f} s (mean of before {before[0] * 1e3:.3f} ms / "
+              f"{before[1]:.2f} s and after {after[0] * 1e3:.3f} ms / {after[1]:.2f} s); "
+              f"cost model K (C_bwd + 5 P C_fwd) = {model:.1f} s", flush=True)
         print(f"probe (FD {fd}): wall {wall:.1f} s, ratio to model {wall / model:.2f} "
               f"(excluding one-time z + lambda_rad {once:.1f} s: {(wall - once) / model:.2f}); parts "
               + ", ".join(f"{k} {v:.1f}" for k, v in m.timings.items()), flush=True)
+        before = after
 
     # ---- naive per-item autograd loop on a subset, extrapolated
     n_naive = min(args.naive_items, P)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 
 import numpy as np
 import pytest
 import torch
-from torch.func import functional_call
 
 from normscope.probes import TextEncoderAdapter, probe_moments, run_probe, symmetric_info_nce
 

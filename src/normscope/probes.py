@@ -25,7 +25,6 @@ foundation's :class:`~normscope.encoders.base.TorchEncoder` (texts) and for plai
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import time
@@ -1127,6 +1126,10 @@ def run_probe(
             )
     if b != (known or {}).get("batch_size", b):
         caveats.append(f"probe batch size B={b} differs from the training B={known['batch_size']}: heat ~ 1/B, so absolute heat and q are not the training values")
+    caveats.append(
+        f"probe pairs: {extra['pairs']}; heat and drift describe training steps on this pair distribution, "
+        "which need not be the model's own training data"
+    )
     if fd_target is None:
         fd_target = 3e-3 if fd_dtype == "float64" else 3e-2
     texts = [str(x) for x in items] if not isinstance(items, torch.Tensor) else None
