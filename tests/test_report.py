@@ -24,8 +24,8 @@ TINY = Sizes(
     lab_snapshots=8,
     lab_probe_batches=10,
     signal_items=120,
-    retrieval_docs=300,
-    retrieval_queries=20,
+    retrieval_docs=60,
+    retrieval_queries=15,
     n_boot=200,
     n_perm=200,
 )
@@ -33,10 +33,18 @@ TINY = Sizes(
 TIMING_KEYS = {"wall_s", "cpu_s", "steps_per_s", "timings_s"}
 
 
+def _scifact():
+    from normscope.datasets import shared_data_dir
+
+    d = shared_data_dir()
+    return d / "scifact" if d is not None and (d / "scifact").is_dir() else None
+
+
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory, bundled_encoder):
     out = tmp_path_factory.mktemp("report")
-    cfg = ReportConfig(out=out, sizes=TINY, only=("setup", "norms", "lab", "signals"), signals=("frequency",))
+    stages = ("setup", "norms", "lab", "signals") + (("retrieval",) if _scifact() is not None else ())
+    cfg = ReportConfig(out=out, sizes=TINY, only=stages, signals=("frequency",))
     res = run_report(cfg, progress=False, encoder=bundled_encoder)
     return cfg, res
 
@@ -151,6 +159,43 @@ def test_signal_numbers_equal_correlate_command(small_run, tmp_path):
     assert got["spearman"] == pytest.approx(rho, abs=1e-6)
     assert sec["derived"]["unavailable"] == {"specificity": "not selected", "concreteness": "not selected",
                                              "uncertainty": "not selected"}
+
+
+def test_retrieval_numbers_equal_retrieval_command(small_run, shared_data, tmp_path):
+    """summary.json's retrieval and calibration equal `normscope retrieval ... --json` (same settings)."""
+    cfg, res = small_run
+    s = json.loads((cfg.out / "summary.json").read_text())
+    assert s["retrieval"]["status"] == "ok" and s["calibration"]["status"] == "ok"
+    ref_path = tmp_path / "retrieval.json"
+    argv = ["retrieval", "--dataset", str(shared_data / "scifact"), "--max-docs", str(TINY.retrieval_docs),
+            "--max-queries", str(TINY.retrieval_queries), "--seed", "0", "--json", str(ref_path)]
+    assert _cli(argv) == 0
+    ref = json.loads(ref_path.read_text())
+    _same(s["retrieval"]["result"], {k: v for k, v in ref.items() if k not in ("calibration", "calibration_info")})
+    _same(s["calibration"]["result"], {k: {kk: vv for kk, vv in v.items() if kk not in ("reliability", "risk_coverage")}
+                                       for k, v in ref["calibration"].items()})
+    assert s["retrieval"]["result"]["n_docs"] == TINY.retrieval_docs
+    for f in ("calibration_reliability.png", "calibration_risk_coverage.png"):
+        assert (cfg.out / f).is_file()
+
+
+def test_auroc_bootstrap_ci_matches_sklearn():
+    """The report's vectorised AUROC bootstrap equals a loop over sklearn's roc_auc_score."""
+    from sklearn.metrics import roc_auc_score
+
+    from normscope.report.stages import bootstrap_auroc_ci
+
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 80)
+    x = y * 0.8 + rng.normal(size=80)
+    x[:10] = np.round(x[:10])  # ties
+    lo, hi = bootstrap_auroc_ci(x, y, n_boot=300, seed=7)
+    idx = np.random.default_rng(7).integers(0, 80, size=(300, 80))
+    aucs = [roc_auc_score(y[i], x[i]) for i in idx if 0 < y[i].sum() < 80]
+    assert lo == pytest.approx(np.quantile(aucs, 0.025), abs=1e-12)
+    assert hi == pytest.approx(np.quantile(aucs, 0.975), abs=1e-12)
+    assert lo < roc_auc_score(y, x) < hi
+    assert bootstrap_auroc_ci(x, np.ones(80, int)) is None
 
 
 def test_rerun_uses_cache_and_settings_invalidate(small_run, bundled_encoder):

@@ -611,7 +611,6 @@ def stage_retrieval(ctx: StageContext) -> dict:
                 flipped = abs(c["auroc"] - (1 - a_raw)) < 1e-9 and abs(c["auroc"] - a_raw) > 1e-9
                 r_ci = bootstrap_auroc_ci(-raw[name] if flipped else raw[name], y, n_boot=s.n_boot, seed=seed)
                 ci = r_ci
-        c["auroc_ci"] = ci
         derived[name] = {"auroc_ci": ci}
         cal_rows.append([name, c.get("auroc"), _ci(ci) if ci else "n/a", c.get("auroc_raw"), c.get("ece"),
                          c.get("aurc"), c.get("aurc_optimal")])

@@ -34,7 +34,7 @@ def fmt(x, digits: int = 3) -> str:
     if math.isnan(v):
         return "n/a"
     if v != 0 and (abs(v) < 10 ** (-digits) or abs(v) >= 1e5):
-        return f"{v:.{digits - 1}e}"
+        return f"{v:.{digits - 1}e}".replace("-", "\u2212")
     return f"{v:.{digits}f}".replace("-", "\u2212")
 
 
@@ -284,6 +284,7 @@ def retrieval_sentences(sec: dict) -> list[str]:
 
 def calibration_sentences(sec: dict) -> list[str]:
     res = sec.get("result") or {}
+    cis = _get(sec, "derived", "auroc_bootstrap_ci", default={}) or {}
     out = []
     for name, c in res.items():
         if not isinstance(c, dict):
@@ -291,7 +292,7 @@ def calibration_sentences(sec: dict) -> list[str]:
         auc = _num(c.get("auroc"))
         if auc is None:
             continue
-        ci = c.get("auroc_ci")
+        ci = c.get("auroc_ci", _get(cis, name, "auroc_ci"))
         if isinstance(ci, (list, tuple)) and len(ci) == 2 and _num(ci[0]) is not None:
             lo, hi = _num(ci[0]), _num(ci[1])
             if lo > 0.5:
