@@ -127,11 +127,11 @@ QUICK = Sizes(
     probe_items=100,
     probe_batches=4,
     probe_batch_size=32,
-    lab_steps=2000,
-    lab_snapshots=16,
-    lab_probe_batches=50,
-    signal_items=1000,
-    retrieval_docs=800,
+    lab_steps=None,
+    lab_snapshots=None,
+    lab_probe_batches=None,
+    signal_items=800,
+    retrieval_docs=600,
     retrieval_queries=100,
     n_boot=500,
     n_perm=500,
@@ -516,8 +516,26 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
     summary["report"]["seconds"] = round(time.perf_counter() - t0, 2)
     summary_path = write_json(summary, out / "summary.json")
     index = render_report(summary, records, out / "index.html")
+    _readable(out, records)
     return ReportResult(index=index, summary_path=summary_path, summary=summary, records=records,
                         seconds=time.perf_counter() - t0)
+
+
+def _readable(out: Path, records: dict[str, dict]) -> None:
+    """Give the page, summary.json, stage records and figures the usual file mode (0666 & ~umask).
+
+    Atomic writes go through ``tempfile.mkstemp``, which creates files with mode 0600.
+    """
+    umask = os.umask(0)
+    os.umask(umask)
+    files = [out / "index.html", out / "summary.json"] + sorted((out / "stages").glob("*.json"))
+    for rec in records.values():
+        for sec in (rec.get("sections") or {}).values():
+            files += [out / f["file"] for f in sec.get("figures") or []]
+    for f in files:
+        with contextlib.suppress(OSError):
+            if f.is_file():
+                os.chmod(f, 0o666 & ~umask)
 
 
 def assemble_summary(config: ReportConfig, records: dict[str, dict]) -> dict:
