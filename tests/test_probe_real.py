@@ -93,3 +93,16 @@ def test_real_minilm_jvp_matches_float64_fd(bundled_encoder, one_thread):
         np.testing.assert_allclose(m.za[0], za_fd, rtol=1e-3, atol=1e-4 * np.sqrt(aa_fd.max()) * float(z.norm(dim=1).max()))
     finally:
         ad.close()
+
+
+def test_real_minilm_lambda_rad_of_final_layernorm_is_one(bundled_encoder, one_thread):
+    """(E4) with only the final LayerNorm gain and bias decayed: the mean-pooled output is exactly
+    1-homogeneous in them, so lambda_rad / lambda = 1 for every item (THEORY section 9)."""
+    ad = TextEncoderAdapter(bundled_encoder)
+    try:
+        last = max(int(n.split("encoder.layer.")[1].split(".")[0]) for n in ad.parameters() if "encoder.layer." in n)
+        final_ln = f"encoder.layer.{last}.output.LayerNorm."
+        m = probe_moments(ad, ITEMS[:5], PAIRS, batch_size=4, batches=1, tau=0.05, decay_mask=lambda n, v: final_ln in n)
+    finally:
+        ad.close()
+    np.testing.assert_allclose(m.zjd / m.r**2, 1.0, rtol=1e-5)

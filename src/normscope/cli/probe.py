@@ -60,7 +60,7 @@ def probe(
     weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="Weight decay lambda (default: known training value).")] = None,
     tau: Annotated[Optional[float], typer.Option("--tau", help="InfoNCE temperature (default: known training value, else 0.05).")] = None,
     decay_mask: Annotated[str, typer.Option("--decay-mask", help="matrices (ndim>=2, no biases/LayerNorm) or all.")] = "matrices",
-    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences: float64 or float32.")] = "float64",
+    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences: auto (the model's, with a float64 spot check), float64 or float32.")] = "auto",
     chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Probe items per JVP chunk.")] = 128,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     device: Annotated[str, typer.Option("--device")] = "cpu",
