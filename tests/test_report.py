@@ -289,3 +289,26 @@ def test_norm_sentence_detects_normalised_model():
     s = norm_distribution_sentences({"result": {"n": 10, "norm_mean": 6.3, "norm_std": 0.5, "norm_min": 4.6,
                                                 "norm_max": 7.5}})
     assert "not unit length" in s[0] and math.isclose(0.5 / 6.3, 0.0794, rel_tol=1e-2)
+
+
+def test_equilibrium_sentences_guards():
+    from normscope.report.text import equilibrium_sentences
+
+    def corr(rho, lo, hi, n=100):
+        return {"pearson": rho, "spearman": rho, "ci": {"pearson": [lo, hi], "spearman": [lo, hi]}, "n": n}
+
+    res = {"n_items": 100, "corr_req_norm": {"pearson": None, "spearman": None, "ci": {}, "n": 0, "note": "x"},
+           "c_fit": -1e-5, "corr_norm_heat": corr(0.6, 0.5, 0.7), "corr_norm_displacement": corr(0.05, -0.1, 0.2),
+           "corr_norm_drift": corr(-0.3, -0.4, -0.2), "n_negative_q": 3, "n_negative_lambda_rad": 0}
+    out = equilibrium_sentences({"status": "ok", "result": res})
+    assert "could not be made" in out[0] and "not positive" in out[0]
+    assert "rises with the heat" in out[1]
+    assert "may be mechanical" in out[2]
+    assert "falls with the radial drift" in out[3]
+    assert out[4].startswith("3 items have q < 0")
+    res["corr_req_norm"] = corr(0.4, 0.2, 0.6, 80)
+    res["training"] = {"optimizer": "AdamW"}
+    res["corr_norm_displacement"] = corr(0.3, 0.2, 0.4)
+    out = equilibrium_sentences({"status": "ok", "result": res})
+    assert "rises with the norm predicted by (E7)" in out[0] and "n = 80" in out[0] and "rank statistic" in out[0]
+    assert not any("mechanical" in s for s in out)

@@ -420,9 +420,10 @@ def stage_probes(ctx: StageContext) -> dict:
         ["\u03b7 / \u03bb", f"{summary.get('lr')} / {summary.get('weight_decay')}", ""],
     ]
     notes = list(summary.get("caveats") or [])
-    for k in ("batch_size_source", "tau_source"):
+    for k, label in (("batch_size_source", "probe batch size B"), ("tau_source", "temperature \u03c4"),
+                     ("lr_given_source", "learning rate \u03b7"), ("weight_decay_source", "weight decay \u03bb")):
         if summary.get(k):
-            notes.append(f"{k.replace('_source', '')}: {summary[k]}")
+            notes.append(f"{label}: {summary[k]}")
     sizes = (f"P = {summary.get('n_items')} probe words (top of wordfreq), K = {summary.get('batches')} virtual SGD "
              f"batches of B = {summary.get('batch_size')} {spec} pairs ({summary.get('pairs', '')})")
     return {

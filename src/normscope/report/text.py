@@ -176,8 +176,13 @@ def equilibrium_sentences(sec: dict) -> list[str]:
     req = res.get("corr_req_norm")
     rho, ci, m = _corr_parts(req)
     if rho is not None:
-        out.append(correlation_sentence("the observed norm", "the norm predicted by (E7) from the probes",
-                                        rho, ci, (req or {}).get("n", n), method=m))
+        sent = correlation_sentence("the observed norm", "the norm predicted by (E7) from the probes",
+                                    rho, ci, (req or {}).get("n", n), method=m)
+        opt = str(_get(res, "training", "optimizer", default="") or "")
+        if opt.lower().startswith("adam"):
+            sent += (f" This model was trained with {opt}, for which the SGD form of Theorem 1 is not expected to "
+                     "hold quantitatively: read this as a rank statistic.")
+        out.append(sent)
     elif isinstance(req, dict):
         c_fit = _num(res.get("c_fit"))
         why = (f"the fitted decay c_fit = {fmt(c_fit)} is not positive, so (E7) predicts no finite norm"
