@@ -669,6 +669,8 @@ def probe_moments(
     losses = np.zeros(batches)
     gnorms = np.zeros(batches)
     total_steps = batches + 1
+    buf_p = {n: torch.empty_like(v) for n, v in theta_fd.items()}
+    buf_m = {n: torch.empty_like(v) for n, v in theta_fd.items()}
     for k, bidx in enumerate(batch_idx):
         t0 = time.perf_counter()
         th = {n: v.detach().clone().requires_grad_(True) for n, v in theta.items()}
@@ -703,8 +705,11 @@ def probe_moments(
             eps = _fd_step(rel, fd_target)
             eps_used[k, ci] = eps
             with torch.no_grad():
-                zp = fd_adapter.embed({n: theta_fd[n] + eps * tangent_fd[n] for n in theta_fd}, feats_fd[ci], "query")
-                zm = fd_adapter.embed({n: theta_fd[n] - eps * tangent_fd[n] for n in theta_fd}, feats_fd[ci], "query")
+                for n in theta_fd:  # theta +- eps v into preallocated buffers (no per-chunk allocation)
+                    torch.add(theta_fd[n], tangent_fd[n], alpha=eps, out=buf_p[n])
+                    torch.add(theta_fd[n], tangent_fd[n], alpha=-eps, out=buf_m[n])
+                zp = fd_adapter.embed(buf_p, feats_fd[ci], "query")
+                zm = fd_adapter.embed(buf_m, feats_fd[ci], "query")
                 z0 = z_fd_chunks[ci]
                 c = ((zp - z0) + (zm - z0)).double() / (2.0 * eps * eps)
             zc[k, idx] = (z0.double() * c).sum(1).cpu().numpy()
