@@ -10,8 +10,9 @@ import pytest
 from scipy import stats
 
 from normscope.cli import run
-from normscope.cli.correlate import plot_signal, read_covariate_file, run_correlate
 from normscope.errors import InputError
+from normscope.signals import plot_signal, run_correlate
+from normscope.signals.study import read_covariate_file
 
 WORDS = ["dog", "cat", "house", "car", "tree", "idea", "truth", "justice", "water", "music", "table",
          "freedom", "apple", "river", "mountain", "theory", "chair", "hope", "window", "science", "xqzvtl", "blorptang"]

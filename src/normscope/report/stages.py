@@ -273,7 +273,7 @@ SIGNAL_ORDER = ("frequency", "specificity", "concreteness", "uncertainty")
 
 def stage_signals(ctx: StageContext) -> dict:
     try:
-        from normscope.cli.correlate import plot_signal, run_correlate
+        from normscope.signals import plot_signal, run_correlate
     except ImportError as exc:
         raise StageUnavailable(f"the semantic-signal stage is not available in this build ({exc})") from None
     from normscope.errors import NormscopeError

@@ -10,27 +10,17 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from normscope.errors import DataError, InputError
+from normscope.signals._files import data_file
 
 __all__ = ["load_concreteness", "concreteness", "concreteness_words"]
 
 _FILE = "Concreteness_ratings_Brysbaert_et_al_BRM.txt"
 _REQUIRED = ("Word", "Bigram", "Conc.M")
-
-
-def _default_path() -> Path:
-    from normscope.datasets import shared_data_dir
-
-    d = shared_data_dir()
-    p = d / "concreteness_brysbaert2014" / _FILE if d is not None else None
-    if p is None or not p.is_file():
-        raise InputError("no concreteness ratings file given and ../shared/data/concreteness_brysbaert2014 is absent")
-    return p
 
 
 @functools.lru_cache(maxsize=2)
@@ -79,9 +69,7 @@ def load_concreteness(path: str | os.PathLike | None = None) -> pd.DataFrame:
     DataError
         Unreadable file.
     """
-    p = Path(path) if path is not None else _default_path()
-    if not p.is_file():
-        raise InputError(f"concreteness ratings file not found: {p}")
+    p = data_file(path, subdir="concreteness_brysbaert2014", name=_FILE, what="concreteness ratings")
     return _read(str(p))
 
 

@@ -11,12 +11,12 @@ import gzip
 import math
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from normscope.errors import DataError, InputError
+from normscope.signals._files import data_file
 
 __all__ = ["zipf_frequency", "load_subtlex", "subtlex_zipf", "SUBTLEX_CORPUS_MILLIONS"]
 
@@ -66,16 +66,6 @@ def zipf_frequency(items: Sequence[str], *, lang: str = "en") -> np.ndarray:
         if vals:
             out[i] = float(np.mean(vals))
     return out
-
-
-def _default_subtlex() -> Path:
-    from normscope.datasets import shared_data_dir
-
-    d = shared_data_dir()
-    p = d / "subtlex_us" / _SUBTLEX_FILE if d is not None else None
-    if p is None or not p.is_file():
-        raise InputError("no SUBTLEX-US file given and ../shared/data/subtlex_us is absent")
-    return p
 
 
 @functools.lru_cache(maxsize=2)
@@ -129,9 +119,7 @@ def load_subtlex(path: str | os.PathLike | None = None) -> pd.DataFrame:
     DataError
         Unreadable (corrupt gzip) file.
     """
-    p = Path(path) if path is not None else _default_subtlex()
-    if not p.is_file():
-        raise InputError(f"SUBTLEX-US file not found: {p}")
+    p = data_file(path, subdir="subtlex_us", name=_SUBTLEX_FILE, what="SUBTLEX-US")
     return _read_subtlex(str(p))
 
 
