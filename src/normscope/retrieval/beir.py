@@ -307,6 +307,7 @@ def load_beir_hub(name: str, *, splits: Iterable[str] = ("train", "test")) -> Be
     Returns
     -------
     BeirDataset
+        Named after the hub repository (``BeIR/<name>``).
 
     Raises
     ------
