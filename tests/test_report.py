@@ -183,19 +183,19 @@ def test_auroc_bootstrap_ci_matches_sklearn():
     """The report's vectorised AUROC bootstrap equals a loop over sklearn's roc_auc_score."""
     from sklearn.metrics import roc_auc_score
 
-    from normscope.report.stages import bootstrap_auroc_ci
+    from normscope.retrieval.calibration import auroc_bootstrap_ci
 
     rng = np.random.default_rng(3)
     y = rng.integers(0, 2, 80)
     x = y * 0.8 + rng.normal(size=80)
     x[:10] = np.round(x[:10])  # ties
-    lo, hi = bootstrap_auroc_ci(x, y, n_boot=300, seed=7)
+    lo, hi = auroc_bootstrap_ci(x, y, n_boot=300, seed=7)
     idx = np.random.default_rng(7).integers(0, 80, size=(300, 80))
     aucs = [roc_auc_score(y[i], x[i]) for i in idx if 0 < y[i].sum() < 80]
     assert lo == pytest.approx(np.quantile(aucs, 0.025), abs=1e-12)
     assert hi == pytest.approx(np.quantile(aucs, 0.975), abs=1e-12)
     assert lo < roc_auc_score(y, x) < hi
-    assert bootstrap_auroc_ci(x, np.ones(80, int)) is None
+    assert auroc_bootstrap_ci(x, np.ones(80, int)) is None
 
 
 def test_rerun_uses_cache_and_settings_invalidate(small_run, bundled_encoder):

@@ -18,7 +18,6 @@ It raises :class:`~normscope.report.runner.StageUnavailable` when the stage cann
 
 from __future__ import annotations
 
-import importlib
 import platform
 from collections.abc import Callable
 from pathlib import Path
@@ -30,14 +29,6 @@ from normscope.report.runner import StageContext, StageUnavailable
 __all__ = ["STAGE_FUNCS", "encode_texts"]
 
 
-def _import(module: str, what: str):
-    """Import ``module`` or raise StageUnavailable naming it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise StageUnavailable(f"{what} is not available in this build ({module}: {exc})") from None
-
-
 def encode_texts(ctx: StageContext, texts: list[str], *, batch_size: int = 64) -> np.ndarray:
     """Raw vectors of ``texts`` with the report's encoder, through the embedding cache when present.
 
@@ -45,12 +36,9 @@ def encode_texts(ctx: StageContext, texts: list[str], *, batch_size: int = 64) -
     -------
     ndarray of shape (n, d), float32
     """
-    enc = ctx.encoder()
-    try:
-        from normscope.encoders.cache import encode_cached
-    except ImportError:
-        return enc.encode(texts, batch_size=batch_size, progress=True)
-    return np.asarray(encode_cached(enc, texts, batch_size=batch_size, progress=True), dtype=np.float32)
+    from normscope.encoders.cache import encode_cached
+
+    return np.asarray(encode_cached(ctx.encoder(), texts, batch_size=batch_size, progress=True), dtype=np.float32)
 
 
 def _fmt_n(n) -> str:
@@ -206,7 +194,8 @@ def _jsonable(obj):
 
 
 def stage_lab(ctx: StageContext) -> dict:
-    lab = _import("normscope.lab", "the training lab")
+    from normscope import lab
+
     s = ctx.sizes
     seed = ctx.config.seed
     kw = {"encoder": "table", "optimizer": "sgd", "data": "synthetic", "seed": seed}
@@ -272,10 +261,7 @@ SIGNAL_ORDER = ("frequency", "specificity", "concreteness", "uncertainty")
 
 
 def stage_signals(ctx: StageContext) -> dict:
-    try:
-        from normscope.signals import plot_signal, run_correlate
-    except ImportError as exc:
-        raise StageUnavailable(f"the semantic-signal stage is not available in this build ({exc})") from None
+    from normscope.signals import plot_signal, run_correlate
     from normscope.errors import NormscopeError
 
     s = ctx.sizes
@@ -375,7 +361,7 @@ def _pair_source(ctx: StageContext):
 
 
 def stage_probes(ctx: StageContext) -> dict:
-    probes = _import("normscope.probes", "the probe stage")
+    from normscope import probes
     from normscope.datasets import wordfreq_words
 
     s = ctx.sizes
@@ -454,72 +440,12 @@ def _scifact_dir(ctx: StageContext) -> Path:
     return d
 
 
-def bootstrap_auroc_ci(score, label, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> list | None:
-    """Percentile bootstrap CI of the AUROC of ``score`` for the binary ``label`` (resampling items).
-
-    The AUROC of each resample is the Mann-Whitney form ``(sum of positive ranks - n1(n1+1)/2) /
-    (n1 n0)`` with average ranks for ties (equal to :func:`sklearn.metrics.roc_auc_score`), computed
-    for all resamples at once. Resamples with one class only are dropped.
-
-    Parameters
-    ----------
-    score : array-like of shape (n,)
-    label : array-like of shape (n,), 0/1
-    n_boot : int, keyword-only
-    seed : int, keyword-only
-    level : float, keyword-only
-
-    Returns
-    -------
-    [lo, hi] or None (fewer than 2 items of a class, or too few valid resamples)
-    """
-    from scipy.stats import rankdata
-
-    x = np.asarray(score, dtype=np.float64)
-    y = np.asarray(label, dtype=np.int64)
-    ok = np.isfinite(x)
-    x, y = x[ok], y[ok]
-    if y.sum() < 2 or (1 - y).sum() < 2 or n_boot < 10:
-        return None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(x), size=(n_boot, len(x)))
-    xs, ys = x[idx], y[idx]
-    n1 = ys.sum(axis=1)
-    n0 = ys.shape[1] - n1
-    valid = (n1 > 0) & (n0 > 0)
-    ranks = rankdata(xs, axis=1)
-    auc = ((ranks * ys).sum(axis=1) - n1 * (n1 + 1) / 2) / np.where(valid, n1 * n0, 1)
-    auc = auc[valid]
-    if len(auc) < 0.9 * n_boot:
-        return None
-    a = (1 - level) / 2
-    return [float(np.quantile(auc, a)), float(np.quantile(auc, 1 - a))]
-
-
-def _read_queries(d: Path) -> dict[str, str]:
-    import gzip
-    import json
-
-    for name in ("queries.jsonl", "queries.jsonl.gz"):
-        p = d / name
-        if p.is_file():
-            opener = gzip.open if name.endswith(".gz") else open
-            out = {}
-            with opener(p, "rt", encoding="utf-8") as f:
-                for line in f:
-                    if line.strip():
-                        row = json.loads(line)
-                        out[str(row.get("_id"))] = str(row.get("text", ""))
-            return out
-    return {}
-
-
 def stage_retrieval(ctx: StageContext) -> dict:
     d = _scifact_dir(ctx)
-    try:
-        from normscope.retrieval.pipeline import plot_reliability, plot_risk_coverage, run_retrieval
-    except ImportError as exc:
-        raise StageUnavailable(f"the retrieval stage is not available in this build ({exc})") from None
+    from normscope.retrieval.beir import load_beir
+    from normscope.retrieval.calibration import auroc_bootstrap_ci
+    from normscope.retrieval.pipeline import plot_reliability, plot_risk_coverage, run_retrieval
+
     s = ctx.sizes
     seed = ctx.config.seed
     summary, run_df = run_retrieval(d, encoder=ctx.encoder(), max_docs=s.retrieval_docs,
@@ -558,7 +484,7 @@ def stage_retrieval(ctx: StageContext) -> dict:
     sig = summary.get("significance") or {}
     notes += [f"p (t-test): {sig.get('p_value')}", f"p (randomisation): {sig.get('p_value_randomization')}"]
     # example queries (dataset text: escaped on the page)
-    qtext = _read_queries(d)
+    qtext = load_beir(d, splits=[]).queries
     cos = run_df[(run_df["scorer"] == "cosine") & (run_df["rank"] == run_df["rank"].min())]
     cos = cos.sort_values("query_norm")
     examples = []
@@ -610,7 +536,7 @@ def stage_retrieval(ctx: StageContext) -> dict:
             a_raw = float(roc_auc_score(y, raw[name]))
             if abs(a_raw - c["auroc_raw"]) < 1e-9 and c.get("auroc") is not None:
                 flipped = abs(c["auroc"] - (1 - a_raw)) < 1e-9 and abs(c["auroc"] - a_raw) > 1e-9
-                r_ci = bootstrap_auroc_ci(-raw[name] if flipped else raw[name], y, n_boot=s.n_boot, seed=seed)
+                r_ci = auroc_bootstrap_ci(-raw[name] if flipped else raw[name], y, n_boot=s.n_boot, seed=seed)
                 ci = r_ci
         derived[name] = {"auroc_ci": ci}
         cal_rows.append([name, c.get("auroc"), _ci(ci) if ci else "n/a", c.get("auroc_raw"), c.get("ece"),

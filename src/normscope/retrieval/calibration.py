@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from scipy.stats import rankdata
 
 from normscope.errors import InputError
 
@@ -370,3 +371,43 @@ def evaluate_signals(train, test, *, signals: Sequence[str] = SIGNALS, n_bins: i
     return {
         sig: {**f["info"], **score_signal(f["confidence"], y_te, raw=f["raw"], n_bins=n_bins)} for sig, f in fitted.items()
     }
+
+
+def auroc_bootstrap_ci(score, label, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> list | None:
+    """Percentile bootstrap CI of the AUROC of ``score`` for the binary ``label`` (resampling items).
+
+    The AUROC of each resample is the Mann-Whitney form ``(sum of positive ranks - n1(n1+1)/2) /
+    (n1 n0)`` with average ranks for ties (equal to :func:`sklearn.metrics.roc_auc_score`), computed
+    for all resamples at once. Resamples with one class only are dropped.
+
+    Parameters
+    ----------
+    score : array-like of shape (n,)
+    label : array-like of shape (n,), 0/1
+    n_boot : int, keyword-only
+    seed : int, keyword-only
+    level : float, keyword-only
+
+    Returns
+    -------
+    [lo, hi] or None (fewer than 2 items of a class, or too few valid resamples)
+    """
+    x = np.asarray(score, dtype=np.float64)
+    y = np.asarray(label, dtype=np.int64)
+    ok = np.isfinite(x)
+    x, y = x[ok], y[ok]
+    if y.sum() < 2 or (1 - y).sum() < 2 or n_boot < 10:
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(x), size=(n_boot, len(x)))
+    xs, ys = x[idx], y[idx]
+    n1 = ys.sum(axis=1)
+    n0 = ys.shape[1] - n1
+    valid = (n1 > 0) & (n0 > 0)
+    ranks = rankdata(xs, axis=1)
+    auc = ((ranks * ys).sum(axis=1) - n1 * (n1 + 1) / 2) / np.where(valid, n1 * n0, 1)
+    auc = auc[valid]
+    if len(auc) < 0.9 * n_boot:
+        return None
+    a = (1 - level) / 2
+    return [float(np.quantile(auc, a)), float(np.quantile(auc, 1 - a))]
