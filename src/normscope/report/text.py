@@ -191,7 +191,9 @@ def equilibrium_sentences(sec: dict) -> list[str]:
                    f"({fmt(req.get('n', 0))} items with a prediction).")
     rho_h, ci_h, mh = _corr_parts(res.get("corr_norm_heat"))
     if rho_h is not None:
-        out.append(correlation_sentence("the norm", "the heat \u03a3\u00b2", rho_h, ci_h, n, method=mh))
+        out.append(correlation_sentence("the norm", "the heat \u03a3\u00b2", rho_h, ci_h, n, method=mh)
+                   + " Heat \u03a3\u00b2 = R\u00b2 E||\u0394||\u00b2 contains R\u00b2 by construction:"
+                   " the R-free displacement below is the fair test.")
     rho_d, ci_d, md = _corr_parts(res.get("corr_norm_displacement"))
     if rho_d is not None:
         s = correlation_sentence("the norm", "the R-free displacement E||a||\u00b2", rho_d, ci_d, n, method=md)
