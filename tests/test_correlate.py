@@ -34,7 +34,11 @@ def test_frequency_matches_independent_computation(bundled_encoder):
     assert abs(summary["pearson"] - stats.pearsonr(norm[ok], z[ok]).statistic) < 1e-5
     lengths = np.array([len(bundled_encoder.model.tokenizer.tokenize(w)) for w in WORDS])
     np.testing.assert_array_equal(df["control_length"], lengths)
-    assert summary["controls"] == ["length"]  # frequency is not its own control
+    # frequency is not its own control; length is dropped when it does not vary over the valid items
+    if len(np.unique(lengths[ok])) < 2:
+        assert summary["controls"] == [] and summary["controls_dropped"] == ["length"]
+    else:
+        assert summary["controls"] == ["length"]
     assert summary["spearman_ci"][0] <= summary["spearman"] <= summary["spearman_ci"][1]
     for key in ("signal", "n", "spearman", "spearman_ci", "pearson", "pearson_ci", "p_value", "partial_spearman",
                 "controls", "model", "n_missing", "dataset"):
@@ -49,11 +53,12 @@ def test_concreteness_partial_controls(bundled_encoder, shared_data):
     ok = df["covariate"].notna() & df["control_frequency"].notna()
     from normscope.stats import partial_spearman
 
-    ref = partial_spearman(df["covariate"], df["norm"], df[["control_frequency", "control_length"]].to_numpy(),
-                           n_boot=0, n_perm=0)
+    # every valid item here is one token: length is constant, dropped, and the partial uses frequency only
+    assert df.loc[df["covariate"].notna(), "control_length"].nunique() == 1
+    ref = partial_spearman(df["covariate"], df["norm"], df[["control_frequency"]].to_numpy(), n_boot=0, n_perm=0)
     assert abs(summary["partial_spearman"]["rho"] - ref.rho) < 1e-12
     assert summary["partial_spearman"]["n"] == ok.sum()
-    assert summary["partial_spearman"]["controls"] == ["frequency", "length"]
+    assert summary["partial_spearman"]["controls"] == ["frequency"] and summary["controls_dropped"] == ["length"]
 
 
 def test_specificity_counts_missing_entries(bundled_encoder, shared_data):
@@ -192,3 +197,42 @@ def test_default_item_sets(bundled_encoder, shared_data):
     assert df["item"].tolist() == concreteness_words(n=30, seed=4) and s["n_missing"] == 0
     s, df = run_correlate("specificity", encoder=bundled_encoder, n=25, n_boot=20, n_perm=20, controls=())
     assert df["item"].tolist() == wordnet_nouns(25) and s["partial_spearman"] is None and s["controls"] == []
+
+
+def test_constant_control_is_dropped_and_said_so(bundled_encoder, tmp_path, capsys):
+    """One-token items: the length control is constant, so it removes nothing and must not be claimed."""
+    one_tok = ["dog", "cat", "house", "car", "tree", "water", "music", "table", "apple", "river", "chair", "hope"]
+    assert all(len(bundled_encoder.model.tokenizer.tokenize(w)) == 1 for w in one_tok)
+    summary, df = run_correlate("frequency", encoder=bundled_encoder, items=one_tok, controls=("length",),
+                                n_boot=50, n_perm=50)
+    assert summary["partial_spearman"] is None and summary["controls"] == []
+    assert summary["controls_dropped"] == ["length"] and "constant" in summary["partial_reason"]
+    assert any("control 'length' is constant (every item is 1 token): not controlled" == s for s in summary["notes"])
+    # with a varying control left, only that one is partialled out (same rho as an independent partial)
+    rng = np.random.default_rng(0)
+    age = rng.normal(size=len(one_tok))
+    p = tmp_path / "cov.csv"
+    z = np.array(df["covariate"])
+    pd.DataFrame({"item": one_tok, "value": z, "age": age}).to_csv(p, index=False)
+    s2, d2 = run_correlate("frequency", encoder=bundled_encoder, covariates=read_covariate_file(p, "frequency"),
+                           controls=("length", "age"), n_boot=0, n_perm=0)
+    assert s2["controls"] == ["age"] and s2["partial_spearman"]["controls"] == ["age"]
+    from normscope.stats import partial_spearman
+
+    ref = partial_spearman(d2["covariate"], d2["norm"], d2[["age"]].to_numpy(), n_boot=0, n_perm=0)
+    assert abs(s2["partial_spearman"]["rho"] - ref.rho) < 1e-12
+    # the CLI says it in the table and the notes
+    items = tmp_path / "items.txt"
+    items.write_text("\n".join(one_tok))
+    assert run(["correlate", "--signal", "frequency", "--items", str(items), "--n-boot", "20", "--n-perm", "20",
+                "--json", str(tmp_path / "s.json")]) == 0
+    cap = capsys.readouterr()
+    assert "partial ρ | length" not in cap.out and "not computed" in cap.out
+    assert "not controlled" in cap.err and "wrote " in cap.err and "s.json" in cap.err
+
+
+def test_too_few_items_wording(bundled_encoder):
+    with pytest.raises(InputError) as exc:
+        run_correlate("frequency", encoder=bundled_encoder, items=["dog", "cat", "house"], n_boot=0, n_perm=0)
+    msg = str(exc.value)
+    assert "only 3 item(s) have a frequency value" in msg and "0 of" not in msg and "e.g. []" not in msg

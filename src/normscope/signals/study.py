@@ -228,7 +228,10 @@ def run_correlate(
         JSON-serialisable: ``signal``, ``model``, ``dataset``, ``n`` (valid items), ``n_items``,
         ``n_missing`` (items without covariate) and ``missing_examples``, ``spearman``,
         ``spearman_ci``, ``pearson``, ``pearson_ci``, ``p_value`` (Spearman, permutation),
-        ``pearson_p``, ``partial_spearman`` ({rho, ci, p_value, n, ...} or None), ``controls``,
+        ``pearson_p``, ``partial_spearman`` ({rho, ci, p_value, n, ...} or None), ``controls`` (the controls actually
+        partialled out), ``controls_dropped`` (requested controls that are constant over the valid
+        items, e.g. ``length`` when every item is one token, hence not controlled), ``partial_reason``
+        (why ``partial_spearman`` is None when controls were requested, else None),
         ``covariate``, ``ci_method``, ``notes``; specificity adds ``measures`` (rho per measure).
     per_item : pandas.DataFrame
         One row per item: ``item``, ``norm`` (float64, ||z||), ``covariate`` and the controls.
@@ -366,13 +369,31 @@ def run_correlate(
     n_missing = int(missing.sum())
     valid = int((~missing & np.isfinite(norm)).sum())
     if valid < MIN_VALID:
-        raise InputError(
-            f"only {valid} item(s) have a {signal} value (need at least {MIN_VALID}); {n_missing} of "
-            f"{len(items)} items have none (e.g. {[items[i] for i in np.flatnonzero(missing)[:5]]})"
-        )
+        if n_missing:
+            why = (f"{n_missing} of {len(items)} items have none "
+                   f"(e.g. {[items[i] for i in np.flatnonzero(missing)[:5]]})")
+        else:
+            why = f"only {len(items)} item(s) were given; use more items (e.g. a larger --n)"
+        raise InputError(f"only {valid} item(s) have a {signal} value (need at least {MIN_VALID}); {why}")
+    # controls that do not vary over the valid items remove nothing: drop them (and say so)
+    ok_items = np.isfinite(cov) & np.isfinite(norm)
+    dropped_controls: list[str] = []
+    for c in list(ctrl):
+        vals = ctrl[c][ok_items & np.isfinite(ctrl[c])]
+        n_distinct = len(np.unique(vals))
+        if n_distinct < 2:
+            what = (f"every item is {vals[0]:g} token{'s' if vals[0] != 1 else ''}" if c == "length" and n_distinct == 1
+                    else (f"every item has the value {vals[0]:g}" if n_distinct == 1 else "no item has a value"))
+            notes.append(f"control '{c}' is constant ({what}): not controlled")
+            dropped_controls.append(c)
+            del ctrl[c]
     with _status(progress, f"{n_boot} bootstrap resamples and {n_perm} permutations"):
         res = correlation(norm, cov, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID)
         partial = None
+        partial_reason = None
+        if dropped_controls and not ctrl:
+            partial_reason = (f"no partial correlation: the control(s) {', '.join(dropped_controls)} "
+                              "are constant over the valid items")
         if ctrl:
             z = np.column_stack([ctrl[c] for c in ctrl])
             partial = partial_spearman(cov, norm, z, n_boot=n_boot, n_perm=n_perm, seed=seed,
@@ -401,6 +422,8 @@ def run_correlate(
         "pearson_p": res.to_dict()["pearson_p"],
         "partial_spearman": partial,
         "controls": list(ctrl),
+        "controls_dropped": dropped_controls,
+        "partial_reason": partial_reason,
         "ci_level": res.ci_level,
         "ci_method": res.ci_method,
         "p_method": res.p_method,
@@ -473,7 +496,8 @@ def _run_cifar10h(*, encoder, model, images, n, seed, n_boot, n_perm, batch_size
         "dataset": f"CIFAR-10H ({len(keep)} test images)", "n_items": len(keep), "n": res["n"], "n_missing": 0,
         "missing_examples": [], "spearman": res["spearman"], "spearman_ci": res["spearman_ci"],
         "pearson": res["pearson"], "pearson_ci": res["pearson_ci"], "p_value": res["p_value"],
-        "pearson_p": res["pearson_p"], "partial_spearman": None, "controls": [], "ci_level": res["ci_level"],
+        "pearson_p": res["pearson_p"], "partial_spearman": None, "controls": [],
+        "controls_dropped": [], "partial_reason": None, "ci_level": res["ci_level"],
         "ci_method": res["ci_method"], "p_method": res["p_method"], "n_boot": n_boot, "n_perm": res["n_perm"],
         "seed": seed, "norm_mean": float(norm.mean()), "norm_sd": float(norm.std(ddof=1)), "entropy_unit": "bits",
         "notes": ["images have no text length or word frequency: no controls"],
