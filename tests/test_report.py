@@ -312,3 +312,48 @@ def test_equilibrium_sentences_guards():
     out = equilibrium_sentences({"status": "ok", "result": res})
     assert "rises with the norm predicted by (E7)" in out[0] and "n = 80" in out[0] and "rank statistic" in out[0]
     assert not any("mechanical" in s for s in out)
+
+
+def test_norm_sentence_points_only_to_sections_that_ran():
+    from normscope.report.text import norm_distribution_sentences, what_this_says
+
+    res = {"result": {"n": 10, "norm_mean": 6.3, "norm_std": 0.5, "norm_min": 4.6, "norm_max": 7.5}}
+    alone = norm_distribution_sentences(res, explained_by=[])[0]
+    assert "sections below" not in alone and "not explained by this run" in alone
+    lab = norm_distribution_sentences(res, explained_by=["training_lab"])[0]
+    assert "the training lab below tries to explain" in lab
+    says = what_this_says({"norm_distribution": dict(res, status="ok"), "training_lab": {"status": "not_run"},
+                           "semantic_signals": {"status": "ok", "result": {}}})
+    assert "the semantic signals below tries to explain" in says["norm_distribution"][0]
+
+
+def test_signal_sentence_names_only_applied_controls():
+    from normscope.report.text import semantic_signal_sentences
+
+    base = {"status": "ok", "spearman": -0.29, "spearman_ci": [-0.39, -0.18], "n": 300, "controls": ["frequency"],
+            "controls_dropped": ["length"]}
+    part = {"rho": -0.2, "ci": [-0.3, -0.1], "controls": ["frequency"], "n": 300}
+    s = semantic_signal_sentences({"result": {"concreteness": dict(base, partial_spearman=part)}})[0]
+    assert "Controlling for frequency it stays negative" in s and "frequency and length" not in s
+    assert "Length is constant over these items, so it was not controlled." in s
+    s = semantic_signal_sentences({"result": {"frequency": dict(base, controls=[], partial_spearman=None)}})[0]
+    assert "Controlling" not in s and "no partial correlation was computed" in s
+
+
+def test_only_selected_stages_in_progress_sizes_and_logs(tmp_path, bundled_encoder):
+    import io
+
+    from rich.console import Console
+
+    buf = io.StringIO()
+    cfg = ReportConfig(out=tmp_path / "r", sizes=TINY, only=("norms", "lab"))
+    res = run_report(cfg, progress=True, encoder=bundled_encoder, console=Console(file=buf, width=200))
+    log = buf.getvalue()
+    assert "2/2 stages" in log and "/6 stages" not in log and "runner.py" not in log
+    html = (tmp_path / "r" / "index.html").read_text()
+    sizes_line = next(line for line in html.splitlines() if "Sizes of this run" in line)
+    assert "words = 60" in sizes_line and "lab_steps = 300" in sizes_line
+    for other in ("retrieval_docs", "signal_items", "probe_items", "n_perm"):
+        assert other not in sizes_line
+    nd = res.summary["what_this_says"]["norm_distribution"][0]
+    assert "sections below" not in nd and "the training lab below tries to explain" in nd

@@ -113,7 +113,7 @@ TEMPLATE = r"""<!DOCTYPE html>
 <tr><th>stage</th><th>status</th><th>wall time (s)</th><th>from cache</th></tr>
 {% for st, rec in records.items() %}<tr><td>{{ st }}</td><td>{{ rec.status }}</td><td class="num">{{ num(rec.seconds, 1) }}</td><td>{{ 'yes' if rec.cached else 'no' }}</td></tr>
 {% endfor %}</table>
-<p class="meta">Sizes of this run: {% for k, v in (report.sizes or {}).items() %}{{ k }} = {{ 'stage default' if v is none else num(v) }}{% if not loop.last %}, {% endif %}{% endfor %}.</p>
+<p class="meta">Sizes of this run (stages that ran): {% for k, v in run_sizes.items() %}{{ k }} = {{ 'stage default' if v is none else num(v) }}{% if not loop.last %}, {% endif %}{% endfor %}.</p>
 </body>
 </html>
 """
@@ -181,6 +181,7 @@ def render_html(summary: dict, records: dict, out_dir: str | Path) -> str:
     tmpl = env.from_string(TEMPLATE)
     return tmpl.render(
         report=summary.get("report", {}),
+        run_sizes=_run_sizes(summary.get("report", {}), records),
         summary=summary,
         sections=SECTIONS,
         views=views,
@@ -193,6 +194,15 @@ def render_html(summary: dict, records: dict, out_dir: str | Path) -> str:
         is_num=_is_num,
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
+
+
+def _run_sizes(report: dict, records: dict) -> dict:
+    """The sizes of the stages that ran (not those left out with ``--only`` or not run)."""
+    from normscope.report.runner import sizes_of_stages
+
+    ran = [st for st, rec in records.items() if rec.get("status") not in ("not_run", "not run", "not selected")
+           and st in (report.get("stages_run") or records)]
+    return sizes_of_stages(report.get("sizes"), ran)
 
 
 def render_report(summary: dict, records: dict, path: str | Path) -> Path:

@@ -119,6 +119,29 @@ class Sizes:
         return dataclasses.asdict(self)
 
 
+#: The stages each size applies to (the page lists only the sizes of stages that ran).
+SIZE_STAGES: dict[str, tuple[str, ...]] = {
+    "words": ("norms",),
+    "probe_items": ("probes",),
+    "probe_batches": ("probes",),
+    "probe_batch_size": ("probes",),
+    "lab_steps": ("lab",),
+    "lab_snapshots": ("lab",),
+    "lab_probe_batches": ("lab",),
+    "signal_items": ("signals",),
+    "retrieval_docs": ("retrieval",),
+    "retrieval_queries": ("retrieval",),
+    "n_boot": ("signals", "retrieval"),
+    "n_perm": ("signals",),
+}
+
+
+def sizes_of_stages(sizes: dict | None, stages: Sequence[str]) -> dict:
+    """The entries of ``sizes`` (:meth:`Sizes.to_dict`) that apply to at least one of ``stages``."""
+    run = set(stages)
+    return {k: v for k, v in (sizes or {}).items() if run & set(SIZE_STAGES.get(k, (k,)))}
+
+
 #: Default sizes of ``normscope report`` (and ``make run``).
 FULL = Sizes()
 #: ``--quick``: whole run under 5 minutes on 2 CPU cores.
@@ -465,20 +488,20 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
             transient=False,
         )
         with bar:
-            task = bar.add_task("", total=len(STAGES))
+            selected = [st for st in STAGES if st in config.only]
+            task = bar.add_task("", total=len(selected))
             for stage in STAGES:
-                bar.update(task, description=stage)
                 if stage not in config.only:
                     records[stage] = _not_run_record(stage, f"not selected (--only {','.join(config.only)})")
-                    bar.advance(task)
                     continue
+                bar.update(task, description=stage)
                 settings = stage_settings(stage, config)
                 key = settings_key(settings)
                 cached = None if config.force else load_cached(out, stage, key)
                 if cached is not None:
                     cached["cached"] = True
                     records[stage] = cached
-                    console.log(f"{stage}: cached ({_stage_path(out, stage)})")
+                    console.print(f"{stage}: cached ({_stage_path(out, stage)})")
                     bar.advance(task)
                     continue
                 func: Callable[[StageContext], dict] = _stages.STAGE_FUNCS[stage]
@@ -491,7 +514,7 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
                     msg = f"{type(exc).__name__}: {exc}".splitlines()[0]
                     rec = _error_record(stage, "failed", msg, key, settings, time.perf_counter() - ts)
                     rec["traceback"] = traceback.format_exc()
-                    console.log(f"[red]{stage} failed[/]: {msg}")
+                    console.print(f"[red]{stage} failed[/]: {msg}")
                 else:
                     statuses = {s.get("status", "ok") for s in sections.values()}
                     rec = {
@@ -508,8 +531,9 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
                 write_json(rec, _stage_path(out, stage))
                 rec["cached"] = False
                 records[stage] = rec
-                console.log(f"{stage}: {rec['status']} in {rec.get('seconds', 0):.1f} s")
+                console.print(f"{stage}: {rec['status']} in {rec.get('seconds', 0):.1f} s")
                 bar.advance(task)
+            bar.update(task, description="done")
 
     summary = assemble_summary(config, records)
     summary["what_this_says"] = what_this_says(summary)

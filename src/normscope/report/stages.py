@@ -231,7 +231,8 @@ def stage_lab(ctx: StageContext) -> dict:
         ["steps (burn-in)", f"{summary.get('steps')} ({summary.get('burn_in')})", "steps"],
         ["estimator", f"{summary.get('estimator')} ({summary.get('snapshots')} states \u00d7 {summary.get('probe_batches')} batches)", ""],
     ]
-    rows = [[g.get("ambiguity"), g.get("n"), g.get("r_obs"), g.get("r_eq"), g.get("heat"), g.get("drift"),
+    # heat and drift: 3 significant digits (groups differ in the 2nd-3rd significant digit, which 3 decimals hide)
+    rows = [[g.get("ambiguity"), g.get("n"), g.get("r_obs"), g.get("r_eq"), _sig3(g.get("heat")), _sig3(g.get("drift")),
              g.get("mean_abs_rel_error")] for g in summary.get("groups") or []]
     notes = list(summary.get("caveats") or [])
     if summary.get("sgd_formula_expected") is False:
@@ -257,6 +258,11 @@ def stage_lab(ctx: StageContext) -> dict:
     }
 
 
+def _sig3(x):
+    """A number as a string with 3 significant digits (``None`` stays ``None``)."""
+    return None if x is None else format(float(x), ".3g")
+
+
 SIGNAL_ORDER = ("frequency", "specificity", "concreteness", "uncertainty")
 
 
@@ -279,7 +285,7 @@ def stage_signals(ctx: StageContext) -> dict:
         n = s.signal_items
         if n is not None and sig == "specificity":
             n = min(n, 2000)
-        ctx.console.log(f"signals: {sig}")
+        ctx.console.print(f"signals: {sig}")
         try:
             summary, per_item = run_correlate(sig, encoder=enc, model=ctx.config.model, n=n, seed=seed,
                                               n_boot=s.n_boot, n_perm=s.n_perm, progress=True,
@@ -297,7 +303,9 @@ def stage_signals(ctx: StageContext) -> dict:
         part = summary.get("partial_spearman") or {}
         rows.append([sig, summary.get("dataset"), summary.get("n"), summary.get("n_missing"), summary.get("spearman"),
                      _ci(summary.get("spearman_ci")), summary.get("p_value"), summary.get("pearson"),
-                     part.get("rho"), _ci(part.get("ci")), ", ".join(part.get("controls") or [])])
+                     part.get("rho"), _ci(part.get("ci")), ", ".join(part.get("controls") or [])
+                     + "".join(f"{'; ' if part.get('controls') else ''}{c} not controlled (constant)"
+                               for c in summary.get("controls_dropped") or [])])
     if not results:
         raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
     notes = [f"{k}: not available ({v})" for k, v in unavailable.items()]

@@ -151,7 +151,14 @@ def _corr_parts(c) -> tuple:
 # ---------------------------------------------------------------------------------------------
 
 
-def norm_distribution_sentences(sec: dict) -> list[str]:
+#: Sections that try to explain the norm's spread (the norm-distribution text points to those that ran).
+_EXPLAINING = {"equilibrium_theory": "the equilibrium theory", "training_lab": "the training lab",
+               "semantic_signals": "the semantic signals"}
+
+
+def norm_distribution_sentences(sec: dict, explained_by: Sequence[str] | None = None) -> list[str]:
+    """Norm-distribution sentences; ``explained_by`` = keys of the sections that ran and try to
+    explain the spread (None: not known, the sentence then names no other section)."""
     res = sec.get("result") or {}
     mean, sd, n = _num(res.get("norm_mean")), _num(res.get("norm_std")), res.get("n")
     if mean is None:
@@ -161,11 +168,20 @@ def norm_distribution_sentences(sec: dict) -> list[str]:
             f"{fmt(_num(res.get('norm_min')))} to {fmt(_num(res.get('norm_max')))}).")
     if cv is not None and cv < 1e-3:
         return [base + " The norms are constant: this model normalises its outputs, so the norm carries no "
-                "per-item information and the norm analyses below are void for it."]
+                "per-item information" + (" and the norm analyses below are void for it." if explained_by
+                                          else ".")]
     unit = abs(mean - 1.0) < 1e-3
-    tail = (" The vectors are unit length on average; their spread still varies per item."
-            if unit else " The model's raw vectors are not unit length, and their spread "
-            f"(coefficient of variation {fmt(cv)}) is what the sections below try to explain.")
+    if unit:
+        tail = " The vectors are unit length on average; their spread still varies per item."
+    else:
+        tail = (" The model's raw vectors are not unit length; their spread (coefficient of variation "
+                f"{fmt(cv)})")
+        names = [_EXPLAINING[k] for k in (explained_by or []) if k in _EXPLAINING]
+        if names:
+            what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+            tail += f" is what {what} below {'tries' if len(names) == 1 else 'try'} to explain."
+        else:
+            tail += " is not explained by this run (the sections that try to explain it did not run)."
     return [base + tail]
 
 
@@ -251,7 +267,8 @@ def semantic_signal_sentences(sec: dict) -> list[str]:
         if isinstance(p, dict):
             prho = p.get("estimate", p.get("rho"))
             pci = p.get("ci")
-            cl = list(s.get("controls") or p.get("controls") or [])
+            # the controls actually partialled out (a constant control is dropped by run_correlate)
+            cl = list(p.get("controls") or s.get("controls") or [])
             ctrl = (", ".join(cl[:-1]) + " and " + cl[-1]) if len(cl) > 1 else (cl[0] if cl else "the controls")
             ex = ci_excludes_zero(pci)
             if ex is True:
@@ -260,6 +277,11 @@ def semantic_signal_sentences(sec: dict) -> list[str]:
                 sentence += f" Controlling for {ctrl}, the CI includes 0 (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
             elif _num(prho) is not None:
                 sentence += f" Partial \u03c1 controlling for {ctrl} = {fmt(prho)} (no CI)."
+        dropped = list(s.get("controls_dropped") or [])
+        if dropped:
+            sentence += (f" {', '.join(dropped).capitalize()} is constant over these items, so it was not"
+                         " controlled" + ("." if isinstance(p, dict) else
+                                          " and no partial correlation was computed."))
         out.append(sentence)
     return out
 
@@ -335,8 +357,14 @@ def what_this_says(summary: dict, sections: Sequence[str] | None = None) -> dict
     """The "what this says" paragraph: section key -> sentences, from summary.json's numbers."""
     keys = sections if sections is not None else list(_SECTION_TEXT)
     out = {}
+    ran = [k for k in _EXPLAINING if isinstance(summary.get(k), dict) and summary[k].get("status") == "ok"]
     for k in keys:
-        s = section_sentences(k, summary.get(k) or {})
+        sec = summary.get(k) or {}
+        if k == "norm_distribution":
+            ok = isinstance(sec, dict) and sec.get("status") == "ok"
+            s = norm_distribution_sentences(sec, explained_by=ran) if ok else []
+        else:
+            s = section_sentences(k, sec)
         if s:
             out[k] = s
     return out
