@@ -226,7 +226,7 @@ def test_deterministic_and_validated():
         run_lab(estimator="oracle")
 
 
-def test_cli_lab_writes_outputs(tmp_path):
+def test_cli_lab_writes_outputs(tmp_path, capsys):
     from normscope.cli import run
 
     js, pq = tmp_path / "s.json", tmp_path / "items.parquet"
@@ -238,5 +238,23 @@ def test_cli_lab_writes_outputs(tmp_path):
     assert len(items) == s["n_items"] == 256
     assert s["mean_abs_rel_error"] == pytest.approx(np.mean(np.abs(items["rel_error"])), rel=1e-12)
     assert (tmp_path / "lab_trajectories.png").stat().st_size > 1000
+    cap = capsys.readouterr()
+    assert f"wrote {js}, {pq}, " in cap.err
+    assert "lab_predicted_vs_observed.png" in cap.err
+    # heat and drift with 3 significant digits (3 decimals made the groups look identical)
+    for g in s["groups"]:
+        assert format(g["heat"], ".3g") in cap.out and format(g["drift"], ".3g") in cap.out
     assert run(["lab", "--optimizer", "lbfgs", "--steps", "10"]) == 2
     assert run(["lab", "--json", str(tmp_path / "missing" / "s.json")]) == 2
+
+
+def test_too_few_steps_points_to_the_options():
+    with pytest.raises(InputError) as exc:
+        run_lab(steps=2)
+    msg = str(exc.value)
+    # default 32 snapshots, burn-in steps // 3: 47 - 15 = 32 is the smallest window that fits (46 - 15 = 31)
+    assert "--snapshots 32" in msg and "--steps >= 47" in msg
+    assert 47 - 47 // 3 >= 32 > 46 - 46 // 3
+    with pytest.raises(InputError) as exc:
+        run_lab(steps=30, burn_in=10, snapshots=25)
+    assert "--burn-in 10" in str(exc.value) and "--steps >= 35" in str(exc.value)

@@ -100,4 +100,4 @@ def correlate(
         plot_signal(per_item, summary, fig)
     written = [str(p) for p in (out, json_path, fig) if p is not None]
     if written:
-        console.print("wrote " + ", ".join(written))
+        console.print("wrote " + ", ".join(written), soft_wrap=True)

@@ -58,8 +58,8 @@ def lab(
     for col in ("ambiguity", "n", "R observed", "heat Sigma^2", "drift D~", "R_eq (E7)", "mean |rel|"):
         t.add_column(col, justify="right")
     for g in s["groups"]:
-        t.add_row(str(g["ambiguity"]), str(g["n"]), _fmt(g["r_obs"], ".4f"), _fmt(g["heat"], ".3e"),
-                  _fmt(g["drift"], ".2e"), _fmt(g["r_eq"], ".4f"), _fmt(g["mean_abs_rel_error"], ".4f"))
+        t.add_row(str(g["ambiguity"]), str(g["n"]), _fmt(g["r_obs"], ".4f"), _fmt(g["heat"], ".3g"),
+                  _fmt(g["drift"], ".3g"), _fmt(g["r_eq"], ".4f"), _fmt(g["mean_abs_rel_error"], ".4f"))
     console.print(t)
     qc = s["q_over_c"]
     console.print(
@@ -93,7 +93,10 @@ def lab(
     if out is not None:
         with atomic_path(out) as tmp:
             res.items.to_parquet(tmp, index=False)
+    written = [p for p in (json_path, out) if p is not None]
     if fig_dir is not None:
-        plot_trajectories(res, fig_dir / "lab_trajectories.png")
-        plot_predicted_vs_observed(res, fig_dir / "lab_predicted_vs_observed.png")
+        written.append(plot_trajectories(res, fig_dir / "lab_trajectories.png"))
+        written.append(plot_predicted_vs_observed(res, fig_dir / "lab_predicted_vs_observed.png"))
+    if written:
+        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
     err.print(f"done in {s['wall_s']:.1f} s")

@@ -208,6 +208,7 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
     d_lr, d_wd = DEFAULTS[encoder][optimizer]
     lr = d_lr if lr is None else float(lr)
     weight_decay = d_wd if weight_decay is None else float(weight_decay)
+    burn_in_auto = burn_in is None and steps is not None  # burn-in follows steps (a third of them)
     if steps is None:
         steps = dflt["steps"]
         burn_in = dflt["burn_in"] if burn_in is None else burn_in
@@ -220,7 +221,16 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
         raise InputError(f"need steps >= 2 and 0 <= burn_in < steps - 1, got steps={steps}, burn_in={burn_in}")
     window = steps - burn_in
     if estimator == "snapshot" and snapshots > window:
-        raise InputError(f"snapshots ({snapshots}) must not exceed the window ({window} steps)")
+        if burn_in_auto:  # smallest steps with steps - steps // 3 >= snapshots
+            min_steps = next(t for t in range(snapshots, 3 * snapshots + 3) if t - t // 3 >= snapshots)
+            how = f"the burn-in is steps // 3, so use --steps >= {min_steps}"
+        else:
+            min_steps = burn_in + snapshots
+            how = f"with --burn-in {burn_in}, use --steps >= {min_steps} or a smaller --burn-in"
+        raise InputError(
+            f"--steps {steps}: the snapshot estimator needs a measurement window (steps - burn-in = {window}) of at "
+            f"least --snapshots {snapshots} steps; {how}, or lower --snapshots (or use --estimator trajectory)"
+        )
     if min(n_items, dim, batch_size, snapshots, probe_batches) < 1 or tau <= 0:
         raise InputError("n_items, dim, batch_size, snapshots, probe_batches must be >= 1 and tau > 0")
     record_every = record_every or max(1, steps // 400)
@@ -476,10 +486,10 @@ def plot_trajectories(result: LabResult, path) -> Path:
     ax.set_ylabel("mean embedding norm R")
     s = result.summary
     ax.set_title(f"{s['encoder']} / {s['optimizer']}: eta={s['lr']:g}, lambda={s['weight_decay']:g}")
-    ax.legend(frameon=False)
-    fig.tight_layout()
+    # legend outside the axes, right of the curves, so it never covers them
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
+        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
 
