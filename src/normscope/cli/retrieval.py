@@ -13,6 +13,13 @@ from normscope._io import atomic_path, check_output_path, write_json
 from normscope.cli import app
 
 
+def fmt_p(p) -> str:
+    """A p-value for the table: 3 decimals (``1.000``, ``0.042``), scientific below 0.001, ``-`` when None."""
+    if p is None:
+        return "-"
+    return f"{p:.3f}" if p >= 1e-3 else f"{p:.1e}"
+
+
 @app.command()
 def retrieval(
     dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory (corpus.jsonl[.gz], queries.jsonl, qrels/), or hf:BeIR/<name>.")],
@@ -69,8 +76,8 @@ def retrieval(
             f"{r['ndcg@10']:.4f}",
             f"{r['mrr@10']:.4f}",
             f"{r['recall@100']:.4f}",
-            "-" if r["p_value"] is None else f"{r['p_value']:.3g}",
-            "-" if r.get("p_value_randomization") is None else f"{r['p_value_randomization']:.3g}",
+            fmt_p(r["p_value"]),
+            fmt_p(r.get("p_value_randomization")),
         )
     out_console.print(t)
     c = Table(title=f"confidence of the cosine top-1 (base rate {summary['calibration_info']['base_rate_eval']:.3f})")
@@ -84,3 +91,6 @@ def retrieval(
         f"excluded from '{summary['split']}': {ex['excluded_no_text']} without text, {ex['excluded_no_relevant']} without relevant documents; "
         f"{ex['qrels_unknown_docs']} qrels rows name unknown documents"
     )
+    written = [str(p) for p in (json_path, out) if p is not None]
+    if written:
+        console.print("wrote " + ", ".join(written), soft_wrap=True)
