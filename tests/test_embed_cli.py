@@ -129,3 +129,31 @@ def test_usage_errors(tmp_path):
     assert run(["embed", "-o", str(tmp_path / "o.parquet")]) == 2  # neither INPUT nor --wordfreq-top
     assert run(["embed", _write(tmp_path / "a.txt", b"x\n"), "--batch-size", "0"]) == 2
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_out_must_end_in_parquet(tmp_path, capsys):
+    """``-o o.csv`` used to receive parquet bytes silently; now exit 2 before any work, nothing written."""
+    inp = _write(tmp_path / "ok.txt", b"cat\n")
+    for name in ("o.csv", "o", "o.parquet.tmp"):
+        assert run(["embed", inp, "-o", str(tmp_path / name), "--model", "not/loaded"]) == 2
+        err = capsys.readouterr().err.strip()
+        # the suffix is checked before the model is resolved (the model name here would be a ModelError)
+        assert err == f"error: -o/--out must be a .parquet file (the table is written as parquet), got '{tmp_path / name}'"
+        assert not (tmp_path / name).exists()
+    from normscope.encoders.embed import embed_input
+    from normscope.errors import InputError
+
+    with pytest.raises(InputError, match=r"must be a \.parquet file"):
+        embed_input(inp, out=tmp_path / "o.csv")
+
+
+def test_out_is_required_and_help_says_when_input_is(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    inp = _write(tmp_path / "ok.txt", b"cat\n")
+    assert run(["embed", inp]) == 2  # no silent default embeddings.parquet
+    assert "--out" in capsys.readouterr().err
+    assert not (tmp_path / "embeddings.parquet").exists()
+    assert run(["embed", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "Required unless --wordfreq-top is given" in help_text
+    assert "embeddings.parquet" not in help_text and "[required]" in help_text

@@ -242,3 +242,126 @@ def test_open_clip_adapter_asks_towers_for_unnormalised_vectors(monkeypatch):
     with torch.no_grad():
         ref = model.visual(torch.tensor([1.0, 0.0, 0.2])).numpy()
     np.testing.assert_allclose(vi[0], ref, rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- hub, fast failure
+def _hub_failing_on_every_network_call(monkeypatch):
+    """Make any huggingface_hub HTTP call fail as an unreachable host does (httpx ConnectError)."""
+    import huggingface_hub
+
+    calls = []
+
+    def model_info(self, repo_id, *a, timeout=None, **k):
+        calls.append((repo_id, timeout))
+        from huggingface_hub.utils import _http
+
+        raise _http.httpx2.ConnectError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", model_info)
+    return calls
+
+
+def test_unreachable_hub_fails_after_one_check_without_download(monkeypatch):
+    """Without HF_HUB_OFFLINE an unreachable hub is reported after ONE model-info request: the
+    download (with huggingface_hub's 5 retries per file) is never attempted."""
+    from normscope.encoders import _hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    calls = _hub_failing_on_every_network_call(monkeypatch)
+    loads = []
+
+    def load(local_files_only):
+        loads.append(local_files_only)
+        raise OSError("not in the local cache")
+
+    with pytest.raises(ModelError) as err:
+        _hub.resolve("owner/not-a-real-model", load)
+    msg = str(err.value)
+    assert "\n" not in msg and "owner/not-a-real-model" in msg and "hub is unreachable" in msg
+    assert "HF_HUB_OFFLINE=1" in msg and "sentence-transformers/all-MiniLM-L6-v2" in msg
+    assert loads == [True]  # only the local-cache attempt
+    assert calls == [("owner/not-a-real-model", _hub.HUB_CHECK_TIMEOUT_S)]
+
+
+def test_unknown_repository_on_a_reachable_hub_is_not_downloaded(monkeypatch):
+    import huggingface_hub
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    from normscope.encoders import _hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+
+    def model_info(self, repo_id, *a, **k):
+        raise RepositoryNotFoundError("404 Client Error: Repository Not Found", response=types.SimpleNamespace(
+            headers={}, status_code=404, request=None, url="https://huggingface.co/api/models/" + repo_id))
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", model_info)
+    loads = []
+
+    def load(local_files_only):
+        loads.append(local_files_only)
+        raise OSError("not cached")
+
+    with pytest.raises(ModelError, match="owner/nope' is not available locally and not found on the Hugging Face hub"):
+        _hub.resolve("owner/nope", load)
+    assert loads == [True]
+
+
+def test_real_network_failure_is_one_quiet_line(monkeypatch, caplog):
+    """The real path, HF_HUB_OFFLINE unset: on this machine the hub is unreachable (DNS fails);
+    where it is reachable the repository does not exist. Either way one line, no retry logging."""
+    import logging
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    caplog.set_level(logging.DEBUG, logger="huggingface_hub")
+    for name in ("not/a-real-model", "hf:not/a-real-model"):
+        with pytest.raises(ModelError) as err:
+            load_encoder(name, fresh=True)
+        msg = str(err.value)
+        assert "\n" not in msg and "not/a-real-model" in msg
+        assert ("hub is unreachable" in msg) or ("not found on the Hugging Face hub" in msg), msg
+    assert not [r for r in caplog.records if "Retry" in r.getMessage()]
+    assert logging.getLogger("huggingface_hub").level == logging.DEBUG  # restored after the quiet block
+
+
+# ----------------------------------------------------------------------------- API input validation
+@pytest.mark.parametrize(
+    "texts, pattern",
+    [
+        ([""], r"^1 empty or whitespace-only item\(s\) at index\(es\) 0$"),
+        (["  "], r"^1 empty or whitespace-only item\(s\) at index\(es\) 0$"),
+        (["ok", "\t\n", "fine", ""], r"^2 empty or whitespace-only item\(s\) at index\(es\) 1, 3$"),
+    ],
+)
+def test_embed_table_and_embed_texts_reject_empty_items_like_the_cli(bundled_encoder, texts, pattern):
+    from normscope.encoders.embed import embed_texts
+
+    with pytest.raises(InputError, match=pattern):
+        bundled_encoder.embed_table(texts)
+    with pytest.raises(InputError, match=pattern):
+        embed_texts(texts, encoder=bundled_encoder, cache=False)
+
+
+def test_embed_table_valid_items_and_id_count(bundled_encoder):
+    tbl = bundled_encoder.embed_table(["apple", "the"], ids=["a", "b"])
+    np.testing.assert_allclose(tbl.vectors, bundled_encoder.encode(["apple", "the"]), rtol=1e-5, atol=1e-6)
+    with pytest.raises(InputError, match="got 1 ids for 2 texts"):
+        bundled_encoder.embed_table(["apple", "the"], ids=["a"])
+
+
+def test_tokenize_uses_preprocess_not_the_deprecated_tokenize(bundled_encoder, monkeypatch):
+    """sentence-transformers >= 6 logs "The `tokenize` method is deprecated" on model.tokenize."""
+    expected = bundled_encoder.model.preprocess(["river bank", "the"])
+
+    def deprecated(*a, **k):
+        raise AssertionError("model.tokenize must not be called when preprocess exists")
+
+    monkeypatch.setattr(bundled_encoder.model, "tokenize", deprecated)
+    feats = bundled_encoder.tokenize(["river bank", "the"])
+    assert set(feats) == set(expected)
+    for k in expected:
+        if hasattr(expected[k], "shape"):
+            assert (feats[k].cpu() == expected[k].cpu()).all()

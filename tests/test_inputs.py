@@ -134,3 +134,22 @@ def test_detect_format():
     assert detect_format("a.csv") == "csv"
     with pytest.raises(InputError):
         detect_format("a.pdf")
+
+
+def test_unknown_format_lists_every_accepted_format(tmp_path):
+    p = tmp_path / "s.docx"
+    p.write_bytes(b"PK\x03\x04")
+    with pytest.raises(InputError) as err:
+        read_items(p)
+    msg = str(err.value)
+    assert "unknown input format '.docx'" in msg
+    for fmt in (".txt", ".jsonl", ".jsonl.gz", ".csv", "BEIR corpus directory", ".npy", ".parquet"):
+        assert fmt in msg, fmt
+
+
+def test_check_items_names_indices_first_five_then_counts():
+    from normscope.inputs import check_items
+
+    assert check_items(["a", 3]) == ["a", "3"]
+    with pytest.raises(InputError, match=r"^7 empty or whitespace-only item\(s\) at index\(es\) 1, 2, 3, 4, 5 \(and 2 more\)$"):
+        check_items(["a"] + [" "] * 7 + ["b"])

@@ -68,9 +68,40 @@ def test_small_real_run_writes_consistent_outputs(files, bundled_encoder, monkey
     df = pd.read_parquet(tmp / "i.parquet")
     assert len(df) == s["n_items"] == 6 and s["batches"] == 2 and s["batch_size"] == 4
     assert s["batch_size_source"] == "given" and s["pairs"] == "file:pairs.tsv"
+    assert s["lr_source"] == "known training value of sentence-transformers/all-MiniLM-L6-v2"
     # the JSON correlations are those of the parquet columns (independent recomputation with scipy)
     assert s["corr_norm_heat"]["pearson"] == pytest.approx(sps.pearsonr(df["r"], df["heat"]).statistic, abs=1e-9)
     assert s["corr_norm_displacement"]["spearman"] == pytest.approx(sps.spearmanr(df["r"], df["displacement"]).statistic, abs=1e-9)
     assert s["heat_cancelled_by_d2"] == pytest.approx(np.median(-2 * df["d2"] * df["r"] ** 2 / df["s"]), rel=1e-9)
     assert s["n_negative_q"] == int((df["q"] < 0).sum())
     assert (tmp / "f.png").stat().st_size > 0 and (tmp / "f_heat_drift.png").stat().st_size > 0
+
+
+def test_out_must_end_in_parquet(files, capsys):
+    items, pairs, _, tmp = files
+    assert run(["probe", str(items), "--pairs", str(pairs), "-o", str(tmp / "i.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: -o/--out must be a .parquet file (the table is written as parquet), got '{tmp / 'i.csv'}'"
+    assert not (tmp / "i.csv").exists()
+
+
+def test_table_shows_n_and_c_fit_and_lr_source_says_where_eta_came_from(files, bundled_encoder, monkeypatch, capsys):
+    items, pairs, _, tmp = files
+    import normscope.encoders
+
+    monkeypatch.setattr(normscope.encoders, "load_encoder", lambda *a, **k: bundled_encoder)
+    monkeypatch.setenv("COLUMNS", "250")
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        code = run(["probe", str(items), "--pairs", str(pairs), "--batch-size", "4", "--batches", "2",
+                    "--lr", "0.001", "--json", str(tmp / "s.json")])
+    finally:
+        torch.set_num_threads(n)
+    err = capsys.readouterr().err
+    assert code == 0, err
+    s = json.loads((tmp / "s.json").read_text())
+    assert s["lr_source"] == "given (--lr)" and s["lr"] == 0.001
+    assert f"c_fit: {s['c_fit']:.3g} " in err
+    req = next(line for line in err.splitlines() if "R_eq(c_fit) vs R" in line)
+    assert req.rstrip(" │|").split()[-1] == str(s["corr_req_norm"]["n"])

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from normscope.errors import InputError
 
-__all__ = ["read_items", "detect_format", "TEXT_SUFFIXES", "FORMATS"]
+__all__ = ["read_items", "detect_format", "check_items", "TEXT_SUFFIXES", "FORMATS"]
 
 TEXT_SUFFIXES = (".txt", ".text", ".lines", "")
 FORMATS = ("text", "jsonl", "csv", "beir")
@@ -60,8 +60,8 @@ def detect_format(path: str | Path) -> str:
     if suffix in TEXT_SUFFIXES:
         return "text"
     raise InputError(
-        f"unknown input format '{suffix}' of {path}: use .txt (one item per line), .jsonl, .jsonl.gz, .csv "
-        "or a BEIR corpus directory"
+        f"unknown input format '{suffix}' of {path}: use .txt (one item per line), .jsonl, .jsonl.gz, .csv, "
+        "a BEIR corpus directory, or .npy/.parquet of precomputed vectors (normscope embed)"
     )
 
 
@@ -119,6 +119,34 @@ def read_items(path: str | Path) -> tuple[list[str], list[str]]:
         )
     _check_unique(ids, lines, path)
     return ids, texts
+
+
+def check_items(texts) -> list[str]:
+    """Reject empty or whitespace-only items given directly (Python API), as :func:`read_items` does for files.
+
+    Parameters
+    ----------
+    texts : sequence of str, length n
+
+    Returns
+    -------
+    list of str
+        ``[str(t) for t in texts]``.
+
+    Raises
+    ------
+    InputError
+        Some items are empty or whitespace-only: their 0-based indices are named
+        (the first five, then a count), with the wording of :func:`read_items`.
+    """
+    texts = [str(t) for t in texts]
+    bad = [i for i, t in enumerate(texts) if not t.strip()]
+    if bad:
+        more = f" (and {len(bad) - _SHOW} more)" if len(bad) > _SHOW else ""
+        raise InputError(
+            f"{len(bad)} empty or whitespace-only item(s) at index(es) {', '.join(map(str, bad[:_SHOW]))}{more}"
+        )
+    return texts
 
 
 # ----------------------------------------------------------------------------- helpers

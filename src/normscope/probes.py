@@ -838,6 +838,7 @@ def summarize_probe(
     seed: int = 0,
     extra: dict | None = None,
     caveats: Sequence[str] = (),
+    eta_source: str | None = None,
 ) -> ProbeResult:
     """Per-item quantities (E4, E7, E8, E9), the section-6 step-6 comparisons and circularity guards.
 
@@ -858,6 +859,9 @@ def summarize_probe(
         Merged into the summary (B, tau and why they were chosen, ...).
     caveats : sequence of str
         Prepended to the computed caveats.
+    eta_source : str, optional
+        Where a given ``eta`` came from, reported as ``lr_source`` (e.g. ``"given (--lr)"`` or
+        ``"known training value of <model>"``); default ``"given"``. Ignored when ``eta`` is None.
 
     Returns
     -------
@@ -881,7 +885,7 @@ def summarize_probe(
         fit = None
         fit_d = {"lambda_rad": None, "eta": None, "error": str(exc)}
     if eta is not None:
-        eta_used, eta_source = float(eta), "given or known training value"
+        eta_used, eta_source = float(eta), (eta_source or "given")
     elif fit is not None and fit.eta > 0:
         eta_used, eta_source = float(fit.eta), "fitted by least squares on (E11)"
     else:
@@ -1220,6 +1224,7 @@ def run_probe(
     return summarize_probe(
         m, eta=eta, weight_decay=lam, model=adapter.name, ids=ids, texts=texts, n_boot=n_boot, seed=seed,
         extra=extra, caveats=caveats,
+        eta_source="given (--lr)" if lr is not None else f"known training value of {adapter.name}",
     )
 
 

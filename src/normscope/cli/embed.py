@@ -18,17 +18,19 @@ from normscope.encoders import DEFAULT_MODEL
 
 @app.command()
 def embed(
+    out: Annotated[
+        Path,
+        typer.Option("-o", "--out", help="Output parquet (id, text, norm, vector); required, must end in .parquet."),
+    ],
     input: Annotated[
         Optional[Path],
         typer.Argument(
             help="Text file (one item per line), .jsonl[.gz] (text, id/_id, BEIR title), .csv (text, id), "
-            "a BEIR corpus directory, or .npy/.parquet of precomputed vectors.",
+            "a BEIR corpus directory, or .npy/.parquet of precomputed vectors. Required unless --wordfreq-top is given.",
             show_default=False,
+            metavar="INPUT",
         ),
     ] = None,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Output parquet (id, text, norm, vector).")] = Path(
-        "embeddings.parquet"
-    ),
     model: Annotated[
         str,
         typer.Option(
@@ -50,7 +52,10 @@ def embed(
     ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")] = False,
 ) -> None:
-    """Embed items with a real model and write raw vectors and norms."""
+    """Embed items with a real model and write raw vectors and norms.
+
+    Give INPUT, or --wordfreq-top N instead of it (not both); -o OUT.parquet is required.
+    """
     from normscope.encoders.embed import embed_input
 
     console = Console(stderr=True)

@@ -65,7 +65,7 @@ def probe(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     device: Annotated[str, typer.Option("--device")] = "cpu",
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the summary as JSON.")] = None,
-    out: Annotated[Optional[Path], typer.Option("-o", "--out", help="Per-item parquet table.")] = None,
+    out: Annotated[Optional[Path], typer.Option("-o", "--out", help="Per-item parquet table (must end in .parquet).")] = None,
     fig: Annotated[Optional[Path], typer.Option("--fig", help="PNG: predicted vs observed norm (a _heat_drift.png beside it).")] = None,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code")] = False,
 ) -> None:
@@ -76,9 +76,13 @@ def probe(
     from normscope.probes import plot_heat_drift, plot_predicted_vs_observed, run_probe
 
     console = Console(stderr=True)
-    for p in (json_path, out, fig):
+    from normscope.encoders.embed import check_parquet_out
+
+    for p in (json_path, fig):
         if p is not None:
             check_output_path(p)
+    if out is not None:
+        check_parquet_out(out)
     if batches < 2:
         raise InputError(f"--batches must be >= 2 (standard errors and split-half reliability need two batches), got {batches}")
     if batch_size is not None and batch_size < 2:
@@ -107,6 +111,7 @@ def probe(
     t.add_column("comparison")
     t.add_column("Pearson [95% CI]")
     t.add_column("Spearman [95% CI]")
+    t.add_column("n", justify="right")
     for key, label in (
         ("corr_norm_heat", "R vs heat Sigma^2"),
         ("corr_norm_drift", "R vs drift D~"),
@@ -115,11 +120,12 @@ def probe(
         ("corr_norm_heat_rate", "R vs heat rate S/R^4"),
         ("corr_norm_d2", "R vs D2"),
     ):
-        t.add_row(label, *_fmt(s.get(key)))
+        c = s.get(key) or {}
+        t.add_row(label, *_fmt(c), str(c["n"]) if c.get("n") is not None else "n/a")
     console.print(t)
     console.print(
         f"heat cancelled by D2 (median): {s['heat_cancelled_by_d2']:.2f} | q<0: {s['n_negative_q']} | "
-        f"lambda_rad<0: {s['n_negative_lambda_rad']} | c_fit: {s['c_fit']} | truncated: {s['n_truncated']}"
+        f"lambda_rad<0: {s['n_negative_lambda_rad']} | c_fit: {s['c_fit']:.3g} | truncated: {s['n_truncated']}"
     )
     for c in s["caveats"]:
         console.print(f"[yellow]caveat:[/] {c}")

@@ -71,9 +71,17 @@ class Encoder(abc.ABC):
 
         With ``cache=True`` the vectors go through
         :func:`normscope.encoders.cache.encode_cached` (read and fill the on-disk cache).
+
+        Raises
+        ------
+        InputError
+            Empty or whitespace-only items (their 0-based indices are named), as
+            ``normscope embed`` rejects them in files; or ``ids`` of another length.
         """
-        texts = [str(t) for t in texts]
-        ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(len(texts))]
+        from normscope.inputs import check_items
+
+        texts = check_items(texts)
+        ids = _item_ids(ids, len(texts))
         if cache:
             from normscope.encoders.cache import encode_cached
 
@@ -81,6 +89,18 @@ class Encoder(abc.ABC):
         else:
             vecs = self.encode(texts, batch_size=batch_size, progress=progress)
         return EmbeddingTable(ids=ids, texts=texts, vectors=vecs, fingerprint=self.fingerprint)
+
+
+def _item_ids(ids: Sequence[str] | None, n: int) -> list[str]:
+    """``ids`` as strings (default ``"0".."n-1"``); :class:`InputError` if their number is not ``n``."""
+    from normscope.errors import InputError
+
+    if ids is None:
+        return [str(i) for i in range(n)]
+    ids = [str(i) for i in ids]
+    if len(ids) != n:
+        raise InputError(f"got {len(ids)} ids for {n} texts")
+    return ids
 
 
 class TorchEncoder(Encoder):

@@ -17,9 +17,35 @@ from normscope.encoders.cache import encode_cached
 from normscope.errors import InputError
 from normscope.table import EmbeddingTable
 
-__all__ = ["embed_texts", "embed_input", "PRECOMPUTED_SUFFIXES"]
+__all__ = ["embed_texts", "embed_input", "check_parquet_out", "PRECOMPUTED_SUFFIXES"]
 
 PRECOMPUTED_SUFFIXES = (".npy", ".parquet")
+
+
+def check_parquet_out(path: str | Path, option: str = "-o/--out") -> Path:
+    """Check a per-item table output path before any work: existing directory and a ``.parquet`` name.
+
+    Parameters
+    ----------
+    path : str or Path
+    option : str
+        How the path was given, named in the error (``"-o/--out"``).
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    InputError
+        The name does not end in ``.parquet`` (the table is always written as
+        parquet, so ``o.csv`` would hold parquet bytes), the directory does not
+        exist, or the path is a directory.
+    """
+    path = Path(path)
+    if path.suffix.lower() != ".parquet":
+        raise InputError(f"{option} must be a .parquet file (the table is written as parquet), got '{path}'")
+    return check_output_path(path)
 
 
 def embed_texts(
@@ -48,11 +74,19 @@ def embed_texts(
     -------
     EmbeddingTable
         vectors float32 (n, d), norms (n,), the encoder's fingerprint.
+
+    Raises
+    ------
+    InputError
+        Empty or whitespace-only items (0-based indices named, as
+        :func:`normscope.inputs.check_items`), or ``ids`` of another length.
     """
     from normscope.encoders import load_encoder
+    from normscope.encoders.base import _item_ids
+    from normscope.inputs import check_items
 
-    texts = [str(t) for t in texts]
-    ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(len(texts))]
+    texts = check_items(texts)
+    ids = _item_ids(ids, len(texts))
     if encoder is None:
         encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code)
     vectors = encode_cached(encoder, texts, batch_size=batch_size, progress=progress, cache=cache)
@@ -83,8 +117,9 @@ def embed_input(
         of precomputed vectors (then no model runs). Exactly one of ``input`` and
         ``wordfreq_top > 0`` is required.
     out, json_path : str or Path, optional
-        Parquet table (``id, text, norm, vector``) and JSON summary, written
-        atomically; both are checked before any work is done.
+        Parquet table (``id, text, norm, vector``; the name must end in
+        ``.parquet``) and JSON summary, written atomically; both are checked
+        before any work is done.
     wordfreq_top : int
         Embed the ``wordfreq_top`` most frequent alphabetic English words of
         ``wordfreq`` (Speer et al.) instead of ``input``.
@@ -101,17 +136,18 @@ def embed_input(
     Raises
     ------
     InputError
-        Bad input file, output directory missing, both or neither of input and
-        ``wordfreq_top``.
+        Bad input file, output directory missing, ``out`` not ending in
+        ``.parquet``, both or neither of input and ``wordfreq_top``.
     ModelError
         Unknown or unreachable model.
     """
     from normscope.encoders import load_encoder
     from normscope.inputs import read_items
 
-    for p in (out, json_path):
-        if p is not None:
-            check_output_path(p)
+    if out is not None:
+        check_parquet_out(out)
+    if json_path is not None:
+        check_output_path(json_path)
     if batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {batch_size}")
     if wordfreq_top and input is not None:

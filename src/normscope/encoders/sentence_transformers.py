@@ -151,7 +151,10 @@ class SentenceTransformerEncoder(TorchEncoder):
         return np.array([len(x) for x in ids])
 
     def tokenize(self, texts: Sequence[str]) -> dict:
-        feats = self.model.tokenize([str(t) for t in texts])
+        """Model features of ``texts`` on :attr:`device`: the model's ``preprocess`` (sentence-transformers
+        >= 6), else its ``tokenize`` (older versions; ``tokenize`` is deprecated in newer ones)."""
+        preprocess = getattr(self.model, "preprocess", None) or self.model.tokenize
+        feats = preprocess([str(t) for t in texts])
         return {k: (v.to(self.device) if hasattr(v, "to") else v) for k, v in feats.items()}
 
     def forward(self, features: dict):
