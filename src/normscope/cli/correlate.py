@@ -81,8 +81,8 @@ def correlate(
         table.add_row(f"partial ρ | {', '.join(part['controls'])}", _fmt(part["rho"]),
                       f"[{_fmt(part['ci'][0])}, {_fmt(part['ci'][1])}]", _fmt_p(part["p_value"]), str(part["n"]))
     elif summary.get("partial_reason"):
-        table.add_row("partial ρ", "—", "", "", "not computed: " + ", ".join(summary.get("controls_dropped") or [])
-                      + " constant")
+        table.add_row("partial ρ", "—", "not computed: " + ", ".join(summary.get("controls_dropped") or [])
+                      + " constant", "", "")
     for m, r in (summary.get("measures") or {}).items():
         table.add_row(f"  ρ with {m}", _fmt(r["spearman"]), f"[{_fmt(r['spearman_ci'][0])}, {_fmt(r['spearman_ci'][1])}]", "", str(r["n"]))
     Console().print(table)

@@ -373,7 +373,7 @@ def run_correlate(
             why = (f"{n_missing} of {len(items)} items have none "
                    f"(e.g. {[items[i] for i in np.flatnonzero(missing)[:5]]})")
         else:
-            why = f"only {len(items)} item(s) were given; use more items (e.g. a larger --n)"
+            why = f"all {len(items)} given item(s) have one: use more items (a larger --n or a longer --items file)"
         raise InputError(f"only {valid} item(s) have a {signal} value (need at least {MIN_VALID}); {why}")
     # controls that do not vary over the valid items remove nothing: drop them (and say so)
     ok_items = np.isfinite(cov) & np.isfinite(norm)
