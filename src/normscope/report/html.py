@@ -57,7 +57,9 @@ TEMPLATE = r"""<!DOCTYPE html>
 <h1>normscope report</h1>
 <p class="meta">Model <code>{{ report.model }}</code> &middot; size preset <b>{{ report.preset }}</b>
  &middot; seed {{ report.seed }} &middot; device {{ report.device }} &middot; normscope {{ report.normscope_version }}
- &middot; generated {{ generated }} in {{ num(report.seconds, 1) }} s.
+ &middot; generated {{ generated }}; this run took {{ "%.1f"|format(report.seconds or 0) }} s
+ {%- set cached = (report.stage_cached or {}).values()|select|list|length %}
+ {%- if cached %} ({{ cached }} stage(s) reused from the cache; their own times are in the stage table){% endif %}.
  All numbers on this page are in <code>summary.json</code> beside it.</p>
 <nav><b>Sections:</b>
 {% for key, title in sections.items() %}<a href="#{{ key }}">{{ title }}</a>{% if not loop.last %} &middot; {% endif %}{% endfor %}
