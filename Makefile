@@ -25,10 +25,12 @@ install: $(STAMP)
 # The whole analysis on the bundled all-MiniLM-L6-v2 (full default sizes; resumable: a re-run skips
 # finished stages). Ends with the report's path and a one-screen summary.
 run: $(STAMP)
+	mkdir -p $(dir $(REPORT_DIR))
 	$(VENV)/bin/normscope report --out $(REPORT_DIR) $(REPORT_ARGS)
 
 # The same with --quick subsets (< 5 minutes on 2 CPU cores).
 quick: $(STAMP)
+	mkdir -p out
 	$(VENV)/bin/normscope report --quick --out out/report-quick $(REPORT_ARGS)
 
 browser:
