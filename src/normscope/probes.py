@@ -1248,12 +1248,9 @@ def plot_predicted_vs_observed(result: ProbeResult, path: str | Path) -> Path:
     -------
     Path
     """
-    import matplotlib
+    from normscope._plot import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from normscope._io import atomic_path
+    plt = pyplot()
 
     df = result.items
     ok = np.isfinite(df["r_eq_cfit"].to_numpy())
@@ -1271,10 +1268,7 @@ def plot_predicted_vs_observed(result: ProbeResult, path: str | Path) -> Path:
     ax.legend(fontsize=8)
     fig.tight_layout()
     path = Path(path)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120, bbox_inches=None)
 
 
 def plot_heat_drift(result: ProbeResult, path: str | Path) -> Path:
@@ -1286,12 +1280,9 @@ def plot_heat_drift(result: ProbeResult, path: str | Path) -> Path:
     -------
     Path
     """
-    import matplotlib
+    from normscope._plot import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from normscope._io import atomic_path
+    plt = pyplot()
 
     df = result.items
     s = result.summary
@@ -1313,7 +1304,4 @@ def plot_heat_drift(result: ProbeResult, path: str | Path) -> Path:
     fig.suptitle(f"{s.get('model', '')}: B={s.get('batch_size')}, K={s.get('batches')}, eta={s.get('lr')}", fontsize=9)
     fig.tight_layout()
     path = Path(path)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120, bbox_inches=None)

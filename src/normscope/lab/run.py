@@ -467,12 +467,9 @@ def plot_trajectories(result: LabResult, path) -> Path:
 
     Returns the written PNG path (atomic write).
     """
-    import matplotlib
+    from normscope._plot import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from normscope._io import atomic_path
+    plt = pyplot()
 
     path = Path(path)
     tr = result.trajectories
@@ -488,10 +485,7 @@ def plot_trajectories(result: LabResult, path) -> Path:
     ax.set_title(f"{s['encoder']} / {s['optimizer']}: eta={s['lr']:g}, lambda={s['weight_decay']:g}")
     # legend outside the axes, right of the curves, so it never covers them
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120)
 
 
 def plot_predicted_vs_observed(result: LabResult, path) -> Path:
@@ -499,12 +493,9 @@ def plot_predicted_vs_observed(result: LabResult, path) -> Path:
 
     Returns the written PNG path (atomic write).
     """
-    import matplotlib
+    from normscope._plot import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from normscope._io import atomic_path
+    plt = pyplot()
 
     path = Path(path)
     it = result.items
@@ -524,7 +515,4 @@ def plot_predicted_vs_observed(result: LabResult, path) -> Path:
     ax.set_title(f"{s['estimator']}: mean|rel| {mar:.3f}, Pearson {pr:.3f}" if mar is not None and pr is not None else s["estimator"])
     ax.legend(frameon=False, loc="upper left")
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120, bbox_inches=None)

@@ -10,38 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from normscope._io import atomic_path, check_output_path
+from normscope._plot import pyplot, save_figure
 
 __all__ = ["plot_norm_distribution", "plot_scatter_identity", "save_figure"]
 
 _DPI = 110
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def save_figure(fig, path: str | Path) -> Path:
-    """Save a matplotlib figure as PNG atomically and close it.
-
-    Raises
-    ------
-    InputError
-        If ``path``'s directory does not exist.
-    """
-    plt = _plt()
-    path = check_output_path(path)
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=_DPI, bbox_inches="tight")
-    finally:
-        plt.close(fig)
-    return path
 
 
 def plot_norm_distribution(norms, path: str | Path, *, model: str = "", source: str = "") -> Path:
@@ -61,7 +34,7 @@ def plot_norm_distribution(norms, path: str | Path, *, model: str = "", source: 
     Path
     """
     r = np.asarray(norms, dtype=np.float64)
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     bins = int(np.clip(np.sqrt(max(len(r), 1)) * 1.5, 10, 80))
     ax.hist(r, bins=bins, color="#4C72B0", alpha=0.85, edgecolor="white", linewidth=0.4)
@@ -76,7 +49,7 @@ def plot_norm_distribution(norms, path: str | Path, *, model: str = "", source: 
         title += f": {source}"
     ax.set_title(title + (f"\n{model}" if model else ""), fontsize=10)
     ax.spines[["top", "right"]].set_visible(False)
-    return save_figure(fig, path)
+    return save_figure(fig, path, dpi=_DPI)
 
 
 def plot_scatter_identity(
@@ -106,7 +79,7 @@ def plot_scatter_identity(
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.0, 4.4))
     ok = np.isfinite(x) & np.isfinite(y)
     if groups is None:
@@ -126,4 +99,4 @@ def plot_scatter_identity(
     if title:
         ax.set_title(title, fontsize=10)
     ax.spines[["top", "right"]].set_visible(False)
-    return save_figure(fig, path)
+    return save_figure(fig, path, dpi=_DPI)

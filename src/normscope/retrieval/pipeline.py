@@ -409,13 +409,10 @@ def plot_reliability(summary_or_data, path, *, signals: Sequence[str] | None = N
     -------
     Path
     """
-    import matplotlib
+    from normscope._io import check_output_path
+    from normscope._plot import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from normscope._io import atomic_path, check_output_path
-
+    plt = pyplot()
     path = check_output_path(path)
     cal = _calibration_of(summary_or_data)
     signals = list(signals or cal)
@@ -442,10 +439,7 @@ def plot_reliability(summary_or_data, path, *, signals: Sequence[str] | None = N
         ax.axis("off")
     axes.ravel()[0].legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path, dpi=110, bbox_inches=None)
 
 
 def plot_risk_coverage(summary_or_data, path, *, signals: Sequence[str] | None = None) -> Path:
@@ -462,13 +456,10 @@ def plot_risk_coverage(summary_or_data, path, *, signals: Sequence[str] | None =
     -------
     Path
     """
-    import matplotlib
+    from normscope._io import check_output_path
+    from normscope._plot import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from normscope._io import atomic_path, check_output_path
-
+    plt = pyplot()
     path = check_output_path(path)
     cal = _calibration_of(summary_or_data)
     signals = list(signals or cal)
@@ -485,7 +476,4 @@ def plot_risk_coverage(summary_or_data, path, *, signals: Sequence[str] | None =
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path, dpi=110, bbox_inches=None)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from normscope._io import atomic_path, check_output_path
+from normscope._io import check_output_path
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
 
@@ -526,13 +526,10 @@ def plot_signal(per_item: pd.DataFrame, summary: dict, path: str | Path, *, bins
     -------
     pathlib.Path of the written figure.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    from normscope._plot import pyplot, save_figure
     from normscope.stats import binned_means
 
+    plt = pyplot()
     path = check_output_path(path)
     x = per_item["covariate"].to_numpy(dtype=np.float64)
     y = per_item["norm"].to_numpy(dtype=np.float64)
@@ -555,7 +552,4 @@ def plot_signal(per_item: pd.DataFrame, summary: dict, path: str | Path, *, bins
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fmt = path.suffix.lstrip(".").lower() or "png"
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=fmt)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=None, format=fmt, bbox_inches=None)
