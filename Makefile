@@ -44,6 +44,7 @@ browser:
 	fi
 
 test: $(STAMP) browser
+	$(VENV)/bin/lint-imports
 	NORMSCOPE_REQUIRE_BROWSER=$(IS_ROOT_APT) $(PY) -m pytest -q
 
 bench: $(STAMP)

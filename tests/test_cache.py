@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from normscope.encoders.base import Encoder
-from normscope.encoders.cache import CachedEncoder, _read_shard, encode_cached, model_cache_dir
+from normscope.encoders.cache import _read_shard, encode_cached, model_cache_dir
 from normscope.table import ModelFingerprint
 
 TOY_SRC = '''
@@ -125,15 +125,6 @@ def test_fingerprint_separates_models(cache_root):
     assert other.calls == 5
 
 
-def test_cached_encoder_wrapper(cache_root):
-    inner = ToyEncoder()
-    wrapped = CachedEncoder(inner)
-    assert wrapped.dim == 8 and wrapped.fingerprint == inner.fingerprint
-    wrapped.encode(TEXTS, batch_size=16)
-    wrapped.encode(TEXTS, batch_size=16)
-    assert inner.calls == 3 and wrapped.delay == 0.0  # attribute forwarded
-
-
 def test_sigkill_half_way_resumes_without_recomputing(tmp_path, monkeypatch):
     script = tmp_path / "run.py"
     script.write_text(
@@ -181,12 +172,11 @@ def test_real_model_cache_roundtrip(bundled_encoder, cache_root):
     direct = bundled_encoder.encode(texts)
     first = encode_cached(bundled_encoder, texts, batch_size=2)
     np.testing.assert_allclose(first, direct, atol=1e-5)
-    counting = CachedEncoder(bundled_encoder)
     calls = []
     orig = bundled_encoder.encode
     try:
         bundled_encoder.encode = lambda t, **kw: calls.append(t) or orig(t, **kw)
-        again = counting.encode(texts)
+        again = encode_cached(bundled_encoder, texts)
     finally:
         del bundled_encoder.encode
     assert calls == []

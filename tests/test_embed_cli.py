@@ -27,7 +27,7 @@ def test_embed_jsonl_writes_table_and_summary(tmp_path, bundled_encoder, capsys)
     out, js = tmp_path / "out.parquet", tmp_path / "summary.json"
     assert run(["embed", str(src), "-o", str(out), "--json", str(js), "--batch-size", "2"]) == 0
     tbl = pq.read_table(out)
-    assert tbl.column_names == ["id", "text", "norm", "vector"]
+    assert tbl.column_names == ["id", "text", "norm", "vector", "tokens"]
     assert tbl.column("id").to_pylist() == ["a", "b", "c"]
     texts = ["Apples are red.", rows[1]["text"], "the"]
     assert tbl.column("text").to_pylist() == texts
@@ -36,6 +36,8 @@ def test_embed_jsonl_writes_table_and_summary(tmp_path, bundled_encoder, capsys)
     np.testing.assert_allclose(vec, ref, atol=1e-5)
     norms = np.linalg.norm(ref.astype(np.float64), axis=1)
     np.testing.assert_allclose(tbl.column("norm").to_numpy(), norms, rtol=1e-5)
+    tok = bundled_encoder.hf_tokenizer  # tokens the model saw, with [CLS] and [SEP]
+    assert tbl.column("tokens").to_pylist() == [len(tok(t)["input_ids"]) for t in texts]
     s = json.loads(js.read_text())
     assert s["n"] == 3 and s["dim"] == 384 and s["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert s["norm_mean"] == pytest.approx(norms.mean(), rel=1e-5)
@@ -82,7 +84,7 @@ def _write(path, data: bytes):
 BAD = {
     "missing input": (lambda d: str(d / "absent.txt"), [], "input does not exist"),
     "empty input": (lambda d: _write(d / "empty.txt", b""), [], "input file is empty"),
-    "whitespace items": (lambda d: _write(d / "ws.txt", b"cat\n \ndog\n\t\n"), [], r"line\(s\) 2, 4"),
+    "junk items with --junk-error": (lambda d: _write(d / "ws.txt", b"cat\n \ndog\n\t\n"), ["--junk-error"], r"^error: 2 junk items found .*: ids 1, 3 \(drop --junk-error"),
     "non-utf8": (lambda d: _write(d / "latin1.txt", "caf\u00e9\n".encode("latin-1")), [], r"not valid UTF-8: byte 0xe9 at byte offset 3 \(line 1\)"),
     "unknown format": (lambda d: _write(d / "doc.pdf", b"%PDF-1.4"), [], "unknown input format '.pdf'"),
     "unknown model": (

@@ -327,29 +327,67 @@ def test_real_network_failure_is_one_quiet_line(monkeypatch, caplog):
     assert logging.getLogger("huggingface_hub").level == logging.DEBUG  # restored after the quiet block
 
 
-# ----------------------------------------------------------------------------- API input validation
-@pytest.mark.parametrize(
-    "texts, pattern",
-    [
-        ([""], r"^1 empty or whitespace-only item\(s\) at index\(es\) 0$"),
-        (["  "], r"^1 empty or whitespace-only item\(s\) at index\(es\) 0$"),
-        (["ok", "\t\n", "fine", ""], r"^2 empty or whitespace-only item\(s\) at index\(es\) 1, 3$"),
-    ],
-)
-def test_embed_table_and_embed_texts_reject_empty_items_like_the_cli(bundled_encoder, texts, pattern):
+# ----------------------------------------------------------------------------- API input validation, junk
+JUNK_CASES = [
+    # (texts, indices that are junk): empty, whitespace, zero-width space, BOM, word joiner, NFKC of
+    # an ideographic space, control characters only
+    (["", "dog"], [0]),
+    (["  ", "dog", "\t\n"], [0, 2]),
+    (["\u200b", "cat", "\ufeff\u2060 ", "\u3000", "\x00\x07"], [0, 2, 3, 4]),
+    (["ok", "fine"], []),
+]
+
+
+@pytest.mark.parametrize("texts, junk", JUNK_CASES)
+def test_embed_texts_leaves_junk_out_and_lists_it(bundled_encoder, texts, junk):
     from normscope.encoders.embed import embed_texts
 
-    with pytest.raises(InputError, match=pattern):
-        bundled_encoder.embed_table(texts)
-    with pytest.raises(InputError, match=pattern):
-        embed_texts(texts, encoder=bundled_encoder, cache=False)
+    ids = [f"i{k}" for k in range(len(texts))]
+    tbl = embed_texts(texts, ids, encoder=bundled_encoder, cache=False)
+    kept = [k for k in range(len(texts)) if k not in junk]
+    assert tbl.ids == [ids[k] for k in kept]
+    assert tbl.junk.index == junk and tbl.junk.ids == [ids[k] for k in junk]
+    assert tbl.summary()["junk"]["count"] == len(junk)
+    np.testing.assert_allclose(tbl.vectors, bundled_encoder.encode([texts[k] for k in kept]), rtol=1e-5, atol=1e-6)
+    if junk:
+        with pytest.raises(InputError, match=rf"^{len(junk)} junk items found .*ids {ids[junk[0]]}"):
+            embed_texts(texts, ids, encoder=bundled_encoder, cache=False, junk="error")
 
 
-def test_embed_table_valid_items_and_id_count(bundled_encoder):
-    tbl = bundled_encoder.embed_table(["apple", "the"], ids=["a", "b"])
-    np.testing.assert_allclose(tbl.vectors, bundled_encoder.encode(["apple", "the"]), rtol=1e-5, atol=1e-6)
+def test_junk_by_tokens_special_and_unknown_only(bundled_encoder):
+    """MiniLM's WordPiece vocabulary maps a private-use character to [UNK]: junk by the token rule."""
+    from normscope.inputs import JUNK_TOKENS, find_junk
+
+    tok = bundled_encoder.hf_tokenizer
+    text = "\ue000\ue001"
+    assert set(tok(text, add_special_tokens=False)["input_ids"]) <= {tok.unk_token_id}
+    found = find_junk(["dog", text, "[CLS] [SEP]"], tokenizer=tok)
+    assert found.index == [1, 2] and found.reasons == [JUNK_TOKENS, JUNK_TOKENS]
+    assert find_junk(["dog", text]).index == []  # without a tokenizer only the text rule applies
+
+
+def test_embed_texts_every_item_junk_and_id_count(bundled_encoder):
+    from normscope.encoders.embed import embed_texts
+
+    with pytest.raises(InputError, match="every one of the 2 items is junk"):
+        embed_texts(["", " "], encoder=bundled_encoder, cache=False)
     with pytest.raises(InputError, match="got 1 ids for 2 texts"):
-        bundled_encoder.embed_table(["apple", "the"], ids=["a"])
+        embed_texts(["apple", "the"], ids=["a"], encoder=bundled_encoder, cache=False)
+    with pytest.raises(InputError, match="single string"):
+        embed_texts("apple", encoder=bundled_encoder, cache=False)
+
+
+def test_token_counts_after_truncation(bundled_encoder):
+    """Token counts are what the model sees: capped at max_seq_length (256 for MiniLM), counted independently."""
+    from normscope.encoders.embed import embed_texts
+
+    long_text = " ".join(["word"] * 600)  # "word" is one WordPiece token: 600 + [CLS] + [SEP]
+    tbl = embed_texts(["a dog", long_text], encoder=bundled_encoder, cache=False)
+    assert bundled_encoder.max_seq_length == 256
+    assert tbl.tokens.tolist() == [4, 256]  # [CLS] a dog [SEP]; the long text cut at 256
+    assert tbl.n_truncated == 1
+    seen, raw = bundled_encoder.token_counts([long_text])
+    assert raw.tolist() == [602] and seen.tolist() == [256]
 
 
 def test_tokenize_uses_preprocess_not_the_deprecated_tokenize(bundled_encoder, monkeypatch):

@@ -84,13 +84,11 @@ def test_real_scifact_corpus(shared_data):
     [
         ("empty.txt", b"", "empty"),
         ("blank.txt", b"\n  \n", "empty"),
-        ("ws.txt", b"ok\n   \nfine\n\t\nlast\n", r"2 empty or whitespace-only item\(s\) at line\(s\) 2, 4"),
         ("bad.txt", b"good\nalso good\nbad \xff byte\n", r"not valid UTF-8: byte 0xff at byte offset 19 \(line 3\)"),
         ("x.xlsx", b"PK", "unknown input format '.xlsx'"),
         ("x.json", b"[]", "unknown input format '.json'"),
         ("nojson.jsonl", b'{"text": "a"}\n{oops\n', "line 2 is not valid JSON"),
         ("notext.jsonl", b'{"title": "a"}\n', "line 1 has no 'text' field"),
-        ("emptytext.jsonl", b'{"text": "a"}\n{"text": ""}\n', r"line\(s\) 2"),
         ("dup.jsonl", b'{"_id": "a", "text": "x"}\n{"_id": "a", "text": "y"}\n', "duplicate id.*'a' \\(lines 1 and 2\\)"),
         ("mixed.jsonl", b'{"_id": "a", "text": "x"}\n{"text": "y"}\n', "missing at line\\(s\\) 2"),
         ("nocol.csv", b"id,body\n1,hello\n", "CSV has no 'text' column"),
@@ -111,11 +109,15 @@ def test_missing_file_and_non_beir_directory(tmp_path):
         read_items(tmp_path)
 
 
-def test_whitespace_error_lists_first_five_then_counts(tmp_path):
-    p = tmp_path / "many.txt"
-    p.write_text("a\n" + " \n" * 8 + "b\n")
-    with pytest.raises(InputError, match=r"8 empty .* line\(s\) 2, 3, 4, 5, 6 \(and 3 more\)"):
-        read_items(p)
+def test_junk_error_lists_first_five_then_counts():
+    from normscope.inputs import find_junk
+
+    found = find_junk(["a"] + [" "] * 8 + ["b"])
+    assert found.index == list(range(1, 9))
+    assert str(found.error()) == (
+        "8 junk items found (empty after NFKC normalisation and removal of whitespace and invisible format "
+        "characters): ids 1, 2, 3, 4, 5 (and 3 more) (drop --junk-error to leave them out)"
+    )
 
 
 def test_bad_gzip_and_non_utf8_in_gzip(tmp_path):
@@ -147,9 +149,29 @@ def test_unknown_format_lists_every_accepted_format(tmp_path):
         assert fmt in msg, fmt
 
 
-def test_check_items_names_indices_first_five_then_counts():
+def test_check_items_strings_only():
     from normscope.inputs import check_items
 
-    assert check_items(["a", 3]) == ["a", "3"]
-    with pytest.raises(InputError, match=r"^7 empty or whitespace-only item\(s\) at index\(es\) 1, 2, 3, 4, 5 \(and 2 more\)$"):
-        check_items(["a"] + [" "] * 7 + ["b"])
+    assert check_items(["a", 3, " "]) == ["a", "3", " "]
+    with pytest.raises(InputError, match="single string"):
+        check_items("abc")
+    with pytest.raises(InputError, match=r"^2 item\(s\) are None, at index\(es\) 0, 2$"):
+        check_items([None, "a", None])
+
+
+@pytest.mark.parametrize(
+    "name, content, junk_ids",
+    [
+        ("ws.txt", b"ok\n   \nfine\n\t\nlast\n", ["1", "3"]),
+        ("emptytext.jsonl", b'{"_id": "a", "text": "x"}\n{"_id": "b", "text": ""}\n', ["b"]),
+        ("zw.csv", "id,text\n1,hello\n2,\u200b\ufeff\n".encode(), ["2"]),
+    ],
+)
+def test_blank_items_are_read_and_found_as_junk(tmp_path, name, content, junk_ids):
+    """Files keep their blank items; the one junk rule (find_junk) lists them by id for every command."""
+    from normscope.inputs import find_junk
+
+    p = tmp_path / name
+    p.write_bytes(content)
+    ids, texts = read_items(p)
+    assert find_junk(texts, ids).ids == junk_ids

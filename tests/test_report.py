@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from normscope.report import Sizes, parse_stages
-from normscope.report.runner import ReportConfig, run_report
+from normscope.report import ReportConfig, run_report
 
 TINY = Sizes(
     words=60,

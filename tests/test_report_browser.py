@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from normscope.report import SECTIONS, Sizes
-from normscope.report.runner import ReportConfig, run_report
+from normscope.report import ReportConfig, run_report
 
 CHROMIUM_ARGS = [
     "--headless",

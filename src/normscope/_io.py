@@ -9,20 +9,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from normscope.errors import InputError
+from normscope.validate import check_output_path
 
-__all__ = ["atomic_path", "write_json", "check_output_path"]
-
-
-def check_output_path(path: str | Path) -> Path:
-    """Validate that ``path``'s directory exists; raise :class:`InputError` otherwise."""
-    path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"output directory does not exist: {parent}")
-    if path.is_dir():
-        raise InputError(f"output path is a directory: {path}")
-    return path
+__all__ = ["atomic_path", "write_json", "to_jsonable", "dumps"]
 
 
 @contextlib.contextmanager
@@ -44,22 +33,48 @@ def atomic_path(path: str | Path) -> Iterator[str]:
         raise
 
 
-def write_json(obj, path: str | Path) -> Path:
-    """Write ``obj`` as indented JSON atomically (NaN written as ``NaN``)."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2, sort_keys=False, default=_json_default)
-            f.write("\n")
-    return Path(path)
+def to_jsonable(obj):
+    """``obj`` with only strict-JSON values: the one cleaner every ``--json`` goes through.
 
+    NaN and +-inf become ``None`` (JSON ``null``: ``NaN`` tokens are rejected by ``JSON.parse``,
+    jq and most non-Python readers); numpy scalars and arrays become Python numbers and lists;
+    paths become strings; dataclass results with ``to_dict()`` are converted; tuples become lists.
+    """
+    import math
 
-def _json_default(o):
     import numpy as np
 
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [to_jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    if obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "to_dict"):
+        return to_jsonable(obj.to_dict())
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def dumps(obj, **kwargs) -> str:
+    """Strict JSON text of ``obj`` (:func:`to_jsonable`, then ``allow_nan=False``)."""
+    return json.dumps(to_jsonable(obj), allow_nan=False, **kwargs)
+
+
+def write_json(obj, path: str | Path) -> Path:
+    """Write ``obj`` as indented strict JSON atomically (NaN/inf written as ``null``, see :func:`to_jsonable`)."""
+    text = dumps(obj, indent=2, sort_keys=False) + "\n"
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+    return Path(path)

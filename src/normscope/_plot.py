@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from normscope._io import atomic_path, check_output_path
+from normscope._io import atomic_path
+from normscope.validate import check_output_path
 
 __all__ = ["pyplot", "save_figure"]
 

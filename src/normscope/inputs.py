@@ -2,7 +2,7 @@
 
 :func:`read_items` turns a user file into ``(ids, texts)`` and rejects bad input
 with a one-line :class:`~normscope.errors.InputError` that names the problem
-(missing or empty file, empty or whitespace-only items with their line numbers,
+(missing or empty file, malformed lines with their line numbers,
 non-UTF-8 bytes with their byte offset and line, unknown format, duplicate ids,
 a CSV without a ``text`` column, malformed JSON).
 
@@ -27,11 +27,14 @@ import csv
 import gzip
 import io
 import json
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from normscope.errors import InputError
 
-__all__ = ["read_items", "detect_format", "check_items", "TEXT_SUFFIXES", "FORMATS"]
+__all__ = ["read_items", "detect_format", "check_items", "Junk", "find_junk", "junk_text_reason", "TEXT_SUFFIXES", "FORMATS"]
 
 TEXT_SUFFIXES = (".txt", ".text", ".lines", "")
 FORMATS = ("text", "jsonl", "csv", "beir")
@@ -80,13 +83,13 @@ def read_items(path: str | Path) -> tuple[list[str], list[str]]:
     ids : list of str, length n
         Item ids: the file's ``id``/``_id`` values, else the 0-based item index.
     texts : list of str, length n
-        The items, n >= 1, none empty or whitespace-only.
+        The items, n >= 1. Junk items (empty after normalisation, see :func:`find_junk`) are
+        kept here: every command leaves them out of its statistics with the same rule.
 
     Raises
     ------
     InputError
-        Missing or empty file; empty/whitespace-only items (line numbers named);
-        non-UTF-8 bytes (byte offset and line named); unknown format; malformed
+        Missing or empty file; non-UTF-8 bytes (byte offset and line named); unknown format; malformed
         JSON; a missing ``text`` field/column; duplicate or partly missing ids.
     """
     path = Path(path)
@@ -111,18 +114,12 @@ def read_items(path: str | Path) -> tuple[list[str], list[str]]:
         ids, texts, lines = _parse_csv(text, path)
     if not texts:
         raise InputError(f"input file has no items: {path}")
-    bad = [ln for ln, t in zip(lines, texts) if not t.strip()]
-    if bad:
-        more = f" (and {len(bad) - _SHOW} more)" if len(bad) > _SHOW else ""
-        raise InputError(
-            f"{path}: {len(bad)} empty or whitespace-only item(s) at line(s) {', '.join(map(str, bad[:_SHOW]))}{more}"
-        )
     _check_unique(ids, lines, path)
     return ids, texts
 
 
 def check_items(texts) -> list[str]:
-    """Reject empty or whitespace-only items given directly (Python API), as :func:`read_items` does for files.
+    """Items given directly (Python API) as a list of str; rejects a bare string and non-text items.
 
     Parameters
     ----------
@@ -131,22 +128,124 @@ def check_items(texts) -> list[str]:
     Returns
     -------
     list of str
-        ``[str(t) for t in texts]``.
 
     Raises
     ------
     InputError
-        Some items are empty or whitespace-only: their 0-based indices are named
-        (the first five, then a count), with the wording of :func:`read_items`.
+        ``texts`` is a single string (a common slip: it would be embedded character by character)
+        or holds ``None``.
+    """
+    if isinstance(texts, (str, bytes)):
+        raise InputError("texts must be a sequence of strings, got a single string")
+    texts = list(texts)
+    bad = [i for i, t in enumerate(texts) if t is None]
+    if bad:
+        raise InputError(f"{len(bad)} item(s) are None, at index(es) {', '.join(map(str, bad[:_SHOW]))}")
+    return [str(t) for t in texts]
+
+
+# ----------------------------------------------------------------------------- junk
+#: Why an item is junk (the ``reason`` of :class:`Junk`).
+JUNK_EMPTY = "empty after NFKC normalisation and removal of whitespace and invisible format characters"
+JUNK_TOKENS = "tokenizes to special and unknown tokens only"
+
+
+def junk_text_reason(text: str) -> str | None:
+    """The text part of the junk rule: :data:`JUNK_EMPTY` or None.
+
+    The text is NFKC-normalised (Unicode normal form KC), then whitespace (``str.isspace``),
+    format characters (category Cf: zero-width space U+200B, BOM U+FEFF, word joiner U+2060,
+    soft hyphen...) and control characters (category Cc) are removed; an empty rest is junk.
+    """
+    norm = unicodedata.normalize("NFKC", str(text))
+    for ch in norm:
+        if not ch.isspace() and unicodedata.category(ch) not in ("Cf", "Cc"):
+            return None
+    return JUNK_EMPTY
+
+
+@dataclass(frozen=True)
+class Junk:
+    """Items left out as junk, by the one rule every command applies (:func:`find_junk`).
+
+    Attributes
+    ----------
+    index : list of int
+        0-based positions in the input, increasing.
+    ids : list of str
+        Their ids.
+    reasons : list of str
+        One of :data:`JUNK_EMPTY`, :data:`JUNK_TOKENS` per item.
+    """
+
+    index: list[int] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.index)
+
+    def __bool__(self) -> bool:
+        return bool(self.index)
+
+    def to_dict(self) -> dict:
+        """JSON form (key ``junk`` of every command's ``--json``): ``count``, ``ids``, ``reasons`` (counts)."""
+        counts: dict[str, int] = {}
+        for r in self.reasons:
+            counts[r] = counts.get(r, 0) + 1
+        return {"count": self.count, "ids": list(self.ids), "reasons": counts}
+
+    def message(self, what: str = "items") -> str:
+        """One line naming the count and the first ids, e.g. for the console."""
+        shown = ", ".join(self.ids[:_SHOW]) + (f" (and {self.count - _SHOW} more)" if self.count > _SHOW else "")
+        return f"{self.count} junk {what} left out ({'; '.join(sorted(set(self.reasons)))}): ids {shown}"
+
+    def error(self, what: str = "items") -> InputError:
+        """The :class:`InputError` raised when junk is an error (``--junk-error``)."""
+        return InputError(self.message(what).replace("left out", "found", 1) + " (drop --junk-error to leave them out)")
+
+
+def find_junk(texts: Sequence[str], ids: Sequence[str] | None = None, *, tokenizer=None) -> Junk:
+    """Find the junk items of ``texts``: the one rule of every command (embed, probe, correlate, retrieval, report).
+
+    An item is junk when it is empty after Unicode NFKC normalisation and removal of whitespace,
+    format and control characters (:func:`junk_text_reason`), or, when ``tokenizer`` is given,
+    when it tokenizes to nothing but special and unknown tokens (e.g. a string of emoji for a
+    WordPiece vocabulary without them).
+
+    Parameters
+    ----------
+    texts : sequence of str, length n
+    ids : sequence of str, length n, optional
+        Default: ``"0".."n-1"``.
+    tokenizer : Hugging Face tokenizer, optional
+        The model's tokenizer (:attr:`normscope.encoders.base.Encoder.hf_tokenizer`).
+
+    Returns
+    -------
+    Junk
     """
     texts = [str(t) for t in texts]
-    bad = [i for i, t in enumerate(texts) if not t.strip()]
-    if bad:
-        more = f" (and {len(bad) - _SHOW} more)" if len(bad) > _SHOW else ""
-        raise InputError(
-            f"{len(bad)} empty or whitespace-only item(s) at index(es) {', '.join(map(str, bad[:_SHOW]))}{more}"
-        )
-    return texts
+    ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(len(texts))]
+    reasons: dict[int, str] = {}
+    for i, t in enumerate(texts):
+        r = junk_text_reason(t)
+        if r is not None:
+            reasons[i] = r
+    if tokenizer is not None and callable(tokenizer):
+        rest = [i for i in range(len(texts)) if i not in reasons]
+        if rest:
+            special = set(getattr(tokenizer, "all_special_ids", None) or [])
+            unk = getattr(tokenizer, "unk_token_id", None)
+            if unk is not None:
+                special.add(unk)
+            enc = tokenizer([texts[i] for i in rest], add_special_tokens=False, truncation=False, verbose=False)
+            for i, tok_ids in zip(rest, enc["input_ids"]):
+                if all(t in special for t in tok_ids):
+                    reasons[i] = JUNK_TOKENS
+    index = sorted(reasons)
+    return Junk(index=index, ids=[ids[i] for i in index], reasons=[reasons[i] for i in index])
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -23,7 +23,27 @@ import numpy as np
 
 from normscope.errors import DataError, InputError
 
-__all__ = ["PairSource", "beir_pairs", "wordnet_pairs", "file_pairs", "load_pairs"]
+__all__ = ["PairSource", "sample_pair_batches", "beir_pairs", "wordnet_pairs", "file_pairs", "load_pairs"]
+
+
+def sample_pair_batches(n_pairs: int, batch_size: int, batches: int, seed: int) -> list[np.ndarray]:
+    """Deterministic probe batches: ``batches`` index arrays of ``batch_size`` distinct pairs.
+
+    Each batch is drawn without replacement from ``numpy.random.default_rng(seed)``.
+
+    Raises
+    ------
+    InputError
+        If there are fewer than ``batch_size`` pairs or ``batch_size < 2``.
+    """
+    if batch_size < 2:
+        raise InputError(f"batch_size must be >= 2 (in-batch negatives), got {batch_size}")
+    if n_pairs < batch_size:
+        raise InputError(f"only {n_pairs} pairs for a batch size of {batch_size}")
+    rng = np.random.default_rng(seed)
+    return [np.sort(rng.choice(n_pairs, size=batch_size, replace=False)) for _ in range(batches)]
+
+
 
 
 @dataclass(frozen=True)
@@ -57,8 +77,6 @@ class PairSource:
         InputError
             If ``batch_size < 2`` or fewer pairs than ``batch_size``.
         """
-        from normscope.probes import sample_pair_batches
-
         return sample_pair_batches(len(self), batch_size, n_batches, seed)
 
 

@@ -18,8 +18,50 @@ import numpy as np
 
 from normscope._io import atomic_path
 from normscope.errors import InputError
+from normscope.inputs import Junk
 
-__all__ = ["ModelFingerprint", "EmbeddingTable"]
+__all__ = ["ModelFingerprint", "EmbeddingTable", "norms_look_normalised", "require_raw_norms"]
+
+#: Relative spread of the norms below which vectors count as normalised (or constant in norm):
+#: float32 rounding of unit vectors gives a spread of about 1e-7; real raw norms vary by percent.
+NORMALISED_RTOL = 1e-4
+
+
+def norms_look_normalised(norms) -> bool:
+    """True when every norm equals the others within :data:`NORMALISED_RTOL` (unit vectors, or constant norm).
+
+    Parameters
+    ----------
+    norms : array-like of shape (n,)
+
+    Returns
+    -------
+    bool
+        ``(max - min) <= NORMALISED_RTOL * median`` (True also for n < 2).
+    """
+    r = np.asarray(norms, dtype=np.float64)
+    if r.size < 2:
+        return True
+    med = float(np.median(np.abs(r)))
+    return bool(np.ptp(r) <= NORMALISED_RTOL * max(med, 1e-300))
+
+
+def require_raw_norms(norms, what: str = "this analysis") -> None:
+    """Stop an analysis of norms on normalised vectors with a one-line :class:`InputError`.
+
+    Raises
+    ------
+    InputError
+        When :func:`norms_look_normalised` holds: the norms carry no information beyond float32
+        rounding, so a correlation, CI or p-value on them would describe rounding noise.
+    """
+    r = np.asarray(norms, dtype=np.float64)
+    if r.size >= 2 and norms_look_normalised(r):
+        raise InputError(
+            f"{what} needs raw (un-normalised) vectors, but every norm is {float(np.median(r)):.6g} within "
+            f"{NORMALISED_RTOL:g} relative (spread {float(np.ptp(r)):.2g}): the vectors were normalised "
+            "(e.g. by a vector store or a Normalize module); embed the texts with normscope to get raw vectors"
+        )
 
 _META_KEY = b"normscope.fingerprint"
 
@@ -82,6 +124,13 @@ class EmbeddingTable:
     vectors : ndarray of shape (n, d), float32
         Raw model outputs; never normalised by normscope.
     fingerprint : ModelFingerprint
+    tokens : ndarray of shape (n,), int64, or None
+        Tokens the model saw per item (after truncation, special tokens included); None when the
+        encoder has no Hugging Face tokenizer (precomputed vectors).
+    n_truncated : int or None
+        Items longer than the model's maximum sequence length (cut before embedding).
+    junk : Junk
+        Input items left out as junk (:func:`normscope.inputs.find_junk`); not rows of the table.
 
     Raises
     ------
@@ -93,6 +142,9 @@ class EmbeddingTable:
     texts: list[str]
     vectors: np.ndarray
     fingerprint: ModelFingerprint
+    tokens: np.ndarray | None = None
+    n_truncated: int | None = None
+    junk: Junk = dataclasses.field(default_factory=Junk)
 
     def __post_init__(self) -> None:
         self.vectors = np.ascontiguousarray(self.vectors, dtype=np.float32)
@@ -106,6 +158,19 @@ class EmbeddingTable:
         if not np.isfinite(self.vectors).all():
             bad = np.flatnonzero(~np.isfinite(self.vectors).all(axis=1))
             raise InputError(f"vectors hold NaN/Inf in rows {bad[:10].tolist()}")
+        if self.tokens is not None:
+            self.tokens = np.asarray(self.tokens, dtype=np.int64)
+            if self.tokens.shape != (n,):
+                raise InputError(f"tokens has shape {self.tokens.shape}, expected ({n},)")
+
+    def subset(self, index) -> "EmbeddingTable":
+        """The rows ``index`` (array of int positions, in that order) as a new table (same fingerprint)."""
+        index = np.asarray(index, dtype=np.int64)
+        return EmbeddingTable(
+            ids=[self.ids[i] for i in index], texts=[self.texts[i] for i in index], vectors=self.vectors[index],
+            fingerprint=self.fingerprint, tokens=None if self.tokens is None else self.tokens[index],
+            n_truncated=None, junk=Junk(),
+        )
 
     @property
     def norms(self) -> np.ndarray:
@@ -120,7 +185,8 @@ class EmbeddingTable:
         return int(self.vectors.shape[0])
 
     def summary(self) -> dict:
-        """Norm summary: ``n``, ``dim``, ``model``, ``norm_mean/std/min/max`` (float, units of ||z||)."""
+        """Norm summary: ``n``, ``dim``, ``model``, ``norm_mean/std/min/max`` (float, units of ||z||),
+        ``n_truncated``, ``junk`` (:meth:`Junk.to_dict`), ``normalised`` (:func:`norms_look_normalised`)."""
         r = self.norms.astype(np.float64)
         return {
             "n": len(self),
@@ -131,6 +197,9 @@ class EmbeddingTable:
             "norm_std": float(r.std(ddof=1)) if len(r) > 1 else float("nan"),
             "norm_min": float(r.min()) if len(r) else float("nan"),
             "norm_max": float(r.max()) if len(r) else float("nan"),
+            "n_truncated": self.n_truncated,
+            "junk": self.junk.to_dict(),
+            "normalised": norms_look_normalised(r) if len(r) > 1 else None,
         }
 
     # ------------------------------------------------------------------ parquet
@@ -148,6 +217,7 @@ class EmbeddingTable:
                 "text": pa.array(self.texts, type=pa.string()),
                 "norm": pa.array(self.norms, type=pa.float32()),
                 "vector": vec,
+                **({"tokens": pa.array(self.tokens, type=pa.int64())} if self.tokens is not None else {}),
             }
         )
         tbl = tbl.replace_schema_metadata({_META_KEY: json.dumps(self.fingerprint.to_dict()).encode()})
@@ -183,7 +253,8 @@ class EmbeddingTable:
                 pooling="precomputed",
                 backend="precomputed",
             )
-        return cls(ids=ids, texts=texts, vectors=vectors, fingerprint=fp)
+        tokens = np.asarray(tbl.column("tokens").to_numpy(), dtype=np.int64) if "tokens" in tbl.column_names else None
+        return cls(ids=ids, texts=texts, vectors=vectors, fingerprint=fp, tokens=tokens)
 
 
 def _vectors_from_arrow(col, path: Path) -> np.ndarray:

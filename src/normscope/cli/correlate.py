@@ -13,7 +13,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from normscope._io import atomic_path, check_output_path, write_json
+from normscope._io import atomic_path, write_json
+from normscope.validate import check_output_path
 from normscope.cli import app
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError

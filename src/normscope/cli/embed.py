@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
+from normscope.cli._options import JunkError
 from normscope.encoders import DEFAULT_MODEL
 
 
@@ -51,6 +52,7 @@ def embed(
         bool, typer.Option("--trust-remote-code", help="Let the model repository run its own code.")
     ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")] = False,
+    junk_error: JunkError = False,
 ) -> None:
     """Embed items with a real model and write raw vectors and norms.
 
@@ -72,6 +74,7 @@ def embed(
         cache=not no_cache,
         progress=True,
         trust_remote_code=trust_remote_code,
+        junk="error" if junk_error else "drop",
     )
     fp = summary["fingerprint"]
     tbl = Table(title="raw embedding norms ||z||", title_justify="left")
@@ -89,8 +92,12 @@ def embed(
         ("norm min", f"{summary['norm_min']:.4f}"),
         ("norm max", f"{summary['norm_max']:.4f}"),
     ]
-    if summary.get("n_truncated"):
-        rows.append(("truncated items", str(summary["n_truncated"])))
+    if summary.get("n_truncated") is not None:
+        rows.append(("truncated items (cut at max length)", str(summary["n_truncated"])))
+    junk = summary.get("junk") or {}
+    if junk.get("count"):
+        shown = ", ".join(junk["ids"][:5]) + (f" (and {junk['count'] - 5} more)" if junk["count"] > 5 else "")
+        rows.append(("junk items left out", f"{junk['count']}: ids {shown}"))
     for k, v in rows:
         tbl.add_row(k, v)
     Console().print(tbl)

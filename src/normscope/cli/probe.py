@@ -70,13 +70,14 @@ def probe(
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code")] = False,
 ) -> None:
     """Estimate heat and radial drift per item by virtual SGD steps and compare R_eq with the norm."""
-    from normscope._io import atomic_path, check_output_path, write_json
+    from normscope._io import atomic_path, write_json
+    from normscope.validate import check_output_path
     from normscope.encoders import load_encoder
     from normscope.pairs import load_pairs
     from normscope.probes import plot_heat_drift, plot_predicted_vs_observed, run_probe
 
     console = Console(stderr=True)
-    from normscope.encoders.embed import check_parquet_out
+    from normscope.validate import check_parquet_out
 
     for p in (json_path, fig):
         if p is not None:

@@ -31,7 +31,8 @@ def report(
     """Reproduce the whole analysis for one model: HTML report, summary.json and figures."""
     import dataclasses
 
-    from normscope._io import check_output_path, write_json
+    from normscope._io import write_json
+    from normscope.validate import check_output_path
     from normscope.report import FULL, QUICK, STAGES, ReportConfig, run_report
 
     err = Console(stderr=True)
@@ -59,7 +60,7 @@ def report(
 
 def print_summary(result, console: Console) -> None:
     """One-screen text summary: one row per section with its headline figure, then the report path."""
-    from normscope.report.runner import SECTIONS
+    from normscope.report.config import SECTIONS
     from normscope.report.text import fmt
 
     s = result.summary

@@ -9,7 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from normscope._io import atomic_path, check_output_path, write_json
+from normscope._io import atomic_path, write_json
+from normscope.validate import check_output_path
 from normscope.cli import app
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from normscope.encoders.base import Encoder, TorchEncoder
 from normscope.encoders.bundled import DEFAULT_MODEL
-from normscope.encoders.cache import CachedEncoder, encode_cached
+from normscope.encoders.cache import encode_cached
 from normscope.errors import InputError
 
-__all__ = ["Encoder", "TorchEncoder", "DEFAULT_MODEL", "BACKENDS", "load_encoder", "resolve_backend", "encode_cached", "CachedEncoder"]
+__all__ = ["Encoder", "TorchEncoder", "DEFAULT_MODEL", "BACKENDS", "load_encoder", "resolve_backend", "encode_cached"]
 
 BACKENDS = ("auto", "sentence-transformers", "huggingface", "open_clip", "precomputed")
 _PREFIXES = {

@@ -9,15 +9,14 @@ subclass :class:`Encoder`. Torch-backed adapters also subclass
 from __future__ import annotations
 
 import abc
-import contextlib
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from normscope.table import EmbeddingTable, ModelFingerprint
+from normscope.table import ModelFingerprint
 
-__all__ = ["Encoder", "TorchEncoder", "progress_bar"]
+__all__ = ["Encoder", "TorchEncoder"]
 
 
 class Encoder(abc.ABC):
@@ -27,6 +26,48 @@ class Encoder(abc.ABC):
     """
 
     fingerprint: ModelFingerprint
+    #: Inputs longer than this many tokens are truncated by the model (None: no limit known).
+    max_seq_length: int | None = None
+
+    @property
+    def hf_tokenizer(self) -> Any:
+        """The model's Hugging Face tokenizer, or None (precomputed vectors, open_clip's own tokenizer).
+
+        Used to count the tokens the model sees (:meth:`token_counts`) and to detect items that
+        tokenize to nothing but special and unknown tokens (:func:`normscope.inputs.find_junk`).
+        """
+        return None
+
+    def token_counts(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Tokens of each text before and after the model's truncation (special tokens included).
+
+        Parameters
+        ----------
+        texts : sequence of str, length n
+
+        Returns
+        -------
+        seen : ndarray of shape (n,), int64
+            Tokens the model sees: ``min(raw, max_seq_length)``.
+        raw : ndarray of shape (n,), int64
+            Tokens of the whole text; ``raw > seen`` marks a truncated item.
+            Without a Hugging Face tokenizer both are whitespace word counts (no truncation known).
+        """
+        texts = [str(t) for t in texts]
+        tok = self.hf_tokenizer
+        if tok is None or not callable(tok):
+            raw = np.array([len(t.split()) for t in texts], dtype=np.int64)
+            return raw.copy(), raw
+        # verbose=False: no "Token indices sequence length is longer than ..." warning per long text
+        ids = tok(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"] if texts else []
+        raw = np.array([len(x) for x in ids], dtype=np.int64)
+        seen = np.minimum(raw, self.max_seq_length) if self.max_seq_length else raw.copy()
+        return seen, raw
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        """Number of ``texts`` longer than :attr:`max_seq_length` tokens (0 when unknown)."""
+        seen, raw = self.token_counts(texts)
+        return int(np.sum(raw > seen))
 
     @property
     @abc.abstractmethod
@@ -58,50 +99,6 @@ class Encoder(abc.ABC):
         bn = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
         return an @ bn.T
 
-    def embed_table(
-        self,
-        texts: Sequence[str],
-        ids: Sequence[str] | None = None,
-        *,
-        batch_size: int = 64,
-        progress: bool = False,
-        cache: bool = False,
-    ) -> EmbeddingTable:
-        """Embed ``texts`` into an :class:`EmbeddingTable` (ids default to ``0..n-1``).
-
-        With ``cache=True`` the vectors go through
-        :func:`normscope.encoders.cache.encode_cached` (read and fill the on-disk cache).
-
-        Raises
-        ------
-        InputError
-            Empty or whitespace-only items (their 0-based indices are named), as
-            ``normscope embed`` rejects them in files; or ``ids`` of another length.
-        """
-        from normscope.inputs import check_items
-
-        texts = check_items(texts)
-        ids = _item_ids(ids, len(texts))
-        if cache:
-            from normscope.encoders.cache import encode_cached
-
-            vecs = encode_cached(self, texts, batch_size=batch_size, progress=progress)
-        else:
-            vecs = self.encode(texts, batch_size=batch_size, progress=progress)
-        return EmbeddingTable(ids=ids, texts=texts, vectors=vecs, fingerprint=self.fingerprint)
-
-
-def _item_ids(ids: Sequence[str] | None, n: int) -> list[str]:
-    """``ids`` as strings (default ``"0".."n-1"``); :class:`InputError` if their number is not ``n``."""
-    from normscope.errors import InputError
-
-    if ids is None:
-        return [str(i) for i in range(n)]
-    ids = [str(i) for i in ids]
-    if len(ids) != n:
-        raise InputError(f"got {len(ids)} ids for {n} texts")
-    return ids
-
 
 class TorchEncoder(Encoder):
     """An encoder backed by a differentiable ``torch.nn.Module``.
@@ -117,7 +114,6 @@ class TorchEncoder(Encoder):
 
     module: Any
     device: str
-    max_seq_length: int | None = None
 
     @abc.abstractmethod
     def tokenize(self, texts: Sequence[str]) -> dict:
@@ -127,28 +123,3 @@ class TorchEncoder(Encoder):
     def forward(self, features: dict):
         """Differentiable raw embeddings, a ``torch.Tensor`` of shape (n, d), from tokenised features."""
 
-    def count_truncated(self, texts: Sequence[str]) -> int:
-        """Number of ``texts`` longer than :attr:`max_seq_length` tokens (0 if unknown)."""
-        return 0
-
-
-@contextlib.contextmanager
-def progress_bar(show: bool, n_batches: int, *, note: str = ""):
-    """A rich progress bar on stderr counting batches; yields ``advance()`` (a no-op when hidden)."""
-    if not show:
-        yield lambda: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    with Progress(
-        TextColumn("[bold]embedding[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("batches"),
-        TimeRemainingColumn(),
-        TextColumn(note),
-        console=Console(stderr=True),
-    ) as prog:
-        task = prog.add_task("embed", total=n_batches)
-        yield lambda: prog.advance(task, 1)

@@ -25,14 +25,18 @@ import tempfile
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from normscope.encoders.base import Encoder, progress_bar
+from normscope._progress import progress_bar
 from normscope.encoders.bundled import cache_dir
 from normscope.errors import InputError
 
-__all__ = ["encode_cached", "CachedEncoder", "model_cache_dir", "text_hashes", "load_cache_index"]
+if TYPE_CHECKING:  # typing only: the cache never imports the encoder classes
+    from normscope.encoders.base import Encoder
+
+__all__ = ["encode_cached", "model_cache_dir", "text_hashes", "load_cache_index"]
 
 _HASH_BYTES = 32
 
@@ -209,29 +213,3 @@ def encode_cached(
                 out[rows_of[k]] = v
             advance()
     return out
-
-
-class CachedEncoder(Encoder):
-    """Wrap an encoder so that :meth:`encode` goes through :func:`encode_cached`.
-
-    Same ``fingerprint`` and ``dim`` as the wrapped encoder; attributes not defined
-    here (``module``, ``tokenize``...) are forwarded to it.
-    """
-
-    def __init__(self, encoder: Encoder, *, cache: bool = True):
-        self.inner = encoder
-        self.cache = cache
-        self.fingerprint = encoder.fingerprint
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
-
-    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
-        """Raw vectors of shape (n, d), float32, via the cache (see :func:`encode_cached`)."""
-        return encode_cached(self.inner, texts, batch_size=batch_size, progress=progress, cache=self.cache)
-
-    def __getattr__(self, item):
-        if item == "inner":  # not yet set (unpickling)
-            raise AttributeError(item)
-        return getattr(self.inner, item)

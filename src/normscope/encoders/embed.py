@@ -10,42 +10,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from normscope._io import check_output_path, write_json
+import numpy as np
+
+from normscope._io import write_json
+from normscope.validate import check_output_path, check_parquet_out
 from normscope.encoders.base import Encoder
 from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.encoders.cache import encode_cached
 from normscope.errors import InputError
 from normscope.table import EmbeddingTable
 
-__all__ = ["embed_texts", "embed_input", "check_parquet_out", "PRECOMPUTED_SUFFIXES"]
+__all__ = ["embed_texts", "embed_input", "PRECOMPUTED_SUFFIXES"]
 
 PRECOMPUTED_SUFFIXES = (".npy", ".parquet")
 
 
-def check_parquet_out(path: str | Path, option: str = "-o/--out") -> Path:
-    """Check a per-item table output path before any work: existing directory and a ``.parquet`` name.
-
-    Parameters
-    ----------
-    path : str or Path
-    option : str
-        How the path was given, named in the error (``"-o/--out"``).
-
-    Returns
-    -------
-    Path
-
-    Raises
-    ------
-    InputError
-        The name does not end in ``.parquet`` (the table is always written as
-        parquet, so ``o.csv`` would hold parquet bytes), the directory does not
-        exist, or the path is a directory.
-    """
-    path = Path(path)
-    if path.suffix.lower() != ".parquet":
-        raise InputError(f"{option} must be a .parquet file (the table is written as parquet), got '{path}'")
-    return check_output_path(path)
+def _item_ids(ids: Sequence[str] | None, n: int) -> list[str]:
+    """``ids`` as strings (default ``"0".."n-1"``); :class:`InputError` if their number is not ``n``."""
+    if ids is None:
+        return [str(i) for i in range(n)]
+    ids = [str(i) for i in ids]
+    if len(ids) != n:
+        raise InputError(f"got {len(ids)} ids for {n} texts")
+    return ids
 
 
 def embed_texts(
@@ -59,38 +46,69 @@ def embed_texts(
     cache: bool = True,
     progress: bool = False,
     trust_remote_code: bool = False,
+    junk: str = "drop",
+    what: str = "items",
 ) -> EmbeddingTable:
-    """Raw embeddings of ``texts`` through the cache (:func:`~normscope.encoders.cache.encode_cached`).
+    """Raw embeddings of ``texts``: the one path from texts to vectors (through the embedding cache).
+
+    Junk items (:func:`normscope.inputs.find_junk`, with the encoder's tokenizer) are left out of
+    the table and listed in ``table.junk``; the tokens each item gives the model after truncation
+    are counted (``table.tokens``, ``table.n_truncated``).
 
     Parameters
     ----------
     texts : sequence of str, length n
-    ids : sequence of str, optional
-        Default ``"0".."n-1"``.
+    ids : sequence of str, length n, optional
+        Default ``"0".."n-1"``; must be unique for the per-item outputs to be joined by id.
     encoder : Encoder, optional, keyword-only
         Use this encoder; otherwise ``load_encoder(model, device=..., trust_remote_code=...)``.
+    batch_size : int, keyword-only
+        Texts per encoder call and per cache shard.
+    cache : bool, keyword-only
+        Read and fill the content-addressed cache (:func:`~normscope.encoders.cache.encode_cached`).
+    junk : {'drop', 'error'}, keyword-only
+        ``'drop'``: leave junk out (listed in ``table.junk``); ``'error'``: raise instead.
+    what : str, keyword-only
+        Name of the items in messages (``"queries"``, ``"documents"``).
 
     Returns
     -------
     EmbeddingTable
-        vectors float32 (n, d), norms (n,), the encoder's fingerprint.
+        The non-junk items in input order: vectors float32 (m, d), norms (m,), ``tokens`` (m,)
+        int64 or None, ``n_truncated``, ``junk``, the encoder's fingerprint.
 
     Raises
     ------
     InputError
-        Empty or whitespace-only items (0-based indices named, as
-        :func:`normscope.inputs.check_items`), or ``ids`` of another length.
+        ``texts`` a single string or holding None; ``ids`` of another length; junk items with
+        ``junk='error'``; every item junk; ``batch_size < 1``.
     """
     from normscope.encoders import load_encoder
-    from normscope.encoders.base import _item_ids
-    from normscope.inputs import check_items
+    from normscope.inputs import check_items, find_junk
 
+    if junk not in ("drop", "error"):
+        raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
     texts = check_items(texts)
     ids = _item_ids(ids, len(texts))
     if encoder is None:
         encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code)
-    vectors = encode_cached(encoder, texts, batch_size=batch_size, progress=progress, cache=cache)
-    return EmbeddingTable(ids=ids, texts=texts, vectors=vectors, fingerprint=encoder.fingerprint)
+    found = find_junk(texts, ids, tokenizer=encoder.hf_tokenizer)
+    if found and junk == "error":
+        raise found.error(what)
+    if found.count == len(texts) and texts:
+        raise InputError(f"every one of the {len(texts)} {what} is junk ({'; '.join(sorted(set(found.reasons)))})")
+    keep = np.setdiff1d(np.arange(len(texts)), np.asarray(found.index, dtype=np.int64))
+    kept_texts = [texts[i] for i in keep]
+    tokens = None
+    n_truncated = None
+    if encoder.hf_tokenizer is not None:
+        tokens, raw = encoder.token_counts(kept_texts)
+        n_truncated = int(np.sum(raw > tokens))
+    vectors = encode_cached(encoder, kept_texts, batch_size=batch_size, progress=progress, cache=cache)
+    return EmbeddingTable(
+        ids=[ids[i] for i in keep], texts=kept_texts, vectors=vectors, fingerprint=encoder.fingerprint,
+        tokens=tokens, n_truncated=n_truncated, junk=found,
+    )
 
 
 def embed_input(
@@ -107,6 +125,7 @@ def embed_input(
     cache: bool = True,
     progress: bool = False,
     trust_remote_code: bool = False,
+    junk: str = "drop",
 ) -> tuple[dict, EmbeddingTable]:
     """Embed a file of items (or the top wordfreq words) and summarise the norms.
 
@@ -152,7 +171,6 @@ def embed_input(
         raise InputError(f"--batch-size must be >= 1, got {batch_size}")
     if wordfreq_top and input is not None:
         raise InputError("give either INPUT or --wordfreq-top, not both")
-    n_truncated = None
     if wordfreq_top > 0:
         from normscope.datasets import wordfreq_words
 
@@ -167,20 +185,18 @@ def embed_input(
             from normscope.encoders.precomputed import load_precomputed
 
             table = load_precomputed(input)
-            return _finish(table, source, None, False, out, json_path)
+            return _finish(table, source, False, out, json_path)
         if Path(input).suffix.lower() in PRECOMPUTED_SUFFIXES:
             raise InputError(f"input does not exist: {input}")
         ids, texts = read_items(input)
     encoder = load_encoder(model, backend=backend, pooling=pooling, device=device, trust_remote_code=trust_remote_code)
-    if hasattr(encoder, "count_truncated") and getattr(encoder, "max_seq_length", None):
-        n_truncated = int(encoder.count_truncated(texts))
-    table = embed_texts(texts, ids, encoder=encoder, batch_size=batch_size, cache=cache, progress=progress)
-    return _finish(table, source, n_truncated, cache and getattr(encoder, "cacheable", True), out, json_path)
+    table = embed_texts(texts, ids, encoder=encoder, batch_size=batch_size, cache=cache, progress=progress, junk=junk)
+    return _finish(table, source, cache and getattr(encoder, "cacheable", True), out, json_path)
 
 
-def _finish(table: EmbeddingTable, source: str, n_truncated, cached: bool, out, json_path) -> tuple[dict, EmbeddingTable]:
+def _finish(table: EmbeddingTable, source: str, cached: bool, out, json_path) -> tuple[dict, EmbeddingTable]:
     summary = table.summary()
-    summary.update({"input": source, "n_truncated": n_truncated, "cache": bool(cached)})
+    summary.update({"input": source, "cache": bool(cached)})
     if out is not None:
         table.to_parquet(out)
     if json_path is not None:

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from normscope.encoders._hub import resolve
-from normscope.encoders.base import TorchEncoder, progress_bar
+from normscope._progress import progress_bar
+from normscope.encoders.base import TorchEncoder
 from normscope.encoders.bundled import bundled_model_path, is_bundled_name
 from normscope.errors import InputError
 from normscope.table import ModelFingerprint
@@ -162,6 +163,6 @@ class HuggingFaceEncoder(TorchEncoder):
                 advance()
         return out
 
-    def count_truncated(self, texts: Sequence[str]) -> int:
-        lengths = [len(ids) for ids in self.tokenizer([str(t) for t in texts], add_special_tokens=True)["input_ids"]]
-        return int(sum(n > self.max_seq_length for n in lengths))
+    @property
+    def hf_tokenizer(self):
+        return self.tokenizer

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from normscope.encoders._hub import resolve
-from normscope.encoders.base import TorchEncoder, progress_bar
+from normscope._progress import progress_bar
+from normscope.encoders.base import TorchEncoder
 from normscope.encoders.bundled import DEFAULT_MODEL, bundled_model_path, is_bundled_name
 from normscope.errors import ModelError
 from normscope.table import ModelFingerprint, file_sha256
@@ -160,12 +161,10 @@ class SentenceTransformerEncoder(TorchEncoder):
     def forward(self, features: dict):
         return self.model(dict(features))["sentence_embedding"]
 
-    def count_truncated(self, texts: Sequence[str]) -> int:
-        if not self.max_seq_length:
-            return 0
-        tok = self.model.tokenizer
-        lengths = [len(ids) for ids in tok([str(t) for t in texts], add_special_tokens=True)["input_ids"]]
-        return int(sum(n > self.max_seq_length for n in lengths))
+    @property
+    def hf_tokenizer(self):
+        tok = getattr(self.model, "tokenizer", None)
+        return tok if callable(tok) else None
 
 
 def _pooling_from_flags(cfg: dict) -> str:

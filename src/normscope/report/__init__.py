@@ -6,18 +6,9 @@ self-contained page), ``OUT/summary.json`` (every number on the page) and ``OUT/
 See ``docs/report.md``.
 """
 
-from normscope.report.runner import (
-    FULL,
-    QUICK,
-    SECTIONS,
-    STAGES,
-    ReportConfig,
-    ReportResult,
-    Sizes,
-    StageUnavailable,
-    parse_stages,
-    run_report,
-)
+from normscope.report.config import FULL, QUICK, SECTIONS, STAGES, ReportConfig, Sizes, parse_stages
+from normscope.report.context import StageUnavailable
+from normscope.report.runner import ReportResult, run_report
 
 __all__ = [
     "FULL",

@@ -12,7 +12,7 @@ import numpy as np
 
 from normscope._plot import pyplot, save_figure
 
-__all__ = ["plot_norm_distribution", "plot_scatter_identity", "save_figure"]
+__all__ = ["plot_norm_distribution", "save_figure"]
 
 _DPI = 110
 
@@ -48,55 +48,5 @@ def plot_norm_distribution(norms, path: str | Path, *, model: str = "", source: 
     if source:
         title += f": {source}"
     ax.set_title(title + (f"\n{model}" if model else ""), fontsize=10)
-    ax.spines[["top", "right"]].set_visible(False)
-    return save_figure(fig, path, dpi=_DPI)
-
-
-def plot_scatter_identity(
-    x,
-    y,
-    path: str | Path,
-    *,
-    xlabel: str,
-    ylabel: str,
-    title: str = "",
-    groups=None,
-) -> Path:
-    """Scatter of predicted (x) against observed (y) with the identity line y = x.
-
-    Parameters
-    ----------
-    x, y : array-like of shape (n,)
-    path : str or Path
-    xlabel, ylabel, title : str, keyword-only
-        Axis labels must carry units.
-    groups : array-like of shape (n,), optional
-        Colour by group (e.g. ambiguity level).
-
-    Returns
-    -------
-    Path
-    """
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5.0, 4.4))
-    ok = np.isfinite(x) & np.isfinite(y)
-    if groups is None:
-        ax.scatter(x[ok], y[ok], s=8, alpha=0.6, color="#4C72B0")
-    else:
-        g = np.asarray(groups)[ok]
-        for level in sorted(set(g.tolist())):
-            m = g == level
-            ax.scatter(x[ok][m], y[ok][m], s=8, alpha=0.7, label=str(level))
-        ax.legend(title="group", frameon=False, fontsize=8)
-    if ok.any():
-        lo = float(min(x[ok].min(), y[ok].min()))
-        hi = float(max(x[ok].max(), y[ok].max()))
-        ax.plot([lo, hi], [lo, hi], color="#444444", lw=1, ls="--", label="y = x")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title, fontsize=10)
     ax.spines[["top", "right"]].set_visible(False)
     return save_figure(fig, path, dpi=_DPI)

@@ -12,8 +12,9 @@ import base64
 import datetime as _dt
 from pathlib import Path
 
-from normscope._io import atomic_path, check_output_path
-from normscope.report.runner import SECTIONS
+from normscope._io import atomic_path
+from normscope.validate import check_output_path
+from normscope.report.config import SECTIONS
 from normscope.report.text import fmt
 
 __all__ = ["render_report", "render_html", "TEMPLATE"]
@@ -200,7 +201,7 @@ def render_html(summary: dict, records: dict, out_dir: str | Path) -> str:
 
 def _run_sizes(report: dict, records: dict) -> dict:
     """The sizes of the stages that ran (not those left out with ``--only`` or not run)."""
-    from normscope.report.runner import sizes_of_stages
+    from normscope.report.config import sizes_of_stages
 
     ran = [st for st, rec in records.items() if rec.get("status") not in ("not_run", "not run", "not selected")
            and st in (report.get("stages_run") or records)]

@@ -27,275 +27,24 @@ import os
 import platform
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from normscope._io import check_output_path, write_json
-from normscope.encoders import DEFAULT_MODEL
+from normscope._io import write_json
+from normscope.validate import check_output_path
 from normscope.errors import InputError
+from normscope.report.stages import STAGE_FUNCS
+from normscope.report.config import STAGE_SECTIONS, STAGES, ReportConfig
+from normscope.report.context import StageContext, StageUnavailable
+from normscope.report.html import render_report
+from normscope.report.text import what_this_says
 
-__all__ = [
-    "STAGES",
-    "SECTIONS",
-    "Sizes",
-    "QUICK",
-    "FULL",
-    "ReportConfig",
-    "ReportResult",
-    "StageContext",
-    "StageUnavailable",
-    "parse_stages",
-    "run_report",
-]
-
-#: Stage names, in run order (``--only`` takes a comma-separated subset).
-STAGES: tuple[str, ...] = ("setup", "norms", "probes", "lab", "signals", "retrieval")
-
-#: Page sections (= top-level keys of summary.json), in page order, with their headings.
-SECTIONS: dict[str, str] = {
-    "setup": "Model and set-up",
-    "norm_distribution": "Norm distribution",
-    "equilibrium_theory": "Equilibrium theory: predicted vs observed norm",
-    "training_lab": "Training-lab check of the theorem",
-    "semantic_signals": "Semantic signals",
-    "retrieval": "Norm-aware retrieval",
-    "calibration": "Calibration: the norm as a confidence signal",
-}
-
-#: Which sections each stage fills.
-STAGE_SECTIONS: dict[str, tuple[str, ...]] = {
-    "setup": ("setup",),
-    "norms": ("norm_distribution",),
-    "probes": ("equilibrium_theory",),
-    "lab": ("training_lab",),
-    "signals": ("semantic_signals",),
-    "retrieval": ("retrieval", "calibration"),
-}
+__all__ = ["ReportResult", "run_report", "assemble_summary", "stage_settings", "settings_key", "load_cached",
+           "STAGE_VERSION"]
 
 #: Bump when a stage's computation or record layout changes: invalidates cached records.
 STAGE_VERSION = 1
-
-
-class StageUnavailable(Exception):
-    """Raised by a stage that cannot run here; the message says why (shown on the page)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Sizes:
-    """Subset sizes of every stage (stated on the page). ``None`` means the stage command's default.
-
-    Attributes
-    ----------
-    words : int
-        Norm distribution: top-N alphabetic English words of wordfreq.
-    probe_items, probe_batches, probe_batch_size : int or None
-        Probes: P probe inputs, K virtual SGD batches of B pairs each.
-    lab_steps, lab_snapshots, lab_probe_batches : int or None
-        Training lab (free table, SGD): training steps, snapshot states S, virtual batches K per state.
-    signal_items : int or None
-        Semantic signals: items per signal (None: ``normscope correlate``'s defaults: frequency 5,000,
-        specificity 2,000, concreteness 5,000, uncertainty all 3,113 ChaosNLI pairs).
-    retrieval_docs, retrieval_queries : int or None
-        Retrieval: corpus subset (relevant documents always kept) and test-query subset (None: all).
-    n_boot, n_perm : int
-        Bootstrap resamples of every confidence interval; permutations of every p-value.
-    """
-
-    words: int = 5000
-    probe_items: int | None = 200
-    probe_batches: int | None = 8
-    probe_batch_size: int | None = None
-    lab_steps: int | None = None
-    lab_snapshots: int | None = None
-    lab_probe_batches: int | None = None
-    signal_items: int | None = None
-    retrieval_docs: int | None = None
-    retrieval_queries: int | None = None
-    n_boot: int = 2000
-    n_perm: int = 2000
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-#: The stages each size applies to (the page lists only the sizes of stages that ran).
-SIZE_STAGES: dict[str, tuple[str, ...]] = {
-    "words": ("norms",),
-    "probe_items": ("probes",),
-    "probe_batches": ("probes",),
-    "probe_batch_size": ("probes",),
-    "lab_steps": ("lab",),
-    "lab_snapshots": ("lab",),
-    "lab_probe_batches": ("lab",),
-    "signal_items": ("signals",),
-    "retrieval_docs": ("retrieval",),
-    "retrieval_queries": ("retrieval",),
-    "n_boot": ("signals", "retrieval"),
-    "n_perm": ("signals",),
-}
-
-
-def sizes_of_stages(sizes: dict | None, stages: Sequence[str]) -> dict:
-    """The entries of ``sizes`` (:meth:`Sizes.to_dict`) that apply to at least one of ``stages``."""
-    run = set(stages)
-    return {k: v for k, v in (sizes or {}).items() if run & set(SIZE_STAGES.get(k, (k,)))}
-
-
-#: Default sizes of ``normscope report`` (and ``make run``).
-FULL = Sizes()
-#: ``--quick``: whole run under 5 minutes on 2 CPU cores.
-QUICK = Sizes(
-    words=2000,
-    probe_items=100,
-    probe_batches=4,
-    probe_batch_size=32,
-    lab_steps=None,
-    lab_snapshots=None,
-    lab_probe_batches=None,
-    signal_items=800,
-    retrieval_docs=600,
-    retrieval_queries=100,
-    n_boot=500,
-    n_perm=500,
-)
-
-
-@dataclasses.dataclass
-class ReportConfig:
-    """Settings of one report run.
-
-    Attributes
-    ----------
-    out : Path
-        Output directory (created; must have an existing parent).
-    model : str
-        Model name or path (default: the bundled all-MiniLM-L6-v2).
-    quick : bool
-        Use :data:`QUICK` sizes instead of :data:`FULL` (ignored when ``sizes`` is given).
-    data : Path or None
-        Shared-data directory (default: :func:`normscope.datasets.shared_data_dir`).
-    seed : int
-        Seed of every stochastic stage.
-    device : str
-        Torch device.
-    only : tuple of str
-        Stages to run (subset of :data:`STAGES`); the others are shown as "not run".
-    sizes : Sizes or None
-        Explicit sizes (tests use tiny ones).
-    items : Path or None
-        Norm distribution on the items of this file (one per line, .jsonl, .csv) instead of wordfreq.
-    force : bool
-        Ignore cached stage records.
-    signals : tuple of str
-        Semantic signals to run (default all four: frequency, specificity, concreteness, uncertainty).
-    """
-
-    out: Path
-    model: str = DEFAULT_MODEL
-    quick: bool = False
-    data: Path | None = None
-    seed: int = 0
-    device: str = "cpu"
-    only: tuple[str, ...] = STAGES
-    sizes: Sizes | None = None
-    items: Path | None = None
-    force: bool = False
-    signals: tuple[str, ...] = ("frequency", "specificity", "concreteness", "uncertainty")
-
-    def __post_init__(self) -> None:
-        allowed = ("frequency", "specificity", "concreteness", "uncertainty")
-        self.signals = tuple(self.signals)
-        bad = [x for x in self.signals if x not in allowed]
-        if bad or not self.signals:
-            raise InputError(f"unknown signal {bad[0] if bad else '(none)'!r} (choose from {', '.join(allowed)})")
-        self.out = Path(self.out)
-        if self.sizes is None:
-            self.sizes = QUICK if self.quick else FULL
-        self.only = tuple(parse_stages(self.only))
-        if self.data is not None:
-            self.data = Path(self.data)
-            if not self.data.is_dir():
-                raise InputError(f"--data directory does not exist: {self.data}")
-        if self.items is not None:
-            self.items = Path(self.items)
-            if not self.items.is_file():
-                raise InputError(f"--items file does not exist: {self.items}")
-
-    @property
-    def preset(self) -> str:
-        if self.sizes == QUICK:
-            return "quick"
-        if self.sizes == FULL:
-            return "full"
-        return "custom"
-
-
-def parse_stages(spec: str | Sequence[str]) -> list[str]:
-    """Parse ``--only`` (``"norms,lab"``) into stage names in run order.
-
-    Raises
-    ------
-    InputError
-        On an unknown stage name (the valid names are listed).
-    """
-    if not isinstance(spec, str):
-        spec = ",".join(spec)
-    names = [s.strip() for s in spec.split(",") if s.strip()]
-    aliases = {s: s for s in STAGES}
-    for stage, sections in STAGE_SECTIONS.items():
-        for sec in sections:
-            aliases.setdefault(sec, stage)
-    aliases.update({"signal": "signals", "probe": "probes", "embed": "norms", "calibration": "retrieval"})
-    bad = [n for n in names if n not in aliases]
-    if bad:
-        raise InputError(f"unknown stage {bad[0]!r} (choose from {', '.join(STAGES)})")
-    if not names:
-        raise InputError("--only names no stage")
-    chosen = {aliases[n] for n in names}
-    return [s for s in STAGES if s in chosen]
-
-
-class StageContext:
-    """What a stage sees: the config, the output directory, a lazily loaded encoder, a console.
-
-    Attributes
-    ----------
-    config : ReportConfig
-    out : Path
-    console : rich.console.Console
-        stderr console (progress and notes).
-    """
-
-    def __init__(self, config: ReportConfig, console) -> None:
-        self.config = config
-        self.out = config.out
-        self.console = console
-        self._encoder = None
-
-    @property
-    def sizes(self) -> Sizes:
-        return self.config.sizes  # type: ignore[return-value]
-
-    def encoder(self):
-        """The report's encoder, loaded once (``normscope.load_encoder(model, device=...)``)."""
-        if self._encoder is None:
-            from normscope.encoders import load_encoder
-
-            with self.console.status(f"loading model {self.config.model} ..."):
-                self._encoder = load_encoder(self.config.model, device=self.config.device)
-        return self._encoder
-
-    def data_dir(self) -> Path | None:
-        """The shared-data directory in use, or None."""
-        if self.config.data is not None:
-            return self.config.data
-        from normscope.datasets import shared_data_dir
-
-        return shared_data_dir()
-
-    def figure_path(self, name: str) -> Path:
-        return self.out / name
 
 
 # ---------------------------------------------------------------------------------------------
@@ -460,10 +209,6 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from normscope.report import stages as _stages
-    from normscope.report.html import render_report
-    from normscope.report.text import what_this_says
-
     t0 = time.perf_counter()
     console = console or Console(stderr=True)
     out = config.out
@@ -504,7 +249,7 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
                     console.print(f"{stage}: cached ({_stage_path(out, stage)})")
                     bar.advance(task)
                     continue
-                func: Callable[[StageContext], dict] = _stages.STAGE_FUNCS[stage]
+                func: Callable[[StageContext], dict] = STAGE_FUNCS[stage]
                 ts = time.perf_counter()
                 try:
                     sections = func(ctx)

@@ -409,7 +409,7 @@ def plot_reliability(summary_or_data, path, *, signals: Sequence[str] | None = N
     -------
     Path
     """
-    from normscope._io import check_output_path
+    from normscope.validate import check_output_path
     from normscope._plot import pyplot, save_figure
 
     plt = pyplot()
@@ -456,7 +456,7 @@ def plot_risk_coverage(summary_or_data, path, *, signals: Sequence[str] | None =
     -------
     Path
     """
-    from normscope._io import check_output_path
+    from normscope.validate import check_output_path
     from normscope._plot import pyplot, save_figure
 
     plt = pyplot()

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from normscope._io import check_output_path
+from normscope.validate import check_output_path
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
 
@@ -538,7 +538,7 @@ def plot_signal(per_item: pd.DataFrame, summary: dict, path: str | Path, *, bins
     fig, ax = plt.subplots(figsize=(6.4, 4.6), dpi=130)
     ax.scatter(x[ok], y[ok], s=4, alpha=0.15, color="0.4", linewidths=0, label="items")
     ax.errorbar(bm["x_mean"], bm["y_mean"], yerr=[bm["y_mean"] - bm["y_lo"], bm["y_hi"] - bm["y_mean"]],
-                fmt="o-", color="C3", capsize=3, label=f"binned mean (equal-count bins) ± 95% CI")
+                fmt="o-", color="C3", capsize=3, label="binned mean (equal-count bins) ± 95% CI")
     ax.set_xlabel(summary.get("covariate") or COVARIATE_LABEL.get(summary.get("signal"), "covariate"))
     ax.set_ylabel("raw embedding norm ||z||")
     lo, hi = summary["spearman_ci"]

@@ -1,0 +1,55 @@
+"""Heat and radial-drift probes on pretrained encoders (THEORY.md sections 3, 4, 6 and 9).
+
+For each probe input x of an encoder ``z = f_theta(x)`` this module estimates, by K *virtual*
+SGD steps on training-like pairs (symmetric InfoNCE on cosine logits), the per-unit-eta
+quantities of (E8)
+
+- ``D1 = E_b <z, a_b>``: first-order radial drift, ``a_b = jvp(f(., x), theta, -g_b)``;
+- ``D2 = E_b <z, c_b>``: second-order radial drift, ``c_b = (1/2) f''_x[g_b, g_b]`` by central
+  finite differences at a safe step (never at the real eta in float32);
+- ``S = R^2 E_b ||a_b||^2``: first-order heat;
+
+and from them, with the learning rate eta and the weight decay lambda, the heat
+``Sigma^2 = eta^2 S``, the drift ``D~ = eta D1 + eta^2 D2``, the radial decay rate
+``lambda_rad`` (E4), the implied decay ``q`` (E9) and the predicted norm ``R_eq`` (E7).
+
+Cost (THEORY.md section 6): ``K`` backward passes on ``B`` pairs shared by all probes, plus per
+probe and batch one JVP (about 2-3 forwards) and 2 forwards for D2, i.e. about
+``K (C_bwd(B) + 5 P C_fwd)``.
+
+The public entry point is :func:`run_probe`; the raw estimator is :func:`probe_moments`.
+Package layout: ``run`` (entry point), ``result`` (result type), ``training`` (known training values
+with sources), ``adapters`` (encoder adapters), ``moments`` (estimators), ``summary`` (per-item
+quantities and caveats), ``figures``. Encoders are reached through :class:`ProbeAdapter`; adapters exist for the
+foundation's :class:`~normscope.encoders.base.TorchEncoder` (texts) and for plain
+``torch.nn.Module`` towers mapping tensors to ``(n, d)`` (:class:`ModuleAdapter`).
+"""
+
+from normscope.pairs import sample_pair_batches
+from normscope.probes.adapters import ModuleAdapter, ProbeAdapter, TextEncoderAdapter, as_adapter
+from normscope.probes.figures import plot_heat_drift, plot_predicted_vs_observed
+from normscope.probes.moments import ProbeMoments, decay_mask_for, probe_moments, symmetric_info_nce
+from normscope.probes.result import ProbeResult
+from normscope.probes.run import run_probe
+from normscope.probes.summary import summarize_probe
+from normscope.probes.training import DEFAULT_PROBE_BATCH, KNOWN_TRAINING, training_defaults
+
+__all__ = [
+    "ProbeAdapter",
+    "TextEncoderAdapter",
+    "ModuleAdapter",
+    "as_adapter",
+    "KNOWN_TRAINING",
+    "DEFAULT_PROBE_BATCH",
+    "training_defaults",
+    "decay_mask_for",
+    "symmetric_info_nce",
+    "sample_pair_batches",
+    "ProbeMoments",
+    "probe_moments",
+    "ProbeResult",
+    "run_probe",
+    "summarize_probe",
+    "plot_predicted_vs_observed",
+    "plot_heat_drift",
+]

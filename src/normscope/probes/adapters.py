@@ -1,0 +1,267 @@
+"""Encoder adapters for the probes: what the estimators need from a differentiable encoder.
+
+:class:`TextEncoderAdapter` wraps a :class:`~normscope.encoders.base.TorchEncoder` (texts);
+:class:`ModuleAdapter` wraps plain ``torch.nn.Module`` towers mapping tensors to ``(n, d)``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from normscope.errors import ModelError
+
+__all__ = ["ProbeAdapter", "TextEncoderAdapter", "ModuleAdapter", "as_adapter"]
+
+
+@runtime_checkable
+class ProbeAdapter(Protocol):
+    """What the probe needs from an encoder.
+
+    Attributes
+    ----------
+    name : str
+        Model name for the summary.
+
+    Methods
+    -------
+    parameters() -> dict[str, torch.Tensor]
+        The trainable parameters theta (name -> tensor), detached.
+    features(data, idx, side) -> Any
+        Model input for the rows ``idx`` of ``data`` (a list of texts or a tensor) on ``side``
+        (``"query"``: the tower of probe items and left pair members; ``"doc"``: right members).
+    embed(params, feats, side) -> torch.Tensor
+        Raw embeddings of shape (n, d) as a differentiable function of ``params`` (a full
+        parameter dict with the keys of :meth:`parameters`), via ``torch.func.functional_call``.
+    with_dtype(dtype) -> ProbeAdapter
+        An independent copy computing in ``dtype`` (for float64 finite differences).
+    """
+
+    name: str
+
+    def parameters(self) -> dict: ...
+
+    def features(self, data, idx, side: str) -> Any: ...
+
+    def embed(self, params: dict, feats, side: str): ...
+
+    def with_dtype(self, dtype) -> ProbeAdapter: ...
+
+
+class _ForwardWrapper:
+    """Builds an ``nn.Module`` whose forward is ``encoder.forward`` (for functional_call)."""
+
+    @staticmethod
+    def make(encoder):
+        import torch
+
+        class _Wrap(torch.nn.Module):
+            def __init__(self, inner, fwd):
+                super().__init__()
+                self.inner = inner
+                self._fwd = fwd
+
+            def forward(self, feats):
+                return self._fwd(feats)
+
+        return _Wrap
+
+
+def _set_eager_attention(module) -> list[tuple[Any, str]]:
+    """Switch every Hugging Face sub-model of ``module`` to eager attention; return the old settings.
+
+    Forward-mode AD has no rule for the fused scaled-dot-product attention kernels on CPU
+    (THEORY.md section 9), so JVPs need ``attn_implementation='eager'``.
+    """
+    changed = []
+    for sub in module.modules():
+        cfg = getattr(sub, "config", None)
+        impl = getattr(cfg, "_attn_implementation", None) if cfg is not None else None
+        if impl is not None and impl != "eager" and hasattr(sub, "get_input_embeddings"):
+            if hasattr(sub, "set_attn_implementation"):
+                sub.set_attn_implementation("eager")
+            else:  # older transformers
+                cfg._attn_implementation = "eager"
+            changed.append((sub, impl))
+    return changed
+
+
+def _restore_attention(changed) -> None:
+    for sub, impl in changed:
+        if hasattr(sub, "set_attn_implementation"):
+            sub.set_attn_implementation(impl)
+        else:
+            sub.config._attn_implementation = impl
+
+
+class TextEncoderAdapter:
+    """:class:`ProbeAdapter` over a foundation :class:`~normscope.encoders.base.TorchEncoder`.
+
+    Both sides of a pair go through the same (shared) encoder, as in sentence-transformers
+    training. Hugging Face attention is switched to the eager implementation for the lifetime of
+    the adapter (call :meth:`close` to restore it); dropout is off (``eval()``).
+
+    Parameters
+    ----------
+    encoder : TorchEncoder
+        Has ``.module``, ``.tokenize(texts)``, ``.forward(features)``.
+    """
+
+    def __init__(self, encoder, *, _module=None, _changed=None):
+        import torch
+
+        self.encoder = encoder
+        self.name = getattr(getattr(encoder, "fingerprint", None), "name", type(encoder).__name__)
+        module = encoder.module if _module is None else _module
+        module.eval()
+        self._changed = _set_eager_attention(module) if _changed is None else _changed
+        self.attn_switched = [f"{type(s).__name__}: {old} -> eager" for s, old in self._changed]
+        if _module is None:
+            fwd = encoder.forward
+        else:  # a copied module: call it the way the encoder does
+            fwd = _copied_forward(encoder, module)
+        self._wrap = _ForwardWrapper.make(encoder)(module, fwd)
+        self._module = module
+        self.dtype = next(iter(module.parameters())).dtype if any(True for _ in module.parameters()) else torch.float32
+        self.max_seq_length = getattr(encoder, "max_seq_length", None)
+
+    def parameters(self) -> dict:
+        return {f"inner.{k}": v.detach() for k, v in self._module.named_parameters() if v.requires_grad}
+
+    def features(self, data, idx, side: str):
+        return self.encoder.tokenize([str(data[int(i)]) for i in idx])
+
+    def embed(self, params: dict, feats, side: str):
+        from torch.func import functional_call
+
+        return functional_call(self._wrap, params, (dict(feats),), strict=False)
+
+    def with_dtype(self, dtype) -> TextEncoderAdapter:
+        mod = copy.deepcopy(self._module).to(dtype)
+        mod.eval()
+        return TextEncoderAdapter(self.encoder, _module=mod, _changed=[])
+
+    def lengths(self, texts: Sequence[str]) -> list[int]:
+        """Token counts (capped at the model's max length), or characters / 4 without a tokenizer."""
+        tok = getattr(getattr(self.encoder, "model", None), "tokenizer", None)
+        texts = [str(t) for t in texts]
+        if tok is None:
+            return [max(1, len(t) // 4) for t in texts]
+        cap = self.max_seq_length or 10**9
+        return [min(len(ids), cap) for ids in tok(texts, add_special_tokens=True, verbose=False)["input_ids"]]
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        fn = getattr(self.encoder, "count_truncated", None)
+        return int(fn(list(texts))) if fn is not None else 0
+
+    def close(self) -> None:
+        """Restore the attention implementation that was in place before."""
+        _restore_attention(self._changed)
+        self._changed = []
+
+
+def _copied_forward(encoder, module):
+    """``encoder.forward`` re-targeted to a copied module (sentence-transformers style)."""
+
+    def fwd(feats):
+        out = module(dict(feats))
+        if isinstance(out, dict):
+            return out["sentence_embedding"]
+        return out
+
+    return fwd
+
+
+class ModuleAdapter:
+    """:class:`ProbeAdapter` over plain ``torch.nn.Module`` towers mapping tensors to (n, d).
+
+    Parameters
+    ----------
+    query : torch.nn.Module
+        Tower for probe items and the left members of pairs.
+    doc : torch.nn.Module, optional
+        Tower for the right members of pairs (a two-tower model); default: ``query`` (shared).
+    name : str, keyword-only
+    """
+
+    def __init__(self, query, doc=None, *, name: str = "module"):
+        import torch
+
+        self.name = name
+        self.shared = doc is None or doc is query
+        towers = {"query": query} if self.shared else {"query": query, "doc": doc}
+        self._towers = torch.nn.ModuleDict(towers)
+        self._towers.eval()
+        ps = list(self._towers.parameters())
+        self.dtype = ps[0].dtype if ps else torch.float32
+        self.attn_switched: list[str] = []
+        self.max_seq_length = None
+
+    def parameters(self) -> dict:
+        return {k: v.detach() for k, v in self._towers.named_parameters() if v.requires_grad}
+
+    def features(self, data, idx, side: str):
+        import torch
+
+        x = data[torch.as_tensor(np.asarray(idx), dtype=torch.long)] if not isinstance(data, np.ndarray) else data[np.asarray(idx)]
+        x = torch.as_tensor(x)
+        return x.to(self.dtype) if x.is_floating_point() else x
+
+    def embed(self, params: dict, feats, side: str):
+        from torch.func import functional_call
+
+        tower = "query" if (self.shared or side == "query") else "doc"
+        sub = {k[len(tower) + 1 :]: v for k, v in params.items() if k.startswith(tower + ".")}
+        if feats.is_floating_point() and feats.dtype != self.dtype:
+            feats = feats.to(self.dtype)
+        return functional_call(self._towers[tower], sub, (feats,), strict=False)
+
+    def with_dtype(self, dtype) -> ModuleAdapter:
+        q = copy.deepcopy(self._towers["query"]).to(dtype)
+        d = None if self.shared else copy.deepcopy(self._towers["doc"]).to(dtype)
+        return ModuleAdapter(q, d, name=self.name)
+
+    def count_truncated(self, texts) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
+def as_adapter(encoder) -> Any:
+    """Wrap ``encoder`` as a :class:`ProbeAdapter`.
+
+    Parameters
+    ----------
+    encoder : TorchEncoder, torch.nn.Module, tuple (query_module, doc_module) or ProbeAdapter
+
+    Returns
+    -------
+    ProbeAdapter
+
+    Raises
+    ------
+    ModelError
+        If ``encoder`` is not differentiable (e.g. a precomputed-vector encoder).
+    """
+    import torch
+
+    from normscope.encoders.base import TorchEncoder
+
+    if isinstance(encoder, (TextEncoderAdapter, ModuleAdapter)):
+        return encoder
+    if isinstance(encoder, TorchEncoder):
+        return TextEncoderAdapter(encoder)
+    if isinstance(encoder, torch.nn.Module):
+        return ModuleAdapter(encoder, name=type(encoder).__name__)
+    if isinstance(encoder, tuple) and len(encoder) == 2 and all(isinstance(m, torch.nn.Module) for m in encoder):
+        return ModuleAdapter(encoder[0], encoder[1], name="two-tower")
+    if all(hasattr(encoder, a) for a in ("parameters", "features", "embed", "with_dtype", "name")):
+        return encoder
+    raise ModelError(
+        f"cannot probe {type(encoder).__name__}: the probe needs a differentiable torch encoder "
+        "(TorchEncoder, nn.Module, or a (query, doc) pair of nn.Modules)"
+    )

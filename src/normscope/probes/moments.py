@@ -1,0 +1,406 @@
+"""The section-6 estimators: virtual SGD steps, JVP displacements, finite-difference curvature.
+
+:func:`probe_moments` returns the raw per-batch quantities (:class:`ProbeMoments`) from which
+:mod:`normscope.probes.summary` derives heat, drift, lambda_rad, q and R_eq.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from normscope.errors import InputError, ModelError
+from normscope.pairs import sample_pair_batches
+
+__all__ = ["decay_mask_for", "symmetric_info_nce", "ProbeMoments", "probe_moments", "TOKEN_BUDGET"]
+
+
+def decay_mask_for(params: dict, decay_mask="matrices") -> dict:
+    """Which parameters weight decay acts on (theta_D of THEORY.md section 1).
+
+    Parameters
+    ----------
+    params : dict of str -> torch.Tensor
+    decay_mask : {'matrices', 'all'} or callable, default 'matrices'
+        ``'matrices'``: every parameter with ``ndim >= 2`` (weight matrices and embedding
+        tables), so biases and LayerNorm gains/biases are excluded: the usual AdamW practice
+        (the sentence-transformers / Hugging Face trainer default). ``'all'``: every parameter.
+        A callable ``(name, tensor) -> bool`` selects freely.
+
+    Returns
+    -------
+    dict of str -> bool
+
+    Raises
+    ------
+    InputError
+        Unknown mask name, or a mask selecting no parameter.
+    """
+    if callable(decay_mask):
+        mask = {k: bool(decay_mask(k, v)) for k, v in params.items()}
+    elif decay_mask == "matrices":
+        mask = {k: (v.ndim >= 2 and "norm" not in k.lower()) for k, v in params.items()}
+    elif decay_mask == "all":
+        mask = {k: True for k in params}
+    else:
+        raise InputError(f"unknown decay_mask {decay_mask!r}: use 'matrices', 'all' or a callable")
+    if not any(mask.values()):
+        raise InputError(f"decay_mask {decay_mask!r} selects no parameter")
+    return mask
+
+
+
+def symmetric_info_nce(z_q, z_d, tau: float, *, symmetric: bool = True):
+    """Symmetric InfoNCE on cosine logits (E10), differentiable torch version.
+
+    ``L = (1/2B) sum_k [-log P_kk - log Q_kk]`` with ``S = U V^T / tau`` of the row-normalised
+    embeddings, ``P = softmax_row(S)``, ``Q = softmax_col(S)`` (CLIP loss). With
+    ``symmetric=False`` only the row term is kept (sentence-transformers'
+    MultipleNegativesRankingLoss with ``scale = 1/tau``).
+
+    Parameters
+    ----------
+    z_q, z_d : torch.Tensor of shape (B, d)
+        Raw embeddings of the paired items (row k of each is a positive pair).
+    tau : float
+        Temperature (> 0).
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar loss. Agrees with :func:`normscope.theory.info_nce_loss` (numpy) for
+        ``symmetric=True`` (checked in the tests).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    u = F.normalize(z_q, dim=1)
+    v = F.normalize(z_d, dim=1)
+    s = u @ v.T / tau
+    target = torch.arange(s.shape[0], device=s.device)
+    if not symmetric:
+        return F.cross_entropy(s, target)
+    return 0.5 * (F.cross_entropy(s, target) + F.cross_entropy(s.T, target))
+
+
+
+@dataclass
+class ProbeMoments:
+    """Raw per-batch probe quantities, per unit eta (E8).
+
+    Attributes
+    ----------
+    r : ndarray of shape (P,)
+        Observed norm R = ||z|| (float64).
+    za : ndarray of shape (K, P)
+        ``<z, a_k>`` per batch (first-order radial displacement, units R^2 per unit eta).
+    aa : ndarray of shape (K, P)
+        ``||a_k||^2`` (R-free displacement, units R^2 per unit eta^2).
+    zc : ndarray of shape (K, P)
+        ``<z, c_k>`` (second-order radial term, units R^2 per unit eta^2).
+    a_sum : ndarray of shape (P, d)
+        ``sum_k a_k`` (for the variance-only heat ``S_var``).
+    zjd : ndarray of shape (P,)
+        ``<z, J_x theta_D>``; ``lambda_rad = lambda * zjd / R^2`` (E4).
+    eps : ndarray of shape (K, n_chunks)
+        Finite-difference steps used for D2.
+    losses : ndarray of shape (K,)
+        InfoNCE loss of each probe batch.
+    grad_norms : ndarray of shape (K,)
+    timings : dict
+        Seconds spent in backward passes, JVPs, finite differences and lambda_rad.
+    """
+
+    r: np.ndarray
+    za: np.ndarray
+    aa: np.ndarray
+    zc: np.ndarray
+    a_sum: np.ndarray
+    zjd: np.ndarray
+    eps: np.ndarray
+    losses: np.ndarray
+    grad_norms: np.ndarray
+    timings: dict = field(default_factory=dict)
+    fd_dtype: str = "float64"
+    fd_target: float = 3e-3
+    fd_check: dict | None = None
+
+    @property
+    def d1(self) -> np.ndarray:
+        return self.za.mean(axis=0)
+
+    @property
+    def d2(self) -> np.ndarray:
+        return self.zc.mean(axis=0)
+
+    @property
+    def s(self) -> np.ndarray:
+        return self.r**2 * self.aa.mean(axis=0)
+
+
+def _pair_len(pairs) -> int:
+    left, right = pairs
+    if len(left) != len(right):
+        raise InputError(f"pairs: {len(left)} left members but {len(right)} right members")
+    return len(left)
+
+
+def _as_pairs(pairs):
+    """(left, right) from a PairSource, a (left, right) tuple, or an (N, 2) sequence."""
+    if hasattr(pairs, "left") and hasattr(pairs, "right"):
+        return pairs.left, pairs.right
+    if isinstance(pairs, tuple) and len(pairs) == 2:
+        return pairs
+    raise InputError(f"pairs must be a PairSource or a (left, right) tuple, got {type(pairs).__name__}")
+
+
+TOKEN_BUDGET = 4096
+
+
+def _make_chunks(adapter, items, chunk_size: int) -> list[np.ndarray]:
+    """Index chunks of the probe items.
+
+    Texts are sorted by token length (the adapter's ``lengths`` when it has one, else characters)
+    and grouped greedily so that ``n_chunk * max_len <= TOKEN_BUDGET`` and ``n_chunk <= chunk_size``:
+    a long item does not pad a whole chunk of short ones. Results are written back by index.
+    """
+    n = len(items)
+    if hasattr(items, "shape"):
+        return [np.arange(s, min(s + chunk_size, n)) for s in range(0, n, chunk_size)]
+    fn = getattr(adapter, "lengths", None)
+    lengths = np.asarray(fn(items) if fn is not None else [max(1, len(str(t)) // 4) for t in items])
+    order = np.argsort(lengths, kind="stable")
+    chunks, cur, cur_max = [], [], 0
+    for i in order:
+        m = max(cur_max, int(lengths[i]))
+        if cur and (len(cur) + 1 > chunk_size or (len(cur) + 1) * m > TOKEN_BUDGET):
+            chunks.append(np.sort(np.array(cur)))
+            cur, m = [], int(lengths[i])
+        cur.append(int(i))
+        cur_max = m
+    if cur:
+        chunks.append(np.sort(np.array(cur)))
+    return chunks
+
+
+def _fd_step(a_rel_median: float, target: float) -> float:
+    if not math.isfinite(a_rel_median) or a_rel_median <= 0:
+        return 1.0
+    return target / a_rel_median
+
+
+def probe_moments(
+    adapter,
+    items,
+    pairs,
+    *,
+    batch_size: int,
+    batches: int,
+    tau: float,
+    decay_mask="matrices",
+    seed: int = 0,
+    chunk_size: int = 128,
+    fd_dtype: str = "auto",
+    fd_target: float | None = None,
+    fd_check: bool = True,
+    symmetric: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> ProbeMoments:
+    """The section-6 estimators: K virtual SGD steps, JVP displacements and FD radial curvature.
+
+    For each probe batch ``b_k`` (``batch_size`` pairs, drawn by :func:`sample_pair_batches`):
+
+    1. ``g_k = grad_theta L_{b_k}`` (one forward/backward of :func:`symmetric_info_nce`, eval mode);
+    2. for each chunk of probe items: ``a = jvp(f(., x), theta, -g_k)`` batched over the chunk
+       (``torch.func.jvp`` + ``functional_call``), and
+       ``c = (f(theta - eps g_k) + f(theta + eps g_k) - 2 z) / (2 eps^2)`` in ``fd_dtype`` with one
+       ``eps`` per chunk chosen so that ``eps * median(||a|| / R) = fd_target``.
+
+    Finally one JVP along ``theta_D`` (the decay mask) gives ``<z, J_x theta_D>`` (E4).
+
+    Parameters
+    ----------
+    adapter : ProbeAdapter
+    items : list of str or torch.Tensor of shape (P, ...)
+        Probe inputs (query side).
+    pairs : PairSource or (left, right)
+        Training-like pairs; ``left`` through the query tower, ``right`` through the doc tower.
+    batch_size, batches : int
+        B and K.
+    tau : float
+        InfoNCE temperature.
+    decay_mask : see :func:`decay_mask_for`
+    seed : int
+        Seed of the batch sampler.
+    chunk_size : int
+        Probe items per JVP / forward chunk.
+    fd_dtype : {'auto', 'float64', 'float32'}
+        Precision of the finite differences for D2 (THEORY.md section 9: float64, or float32 with
+        a larger step). ``'auto'``: the model's own precision (no copy), i.e. float64 for a float64
+        model and float32 (step 3e-2) for a float32 model. ``'float64'`` on a float32 model
+        differences a float64 copy (about 3x the cost of a float32 forward on CPU).
+    fd_target : float, optional
+        Relative size ``eps ||a|| / R`` of the finite-difference step; default 3e-3 in float64 and
+        3e-2 in float32 (measured on MiniLM: float32 at 3e-3 is off by a median 2 % and up to 14 %
+        of mean |D2|; at 3e-2 by 0.05 % median, < 1 % max).
+    fd_check : bool
+        When the differences run in float32: recompute D2 of the first chunk of the first batch on a
+        float64 copy at step 3e-3 and report the relative difference (``ProbeMoments.fd_check``).
+    symmetric : bool
+        Symmetric (CLIP) InfoNCE, else the one-directional row loss.
+    progress : callable (done, total) -> None, optional
+
+    Returns
+    -------
+    ProbeMoments
+
+    Raises
+    ------
+    InputError
+        K < 1, too few pairs, empty items.
+    ModelError
+        No trainable parameters, or a model without forward-mode AD support.
+    """
+    import torch
+    from torch.func import jvp
+
+    if batches < 1:
+        raise InputError(f"batches must be >= 1, got {batches}")
+    n_items = len(items)
+    if n_items == 0:
+        raise InputError("no probe items")
+    left, right = _as_pairs(pairs)
+    n_pairs = _pair_len((left, right))
+    if fd_dtype not in ("auto", "float64", "float32"):
+        raise InputError(f"fd_dtype must be 'auto', 'float64' or 'float32', got {fd_dtype!r}")
+    if fd_dtype == "auto":
+        fd_dtype = "float64" if adapter.dtype == torch.float64 else "float32"
+    if fd_target is None:
+        fd_target = 3e-3 if fd_dtype == "float64" else 3e-2
+    theta = adapter.parameters()
+    if not theta:
+        raise ModelError(f"model {adapter.name!r} has no trainable parameters (requires_grad is False everywhere)")
+    mask = decay_mask_for(theta, decay_mask)
+    batch_idx = sample_pair_batches(n_pairs, batch_size, batches, seed)
+    fd_adapter = adapter.with_dtype(torch.float64) if (fd_dtype == "float64" and adapter.dtype != torch.float64) else adapter
+    fd_torch = torch.float64 if fd_dtype == "float64" else adapter.dtype
+    theta_fd = {k: v.to(fd_torch) for k, v in fd_adapter.parameters().items()}
+    if set(theta_fd) != set(theta):
+        raise ModelError("the float64 copy of the model has different parameters")
+
+    # chunks of probe items (features prepared once)
+    chunks = _make_chunks(adapter, items, chunk_size)
+    feats = [adapter.features(items, idx, "query") for idx in chunks]
+    feats_fd = [fd_adapter.features(items, idx, "query") for idx in chunks] if fd_adapter is not adapter else feats
+    timings = {"backward": 0.0, "jvp": 0.0, "fd": 0.0, "lambda_rad": 0.0, "z": 0.0}
+
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        z_chunks = [adapter.embed(theta, f, "query").double() for f in feats]
+        z_fd_chunks = [fd_adapter.embed(theta_fd, f, "query") for f in feats_fd]
+    timings["z"] = time.perf_counter() - t0
+    z_all = torch.cat(z_chunks)
+    r = z_all.norm(dim=1).cpu().numpy()
+    if np.any(~np.isfinite(r)) or np.any(r <= 0):
+        raise ModelError(f"model {adapter.name!r} returns zero or non-finite embeddings for some probe items")
+    d = z_all.shape[1]
+
+    za = np.zeros((batches, n_items))
+    aa = np.zeros((batches, n_items))
+    zc = np.zeros((batches, n_items))
+    a_sum = np.zeros((n_items, d))
+    eps_used = np.zeros((batches, len(chunks)))
+    losses = np.zeros(batches)
+    gnorms = np.zeros(batches)
+    total_steps = batches + 1
+    buf_p = {n: torch.empty_like(v) for n, v in theta_fd.items()}
+    buf_m = {n: torch.empty_like(v) for n, v in theta_fd.items()}
+    for k, bidx in enumerate(batch_idx):
+        t0 = time.perf_counter()
+        th = {n: v.detach().clone().requires_grad_(True) for n, v in theta.items()}
+        fq = adapter.features(left, bidx, "query")
+        fdoc = adapter.features(right, bidx, "doc")
+        loss = symmetric_info_nce(adapter.embed(th, fq, "query"), adapter.embed(th, fdoc, "doc"), tau, symmetric=symmetric)
+        names = list(th)
+        grads = torch.autograd.grad(loss, [th[n] for n in names], allow_unused=True)
+        g = {n: (gr.detach() if gr is not None else torch.zeros_like(theta[n])) for n, gr in zip(names, grads)}
+        del th, grads
+        losses[k] = float(loss.detach())
+        gnorms[k] = float(torch.sqrt(sum((v.double() ** 2).sum() for v in g.values())))
+        timings["backward"] += time.perf_counter() - t0
+        tangent = {n: -v for n, v in g.items()}
+        tangent_fd = {n: v.to(fd_torch) for n, v in tangent.items()}
+        for ci, idx in enumerate(chunks):
+            t0 = time.perf_counter()
+            try:
+                _, a = jvp(lambda p, _f=feats[ci]: adapter.embed(p, _f, "query"), (theta,), (tangent,))
+            except (NotImplementedError, RuntimeError) as exc:
+                raise ModelError(
+                    f"forward-mode AD (torch.func.jvp) fails on model {adapter.name!r}: {str(exc).splitlines()[0][:160]}"
+                ) from None
+            a = a.detach().double()
+            z = z_chunks[ci]
+            za[k, idx] = (z * a).sum(1).cpu().numpy()
+            aa[k, idx] = (a * a).sum(1).cpu().numpy()
+            a_sum[idx] += a.cpu().numpy()
+            timings["jvp"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            rel = float(torch.median(a.norm(dim=1) / z.norm(dim=1)))
+            eps = _fd_step(rel, fd_target)
+            eps_used[k, ci] = eps
+            with torch.no_grad():
+                for n in theta_fd:  # theta +- eps v into preallocated buffers (no per-chunk allocation)
+                    torch.add(theta_fd[n], tangent_fd[n], alpha=eps, out=buf_p[n])
+                    torch.add(theta_fd[n], tangent_fd[n], alpha=-eps, out=buf_m[n])
+                zp = fd_adapter.embed(buf_p, feats_fd[ci], "query")
+                zm = fd_adapter.embed(buf_m, feats_fd[ci], "query")
+                z0 = z_fd_chunks[ci]
+                c = ((zp - z0) + (zm - z0)).double() / (2.0 * eps * eps)
+            zc[k, idx] = (z0.double() * c).sum(1).cpu().numpy()
+            timings["fd"] += time.perf_counter() - t0
+            if k == 0 and ci == 0 and fd_check and fd_torch != torch.float64:
+                t0 = time.perf_counter()
+                check = _fd_float64_check(adapter, items, idx, theta, tangent, rel, zc[0, idx])
+                timings["fd_check"] = time.perf_counter() - t0
+        if progress is not None:
+            progress(k + 1, total_steps)
+
+    # lambda_rad (E4): one JVP along theta_D
+    t0 = time.perf_counter()
+    theta_d = {n: (v if mask[n] else torch.zeros_like(v)) for n, v in theta.items()}
+    zjd = np.zeros(n_items)
+    for ci, idx in enumerate(chunks):
+        _, jd = jvp(lambda p, _f=feats[ci]: adapter.embed(p, _f, "query"), (theta,), (theta_d,))
+        zjd[idx] = (z_chunks[ci] * jd.detach().double()).sum(1).cpu().numpy()
+    timings["lambda_rad"] = time.perf_counter() - t0
+    if progress is not None:
+        progress(total_steps, total_steps)
+    return ProbeMoments(
+        r=r, za=za, aa=aa, zc=zc, a_sum=a_sum, zjd=zjd, eps=eps_used, losses=losses, grad_norms=gnorms,
+        timings=timings, fd_dtype=fd_dtype, fd_target=fd_target,
+        fd_check=check if (fd_check and fd_torch != torch.float64) else None,
+    )
+
+
+def _fd_float64_check(adapter, items, idx, theta, tangent, rel, zc32) -> dict:
+    """D2 of one chunk recomputed on a float64 copy at step 3e-3; relative difference to ``zc32``."""
+    import torch
+
+    ad64 = adapter.with_dtype(torch.float64)
+    th64 = {n: v.to(torch.float64) for n, v in ad64.parameters().items()}
+    f = ad64.features(items, idx, "query")
+    eps = _fd_step(rel, 3e-3)
+    with torch.no_grad():
+        z0 = ad64.embed(th64, f, "query")
+        zp = ad64.embed({n: th64[n] + eps * tangent[n].to(torch.float64) for n in th64}, f, "query")
+        zm = ad64.embed({n: th64[n] - eps * tangent[n].to(torch.float64) for n in th64}, f, "query")
+        zc64 = (z0 * ((zp - z0) + (zm - z0)) / (2.0 * eps * eps)).sum(1).cpu().numpy()
+    del ad64, th64
+    scale = float(np.mean(np.abs(zc64))) or 1.0
+    diff = np.abs(np.asarray(zc32) - zc64) / scale
+    return {"items": int(len(idx)), "median_rel_diff": float(np.median(diff)), "max_rel_diff": float(np.max(diff)),
+            "reference": "float64 copy, eps target 3e-3", "scale": "mean |<z, c>| of the chunk"}

@@ -1,0 +1,222 @@
+"""Settings of ``normscope report``: stages, page sections, sizes, the run configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from normscope.encoders import DEFAULT_MODEL
+from normscope.errors import InputError
+
+__all__ = [
+    "STAGES",
+    "SECTIONS",
+    "STAGE_SECTIONS",
+    "Sizes",
+    "SIZE_STAGES",
+    "sizes_of_stages",
+    "QUICK",
+    "FULL",
+    "ReportConfig",
+    "parse_stages",
+]
+
+#: Stage names, in run order (``--only`` takes a comma-separated subset).
+STAGES: tuple[str, ...] = ("setup", "norms", "probes", "lab", "signals", "retrieval")
+
+#: Page sections (= top-level keys of summary.json), in page order, with their headings.
+SECTIONS: dict[str, str] = {
+    "setup": "Model and set-up",
+    "norm_distribution": "Norm distribution",
+    "equilibrium_theory": "Equilibrium theory: predicted vs observed norm",
+    "training_lab": "Training-lab check of the theorem",
+    "semantic_signals": "Semantic signals",
+    "retrieval": "Norm-aware retrieval",
+    "calibration": "Calibration: the norm as a confidence signal",
+}
+
+#: Which sections each stage fills.
+STAGE_SECTIONS: dict[str, tuple[str, ...]] = {
+    "setup": ("setup",),
+    "norms": ("norm_distribution",),
+    "probes": ("equilibrium_theory",),
+    "lab": ("training_lab",),
+    "signals": ("semantic_signals",),
+    "retrieval": ("retrieval", "calibration"),
+}
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """Subset sizes of every stage (stated on the page). ``None`` means the stage command's default.
+
+    Attributes
+    ----------
+    words : int
+        Norm distribution: top-N alphabetic English words of wordfreq.
+    probe_items, probe_batches, probe_batch_size : int or None
+        Probes: P probe inputs, K virtual SGD batches of B pairs each.
+    lab_steps, lab_snapshots, lab_probe_batches : int or None
+        Training lab (free table, SGD): training steps, snapshot states S, virtual batches K per state.
+    signal_items : int or None
+        Semantic signals: items per signal (None: ``normscope correlate``'s defaults: frequency 5,000,
+        specificity 2,000, concreteness 5,000, uncertainty all 3,113 ChaosNLI pairs).
+    retrieval_docs, retrieval_queries : int or None
+        Retrieval: corpus subset (relevant documents always kept) and test-query subset (None: all).
+    n_boot, n_perm : int
+        Bootstrap resamples of every confidence interval; permutations of every p-value.
+    """
+
+    words: int = 5000
+    probe_items: int | None = 200
+    probe_batches: int | None = 8
+    probe_batch_size: int | None = None
+    lab_steps: int | None = None
+    lab_snapshots: int | None = None
+    lab_probe_batches: int | None = None
+    signal_items: int | None = None
+    retrieval_docs: int | None = None
+    retrieval_queries: int | None = None
+    n_boot: int = 2000
+    n_perm: int = 2000
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+#: The stages each size applies to (the page lists only the sizes of stages that ran).
+SIZE_STAGES: dict[str, tuple[str, ...]] = {
+    "words": ("norms",),
+    "probe_items": ("probes",),
+    "probe_batches": ("probes",),
+    "probe_batch_size": ("probes",),
+    "lab_steps": ("lab",),
+    "lab_snapshots": ("lab",),
+    "lab_probe_batches": ("lab",),
+    "signal_items": ("signals",),
+    "retrieval_docs": ("retrieval",),
+    "retrieval_queries": ("retrieval",),
+    "n_boot": ("signals", "retrieval"),
+    "n_perm": ("signals",),
+}
+
+
+def sizes_of_stages(sizes: dict | None, stages: Sequence[str]) -> dict:
+    """The entries of ``sizes`` (:meth:`Sizes.to_dict`) that apply to at least one of ``stages``."""
+    run = set(stages)
+    return {k: v for k, v in (sizes or {}).items() if run & set(SIZE_STAGES.get(k, (k,)))}
+
+
+#: Default sizes of ``normscope report`` (and ``make run``).
+FULL = Sizes()
+#: ``--quick``: whole run under 5 minutes on 2 CPU cores.
+QUICK = Sizes(
+    words=2000,
+    probe_items=100,
+    probe_batches=4,
+    probe_batch_size=32,
+    lab_steps=None,
+    lab_snapshots=None,
+    lab_probe_batches=None,
+    signal_items=800,
+    retrieval_docs=600,
+    retrieval_queries=100,
+    n_boot=500,
+    n_perm=500,
+)
+
+
+@dataclasses.dataclass
+class ReportConfig:
+    """Settings of one report run.
+
+    Attributes
+    ----------
+    out : Path
+        Output directory (created; must have an existing parent).
+    model : str
+        Model name or path (default: the bundled all-MiniLM-L6-v2).
+    quick : bool
+        Use :data:`QUICK` sizes instead of :data:`FULL` (ignored when ``sizes`` is given).
+    data : Path or None
+        Shared-data directory (default: :func:`normscope.datasets.shared_data_dir`).
+    seed : int
+        Seed of every stochastic stage.
+    device : str
+        Torch device.
+    only : tuple of str
+        Stages to run (subset of :data:`STAGES`); the others are shown as "not run".
+    sizes : Sizes or None
+        Explicit sizes (tests use tiny ones).
+    items : Path or None
+        Norm distribution on the items of this file (one per line, .jsonl, .csv) instead of wordfreq.
+    force : bool
+        Ignore cached stage records.
+    signals : tuple of str
+        Semantic signals to run (default all four: frequency, specificity, concreteness, uncertainty).
+    """
+
+    out: Path
+    model: str = DEFAULT_MODEL
+    quick: bool = False
+    data: Path | None = None
+    seed: int = 0
+    device: str = "cpu"
+    only: tuple[str, ...] = STAGES
+    sizes: Sizes | None = None
+    items: Path | None = None
+    force: bool = False
+    signals: tuple[str, ...] = ("frequency", "specificity", "concreteness", "uncertainty")
+
+    def __post_init__(self) -> None:
+        allowed = ("frequency", "specificity", "concreteness", "uncertainty")
+        self.signals = tuple(self.signals)
+        bad = [x for x in self.signals if x not in allowed]
+        if bad or not self.signals:
+            raise InputError(f"unknown signal {bad[0] if bad else '(none)'!r} (choose from {', '.join(allowed)})")
+        self.out = Path(self.out)
+        if self.sizes is None:
+            self.sizes = QUICK if self.quick else FULL
+        self.only = tuple(parse_stages(self.only))
+        if self.data is not None:
+            self.data = Path(self.data)
+            if not self.data.is_dir():
+                raise InputError(f"--data directory does not exist: {self.data}")
+        if self.items is not None:
+            self.items = Path(self.items)
+            if not self.items.is_file():
+                raise InputError(f"--items file does not exist: {self.items}")
+
+    @property
+    def preset(self) -> str:
+        if self.sizes == QUICK:
+            return "quick"
+        if self.sizes == FULL:
+            return "full"
+        return "custom"
+
+
+def parse_stages(spec: str | Sequence[str]) -> list[str]:
+    """Parse ``--only`` (``"norms,lab"``) into stage names in run order.
+
+    Raises
+    ------
+    InputError
+        On an unknown stage name (the valid names are listed).
+    """
+    if not isinstance(spec, str):
+        spec = ",".join(spec)
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    aliases = {s: s for s in STAGES}
+    for stage, sections in STAGE_SECTIONS.items():
+        for sec in sections:
+            aliases.setdefault(sec, stage)
+    aliases.update({"signal": "signals", "probe": "probes", "embed": "norms", "calibration": "retrieval"})
+    bad = [n for n in names if n not in aliases]
+    if bad:
+        raise InputError(f"unknown stage {bad[0]!r} (choose from {', '.join(STAGES)})")
+    if not names:
+        raise InputError("--only names no stage")
+    chosen = {aliases[n] for n in names}
+    return [s for s in STAGES if s in chosen]
+
