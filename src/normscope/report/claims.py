@@ -29,7 +29,8 @@ CLAIMS: dict[str, tuple[str, str]] = {
     "req_predicts_norm": ("R_eq predicts R", "predicted vs observed norms agree"),
     "specificity": ("the norm tracks concept specificity", "more specific -> larger norm"),
     "uncertainty": ("the norm tracks human uncertainty", "more uncertain -> different norm"),
-    "similarity_gain": ("norm-aware similarity gains 1.2-2.3 %", "+1.2 to +2.3 %"),
+    "similarity_gain": ("norm-aware similarity gains 1.2-2.3 % (retrieval)", "+1.2 to +2.3 %"),
+    "similarity_pairs": ("norm-aware similarity gains on human-rated pairs (SimLex-999)", "+1.2 to +2.3 %"),
     "calibration": ("the norm is a free calibration signal", "the norm predicts when a result is wrong"),
 }
 
