@@ -1,0 +1,225 @@
+"""Analysis of a tracked transformer run: from the record and the step-0 probe to the typed result.
+
+Every sentence of the summary's caveats is built from the same arrays and masks as the numbers it
+describes. Correlations and their bootstrap CIs are computed with the probe items in a canonical
+order (sorted by text, then id), so the whole summary is invariant under a permutation of the
+probe items and the per-item table permutes with them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from normscope.lab.result import TransformerLabResult
+from normscope.lab.trajectory import motion, trajectory_estimates
+
+__all__ = ["analyse_transformer_run", "wilson_interval", "relaxation_steps"]
+
+
+def _num(x):
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def wilson_interval(k: int, n: int, z: float = 1.959963984540054) -> list | None:
+    """95 % Wilson score interval of a binomial proportion k/n (None for n = 0)."""
+    if n <= 0:
+        return None
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def relaxation_steps(lr: float, lambda_rad) -> float | None:
+    """``1 / (2 eta lambda_rad)`` for the median item (None when the median lambda_rad <= 0).
+
+    The leading-order relaxation time of R^2 near (E7) is ``1/(2c(1 + h))`` with ``c = eta lambda_rad``
+    and h the heat share (E9): ``1/(2c)`` is its upper bound for h >= 0 (``1/(4c)`` for a free vector,
+    section 2).
+    """
+    lam = np.asarray(lambda_rad, dtype=float)
+    lam = lam[np.isfinite(lam)]
+    if lam.size == 0:
+        return None
+    med = float(np.median(lam))
+    return 1.0 / (2.0 * lr * med) if med > 0 else None
+
+
+def _spearman(x, y, *, n_boot, seed, order):
+    """Spearman rho with a bootstrap CI over probe items (canonical item order), or (None, None, n)."""
+    from normscope.errors import InputError
+    from normscope.stats import correlation
+
+    x = np.asarray(x, dtype=float)[order]
+    y = np.asarray(y, dtype=float)[order]
+    ok = np.isfinite(x) & np.isfinite(y)
+    if ok.sum() < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
+        return None, None, int(ok.sum())
+    try:
+        res = correlation(x[ok], y[ok], n_boot=n_boot, n_perm=0, seed=seed)
+    except InputError:
+        return None, None, int(ok.sum())
+    d = res.to_dict()
+    return _num(d["spearman"]), d["spearman_ci"], int(ok.sum())
+
+
+def _stat(a) -> dict:
+    a = np.asarray(a, dtype=float)
+    a = a[np.isfinite(a)]
+    if a.size == 0:
+        return {"median": None, "mean": None, "sd": None, "n": 0}
+    return {"median": float(np.median(a)), "mean": float(np.mean(a)), "sd": float(np.std(a, ddof=1)) if a.size > 1 else None,
+            "n": int(a.size)}
+
+
+def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: dict, *, n_boot: int = 2000):
+    """The :class:`TransformerLabResult` of a run (``record`` None: tracking was off)."""
+    lr, lam, steps, burn_in = info["lr"], info["weight_decay"], info["steps"], info["burn_in"]
+    base = {k: info.get(k) for k in ("model", "optimizer", "lr", "weight_decay", "steps", "precision", "burn_in",
+                                     "batch_size", "tau", "decay_mask", "n_decayed", "n_params", "dropout", "pairs",
+                                     "n_pairs", "n_source_pairs", "n_long_pairs", "n_held_out_pairs", "max_tokens",
+                                     "probe_batches", "seed", "device", "probe_set")}
+    base["beta"] = info.get("beta")
+    base["probe_items"] = len(probes)
+    if record is None:
+        return TransformerLabResult(**base, estimator="none (tracking off)", caveats=["tracking off: no estimates"],
+                                    timings=timings)
+    order = np.lexsort((np.asarray(probes.ids, dtype=str), np.asarray(probes.texts, dtype=str)))
+    caveats: list[str] = []
+    seed = int(info.get("seed") or 0)
+    p = len(probes)
+
+    est = trajectory_estimates(record, eta=lr, weight_decay=lam, burn_in=burn_in)
+    r_all = np.sqrt(record.r2)
+    r0, r_final = r_all[0], r_all[-1]
+    r_eq0 = np.asarray(probe0["r_eq"], dtype=float)
+    flag = np.asarray(probe0["flag"], dtype=str)
+    mot = motion(r0, r_final, r_eq0)
+    lam0 = np.asarray(probe0["lambda_rad"], dtype=float)
+    relax = relaxation_steps(lr, lam0)
+    long_enough = relax is not None and burn_in >= relax
+
+    items = pd.DataFrame({
+        "id": list(probes.ids), "text": list(probes.texts), "r0": r0, "r_final": r_final, "r_window": est["r_window"],
+        "r_eq0": r_eq0, "r_eq0_flag": flag, "lambda_rad0": lam0, "heat0": probe0["heat"], "drift0": probe0["drift"],
+        "q0": probe0["q"], **mot, "drift": est["drift"], "heat": est["heat"], "q": est["q"],
+        "lambda_rad": est["lambda_rad"], "c": est["c"], "q_over_c": est["q_over_c"], "c_realised": est["c_realised"],
+        "q_over_c_realised": est["q_over_c_realised"], "heat_share": est["heat_share"], "r_eq_trajectory": est["r_eq"],
+    })
+
+    # ---- step-0 prediction vs the end of the run
+    has_pred = np.isfinite(r_eq0)
+    n_pred = int(has_pred.sum())
+    n_flag = {f: int((flag == f).sum()) for f in ("lambda_rad<=0", "q<0")}
+    tw = mot["toward"]
+    decided = np.isfinite(tw)
+    k_toward = int(np.nansum(tw))
+    n_decided = int(decided.sum())
+    frac = k_toward / n_decided if n_decided else None
+    rho, rho_ci, n_rho = _spearman(r_eq0, r_final, n_boot=n_boot, seed=seed, order=order)
+    rho0, rho0_ci, _ = _spearman(r0, r_final, n_boot=n_boot, seed=seed, order=order)
+    rho_d, rho_d_ci, n_rho_d = _spearman(mot["predicted_change"], mot["moved"], n_boot=n_boot, seed=seed, order=order)
+    excluded = []
+    for f, n in n_flag.items():
+        if n:
+            excluded.append(f"{n} with {f}")
+    if p - n_pred:
+        caveats.append(f"{p - n_pred} of {p} probe items have no step-0 R_eq ({', '.join(excluded)}; THEORY section 9) "
+                       f"and are left out of the comparisons with R_eq")
+    motion_d = {
+        "n_with_prediction": n_pred, "n_decided": n_decided, "n_toward": k_toward, "excluded": n_flag,
+        "spearman_start_vs_final": rho0, "spearman_start_vs_final_ci": rho0_ci,
+        "spearman_predicted_change_vs_moved": rho_d, "spearman_predicted_change_vs_moved_ci": rho_d_ci,
+        "n_spearman": n_rho, "ci_resamples": f"probe items (pairs bootstrap, {n_boot} resamples)",
+        "fraction_of_distance": _stat(mot["fraction_of_distance"][has_pred]),
+        "predicted_change": _stat(mot["predicted_change"][has_pred]), "moved": _stat(mot["moved"]),
+        "r0": _stat(r0), "r_final": _stat(r_final), "r_eq0": _stat(r_eq0),
+        "n_predicted_up": int(np.sum(mot["predicted_change"][has_pred] > 0)),
+        "n_moved_up": int(np.sum(mot["moved"] > 0)),
+    }
+    if n_pred and (motion_d["n_predicted_up"] in (0, n_pred)):
+        way = "up" if motion_d["n_predicted_up"] else "down"
+        caveats.append(f"every probe item with a prediction is predicted to move {way}: the fraction moved toward R_eq "
+                       f"then only tests the common direction; Spearman(predicted change, moved) = "
+                       f"{'n/a' if rho_d is None else format(rho_d, '.2f')} tests the per-item differences")
+
+    # ---- trajectory estimator over the window
+    qc = est["q_over_c"]
+    qc_ok = qc[np.isfinite(qc)]
+    pear, pear_reason = None, None
+    if relax is None:
+        pear_reason = ("the median probe item has lambda_rad <= 0 at step 0 (E4): decay exerts no restoring force on "
+                       "its norm, so there is no relaxation time and no stationary norm to compare")
+    elif not long_enough:
+        pear_reason = (f"run too short: the window starts at step {burn_in}, before one relaxation time "
+                       f"1/(2 eta lambda_rad) = {relax:.0f} steps; directions of motion are compared instead")
+    else:
+        ok = np.isfinite(est["r_eq"])
+        if ok.sum() >= 3 and np.ptp(est["r_eq"][ok]) > 0:
+            pear = float(np.corrcoef(r_final[order][ok[order]], est["r_eq"][order][ok[order]])[0, 1])
+        else:
+            pear_reason = "fewer than 3 probe items with a positive c, or a constant R_eq"
+    if not long_enough:
+        caveats.append(pear_reason if relax is None else
+                       f"the run ({steps} steps, window from step {burn_in}) is shorter than needed for stationary norms "
+                       f"(window start >= relaxation time {relax:.0f} steps): the comparison is of directions of "
+                       f"motion, not of stationary values")
+    nonstat = est["q"] - est["c_realised"]
+    traj = {
+        "window": [burn_in, steps], "c_definition": "eta * lambda_rad(x), lambda_rad by (E4) averaged over the window",
+        "q_over_c": _stat(qc), "q_over_c_realised": _stat(est["q_over_c_realised"]),
+        "c_realised_over_c": _stat(est["c_realised"] / np.where(est["c"] > 0, est["c"], np.nan)),
+        "nonstationarity_over_c": _stat(nonstat / np.where(est["c"] > 0, est["c"], np.nan)),
+        "heat": _stat(est["heat"]), "drift": _stat(est["drift"]), "heat_share": _stat(est["heat_share"]),
+        "c_fit": _num(np.median(est["q"][np.isfinite(est["q"])])) if np.isfinite(est["q"]).any() else None,
+        "c_median": _num(np.median(est["c"])),
+        "lambda_rad_per_lambda": {"step0": _stat(record.lam[0]), "end": _stat(record.lam[-1])},
+        "n_negative_c": int(np.sum(est["c"] <= 0)),
+    }
+    if traj["n_negative_c"]:
+        caveats.append(f"{traj['n_negative_c']} of {p} probe items have lambda_rad <= 0 over the window (E4): their q/c "
+                       "is undefined and they are left out of the q/c statistics")
+    if info["optimizer"] == "adamw":
+        caveats.insert(0, "AdamW: the SGD form of Theorem 1 is not expected to hold (THEORY 7 C3, section 8); the step-0 "
+                          "probe uses plain-gradient SGD steps, while the trajectory estimator uses AdamW's actual step")
+    elif info["optimizer"] == "momentum":
+        caveats.insert(0, "momentum: the step-0 prediction uses (E12) heat/(1-beta)^2 and drift/(1-beta) (the drift "
+                          "factor is untested in THEORY); the trajectory estimator uses the actual step, without (E12)")
+    caveats.append("q/c uses c = eta lambda_rad from (E4), the first-order decay rate; q/c_realised uses the decay's "
+                   "measured radial effect, so it equals 1 exactly when the window's mean R^2 does not change")
+    loss = record.loss
+    k = max(1, min(50, steps // 10))
+    loss_d = {"first": _num(loss[:k].mean()), "last": _num(loss[-k:].mean()), "steps_averaged": k}
+    s0 = dict(probe0.get("summary") or {})
+    s0["q_over_c"] = _stat(np.asarray(probe0["q"]) / np.where(lr * lam0 > 0, lr * lam0, np.nan))
+    s0["heat"], s0["drift"] = _stat(probe0["heat"]), _stat(probe0["drift"])
+    return TransformerLabResult(
+        **base,
+        relaxation_steps=relax,
+        long_enough=bool(long_enough),
+        q_over_c_mean=float(np.mean(qc_ok)) if qc_ok.size else None,
+        q_over_c_median=float(np.median(qc_ok)) if qc_ok.size else None,
+        spearman_predicted_vs_final=rho,
+        spearman_predicted_vs_final_ci=rho_ci,
+        fraction_moved_toward_req=frac,
+        fraction_moved_toward_req_ci=wilson_interval(k_toward, n_decided),
+        pearson_final_vs_req_trajectory=pear,
+        pearson_final_vs_req_trajectory_reason=pear_reason,
+        estimator="trajectory",
+        motion=motion_d,
+        trajectory=traj,
+        step0=s0,
+        loss=loss_d,
+        caveats=caveats,
+        items=items,
+        norms=r_all,
+        record=record,
+        timings=timings,
+    )
