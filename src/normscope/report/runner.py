@@ -64,7 +64,7 @@ def stage_settings(stage: str, config: ReportConfig) -> dict:
     assert s is not None
     base: dict[str, Any] = {"stage": stage, "version": STAGE_VERSION, "model": config.model, "seed": config.seed}
     data = None
-    if stage in ("signals", "retrieval", "probes", "lab", "setup"):
+    if stage in ("signals", "retrieval", "probes", "lab", "transformer", "setup"):
         from normscope.datasets import shared_data_dir
 
         d = config.data if config.data is not None else shared_data_dir()
@@ -80,6 +80,9 @@ def stage_settings(stage: str, config: ReportConfig) -> dict:
         base.update(items=s.probe_items, batches=s.probe_batches, batch_size=s.probe_batch_size, n_boot=s.n_boot)
     elif stage == "lab":
         base.update(steps=s.lab_steps, snapshots=s.lab_snapshots, probe_batches=s.lab_probe_batches)
+    elif stage == "transformer":
+        base.update(steps=s.transformer_steps, probe_items=s.transformer_probe_items,
+                    probe_batches=s.transformer_probe_batches, n_boot=s.n_boot, device=config.device)
     elif stage == "signals":
         base.update(items=s.signal_items, n_boot=s.n_boot, n_perm=s.n_perm, signals=list(config.signals))
     elif stage == "retrieval":
