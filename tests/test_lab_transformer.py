@@ -91,6 +91,64 @@ def test_trajectory_identity_and_motion_by_hand():
     assert lo == pytest.approx(0.39677, abs=1e-4) and hi == pytest.approx(0.89222, abs=1e-4)
 
 
+def _synthetic_run(order=None, seed=0):
+    """A consistent synthetic record and step-0 probe for 9 items (analysis only, no model)."""
+    from normscope.lab.analysis import analyse_transformer_run
+    from normscope.lab.transformer_data import ProbeSet
+
+    rng = np.random.default_rng(seed)
+    t, p = 40, 9
+    r0 = 3 + rng.random(p)
+    r_eq0 = 2.5 + 1.5 * rng.random(p)
+    r_eq0[4] = np.nan  # one item without a prediction
+    frac = np.clip(np.arange(t + 1) / 30, 0, 1)[:, None]
+    r = r0 + frac * (np.nan_to_num(r_eq0, nan=3.0) - r0) + 0.01 * rng.normal(size=(t + 1, p))
+    r2 = r**2
+    zd, dd = rng.normal(size=(t, p)) * 1e-3, rng.random((t, p)) * 1e-3
+    dec = (r2[1:] - r2[:-1]) - 2 * zd - dd
+    rec = TrajectoryRecord(r2, zd, dd, dec, rng.random(t), np.array([0, 20, 40]), 0.8 + 0.4 * rng.random((3, p)),
+                           np.zeros((t, 4), dtype=int))
+    probe0 = {"r": r0, "r_eq": r_eq0, "flag": np.where(np.isfinite(r_eq0), "", "q<0"), "heat": rng.random(p),
+              "drift": rng.normal(size=p), "q": rng.random(p), "lambda_rad": 0.5 + rng.random(p), "summary": {}}
+    ids = [f"i{j}" for j in range(p)]
+    texts = [f"word{j}" for j in range(p)]
+    o = np.arange(p) if order is None else np.asarray(order)
+    rec_o = rec.take(o)
+    probe0_o = {k: (v[o] if isinstance(v, np.ndarray) else v) for k, v in probe0.items()}
+    info = {"lr": 0.01, "weight_decay": 0.5, "steps": t, "burn_in": 20, "optimizer": "sgd", "seed": 1, "model": "m",
+            "precision": "fp32"}
+    return analyse_transformer_run(info, ProbeSet([ids[i] for i in o], [texts[i] for i in o], "test"), rec_o,
+                                   probe0_o, {}, n_boot=200)
+
+
+def test_analysis_is_permutation_equivariant_and_partial_matches_closed_form():
+    from scipy import stats
+
+    from normscope._io import dumps
+
+    a = _synthetic_run()
+    perm = [5, 2, 8, 0, 7, 4, 1, 3, 6]
+    b = _synthetic_run(perm)
+    pd.testing.assert_frame_equal(b.items.reset_index(drop=True), a.items.iloc[perm].reset_index(drop=True),
+                                  check_exact=False, rtol=1e-12)
+    assert dumps(b.to_dict()) == dumps(a.to_dict())  # canonical order: summary and CIs identical
+    m, it = a.motion, a.items[np.isfinite(a.items["r_eq0"])]
+    assert m["n_with_prediction"] == 8 and "1 of 9 probe items have no step-0 R_eq (1 with q<0" in a.caveats[0]
+    rxy = stats.spearmanr(it["r_eq0"], it["r_final"])[0]
+    rxz = stats.spearmanr(it["r_eq0"], it["r0"])[0]
+    ryz = stats.spearmanr(it["r_final"], it["r0"])[0]
+    ref = (rxy - rxz * ryz) / math.sqrt((1 - rxz**2) * (1 - ryz**2))
+    assert m["partial_spearman_predicted_vs_final_given_start"] == pytest.approx(ref, abs=1e-9)
+    assert a.spearman_predicted_vs_final == pytest.approx(rxy, abs=1e-12)
+    toward = np.sign(it["r_eq0"] - it["r0"]) == np.sign(it["r_final"] - it["r0"])
+    assert a.fraction_moved_toward_req == pytest.approx(toward.mean())
+    lo, hi = a.fraction_moved_toward_req_ci
+    assert lo <= a.fraction_moved_toward_req <= hi
+    common = np.median(it["r_eq0"])
+    tc = np.sign(common - it["r0"]) == np.sign(it["r_final"] - it["r0"])
+    assert m["fraction_moved_toward_common_target"] == pytest.approx(tc.mean())
+
+
 # ---------------------------------------------------------------- hand-computed q/c
 def _replay(tiny, res, *, lr, lam, tau=0.05):
     """Independent replay: torch.optim.SGD (L2 = decoupled decay for plain SGD), own InfoNCE, own forwards."""
@@ -320,12 +378,21 @@ def test_small_lab_json_results_are_byte_reproducible(tmp_path):
 
 
 def test_report_claim_rows_follow_the_numbers(sgd_run):
+    from scipy import stats
+
     from normscope.report.stages.transformer import transformer_claim
 
     row = transformer_claim(sgd_run)
     m = sgd_run.motion
+    it = sgd_run.items[np.isfinite(sgd_run.items["r_eq0"])]
+    if len(it) >= 4:  # the partial Spearman by its closed form (one control)
+        rxy = stats.spearmanr(it["r_eq0"], it["r_final"])[0]
+        rxz = stats.spearmanr(it["r_eq0"], it["r0"])[0]
+        ryz = stats.spearmanr(it["r_final"], it["r0"])[0]
+        ref = (rxy - rxz * ryz) / math.sqrt((1 - rxz**2) * (1 - ryz**2))
+        assert m["partial_spearman_predicted_vs_final_given_start"] == pytest.approx(ref, abs=1e-9)
     assert row["key"] == "theorem1_transformer"
-    assert row["measured"] == m["spearman_predicted_change_vs_moved"] or (row["measured"] is None)
+    assert row["measured"] == m["partial_spearman_predicted_vs_final_given_start"] or (row["measured"] is None)
     if row["ci"] is not None:
         lo, hi = row["ci"]
         expected = "reproduced" if lo > 0 else "refuted" if hi < 0 else "inconclusive"

@@ -180,8 +180,11 @@ def _transformer_lab(*, json_path, out, fig_dir, **kw) -> None:
         m = res.motion
         t.add_row("Spearman \u03c1, norm at step 0 vs final R (persistence baseline)",
                   _fmt(m["spearman_start_vs_final"], ".3f") + _ci(m["spearman_start_vs_final_ci"]))
-        t.add_row("Spearman \u03c1, predicted change (R_eq - R_0) vs change (R_T - R_0)",
-                  _fmt(m["spearman_predicted_change_vs_moved"], ".3f") + _ci(m["spearman_predicted_change_vs_moved_ci"]))
+        t.add_row("partial Spearman \u03c1, step-0 R_eq vs final R given R_0 (the per-item test)",
+                  _fmt(m["partial_spearman_predicted_vs_final_given_start"], ".3f")
+                  + _ci(m["partial_spearman_predicted_vs_final_given_start_ci"]))
+        t.add_row("fraction moved toward a common target (median R_eq) (baseline)",
+                  _fmt(m["fraction_moved_toward_common_target"], ".3f") + _ci(m["fraction_moved_toward_common_target_ci"]))
         t.add_row("median fraction of the predicted distance travelled", _fmt(m["fraction_of_distance"]["median"], ".3f"))
         t.add_row("probe items with a step-0 prediction", f"{m['n_with_prediction']} of {res.probe_items}")
     console.print(t)

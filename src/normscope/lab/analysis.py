@@ -70,6 +70,23 @@ def _spearman(x, y, *, n_boot, seed, order):
     return _num(d["spearman"]), d["spearman_ci"], int(ok.sum())
 
 
+def _partial(x, y, z, *, n_boot, seed, order):
+    """Partial Spearman rho(x, y | z) with bootstrap CI and Freedman-Lane p (canonical item order), or Nones."""
+    from normscope.errors import InputError
+    from normscope.stats import partial_spearman
+
+    x, y, z = (np.asarray(a, dtype=float)[order] for a in (x, y, z))
+    ok = np.isfinite(x) & np.isfinite(y) & np.isfinite(z)
+    if ok.sum() < 4:
+        return None, None, None, int(ok.sum())
+    try:
+        res = partial_spearman(x[ok], y[ok], z[ok], n_boot=n_boot, n_perm=n_boot, seed=seed, control_names=["R_0"])
+    except InputError:
+        return None, None, None, int(ok.sum())
+    d = res.to_dict()
+    return d["rho"], d["ci"], d["p_value"], int(ok.sum())
+
+
 def _stat(a) -> dict:
     a = np.asarray(a, dtype=float)
     a = a[np.isfinite(a)]
@@ -94,6 +111,10 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
     order = np.lexsort((np.asarray(probes.ids, dtype=str), np.asarray(probes.texts, dtype=str)))
     caveats: list[str] = []
     seed = int(info.get("seed") or 0)
+
+    def _st(a) -> dict:  # summary of a per-item array, in the canonical item order (sums are order-sensitive)
+        return _stat(np.asarray(a, dtype=float)[order])
+
     p = len(probes)
 
     est = trajectory_estimates(record, eta=lr, weight_decay=lam, burn_in=burn_in)
@@ -125,7 +146,13 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
     frac = k_toward / n_decided if n_decided else None
     rho, rho_ci, n_rho = _spearman(r_eq0, r_final, n_boot=n_boot, seed=seed, order=order)
     rho0, rho0_ci, _ = _spearman(r0, r_final, n_boot=n_boot, seed=seed, order=order)
-    rho_d, rho_d_ci, n_rho_d = _spearman(mot["predicted_change"], mot["moved"], n_boot=n_boot, seed=seed, order=order)
+    # final norms persist from the start, and R_eq0 - R_0 and R_T - R_0 share -R_0 (a common target alone would
+    # correlate them): the per-item test is R_eq0 vs R_T with R_0 partialled out, and the direction test has a
+    # common-target baseline (every item's target = the median step-0 R_eq)
+    prho, prho_ci, prho_p, n_prho = _partial(r_eq0, r_final, r0, n_boot=n_boot, seed=seed, order=order)
+    common = float(np.median(r_eq0[has_pred])) if n_pred else float("nan")
+    tw_c = motion(r0, r_final, np.where(has_pred, common, np.nan))["toward"]
+    k_c, n_c = int(np.nansum(tw_c)), int(np.isfinite(tw_c).sum())
     excluded = []
     for f, n in n_flag.items():
         if n:
@@ -136,22 +163,29 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
     motion_d = {
         "n_with_prediction": n_pred, "n_decided": n_decided, "n_toward": k_toward, "excluded": n_flag,
         "spearman_start_vs_final": rho0, "spearman_start_vs_final_ci": rho0_ci,
-        "spearman_predicted_change_vs_moved": rho_d, "spearman_predicted_change_vs_moved_ci": rho_d_ci,
-        "n_spearman": n_rho, "ci_resamples": f"probe items (pairs bootstrap, {n_boot} resamples)",
-        "fraction_of_distance": _stat(mot["fraction_of_distance"][has_pred]),
-        "predicted_change": _stat(mot["predicted_change"][has_pred]), "moved": _stat(mot["moved"]),
-        "r0": _stat(r0), "r_final": _stat(r_final), "r_eq0": _stat(r_eq0),
+        "partial_spearman_predicted_vs_final_given_start": prho,
+        "partial_spearman_predicted_vs_final_given_start_ci": prho_ci,
+        "partial_spearman_predicted_vs_final_given_start_p": prho_p,
+        "n_spearman": n_rho, "n_partial": n_prho,
+        "ci_resamples": f"probe items (pairs bootstrap, {n_boot} resamples; partial: re-ranked per resample, "
+                        f"p by {n_boot} Freedman-Lane permutations)",
+        "common_target": _num(common),
+        "fraction_moved_toward_common_target": k_c / n_c if n_c else None,
+        "fraction_moved_toward_common_target_ci": wilson_interval(k_c, n_c),
+        "fraction_of_distance": _st(np.where(has_pred, mot["fraction_of_distance"], np.nan)),
+        "predicted_change": _st(np.where(has_pred, mot["predicted_change"], np.nan)), "moved": _st(mot["moved"]),
+        "r0": _st(r0), "r_final": _st(r_final), "r_eq0": _st(r_eq0),
         "n_predicted_up": int(np.sum(mot["predicted_change"][has_pred] > 0)),
         "n_moved_up": int(np.sum(mot["moved"] > 0)),
     }
     if n_pred and (motion_d["n_predicted_up"] in (0, n_pred)):
         way = "up" if motion_d["n_predicted_up"] else "down"
         caveats.append(f"every probe item with a prediction is predicted to move {way}: the fraction moved toward R_eq "
-                       f"then only tests the common direction; Spearman(predicted change, moved) = "
-                       f"{'n/a' if rho_d is None else format(rho_d, '.2f')} tests the per-item differences")
+                       f"then only tests the common direction; the partial Spearman(R_eq0, R_T | R_0) = "
+                       f"{'n/a' if prho is None else format(prho, '.2f')} tests the per-item differences")
 
     # ---- trajectory estimator over the window
-    qc = est["q_over_c"]
+    qc = est["q_over_c"][order]
     qc_ok = qc[np.isfinite(qc)]
     pear, pear_reason = None, None
     if relax is None:
@@ -174,13 +208,13 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
     nonstat = est["q"] - est["c_realised"]
     traj = {
         "window": [burn_in, steps], "c_definition": "eta * lambda_rad(x), lambda_rad by (E4) averaged over the window",
-        "q_over_c": _stat(qc), "q_over_c_realised": _stat(est["q_over_c_realised"]),
-        "c_realised_over_c": _stat(est["c_realised"] / np.where(est["c"] > 0, est["c"], np.nan)),
-        "nonstationarity_over_c": _stat(nonstat / np.where(est["c"] > 0, est["c"], np.nan)),
-        "heat": _stat(est["heat"]), "drift": _stat(est["drift"]), "heat_share": _stat(est["heat_share"]),
+        "q_over_c": _stat(qc), "q_over_c_realised": _st(est["q_over_c_realised"]),
+        "c_realised_over_c": _st(est["c_realised"] / np.where(est["c"] > 0, est["c"], np.nan)),
+        "nonstationarity_over_c": _st(nonstat / np.where(est["c"] > 0, est["c"], np.nan)),
+        "heat": _st(est["heat"]), "drift": _st(est["drift"]), "heat_share": _st(est["heat_share"]),
         "c_fit": _num(np.median(est["q"][np.isfinite(est["q"])])) if np.isfinite(est["q"]).any() else None,
         "c_median": _num(np.median(est["c"])),
-        "lambda_rad_per_lambda": {"step0": _stat(record.lam[0]), "end": _stat(record.lam[-1])},
+        "lambda_rad_per_lambda": {"step0": _st(record.lam[0]), "end": _st(record.lam[-1])},
         "n_negative_c": int(np.sum(est["c"] <= 0)),
     }
     if traj["n_negative_c"]:
@@ -198,8 +232,8 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
     k = max(1, min(50, steps // 10))
     loss_d = {"first": _num(loss[:k].mean()), "last": _num(loss[-k:].mean()), "steps_averaged": k}
     s0 = dict(probe0.get("summary") or {})
-    s0["q_over_c"] = _stat(np.asarray(probe0["q"]) / np.where(lr * lam0 > 0, lr * lam0, np.nan))
-    s0["heat"], s0["drift"] = _stat(probe0["heat"]), _stat(probe0["drift"])
+    s0["q_over_c"] = _st(np.asarray(probe0["q"]) / np.where(lr * lam0 > 0, lr * lam0, np.nan))
+    s0["heat"], s0["drift"] = _st(probe0["heat"]), _st(probe0["drift"])
     return TransformerLabResult(
         **base,
         relaxation_steps=relax,

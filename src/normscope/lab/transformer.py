@@ -152,7 +152,14 @@ def train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_dec
         extra_state = ck["extra"]
     elif callable(extra_state):
         extra_state = extra_state()
-    timings = {"train_s": 0.0, "track_s": 0.0, "checkpoint_s": 0.0, "steps_run": steps - start}
+    timings = {"train_s": 0.0, "track_s": 0.0, "train_cpu_s": 0.0, "track_cpu_s": 0.0, "checkpoint_s": 0.0,
+               "steps_run": steps - start}
+    clock = time.perf_counter
+    cpu = time.process_time
+
+    def add(kind, w0, c0):
+        timings[f"{kind}_s"] += clock() - w0
+        timings[f"{kind}_cpu_s"] += cpu() - c0
 
     def save(step):
         t0 = time.perf_counter()
@@ -181,16 +188,16 @@ def train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_dec
     try:
         z = None
         if track:
-            t0 = time.perf_counter()
+            t0, c0 = clock(), cpu()
             z = tracker.z(theta)
             if start == 0:
                 rec["r2"][0] = (z * z).sum(1).cpu().numpy()
             if not rec["lam_steps"]:
                 rec["lam_steps"].append(0)
                 rec["lam"].append(extra_state["lam0"])
-            timings["track_s"] += time.perf_counter() - t0
+            add("track", t0, c0)
         for t in range(start, steps):
-            t0 = time.perf_counter()
+            t0, c0 = clock(), cpu()
             s_seed = _step_seed(seed, t)
             bidx = sample_pair_batches(n_pairs, batch_size, 1, s_seed)[0]
             rec["batches"][t] = bidx
@@ -209,19 +216,19 @@ def train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_dec
             grads = [g.detach() if g is not None else torch.zeros_like(p) for g, p in zip(grads, params)]
             rec["loss"][t] = float(loss.detach())
             direction = opt.direction(grads)
-            timings["train_s"] += time.perf_counter() - t0
+            add("train", t0, c0)
             if track:
-                t0 = time.perf_counter()
+                t0, c0 = clock(), cpu()
                 with torch.no_grad():
                     for k, s in zip(keys, direction):
                         torch.add(theta[k], s, alpha=-lr, out=buf[k])
                 z_free = tracker.z(buf)  # decay-free step: f(theta_t - eta s_t)
-                timings["track_s"] += time.perf_counter() - t0
-            t0 = time.perf_counter()
+                add("track", t0, c0)
+            t0, c0 = clock(), cpu()
             opt.apply(params, direction, decay=decay_flags)
-            timings["train_s"] += time.perf_counter() - t0
+            add("train", t0, c0)
             if track:
-                t0 = time.perf_counter()
+                t0, c0 = clock(), cpu()
                 z_new = tracker.z(theta)
                 delta = z_free - z
                 r2_new = (z_new * z_new).sum(1)
@@ -233,7 +240,7 @@ def train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_dec
                 if (t + 1) % lambda_every == 0 or t + 1 == steps:
                     rec["lam_steps"].append(t + 1)
                     rec["lam"].append(tracker.lambda_per_lambda(theta, mask))
-                timings["track_s"] += time.perf_counter() - t0
+                add("track", t0, c0)
             if not math.isfinite(rec["loss"][t]):
                 raise InputError(f"training diverged at step {t} (loss {rec['loss'][t]}); lower --lr")
             if checkpoint is not None and ((t + 1) % checkpoint_every == 0 or t + 1 == steps):
@@ -243,8 +250,6 @@ def train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_dec
     finally:
         if bar is not None:
             bar.stop()
-    if checkpoint is not None and start == steps and ck is not None and int(ck["step"]) != steps:
-        pass  # a longer checkpoint analysed over its first `steps` steps: left as it is
     record = None
     if track:
         record = TrajectoryRecord(rec["r2"], rec["zd"], rec["dd"], rec["dec"], rec["loss"],
@@ -432,7 +437,6 @@ def _run(*, model, encoder, pairs, optimizer, lr, weight_decay, steps, burn_in, 
             "dropout": dropout, "precision": precision, "device": str(device), "seed": seed,
             "probe_batches": probe_batches, "lambda_every": lambda_every, "track": bool(track),
         }
-        t0 = time.perf_counter()
 
         def step0_probe():
             return _step0_probe(adapter, probes, lab_pairs, batch_size=batch_size, batches=probe_batches, tau=tau,

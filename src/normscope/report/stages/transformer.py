@@ -21,28 +21,34 @@ OPTIMIZERS = ("sgd", "momentum", "adamw")
 def transformer_claim(res) -> dict:
     """The scorecard row ``theorem1_transformer`` from the SGD run (the theorem's own optimizer).
 
-    Rule (stated in the row): the statistic is Spearman rho between each probe item's predicted change
-    ``R_eq(step 0) - R_0`` and its actual change ``R_T - R_0``, CI by bootstrap over probe items;
-    :func:`~normscope.report.claims.verdict_sign` with the claimed sign +1 (reproduced when the CI
-    excludes 0 above, refuted when it excludes 0 below, else inconclusive). The fraction that moved
-    toward R_eq and whether the run reached stationarity are added to ``why``.
+    Rule (stated in the row): the statistic is the partial Spearman rho between each probe item's
+    step-0 predicted R_eq and its final norm R_T, with the starting norm R_0 partialled out (final norms
+    persist from the start, and a change-vs-change correlation would reward any common target), CI
+    by bootstrap over probe items; :func:`~normscope.report.claims.verdict_sign` with the claimed sign
+    +1 (reproduced when the CI excludes 0 above, refuted when it excludes 0 below, else inconclusive).
+    The fraction that moved toward R_eq, its common-target baseline and whether the run reached
+    stationarity are added to ``why``.
     """
     m = res.motion or {}
-    rho, ci = m.get("spearman_predicted_change_vs_moved"), m.get("spearman_predicted_change_vs_moved_ci")
+    rho = m.get("partial_spearman_predicted_vs_final_given_start")
+    ci = m.get("partial_spearman_predicted_vs_final_given_start_ci")
     if rho is None:
         verdict, why = verdict_not_testable(
-            f"fewer than 3 probe items with a step-0 R_eq ({m.get('n_with_prediction', 0)} of {res.probe_items})")
+            f"fewer than 4 probe items with a step-0 R_eq ({m.get('n_with_prediction', 0)} of {res.probe_items})")
     else:
         verdict, why = verdict_sign(rho, ci, +1)
         frac, fci = res.fraction_moved_toward_req, res.fraction_moved_toward_req_ci
         if frac is not None:
             why += (f"; {m.get('n_toward')} of {m.get('n_decided')} items ({frac:.0%}, Wilson {ci_text(fci)}) moved "
                     f"toward their step-0 R_eq")
+            fc = m.get("fraction_moved_toward_common_target")
+            if fc is not None:
+                why += f" ({fc:.0%} toward a common target, the median R_eq)"
         why += ("; the run reached one relaxation time before its window" if res.long_enough else
                 "; the run is shorter than one relaxation time before its window, so this compares directions of motion")
     return claim_row("theorem1_transformer", measured=rho, ci=ci, verdict=verdict, why=why, section="transformer_lab",
-                     n=m.get("n_spearman"),
-                     what=(f"Spearman rho(R_eq at step 0 - R_0, R_T - R_0) over held-out probe items, {res.model}, SGD "
+                     n=m.get("n_partial"),
+                     what=(f"partial Spearman rho(R_eq at step 0, R_T | R_0) over held-out probe items, {res.model}, SGD "
                            f"eta={res.lr:g}, lambda={res.weight_decay:g}, {res.steps} steps; CI: bootstrap over probe items"))
 
 
@@ -91,7 +97,9 @@ def stage_transformer(ctx: StageContext) -> dict:
                      sig3(r.q_over_c_median),
                      f"{sig3(r.fraction_moved_toward_req)} {ci_text(r.fraction_moved_toward_req_ci)}",
                      f"{sig3(r.spearman_predicted_vs_final)} {ci_text(r.spearman_predicted_vs_final_ci)}",
-                     f"{sig3(m.get('spearman_predicted_change_vs_moved'))} {ci_text(m.get('spearman_predicted_change_vs_moved_ci'))}",
+                     f"{sig3(m.get('partial_spearman_predicted_vs_final_given_start'))} "
+                     f"{ci_text(m.get('partial_spearman_predicted_vs_final_given_start_ci'))}",
+                     f"{sig3(m.get('fraction_moved_toward_common_target'))}",
                      sig3(r.pearson_final_vs_req_trajectory), sig3(tm.get("s_per_step"))])
     key_numbers = [
         [labels("relaxation_steps") + " (SGD)", sgd.relaxation_steps, "steps"],
@@ -99,8 +107,10 @@ def stage_transformer(ctx: StageContext) -> dict:
         [labels("q_over_c_median") + " (SGD)", sgd.q_over_c_median, ""],
         [labels("fraction_moved_toward_req") + " (SGD)", sgd.fraction_moved_toward_req, ""],
         [labels("spearman_predicted_vs_final") + " (SGD)", sgd.spearman_predicted_vs_final, ""],
-        ["Spearman \u03c1, predicted change vs actual change (SGD)",
-         (sgd.motion or {}).get("spearman_predicted_change_vs_moved"), ""],
+        ["partial Spearman \u03c1, step-0 R_eq vs final R given R_0 (SGD)",
+         (sgd.motion or {}).get("partial_spearman_predicted_vs_final_given_start"), ""],
+        ["fraction moved toward a common target, the median R_eq (SGD, baseline)",
+         (sgd.motion or {}).get("fraction_moved_toward_common_target"), ""],
         [labels("probe_items"), sgd.probe_items, "items"],
     ]
     notes = []
@@ -127,7 +137,8 @@ def stage_transformer(ctx: StageContext) -> dict:
             "tables": [{"title": "Optimizer comparison (same model, pairs, probe set, seed)",
                         "columns": ["optimizer", "\u03b7", "\u03bb", "steps", "relaxation time (steps)", "mean q/c",
                                     "median q/c", "fraction toward R_eq [95% Wilson]",
-                                    "Spearman(R_eq0, R_T) [95% CI]", "Spearman(predicted, actual change) [95% CI]",
+                                    "Spearman(R_eq0, R_T) [95% CI]", "partial Spearman(R_eq0, R_T | R_0) [95% CI]",
+                                    "fraction toward the median R_eq (baseline)",
                                     "Pearson(R_T, window R_eq)", "s / step"],
                         "rows": rows}],
             "figures": figs,
