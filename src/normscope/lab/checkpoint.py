@@ -10,13 +10,11 @@ settings that differ.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
+from normscope._io import atomic_path
 from normscope.errors import InputError
 
 __all__ = ["settings_key", "save_checkpoint", "load_checkpoint"]
@@ -31,28 +29,18 @@ def settings_key(settings: dict) -> str:
 
 
 def save_checkpoint(path: str | Path, payload: dict) -> Path:
-    """Write ``payload`` (tensors, numpy arrays, plain values) atomically to ``path``.
+    """Write ``payload`` (tensors, numpy arrays, plain values) atomically to ``path`` (:func:`normscope._io.atomic_path`).
 
     Raises
     ------
     InputError
-        The directory of ``path`` does not exist.
+        The directory of ``path`` does not exist or is not writable.
     """
     import torch
 
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise InputError(f"checkpoint directory does not exist: {path.parent}")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         torch.save({"format": FORMAT, **payload}, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return path
+    return Path(path)
 
 
 def load_checkpoint(path: str | Path, settings: dict) -> dict | None:
