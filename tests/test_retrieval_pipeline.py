@@ -156,6 +156,15 @@ def test_self_hits_ignored_by_default_and_calibration_never_blocks_metrics(tmp_p
     assert "all non-relevant" in kept.calibration["margin"]["reason"]
     assert kept.calibration["top1_score_uncalibrated"]["status"] == "ok"
     _check_against_pytrec(kept, qrels)
+    # figures: two panels per row, wide enough for a full-width page row; a not-computed signal says so in its panel
+    from PIL import Image
+
+    from normscope.retrieval import plot_reliability, plot_risk_coverage
+
+    p = plot_reliability(kept, tmp_path / "rel.png", signals=["margin", "top1_score_uncalibrated"])
+    w, h = Image.open(p).size
+    assert w / h > 1.9 and w >= 1300
+    assert plot_risk_coverage(kept, tmp_path / "rc.png").stat().st_size > 5000
 
 
 def test_fixed_parameter_is_not_fitted(tmp_path, rng):

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "fmt",
+    "pct",
     "strength",
     "ci_excludes_zero",
     "correlation_sentence",
@@ -286,7 +287,8 @@ def semantic_signal_sentences(sec: dict) -> list[str]:
     return out
 
 
-def _pct(x) -> str:
+def pct(x) -> str:
+    """A fraction as a signed percentage for prose: ``+0.17 %``, ``\u22122.65 %``; ``n/a`` for None/NaN."""
     v = _num(x)
     return "n/a" if v is None else f"{100 * v:+.2f} %".replace("-", "\u2212")
 
@@ -307,7 +309,7 @@ def retrieval_sentences(sec: dict) -> list[str]:
         d = nd - base if d is None else d
         ci = s.get("delta_ci")
         how = f" ({s.get('param_name')} fixed at {fmt(s.get('param'))}, not fitted)" if s.get("param_source") == "fixed (not fitted)" else ""
-        stats = (f"{fmt(nd)} vs {fmt(base)}, \u0394 {fmt(d)}, {_ci_text(ci)} over queries, relative {_pct(s.get('relative'))}"
+        stats = (f"{fmt(nd)} vs {fmt(base)}, \u0394 {fmt(d)}, {_ci_text(ci)} over queries, relative {pct(s.get('relative'))}"
                  + (f", paired p = {fmt(p)}" if p is not None else ""))
         ex = ci_excludes_zero(ci)
         if ex is None:
@@ -323,7 +325,7 @@ def retrieval_sentences(sec: dict) -> list[str]:
             continue
         sig = [r for r in rows if _num(r.get("p_holm")) is not None and r["p_holm"] < 0.05]
         if sig:
-            listed = "; ".join(f"{r['stratifier']} Q{r['quartile']}: \u0394 {fmt(r['mean_delta'])} ({_pct(r['relative'])}, "
+            listed = "; ".join(f"{r['stratifier']} Q{r['quartile']}: \u0394 {fmt(r['mean_delta'])} ({pct(r['relative'])}, "
                                f"Holm p = {fmt(r['p_holm'])})" for r in sig)
             out.append(f"In the pre-specified strata (quartiles of query norm, query word frequency and top-1 document "
                        f"norm), {len(sig)} of {len(rows)} differ from cosine after Holm correction: {listed}.")
@@ -353,7 +355,8 @@ def calibration_sentences(sec: dict) -> list[str]:
         if auc is None:
             continue
         ci = c.get("auroc_raw_ci") if raw else c.get("auroc_ci")
-        cal = f"; calibrated map AUROC {fmt(c.get('auroc'))}" if raw and _num(c.get("auroc")) is not None else ""
+        mapped = (c.get("fit") or {}).get("mapping") == "platt"
+        cal = f"; calibrated map AUROC {fmt(c.get('auroc'))}" if mapped and _num(c.get("auroc")) is not None else ""
         flag = (_get(c, "ece_bins", "flag") or "")
         ece_txt = f"; ECE {fmt(c.get('ece'))}" + (f" ({flag})" if flag else "") if _num(c.get("ece")) is not None else ""
         if isinstance(ci, (list, tuple)) and len(ci) == 2 and _num(ci[0]) is not None:

@@ -22,6 +22,14 @@ def _calibration_of(obj) -> dict:
     raise InputError("expected a RetrievalResult, its to_dict() summary, or its 'calibration' dict")
 
 
+def _start(result, path):
+    """(pyplot, checked output path, calibration dict): the common start of both figures."""
+    from normscope._plot import pyplot
+    from normscope.validate import check_output_path
+
+    return pyplot(), check_output_path(path), _calibration_of(result)
+
+
 def _num(x, fmt=".3f") -> str:
     return "n/a" if x is None else format(float(x), fmt)
 
@@ -49,12 +57,9 @@ def plot_reliability(result, path, *, signals: Sequence[str] | None = None, ncol
     """
     from matplotlib.gridspec import GridSpec
 
-    from normscope._plot import pyplot, save_figure
-    from normscope.validate import check_output_path
+    from normscope._plot import save_figure
 
-    plt = pyplot()
-    path = check_output_path(path)
-    cal = _calibration_of(result)
+    plt, path, cal = _start(result, path)
     signals = list(signals or cal)
     missing = [s for s in signals if s not in cal]
     if missing or not signals:
@@ -113,12 +118,9 @@ def plot_risk_coverage(result, path, *, signals: Sequence[str] | None = None) ->
     -------
     Path
     """
-    from normscope._plot import pyplot, save_figure
-    from normscope.validate import check_output_path
+    from normscope._plot import save_figure
 
-    plt = pyplot()
-    path = check_output_path(path)
-    cal = _calibration_of(result)
+    plt, path, cal = _start(result, path)
     signals = [s for s in (signals or cal) if cal.get(s, {}).get("risk_coverage")]
     if not signals:
         raise InputError("no computed calibration signal to plot")

@@ -156,11 +156,12 @@ class FoldedIndex:
         todo = np.arange(len(query_ids))
         fetch = min(n, int(k) + 1 + _TIE_SLACK)
         while todo.size:
-            chunk = max(1, (1 << 22) // (fetch * d))
+            chunk = max(1, (1 << 22) // (fetch * d))  # rows rescored at once (float64 temporary of about 32 MB)
             again = []
+            S_all, I_all = self.index.search(Qf[todo], fetch)  # one faiss call per round: its batches are efficient
             for c0 in range(0, todo.size, chunk):
                 rows = todo[c0 : c0 + chunk]
-                S, I = self.index.search(Qf[rows], fetch)
+                S, I = S_all[c0 : c0 + chunk], I_all[c0 : c0 + chunk]
                 valid = (I >= 0) & (I != excl[rows, None])
                 Ic = np.where(valid, I, 0)
                 s64 = np.where(valid, pair_dot(self.vectors[Ic], Qf[rows][:, None, :]), -np.inf)

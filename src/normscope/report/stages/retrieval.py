@@ -7,6 +7,7 @@ from pathlib import Path
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.context import StageContext, StageUnavailable
 from normscope.report.stages._common import ci_text, jsonable
+from normscope.report.text import pct
 
 __all__ = ["stage_retrieval", "similarity_gain_claim", "calibration_claim"]
 
@@ -26,10 +27,6 @@ def _scifact_dir(ctx: StageContext) -> Path:
     return d
 
 
-def _pct(x) -> str:
-    return "n/a" if x is None else f"{100 * x:+.2f} %"
-
-
 def similarity_gain_claim(summary: dict) -> dict:
     """Scorecard row of the paper's 1.2-2.3 % gain: relative delta nDCG@10 of inverse_norm vs cosine (paired CI over queries)."""
     r = (summary.get("scorers") or {}).get(CLAIM_SCORER)
@@ -42,10 +39,10 @@ def similarity_gain_claim(summary: dict) -> dict:
     rows = ((summary.get("strata") or {}).get("scorers") or {}).get(CLAIM_SCORER) or []
     sig = [x for x in rows if x.get("p_holm") is not None and x["p_holm"] < 0.05]
     strata = (f"; pre-specified strata: {len(sig)} of {len(rows)} differ from cosine at Holm-adjusted p < 0.05"
-              + (" (" + ", ".join(f"{x['stratifier']} Q{x['quartile']} {_pct(x['relative'])}" for x in sig) + ")" if sig else "")
+              + (" (" + ", ".join(f"{x['stratifier']} Q{x['quartile']} {pct(x['relative'])}" for x in sig) + ")" if sig else "")
               if rows else "; strata not computed")
     return claim_row("similarity_gain", measured=r.get("relative"), ci=r.get("relative_ci"), verdict=v,
-                     why=f"{why} (paper: +1.2 to +2.3 %, measured {_pct(r.get('relative'))}){strata}",
+                     why=f"{why} (paper: +1.2 to +2.3 %, measured {pct(r.get('relative'))}){strata}",
                      section="retrieval", n=(summary.get("n_queries") or {}).get("eval"), what=what)
 
 
@@ -80,7 +77,7 @@ def _scorer_rows(summary: dict) -> list:
         fitted = {"fitted": r.get("fitted_on"), "fixed (not fitted)": "not fitted (fixed)"}.get(r.get("param_source"), "-")
         rows.append([name, r.get("param_name") or "none", value, fitted, r.get("ndcg@10"), r.get("mrr@10"),
                      r.get("recall@100"), r.get("delta"), ci_text(r.get("delta_ci")),
-                     None if r.get("relative") is None else _pct(r["relative"]), r.get("p_value"),
+                     None if r.get("relative") is None else pct(r["relative"]), r.get("p_value"),
                      r.get("p_value_randomization")])
     return rows
 
@@ -148,7 +145,7 @@ def stage_retrieval(ctx: StageContext) -> dict:
                        "columns": ["stratifier", "quartile", "range", "n", "cosine nDCG@10", f"{scorer} nDCG@10",
                                    "\u0394", "95% CI", "relative \u0394", "p (Holm)"],
                        "rows": [[r["stratifier"], f"Q{r['quartile']}", ci_text(r["range"]), r["n"], r["baseline_mean"],
-                                 r["scorer_mean"], r["mean_delta"], ci_text(r["mean_delta_ci"]), _pct(r["relative"]),
+                                 r["scorer_mean"], r["mean_delta"], ci_text(r["mean_delta_ci"]), pct(r["relative"]),
                                  r["p_holm"]] for r in rows]})
     tables += [_excluded_table(summary),
                {"title": "Lowest- and highest-norm queries (cosine top-1)",
