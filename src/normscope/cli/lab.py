@@ -16,6 +16,7 @@ from rich.table import Table
 
 from normscope._io import atomic_path, write_json
 from normscope.cli import app
+from normscope.cli._options import Device, JsonOut, Seed, TableOut
 from normscope.errors import InputError
 from normscope.validate import check_outputs
 
@@ -37,7 +38,7 @@ def lab(
     weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="Decoupled weight decay lambda.")] = None,
     steps: Annotated[Optional[int], typer.Option("--steps", min=2, help="Training steps (table 12000, mlp 8000, transformer 1000).")] = None,
     burn_in: Annotated[Optional[int], typer.Option("--burn-in", min=0, help="Steps before the measurement window (transformer: steps // 2).")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Seed = 0,
     estimator: Annotated[Optional[str], typer.Option("--estimator", help="table/mlp: snapshot (default for table) or trajectory (default for mlp).")] = None,
     snapshots: Annotated[Optional[int], typer.Option("--snapshots", min=1, help="Snapshot estimator: number of states S.")] = None,
     probe_batches: Annotated[Optional[int], typer.Option("--probe-batches", min=1, help="Virtual batches K: per snapshot state (table/mlp) or of the step-0 probe (transformer, default 32).")] = None,
@@ -51,9 +52,9 @@ def lab(
     dropout: Annotated[Optional[bool], typer.Option("--dropout/--no-dropout", help="transformer: train with the model's dropout (default off).")] = None,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", min=3, help="transformer: keep pairs whose members have <= this many tokens (default 16).")] = None,
     checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", help="transformer: checkpoint file; resumed when it exists with the same settings.")] = None,
-    device: Annotated[str, typer.Option("--device", help="cpu; the transformer also cuda[:N] or mps.")] = "cpu",
-    json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the summary as JSON (results, then a separate timings block).")] = None,
-    out: Annotated[Optional[Path], typer.Option("-o", "--out", help="Write the per-item table (parquet).")] = None,
+    device: Device = "cpu",
+    json_path: JsonOut = None,
+    out: TableOut = None,
     fig_dir: Annotated[Optional[Path], typer.Option("--fig-dir", help="Write the figures here.")] = None,
 ) -> None:
     """Train a contrastive model, track every item's norm, heat and drift, and compare R with R_eq (E7)."""
