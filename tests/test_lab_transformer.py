@@ -91,7 +91,7 @@ def test_trajectory_identity_and_motion_by_hand():
     assert lo == pytest.approx(0.39677, abs=1e-4) and hi == pytest.approx(0.89222, abs=1e-4)
 
 
-def _synthetic_run(order=None, seed=0):
+def _synthetic_run(order=None, seed=0, lr=0.01):
     """A consistent synthetic record and step-0 probe for 9 items (analysis only, no model)."""
     from normscope.lab.analysis import analyse_transformer_run
     from normscope.lab.transformer_data import ProbeSet
@@ -115,7 +115,7 @@ def _synthetic_run(order=None, seed=0):
     o = np.arange(p) if order is None else np.asarray(order)
     rec_o = rec.take(o)
     probe0_o = {k: (v[o] if isinstance(v, np.ndarray) else v) for k, v in probe0.items()}
-    info = {"lr": 0.01, "weight_decay": 0.5, "steps": t, "burn_in": 20, "optimizer": "sgd", "seed": 1, "model": "m",
+    info = {"lr": lr, "weight_decay": 0.5, "steps": t, "burn_in": 20, "optimizer": "sgd", "seed": 1, "model": "m",
             "precision": "fp32"}
     return analyse_transformer_run(info, ProbeSet([ids[i] for i in o], [texts[i] for i in o], "test"), rec_o,
                                    probe0_o, {}, n_boot=200)
@@ -147,6 +147,15 @@ def test_analysis_is_permutation_equivariant_and_partial_matches_closed_form():
     common = np.median(it["r_eq0"])
     tc = np.sign(common - it["r0"]) == np.sign(it["r_final"] - it["r0"])
     assert m["fraction_moved_toward_common_target"] == pytest.approx(tc.mean())
+    # relaxation time 1/(2 eta lambda_rad) of the median item; the stationary check needs the window to start
+    # after it AND measured stationarity (|median q/c_realised - 1| <= 0.25)
+    assert a.relaxation_steps == pytest.approx(1 / (2 * 0.01 * np.median(a.items["lambda_rad0"])))
+    assert a.pearson_final_vs_req_trajectory is None and "run too short" in a.pearson_final_vs_req_trajectory_reason
+    fast = _synthetic_run(lr=1.0)  # relaxation time < 1 step: the time criterion holds
+    qcr = np.median(fast.items["q_over_c_realised"])
+    assert fast.long_enough and fast.trajectory["stationary"] == (abs(qcr - 1) <= 0.25)
+    if not fast.trajectory["stationary"]:
+        assert "not stationary" in fast.pearson_final_vs_req_trajectory_reason and fast.pearson_final_vs_req_trajectory is None
 
 
 # ---------------------------------------------------------------- hand-computed q/c

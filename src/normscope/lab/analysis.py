@@ -16,7 +16,11 @@ import pandas as pd
 from normscope.lab.result import TransformerLabResult
 from normscope.lab.trajectory import motion, trajectory_estimates
 
-__all__ = ["analyse_transformer_run", "wilson_interval", "relaxation_steps"]
+__all__ = ["analyse_transformer_run", "wilson_interval", "relaxation_steps", "STATIONARY_TOL"]
+
+#: the window's norms count as stationary when the median probe item has |q/c_realised - 1| <= this
+#: (q/c_realised - 1 is the window's change of mean R^2 in units of the decay's flow, exactly)
+STATIONARY_TOL = 0.25
 
 
 def _num(x):
@@ -187,6 +191,11 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
     # ---- trajectory estimator over the window
     qc = est["q_over_c"][order]
     qc_ok = qc[np.isfinite(qc)]
+    # stationarity, measured: q/c_realised = 1 + (R_T^2 - R_t0^2) / (2 W c_real <R^2>) (exact); the window's norms
+    # count as stationary when the median item's |q/c_realised - 1| <= STATIONARY_TOL
+    qcr = est["q_over_c_realised"]
+    qcr_med = float(np.median(qcr[np.isfinite(qcr)])) if np.isfinite(qcr).any() else float("nan")
+    stationary = bool(np.isfinite(qcr_med) and abs(qcr_med - 1.0) <= STATIONARY_TOL)
     pear, pear_reason = None, None
     if relax is None:
         pear_reason = ("the median probe item has lambda_rad <= 0 at step 0 (E4): decay exerts no restoring force on "
@@ -194,20 +203,28 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
     elif not long_enough:
         pear_reason = (f"run too short: the window starts at step {burn_in}, before one relaxation time "
                        f"1/(2 eta lambda_rad) = {relax:.0f} steps; directions of motion are compared instead")
+    elif not stationary:
+        pear_reason = (f"norms not stationary over the window: median q/c_realised = {qcr_med:.3g} (|.-1| > "
+                       f"{STATIONARY_TOL}), i.e. the window's mean R^2 still moves at a rate comparable with the decay, "
+                       "although the window starts after one relaxation time; directions of motion are compared instead")
     else:
         ok = np.isfinite(est["r_eq"])
         if ok.sum() >= 3 and np.ptp(est["r_eq"][ok]) > 0:
             pear = float(np.corrcoef(r_final[order][ok[order]], est["r_eq"][order][ok[order]])[0, 1])
         else:
             pear_reason = "fewer than 3 probe items with a positive c, or a constant R_eq"
-    if not long_enough:
-        caveats.append(pear_reason if relax is None else
-                       f"the run ({steps} steps, window from step {burn_in}) is shorter than needed for stationary norms "
+    if relax is None:
+        caveats.append(pear_reason)
+    elif not long_enough:
+        caveats.append(f"the run ({steps} steps, window from step {burn_in}) is shorter than needed for stationary norms "
                        f"(window start >= relaxation time {relax:.0f} steps): the comparison is of directions of "
                        f"motion, not of stationary values")
+    elif not stationary:
+        caveats.append(pear_reason)
     nonstat = est["q"] - est["c_realised"]
     traj = {
         "window": [burn_in, steps], "c_definition": "eta * lambda_rad(x), lambda_rad by (E4) averaged over the window",
+        "stationary": stationary, "stationary_rule": f"|median q/c_realised - 1| <= {STATIONARY_TOL}",
         "q_over_c": _stat(qc), "q_over_c_realised": _st(est["q_over_c_realised"]),
         "c_realised_over_c": _st(est["c_realised"] / np.where(est["c"] > 0, est["c"], np.nan)),
         "nonstationarity_over_c": _st(nonstat / np.where(est["c"] > 0, est["c"], np.nan)),

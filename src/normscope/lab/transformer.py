@@ -51,6 +51,17 @@ def _step_seed(seed: int, step: int) -> int:
     return int(np.random.SeedSequence([int(seed), 1, int(step)]).generate_state(1)[0])
 
 
+def _to_device(obj, device):
+    """``obj`` (nested dicts/lists of tensors) with every tensor moved to ``device`` (a checkpoint loads on cpu)."""
+    if hasattr(obj, "to") and hasattr(obj, "device"):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: _to_device(v, device) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_device(v, device) for v in obj)
+    return obj
+
+
 def _validate(*, optimizer, lr, weight_decay, steps, burn_in, batch_size, tau, beta, decay_mask, probe_items,
               probe_batches, max_tokens, precision, checkpoint, checkpoint_every, lambda_every):
     check_choice("optimizer", optimizer, ("sgd", "momentum", "adamw"))
@@ -138,7 +149,7 @@ def train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_dec
         with torch.no_grad():
             for p, v in zip(params, ck["params"]):
                 p.copy_(v)
-        opt.load_state_dict(ck["opt"])
+        opt.load_state_dict(_to_device(ck["opt"], params[0].device))
         old = ck["record"]
         for k in ("r2", "zd", "dd", "dec", "loss", "batches"):
             n_keep = start + 1 if k == "r2" else start

@@ -44,8 +44,14 @@ def transformer_claim(res) -> dict:
             fc = m.get("fraction_moved_toward_common_target")
             if fc is not None:
                 why += f" ({fc:.0%} toward a common target, the median R_eq)"
-        why += ("; the run reached one relaxation time before its window" if res.long_enough else
-                "; the run is shorter than one relaxation time before its window, so this compares directions of motion")
+        stationary = (res.trajectory or {}).get("stationary")
+        if res.long_enough and stationary:
+            why += "; the window starts after one relaxation time and its norms are stationary"
+        elif res.long_enough:
+            why += ("; the window starts after one relaxation time 1/(2 eta lambda_rad) but its norms are still moving "
+                    "(not stationary), so this compares directions of motion")
+        else:
+            why += "; the run is shorter than one relaxation time before its window, so this compares directions of motion"
     return claim_row("theorem1_transformer", measured=rho, ci=ci, verdict=verdict, why=why, section="transformer_lab",
                      n=m.get("n_partial"),
                      what=(f"partial Spearman rho(R_eq at step 0, R_T | R_0) over held-out probe items, {res.model}, SGD "
