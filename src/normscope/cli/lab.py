@@ -169,6 +169,8 @@ def _transformer_lab(*, json_path, out, fig_dir, **kw) -> None:
     rows = [
         ("relaxation_steps", _fmt(res.relaxation_steps, ".0f")),
         ("long_enough", "yes" if res.long_enough else "no"),
+        ("norms stationary over the window (measured: |median q/c_realised - 1| <= 0.25)",
+         "yes" if (res.trajectory or {}).get("stationary") else "no"),
         ("q_over_c_mean", _fmt(res.q_over_c_mean, ".3f")),
         ("q_over_c_median", _fmt(res.q_over_c_median, ".3f")),
         ("fraction_moved_toward_req", _fmt(res.fraction_moved_toward_req, ".3f") + _ci(res.fraction_moved_toward_req_ci)),

@@ -143,7 +143,7 @@ class TransformerLabResult(StageResult):
     pearson_final_vs_req_trajectory_reason: str | None = _f("why the stationary check is not computed")
     estimator: str = _f("estimator", default="trajectory")
     precision: str = _f("training precision")
-    long_enough: bool | None = _f("run long enough for stationary norms")
+    long_enough: bool | None = _f("window starts after one relaxation time (time criterion)")
     burn_in: int | None = _f("window start (burn-in)", "steps")
     beta: float | None = _f("momentum \u03b2")
     batch_size: int | None = _f("batch size B", "pairs")

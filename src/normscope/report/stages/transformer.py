@@ -110,6 +110,7 @@ def stage_transformer(ctx: StageContext) -> dict:
     key_numbers = [
         [labels("relaxation_steps") + " (SGD)", sgd.relaxation_steps, "steps"],
         [labels("long_enough") + " (SGD)", "yes" if sgd.long_enough else "no", ""],
+        ["norms stationary over the window, measured (SGD)", "yes" if (sgd.trajectory or {}).get("stationary") else "no", ""],
         [labels("q_over_c_median") + " (SGD)", sgd.q_over_c_median, ""],
         [labels("fraction_moved_toward_req") + " (SGD)", sgd.fraction_moved_toward_req, ""],
         [labels("spearman_predicted_vs_final") + " (SGD)", sgd.spearman_predicted_vs_final, ""],
