@@ -38,7 +38,7 @@ from normscope.lab.optim import make_optimizer
 from normscope.lab.trajectory import TrajectoryRecord
 from normscope.validate import check_choice, check_int, check_output_path, check_positive, check_range
 
-__all__ = ["run_transformer_lab", "TRANSFORMER_DEFAULTS", "train_tracked"]
+__all__ = ["run_transformer_lab", "TRANSFORMER_DEFAULTS"]
 
 #: default (lr, weight_decay) per optimizer for the transformer lab: eta * lambda = 1e-3 for each, so the
 #: conservative relaxation time 1/(2 eta lambda_rad) is about 500 steps when lambda_rad ~ lambda. SGD at
@@ -115,7 +115,7 @@ class _Tracker:
         return ((z * jd).sum(1) / (z * z).sum(1)).cpu().numpy()
 
 
-def train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_decay, steps, batch_size, tau, beta,
+def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_decay, steps, batch_size, tau, beta,
                   decay_flags, dropout, precision, seed, lambda_every, track, checkpoint, checkpoint_every,
                   settings, extra_state, progress):
     """The training loop with per-step tracking (see the module docstring); returns ``(record, state, timings)``.
@@ -129,7 +129,6 @@ def train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_dec
     from normscope.probes import symmetric_info_nce
 
     module = enc.module
-    names = [n for n, p in module.named_parameters() if p.requires_grad]
     params = [p for _n, p in module.named_parameters() if p.requires_grad]
     theta = adapter.parameters()  # detached views of the same storage, keys "inner.<name>"
     keys = list(theta)
@@ -454,7 +453,7 @@ def _run(*, model, encoder, pairs, optimizer, lr, weight_decay, steps, burn_in, 
                                 decay_mask=decay_mask, seed=seed, lr=lr, weight_decay=weight_decay, optimizer=optimizer,
                                 beta=beta, name=fp.name, progress=progress) if track else {}
 
-        record, probe0, timings = train_tracked(
+        record, probe0, timings = _train_tracked(
             enc, adapter, lab_pairs, probes.texts, optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps,
             batch_size=batch_size, tau=tau, beta=beta, decay_flags=flags, dropout=dropout, precision=precision, seed=seed,
             lambda_every=lambda_every, track=track, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
