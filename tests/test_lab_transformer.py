@@ -133,6 +133,7 @@ def test_analysis_is_permutation_equivariant_and_partial_matches_closed_form():
                                   check_exact=False, rtol=1e-12)
     assert dumps(b.to_dict()) == dumps(a.to_dict())  # canonical order: summary and CIs identical
     m, it = a.motion, a.items[np.isfinite(a.items["r_eq0"])]
+    np.testing.assert_allclose(a.items["heat_share"] + a.items["drift_share"], a.items["q_over_c"], rtol=1e-10)  # E9
     assert m["n_with_prediction"] == 8 and "1 of 9 probe items have no step-0 R_eq (1 with q<0" in a.caveats[0]
     rxy = stats.spearmanr(it["r_eq0"], it["r_final"])[0]
     rxz = stats.spearmanr(it["r_eq0"], it["r0"])[0]

@@ -131,12 +131,15 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
     relax = relaxation_steps(lr, lam0)
     long_enough = relax is not None and burn_in >= relax
 
+    with np.errstate(divide="ignore", invalid="ignore"):  # D~ / (<R^2> c): q/c = heat share + drift share (E9)
+        drift_share = np.where(est["c"] > 0, est["drift"] / (est["r_window"] ** 2 * est["c"]), np.nan)
     items = pd.DataFrame({
         "id": list(probes.ids), "text": list(probes.texts), "r0": r0, "r_final": r_final, "r_window": est["r_window"],
         "r_eq0": r_eq0, "r_eq0_flag": flag, "lambda_rad0": lam0, "heat0": probe0["heat"], "drift0": probe0["drift"],
         "q0": probe0["q"], **mot, "drift": est["drift"], "heat": est["heat"], "q": est["q"],
         "lambda_rad": est["lambda_rad"], "c": est["c"], "q_over_c": est["q_over_c"], "c_realised": est["c_realised"],
-        "q_over_c_realised": est["q_over_c_realised"], "heat_share": est["heat_share"], "r_eq_trajectory": est["r_eq"],
+        "q_over_c_realised": est["q_over_c_realised"], "heat_share": est["heat_share"], "drift_share": drift_share,
+        "r_eq_trajectory": est["r_eq"],
     })
 
     # ---- step-0 prediction vs the end of the run
@@ -229,11 +232,18 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
         "c_realised_over_c": _st(est["c_realised"] / np.where(est["c"] > 0, est["c"], np.nan)),
         "nonstationarity_over_c": _st(nonstat / np.where(est["c"] > 0, est["c"], np.nan)),
         "heat": _st(est["heat"]), "drift": _st(est["drift"]), "heat_share": _st(est["heat_share"]),
+        "drift_share": _st(drift_share),
         "c_fit": _num(np.median(est["q"][np.isfinite(est["q"])])) if np.isfinite(est["q"]).any() else None,
         "c_median": _num(np.median(est["c"])),
         "lambda_rad_per_lambda": {"step0": _st(record.lam[0]), "end": _st(record.lam[-1])},
         "n_negative_c": int(np.sum(est["c"] <= 0)),
     }
+    hs, ds = traj["heat_share"]["median"], traj["drift_share"]["median"]
+    if hs is not None and ds is not None and hs > 0 and ds < 0 and -ds / hs > 0.5:
+        caveats.append(f"over the window the inward drift cancels {-ds / hs:.0%} of the heat (median drift share "
+                       f"{ds:.3g} of c against heat share {hs:.3g}; q/c = heat share + drift share, E9)"
+                       + (": with q/c < 1 the norms shrink faster than heat can restore them" if (qc_ok.size and
+                          float(np.median(qc_ok)) < 1) else ""))
     if traj["n_negative_c"]:
         caveats.append(f"{traj['n_negative_c']} of {p} probe items have lambda_rad <= 0 over the window (E4): their q/c "
                        "is undefined and they are left out of the q/c statistics")

@@ -114,7 +114,7 @@ class TransformerLabResult(StageResult):
         One row per probe item, in the order given: ``id, text, r0, r_final, r_window, r_eq0,
         r_eq0_flag, lambda_rad0, heat0, drift0, predicted_change, moved, toward,
         fraction_of_distance, drift, heat, q, lambda_rad, c, q_over_c, c_realised,
-        q_over_c_realised, heat_share, r_eq_trajectory`` (see docs/lab.md).
+        q_over_c_realised, heat_share, drift_share, r_eq_trajectory`` (see docs/lab.md).
     norms : ndarray of shape (T + 1, P)
         ``R_t`` of every probe item at every step (float64).
     record : TrajectoryRecord or None
