@@ -240,8 +240,10 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
     }
     hs, ds = traj["heat_share"]["median"], traj["drift_share"]["median"]
     if hs is not None and ds is not None and hs > 0 and ds < 0 and -ds / hs > 0.5:
-        caveats.append(f"over the window the inward drift cancels {-ds / hs:.0%} of the heat (median drift share "
-                       f"{ds:.3g} of c against heat share {hs:.3g}; q/c = heat share + drift share, E9)"
+        ratio = -ds / hs
+        how = f"cancels {ratio:.0%} of the heat" if ratio <= 1 else f"exceeds the heat {ratio:.3g}-fold"
+        caveats.append(f"over the window the inward drift {how} (median drift share {ds:.3g} of c against heat "
+                       f"share {hs:.3g}; q/c = heat share + drift share, E9)"
                        + (": with q/c < 1 the norms shrink faster than heat can restore them" if (qc_ok.size and
                           float(np.median(qc_ok)) < 1) else ""))
     if traj["n_negative_c"]:
