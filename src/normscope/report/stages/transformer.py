@@ -44,6 +44,9 @@ def transformer_claim(res) -> dict:
             fc = m.get("fraction_moved_toward_common_target")
             if fc is not None:
                 why += f" ({fc:.0%} toward a common target, the median R_eq)"
+        r0, rt, req = ((m.get(k) or {}).get("median") for k in ("r0", "r_final", "r_eq0"))
+        if None not in (r0, rt, req):
+            why += f"; the median norm went from {r0:.3g} to {rt:.3g} against a median step-0 R_eq of {req:.3g}"
         stationary = (res.trajectory or {}).get("stationary")
         if res.long_enough and stationary:
             why += "; the window starts after one relaxation time and its norms are stationary"
@@ -106,7 +109,8 @@ def stage_transformer(ctx: StageContext) -> dict:
                      f"{sig3(m.get('partial_spearman_predicted_vs_final_given_start'))} "
                      f"{ci_text(m.get('partial_spearman_predicted_vs_final_given_start_ci'))}",
                      f"{sig3(m.get('fraction_moved_toward_common_target'))}",
-                     sig3(r.pearson_final_vs_req_trajectory), sig3(tm.get("s_per_step"))])
+                     sig3(r.pearson_final_vs_req_trajectory),
+                     sig3(tm.get("s_per_step")) if tm.get("steps_run") else "(from checkpoint)"])
     key_numbers = [
         [labels("relaxation_steps") + " (SGD)", sgd.relaxation_steps, "steps"],
         [labels("long_enough") + " (SGD)", "yes" if sgd.long_enough else "no", ""],
