@@ -23,7 +23,7 @@ def fmt_p(p) -> str:
 
 @app.command()
 def retrieval(
-    dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory (corpus.jsonl[.gz], queries.jsonl, qrels/), or hf:BeIR/<name>.")],
+    dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory (corpus.jsonl[.gz], queries.jsonl, qrels/), scifact or nfcorpus (fetched if absent, docs/data.md), or hf:BeIR/<name>.")],
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model name or path (default: bundled all-MiniLM-L6-v2).")] = None,
     scorer: Annotated[Optional[list[str]], typer.Option("--scorer", help="cosine|dot|inverse_norm|power (repeatable; default all).")] = None,
     fit_split: Annotated[str, typer.Option("--fit-split", help="Split fitting alpha/beta and confidence maps ('cv': cross-validation).")] = "train",
