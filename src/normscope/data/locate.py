@@ -101,7 +101,9 @@ def search_roots() -> list[tuple[str, Path]]:
     roots = []
     shared = shared_data_dir()
     if shared is not None:
-        roots.append(("$NORMSCOPE_DATA" if os.environ.get("NORMSCOPE_DATA") else "shared data", Path(shared)))
+        env = os.environ.get("NORMSCOPE_DATA")
+        from_env = bool(env) and Path(env).resolve() == Path(shared).resolve()
+        roots.append(("$NORMSCOPE_DATA" if from_env else "shared data", Path(shared)))
     dest = data_dir()
     if all(dest.resolve() != p.resolve() for _, p in roots):
         roots.append(("fetched", dest))

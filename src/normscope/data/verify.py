@@ -9,7 +9,6 @@ those of the shared data's ``SOURCE.md`` files; NFCorpus's are ir_datasets' meta
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import io
 import json
@@ -19,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from normscope.data.registry import Dataset
-from normscope.errors import DataError
+from normscope.errors import DataError, InputError
 
 __all__ = ["verify", "sha256_file"]
 
@@ -42,17 +41,12 @@ def _first(folder: Path, *names: str) -> Path:
 
 def _lines(path: Path) -> list[str]:
     """Text lines of a (possibly gzipped) UTF-8 file, CRLF tolerated, no trailing empty line."""
-    raw = path.read_bytes()
-    if path.suffix == ".gz":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise DataError(f"{path.name} is not a readable gzip file ({exc})") from None
+    from normscope.inputs import _read_utf8
+
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path.name} is not UTF-8 text ({exc})") from None
-    return text.splitlines()
+        return _read_utf8(path).splitlines()
+    except InputError as exc:
+        raise DataError(str(exc)) from None
 
 
 def _jsonl(path: Path) -> list[dict]:
