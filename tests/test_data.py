@@ -237,16 +237,21 @@ def test_tiny_report_on_a_clean_machine_fetches_what_it_needs(env, srv, tmp_path
     """Acceptance at small size: no shared data, empty cache, the mirror set: every data section is produced."""
     from normscope.report import ReportConfig, Sizes, run_report
 
-    sizes = Sizes(words=60, signal_items=40, retrieval_docs=30, retrieval_queries=8, n_boot=100, n_perm=100)
+    sizes = Sizes(words=60, signal_items=40, retrieval_docs=60, retrieval_queries=15, n_boot=100, n_perm=100)
     # WordNet (specificity, probe pairs) goes through the same data_path; its fetch and use are tested above
-    cfg = ReportConfig(out=tmp_path / "r", sizes=sizes, only=("signals", "retrieval"),
+    cfg = ReportConfig(out=tmp_path / "r", sizes=sizes, only=("setup", "signals", "retrieval"),
                        signals=("concreteness", "uncertainty"))
     res = run_report(cfg, progress=False, encoder=bundled_encoder)
+    data = res.summary["setup"]["result"]["datasets"]  # set-up obtains what the selected stages read
+    assert {n: d["needed_by"] for n, d in data.items() if d["needed_by"]} == {
+        "scifact": ["retrieval"], "concreteness": ["signals (concreteness)"], "chaosnli": ["signals (uncertainty)"]}
+    assert sorted(n for n, d in data.items() if d["present"]) == ["chaosnli", "concreteness", "scifact"]
+    assert data["scifact"]["path"] == str(env / "scifact")
     sig = res.summary["semantic_signals"]
     assert sig["status"] == "ok" and sorted(sig["result"]) == ["concreteness", "uncertainty"]
     assert sig["result"]["uncertainty"]["n"] == 40
     assert res.summary["retrieval"]["status"] == "ok" and res.summary["calibration"]["status"] == "ok"
-    assert res.summary["retrieval"]["result"]["n_docs"] >= 30
+    assert res.summary["retrieval"]["result"]["n_docs"] >= 60
     assert sorted(srv.log) == sorted([SCIFACT_ZIP, CONCRETENESS, CHAOSNLI_ZIP])
     err = capfd.readouterr().err
     for title in ("Brysbaert et al. 2014 concreteness ratings", "ChaosNLI v1.0", "SciFact (BEIR)"):

@@ -25,10 +25,15 @@ from normscope.data.registry import DATASETS, Dataset, dataset_names, get_datase
 from normscope.errors import DataError
 
 __all__ = [
-    "DATASETS", "Dataset", "FetchResult", "data_dir", "data_path", "dataset_names", "dataset_status",
+    "DATASETS", "Dataset", "FetchResult", "data_dir", "data_path", "dataset_names", "dataset_status", "datasets_here",
     "fetch_dataset", "find_copy", "fmt_bytes", "get_dataset", "mirror", "mirrored_url", "offline",
     "search_roots", "set_defaults", "settings",
 ]
+
+
+def datasets_here() -> list[str]:
+    """Names of the datasets with a complete copy in a searched data folder (:func:`find_copy`)."""
+    return [n for n in dataset_names() if find_copy(n) is not None]
 
 
 def dataset_status(name: str) -> dict:

@@ -1,4 +1,5 @@
-"""Report stage ``setup``: the model, its fingerprint, the run's settings and the datasets present."""
+"""Report stage ``setup``: the model, its fingerprint, the run's settings, and the datasets: those the
+selected stages read are obtained here (found, else fetched unless offline), all are listed."""
 
 from __future__ import annotations
 
@@ -6,25 +7,53 @@ import platform
 
 from normscope.report.context import StageContext
 
-__all__ = ["stage_setup"]
+__all__ = ["stage_setup", "needed_datasets"]
 
 
-def _datasets() -> tuple[dict, list[list]]:
-    """``{name: status}`` of every registry dataset (:func:`normscope.data.dataset_status`) and table rows."""
-    from normscope.data import dataset_names, dataset_status, offline
+#: Datasets each stage reads (the probes fall back to SciFact pairs without WordNet).
+STAGE_DATA = {"probes": ("wordnet",), "retrieval": ("scifact",)}
+SIGNAL_DATA = {"specificity": "wordnet", "concreteness": "concreteness", "uncertainty": "chaosnli"}
 
+
+def needed_datasets(config) -> dict[str, list[str]]:
+    """``{dataset: [stages of this run that read it]}`` for the selected stages and signals."""
+    need: dict[str, list[str]] = {}
+    for stage in config.only:
+        for name in STAGE_DATA.get(stage, ()):
+            need.setdefault(name, []).append(stage)
+    if "signals" in config.only:
+        for sig in config.signals:
+            if sig in SIGNAL_DATA:
+                need.setdefault(SIGNAL_DATA[sig], []).append(f"signals ({sig})")
+    return need
+
+
+def _datasets(config) -> tuple[dict, list[list]]:
+    """Obtain the datasets this run needs (found, else fetched unless offline), then describe every
+    registry dataset: ``{name: status}`` (:func:`normscope.data.dataset_status`) and table rows."""
+    from normscope.data import data_path, dataset_names, dataset_status
+    from normscope.errors import DataError
+
+    need = needed_datasets(config)
+    failed = {}
+    for name in need:
+        try:
+            data_path(name)  # one stderr line per fetch; a failure is shown here and again by its stage
+        except DataError as exc:
+            failed[name] = str(exc)
     status, rows = {}, []
     for name in dataset_names():
         st = dataset_status(name)
         status[name] = {k: st[k] for k in ("present", "where", "path", "origin", "licence", "verified_by")}
+        status[name]["needed_by"] = need.get(name, [])
         if st["present"]:
             fetched = st["fetched"] or {}
             how = (f"fetched from {fetched.get('urls', ['?'])[-1]} on {fetched.get('fetched_utc', '?')[:10]}"
-                   if fetched else st["where"])
-            rows.append([name, "yes", how, st["verified_by"]])
+                   if fetched else f"{st['where']}: {st['path']}")
         else:
-            rows.append([name, "no", f"`{st['fetch_command']}`" + ("" if offline() else " (or fetched when a stage needs it)"),
-                         st["verified_by"]])
+            how = failed.get(name) or f"not here: `{st['fetch_command']}`"
+        rows.append([name, ", ".join(need.get(name, [])) or "-", "yes" if st["present"] else "no", how,
+                     st["verified_by"]])
     return status, rows
 
 
@@ -36,7 +65,7 @@ def stage_setup(ctx: StageContext) -> dict:
     enc = ctx.encoder()
     fp = enc.fingerprint
     data = ctx.data_dir()
-    datasets, rows = _datasets()
+    datasets, rows = _datasets(ctx.config)
     result = {
         "model": fp.name,
         "fingerprint": fp.to_dict(),
@@ -76,7 +105,8 @@ def stage_setup(ctx: StageContext) -> dict:
             "result": result,
             "key_numbers": key_numbers,
             "tables": [{"title": "Datasets (origins, licences and checks: docs/data.md)",
-                        "columns": ["dataset", "here", "where from / how to get it", "verified by"], "rows": rows}],
+                        "columns": ["dataset", "read by", "here", "where from / how to get it", "verified by"],
+                        "rows": rows}],
             "figures": [],
             "notes": ["The model fingerprint is the `fingerprint` of every command's --json; "
                       "the dataset table is `normscope data list`."],
