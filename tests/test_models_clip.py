@@ -20,7 +20,7 @@ import torch
 
 from normscope.cli import run
 from normscope.encoders import load_encoder
-from normscope.errors import InputError, ModelError
+from normscope.errors import ModelError
 
 MEAN = np.array([0.48145466, 0.4578275, 0.40821073])  # OpenAI CLIP's normalisation (preprocessor_config.json)
 STD = np.array([0.26862954, 0.26130258, 0.27577711])
@@ -99,14 +99,6 @@ def _pixels_by_hand(images) -> torch.Tensor:
     """(x / 255 - mean) / std, channels first: the processor's output for images already 32 x 32."""
     arr = np.stack([np.asarray(im, dtype=np.float64) for im in images]) / 255.0
     return torch.from_numpy(((arr - MEAN) / STD).transpose(0, 3, 1, 2)).float()
-
-
-@pytest.fixture
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def test_text_vectors_equal_get_text_features(clip, reference, clip_dir):
@@ -257,7 +249,7 @@ def _fd_check(ad, m, items, pairs, tau):
     np.testing.assert_allclose(m.r, z.norm(dim=1).numpy(), rtol=1e-5)
 
 
-def test_probe_jvp_through_the_text_tower(clip, one_thread):
+def test_probe_jvp_through_the_text_tower(clip):
     from normscope.probes import TextEncoderAdapter, probe_moments
 
     pairs = (TEXTS, ["cat", "dog", "the", "and", "a cat of the dog", "the dog"])
@@ -270,7 +262,7 @@ def test_probe_jvp_through_the_text_tower(clip, one_thread):
         ad.close()
 
 
-def test_probe_jvp_through_the_image_tower(clip, one_thread):
+def test_probe_jvp_through_the_image_tower(clip):
     """Two towers: probe items are images (query = image tower), pairs are image-text as in CLIP training."""
     from normscope.probes import ModuleAdapter, probe_moments, run_probe
 

@@ -133,13 +133,13 @@ def embed_image_folder(
     InputError
         No images; the encoder embeds text only; a file that is not a decodable image.
     """
+    root = Path(folder)
+    paths = list_images(root, hint=" (and no corpus.jsonl[.gz]: not a BEIR dataset either)")
     if not callable(getattr(encoder, "encode_images", None)):
         raise InputError(
             f"model '{encoder.fingerprint.name}' embeds text only; a folder of images needs an image model "
             "(hf-clip:<dir or hub id>, e.g. hf-clip:openai/clip-vit-base-patch32)"
         )
-    root = Path(folder)
-    paths = list_images(root, hint=" (and no corpus.jsonl[.gz]: not a BEIR dataset either)")
     keys = ["sha256:" + hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
     view = _ImageFiles(encoder, dict(zip(keys, paths)))
     vectors = encode_cached(view, keys, batch_size=batch_size, progress=progress, cache=cache)
