@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from normscope.data.registry import Dataset
-from normscope.errors import DataError, InputError
+from normscope.errors import DataError
 
 __all__ = ["verify", "sha256_file"]
 
@@ -41,12 +41,9 @@ def _first(folder: Path, *names: str) -> Path:
 
 def _lines(path: Path) -> list[str]:
     """Text lines of a (possibly gzipped) UTF-8 file, CRLF tolerated, no trailing empty line."""
-    from normscope.inputs import _read_utf8
+    from normscope.inputs import read_text, split_lines
 
-    try:
-        return _read_utf8(path).splitlines()
-    except InputError as exc:
-        raise DataError(str(exc)) from None
+    return split_lines(read_text(path, error=DataError))
 
 
 def _jsonl(path: Path) -> list[dict]:
