@@ -214,7 +214,8 @@ def test_rerun_uses_cache_and_settings_invalidate(small_run, bundled_encoder):
     run_report(cfg, progress=False, encoder=bundled_encoder)
 
 
-def test_missing_data_sections_say_why(tmp_path, bundled_encoder):
+def test_missing_data_sections_say_why(tmp_path, bundled_encoder, monkeypatch):
+    monkeypatch.setenv("NORMSCOPE_CACHE", str(tmp_path / "cache"))  # no fetched copy either (and offline: conftest)
     empty = tmp_path / "nodata"
     empty.mkdir()
     cfg = ReportConfig(out=tmp_path / "r", sizes=TINY, only=("retrieval",), data=empty)

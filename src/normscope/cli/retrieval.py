@@ -136,7 +136,7 @@ def print_result(res, console: Console, err: Console) -> None:
 
 @app.command()
 def retrieval(
-    dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory (corpus.jsonl[.gz], queries.jsonl[.gz], qrels/*.tsv[.gz]), or hf:BeIR/<name>.")],
+    dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory (corpus.jsonl[.gz], queries.jsonl[.gz], qrels/*.tsv[.gz]), scifact or nfcorpus (fetched if absent, docs/data.md), or hf:BeIR/<name>.")],
     model: Model = DEFAULT_MODEL,
     scorer: Annotated[Optional[list[str]], typer.Option("--scorer", help="cosine|dot|inverse_norm|power (repeatable; default all).")] = None,
     fit_split: Annotated[str, typer.Option("--fit-split", help="Split fitting alpha/beta and confidence maps ('cv': 5-fold cross-validation).")] = "train",

@@ -133,6 +133,10 @@ def load_encoder(
         raise InputError(f"pooling='{pooling}' applies to the huggingface backend only; '{backend}' uses the model's own")
     if backend == "huggingface" and pooling is None:
         pooling = "mean"
+    if backend != "open_clip":
+        from normscope.encoders._hub import check_name
+
+        check_name(bare)  # a missing local path fails here, before torch and the backend are imported
     if fresh:
         return _build(backend, bare, pooling, device, trust_remote_code)
     return _build_memo(backend, bare, pooling, device, trust_remote_code)

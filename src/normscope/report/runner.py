@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from normscope._io import write_json
+from normscope.data import datasets_here
 from normscope.validate import check_output_path
 from normscope.errors import InputError
 from normscope.report.stages import STAGE_FUNCS
@@ -86,6 +87,7 @@ def stage_settings(stage: str, config: ReportConfig) -> dict:
         base.update(docs=s.retrieval_docs, queries=s.retrieval_queries, n_boot=s.n_boot)
     elif stage == "setup":
         base["device"] = config.device
+        base["datasets_here"] = datasets_here()  # the set-up table lists them: re-run when it changes
     return base
 
 
