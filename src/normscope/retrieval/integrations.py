@@ -1,9 +1,12 @@
 """Norm-aware scores for sentence-transformers and MTEB.
 
-- :func:`norm_aware_similarity` returns a callable ``(a, b) -> Tensor`` with the signature of
+- :func:`asymmetric_norm_similarity` returns a callable ``(a, b) -> Tensor`` with the signature of
   ``sentence_transformers.util.cos_sim``: usable as ``model.similarity_fn_name``-style
-  function, e.g. ``sim = norm_aware_similarity("inverse_norm", alpha=0.05); sim(q_emb, d_emb)``.
-  ``a`` are queries, ``b`` documents (the norm discount applies to ``b``).
+  function, e.g. ``sim = asymmetric_norm_similarity("inverse_norm", 0.05); sim(q_emb, d_emb)``.
+  ``a`` are queries, ``b`` documents: the norm discount applies to ``b`` only, so the score is
+  **asymmetric** (its value changes when the two arguments swap). For pairs of equals (STS,
+  word similarity) use the symmetric scorers of :mod:`normscope.similarity.scorers`.
+  ``norm_aware_similarity`` and ``norm_aware_similarity_pairwise`` are the former names (aliases).
 - :class:`NormAwareMTEBModel` wraps any raw-vector encoder for MTEB: ``encode`` returns raw
   (un-normalised) vectors, ``similarity`` / ``similarity_pairwise`` apply the norm-aware
   score, so MTEB's retrieval evaluator ranks with it. It follows MTEB's encoder protocol
@@ -26,7 +29,14 @@ import numpy as np
 from normscope.errors import InputError, ModelError
 from normscope.retrieval.scoring import PARAM_NAMES, check_scorer, validate_param
 
-__all__ = ["norm_aware_similarity", "norm_aware_similarity_pairwise", "NormAwareMTEBModel", "evaluate_mteb"]
+__all__ = [
+    "asymmetric_norm_similarity",
+    "asymmetric_norm_similarity_pairwise",
+    "norm_aware_similarity",
+    "norm_aware_similarity_pairwise",
+    "NormAwareMTEBModel",
+    "evaluate_mteb",
+]
 
 _EPS = 1e-12
 
@@ -71,8 +81,10 @@ def _factor(scorer: str, param: float | None, norms):
     return torch.ones_like(norms)
 
 
-def norm_aware_similarity(scorer: str = "inverse_norm", param: float | None = None) -> Callable:
-    """A ``cos_sim``-compatible similarity ``(a, b) -> Tensor`` of shape (len(a), len(b)).
+def asymmetric_norm_similarity(scorer: str = "inverse_norm", param: float | None = None) -> Callable:
+    """A ``cos_sim``-compatible query-document similarity ``(a, b) -> Tensor`` of shape (len(a), len(b)).
+
+    Asymmetric: the norm factor ``g(||b_j||)`` applies to the second argument (the documents) only.
 
     Parameters
     ----------
@@ -112,10 +124,12 @@ def norm_aware_similarity(scorer: str = "inverse_norm", param: float | None = No
     return similarity
 
 
-def norm_aware_similarity_pairwise(scorer: str = "inverse_norm", param: float | None = None) -> Callable:
+def asymmetric_norm_similarity_pairwise(scorer: str = "inverse_norm", param: float | None = None) -> Callable:
     """Row-wise version ``(a, b) -> Tensor`` of shape (n,): the score of ``(a_i, b_i)``.
 
-    Same parameters and errors as :func:`norm_aware_similarity` (``b`` are the documents).
+    Asymmetric: ``cos(a_i, b_i) g(||b_i||)``, so swapping ``a`` and ``b`` changes the score (``b``
+    are the documents). Same parameters and errors as :func:`asymmetric_norm_similarity`. The
+    symmetric pair scores are :func:`normscope.similarity.scorers.pair_scores`.
     """
     scorer = check_scorer(scorer)
     param = _param(scorer, param)
@@ -134,6 +148,11 @@ def norm_aware_similarity_pairwise(scorer: str = "inverse_norm", param: float | 
 
     pairwise.__name__ = f"{scorer}_similarity_pairwise"
     return pairwise
+
+
+#: Former names of the asymmetric query-document scores (kept so existing code keeps working).
+norm_aware_similarity = asymmetric_norm_similarity
+norm_aware_similarity_pairwise = asymmetric_norm_similarity_pairwise
 
 
 def _flatten_inputs(inputs) -> list[str]:
@@ -170,15 +189,15 @@ class NormAwareMTEBModel:
     Attributes
     ----------
     similarity_fn : callable
-        :func:`norm_aware_similarity` of ``scorer``.
+        :func:`asymmetric_norm_similarity` of ``scorer``.
     """
 
     def __init__(self, encoder: Any, scorer: str = "inverse_norm", param: float | None = None, *, name: str | None = None):
         self.encoder = encoder
         self.scorer = check_scorer(scorer)
         self.param = _param(scorer, param)
-        self.similarity_fn = norm_aware_similarity(scorer, self.param)
-        self.similarity_pairwise_fn = norm_aware_similarity_pairwise(scorer, self.param)
+        self.similarity_fn = asymmetric_norm_similarity(scorer, self.param)
+        self.similarity_pairwise_fn = asymmetric_norm_similarity_pairwise(scorer, self.param)
         fp = getattr(encoder, "fingerprint", None)
         self.name = name or (fp.name if fp is not None else type(encoder).__name__)
 
