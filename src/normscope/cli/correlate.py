@@ -13,8 +13,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from normscope._io import atomic_path, write_json
 from normscope.cli import app
+from normscope.cli._outputs import write_outputs
 from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Model, Seed, TableOut
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
@@ -131,13 +131,4 @@ def correlate(
                       "control counts the tokens the model saw")
     for note in res.notes:
         console.print(f"note: {note}")
-    if out is not None:
-        with atomic_path(out) as tmp:
-            res.items.to_parquet(tmp, index=False)
-    if json_path is not None:
-        write_json(res.to_dict(), json_path)
-    if fig is not None:
-        plot_signal(res, fig)
-    written = [str(p) for p in (out, json_path, fig) if p is not None]
-    if written:
-        console.print("wrote " + ", ".join(written), soft_wrap=True)
+    write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot_signal)

@@ -49,7 +49,7 @@ def plot_signal(result: CorrelateResult, path: str | Path, *, bins: int = 10) ->
     ok = np.isfinite(x) & np.isfinite(y)
     groups = ([(None, ok)] if "stratum" not in df or result.strata is None
               else [(s, ok & (df["stratum"] == s).to_numpy()) for s in sorted(df.loc[ok, "stratum"].unique())])
-    fig, ax = plt.subplots(figsize=(6.4, 4.6), dpi=130)
+    fig, ax = plt.subplots(figsize=(6.4, 4.8), dpi=130)
     for k, (name, m) in enumerate(groups):
         color = "0.4" if name is None else f"C{k}"
         ax.scatter(x[m], y[m], s=4, alpha=0.15, color=color, linewidths=0,
@@ -68,7 +68,9 @@ def plot_signal(result: CorrelateResult, path: str | Path, *, bins: int = 10) ->
              f"{pooled}Spearman ρ = {result.spearman:.3f} [{lo:.3f}, {hi:.3f}], n = {result.n}")
     part = result.partial_spearman
     if part and part.get("rho") is not None:
-        title += f"; partial ρ | {'+'.join(part['controls'])} = {part['rho']:.3f}"
+        title += f"\npartial ρ | {'+'.join(part['controls'])} = {part['rho']:.3f}"
+        if part.get("ci") and part["ci"][0] is not None:
+            title += f" [{part['ci'][0]:.3f}, {part['ci'][1]:.3f}], n = {part['n']}"
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8, loc="best")
     ax.grid(alpha=0.3)

@@ -167,7 +167,7 @@ def _norm_length(norm, length, cov, *, n_boot, seed) -> dict | None:
     return {"spearman": r.spearman, "spearman_ci": list(r.spearman_ci), "n": r.n}
 
 
-def _stratum_rows(names, strata, cov, norm, length, ctrl, *, n_boot, n_perm, seed, notes, words) -> list[dict]:
+def _stratum_rows(names, strata, cov, norm, length, ctrl, *, by, n_boot, n_perm, seed, notes, words) -> list[dict]:
     from normscope.stats import correlation
 
     rows = []
@@ -180,13 +180,13 @@ def _stratum_rows(names, strata, cov, norm, length, ctrl, *, n_boot, n_perm, see
                "mean_covariate": float(np.mean(cov[ok])) if ok.any() else None,
                "mean_norm": float(np.mean(norm[ok])) if ok.any() else None}
         if row["n"] < MIN_VALID or np.ptp(cov[ok]) == 0 or np.ptp(norm[ok]) == 0:
-            notes.append(f"source '{name}': {row['n']} valid item(s), too few or a constant value: no correlation")
+            notes.append(f"{by} '{name}': {row['n']} valid item(s), too few or a constant value: no correlation")
             rows.append(row)
             continue
         r = correlation(norm[m], cov[m], n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID).to_dict()
         row.update(spearman=r["spearman"], spearman_ci=r["spearman_ci"], p_value=r["p_value"])
         part = _partial(cov[m], norm[m], {c: v[m] for c, v in ctrl.items()}, n_boot=n_boot, n_perm=n_perm,
-                        seed=seed, where=f"source '{name}': ", words=words)
+                        seed=seed, where=f"{by} '{name}': ", words=words)
         row["partial_spearman"] = part["partial"]
         notes += part["notes"]
         nl = _norm_length(norm[m], length[m], cov[m], n_boot=n_boot, seed=seed)
@@ -367,8 +367,8 @@ def run_correlate(
     strata_rows = None
     if strata_o is not None:
         names = sorted(set(strata_o.tolist()))
-        strata_rows = _stratum_rows(names, strata_o, cov_o, norm_o, len_o, ctrl_o, n_boot=n_boot, n_perm=n_perm,
-                                    seed=seed, notes=notes, words=words)
+        strata_rows = _stratum_rows(names, strata_o, cov_o, norm_o, len_o, ctrl_o, by=by, n_boot=n_boot,
+                                    n_perm=n_perm, seed=seed, notes=notes, words=words)
         notes.append(f"items come from {len(names)} sources ({', '.join(names)}): the pooled Spearman mixes them; "
                      f"the partial correlation controls the source ('{by}') and resamples and permutes within "
                      "sources, and each source is reported on its own")
