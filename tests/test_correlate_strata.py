@@ -168,3 +168,25 @@ def test_normalised_vectors_are_refused_and_embed_warns(bundled_encoder, tmp_pat
     np.save(tmp_path / "raw.npy", bundled_encoder.encode(WORDS))
     raw, _ = embed_input(tmp_path / "raw.npy", out=tmp_path / "r.parquet")
     assert raw["normalised"] is False and raw["warnings"] == []
+
+
+def test_read_item_column_aligns_with_read_items(tmp_path):
+    from normscope.inputs import read_items
+    from normscope.signals.items import read_item_column
+
+    csv = tmp_path / "i.csv"
+    csv.write_text("text,source\ndog,a\n,,\ncat,b\n")  # a fully blank row is skipped by both readers
+    ids, texts = read_items(csv)
+    assert read_item_column(csv, "source", len(texts)).tolist() == ["a", "b"]
+    jl = tmp_path / "i.jsonl"
+    jl.write_text('{"text": "dog", "source": "a"}\n\n{"text": "cat", "source": "b"}\n')
+    assert read_item_column(jl, "source", len(read_items(jl)[1])).tolist() == ["a", "b"]
+    with pytest.raises(InputError, match="no such column"):
+        read_item_column(jl, "genre", 2)
+    with pytest.raises(InputError, match="has no columns"):
+        read_item_column(tmp_path / "i.txt", "source", 2)
+    with pytest.raises(InputError, match="2 rows but 3 items"):
+        read_item_column(csv, "source", 3)
+    jl.write_text('{"text": "dog", "source": "a"}\n{"text": "cat", "source": ""}\n')
+    with pytest.raises(InputError, match="1 item\\(s\\) have no source"):
+        read_item_column(jl, "source", 2)

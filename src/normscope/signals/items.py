@@ -9,6 +9,7 @@ each item, for ``--by``) of a CSV or JSONL items file, aligned with
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import gzip
 import json
@@ -188,13 +189,15 @@ def read_item_column(path: str | Path, column: str, n_items: int) -> np.ndarray:
     """
     p = Path(path)
     name = p.name.lower().removesuffix(".gz")
+    opener = gzip.open if p.name.lower().endswith(".gz") else open
     if name.endswith(".csv"):
-        df = pd.read_csv(p, dtype=str, keep_default_na=False, skip_blank_lines=True)
-        df = df[~(df.apply(lambda r: all(not str(v).strip() for v in r), axis=1))] if len(df) else df
-        found = list(df.columns)
-        values = df[column].tolist() if column in df.columns else None
+        with opener(p, "rt", encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f)
+            # rows with no text in any field are skipped, as normscope.inputs.read_items does
+            rows = [r for r in reader if any((v or "").strip() for v in r.values() if isinstance(v, str))]
+            found = list(reader.fieldnames or [])
+        values = [r.get(column) for r in rows] if column in found else None
     elif name.endswith((".jsonl", ".ndjson")):
-        opener = gzip.open if p.name.lower().endswith(".gz") else open
         with opener(p, "rt", encoding="utf-8-sig") as f:
             rows = [json.loads(line) for line in f if line.strip()]
         found = sorted({k for r in rows for k in r})

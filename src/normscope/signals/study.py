@@ -369,9 +369,10 @@ def run_correlate(
         names = sorted(set(strata_o.tolist()))
         strata_rows = _stratum_rows(names, strata_o, cov_o, norm_o, len_o, ctrl_o, by=by, n_boot=n_boot,
                                     n_perm=n_perm, seed=seed, notes=notes, words=words)
-        notes.append(f"items come from {len(names)} sources ({', '.join(names)}): the pooled Spearman mixes them; "
-                     f"the partial correlation controls the source ('{by}') and resamples and permutes within "
-                     "sources, and each source is reported on its own")
+        if len(names) > 1:
+            notes.append(f"items come from {len(names)} sources ({', '.join(names)}): the pooled Spearman mixes them; "
+                         f"the partial correlation controls the source ('{by}') and resamples and permutes within "
+                         "sources, and each source is reported on its own")
     norm_length = _norm_length(norm_o, len_o, cov_o, n_boot=n_boot, seed=seed)
     if norm_length is not None:
         norm_length["length"] = length_unit
