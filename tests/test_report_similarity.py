@@ -24,7 +24,7 @@ def test_similarity_stage_equals_the_command(tmp_path, shared_data, bundled_enco
     cfg.out.mkdir()
     ctx = StageContext(cfg, Console(stderr=True, quiet=True))
     ctx._encoder = bundled_encoder
-    sec = STAGE_FUNCS["similarity"](ctx)["norm_aware_similarity"]
+    sec = STAGE_FUNCS["similarity"](ctx)["similarity"]
     ref_path = tmp_path / "s.json"
     assert run(["similarity", "--dataset", str(shared_data / "simlex999" / "SimLex-999.txt"), "--n-boot", "100",
                 "--seed", "0", "--json", str(ref_path)]) == 0

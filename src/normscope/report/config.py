@@ -32,7 +32,7 @@ SECTIONS: dict[str, str] = {
     "equilibrium_theory": "Equilibrium theory: predicted vs observed norm",
     "training_lab": "Training-lab check of the theorem",
     "semantic_signals": "Semantic signals",
-    "norm_aware_similarity": "Norm-aware similarity",
+    "similarity": "Norm-aware similarity",
     "retrieval": "Norm-aware retrieval",
     "calibration": "Calibration: the norm as a confidence signal",
 }
@@ -44,7 +44,7 @@ STAGE_SECTIONS: dict[str, tuple[str, ...]] = {
     "probes": ("equilibrium_theory",),
     "lab": ("training_lab",),
     "signals": ("semantic_signals",),
-    "similarity": ("norm_aware_similarity",),
+    "similarity": ("similarity",),
     "retrieval": ("retrieval", "calibration"),
 }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import gzip
+import io
 import json
 from pathlib import Path
 
@@ -187,19 +187,18 @@ def read_item_column(path: str | Path, column: str, n_items: int) -> np.ndarray:
         A text file (no columns), a missing column / field, an empty label, or a row count that
         differs from ``n_items``.
     """
+    from normscope.inputs import read_text, split_lines
+
     p = Path(path)
     name = p.name.lower().removesuffix(".gz")
-    opener = gzip.open if p.name.lower().endswith(".gz") else open
     if name.endswith(".csv"):
-        with opener(p, "rt", encoding="utf-8-sig", newline="") as f:
-            reader = csv.DictReader(f)
-            # rows with no text in any field are skipped, as normscope.inputs.read_items does
-            rows = [r for r in reader if any((v or "").strip() for v in r.values() if isinstance(v, str))]
-            found = list(reader.fieldnames or [])
+        reader = csv.DictReader(io.StringIO(read_text(p), newline=""))
+        # rows with no text in any field are skipped, as normscope.inputs.read_items does
+        rows = [r for r in reader if any((v or "").strip() for v in r.values() if isinstance(v, str))]
+        found = list(reader.fieldnames or [])
         values = [r.get(column) for r in rows] if column in found else None
     elif name.endswith((".jsonl", ".ndjson")):
-        with opener(p, "rt", encoding="utf-8-sig") as f:
-            rows = [json.loads(line) for line in f if line.strip()]
+        rows = [json.loads(line) for line in split_lines(read_text(p)) if line.strip()]
         found = sorted({k for r in rows for k in r})
         values = [r.get(column) for r in rows] if any(column in r for r in rows) else None
     else:

@@ -10,7 +10,7 @@ Two formats (:func:`read_pairs` picks one, or ``fmt=`` forces it):
     handled: no quote processing (sentences hold unbalanced ``"``, which a CSV reader would use to
     join lines, as ``pandas.read_csv`` does without ``quoting=QUOTE_NONE``); some lines carry extra
     tab-separated fields after ``sentence2``, which are ignored (SentEval and MTEB read fields 4-6
-    only) and counted; CRLF line endings and a UTF-8 byte-order mark.
+    only) and counted; CRLF line endings, a UTF-8 byte-order mark, ``.gz`` files.
 ``words``
     Word-similarity lists, one pair a line: ``word1 word2 score`` separated by tabs (when the line
     has one) or else by whitespace (commas for a ``.csv`` file), with an optional header line.
@@ -80,17 +80,12 @@ class PairSet:
 
 
 def _lines(path: Path) -> list[tuple[int, str]]:
+    """(1-based line number, line) of the non-blank lines (UTF-8, BOM dropped, ``.gz`` read)."""
+    from normscope.inputs import read_text, split_lines
+
     if not path.is_file():
         raise InputError(f"pair file not found: {path}")
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"{path} is not valid UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {exc.start} "
-                         f"(line {line})") from None
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    out = [(i, ln) for i, ln in enumerate(text.split("\n"), 1) if ln.strip()]
+    out = [(i, ln) for i, ln in enumerate(split_lines(read_text(path)), 1) if ln.strip()]
     if not out:
         raise InputError(f"pair file is empty: {path}")
     return out

@@ -25,13 +25,13 @@ def similarity_claim(result: dict | None, reason: str | None = None) -> dict:
     if result is None:
         verdict, why = verdict_not_testable(reason or "the similarity stage did not run")
         return claim_row("similarity_pairs", measured=None, ci=None, verdict=verdict, why=why,
-                         section="norm_aware_similarity")
+                         section="similarity")
     sc = result["scorers"]
     cands = [k for k in ("inverse_norm", "power") if k in sc]
     if not cands:
         verdict, why = verdict_not_testable("no norm-aware scorer was evaluated")
         return claim_row("similarity_pairs", measured=None, ci=None, verdict=verdict, why=why,
-                         section="norm_aware_similarity")
+                         section="similarity")
     best = max(cands, key=lambda k: sc[k]["fit_spearman"])
     s, cos = sc[best], sc["cosine"]
     verdict, why = verdict_sign(s["delta_spearman"], s["delta_ci"], +1)
@@ -40,7 +40,7 @@ def similarity_claim(result: dict | None, reason: str | None = None) -> dict:
             f"fit pairs): Spearman {s['spearman']:.3f} vs cosine {cos['spearman']:.3f}, a relative change of "
             f"{rel:+.2f} %")
     return claim_row("similarity_pairs", measured=s["delta_spearman"], ci=s["delta_ci"], verdict=verdict, why=why,
-                     section="norm_aware_similarity", n=result["n_pairs"],
+                     section="similarity", n=result["n_pairs"],
                      what=(f"\u0394 Spearman \u03c1 with human scores, {best} minus cosine, on SimLex-999 pairs not used "
                            "for fitting; paired bootstrap CI over the evaluated pairs (parameter held fixed)"))
 
@@ -68,7 +68,7 @@ def stage_similarity(ctx: StageContext) -> dict:
         if name in r["scorers"]:
             key_numbers.append([f"\u0394 Spearman \u03c1, {name} minus cosine", r["scorers"][name]["delta_spearman"], ""])
     return {
-        "norm_aware_similarity": {
+        "similarity": {
             "status": "ok",
             "reason": None,
             "command": f"normscope similarity --dataset ../shared/data/{SIMLEX.as_posix()} --n-boot {s.n_boot} --seed {seed} --json similarity.json",
