@@ -19,7 +19,7 @@ from normscope.similarity import (
     read_pairs,
     run_similarity,
 )
-from normscope.similarity.fit import POWER_BETAS, fit_pair_param
+from normscope.similarity.fit import fit_pair_param, pair_grid
 from normscope.table import ModelFingerprint
 
 
@@ -198,7 +198,7 @@ def test_fitting_never_sees_the_evaluated_pairs(tmp_path):
     fit = read_pairs(files["fit"])
     va = np.array([table[t] for t in fit.text1], dtype=np.float32)
     vb = np.array([table[t] for t in fit.text2], dtype=np.float32)
-    rhos = {b: stats.spearmanr(pair_scores(va, vb, "power", b), fit.score).statistic for b in POWER_BETAS}
+    rhos = {b: stats.spearmanr(pair_scores(va, vb, "power", b), fit.score).statistic for b in pair_grid("power", [])}
     assert res.scorers["power"]["param"] == max(rhos, key=rhos.get) == -1.0
     assert res.fit["source"] == "file" and res.fit["n_pairs"] == 40 and res.n_pairs == 40
     # changing the evaluated scores changes no fitted parameter
@@ -255,7 +255,7 @@ def test_fit_pair_param_ties_go_to_cosine():
     b *= 3.0 / np.linalg.norm(b, axis=1, keepdims=True)  # rescales all scores alike, so every beta ties
     human = rng.normal(size=20)
     best, curve = fit_pair_param("power", a, b, human)
-    assert best == 0.0 and len(curve) == len(POWER_BETAS)
+    assert best == 0.0 and len(curve) == len(pair_grid("power", []))
     assert np.ptp([c["spearman"] for c in curve]) < 1e-12
 
 

@@ -6,21 +6,13 @@ import numpy as np
 from scipy import stats as _sps
 
 from normscope.errors import InputError
-from normscope.similarity.scorers import PAIR_PARAM_NAMES, check_pair_scorer, pair_scores, validate_pair_param
+from normscope.similarity.scorers import check_pair_scorer, pair_scores, validate_pair_param
 
-__all__ = ["pair_grid", "fit_pair_param", "INVERSE_NORM_STEPS", "POWER_BETAS"]
-
-#: ``alpha * max||z||`` values tried for ``inverse_norm`` (> -1 keeps every factor positive; large values
-#: approach ``cos / (||a|| ||b||)``).
-INVERSE_NORM_STEPS = (-0.9, -0.75, -0.5, -0.25, -0.1, -0.05, -0.02, 0.0, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0,
-                      4.0, 8.0, 16.0, 32.0)
-#: ``beta`` values tried for ``power`` (0 = cosine, 1 = dot product).
-POWER_BETAS = (-4.0, -3.0, -2.0, -1.5, -1.0, -0.75, -0.5, -0.3, -0.2, -0.1, -0.05, 0.0, 0.05, 0.1, 0.2, 0.3, 0.5,
-               0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
-
+__all__ = ["pair_grid", "fit_pair_param"]
 
 def pair_grid(scorer: str, norms) -> list[float | None]:
-    """Parameter values tried when fitting ``scorer``.
+    """Parameter values tried when fitting ``scorer``: the grid of the retrieval fit
+    (:func:`normscope.retrieval.evaluate.default_grid`).
 
     Parameters
     ----------
@@ -33,16 +25,14 @@ def pair_grid(scorer: str, norms) -> list[float | None]:
     Returns
     -------
     list
-        ``inverse_norm``: ``s / max||z||`` for ``s`` in :data:`INVERSE_NORM_STEPS`; ``power``:
-        :data:`POWER_BETAS`; ``cosine``, ``dot``: ``[None]``.
+        ``inverse_norm``: ``s / max||z||`` for ``s`` in {-0.9, -0.75, -0.5, -0.25, -0.1, -0.05,
+        -0.02, 0, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32}; ``power``: ``beta`` in {0, ±0.05,
+        ±0.1, ±0.2, ±0.3, ±0.5, ±0.75, ±1, ±1.5, ±2, ±3, ±4}; ``cosine``, ``dot``: ``[None]``.
     """
+    from normscope.retrieval.evaluate import default_grid
+
     check_pair_scorer(scorer)
-    if PAIR_PARAM_NAMES[scorer] is None:
-        return [None]
-    if scorer == "inverse_norm":
-        m = float(np.max(np.asarray(norms, dtype=np.float64)))
-        return [s / m for s in INVERSE_NORM_STEPS]
-    return list(POWER_BETAS)
+    return default_grid(scorer, norms)
 
 
 def fit_pair_param(scorer: str, a, b, human, *, grid=None) -> tuple[float | None, list[dict]]:

@@ -27,11 +27,10 @@ taken from a paper.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from normscope.errors import InputError
+from normscope.retrieval.scoring import PARAM_NAMES, SCORERS, check_param, check_scorer, validate_param
 
 __all__ = [
     "PAIR_SCORERS",
@@ -45,24 +44,23 @@ __all__ = [
     "pair_scores",
 ]
 
-PAIR_SCORERS: tuple[str, ...] = ("cosine", "dot", "inverse_norm", "power")
+#: The scorers (the names of :data:`normscope.retrieval.scoring.SCORERS`, in their symmetric pair form).
+PAIR_SCORERS: tuple[str, ...] = SCORERS
 #: Name of each scorer's parameter (None: no parameter).
-PAIR_PARAM_NAMES: dict[str, str | None] = {"cosine": None, "dot": None, "inverse_norm": "alpha", "power": "beta"}
+PAIR_PARAM_NAMES: dict[str, str | None] = PARAM_NAMES
 
 _EPS = 1e-12  # norm clip of the cosine, as sentence_transformers.util.cos_sim
 
 
 def check_pair_scorer(scorer: str) -> str:
-    """``scorer`` if it is one of :data:`PAIR_SCORERS`.
+    """``scorer`` if it is one of :data:`PAIR_SCORERS` (:func:`normscope.retrieval.scoring.check_scorer`).
 
     Raises
     ------
     InputError
         Naming the valid scorers.
     """
-    if scorer not in PAIR_SCORERS:
-        raise InputError(f"unknown scorer '{scorer}'; choose from {', '.join(PAIR_SCORERS)}")
-    return scorer
+    return check_scorer(scorer)
 
 
 def _pairs(a, b) -> tuple[np.ndarray, np.ndarray]:
@@ -89,6 +87,9 @@ def _cos(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def validate_pair_param(scorer: str, param: float | None, norms) -> float | None:
     """Check that ``param`` gives finite, sign-preserving scores for items of norms ``norms``.
 
+    The rule of :func:`normscope.retrieval.scoring.validate_param`, applied to the norms of **both**
+    items of every pair (a pair score multiplies one factor per item).
+
     Parameters
     ----------
     scorer : str
@@ -110,28 +111,13 @@ def validate_pair_param(scorer: str, param: float | None, norms) -> float | None
         A parameter for a parameter-free scorer, a non-finite parameter, ``1 + alpha ||z|| <= 0``
         for some item, or ``||z||**beta`` not finite (zero norms need ``beta >= 0``).
     """
-    check_pair_scorer(scorer)
-    name = PAIR_PARAM_NAMES[scorer]
-    if name is None:
-        if param not in (None, 0, 0.0):
-            raise InputError(f"scorer '{scorer}' takes no parameter, got {param}")
+    p = check_param(scorer, param)
+    if p is None:
         return None
-    p = 0.0 if param is None else float(param)
-    if not math.isfinite(p):
-        raise InputError(f"{scorer}: {name}={param} is not finite")
-    r = np.asarray(norms, dtype=np.float64).ravel()
-    if r.size == 0:
-        return p
-    if scorer == "inverse_norm" and np.any(1.0 + p * r <= 0):
-        raise InputError(f"inverse_norm: alpha={p:g} makes 1 + alpha*||z|| <= 0 for {int(np.sum(1 + p * r <= 0))} "
-                         f"item(s); alpha must be > {-1.0 / float(r.max()):.6g} = -1/max||z||")
-    if scorer == "power":
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            g = r**p
-        if not np.all(np.isfinite(g)):
-            raise InputError(f"power: beta={p:g} makes ||z||**beta non-finite for {int(np.sum(~np.isfinite(g)))} "
-                             "item(s) (zero norms need beta >= 0)")
-    return p
+    try:
+        return validate_param(scorer, p, np.asarray(norms, dtype=np.float64).ravel())
+    except InputError as exc:  # the retrieval wording speaks of documents; here they are the pairs' items
+        raise InputError(str(exc).replace("document(s)", "item(s)").replace("||d||", "||z||")) from None
 
 
 def cosine_pairs(a, b) -> np.ndarray:
