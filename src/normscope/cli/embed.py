@@ -102,4 +102,6 @@ def embed(
     for k, v in rows:
         tbl.add_row(k, v)
     Console().print(tbl)
+    for warning in summary.get("warnings") or []:
+        console.print(f"[yellow]warning: {warning}[/]")
     console.print(f"wrote {out}" + (f" and {json_path}" if json_path else ""))

@@ -149,8 +149,9 @@ def embed_input(
     summary : dict
         ``n``, ``dim``, ``model``, ``fingerprint``, ``norm_mean``, ``norm_std``
         (ddof=1), ``norm_min``, ``norm_max`` (units of ||z||), plus ``input``,
-        ``n_truncated`` (items cut at the model's max sequence length, or None)
-        and ``cache``.
+        ``n_truncated`` (items cut at the model's max sequence length, or None),
+        ``cache`` and ``warnings`` (list of str: e.g. that every norm is the same
+        within rounding, so the vectors were normalised and no norm analysis applies).
     table : EmbeddingTable
 
     Raises
@@ -203,7 +204,12 @@ def embed_input(
 
 def _finish(table: EmbeddingTable, source: str, cached: bool, out, json_path) -> tuple[dict, EmbeddingTable]:
     summary = table.summary()
-    summary.update({"input": source, "cache": bool(cached)})
+    summary.update({"input": source, "cache": bool(cached), "warnings": []})
+    if summary.get("normalised"):
+        summary["warnings"].append(
+            f"every norm is {summary['norm_mean']:.6g} within rounding (spread {summary['norm_max'] - summary['norm_min']:.2g}): "
+            "these vectors were normalised (or have constant norm), so the norm carries no per-item information "
+            "and normscope's norm analyses will refuse them; give raw vectors")
     if out is not None:
         table.to_parquet(out)
     if json_path is not None:

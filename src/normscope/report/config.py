@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 #: Stage names, in run order (``--only`` takes a comma-separated subset).
-STAGES: tuple[str, ...] = ("setup", "norms", "probes", "lab", "signals", "retrieval")
+STAGES: tuple[str, ...] = ("setup", "norms", "probes", "lab", "signals", "similarity", "retrieval")
 
 #: Page sections (= top-level keys of summary.json), in page order, with their headings.
 SECTIONS: dict[str, str] = {
@@ -32,6 +32,7 @@ SECTIONS: dict[str, str] = {
     "equilibrium_theory": "Equilibrium theory: predicted vs observed norm",
     "training_lab": "Training-lab check of the theorem",
     "semantic_signals": "Semantic signals",
+    "similarity": "Norm-aware similarity",
     "retrieval": "Norm-aware retrieval",
     "calibration": "Calibration: the norm as a confidence signal",
 }
@@ -43,6 +44,7 @@ STAGE_SECTIONS: dict[str, tuple[str, ...]] = {
     "probes": ("equilibrium_theory",),
     "lab": ("training_lab",),
     "signals": ("semantic_signals",),
+    "similarity": ("similarity",),
     "retrieval": ("retrieval", "calibration"),
 }
 
@@ -64,7 +66,8 @@ class Sizes:
     retrieval_docs, retrieval_queries : int or None
         Retrieval: corpus subset (relevant documents always kept) and test-query subset (None: all).
     n_boot, n_perm : int
-        Bootstrap resamples of every confidence interval; permutations of every p-value.
+        Bootstrap resamples of every confidence interval (norm-aware similarity: of the SimLex-999
+        pairs); permutations of every p-value.
     """
 
     words: int = 5000
@@ -96,7 +99,7 @@ SIZE_STAGES: dict[str, tuple[str, ...]] = {
     "signal_items": ("signals",),
     "retrieval_docs": ("retrieval",),
     "retrieval_queries": ("retrieval",),
-    "n_boot": ("signals", "retrieval"),
+    "n_boot": ("signals", "similarity", "retrieval"),
     "n_perm": ("signals",),
 }
 

@@ -65,7 +65,7 @@ def stage_settings(stage: str, config: ReportConfig) -> dict:
     assert s is not None
     base: dict[str, Any] = {"stage": stage, "version": STAGE_VERSION, "model": config.model, "seed": config.seed}
     data = None
-    if stage in ("signals", "retrieval", "probes", "lab", "setup"):
+    if stage in ("signals", "similarity", "retrieval", "probes", "lab", "setup"):
         from normscope.datasets import shared_data_dir
 
         d = config.data if config.data is not None else shared_data_dir()
@@ -83,6 +83,8 @@ def stage_settings(stage: str, config: ReportConfig) -> dict:
         base.update(steps=s.lab_steps, snapshots=s.lab_snapshots, probe_batches=s.lab_probe_batches)
     elif stage == "signals":
         base.update(items=s.signal_items, n_boot=s.n_boot, n_perm=s.n_perm, signals=list(config.signals))
+    elif stage == "similarity":
+        base["n_boot"] = s.n_boot
     elif stage == "retrieval":
         base.update(docs=s.retrieval_docs, queries=s.retrieval_queries, n_boot=s.n_boot)
     elif stage == "setup":
