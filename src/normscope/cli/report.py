@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
+from normscope.cli._options import Precision
 from normscope.encoders import DEFAULT_MODEL
 
 
@@ -27,28 +28,26 @@ def report(
     signals: Annotated[str, typer.Option("--signals", help="Semantic signals to run (comma-separated).")] = "frequency,specificity,concreteness,uncertainty",
     force: Annotated[bool, typer.Option("--force", help="Ignore cached stage results in OUT/stages.")] = False,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write summary.json to this path.")] = None,
+    precision: Precision = "fp32",
 ) -> None:
     """Reproduce the whole analysis for one model: HTML report, summary.json and figures."""
     import dataclasses
 
-    from normscope._io import write_json
     from normscope.validate import check_output_path
     from normscope.report import FULL, QUICK, STAGES, ReportConfig, run_report
 
     err = Console(stderr=True)
     if json_path is not None:
-        check_output_path(json_path)
+        check_output_path(json_path, "--json")
     sizes = QUICK if quick else FULL
     if words is not None:
         sizes = dataclasses.replace(sizes, words=words)
     config = ReportConfig(
         out=out, model=model, quick=quick, data=data, seed=seed, device=device,
         only=tuple(only.split(",")) if only else STAGES, sizes=sizes, items=items, force=force,
-        signals=tuple(x.strip() for x in signals.split(",") if x.strip()),
+        signals=tuple(x.strip() for x in signals.split(",") if x.strip()), precision=precision,
     )
-    result = run_report(config, console=err)
-    if json_path is not None:
-        write_json(result.summary, json_path)
+    result = run_report(config, console=err, json_path=json_path)
     out_console = Console()
     if not out_console.is_terminal:
         out_console = Console(width=140)

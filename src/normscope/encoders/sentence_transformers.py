@@ -122,7 +122,8 @@ class SentenceTransformerEncoder(TorchEncoder):
         ``preprocess``), without the dropped ``Normalize``. Items are batched in
         order of decreasing *token* count (sentence-transformers sorts by
         character count), so each batch pads to a tight length; the forward pass
-        runs under ``torch.inference_mode``.
+        runs under ``torch.inference_mode`` and, for ``precision="bf16"``, under
+        :meth:`~normscope.encoders.base.TorchEncoder.autocast` (vectors returned as float32).
         """
         import torch
 
@@ -134,7 +135,7 @@ class SentenceTransformerEncoder(TorchEncoder):
         order = np.argsort(-self._token_lengths(texts), kind="stable")
         preprocess = getattr(self.model, "preprocess", None) or self.model.tokenize
         n_batches = -(-n // batch_size)
-        with torch.inference_mode(), progress_bar(progress and n_batches > 1, n_batches) as advance:
+        with torch.inference_mode(), self.autocast(), progress_bar(progress and n_batches > 1, n_batches) as advance:
             for s in range(0, n, batch_size):
                 idx = order[s : s + batch_size]
                 feats = preprocess([texts[i] for i in idx])
