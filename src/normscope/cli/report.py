@@ -60,11 +60,13 @@ def report(
 def print_summary(result, console: Console) -> None:
     """One-screen text summary: one row per section with its headline figure, then the report path."""
     from normscope.report.config import SECTIONS
-    from normscope.report.text import fmt
+    from normscope.report.runlog import fmt_seconds
 
     s = result.summary
-    table = Table(title=f"normscope report: {s['report']['model']} ({s['report']['preset']} sizes, "
-                        f"{fmt(s['report'].get('seconds'), 1)} s)", show_lines=False)
+    cached = all((s["report"].get("stage_cached") or {}).get(st) for st in s["report"].get("stages_run") or [])
+    took = "all stages cached, " if cached else ""
+    table = Table(title=f"normscope report: {s['report']['model']} ({s['report']['preset']} sizes, {took}"
+                        f"{fmt_seconds(s['report'].get('seconds') or 0)})", show_lines=False)
     table.add_column("section")
     table.add_column("status")
     table.add_column("headline")

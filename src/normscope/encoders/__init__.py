@@ -149,22 +149,20 @@ def load_encoder(
     return enc.at_precision(precision)
 
 
-#: Weight files whose size and mtime make a local model directory "changed" for the memo.
-_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "modules.json", "config.json")
-
-
 def _weights_stamp(name: str) -> tuple:
-    """(file, size, mtime_ns) of a local model directory's weight files; () for hub ids and the bundled model."""
+    """(file, size, mtime_ns) of a local model directory's weights and configs; () for hub ids and the bundled model."""
     p = Path(name)
     if not p.is_dir():
         return ()
+    from normscope.encoders.sentence_transformers import weight_files
+
     stamp = []
-    for f in _WEIGHT_FILES:
+    for f in [*weight_files(p), p / "modules.json", p / "config.json"]:
         try:
-            st = os.stat(p / f)
+            st = os.stat(f)
         except OSError:
             continue
-        stamp.append((f, st.st_size, st.st_mtime_ns))
+        stamp.append((str(f), st.st_size, st.st_mtime_ns))
     return tuple(stamp)
 
 

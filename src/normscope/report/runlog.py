@@ -25,7 +25,9 @@ LIBRARY_LOGGERS = ("transformers", "sentence_transformers", "numba", "ranx", "fa
 
 
 def fmt_seconds(seconds: float) -> str:
-    """``"42.0 s"`` below two minutes, else ``"12 min 5 s"``."""
+    """``"0.02 s"`` below a second, ``"42.0 s"`` below two minutes, else ``"12 min 5 s"``."""
+    if seconds < 1:
+        return f"{seconds:.2f} s"
     if seconds < 120:
         return f"{seconds:.1f} s"
     m, s = divmod(int(round(seconds)), 60)
