@@ -168,7 +168,7 @@ def test_retrieval_numbers_equal_retrieval_command(small_run, shared_data, tmp_p
     assert s["retrieval"]["status"] == "ok" and s["calibration"]["status"] == "ok"
     ref_path = tmp_path / "retrieval.json"
     argv = ["retrieval", "--dataset", str(shared_data / "scifact"), "--max-docs", str(TINY.retrieval_docs),
-            "--max-queries", str(TINY.retrieval_queries), "--seed", "0", "--json", str(ref_path)]
+            "--max-queries", str(TINY.retrieval_queries), "--n-boot", str(TINY.n_boot), "--seed", "0", "--json", str(ref_path)]
     assert _cli(argv) == 0
     ref = json.loads(ref_path.read_text())
     _same(s["retrieval"]["result"], {k: v for k, v in ref.items() if k not in ("calibration", "calibration_info")})

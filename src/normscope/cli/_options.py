@@ -15,7 +15,7 @@ __all__ = ["Model", "Device", "Seed", "JsonOut", "TableOut", "JunkError", "Trust
 Model = Annotated[
     str,
     typer.Option("--model", "-m", help="Model: the bundled default, a sentence-transformers dir or hub id, hf:<name>, "
-                 "open_clip:<arch>/<pretrained>, or .npy/.parquet vectors."),
+                 "hf-clip:<name> (CLIP), open_clip:<arch>/<pretrained>, or .npy/.parquet vectors."),
 ]
 Device = Annotated[str, typer.Option("--device", help="Torch device (cpu, cuda, cuda:N, mps).")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of every random choice (subsets, batches, resamples).")]

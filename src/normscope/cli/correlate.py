@@ -39,7 +39,7 @@ def correlate(
     covariate_file: Annotated[Optional[Path], typer.Option("--covariate-file", help="CSV with columns item,value (+ extra control columns).")] = None,
     measure: Annotated[str, typer.Option("--measure", help="Specificity measure: min_depth, max_depth, n_hyponyms, n_senses.")] = "min_depth",
     dataset: Annotated[str, typer.Option("--dataset", help="Uncertainty dataset: chaosnli or cifar10h.")] = "chaosnli",
-    images: Annotated[Optional[Path], typer.Option("--images", help="CIFAR-10 test images (.npy or test_batch) for --dataset cifar10h.")] = None,
+    images: Annotated[Optional[Path], typer.Option("--images", help="CIFAR-10 test images (.npy, test_batch, or a folder of 10000 PNG/JPEG named by position) for --dataset cifar10h.")] = None,
     subtlex: Annotated[Optional[Path], typer.Option("--subtlex", help="SUBTLEX-US file: use its Zipf values for frequency.")] = None,
     wordnet: Annotated[Optional[Path], typer.Option("--wordnet", help="WordNet directory or .tgz (default: $NORMSCOPE_WORDNET, NLTK data, shared data).")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,

@@ -27,7 +27,8 @@ def embed(
         Optional[Path],
         typer.Argument(
             help="Text file (one item per line), .jsonl[.gz] (text, id/_id, BEIR title), .csv (text, id), "
-            "a BEIR corpus directory, or .npy/.parquet of precomputed vectors. Required unless --wordfreq-top is given.",
+            "a BEIR corpus directory, a folder of PNG/JPEG images (image models: hf-clip:...), or .npy/.parquet "
+            "of precomputed vectors. Required unless --wordfreq-top is given.",
             show_default=False,
             metavar="INPUT",
         ),
@@ -35,11 +36,11 @@ def embed(
     model: Annotated[
         str,
         typer.Option(
-            "--model", "-m", help="Model: bundled default, ST dir/hub id, hf:<name>, open_clip:<arch>/<pretrained>."
+            "--model", "-m", help="Model: bundled default, ST dir/hub id, hf:<name>, hf-clip:<name>, open_clip:<arch>/<pretrained>."
         ),
     ] = DEFAULT_MODEL,
     backend: Annotated[
-        str, typer.Option("--backend", help="auto | sentence-transformers | huggingface | open_clip | precomputed.")
+        str, typer.Option("--backend", help="auto | sentence-transformers | huggingface | open_clip | hf-clip | precomputed.")
     ] = "auto",
     pooling: Annotated[Optional[str], typer.Option("--pooling", help="mean | cls (huggingface backend).")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Texts per model call and cache shard.")] = 64,

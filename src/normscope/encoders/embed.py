@@ -145,8 +145,9 @@ def embed_input(
     Parameters
     ----------
     input : str or Path, optional
-        Items (see :func:`normscope.inputs.read_items`), or a ``.npy``/``.parquet``
-        of precomputed vectors (then no model runs). Exactly one of ``input`` and
+        Items (see :func:`normscope.inputs.read_items`), a ``.npy``/``.parquet``
+        of precomputed vectors (then no model runs), or a folder of PNG/JPEG images
+        embedded by an image model (:func:`normscope.encoders.images.embed_image_folder`). Exactly one of ``input`` and
         ``wordfreq_top > 0`` is required.
     out, json_path : str or Path, optional
         Parquet table (``id, text, norm, vector``; the name must end in
@@ -210,6 +211,13 @@ def embed_input(
             return _finish(table, source, False, out, json_path)
         if Path(input).suffix.lower() in PRECOMPUTED_SUFFIXES:
             raise InputError(f"input does not exist: {input}")
+        from normscope.encoders.images import embed_image_folder, is_image_folder
+
+        if is_image_folder(input):  # a directory that is not a BEIR dataset: its PNG/JPEG images
+            encoder = load_encoder(model, backend=backend, pooling=pooling, device=device, trust_remote_code=trust_remote_code,
+                                   precision=precision)
+            table = embed_image_folder(input, encoder=encoder, batch_size=batch_size, cache=cache, progress=progress)
+            return _finish(table, source, cache, out, json_path)
         ids, texts = read_items(input)
     encoder = load_encoder(model, backend=backend, pooling=pooling, device=device, trust_remote_code=trust_remote_code,
                            precision=precision)

@@ -81,7 +81,8 @@ class HuggingFaceEncoder(TorchEncoder):
         from normscope.encoders.sentence_transformers import _quiet_transformers
 
         _quiet_transformers()
-        source = str(bundled_model_path()) if is_bundled_name(name) else name
+        bundled = bundled_model_path(name, missing_ok=True) if is_bundled_name(name) else None
+        source = str(bundled) if bundled is not None else name
 
         def load(local_files_only: bool):
             tok = AutoTokenizer.from_pretrained(

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from normscope.encoders.base import TorchEncoder
-from normscope.errors import InputError, ModelError
+from normscope.errors import ModelError
 from normscope.table import ModelFingerprint, file_sha256
 
 __all__ = ["OpenClipEncoder", "parse_open_clip_name"]
@@ -44,6 +44,14 @@ def _import_open_clip():
     except ImportError as exc:
         raise ModelError(
             f"the open_clip backend needs the optional extra: pip install normscope[clip] ({exc.msg})"
+        ) from None
+    except RuntimeError as exc:  # torchvision built for another torch, e.g. CUDA wheels on a CPU-only torch
+        if "torchvision" not in str(exc):
+            raise
+        first = str(exc).strip().splitlines()[0][:160]
+        raise ModelError(
+            f"open_clip cannot import torchvision on this torch ({first}): PyPI's torchvision wheels need the "
+            "CUDA build of torch; on a CPU-only torch use hf-clip:openai/clip-vit-base-patch32 (no torchvision)"
         ) from None
     return open_clip
 
@@ -134,16 +142,7 @@ class OpenClipEncoder(TorchEncoder):
         InputError
             An image path that does not exist or cannot be decoded.
         """
-        from PIL import Image
-
-        def load(x):
-            if isinstance(x, (str, Path)):
-                try:
-                    with Image.open(x) as im:
-                        return im.convert("RGB")
-                except (OSError, ValueError) as exc:
-                    raise InputError(f"cannot read image {x}: {exc}") from None
-            return x
+        from normscope.encoders.images import load_image as load
 
         items = list(images)
         out = np.empty((len(items), self.dim), dtype=np.float32)

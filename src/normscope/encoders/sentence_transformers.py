@@ -17,7 +17,7 @@ import numpy as np
 from normscope.encoders._hub import resolve
 from normscope._progress import progress_bar
 from normscope.encoders.base import TorchEncoder
-from normscope.encoders.bundled import DEFAULT_MODEL, bundled_model_path, is_bundled_name
+from normscope.encoders.bundled import DEFAULT_MODEL, bundle_hint, bundled_model_path, is_bundled_name
 from normscope.errors import ModelError
 from normscope.table import ModelFingerprint, file_sha256
 
@@ -28,17 +28,21 @@ def _load_st(name: str, device: str, trust_remote_code: bool):
     from sentence_transformers import SentenceTransformer
 
     _quiet_transformers()
-    if is_bundled_name(name):
-        path = str(bundled_model_path())
+    bundled = bundled_model_path(name, missing_ok=True) if is_bundled_name(name) else None
+    if bundled is not None:  # an optional bundle not installed falls through to the hub
+        path = str(bundled)
         return SentenceTransformer(path, device=device, local_files_only=True), path
     if Path(name).exists() and not (Path(name) / "modules.json").is_file() and not (Path(name) / "config.json").is_file():
         raise ModelError(f"'{name}' is a path but not a sentence-transformers model directory")
-    model = resolve(
-        name,
-        lambda local_files_only: SentenceTransformer(
-            name, device=device, trust_remote_code=trust_remote_code, local_files_only=local_files_only
-        ),
-    )
+    try:
+        model = resolve(
+            name,
+            lambda local_files_only: SentenceTransformer(
+                name, device=device, trust_remote_code=trust_remote_code, local_files_only=local_files_only
+            ),
+        )
+    except ModelError as exc:  # e.g. all-mpnet-base-v2 without its extra: name the extra
+        raise ModelError(f"{exc}{bundle_hint(name)}") from None
     return model, name
 
 

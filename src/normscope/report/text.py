@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "fmt",
+    "pct",
     "strength",
     "ci_excludes_zero",
     "correlation_sentence",
@@ -286,7 +287,15 @@ def semantic_signal_sentences(sec: dict) -> list[str]:
     return out
 
 
+def pct(x) -> str:
+    """A fraction as a signed percentage for prose: ``+0.17 %``, ``\u22122.65 %``; ``n/a`` for None/NaN."""
+    v = _num(x)
+    return "n/a" if v is None else f"{100 * v:+.2f} %".replace("-", "\u2212")
+
+
 def retrieval_sentences(sec: dict) -> list[str]:
+    """One sentence per norm-aware scorer (its nDCG@10 difference to cosine, chosen by whether the paired CI over
+    queries excludes 0), and one on the pre-specified strata (Holm-corrected)."""
     res = sec.get("result") or {}
     scorers = res.get("scorers") or {}
     base = _num(_get(scorers, "cosine", "ndcg@10"))
@@ -294,45 +303,74 @@ def retrieval_sentences(sec: dict) -> list[str]:
     for name, s in scorers.items():
         if name == "cosine" or not isinstance(s, dict):
             continue
-        nd = _num(s.get("ndcg@10"))
-        p = _num(s.get("p_value", s.get("p_value_vs_cosine")))
+        nd, d, p = _num(s.get("ndcg@10")), _num(s.get("delta")), _num(s.get("p_value"))
         if nd is None or base is None:
             continue
-        d = nd - base
-        if p is None:
-            out.append(f"Scorer {name}: nDCG@10 {fmt(nd)} vs cosine {fmt(base)} (\u0394 {fmt(d)}; no test).")
-        elif p < 0.05:
+        d = nd - base if d is None else d
+        ci = s.get("delta_ci")
+        how = f" ({s.get('param_name')} fixed at {fmt(s.get('param'))}, not fitted)" if s.get("param_source") == "fixed (not fitted)" else ""
+        stats = (f"{fmt(nd)} vs {fmt(base)}, \u0394 {fmt(d)}, {_ci_text(ci)} over queries, relative {pct(s.get('relative'))}"
+                 + (f", paired p = {fmt(p)}" if p is not None else ""))
+        ex = ci_excludes_zero(ci)
+        if ex is None:
+            out.append(f"Scorer {name}{how}: nDCG@10 {stats}; no CI, so no claim about the sign.")
+        elif ex:
             verb = "improves" if d > 0 else "lowers"
-            out.append(f"The {name} scorer {verb} test nDCG@10 over cosine ({fmt(nd)} vs {fmt(base)}, \u0394 {fmt(d)}, "
-                       f"paired p = {fmt(p)} < 0.05).")
+            out.append(f"The {name} scorer{how} {verb} test nDCG@10 over cosine ({stats}); the CI excludes 0.")
         else:
-            out.append(f"The {name} scorer gives no significant difference from cosine on test nDCG@10 "
-                       f"({fmt(nd)} vs {fmt(base)}, \u0394 {fmt(d)}, paired p = {fmt(p)}).")
+            out.append(f"For the {name} scorer{how} the CI of the nDCG@10 difference to cosine includes 0: no evidence "
+                       f"of a difference ({stats}).")
+    for name, rows in (_get(res, "strata", "scorers", default={}) or {}).items():
+        if name != "inverse_norm" or not rows:
+            continue
+        sig = [r for r in rows if _num(r.get("p_holm")) is not None and r["p_holm"] < 0.05]
+        if sig:
+            listed = "; ".join(f"{r['stratifier']} Q{r['quartile']}: \u0394 {fmt(r['mean_delta'])} ({pct(r['relative'])}, "
+                               f"Holm p = {fmt(r['p_holm'])})" for r in sig)
+            out.append(f"In the pre-specified strata (quartiles of query norm, query word frequency and top-1 document "
+                       f"norm), {len(sig)} of {len(rows)} differ from cosine after Holm correction: {listed}.")
+        else:
+            ps = [_num(r.get("p_holm")) for r in rows if _num(r.get("p_holm")) is not None]
+            out.append(f"In none of the {len(rows)} pre-specified strata (quartiles of query norm, query word frequency "
+                       "and top-1 document norm) does inverse_norm differ from cosine after Holm correction"
+                       + (f" (smallest adjusted p = {fmt(min(ps))})." if ps else "."))
     return out
 
 
 def calibration_sentences(sec: dict) -> list[str]:
+    """One sentence per confidence signal, chosen by whether the AUROC CI (bootstrap over queries) excludes 0.5.
+
+    Raw signals are judged by ``auroc_raw`` (the signal in its pre-specified direction), learned ones by ``auroc``.
+    """
     res = sec.get("result") or {}
-    cis = _get(sec, "derived", "auroc_bootstrap_ci", default={}) or {}
     out = []
     for name, c in res.items():
         if not isinstance(c, dict):
             continue
-        auc = _num(c.get("auroc"))
+        if c.get("status", "ok") != "ok":
+            out.append(f"{name}: not computed ({c.get('reason')}).")
+            continue
+        raw = _num(c.get("auroc_raw")) is not None
+        auc = _num(c.get("auroc_raw") if raw else c.get("auroc"))
         if auc is None:
             continue
-        ci = c.get("auroc_ci", _get(cis, name, "auroc_ci"))
+        ci = c.get("auroc_raw_ci") if raw else c.get("auroc_ci")
+        mapped = (c.get("fit") or {}).get("mapping") == "platt"
+        cal = f"; calibrated map AUROC {fmt(c.get('auroc'))}" if mapped and _num(c.get("auroc")) is not None else ""
+        flag = (_get(c, "ece_bins", "flag") or "")
+        ece_txt = f"; ECE {fmt(c.get('ece'))}" + (f" ({flag})" if flag else "") if _num(c.get("ece")) is not None else ""
         if isinstance(ci, (list, tuple)) and len(ci) == 2 and _num(ci[0]) is not None:
             lo, hi = _num(ci[0]), _num(ci[1])
+            stats = f"AUROC {fmt(auc)}, 95% CI {fmt(lo)} to {fmt(hi)}{cal}{ece_txt}"
             if lo > 0.5:
-                out.append(f"{name} predicts a relevant top-1 better than chance (AUROC {fmt(auc)}, 95% CI {fmt(lo)} to {fmt(hi)}).")
+                out.append(f"{name} predicts a relevant top-1 better than chance ({stats}).")
             elif hi < 0.5:
-                out.append(f"{name} ranks relevant top-1 results below chance (AUROC {fmt(auc)}, 95% CI {fmt(lo)} to {fmt(hi)}): it signals errors inversely.")
+                out.append(f"{name} ranks relevant top-1 results below chance in its pre-specified direction ({stats}): "
+                           "it works the other way round.")
             else:
-                out.append(f"For {name} the AUROC CI includes 0.5: no evidence that it predicts a relevant top-1 "
-                           f"(AUROC {fmt(auc)}, 95% CI {fmt(lo)} to {fmt(hi)}).")
+                out.append(f"For {name} the AUROC CI includes 0.5: no evidence that it predicts a relevant top-1 ({stats}).")
         else:
-            out.append(f"{name}: AUROC {fmt(auc)} for a relevant top-1 (0.5 = chance; no CI, so no claim).")
+            out.append(f"{name}: AUROC {fmt(auc)} for a relevant top-1 (0.5 = chance; no CI, so no claim){ece_txt}.")
     return out
 
 

@@ -448,8 +448,13 @@ def run_correlate(
 
 
 def _load_cifar_images(path: str | Path):
-    """CIFAR-10 test images as uint8 (10000, 32, 32, 3): a ``.npy`` array or the python ``test_batch``."""
+    """CIFAR-10 test images as uint8 (10000, 32, 32, 3): a ``.npy`` array, the python ``test_batch``, or a
+    folder of 32x32 PNG/JPEG files named by test-set position (:func:`~normscope.encoders.images.read_indexed_images`)."""
     p = Path(path)
+    if p.is_dir() and not (p / "test_batch").is_file():
+        from normscope.encoders.images import read_indexed_images
+
+        return read_indexed_images(p, n=10000, size=(32, 32))
     if p.is_dir():
         p = p / "test_batch"
     if not p.is_file():
@@ -481,7 +486,7 @@ def _run_cifar10h(*, encoder, model, images, n, seed, n_boot, n_perm, batch_size
 
         encoder = load_encoder(model, device=device)
     if not hasattr(encoder, "encode_images"):
-        raise InputError(f"model {_model_name(encoder, model)!r} is a text encoder; CIFAR-10H needs an image model (e.g. open_clip)")
+        raise InputError(f"model {_model_name(encoder, model)!r} is a text encoder; CIFAR-10H needs an image model (e.g. hf-clip:openai/clip-vit-base-patch32)")
     ent = cifar10h_entropy()
     keep = _sample(len(ent), n or None, seed)
     from PIL import Image
