@@ -188,7 +188,9 @@ def check_device(device: str) -> str:
     return device
 
 
-def _build(backend: str, name: str, pooling: str | None, device: str, trust_remote_code: bool) -> Encoder:
+def _build(backend: str, name: str, pooling: str | None, device: str, trust_remote_code: bool,
+           stamp: tuple = ()) -> Encoder:
+    """Load an encoder; ``stamp`` is unused here and only keys :data:`_build_memo`."""
     check_device(device)
     if backend == "sentence-transformers":
         from normscope.encoders.sentence_transformers import SentenceTransformerEncoder
@@ -207,9 +209,6 @@ def _build(backend: str, name: str, pooling: str | None, device: str, trust_remo
     return OpenClipEncoder(name, device=device)
 
 
-@functools.lru_cache(maxsize=8)
-def _build_memo(backend: str, name: str, pooling: str | None, device: str, trust_remote_code: bool,
-                stamp: tuple) -> Encoder:
-    """:func:`_build` memoised; ``stamp`` (:func:`_weights_stamp`) changes when local weights change."""
-    return _build(backend, name, pooling, device, trust_remote_code)
+#: :func:`_build` memoised; its ``stamp`` argument (:func:`_weights_stamp`) changes when local weights change.
+_build_memo = functools.lru_cache(maxsize=8)(_build)
 
