@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
-from normscope.cli._options import JunkError
+from normscope.cli._options import JunkError, Precision
 from normscope.encoders import DEFAULT_MODEL
 
 
@@ -54,6 +54,7 @@ def embed(
     ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")] = False,
     junk_error: JunkError = False,
+    precision: Precision = "fp32",
 ) -> None:
     """Embed items with a real model and write raw vectors and norms.
 
@@ -76,6 +77,7 @@ def embed(
         progress=True,
         trust_remote_code=trust_remote_code,
         junk="error" if junk_error else "drop",
+        precision=precision,
     )
     fp = summary["fingerprint"]
     tbl = Table(title="raw embedding norms ||z||", title_justify="left")
@@ -87,12 +89,17 @@ def embed(
         ("model", str(summary["model"])),
         ("backend, pooling", f"{fp['backend']}, {fp['pooling']}"),
         ("revision", str(fp["revision"])),
+        ("precision", str(fp.get("precision", "fp32"))),
         ("dropped modules", ", ".join(fp["dropped_modules"]) or "none"),
         ("norm mean", f"{summary['norm_mean']:.4f}"),
         ("norm sd", f"{summary['norm_std']:.4f}"),
         ("norm min", f"{summary['norm_min']:.4f}"),
         ("norm max", f"{summary['norm_max']:.4f}"),
     ]
+    err = summary.get("norm_rel_error_vs_fp32")
+    if err:
+        rows.append((f"norm rel. error vs fp32 (median / max, {err['n_sample']} items)",
+                     f"{err['median']:.1e} / {err['max']:.1e}"))
     if summary.get("n_truncated") is not None:
         rows.append(("truncated items (cut at max length)", str(summary["n_truncated"])))
     junk = summary.get("junk") or {}

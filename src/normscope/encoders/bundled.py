@@ -107,10 +107,17 @@ BUNDLES: dict[str, BundledModel] = {
 _REQUIRED = (("modules.json",), ("config.json",), ("model.safetensors", "pytorch_model.bin"))
 
 
-def cache_dir() -> Path:
-    """normscope's cache root: ``$NORMSCOPE_CACHE`` or ``~/.cache/normscope`` (created)."""
+def cache_dir(create: bool = True) -> Path:
+    """normscope's cache root: ``$NORMSCOPE_CACHE`` or ``~/.cache/normscope`` (created unless ``create=False``).
+
+    Raises
+    ------
+    OSError
+        ``create`` and the directory cannot be created (read-only parent).
+    """
     root = Path(os.environ.get("NORMSCOPE_CACHE") or Path.home() / ".cache" / "normscope")
-    root.mkdir(parents=True, exist_ok=True)
+    if create:
+        root.mkdir(parents=True, exist_ok=True)
     return root
 
 
@@ -202,7 +209,8 @@ def bundled_model_path(name: str = DEFAULT_MODEL, *, missing_ok: bool = False) -
     ModelError
         ``name`` is not bundled; its packages are missing (the message names the install command);
         the joined archive fails its sha256 or a zip CRC; the archive holds an unsafe path or lacks a
-        file a model needs.
+        file a model needs; the model is not extracted yet and the cache directory cannot be written
+        (read-only, full): one line naming ``NORMSCOPE_CACHE``.
     """
     bundle = bundle_for(name)
     if bundle is None:
@@ -217,10 +225,15 @@ def bundled_model_path(name: str = DEFAULT_MODEL, *, missing_ok: bool = False) -
             raise ModelError(f"'{bundle.name}' needs the optional extra, not installed here: {bundle.install}")
     stats = [p.stat() for p in parts]
     size = sum(st.st_size for st in stats)
-    target = cache_dir() / "models" / f"{bundle.key}-{size}-{int(max(st.st_mtime for st in stats))}"
+    target = cache_dir(create=False) / "models" / f"{bundle.key}-{size}-{int(max(st.st_mtime for st in stats))}"
     if (target / "modules.json").is_file():
         return target
-    _extract_once(bundle, parts, target)
+    try:
+        _extract_once(bundle, parts, target)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc).splitlines()[0] or type(exc).__name__).lower()
+        raise ModelError(f"cannot extract the bundled model {bundle.name} into {target.parent} ({reason}); "
+                         "set NORMSCOPE_CACHE to a writable directory") from None
     return target
 
 

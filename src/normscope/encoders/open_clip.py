@@ -118,10 +118,10 @@ class OpenClipEncoder(TorchEncoder):
         return self.module.encode_text(features["text"], normalize=False)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
-        """Raw text vectors, ndarray of shape (n, d), float32."""
+        """Raw text vectors, ndarray of shape (n, d), float32 (forward pass at :attr:`precision`)."""
         texts = [str(t) for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        with self._torch.inference_mode():
+        with self._torch.inference_mode(), self.autocast():
             for s in range(0, len(texts), batch_size):
                 out[s : s + batch_size] = self.forward(self.tokenize(texts[s : s + batch_size])).float().cpu().numpy()
         return out
@@ -146,7 +146,7 @@ class OpenClipEncoder(TorchEncoder):
 
         items = list(images)
         out = np.empty((len(items), self.dim), dtype=np.float32)
-        with self._torch.inference_mode():
+        with self._torch.inference_mode(), self.autocast():
             for s in range(0, len(items), batch_size):
                 pix = self._torch.stack([self.preprocess(load(x)) for x in items[s : s + batch_size]]).to(self.device)
                 out[s : s + batch_size] = self.module.encode_image(pix, normalize=False).float().cpu().numpy()
