@@ -65,13 +65,14 @@ def report(
 def print_summary(result, console: Console) -> None:
     """One-screen text summary: one row per section with its headline figure, then the report path."""
     from normscope.report.config import SECTIONS
-    from normscope.report.runlog import fmt_seconds
+    from normscope.report.text import fmt_duration
 
     s = result.summary
-    cached = all((s["report"].get("stage_cached") or {}).get(st) for st in s["report"].get("stages_run") or [])
-    took = "all stages cached, " if cached else ""
-    table = Table(title=f"normscope report: {s['report']['model']} ({s['report']['preset']} sizes, {took}"
-                        f"{fmt_seconds(s['report'].get('seconds') or 0)})", show_lines=False)
+    ran = s["report"].get("stages_run") or []
+    n_cached = sum(bool((s["report"].get("stage_cached") or {}).get(st)) for st in ran)
+    cached = f"; {n_cached} of {len(ran)} stage(s) from the cache" if n_cached else ""
+    table = Table(title=f"normscope report: {s['report']['model']} ({s['report']['preset']} sizes, "
+                        f"{fmt_duration(s['report'].get('seconds') or 0)}{cached})", show_lines=False)
     table.add_column("section")
     table.add_column("status")
     table.add_column("headline")
@@ -86,8 +87,28 @@ def print_summary(result, console: Console) -> None:
         style = {"ok": "green", "failed": "red"}.get(status, "yellow")
         table.add_row(title, f"[{style}]{status}[/]", head[:240])
     console.print(table)
+    print_claims(s.get("claims") or [], console)
     console.print(f"report: [bold]{result.index.resolve()}[/]")
     console.print(f"numbers: {result.summary_path.resolve()}")
+
+
+def print_claims(claims: list[dict], console: Console) -> None:
+    """The claims scorecard as a table: claim, paper, normscope's figure with its CI, verdict and why."""
+    from normscope.report.text import fmt
+
+    if not claims:
+        return
+    table = Table(title="claims scorecard (verdicts computed from this run's figures and CIs)", show_lines=False)
+    for col in ("claim", "paper", "this run [95% CI]", "verdict", "why"):
+        table.add_column(col)
+    colour = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow"}
+    for c in claims:
+        fig = "n/a" if c.get("measured") is None else fmt(c["measured"])
+        if c.get("ci"):
+            fig += f" [{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]"
+        v = c.get("verdict", "")
+        table.add_row(c.get("claim", ""), c.get("paper", ""), fig, f"[{colour.get(v, 'dim')}]{v}[/]", str(c.get("why", ""))[:160])
+    console.print(table)
 
 
 def _rho_ci(c: dict | None, key: str = "spearman") -> str:

@@ -17,7 +17,7 @@ from markupsafe import Markup
 from normscope._io import atomic_path
 from normscope.validate import check_output_path
 from normscope.report.config import SECTIONS
-from normscope.report.text import fmt
+from normscope.report.text import fmt, fmt_duration
 
 __all__ = ["render_report", "render_html", "render_value", "fmt_duration", "TEMPLATE"]
 
@@ -49,6 +49,9 @@ TEMPLATE = r"""<!DOCTYPE html>
  .status-ok { background: #e3f4e1; color: #1e5e1a; }
  .status-unavailable, .status-not_run { background: #f4f0dc; color: #6a5500; }
  .status-failed { background: #f8e0e0; color: #8a1c1c; }
+ tr.verdict-reproduced td:nth-child(6) { background: #e3f4e1; }
+ tr.verdict-refuted td:nth-child(6) { background: #f8e0e0; }
+ tr.verdict-inconclusive td:nth-child(6) { background: #f4f0dc; }
  .why { background: #fbf8ea; border-left: 4px solid #d9c66b; padding: 0.4em 0.8em; }
  .fail { background: #fbeaea; border-left: 4px solid #d96b6b; padding: 0.4em 0.8em; }
  .says { background: #eef4fb; border-left: 4px solid #4c72b0; padding: 0.5em 1em; }
@@ -66,9 +69,23 @@ TEMPLATE = r"""<!DOCTYPE html>
  {%- set cached = (report.stage_cached or {}).values()|select|list|length %}
  {%- if cached %} ({{ cached }} stage(s) reused from the cache; their own times are in the stage table){% endif %}.
  All numbers on this page are in <code>summary.json</code> beside it.</p>
-<nav><b>Sections:</b>
+<nav><b>Sections:</b> <a href="#claims">Claims scorecard</a> &middot;
 {% for key, title in sections.items() %}<a href="#{{ key }}">{{ title }}</a>{% if not loop.last %} &middot; {% endif %}{% endfor %}
 </nav>
+
+<h2 id="claims">Claims scorecard</h2>
+<p class="meta">One row per claim of the paper. The verdict is computed from normscope's own figure and its 95%
+confidence interval on this model and data (reproduced: the CI excludes 0 on the claimed side; refuted: it excludes 0
+on the other side; inconclusive: it includes 0; not testable here: this run cannot measure it, with the reason).
+No verdict is written in advance.</p>
+<table class="claims">
+<tr><th>claim</th><th>paper</th><th>normscope (this run)</th><th>95% CI</th><th>n</th><th>verdict</th><th>why</th><th>section</th></tr>
+{% for c in summary.get('claims') or [] %}<tr class="verdict-{{ c.verdict|replace(' ', '-') }}"><td>{{ c.claim }}</td><td>{{ c.paper }}</td>
+<td{% if is_num(c.measured) %} class="num"{% endif %}>{{ num(c.measured) if c.measured is not none else 'n/a' }}{% if c.what %}<br><span class="meta">{{ c.what }}</span>{% endif %}</td>
+<td>{% if c.ci %}[{{ num(c.ci[0]) }}, {{ num(c.ci[1]) }}]{% else %}n/a{% endif %}</td>
+<td class="num">{{ c.n if c.n is not none else '' }}</td><td><b>{{ c.verdict }}</b></td><td>{{ c.why }}</td>
+<td>{% if c.section %}<a href="#{{ c.section }}">{{ sections.get(c.section, c.section) }}</a>{% endif %}</td></tr>
+{% endfor %}</table>
 
 <h2 id="what_this_says">What this says</h2>
 <div class="says">
@@ -138,23 +155,6 @@ def _num(v, digits: int = 3) -> str:
     if _is_num(v):
         return fmt(v, digits)
     return str(v)
-
-
-def fmt_duration(seconds) -> str:
-    """A wall time for people: ``0.02 s``, ``12.3 s``, ``34 min 05 s``, ``1 h 02 min``; ``n/a`` for None,
-    ``""`` for a value that is not a number (a stage that did not run has no time)."""
-    if seconds is None:
-        return "n/a"
-    if not _is_num(seconds):
-        return ""
-    s = float(seconds)
-    if s < 10:
-        return f"{s:.2f} s"
-    if s < 60:
-        return f"{s:.1f} s"
-    if s < 3600:
-        return f"{int(s // 60)} min {int(round(s % 60)) % 60:02d} s"
-    return f"{int(s // 3600)} h {int(round(s % 3600 / 60)) % 60:02d} min"
 
 
 def render_value(v) -> Markup:
