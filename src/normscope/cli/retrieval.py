@@ -3,8 +3,6 @@ and ``normscope beir-convert`` (a TREC-style release such as the original NFCorp
 
 from __future__ import annotations
 
-import contextlib
-import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -33,21 +31,6 @@ def _f(x, spec: str = ".4f") -> str:
 
 def _ci(ci, spec: str = ".3f") -> str:
     return "-" if not ci else f"[{_f(ci[0], spec)}, {_f(ci[1], spec)}]"
-
-
-@contextlib.contextmanager
-def one_line_warnings(console: Console):
-    """Print each Python warning as one ``warning: <message>`` line (no source line, no file path)."""
-    old = warnings.showwarning
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        console.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
-
-    warnings.showwarning = show
-    try:
-        yield
-    finally:
-        warnings.showwarning = old
 
 
 def _param_text(r: dict) -> str:
@@ -157,7 +140,7 @@ def retrieval(
 ) -> None:
     """Fit norm-aware scorers on a train split, evaluate them against cosine on a test split (overall and in
     pre-specified strata), and calibrate confidence signals of the cosine top-1."""
-    from normscope._io import atomic_path, write_json
+    from normscope._io import write_json, write_outputs
     from normscope.retrieval import SCORERS, run_retrieval
     from normscope.validate import check_outputs
 
@@ -170,16 +153,12 @@ def retrieval(
             params[name] = value
             if name not in scorers:
                 scorers.append(name)
-    with one_line_warnings(err):
-        res = run_retrieval(dataset, model=model, scorers=scorers, fit_split=fit_split, split=split, params=params,
-                            relevance=relevance, ignore_identical_ids=ignore_identical_ids,
-                            junk="error" if junk_error else "drop", max_docs=max_docs, max_queries=max_queries,
-                            n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device)
-    if out is not None:
-        with atomic_path(out) as tmp:
-            res.items.to_parquet(tmp, index=False)
-    if json_path is not None:
-        write_json(res.to_dict(), json_path)
+    res = run_retrieval(dataset, model=model, scorers=scorers, fit_split=fit_split, split=split, params=params,
+                        relevance=relevance, ignore_identical_ids=ignore_identical_ids,
+                        junk="error" if junk_error else "drop", max_docs=max_docs, max_queries=max_queries,
+                        n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device)
+    write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p)},
+                  options={out: "-o/--out", json_path: "--json"})
     print_result(res, Console(width=max(Console().width, 160)), err)
     written = [str(p) for p in (json_path, out) if p is not None]
     if written:
