@@ -15,7 +15,7 @@ import typer
 
 from normscope.cli import app
 from normscope.cli._outputs import write_outputs
-from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Model, Seed, TableOut
+from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Model, Precision, Seed, TableOut
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
 from normscope.validate import check_output_path, check_outputs
@@ -89,6 +89,7 @@ def correlate(
     n_perm: Annotated[int, typer.Option("--n-perm", min=0, help="Permutations of every p-value (0: no p-value).")] = 2000,
     batch_size: BatchSize = 64,
     device: Device = "cpu",
+    precision: Precision = "fp32",
     json_path: JsonOut = None,
     out: TableOut = None,
     fig: Annotated[Optional[Path], typer.Option("--fig", help="Figure: norm vs covariate with binned means.")] = None,
@@ -116,7 +117,7 @@ def correlate(
     res = run_correlate(
         signal, model=model, items=items, ids=ids, n=n, controls=control.split(","), by=by, strata=strata,
         seed=seed, progress=True, covariates=cov, measure=measure, dataset=dataset, subtlex=subtlex,
-        wordnet=wordnet, images=images, n_boot=n_boot, n_perm=n_perm, batch_size=batch_size, device=device,
+        wordnet=wordnet, images=images, n_boot=n_boot, n_perm=n_perm, batch_size=batch_size, device=device, precision=precision,
         junk="error" if junk_error else "drop",
     )
     console = Console(stderr=True)

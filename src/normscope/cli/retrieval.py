@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
-from normscope.cli._options import DEFAULT_MODEL, BatchSize, Device, JsonOut, JunkError, Model, Seed, TableOut
+from normscope.cli._options import BatchSize, DEFAULT_MODEL, Device, JsonOut, JunkError, Model, Precision, Seed, TableOut
 
 
 def fmt_p(p) -> str:
@@ -134,6 +134,7 @@ def retrieval(
     n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of the CIs (queries resampled).")] = 1000,
     seed: Seed = 0,
     device: Device = "cpu",
+    precision: Precision = "fp32",
     batch_size: BatchSize = 64,
     json_path: JsonOut = None,
     out: TableOut = None,
@@ -156,7 +157,7 @@ def retrieval(
     res = run_retrieval(dataset, model=model, scorers=scorers, fit_split=fit_split, split=split, params=params,
                         relevance=relevance, ignore_identical_ids=ignore_identical_ids,
                         junk="error" if junk_error else "drop", max_docs=max_docs, max_queries=max_queries,
-                        n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device)
+                        n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device, precision=precision)
     write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p)},
                   options={out: "-o/--out", json_path: "--json"})
     print_result(res, Console(width=max(Console().width, 160)), err)

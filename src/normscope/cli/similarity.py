@@ -13,7 +13,7 @@ import typer
 
 from normscope.cli import app
 from normscope.cli._outputs import write_outputs
-from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Model, Seed, TableOut
+from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Model, Precision, Seed, TableOut
 from normscope.encoders import DEFAULT_MODEL
 from normscope.validate import check_output_path, check_outputs
 
@@ -34,6 +34,7 @@ def similarity(
     n_boot: Annotated[int, typer.Option("--n-boot", min=0, help="Bootstrap resamples of the evaluated pairs.")] = 2000,
     batch_size: BatchSize = 64,
     device: Device = "cpu",
+    precision: Precision = "fp32",
     json_path: JsonOut = None,
     out: TableOut = None,
     fig: Annotated[Optional[Path], typer.Option("--fig", help="Figure: fit curves and the difference to cosine with CIs.")] = None,
@@ -50,7 +51,7 @@ def similarity(
         check_output_path(fig, "--fig")
     res = run_similarity(dataset, fit=fit, scorers=[s.strip() for s in scorer.split(",") if s.strip()], fmt=fmt,
                          fit_format=fit_format, model=model, seed=seed, n_boot=n_boot, batch_size=batch_size,
-                         device=device, progress=True, junk="error" if junk_error else "drop")
+                         device=device, precision=precision, progress=True, junk="error" if junk_error else "drop")
     fit_txt = (f"fitted on {res.fit['n_pairs']} pairs ({res.fit['source']}"
                + (f": {Path(res.fit['path']).name}" if res.fit["source"] != "random half" else f", seed {res.seed}")
                + ")")
