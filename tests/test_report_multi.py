@@ -24,7 +24,7 @@ def multi_run(tmp_path_factory):
 
 def test_each_model_has_its_own_report_and_cache(multi_run):
     cfg, res = multi_run
-    from normscope.report.multi import model_slug
+    from normscope.encoders import model_slug
 
     for m in MODELS:
         sub = cfg.out / "models" / model_slug(m)
@@ -67,3 +67,36 @@ def test_cli_several_models_and_bad_input(tmp_path, capsys):
 
     assert run(["report", "--model", "a", "--model", "a/", "--only", "norms", "--out", str(tmp_path / "r")]) == 2
     assert "same folder name" in capsys.readouterr().err
+
+
+def _pairs_files(tmp_path):
+    words = [("cat", "dog", 7.0), ("car", "automobile", 9.0), ("sun", "justice", 0.5), ("tree", "forest", 6.5),
+             ("bread", "butter", 6.0), ("king", "queen", 7.5), ("stone", "idea", 0.3), ("river", "stream", 8.6),
+             ("cup", "mug", 8.0), ("happy", "glad", 8.8), ("cloud", "piano", 0.4), ("doctor", "nurse", 6.1)]
+    ev, fit = tmp_path / "eval.txt", tmp_path / "fit.txt"
+    ev.write_text("".join(f"{a}\t{b}\t{s}\n" for a, b, s in words))
+    fit.write_text("".join(f"{a}\t{words[(i + 1) % len(words)][1]}\t{s}\n" for i, (a, _, s) in enumerate(words)))
+    return ev, fit
+
+
+def test_similarity_several_models_side_by_side_equals_single_runs(tmp_path, capsys):
+    """`similarity --model A --model B`: the JSON holds each model's summary, equal to that model's own run; the
+    table stacks both with a model column; a failing model is listed and does not stop the others."""
+    import pandas as pd
+
+    from normscope.cli import run
+
+    ev, fit = _pairs_files(tmp_path)
+    common = ["similarity", "--dataset", str(ev), "--fit", str(fit), "--n-boot", "50"]
+    assert run(common + ["--model", MODELS[0], "--model", MODELS[1], "--model", "not/a-real-model",
+                         "--json", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.parquet")]) == 0
+    assert "side by side" in capsys.readouterr().out
+    multi = json.loads((tmp_path / "m.json").read_text())
+    assert list(multi["models"]) == MODELS and list(multi["failed_models"]) == ["not/a-real-model"]
+    for i, m in enumerate(MODELS):
+        assert run(common + ["--model", m, "--json", str(tmp_path / f"s{i}.json")]) == 0
+        single = json.loads((tmp_path / f"s{i}.json").read_text())
+        assert multi["models"][m]["scorers"] == single["scorers"]
+    table = pd.read_parquet(tmp_path / "m.parquet")
+    assert sorted(table["model"].unique()) == sorted(MODELS)
+    assert run(common + ["--model", "not/a-real-model", "--model", "also/not-real"]) == 2  # every model failed

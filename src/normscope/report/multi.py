@@ -17,23 +17,18 @@ and does not stop the others; the page says which model failed and why.
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from pathlib import Path
 
 from normscope._io import output_set, write_json
+from normscope.encoders import model_slug
 from normscope.errors import InputError, NormscopeError
 from normscope.report.claims import CLAIMS
 from normscope.report.config import SECTIONS, ReportConfig
 from normscope.report.runner import ReportResult, run_report
 from normscope.validate import check_output_path
 
-__all__ = ["MultiReportResult", "run_multi_report", "model_slug", "side_by_side", "plot_forest"]
-
-
-def model_slug(name: str) -> str:
-    """A folder name for a model: its name with every character outside ``[A-Za-z0-9._-]`` as ``_``."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._") or "model"
+__all__ = ["MultiReportResult", "run_multi_report", "side_by_side", "plot_forest"]
 
 
 @dataclasses.dataclass
