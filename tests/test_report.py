@@ -436,7 +436,7 @@ def test_report_outputs_are_written_as_a_set_with_json(tmp_path, bundled_encoder
     res = run_report(cfg, progress=False, encoder=bundled_encoder, json_path=js)
     assert json.loads(js.read_text()) == json.loads(res.summary_path.read_text())
     assert (tmp_path / "r" / "index.html").stat().st_mode & 0o777 == 0o666 & ~_umask()
-    assert not list((tmp_path / "r").glob(".*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+    assert not list((tmp_path / "r").glob(".*.tmp*")) and not list(tmp_path.glob(".*.tmp*"))
 
 
 def _umask() -> int:
