@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 
 __all__ = [
+    "fmt_duration",
     "fmt",
     "pct",
     "strength",
@@ -255,6 +256,32 @@ _SIGNAL_WORDS = {
 }
 
 
+def _and_list(items: Sequence[str]) -> str:
+    items = list(items)
+    return (", ".join(items[:-1]) + " and " + items[-1]) if len(items) > 1 else (items[0] if items else "")
+
+
+def _stratified_signal_sentence(name: str, s: dict) -> str:
+    """Sentence of a signal pooled from several sources: per source, then the source-controlled partial."""
+    word = _SIGNAL_WORDS.get(name, name)
+    parts = []
+    for st in s.get("strata") or []:
+        if _num(st.get("spearman")) is None:
+            parts.append(f"{st.get('name')}: not estimated (n = {fmt(st.get('n'))})")
+        else:
+            parts.append(f"{st.get('name')}: \u03c1 = {fmt(st.get('spearman'))}, {_ci_text(st.get('spearman_ci'))}, "
+                         f"n = {fmt(st.get('n'))}")
+    out = (f"The items come from {len(parts)} sources, so the pooled Spearman \u03c1 = {fmt(s.get('spearman'))} "
+           f"({_ci_text(s.get('spearman_ci'))}) mixes them; per source, norm vs {word}: " + "; ".join(parts) + ".")
+    p = s.get("partial_spearman")
+    if isinstance(p, dict) and _num(p.get("rho")) is not None:
+        ctrl = _and_list(p.get("controls") or [])
+        out += " " + correlation_sentence("the raw norm", f"{word} controlling for {ctrl}", p.get("rho"), p.get("ci"),
+                                          p.get("n"), method="partial \u03c1")
+        out += f" Its CI and p-value resample and permute items within each {s.get('by') or 'source'}."
+    return out
+
+
 def semantic_signal_sentences(sec: dict) -> list[str]:
     out = []
     for name, s in (sec.get("result") or {}).items():
@@ -263,27 +290,62 @@ def semantic_signal_sentences(sec: dict) -> list[str]:
         rho, ci, m = _corr_parts(s)
         if rho is None:
             continue
-        sentence = correlation_sentence("the raw norm", _SIGNAL_WORDS.get(name, name), rho, ci, s.get("n"), method=m)
-        p = s.get("partial_spearman")
-        if isinstance(p, dict):
-            prho = p.get("estimate", p.get("rho"))
-            pci = p.get("ci")
-            # the controls actually partialled out (a constant control is dropped by run_correlate)
-            cl = list(p.get("controls") or s.get("controls") or [])
-            ctrl = (", ".join(cl[:-1]) + " and " + cl[-1]) if len(cl) > 1 else (cl[0] if cl else "the controls")
-            ex = ci_excludes_zero(pci)
-            if ex is True:
-                sentence += f" Controlling for {ctrl} it stays {'positive' if _num(prho) > 0 else 'negative'} (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
-            elif ex is False:
-                sentence += f" Controlling for {ctrl}, the CI includes 0 (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
-            elif _num(prho) is not None:
-                sentence += f" Partial \u03c1 controlling for {ctrl} = {fmt(prho)} (no CI)."
+        if s.get("strata"):
+            sentence = _stratified_signal_sentence(name, s)
+        else:
+            sentence = correlation_sentence("the raw norm", _SIGNAL_WORDS.get(name, name), rho, ci, s.get("n"), method=m)
+            p = s.get("partial_spearman")
+            if isinstance(p, dict):
+                prho = p.get("estimate", p.get("rho"))
+                pci = p.get("ci")
+                # the controls actually partialled out (a constant control is dropped by run_correlate)
+                ctrl = _and_list(list(p.get("controls") or s.get("controls") or [])) or "the controls"
+                ex = ci_excludes_zero(pci)
+                if ex is True:
+                    sentence += f" Controlling for {ctrl} it stays {'positive' if _num(prho) > 0 else 'negative'} (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
+                elif ex is False:
+                    sentence += f" Controlling for {ctrl}, the CI includes 0 (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
+                elif _num(prho) is not None:
+                    sentence += f" Partial \u03c1 controlling for {ctrl} = {fmt(prho)} (no CI)."
         dropped = list(s.get("controls_dropped") or [])
         if dropped:
             sentence += (f" {', '.join(dropped).capitalize()} is constant over these items, so it was not"
-                         " controlled" + ("." if isinstance(p, dict) else
+                         " controlled" + ("." if isinstance(s.get("partial_spearman"), dict) else
                                           " and no partial correlation was computed."))
+        nl = s.get("norm_length")
+        if isinstance(nl, dict) and _num(nl.get("spearman")) is not None:
+            unit = "tokens the model saw" if str(nl.get("length", "")).startswith("tokens") else "words"
+            sentence += (f" For comparison, the norm and the length ({unit}) have Spearman \u03c1 = "
+                         f"{fmt(nl.get('spearman'))} ({_ci_text(nl.get('spearman_ci'))}).")
         out.append(sentence)
+    return out
+
+
+def similarity_sentences(sec: dict) -> list[str]:
+    """Norm-aware similarity on human-rated pairs: each scorer's Spearman gain over cosine, by its paired CI."""
+    res = sec.get("result") or {}
+    scorers = res.get("scorers") or {}
+    cos = _num(_get(scorers, "cosine", "spearman"))
+    if cos is None:
+        return []
+    fit = res.get("fit") or {}
+    out = [f"On {fmt(res.get('n_pairs'))} evaluated pairs, cosine similarity has Spearman \u03c1 = {fmt(cos)} "
+           f"({_ci_text(_get(scorers, 'cosine', 'spearman_ci'))}) with the human scores; parameters were fitted on "
+           f"{fmt(fit.get('n_pairs'))} other pairs ({fit.get('source', 'fit pairs')})."]
+    for name, s in scorers.items():
+        if name == "cosine" or not isinstance(s, dict) or _num(s.get("delta_spearman")) is None:
+            continue
+        d, ci = _num(s.get("delta_spearman")), s.get("delta_ci")
+        par = f"{s.get('param_name')} = {fmt(s.get('param'))}, " if s.get("param_name") else ""
+        stats = f"\u0394\u03c1 = {fmt(d)}, paired {_ci_text(ci)}"
+        ex = ci_excludes_zero(ci)
+        if ex is None:
+            out.append(f"{name} ({par}{stats}): no CI, so no claim about the difference.")
+        elif not ex:
+            out.append(f"For {name} ({par}{stats}) the CI includes 0: no evidence of a difference from cosine.")
+        else:
+            verb = "improves on" if d > 0 else "is worse than"
+            out.append(f"{name} {verb} cosine ({par}{stats}); the CI excludes 0.")
     return out
 
 
@@ -379,6 +441,7 @@ _SECTION_TEXT = {
     "equilibrium_theory": equilibrium_sentences,
     "training_lab": training_lab_sentences,
     "semantic_signals": semantic_signal_sentences,
+    "similarity": similarity_sentences,
     "retrieval": retrieval_sentences,
     "calibration": calibration_sentences,
 }
@@ -406,3 +469,22 @@ def what_this_says(summary: dict, sections: Sequence[str] | None = None) -> dict
         if s:
             out[k] = s
     return out
+
+
+def fmt_duration(seconds) -> str:
+    """A wall time for people: ``0.02 s``, ``12.3 s``, ``34 min 05 s``, ``1 h 02 min``; ``n/a`` for None,
+    ``""`` for a value that is not a number (a stage that did not run has no time)."""
+    if seconds is None:
+        return "n/a"
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        return ""
+    s = float(seconds)
+    if s < 10:
+        return f"{s:.2f} s"
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 3600:
+        m, sec = divmod(int(round(s)), 60)
+        return f"{m} min {sec:02d} s"
+    h, m = divmod(int(round(s / 60)), 60)
+    return f"{h} h {m:02d} min"

@@ -366,7 +366,8 @@ def load_beir_hub(name: str, *, splits: Iterable[str] = ("train", "test")) -> Be
 
 
 def load_dataset_any(spec: str | Path, *, splits: Iterable[str] | None = None) -> BeirDataset:
-    """A BEIR directory, or a hub dataset when ``spec`` starts with ``hf:``.
+    """A BEIR directory, ``scifact`` / ``nfcorpus`` (:func:`normscope.data.data_path`), or a hub dataset
+    when ``spec`` starts with ``hf:``.
 
     Raises
     ------
@@ -375,6 +376,10 @@ def load_dataset_any(spec: str | Path, *, splits: Iterable[str] | None = None) -
     s = str(spec)
     if s.startswith("hf:"):
         return load_beir_hub(s, splits=tuple(splits) if splits is not None else ("train", "dev", "test"))
+    if s in ("scifact", "nfcorpus") and not Path(s).exists():
+        from normscope.data import data_path
+
+        s = str(data_path(s))  # a data folder's copy, else fetched (normscope data fetch NAME)
     if not Path(s).exists():
-        raise InputError(f"dataset not found: {s} (a BEIR directory, or hf:BeIR/<name> for the hub)")
+        raise InputError(f"dataset not found: {s} (a BEIR directory, scifact or nfcorpus, or hf:BeIR/<name> for the hub)")
     return load_beir(s, splits=splits)

@@ -1,9 +1,12 @@
 """Norm-aware scores for sentence-transformers and MTEB.
 
-- :func:`norm_aware_similarity` returns a callable ``(a, b) -> Tensor`` with the signature of
+- :func:`asymmetric_norm_similarity` returns a callable ``(a, b) -> Tensor`` with the signature of
   ``sentence_transformers.util.cos_sim``: usable as ``model.similarity_fn_name``-style
-  function, e.g. ``sim = norm_aware_similarity("inverse_norm", alpha=0.05); sim(q_emb, d_emb)``.
-  ``a`` are queries, ``b`` documents (the norm discount applies to ``b``).
+  function, e.g. ``sim = asymmetric_norm_similarity("inverse_norm", 0.05); sim(q_emb, d_emb)``.
+  ``a`` are queries, ``b`` documents: the norm discount applies to ``b`` only, so the score is
+  **asymmetric** (its value changes when the two arguments swap). For pairs of equals (STS,
+  word similarity) use the symmetric scorers of :mod:`normscope.similarity.scorers`.
+  ``norm_aware_similarity`` and ``norm_aware_similarity_pairwise`` are the former names (aliases).
 - :class:`NormAwareMTEBModel` and :func:`evaluate_mteb` (MTEB 2.x) live in
   :mod:`normscope.retrieval.mteb_model` and are re-exported here.
 
@@ -21,7 +24,14 @@ from normscope.errors import InputError
 from normscope.retrieval.mteb_model import NormAwareMTEBModel, evaluate_mteb  # re-exported (the MTEB wrapper lives there)
 from normscope.retrieval.scoring import check_param, check_scorer
 
-__all__ = ["norm_aware_similarity", "norm_aware_similarity_pairwise", "NormAwareMTEBModel", "evaluate_mteb"]
+__all__ = [
+    "asymmetric_norm_similarity",
+    "asymmetric_norm_similarity_pairwise",
+    "norm_aware_similarity",
+    "norm_aware_similarity_pairwise",
+    "NormAwareMTEBModel",
+    "evaluate_mteb",
+]
 
 _EPS = 1e-12
 
@@ -59,8 +69,10 @@ def _factor(scorer: str, param: float | None, norms):
     return torch.ones_like(norms)
 
 
-def norm_aware_similarity(scorer: str = "inverse_norm", param: float | None = None) -> Callable:
-    """A ``cos_sim``-compatible similarity ``(a, b) -> Tensor`` of shape (len(a), len(b)).
+def asymmetric_norm_similarity(scorer: str = "inverse_norm", param: float | None = None) -> Callable:
+    """A ``cos_sim``-compatible query-document similarity ``(a, b) -> Tensor`` of shape (len(a), len(b)).
+
+    Asymmetric: the norm factor ``g(||b_j||)`` applies to the second argument (the documents) only.
 
     Parameters
     ----------
@@ -100,10 +112,12 @@ def norm_aware_similarity(scorer: str = "inverse_norm", param: float | None = No
     return similarity
 
 
-def norm_aware_similarity_pairwise(scorer: str = "inverse_norm", param: float | None = None) -> Callable:
+def asymmetric_norm_similarity_pairwise(scorer: str = "inverse_norm", param: float | None = None) -> Callable:
     """Row-wise version ``(a, b) -> Tensor`` of shape (n,): the score of ``(a_i, b_i)``.
 
-    Same parameters and errors as :func:`norm_aware_similarity` (``b`` are the documents).
+    Asymmetric: ``cos(a_i, b_i) g(||b_i||)``, so swapping ``a`` and ``b`` changes the score (``b``
+    are the documents). Same parameters and errors as :func:`asymmetric_norm_similarity`. The
+    symmetric pair scores are :func:`normscope.similarity.scorers.pair_scores`.
     """
     scorer = check_scorer(scorer)
     param = _param(scorer, param)
@@ -122,3 +136,8 @@ def norm_aware_similarity_pairwise(scorer: str = "inverse_norm", param: float | 
 
     pairwise.__name__ = f"{scorer}_similarity_pairwise"
     return pairwise
+
+
+#: Former names of the asymmetric query-document scores (kept so existing code keeps working).
+norm_aware_similarity = asymmetric_norm_similarity
+norm_aware_similarity_pairwise = asymmetric_norm_similarity_pairwise

@@ -18,13 +18,13 @@ CLAIM_SIGNAL = "query_norm"
 
 
 def _scifact_dir(ctx: StageContext) -> Path:
-    data = ctx.data_dir()
-    if data is None:
-        raise StageUnavailable("SciFact needs ../shared/data (or --data DIR / $NORMSCOPE_DATA): not found")
-    d = Path(data) / "scifact"
-    if not d.is_dir():
-        raise StageUnavailable(f"SciFact not found: {d} does not exist")
-    return d
+    from normscope.data import data_path
+    from normscope.errors import DataError
+
+    try:
+        return data_path("scifact")  # --data / shared copy, else fetched; offline: names the fetch command
+    except DataError as exc:
+        raise StageUnavailable(str(exc)) from None
 
 
 def similarity_gain_claim(summary: dict) -> dict:
