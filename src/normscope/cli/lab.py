@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from normscope._io import atomic_path, write_json
+from normscope._io import write_json, write_outputs
 from normscope.cli import app
 from normscope.cli._options import Device, JsonOut, Seed, TableOut
 from normscope.errors import InputError
@@ -89,14 +89,10 @@ def lab(
 
 
 def _write(res, json_path, out) -> list:
-    written = []
-    if json_path is not None:
-        written.append(write_json({**res.to_dict(), "timings": res.timings}, json_path))
-    if out is not None:
-        with atomic_path(out) as tmp:
-            res.items.to_parquet(tmp, index=False)
-        written.append(out)
-    return written
+    """The ``--json`` summary (results, then the ``timings`` block) and the ``-o`` table, as one set (all or none)."""
+    return write_outputs({json_path: lambda p: write_json({**res.to_dict(), "timings": res.timings}, p),
+                          out: lambda p: res.items.to_parquet(p, index=False)},
+                         options={json_path: "--json", out: "-o/--out"})
 
 
 def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed, estimator, snapshots, probe_batches,

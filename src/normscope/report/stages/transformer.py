@@ -77,7 +77,7 @@ def stage_transformer(ctx: StageContext) -> dict:
             res = lab.run_transformer_lab(
                 encoder=encoder, pairs="wordnet", optimizer=opt, steps=s.transformer_steps,
                 probe_items=s.transformer_probe_items, probe_batches=s.transformer_probe_batches, seed=seed,
-                device=ctx.config.device, checkpoint=ck_dir / f"{opt}.ckpt", n_boot=s.n_boot, progress=True)
+                device=ctx.config.device, precision=ctx.config.precision, checkpoint=ck_dir / f"{opt}.ckpt", n_boot=s.n_boot, progress=True)
         except DataError as exc:
             raise StageUnavailable(f"WordNet pairs unavailable: {exc}") from None
         results.append(res)
