@@ -30,7 +30,7 @@ TINY = Sizes(
     n_perm=200,
 )
 #: keys of a command's JSON that measure wall time, not results
-TIMING_KEYS = {"wall_s", "cpu_s", "steps_per_s", "timings_s"}
+TIMING_KEYS = {"wall_s", "cpu_s", "steps_per_s", "timings_s", "timings"}
 
 
 def _scifact():

@@ -1,4 +1,9 @@
-"""``normscope lab``: train a small contrastive model and test Theorem 1 end to end (THEORY.md)."""
+"""``normscope lab``: train a contrastive model and test Theorem 1 end to end (THEORY.md).
+
+``--encoder table|mlp`` trains the small labs of :func:`normscope.lab.run_lab`; ``--encoder
+transformer`` continues training a pretrained encoder (:func:`normscope.lab.run_transformer_lab`).
+The ``--json`` file holds the results, then the run's seconds in a separate ``"timings"`` block.
+"""
 
 from __future__ import annotations
 
@@ -9,95 +14,191 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from normscope._io import atomic_path, write_json
-from normscope.validate import check_output_path
+from normscope._io import write_json, write_outputs
 from normscope.cli import app
+from normscope.cli._options import Device, JsonOut, Seed, TableOut
 from normscope.errors import InputError
+from normscope.validate import check_outputs
 
 
 def _fmt(x, spec=".4g"):
     return "n/a" if x is None else format(x, spec)
 
 
+def _ci(ci) -> str:
+    return "" if not ci or None in ci else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
 @app.command()
 def lab(
-    encoder: Annotated[str, typer.Option("--encoder", help="table (free embeddings, k=1) or mlp (two-tower bias-free ReLU MLP, k=2).")] = "table",
-    data: Annotated[str, typer.Option("--data", help="synthetic (controlled ambiguity) or wordnet (WordNet 3.0 nouns).")] = "synthetic",
+    encoder: Annotated[str, typer.Option("--encoder", help="table (free embeddings, k=1), mlp (two-tower bias-free ReLU MLP, k=2) or transformer (continue training a pretrained encoder).")] = "table",
+    data: Annotated[Optional[str], typer.Option("--data", help="table/mlp: synthetic (controlled ambiguity, default) or wordnet (WordNet 3.0 nouns).")] = None,
     optimizer: Annotated[str, typer.Option("--optimizer", help="sgd, momentum (heavy ball, beta 0.9) or adamw; decay always decoupled.")] = "sgd",
     lr: Annotated[Optional[float], typer.Option("--lr", help="Learning rate eta (default per encoder/optimizer).")] = None,
     weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="Decoupled weight decay lambda.")] = None,
-    steps: Annotated[Optional[int], typer.Option("--steps", min=2, help="Training steps (table 12000, mlp 8000).")] = None,
-    burn_in: Annotated[Optional[int], typer.Option("--burn-in", min=0, help="Steps before the measurement window.")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    estimator: Annotated[Optional[str], typer.Option("--estimator", help="snapshot (default for table) or trajectory (default for mlp).")] = None,
+    steps: Annotated[Optional[int], typer.Option("--steps", min=2, help="Training steps (table 12000, mlp 8000, transformer 1000).")] = None,
+    burn_in: Annotated[Optional[int], typer.Option("--burn-in", min=0, help="Steps before the measurement window (transformer: steps // 2).")] = None,
+    seed: Seed = 0,
+    estimator: Annotated[Optional[str], typer.Option("--estimator", help="table/mlp: snapshot (default for table) or trajectory (default for mlp).")] = None,
     snapshots: Annotated[Optional[int], typer.Option("--snapshots", min=1, help="Snapshot estimator: number of states S.")] = None,
-    probe_batches: Annotated[Optional[int], typer.Option("--probe-batches", min=1, help="Snapshot estimator: virtual batches K per state.")] = None,
-    device: Annotated[str, typer.Option("--device", help="Only cpu (the lab's models are tiny).")] = "cpu",
-    json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the summary as JSON.")] = None,
-    out: Annotated[Optional[Path], typer.Option("-o", "--out", help="Write the per-item table (parquet).")] = None,
-    fig_dir: Annotated[Optional[Path], typer.Option("--fig-dir", help="Write lab_trajectories.png and lab_predicted_vs_observed.png here.")] = None,
+    probe_batches: Annotated[Optional[int], typer.Option("--probe-batches", min=1, help="Virtual batches K: per snapshot state (table/mlp) or of the step-0 probe (transformer, default 32).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="transformer: model name or path (default: the bundled all-MiniLM-L6-v2).")] = None,
+    pairs: Annotated[Optional[str], typer.Option("--pairs", help="transformer: training pairs: wordnet (default), scifact[:split], beir:DIR[:split] or a 2-column .tsv/.csv.")] = None,
+    probe_items: Annotated[Optional[str], typer.Option("--probe-items", help="transformer: N held-out items drawn from the pairs (default 64) or an items file.")] = None,
+    precision: Annotated[Optional[str], typer.Option("--precision", help="transformer: fp32 (default) or bf16 training forward/backward; tracking is always fp32.")] = None,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=2, help="transformer: pairs per step B (default 32).")] = None,
+    tau: Annotated[Optional[float], typer.Option("--tau", help="transformer: InfoNCE temperature (default 0.05).")] = None,
+    decay_mask: Annotated[Optional[str], typer.Option("--decay-mask", help="transformer: all (default) or matrices (no biases, no LayerNorm).")] = None,
+    dropout: Annotated[Optional[bool], typer.Option("--dropout/--no-dropout", help="transformer: train with the model's dropout (default off).")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", min=3, help="transformer: keep pairs whose members have <= this many tokens (default 16).")] = None,
+    checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", help="transformer: checkpoint file; resumed when it exists with the same settings.")] = None,
+    device: Device = "cpu",
+    json_path: JsonOut = None,
+    out: TableOut = None,
+    fig_dir: Annotated[Optional[Path], typer.Option("--fig-dir", help="Write the figures here.")] = None,
 ) -> None:
     """Train a contrastive model, track every item's norm, heat and drift, and compare R with R_eq (E7)."""
+    if encoder not in ("table", "mlp", "transformer"):
+        raise InputError(f"--encoder must be table, mlp or transformer, got {encoder!r}")
+    check_outputs(out=out, json_path=json_path)
+    if fig_dir is not None and not fig_dir.is_dir():
+        raise InputError(f"--fig-dir does not exist: {fig_dir}")
+    given = {"--model": model, "--pairs": pairs, "--probe-items": probe_items, "--precision": precision,
+             "--batch-size": batch_size, "--tau": tau, "--decay-mask": decay_mask, "--dropout": dropout,
+             "--max-tokens": max_tokens, "--checkpoint": checkpoint}
+    if encoder != "transformer":
+        bad = [k for k, v in given.items() if v is not None]
+        if bad:
+            raise InputError(f"{bad[0]} applies to --encoder transformer only")
+        if device != "cpu":
+            raise InputError(f"the table and mlp labs run on cpu only, got --device {device}")
+        return _small_lab(encoder=encoder, data=data or "synthetic", optimizer=optimizer, lr=lr, weight_decay=weight_decay,
+                          steps=steps, burn_in=burn_in, seed=seed, estimator=estimator, snapshots=snapshots,
+                          probe_batches=probe_batches, json_path=json_path, out=out, fig_dir=fig_dir)
+    for name, v in (("--data", data), ("--estimator", estimator), ("--snapshots", snapshots)):
+        if v is not None:
+            raise InputError(f"{name} applies to --encoder table/mlp only (the transformer lab uses the trajectory estimator)")
+    n_items = probe_items if probe_items is not None else "64"
+    items_arg = int(n_items) if n_items.isdigit() else Path(n_items)
+    return _transformer_lab(
+        model=model, pairs=pairs or "wordnet", optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps or 1000,
+        burn_in=burn_in, seed=seed, probe_batches=probe_batches or 32, probe_items=items_arg, precision=precision or "fp32",
+        batch_size=batch_size or 32, tau=tau if tau is not None else 0.05, decay_mask=decay_mask or "all",
+        dropout=bool(dropout), max_tokens=max_tokens if max_tokens is not None else 16, checkpoint=checkpoint,
+        device=device, json_path=json_path, out=out, fig_dir=fig_dir)
+
+
+def _write(res, json_path, out) -> list:
+    """The ``--json`` summary (results, then the ``timings`` block) and the ``-o`` table, as one set (all or none)."""
+    return write_outputs({json_path: lambda p: write_json({**res.to_dict(), "timings": res.timings}, p),
+                          out: lambda p: res.items.to_parquet(p, index=False)},
+                         options={json_path: "--json", out: "-o/--out"})
+
+
+def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed, estimator, snapshots, probe_batches,
+               json_path, out, fig_dir) -> None:
     from normscope.lab import plot_predicted_vs_observed, plot_trajectories, run_lab
 
     console = Console()
     err = Console(stderr=True)
-    if device != "cpu":
-        raise InputError(f"the lab runs on cpu only, got --device {device}")
-    for p in (json_path, out):
-        if p is not None:
-            check_output_path(p)
-    if fig_dir is not None and not fig_dir.is_dir():
-        raise InputError(f"--fig-dir does not exist: {fig_dir}")
     res = run_lab(encoder=encoder, data=data, optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps,
                   burn_in=burn_in, seed=seed, estimator=estimator, snapshots=snapshots, probe_batches=probe_batches,
                   progress=True)
-    s = res.summary
-    title = (f"{s['encoder']} / {s['data']} / {s['optimizer']}: eta={s['lr']:g}, lambda={s['weight_decay']:g}, "
-             f"{s['steps']} steps (window {s['steps'] - s['burn_in']}), estimator {s['estimator']}")
+    title = (f"{res.encoder} / {res.data} / {res.optimizer}: eta={res.lr:g}, lambda={res.weight_decay:g}, "
+             f"{res.steps} steps (window {res.steps - res.burn_in}), estimator {res.estimator}")
     t = Table(title=title)
     for col in ("ambiguity", "n", "R observed", "heat Sigma^2", "drift D~", "R_eq (E7)", "mean |rel|"):
         t.add_column(col, justify="right")
-    for g in s["groups"]:
+    for g in res.groups:
         t.add_row(str(g["ambiguity"]), str(g["n"]), _fmt(g["r_obs"], ".4f"), _fmt(g["heat"], ".3g"),
                   _fmt(g["drift"], ".3g"), _fmt(g["r_eq"], ".4f"), _fmt(g["mean_abs_rel_error"], ".4f"))
     console.print(t)
-    qc = s["q_over_c"]
+    qc = res.q_over_c
     console.print(
-        f"R_eq vs time-RMS R over {s['n_items']} items: mean|rel| {_fmt(s['mean_abs_rel_error'], '.4f')}, "
-        f"median rel {_fmt(s['median_rel_error'], '+.4f')}, max|rel| {_fmt(s['max_abs_rel_error'], '.4f')}, "
-        f"Pearson {_fmt(s['pearson'], '.4f')}, Spearman {_fmt(s['spearman'], '.4f')}"
+        f"R_eq vs time-RMS R over {res.n_items} items: mean|rel| {_fmt(res.mean_abs_rel_error, '.4f')}, "
+        f"median rel {_fmt(res.median_rel_error, '+.4f')}, max|rel| {_fmt(res.max_abs_rel_error, '.4f')}, "
+        f"Pearson {_fmt(res.pearson, '.4f')}, Spearman {_fmt(res.spearman, '.4f')}"
     )
-    console.print(f"balance q/c (E9): mean {_fmt(qc['mean'], '.4f')}, sd {_fmt(qc['sd'], '.4f')} (c = {s['c']:.4g}, {s['c_row']} row)")
-    if "single_snapshot" in s:
-        ss = s["single_snapshot"]
+    console.print(f"balance q/c (E9): mean {_fmt(qc['mean'], '.4f')}, sd {_fmt(qc['sd'], '.4f')} (c = {res.c:.4g}, {res.c_row} row)")
+    if res.single_snapshot is not None:
+        ss = res.single_snapshot
         console.print(f"single snapshot for comparison: mean|rel| {_fmt(ss['mean_abs_rel_error'], '.4f')}, Pearson {_fmt(ss['pearson'], '.4f')}")
-    if s["optimizer"] == "momentum" and "uncorrected" in s:
-        u = s["uncorrected"]
+    if res.optimizer == "momentum" and res.uncorrected is not None:
+        u = res.uncorrected
         console.print(f"without the (E12) momentum correction: mean|rel| {_fmt(u['mean_abs_rel_error'], '.4f')}, "
                       f"median rel {_fmt(u['median_rel_error'], '+.4f')}")
-    g = s["gate"]
+    g = res.gate
     verdict = "passed" if g["passed"] else "not passed"
     console.print(f"THEORY.md 7A gate, defined for SGD (mean|rel| <= {g['mean_abs_rel_error']}, |median| <= {g['abs_median_rel_error']}, "
                   f"Pearson >= {g['pearson']}): [bold]{verdict}[/]")
-    if not s["sgd_formula_expected"]:
+    if not res.sgd_formula_expected:
         console.print("[yellow]note:[/] AdamW: the SGD form of Theorem 1 is NOT expected to hold (THEORY.md 7 C3); "
                       "read these figures as a measurement, not a test of the theorem")
-    elif s["optimizer"] == "momentum" and s["estimator"] == "snapshot":
+    elif res.optimizer == "momentum" and res.estimator == "snapshot":
         console.print("[yellow]note:[/] momentum: the SGD formula is used with the (E12) heat correction "
                       "Sigma^2/(1-beta)^2; the drift correction 1/(1-beta) is untested in THEORY.md")
-    for c in s["caveats"]:
+    for c in res.caveats:
         console.print(f"[yellow]caveat:[/] {c}")
-    console.print(f"wall time {s['wall_s']:.1f} s ({s['steps_per_s']:.0f} training steps/s with tracking)")
-    if json_path is not None:
-        write_json(s, json_path)
-    if out is not None:
-        with atomic_path(out) as tmp:
-            res.items.to_parquet(tmp, index=False)
-    written = [p for p in (json_path, out) if p is not None]
+    tm = res.timings
+    console.print(f"wall time {tm['wall_s']:.1f} s ({tm['steps_per_s']:.0f} training steps/s with tracking)")
+    written = _write(res, json_path, out)
     if fig_dir is not None:
         written.append(plot_trajectories(res, fig_dir / "lab_trajectories.png"))
         written.append(plot_predicted_vs_observed(res, fig_dir / "lab_predicted_vs_observed.png"))
     if written:
         err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
-    err.print(f"done in {s['wall_s']:.1f} s")
+    err.print(f"done in {tm['wall_s']:.1f} s")
+
+
+def _transformer_lab(*, json_path, out, fig_dir, **kw) -> None:
+    from normscope.lab import plot_predicted_vs_final, plot_transformer_trajectories, run_transformer_lab
+
+    console = Console()
+    err = Console(stderr=True)
+    res = run_transformer_lab(**kw, progress=True)
+    t = Table(title=(f"transformer lab: {res.model} | {res.optimizer} eta={res.lr:g} lambda={res.weight_decay:g} | "
+                     f"{res.steps} steps, B={res.batch_size}, tau={res.tau:g}, decay mask {res.decay_mask}, "
+                     f"dropout {'on' if res.dropout else 'off'}, {res.precision}"))
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    lab_ = type(res).label
+    rows = [
+        ("relaxation_steps", _fmt(res.relaxation_steps, ".0f")),
+        ("long_enough", "yes" if res.long_enough else "no"),
+        ("norms stationary over the window (measured: |median q/c_realised - 1| <= 0.25)",
+         "yes" if (res.trajectory or {}).get("stationary") else "no"),
+        ("q_over_c_mean", _fmt(res.q_over_c_mean, ".3f")),
+        ("q_over_c_median", _fmt(res.q_over_c_median, ".3f")),
+        ("fraction_moved_toward_req", _fmt(res.fraction_moved_toward_req, ".3f") + _ci(res.fraction_moved_toward_req_ci)),
+        ("spearman_predicted_vs_final", _fmt(res.spearman_predicted_vs_final, ".3f") + _ci(res.spearman_predicted_vs_final_ci)),
+        ("pearson_final_vs_req_trajectory", _fmt(res.pearson_final_vs_req_trajectory, ".3f")),
+    ]
+    for key, val in rows:
+        t.add_row(lab_(key), val)
+    if res.motion is not None:
+        m = res.motion
+        t.add_row("Spearman \u03c1, norm at step 0 vs final R (persistence baseline)",
+                  _fmt(m["spearman_start_vs_final"], ".3f") + _ci(m["spearman_start_vs_final_ci"]))
+        t.add_row("partial Spearman \u03c1, step-0 R_eq vs final R given R_0 (the per-item test)",
+                  _fmt(m["partial_spearman_predicted_vs_final_given_start"], ".3f")
+                  + _ci(m["partial_spearman_predicted_vs_final_given_start_ci"]))
+        t.add_row("fraction moved toward a common target (median R_eq) (baseline)",
+                  _fmt(m["fraction_moved_toward_common_target"], ".3f") + _ci(m["fraction_moved_toward_common_target_ci"]))
+        t.add_row("median fraction of the predicted distance travelled", _fmt(m["fraction_of_distance"]["median"], ".3f"))
+        t.add_row("probe items with a step-0 prediction", f"{m['n_with_prediction']} of {res.probe_items}")
+    console.print(t)
+    if res.pearson_final_vs_req_trajectory_reason:
+        console.print(f"stationary check not computed: {res.pearson_final_vs_req_trajectory_reason}")
+    for c in res.caveats:
+        console.print(f"[yellow]caveat:[/] {c}")
+    tm = res.timings
+    if tm.get("s_per_step") is not None:
+        console.print(f"{tm['s_per_step']:.3f} s per step with tracking ({tm['steps_run']} steps run here), "
+                      f"step-0 probe {tm['probe0_s']:.1f} s")
+    written = _write(res, json_path, out)
+    if fig_dir is not None and res.norms is not None:
+        written.append(plot_transformer_trajectories(res, fig_dir / f"lab_transformer_{res.optimizer}_trajectories.png"))
+        written.append(plot_predicted_vs_final(res, fig_dir / f"lab_transformer_{res.optimizer}_predicted_vs_final.png"))
+    if written:
+        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
+    err.print(f"done in {tm['wall_s']:.1f} s")

@@ -4,7 +4,8 @@ Every optimizer splits a step into a *direction* ``s_t`` (from the gradient and 
 state) and the update ``theta <- (1 - eta lambda) theta - eta s_t``, i.e.
 ``theta - eta s_t - eta lambda theta`` (THEORY.md assumption A2 for SGD; section 7 C2/C3 for
 momentum and AdamW). Decay applies to every parameter (``theta_D = theta``), so a k-homogeneous
-encoder has ``lambda_rad = k lambda`` exactly (E4).
+encoder has ``lambda_rad = k lambda`` exactly (E4). For a pretrained network the decay acts on a
+stated mask ``theta_D`` (``apply(..., decay=flags)``): unmasked parameters get ``theta - eta s_t``.
 """
 
 from __future__ import annotations
@@ -47,11 +48,32 @@ class DecoupledOptimizer:
         raise NotImplementedError
 
     @torch.no_grad()
-    def apply(self, params: list[torch.Tensor], direction: list[torch.Tensor]) -> None:
-        """``theta <- (1 - eta lambda) theta - eta s`` in place."""
+    def apply(self, params: list[torch.Tensor], direction: list[torch.Tensor], decay: list[bool] | None = None) -> None:
+        """``theta <- (1 - eta lambda) theta - eta s`` in place.
+
+        Parameters
+        ----------
+        params, direction : list of torch.Tensor
+            Same shapes, in the same order.
+        decay : list of bool, optional
+            The decay mask theta_D, one flag per parameter: a parameter with ``False`` gets
+            ``theta - eta s`` (no decay). Default: every parameter is decayed.
+        """
         keep = 1.0 - self.lr * self.weight_decay
-        for p, s in zip(params, direction):
-            p.mul_(keep).add_(s, alpha=-self.lr)
+        flags = [True] * len(params) if decay is None else list(decay)
+        if len(flags) != len(params):
+            raise InputError(f"decay mask has {len(flags)} flags for {len(params)} parameters")
+        for p, s, f in zip(params, direction, flags):
+            if f:
+                p.mul_(keep)
+            p.add_(s, alpha=-self.lr)
+
+    def state_dict(self) -> dict:
+        """The optimizer's state (buffers and counters) for a checkpoint; tensors are not copied."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict`'s output (tensors are used as given)."""
 
     def step(self, params, grads) -> list[torch.Tensor]:
         """One full step; returns the direction used."""
@@ -92,6 +114,12 @@ class Momentum(DecoupledOptimizer):
                 m.mul_(self.beta).add_(g)
         return [m.clone() for m in self._buf]
 
+    def state_dict(self) -> dict:
+        return {"buf": self._buf}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._buf = state.get("buf")
+
 
 class AdamW(DecoupledOptimizer):
     """AdamW (Loshchilov & Hutter 2019) with bias correction: ``s_t = m_hat / (sqrt(v_hat) + eps)``."""
@@ -118,6 +146,12 @@ class AdamW(DecoupledOptimizer):
             v.mul_(self.b2).addcmul_(g, g, value=1 - self.b2)
             out.append((m / c1) / ((v / c2).sqrt() + self.eps))
         return out
+
+    def state_dict(self) -> dict:
+        return {"m": self._m, "v": self._v, "t": self._t}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._m, self._v, self._t = state.get("m"), state.get("v"), int(state.get("t", 0))
 
 
 def make_optimizer(name: str, lr: float, weight_decay: float, **kw) -> DecoupledOptimizer:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +31,7 @@ from normscope.errors import InputError
 from normscope.lab.data import PairData, synthetic_data, wordnet_data
 from normscope.lab.encoders import MLPTwoTower, TableEncoder
 from normscope.lab.optim import DEFAULTS, make_optimizer
+from normscope.lab.result import LabResult
 
 __all__ = ["LabResult", "run_lab", "plot_trajectories", "plot_predicted_vs_observed", "GATE"]
 
@@ -42,26 +42,6 @@ _RUN_DEFAULTS = {
     "table": {"steps": 12000, "burn_in": 4000, "estimator": "snapshot", "snapshots": 32, "probe_batches": 100},
     "mlp": {"steps": 8000, "burn_in": 3000, "estimator": "trajectory", "snapshots": 16, "probe_batches": 50},
 }
-
-
-@dataclass
-class LabResult:
-    """Outcome of :func:`run_lab`.
-
-    Attributes
-    ----------
-    summary : dict
-        JSON-serialisable summary (the CLI's ``--json``).
-    items : pandas.DataFrame
-        One row per item: ``item, name, ambiguity, r_obs, r_final, heat, drift, r_eq, rel_error,
-        q, q_over_c`` (and ``heat_se``, ``drift_se`` over snapshots for the snapshot estimator).
-    trajectories : pandas.DataFrame
-        Long table ``step, ambiguity, r_mean`` (mean norm per ambiguity group over the whole run).
-    """
-
-    summary: dict
-    items: pd.DataFrame
-    trajectories: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _float(x) -> float | None:
@@ -174,6 +154,9 @@ def run_lab(
     Returns
     -------
     LabResult
+        Typed summary fields (``to_dict()`` is the ``--json`` summary) with ``items`` and
+        ``trajectories``; seconds in ``timings`` (``wall_s``, ``cpu_s``, ``steps_per_s``), apart
+        from the results.
 
     Raises
     ------
@@ -198,7 +181,7 @@ def run_lab(
 def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed, estimator, snapshots, probe_batches,
              n_items, n_concepts, dim, tau, batch_size, beta, hidden, input_dim, record_every, track, progress):
     if encoder not in _RUN_DEFAULTS:
-        raise InputError(f"encoder must be 'table' or 'mlp', got {encoder!r}")
+        raise InputError(f"encoder must be 'table' or 'mlp' (a pretrained transformer: run_transformer_lab), got {encoder!r}")
     if optimizer not in DEFAULTS[encoder]:
         raise InputError(f"optimizer must be one of {sorted(DEFAULTS[encoder])}, got {optimizer!r}")
     dflt = _RUN_DEFAULTS[encoder]
@@ -353,13 +336,11 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
         "lambda_rad": k * weight_decay,
         "c": c_used,
         "c_row": c_row,
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "steps_per_s": steps / wall,
     }
+    timings = {"wall_s": wall, "cpu_s": cpu, "steps_per_s": steps / wall}
     if not track:
         summary["caveats"] = ["tracking off: no estimates"]
-        return LabResult(summary=summary, items=pd.DataFrame(), trajectories=pd.DataFrame())
+        return LabResult(**summary, timings=timings)
 
     record(steps, z)
     r_obs = np.sqrt(sum_r2.numpy() / window)
@@ -455,11 +436,11 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
     summary["gate"] = dict(GATE, passed=bool(gate_ok))
     summary["sgd_formula_expected"] = optimizer != "adamw"
     summary["caveats"] = caveats
-    summary["wall_s"] = time.perf_counter() - t0
+    timings["wall_s"] = time.perf_counter() - t0  # training loop plus estimates
     traj = pd.DataFrame(
         [{"step": s, "ambiguity": int(a), "r_mean": v[j]} for s, v in zip(rec_steps, rec_vals) for j, a in enumerate(groups)]
     )
-    return LabResult(summary=summary, items=items, trajectories=traj)
+    return LabResult(**summary, items=items, trajectories=traj, timings=timings)
 
 
 def plot_trajectories(result: LabResult, path) -> Path:
@@ -478,11 +459,10 @@ def plot_trajectories(result: LabResult, path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for a, g in tr.groupby("ambiguity"):
         ax.plot(g["step"], g["r_mean"], label=f"ambiguity {a}")
-    ax.axvline(result.summary["burn_in"], color="grey", ls="--", lw=1, label="window start")
+    ax.axvline(result.burn_in, color="grey", ls="--", lw=1, label="window start")
     ax.set_xlabel("training step")
     ax.set_ylabel("mean embedding norm R")
-    s = result.summary
-    ax.set_title(f"{s['encoder']} / {s['optimizer']}: eta={s['lr']:g}, lambda={s['weight_decay']:g}")
+    ax.set_title(f"{result.encoder} / {result.optimizer}: eta={result.lr:g}, lambda={result.weight_decay:g}")
     # legend outside the axes, right of the curves, so it never covers them
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     return save_figure(fig, path, dpi=120)
@@ -509,10 +489,8 @@ def plot_predicted_vs_observed(result: LabResult, path) -> Path:
     ax.plot([lo, hi], [lo, hi], color="grey", lw=1, ls="--", label="R_eq = R_obs")
     ax.set_xlabel("observed norm R (time-RMS over window)")
     ax.set_ylabel("predicted R_eq (E7)")
-    s = result.summary
-    mar = s.get("mean_abs_rel_error")
-    pr = s.get("pearson")
-    ax.set_title(f"{s['estimator']}: mean|rel| {mar:.3f}, Pearson {pr:.3f}" if mar is not None and pr is not None else s["estimator"])
+    mar, pr = result.mean_abs_rel_error, result.pearson
+    ax.set_title(f"{result.estimator}: mean|rel| {mar:.3f}, Pearson {pr:.3f}" if mar is not None and pr is not None else result.estimator)
     ax.legend(frameon=False, loc="upper left")
     fig.tight_layout()
     return save_figure(fig, path, dpi=120, bbox_inches=None)

@@ -25,11 +25,11 @@ __all__ = [
 ]
 
 #: Stage names, in run order (``--only`` takes a comma-separated subset).
-STAGES: tuple[str, ...] = ("setup", "norms", "probes", "lab", "signals", "similarity", "retrieval")
+STAGES: tuple[str, ...] = ("setup", "norms", "probes", "lab", "transformer", "signals", "similarity", "retrieval")
 
 #: Stages that run the report's model: their cache key holds the model's fingerprint. The training
 #: lab trains its own small encoder and does not depend on ``--model``.
-MODEL_STAGES: tuple[str, ...] = ("setup", "norms", "probes", "signals", "similarity", "retrieval")
+MODEL_STAGES: tuple[str, ...] = ("setup", "norms", "probes", "transformer", "signals", "similarity", "retrieval")
 
 #: Page sections (= top-level keys of summary.json), in page order, with their headings.
 SECTIONS: dict[str, str] = {
@@ -37,6 +37,7 @@ SECTIONS: dict[str, str] = {
     "norm_distribution": "Norm distribution",
     "equilibrium_theory": "Equilibrium theory: predicted vs observed norm",
     "training_lab": "Training-lab check of the theorem",
+    "transformer_lab": "Theorem 1 on a real transformer",
     "semantic_signals": "Semantic signals",
     "similarity": "Norm-aware similarity",
     "retrieval": "Norm-aware retrieval",
@@ -49,6 +50,7 @@ STAGE_SECTIONS: dict[str, tuple[str, ...]] = {
     "norms": ("norm_distribution",),
     "probes": ("equilibrium_theory",),
     "lab": ("training_lab",),
+    "transformer": ("transformer_lab",),
     "signals": ("semantic_signals",),
     "similarity": ("similarity",),
     "retrieval": ("retrieval", "calibration"),
@@ -66,6 +68,9 @@ class Sizes:
         Probes: P probe inputs, K virtual SGD batches of B pairs each.
     lab_steps, lab_snapshots, lab_probe_batches : int or None
         Training lab (free table, SGD): training steps, snapshot states S, virtual batches K per state.
+    transformer_steps, transformer_probe_items, transformer_probe_batches : int
+        Transformer lab (each of SGD, momentum, AdamW): training steps, held-out probe items P,
+        step-0 probe batches K.
     signal_items : int or None
         Semantic signals: items per signal (None: ``normscope correlate``'s defaults: frequency 5,000,
         specificity 2,000, concreteness 5,000, uncertainty all 3,113 ChaosNLI pairs).
@@ -83,6 +88,9 @@ class Sizes:
     lab_steps: int | None = None
     lab_snapshots: int | None = None
     lab_probe_batches: int | None = None
+    transformer_steps: int = 1000
+    transformer_probe_items: int = 64
+    transformer_probe_batches: int = 32
     signal_items: int | None = None
     retrieval_docs: int | None = None
     retrieval_queries: int | None = None
@@ -102,6 +110,9 @@ SIZE_STAGES: dict[str, tuple[str, ...]] = {
     "lab_steps": ("lab",),
     "lab_snapshots": ("lab",),
     "lab_probe_batches": ("lab",),
+    "transformer_steps": ("transformer",),
+    "transformer_probe_items": ("transformer",),
+    "transformer_probe_batches": ("transformer",),
     "signal_items": ("signals",),
     "retrieval_docs": ("retrieval",),
     "retrieval_queries": ("retrieval",),
@@ -197,6 +208,9 @@ QUICK = Sizes(
     lab_steps=None,
     lab_snapshots=None,
     lab_probe_batches=None,
+    transformer_steps=8,
+    transformer_probe_items=16,
+    transformer_probe_batches=4,
     signal_items=800,
     retrieval_docs=600,
     retrieval_queries=100,

@@ -94,7 +94,7 @@ def stage_settings(stage: str, config: ReportConfig, fingerprint=None) -> dict:
     if stage in MODEL_STAGES:
         base["model"] = (fingerprint.to_dict() if fingerprint is not None
                          else {"name": config.model, "precision": config.precision})
-    if stage in ("signals", "similarity", "retrieval", "probes", "lab", "setup"):
+    if stage in ("signals", "similarity", "retrieval", "probes", "lab", "transformer", "setup"):
         from normscope.datasets import shared_data_dir
 
         d = config.data if config.data is not None else shared_data_dir()
@@ -109,6 +109,9 @@ def stage_settings(stage: str, config: ReportConfig, fingerprint=None) -> dict:
         base.update(items=s.probe_items, batches=s.probe_batches, batch_size=s.probe_batch_size, n_boot=s.n_boot)
     elif stage == "lab":
         base.update(steps=s.lab_steps, snapshots=s.lab_snapshots, probe_batches=s.lab_probe_batches)
+    elif stage == "transformer":
+        base.update(steps=s.transformer_steps, probe_items=s.transformer_probe_items,
+                    probe_batches=s.transformer_probe_batches, n_boot=s.n_boot, device=config.device)
     elif stage == "signals":
         base.update(items=s.signal_items, n_boot=s.n_boot, n_perm=s.n_perm, signals=list(config.signals))
     elif stage == "similarity":

@@ -31,6 +31,7 @@ from normscope.report.stages.retrieval import stage_retrieval
 from normscope.report.stages.setup import stage_setup
 from normscope.report.stages.signals import stage_signals
 from normscope.report.stages.similarity import stage_similarity
+from normscope.report.stages.transformer import stage_transformer
 
 __all__ = ["STAGE_FUNCS"]
 
@@ -39,6 +40,7 @@ STAGE_FUNCS: dict[str, Callable[[StageContext], dict]] = {
     "norms": stage_norms,
     "probes": stage_probes,
     "lab": stage_lab,
+    "transformer": stage_transformer,
     "signals": stage_signals,
     "similarity": stage_similarity,
     "retrieval": stage_retrieval,

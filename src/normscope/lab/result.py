@@ -1,0 +1,179 @@
+"""Typed results of the lab: :class:`LabResult` (free table / MLP) and :class:`TransformerLabResult`.
+
+Both derive from :class:`normscope.results.StageResult`: summary numbers are dataclass fields
+with display labels, ``to_dict()`` is exactly the ``--json`` summary (strict JSON), and run
+timings live in a separate ``timings`` attribute, never among the results, so the results of
+two runs with the same seed compare byte for byte (the CLI writes timings as a separate
+``"timings"`` block after them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from normscope.results import StageResult, summary_field
+
+__all__ = ["LabResult", "TransformerLabResult"]
+
+
+def _f(label: str, unit: str = "", default: Any = None):
+    return summary_field(label, unit=unit, default=default)
+
+
+@dataclasses.dataclass
+class LabResult(StageResult):
+    """Outcome of :func:`normscope.lab.run_lab` for the free table and the MLP (THEORY.md 7A/7B).
+
+    Summary fields are those of the lab's ``--json`` (documented in docs/lab.md); optional ones
+    (``snapshots``, ``probe_batches``, ``single_snapshot``, ``uncorrected``, ``e5_max_rel_residual``)
+    are left out of :meth:`to_dict` when they do not apply (None).
+
+    Attributes
+    ----------
+    items : pandas.DataFrame
+        One row per item: ``item, name, ambiguity, r_obs, r_final, heat, drift, r_eq, rel_error,
+        q, q_over_c`` (and ``heat_se``, ``drift_se`` for the snapshot estimator).
+    trajectories : pandas.DataFrame
+        Long table ``step, ambiguity, r_mean`` (mean norm per ambiguity group over the whole run).
+    timings : dict
+        ``wall_s``, ``cpu_s``, ``steps_per_s`` (not part of the results).
+    """
+
+    NOT_IN_JSON: ClassVar[tuple[str, ...]] = ("items", "trajectories", "timings")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("snapshots", "probe_batches", "single_snapshot", "uncorrected",
+                                           "e5_max_rel_residual")
+
+    encoder: str = _f("encoder")
+    data: str = _f("data")
+    optimizer: str = _f("optimizer")
+    lr: float = _f("learning rate \u03b7")
+    weight_decay: float = _f("weight decay \u03bb")
+    beta: float | None = _f("momentum \u03b2")
+    steps: int = _f("steps", "steps")
+    burn_in: int = _f("burn-in", "steps")
+    seed: int = _f("seed")
+    estimator: str | None = _f("estimator")
+    n_items: int = _f("items", "items")
+    dim: int = _f("dimension d")
+    tau: float = _f("temperature \u03c4")
+    batch_size: int = _f("batch size B")
+    k: int = _f("homogeneity degree k")
+    lambda_rad: float = _f("radial decay rate \u03bb_rad (E4)")
+    c: float = _f("decay per step c")
+    c_row: str = _f("row of the section-4 table for c")
+    snapshots: int | None = _f("snapshot states S")
+    probe_batches: int | None = _f("virtual batches K per state")
+    single_snapshot: dict | None = _f("agreement from a single snapshot")
+    uncorrected: dict | None = _f("agreement without the (E12) momentum correction")
+    e5_max_rel_residual: float | None = _f("largest per-step (E5) residual (relative)")
+    mean_abs_rel_error: float | None = _f("mean |relative error| of R_eq")
+    median_rel_error: float | None = _f("median signed relative error")
+    max_abs_rel_error: float | None = _f("max |relative error|")
+    pearson: float | None = _f("Pearson r, R_eq vs observed R")
+    spearman: float | None = _f("Spearman \u03c1, R_eq vs observed R")
+    q_over_c: dict | None = _f("q/c (E9; 1 = balance)")
+    corr_r_heat: float | None = _f("Pearson r(R, heat)")
+    corr_r_drift: float | None = _f("Pearson r(R, drift)")
+    spearman_r_ambiguity: float | None = _f("Spearman \u03c1(R, ambiguity)")
+    groups: list | None = _f("per ambiguity group")
+    gate: dict | None = _f("THEORY.md 7A gate")
+    sgd_formula_expected: bool | None = _f("SGD formula expected to hold")
+    caveats: list = summary_field("caveats", default_factory=list)
+    items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    trajectories: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    timings: dict = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        for k in self.OPTIONAL:
+            if out.get(k) is None:
+                out.pop(k, None)
+        if self.estimator is None:  # tracking off: the summary has no estimates
+            for k in ("mean_abs_rel_error", "median_rel_error", "max_abs_rel_error", "pearson", "spearman", "q_over_c",
+                      "corr_r_heat", "corr_r_drift", "spearman_r_ambiguity", "groups", "gate", "sgd_formula_expected"):
+                out.pop(k, None)
+        return out
+
+    @property
+    def summary(self) -> dict:
+        """``to_dict()`` (the results, without timings); kept for callers of the earlier dict API."""
+        return self.to_dict()
+
+
+@dataclasses.dataclass
+class TransformerLabResult(StageResult):
+    """Outcome of :func:`normscope.lab.run_transformer_lab` (``normscope lab --encoder transformer``).
+
+    Attributes
+    ----------
+    items : pandas.DataFrame
+        One row per probe item, in the order given: ``id, text, r0, r_final, r_window, r_eq0,
+        r_eq0_flag, lambda_rad0, heat0, drift0, predicted_change, moved, toward,
+        fraction_of_distance, drift, heat, q, lambda_rad, c, q_over_c, c_realised,
+        q_over_c_realised, heat_share, drift_share, r_eq_trajectory`` (see docs/lab.md).
+    norms : ndarray of shape (T + 1, P)
+        ``R_t`` of every probe item at every step (float64).
+    record : TrajectoryRecord or None
+        The raw per-step record.
+    timings : dict
+        Seconds (``wall_s``, ``cpu_s``, ``train_s``, ``track_s``, ``probe0_s``, ``checkpoint_s``,
+        ``s_per_step``, ``train_s_per_step``, ``steps_run``); not part of the results.
+    """
+
+    NOT_IN_JSON: ClassVar[tuple[str, ...]] = ("items", "norms", "record", "timings")
+
+    encoder: str = _f("encoder", default="transformer")
+    model: str = _f("model")
+    optimizer: str = _f("optimizer")
+    lr: float = _f("learning rate \u03b7")
+    weight_decay: float = _f("weight decay \u03bb")
+    steps: int = _f("training steps", "steps")
+    relaxation_steps: float | None = _f("relaxation time 1/(2\u03b7\u03bb_rad), median probe item at step 0", "steps")
+    q_over_c_mean: float | None = _f("mean q/c over the window (E9; 1 = balance)")
+    q_over_c_median: float | None = _f("median q/c over the window")
+    spearman_predicted_vs_final: float | None = _f("Spearman \u03c1, step-0 R_eq vs final R")
+    spearman_predicted_vs_final_ci: list | None = _f("95% CI (bootstrap over probe items)")
+    fraction_moved_toward_req: float | None = _f("fraction of probe items whose norm moved toward R_eq")
+    fraction_moved_toward_req_ci: list | None = _f("95% Wilson interval (probe items as independent trials)")
+    pearson_final_vs_req_trajectory: float | None = _f("Pearson r, final R vs R_eq of the window (stationary check)")
+    pearson_final_vs_req_trajectory_reason: str | None = _f("why the stationary check is not computed")
+    estimator: str = _f("estimator", default="trajectory")
+    precision: str = _f("training precision")
+    long_enough: bool | None = _f("window starts after one relaxation time (time criterion)")
+    burn_in: int | None = _f("window start (burn-in)", "steps")
+    beta: float | None = _f("momentum \u03b2")
+    batch_size: int | None = _f("batch size B", "pairs")
+    tau: float | None = _f("temperature \u03c4")
+    decay_mask: str | None = _f("decay mask \u03b8_D")
+    n_decayed: int | None = _f("decayed parameter tensors")
+    n_params: int | None = _f("trainable parameter tensors")
+    dropout: bool | None = _f("dropout during training")
+    pairs: str | None = _f("training pairs")
+    n_pairs: int | None = _f("training pairs after the filters", "pairs")
+    n_source_pairs: int | None = _f("pairs in the source", "pairs")
+    n_long_pairs: int | None = _f("pairs dropped as longer than max_tokens", "pairs")
+    n_held_out_pairs: int | None = _f("pairs dropped because a member is a probe item", "pairs")
+    max_tokens: int | None = _f("max tokens per pair member")
+    probe_items: int | None = _f("probe items P", "items")
+    probe_set: str | None = _f("how the probe items were chosen")
+    probe_batches: int | None = _f("step-0 probe batches K")
+    seed: int | None = _f("seed")
+    device: str | None = _f("device")
+    motion: dict | None = _f("how the norms moved (details)")
+    trajectory: dict | None = _f("trajectory estimator (details)")
+    step0: dict | None = _f("step-0 probe (details)")
+    loss: dict | None = _f("training loss")
+    caveats: list = summary_field("caveats", default_factory=list)
+    items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    norms: np.ndarray | None = None
+    record: Any = None
+    timings: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def summary(self) -> dict:
+        """``to_dict()`` (the results, without timings)."""
+        return self.to_dict()

@@ -1,0 +1,512 @@
+"""Theorem 1 on a real transformer: continued contrastive training of a pretrained encoder.
+
+:func:`run_transformer_lab` (``normscope lab --encoder transformer``) continues training a
+pretrained text encoder (the bundled all-MiniLM-L6-v2 by default) with symmetric InfoNCE (E10) on
+real pairs, with exactly decoupled weight decay on a stated mask (:mod:`normscope.lab.optim`:
+SGD, heavy-ball momentum or AdamW), and
+
+1. **predicts at step 0** each probe item's R_eq with the section-6 probe
+   (:func:`normscope.probes.probe_moments` and :func:`~normscope.probes.summarize_probe`) at the
+   run's own eta, lambda, B, tau and decay mask: (E8), lambda_rad (E4), (E7); for momentum with
+   the (E12) correction;
+2. **tracks** the fixed, held-out probe set at every step by forward passes without gradients:
+   ``R_t`` and the realised decay-free step ``Delta_t = f(theta_t - eta s_t) - z_t`` plus the
+   decay's exact radial effect (:class:`~normscope.lab.trajectory.TrajectoryRecord`), and lambda_rad
+   (E4) every ``lambda_every`` steps;
+3. **analyses** the record (:mod:`normscope.lab.analysis`): the trajectory estimator (E6, E9, E7)
+   with per-item q/c, how the norms moved relative to the step-0 R_eq, and the relaxation time
+   ``1/(2 eta lambda_rad)``.
+
+Long runs are resumable: a checkpoint (parameters, optimizer state, the record) is written
+atomically every ``checkpoint_every`` steps and a rerun with the same settings continues from it
+(a larger ``steps`` extends a finished run).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from normscope.errors import InputError, ModelError
+from normscope.lab.checkpoint import load_checkpoint, save_checkpoint, settings_key
+from normscope.lab.optim import make_optimizer
+from normscope.lab.trajectory import TrajectoryRecord
+from normscope.validate import check_choice, check_int, check_output_path, check_positive, check_range
+
+__all__ = ["run_transformer_lab", "TRANSFORMER_DEFAULTS"]
+
+#: default (lr, weight_decay) per optimizer for the transformer lab: eta * lambda = 1e-3 for each, so the
+#: conservative relaxation time 1/(2 eta lambda_rad) is about 500 steps when lambda_rad ~ lambda. SGD at
+#: eta = 1e-3 moves a MiniLM probe item by about 1.4 % of its norm per step (measured by the step-0 probe);
+#: momentum's eta/(1 - beta) and AdamW's MiniLM training lr (2e-5) keep the same c = eta lambda.
+TRANSFORMER_DEFAULTS = {"sgd": (1e-3, 1.0), "momentum": (1e-4, 10.0), "adamw": (2e-5, 50.0)}
+
+
+def _step_seed(seed: int, step: int) -> int:
+    return int(np.random.SeedSequence([int(seed), 1, int(step)]).generate_state(1)[0])
+
+
+def _to_device(obj, device):
+    """``obj`` (nested dicts/lists of tensors) with every tensor moved to ``device`` (a checkpoint loads on cpu)."""
+    if hasattr(obj, "to") and hasattr(obj, "device"):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: _to_device(v, device) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_device(v, device) for v in obj)
+    return obj
+
+
+def _validate(*, optimizer, lr, weight_decay, steps, burn_in, batch_size, tau, beta, decay_mask, probe_items,
+              probe_batches, max_tokens, precision, checkpoint, checkpoint_every, lambda_every):
+    check_choice("optimizer", optimizer, ("sgd", "momentum", "adamw"))
+    check_choice("precision", precision, ("fp32", "bf16"))
+    if not callable(decay_mask):
+        check_choice("decay mask", decay_mask, ("all", "matrices"))
+    check_positive("lr", lr)
+    check_positive("weight_decay", weight_decay, allow_zero=True)
+    if lr * weight_decay >= 1:
+        raise InputError(f"lr * weight_decay must be < 1, got {lr * weight_decay:g}")
+    check_int("steps", steps, minimum=2)
+    check_int("burn_in", burn_in, minimum=0, maximum=steps - 1)
+    check_int("batch_size", batch_size, minimum=2)
+    check_positive("tau", tau)
+    check_range("beta", beta, 0.0, 1.0 - 1e-12)
+    check_int("probe_batches", probe_batches, minimum=2)
+    check_int("checkpoint_every", checkpoint_every, minimum=1)
+    check_int("lambda_every", lambda_every, minimum=1)
+    if max_tokens is not None:
+        check_int("max_tokens", max_tokens, minimum=3)
+    if isinstance(probe_items, (int, np.integer)) and not isinstance(probe_items, bool):
+        check_int("probe_items", probe_items, minimum=3)
+    elif not Path(probe_items).exists():
+        raise InputError(f"--probe-items file does not exist: {probe_items}")
+    if checkpoint is not None:
+        check_output_path(checkpoint, "--checkpoint")
+
+
+class _Tracker:
+    """No-grad forwards of the probe items at given parameters (all items in one padded batch)."""
+
+    def __init__(self, adapter, texts):
+        import torch
+
+        self.adapter = adapter
+        self.feats = adapter.features(texts, np.arange(len(texts)), "query")
+        self._torch = torch
+
+    def z(self, params) -> object:
+        with self._torch.no_grad():
+            return self.adapter.embed(params, self.feats, "query").double()
+
+    def lambda_per_lambda(self, params, mask) -> np.ndarray:
+        """``<z, J_x theta_D> / R^2`` (E4, lambda_rad per unit lambda): one JVP along theta_D."""
+        from torch.func import jvp
+
+        torch = self._torch
+        tangent = {n: (v if mask[n] else torch.zeros_like(v)) for n, v in params.items()}
+        z, jd = jvp(lambda p: self.adapter.embed(p, self.feats, "query"), (params,), (tangent,))
+        z, jd = z.detach().double(), jd.detach().double()
+        return ((z * jd).sum(1) / (z * z).sum(1)).cpu().numpy()
+
+
+def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_decay, steps, batch_size, tau, beta,
+                  decay_flags, dropout, precision, seed, lambda_every, track, checkpoint, checkpoint_every,
+                  settings, extra_state, progress):
+    """The training loop with per-step tracking (see the module docstring); returns ``(record, state, timings)``.
+
+    ``record`` is a :class:`TrajectoryRecord` (None with ``track=False``); ``state`` is
+    ``extra_state`` as stored in the checkpoint (the step-0 probe); timings in seconds.
+    """
+    import torch
+
+    from normscope.pairs import sample_pair_batches
+    from normscope.probes import symmetric_info_nce
+
+    module = enc.module
+    params = [p for _n, p in module.named_parameters() if p.requires_grad]
+    theta = adapter.parameters()  # detached views of the same storage, keys "inner.<name>"
+    keys = list(theta)
+    if len(keys) != len(params):
+        raise ModelError("the encoder's trainable parameters and the adapter's do not match")
+    mask = dict(zip(keys, decay_flags))
+    opt = make_optimizer(optimizer, lr, weight_decay, **({"beta": beta} if optimizer == "momentum" else {}))
+    tracker = _Tracker(adapter, probe_texts) if track else None
+    p_items = len(probe_texts)
+    rec = {"r2": np.zeros((steps + 1, p_items)), "zd": np.zeros((steps, p_items)), "dd": np.zeros((steps, p_items)),
+           "dec": np.zeros((steps, p_items)), "loss": np.zeros(steps), "batches": np.zeros((steps, batch_size), np.int64),
+           "lam_steps": [], "lam": []}
+    start = 0
+    ck = load_checkpoint(checkpoint, settings) if checkpoint is not None else None
+    if ck is not None:
+        start = min(int(ck["step"]), steps)
+        with torch.no_grad():
+            for p, v in zip(params, ck["params"]):
+                p.copy_(v)
+        opt.load_state_dict(_to_device(ck["opt"], params[0].device))
+        old = ck["record"]
+        for k in ("r2", "zd", "dd", "dec", "loss", "batches"):
+            n_keep = start + 1 if k == "r2" else start
+            rec[k][:n_keep] = old[k][:n_keep]
+        # E4 measurements on the regular schedule (a finished shorter run also measured at its last step,
+        # which an extended run would not have: dropped, so an extended run equals an uninterrupted one)
+        keep = [i for i, s in enumerate(old["lam_steps"])
+                if s <= start and (s % lambda_every == 0 or (s == start == steps))]
+        rec["lam_steps"] = [old["lam_steps"][i] for i in keep]
+        rec["lam"] = [old["lam"][i] for i in keep]
+        extra_state = ck["extra"]
+    elif callable(extra_state):
+        extra_state = extra_state()
+    timings = {"train_s": 0.0, "track_s": 0.0, "train_cpu_s": 0.0, "track_cpu_s": 0.0, "checkpoint_s": 0.0,
+               "steps_run": steps - start}
+    clock = time.perf_counter
+    cpu = time.process_time
+
+    def add(kind, w0, c0):
+        timings[f"{kind}_s"] += clock() - w0
+        timings[f"{kind}_cpu_s"] += cpu() - c0
+
+    def save(step):
+        t0 = time.perf_counter()
+        save_checkpoint(checkpoint, {
+            "settings": settings, "key": settings_key(settings), "step": step, "params": [p.detach().cpu() for p in params],
+            "opt": opt.state_dict(), "extra": extra_state,
+            "record": {**{k: v[: step + 1] if k == "r2" else v[:step] for k, v in rec.items() if k not in ("lam_steps", "lam")},
+                       "lam_steps": list(rec["lam_steps"]), "lam": list(rec["lam"])},
+        })
+        timings["checkpoint_s"] += time.perf_counter() - t0
+
+    bar = None
+    if progress and start < steps:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        bar = Progress(TextColumn("lab transformer/" + optimizer), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
+                       TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TimeRemainingColumn(), transient=True,
+                       console=Console(stderr=True))
+        bar.start()
+        task = bar.add_task("train", total=steps, completed=start, loss="")
+    autocast = (torch.autocast(device_type=torch.device(enc.device).type, dtype=torch.bfloat16)
+                if precision == "bf16" else None)
+    buf = {k: torch.empty_like(v) for k, v in theta.items()} if track else None
+    n_pairs = len(pairs.left)
+    try:
+        z = None
+        if track:
+            t0, c0 = clock(), cpu()
+            z = tracker.z(theta)
+            if start == 0:
+                rec["r2"][0] = (z * z).sum(1).cpu().numpy()
+            if not rec["lam_steps"]:
+                rec["lam_steps"].append(0)
+                rec["lam"].append(extra_state["lam0"])
+            add("track", t0, c0)
+        for t in range(start, steps):
+            t0, c0 = clock(), cpu()
+            s_seed = _step_seed(seed, t)
+            bidx = sample_pair_batches(n_pairs, batch_size, 1, s_seed)[0]
+            rec["batches"][t] = bidx
+            torch.manual_seed(s_seed)  # dropout masks: deterministic per step, so a resumed run is identical
+            module.train(bool(dropout))
+            fl = enc.tokenize([pairs.left[i] for i in bidx])
+            fr = enc.tokenize([pairs.right[i] for i in bidx])
+            if autocast is not None:
+                with autocast:
+                    zq, zdoc = enc.forward(fl), enc.forward(fr)
+            else:
+                zq, zdoc = enc.forward(fl), enc.forward(fr)
+            loss = symmetric_info_nce(zq.float(), zdoc.float(), tau)
+            grads = torch.autograd.grad(loss, params, allow_unused=True)
+            module.eval()
+            grads = [g.detach() if g is not None else torch.zeros_like(p) for g, p in zip(grads, params)]
+            rec["loss"][t] = float(loss.detach())
+            direction = opt.direction(grads)
+            add("train", t0, c0)
+            if track:
+                t0, c0 = clock(), cpu()
+                with torch.no_grad():
+                    for k, s in zip(keys, direction):
+                        torch.add(theta[k], s, alpha=-lr, out=buf[k])
+                z_free = tracker.z(buf)  # decay-free step: f(theta_t - eta s_t)
+                add("track", t0, c0)
+            t0, c0 = clock(), cpu()
+            opt.apply(params, direction, decay=decay_flags)
+            add("train", t0, c0)
+            if track:
+                t0, c0 = clock(), cpu()
+                z_new = tracker.z(theta)
+                delta = z_free - z
+                r2_new = (z_new * z_new).sum(1)
+                rec["zd"][t] = (z * delta).sum(1).cpu().numpy()
+                rec["dd"][t] = (delta * delta).sum(1).cpu().numpy()
+                rec["dec"][t] = (r2_new - (z_free * z_free).sum(1)).cpu().numpy()
+                rec["r2"][t + 1] = r2_new.cpu().numpy()
+                z = z_new
+                if (t + 1) % lambda_every == 0 or t + 1 == steps:
+                    rec["lam_steps"].append(t + 1)
+                    rec["lam"].append(tracker.lambda_per_lambda(theta, mask))
+                add("track", t0, c0)
+            if not math.isfinite(rec["loss"][t]):
+                raise InputError(f"training diverged at step {t} (loss {rec['loss'][t]}); lower --lr")
+            if checkpoint is not None and ((t + 1) % checkpoint_every == 0 or t + 1 == steps):
+                save(t + 1)
+            if bar is not None:
+                bar.update(task, completed=t + 1, loss=f"{rec['loss'][t]:.3f}")
+    finally:
+        if bar is not None:
+            bar.stop()
+    record = None
+    if track:
+        record = TrajectoryRecord(rec["r2"], rec["zd"], rec["dd"], rec["dec"], rec["loss"],
+                                  np.asarray(rec["lam_steps"], dtype=np.int64), np.stack(rec["lam"]), rec["batches"])
+    return record, extra_state, timings
+
+
+def run_transformer_lab(
+    *,
+    model: str | None = None,
+    encoder=None,
+    pairs="wordnet",
+    optimizer: str = "sgd",
+    lr: float | None = None,
+    weight_decay: float | None = None,
+    steps: int = 1000,
+    burn_in: int | None = None,
+    batch_size: int = 32,
+    tau: float = 0.05,
+    beta: float = 0.9,
+    decay_mask="all",
+    dropout: bool = False,
+    probe_items=64,
+    probe_batches: int = 32,
+    max_tokens: int | None = 16,
+    precision: str = "fp32",
+    device: str = "cpu",
+    seed: int = 0,
+    checkpoint: str | Path | None = None,
+    checkpoint_every: int = 100,
+    lambda_every: int = 50,
+    track: bool = True,
+    progress: bool = False,
+    num_threads: int | None = 1,
+    n_boot: int = 2000,
+):
+    """Continue contrastive training of a pretrained encoder and test Theorem 1 along the run.
+
+    Parameters
+    ----------
+    model : str, optional, keyword-only
+        Model name or path for :func:`normscope.load_encoder` (default: the bundled
+        all-MiniLM-L6-v2); a private copy is loaded (``fresh=True``).
+    encoder : TorchEncoder, optional, keyword-only
+        Instead of ``model``: an encoder object, deep-copied before training (never changed).
+    pairs : str or PairSource, keyword-only
+        ``wordnet`` (WordNet 3.0 noun (term, gloss) pairs), ``beir:DIR``, ``scifact`` or a two-column
+        file (:func:`normscope.pairs.load_pairs`).
+    optimizer : {"sgd", "momentum", "adamw"}, keyword-only
+        Exactly decoupled decay in each (:mod:`normscope.lab.optim`); momentum is heavy ball with ``beta``.
+    lr, weight_decay : float, optional, keyword-only
+        eta and lambda; defaults :data:`TRANSFORMER_DEFAULTS` (eta * lambda = 1e-3).
+    steps : int, keyword-only
+        Training steps T (>= 2).
+    burn_in : int, optional, keyword-only
+        First step of the trajectory estimator's window (default ``steps // 2``).
+    batch_size, tau : keyword-only
+        B pairs per step (default 32) and the InfoNCE temperature (default 0.05, MiniLM's own).
+    beta : float, keyword-only
+        Momentum coefficient (momentum only).
+    decay_mask : {"all", "matrices"} or callable, keyword-only
+        theta_D (:func:`normscope.probes.decay_mask_for`). Default ``"all"``: with the usual
+        ``"matrices"`` mask the final LayerNorm is undecayed and lambda_rad is near 0 or negative
+        for many inputs (THEORY.md section 9), so decay exerts no restoring force on the norm.
+    dropout : bool, keyword-only
+        Train with the model's dropout on (default off, as the probe's steps). Tracking and the
+        probe always run without dropout.
+    probe_items : int or path, keyword-only
+        N held-out items drawn from the pairs (default 64) or an items file
+        (:mod:`normscope.lab.transformer_data`).
+    probe_batches : int, keyword-only
+        K virtual batches of the step-0 probe (>= 2).
+    max_tokens : int or None, keyword-only
+        Keep only pairs whose members have at most this many tokens (default 16; None: all).
+    precision : {"fp32", "bf16"}, keyword-only
+        Training forward/backward precision (bf16: autocast; parameters and updates stay fp32).
+        The step-0 probe and the tracking forwards are always fp32 (a bf16 forward cannot resolve
+        a step of relative size 1e-3).
+    device : str, keyword-only
+    seed : int, keyword-only
+        Seeds the probe draw, the step-0 probe batches, each step's batch and dropout masks.
+    checkpoint : path, optional, keyword-only
+        Checkpoint file (resumed when it exists and the settings match).
+    checkpoint_every, lambda_every : int, keyword-only
+        Steps between checkpoints and between lambda_rad (E4) measurements.
+    track : bool, keyword-only
+        False trains without tracking or prediction (the speed benchmark's baseline).
+    progress : bool, keyword-only
+    num_threads : int or None, keyword-only
+        torch intra-op threads during the run (restored after); None leaves torch's setting.
+    n_boot : int, keyword-only
+        Bootstrap resamples (probe items) of the correlation CIs.
+
+    Returns
+    -------
+    TransformerLabResult
+        Summary fields, per-item table and the record (see :mod:`normscope.lab.result`).
+
+    Raises
+    ------
+    InputError
+        Bad choices or ranges (checked before any work), a checkpoint of other settings,
+        too few pairs, or a diverging run.
+    ModelError
+        A model that is not a differentiable torch encoder, or without forward-mode AD.
+    DataError
+        Pair source not readable.
+    """
+    import torch
+
+    from normscope.lab.analysis import analyse_transformer_run
+
+    d_lr, d_wd = TRANSFORMER_DEFAULTS.get(optimizer, (None, None))
+    lr = d_lr if lr is None else lr
+    weight_decay = d_wd if weight_decay is None else weight_decay
+    if lr is None:
+        check_choice("optimizer", optimizer, ("sgd", "momentum", "adamw"))
+    burn_in = steps // 2 if burn_in is None and isinstance(steps, int) else burn_in
+    _validate(optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps, burn_in=burn_in,
+              batch_size=batch_size, tau=tau, beta=beta, decay_mask=decay_mask, probe_items=probe_items,
+              probe_batches=probe_batches, max_tokens=max_tokens, precision=precision, checkpoint=checkpoint,
+              checkpoint_every=checkpoint_every, lambda_every=lambda_every)
+    from normscope.encoders import check_device
+
+    check_device(device)
+    old_threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(int(num_threads))
+    t_start = time.perf_counter()
+    cpu_start = time.process_time()
+    try:
+        return _run(model=model, encoder=encoder, pairs=pairs, optimizer=optimizer, lr=float(lr),
+                    weight_decay=float(weight_decay), steps=int(steps), burn_in=int(burn_in), batch_size=int(batch_size),
+                    tau=float(tau), beta=float(beta), decay_mask=decay_mask, dropout=bool(dropout),
+                    probe_items=probe_items, probe_batches=int(probe_batches), max_tokens=max_tokens,
+                    precision=precision, device=device, seed=int(seed), checkpoint=checkpoint,
+                    checkpoint_every=int(checkpoint_every), lambda_every=int(lambda_every), track=track,
+                    progress=progress, n_boot=int(n_boot), t_start=t_start, cpu_start=cpu_start,
+                    analyse=analyse_transformer_run)
+    finally:
+        torch.set_num_threads(old_threads)
+
+
+def _load(model, encoder, device):
+    from normscope.encoders import load_encoder
+    from normscope.encoders.base import TorchEncoder
+
+    if encoder is not None:
+        if not isinstance(encoder, TorchEncoder):
+            raise ModelError(f"the transformer lab needs a differentiable torch encoder, got {type(encoder).__name__}")
+        enc = copy.deepcopy(encoder)  # never train the caller's (possibly shared) model
+        if str(enc.device) != str(device):
+            enc.module.to(device)
+            enc.device = device
+        return enc
+    from normscope.encoders import DEFAULT_MODEL
+
+    enc = load_encoder(model or DEFAULT_MODEL, device=device, fresh=True)
+    if not isinstance(enc, TorchEncoder):
+        raise ModelError(f"model {model!r} is not a differentiable torch encoder (precomputed vectors cannot be trained)")
+    return enc
+
+
+def _run(*, model, encoder, pairs, optimizer, lr, weight_decay, steps, burn_in, batch_size, tau, beta, decay_mask,
+         dropout, probe_items, probe_batches, max_tokens, precision, device, seed, checkpoint, checkpoint_every,
+         lambda_every, track, progress, n_boot, t_start, cpu_start, analyse):
+    from normscope.lab.transformer_data import prepare_pairs_and_probes
+    from normscope.probes import TextEncoderAdapter, decay_mask_for
+
+    enc = _load(model, encoder, device)
+    lab_pairs, probes = prepare_pairs_and_probes(enc, pairs, probe_items, max_tokens=max_tokens, seed=seed)
+    if len(lab_pairs) < batch_size:
+        raise InputError(f"only {len(lab_pairs)} training pairs for a batch size of {batch_size}")
+    adapter = TextEncoderAdapter(enc)
+    try:
+        theta = adapter.parameters()
+        mask = decay_mask_for(theta, decay_mask)
+        flags = [mask[k] for k in theta]
+        fp = enc.fingerprint
+        settings = {
+            "model": fp.name, "revision": fp.revision, "pairs": lab_pairs.name, "n_pairs": len(lab_pairs),
+            "max_tokens": max_tokens, "probe_texts": settings_key({"t": list(probes.texts)}), "optimizer": optimizer,
+            "lr": lr, "weight_decay": weight_decay, "beta": beta if optimizer == "momentum" else None,
+            "batch_size": batch_size, "tau": tau, "decay_mask": decay_mask if isinstance(decay_mask, str) else "callable",
+            "dropout": dropout, "precision": precision, "device": str(device), "seed": seed,
+            "probe_batches": probe_batches, "lambda_every": lambda_every, "track": bool(track),
+        }
+
+        def step0_probe():
+            return _step0_probe(adapter, probes, lab_pairs, batch_size=batch_size, batches=probe_batches, tau=tau,
+                                decay_mask=decay_mask, seed=seed, lr=lr, weight_decay=weight_decay, optimizer=optimizer,
+                                beta=beta, name=fp.name, progress=progress) if track else {}
+
+        record, probe0, timings = _train_tracked(
+            enc, adapter, lab_pairs, probes.texts, optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps,
+            batch_size=batch_size, tau=tau, beta=beta, decay_flags=flags, dropout=dropout, precision=precision, seed=seed,
+            lambda_every=lambda_every, track=track, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+            settings=settings, extra_state=step0_probe, progress=progress)
+        timings["probe0_s"] = float(probe0.get("seconds", 0.0)) if probe0 else 0.0
+    finally:
+        adapter.close()
+    timings["wall_s"] = time.perf_counter() - t_start
+    timings["cpu_s"] = time.process_time() - cpu_start
+    loop = timings["train_s"] + timings["track_s"]
+    timings["s_per_step"] = loop / timings["steps_run"] if timings["steps_run"] else None
+    timings["train_s_per_step"] = timings["train_s"] / timings["steps_run"] if timings["steps_run"] else None
+    n_decayed = int(sum(flags))
+    info = dict(settings, model=fp.name, n_source_pairs=lab_pairs.n_source, n_long_pairs=lab_pairs.n_long,
+                n_held_out_pairs=lab_pairs.n_held_out, probe_set=probes.how, steps=steps, burn_in=burn_in,
+                n_params=len(flags), n_decayed=n_decayed, checkpoint=str(checkpoint) if checkpoint is not None else None,
+                attention=getattr(adapter, "attn_switched", []))
+    return analyse(info, probes, record, probe0, timings, n_boot=n_boot)
+
+
+def _step0_probe(adapter, probes, pairs, *, batch_size, batches, tau, decay_mask, seed, lr, weight_decay, optimizer,
+                 beta, name, progress) -> dict:
+    """The section-6 probe at step 0 with the run's own settings; per-item R_eq (E7; E12 for momentum).
+
+    R is computed here by item index (one forward of all probe items) and replaces the probe's own,
+    so the per-item arrays never depend on the probe's chunk order.
+    """
+    from normscope import theory
+    from normscope.probes import probe_moments, summarize_probe
+
+    t0 = time.perf_counter()
+    z = _Tracker(adapter, probes.texts).z(adapter.parameters())
+    r = z.norm(dim=1).cpu().numpy()
+    m = probe_moments(adapter, list(probes.texts), (pairs.left, pairs.right), batch_size=batch_size, batches=batches,
+                      tau=tau, decay_mask=decay_mask, seed=seed)
+    m = dataclasses.replace(m, r=r)
+    pr = summarize_probe(m, eta=lr, weight_decay=weight_decay, model=name, ids=probes.ids, n_boot=200, seed=seed)
+    it = pr.items
+    heat, drift = it["heat"].to_numpy(), it["drift"].to_numpy()
+    if optimizer == "momentum":
+        heat = theory.momentum_heat_correction(heat, beta)
+        drift = theory.momentum_drift_correction(drift, beta)
+    lam_rad = it["lambda_rad"].to_numpy()
+    q = theory.implied_decay(drift, heat, r)
+    c = lr * lam_rad
+    flag = np.where(lam_rad <= 0, "lambda_rad<=0", np.where(q < 0, "q<0", ""))
+    r_eq = theory.equilibrium_radius(drift, heat, c=np.where(c > 0, c, np.nan))
+    r_eq = np.where(flag == "", r_eq, np.nan)
+    s = dict(pr.summary, batch_size=batch_size, tau=tau)
+    return {
+        "r": r, "r_eq": r_eq, "flag": flag, "heat": heat, "drift": drift, "q": q, "lambda_rad": lam_rad,
+        "lam0": m.zjd / r**2, "d1": m.d1, "d2": m.d2, "s": m.s, "heat_se": it["heat_se"].to_numpy(), "drift_se": it["drift_se"].to_numpy(),
+        "summary": {k: s.get(k) for k in ("batches", "batch_size", "tau", "lr", "weight_decay", "heat_cancelled_by_d2",
+                                          "n_negative_q", "n_negative_lambda_rad", "reliability", "fd", "loss_mean")},
+        "seconds": time.perf_counter() - t0,
+    }
