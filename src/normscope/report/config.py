@@ -88,9 +88,9 @@ class Sizes:
     lab_steps: int | None = None
     lab_snapshots: int | None = None
     lab_probe_batches: int | None = None
-    transformer_steps: int = 1000
-    transformer_probe_items: int = 64
-    transformer_probe_batches: int = 32
+    transformer_steps: int = 150
+    transformer_probe_items: int = 32
+    transformer_probe_batches: int = 16
     signal_items: int | None = None
     retrieval_docs: int | None = None
     retrieval_queries: int | None = None

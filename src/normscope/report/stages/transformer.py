@@ -67,7 +67,7 @@ def stage_transformer(ctx: StageContext) -> dict:
 
     s = ctx.sizes
     seed = ctx.config.seed
-    quick = ctx.config.preset == "quick" or s.transformer_steps < 100
+    quick = ctx.config.preset == "quick"
     ck_dir = ctx.out / "transformer_lab"
     ck_dir.mkdir(exist_ok=True)
     encoder = ctx.encoder()
@@ -125,9 +125,11 @@ def stage_transformer(ctx: StageContext) -> dict:
         [labels("probe_items"), sgd.probe_items, "items"],
     ]
     notes = []
-    if quick:
-        notes.append(f"Quick preset: each run has only {sgd.steps} steps, far shorter than the relaxation time; the "
-                     "numbers show the pipeline and the first directions of motion, not stationary norms.")
+    if not sgd.long_enough:
+        notes.insert(0, f"{'Quick preset: e' if quick else 'E'}ach run has {sgd.steps} steps, shorter than one relaxation "
+                     f"time ({sig3(sgd.relaxation_steps)} steps for SGD) so that the report stays affordable on a CPU: the "
+                     "numbers show the first directions of motion, not stationary norms. The long runs are in docs/lab.md "
+                     "(normscope lab --encoder transformer --steps 2000, or scripts/lab_transformer_gpu.sh).")
     for r in results:
         notes += [f"{r.optimizer}: {c}" for c in r.caveats]
     cmd = (f"normscope lab --encoder transformer --model {ctx.config.model} --pairs wordnet --optimizer OPT "
