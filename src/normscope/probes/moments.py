@@ -303,11 +303,13 @@ def probe_moments(
         z_chunks = [adapter.embed(theta, f, "query").double() for f in feats]
         z_fd_chunks = [fd_adapter.embed(theta_fd, f, "query") for f in feats_fd]
     timings["z"] = time.perf_counter() - t0
-    z_all = torch.cat(z_chunks)
-    r = z_all.norm(dim=1).cpu().numpy()
+    # every per-item array is written back by the chunk's item indices (chunks are not in input order)
+    r = np.empty(n_items)
+    for idx, z in zip(chunks, z_chunks):
+        r[idx] = z.norm(dim=1).cpu().numpy()
     if np.any(~np.isfinite(r)) or np.any(r <= 0):
         raise ModelError(f"model {adapter.name!r} returns zero or non-finite embeddings for some probe items")
-    d = z_all.shape[1]
+    d = z_chunks[0].shape[1]
 
     za = np.zeros((batches, n_items))
     aa = np.zeros((batches, n_items))
