@@ -30,9 +30,11 @@ from normscope.probes.adapters import ModuleAdapter, ProbeAdapter, TextEncoderAd
 from normscope.probes.figures import plot_heat_drift, plot_predicted_vs_observed
 from normscope.probes.moments import ProbeMoments, decay_mask_for, probe_moments, symmetric_info_nce
 from normscope.probes.result import ProbeResult
-from normscope.probes.run import run_probe
+from normscope.probes.quantities import item_quantities
+from normscope.probes.run import check_probe_options, run_probe
 from normscope.probes.summary import summarize_probe
-from normscope.probes.training import DEFAULT_PROBE_BATCH, KNOWN_TRAINING, training_defaults
+from normscope.probes.training import DEFAULT_PROBE_BATCH, KNOWN_TRAINING, TrainingFacts, training_for
+from normscope.probes.uncertainty import crossed_bootstrap
 
 __all__ = [
     "ProbeAdapter",
@@ -41,7 +43,8 @@ __all__ = [
     "as_adapter",
     "KNOWN_TRAINING",
     "DEFAULT_PROBE_BATCH",
-    "training_defaults",
+    "TrainingFacts",
+    "training_for",
     "decay_mask_for",
     "symmetric_info_nce",
     "sample_pair_batches",
@@ -49,6 +52,9 @@ __all__ = [
     "probe_moments",
     "ProbeResult",
     "run_probe",
+    "check_probe_options",
+    "item_quantities",
+    "crossed_bootstrap",
     "summarize_probe",
     "plot_predicted_vs_observed",
     "plot_heat_drift",

@@ -16,7 +16,10 @@ import numpy as np
 from normscope.errors import InputError, ModelError
 from normscope.pairs import sample_pair_batches
 
-__all__ = ["decay_mask_for", "symmetric_info_nce", "ProbeMoments", "probe_moments", "TOKEN_BUDGET"]
+__all__ = ["decay_mask_for", "symmetric_info_nce", "ProbeMoments", "probe_moments", "TOKEN_BUDGET", "FD_DTYPES"]
+
+#: Precisions of the D2 finite differences (``fd_dtype``).
+FD_DTYPES = ("auto", "float64", "float32")
 
 
 def decay_mask_for(params: dict, decay_mask="matrices") -> dict:
@@ -275,7 +278,7 @@ def probe_moments(
         raise InputError("no probe items")
     left, right = _as_pairs(pairs)
     n_pairs = _pair_len((left, right))
-    if fd_dtype not in ("auto", "float64", "float32"):
+    if fd_dtype not in FD_DTYPES:
         raise InputError(f"fd_dtype must be 'auto', 'float64' or 'float32', got {fd_dtype!r}")
     if fd_dtype == "auto":
         fd_dtype = "float64" if adapter.dtype == torch.float64 else "float32"
