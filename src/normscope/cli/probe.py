@@ -98,7 +98,7 @@ def probe(
     weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="What-if weight decay lambda (the user's value, not the checkpoint's). Default: the checkpoint's training value when known and > 0; otherwise lambda_rad, q/c and R_eq(lambda_rad) are not computed.")] = None,
     tau: Annotated[Optional[float], typer.Option("--tau", help="InfoNCE temperature (default: known training value, else 0.05).")] = None,
     decay_mask: Annotated[str, typer.Option("--decay-mask", help="matrices (ndim>=2, no biases/LayerNorm) or all.")] = "matrices",
-    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences: auto (float64 copy, step 3e-3), float64 or float32 (step 1e-2, with a float64 spot check).")] = "auto",
+    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences: float64 (a float64 copy, step 3e-3) or float32 (step 1e-2, with a float64 spot check); auto = float64.")] = "float64",
     chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Most probe items per JVP chunk.")] = 128,
     n_boot: Annotated[int, typer.Option("--n-boot", min=1, help="Bootstrap replicates of every CI.")] = 1000,
     seed: Seed = 0,

@@ -17,7 +17,7 @@ __all__ = ["run_probe", "check_probe_options"]
 
 def check_probe_options(*, batches: int, batch_size: int | None = None, tau: float | None = None,
                         lr: float | None = None, weight_decay: float | None = None, decay_mask="matrices",
-                        fd_dtype: str = "auto", chunk_size: int = 128, n_boot: int = 1000, junk: str = "drop") -> None:
+                        fd_dtype: str = "float64", chunk_size: int = 128, n_boot: int = 1000, junk: str = "drop") -> None:
     """Check the probe's options before any work (the CLI calls this before loading model and pairs).
 
     Raises
@@ -61,7 +61,7 @@ def run_probe(
     progress: bool = False,
     ids: Sequence[str] | None = None,
     chunk_size: int = 128,
-    fd_dtype: str = "auto",
+    fd_dtype: str = "float64",
     fd_target: float | None = None,
     symmetric: bool = True,
     n_boot: int = 1000,
@@ -106,8 +106,9 @@ def run_probe(
         Item ids (default ``"0".."P-1"``); the per-item table is keyed by them.
     chunk_size : int, keyword-only
         Most probe items per JVP chunk.
-    fd_dtype : {'auto', 'float64', 'float32'}, keyword-only
-        Precision of the D2 finite differences (:func:`~normscope.probes.moments.probe_moments`).
+    fd_dtype : {'float64', 'float32', 'auto'}, keyword-only
+        Precision of the D2 finite differences (:func:`~normscope.probes.moments.probe_moments`;
+        ``auto`` is float64). float32 adds a float64 spot check (``fd['check']``).
     fd_target : float, optional, keyword-only
         ``eps ||a|| / R`` of the finite-difference step (default 3e-3 in float64, 1e-2 in float32).
     symmetric : bool, keyword-only
