@@ -80,3 +80,57 @@ def test_probe_norm_equals_embed_norm(tiny_text_encoder):
     table = embed_texts(ITEMS, [f"id{i}" for i in range(len(ITEMS))], encoder=tiny_text_encoder, cache=False)
     ref = dict(zip(table.ids, table.norms))
     np.testing.assert_allclose(a["r"].to_numpy(), [ref[i] for i in a.index], rtol=1e-5)
+
+
+def test_probe_junk_rule_truncation_and_junk_error(tiny_text_encoder):
+    """Junk items are left out and listed (the one junk rule), or refused with junk='error'; items longer
+    than the model's max length (64 tokens here) are counted in n_truncated."""
+    from normscope.errors import InputError
+
+    long_item = " ".join(["river"] * 80)  # 82 tokens with [CLS] and [SEP]
+    texts = ITEMS[:5] + ["   ", "\u200b\u200b", long_item]
+    ids = [f"id{i}" for i in range(len(texts))]
+    res = run_probe(tiny_text_encoder, texts, PAIRS, ids=ids, batch_size=4, batches=2, seed=0, n_boot=20, lr=1e-3)
+    assert res.junk["count"] == 2 and res.junk["ids"] == ["id5", "id6"]
+    assert list(res.items["id"]) == ["id0", "id1", "id2", "id3", "id4", "id7"] and res.n_items == 6
+    assert res.n_truncated == 1 and any("junk probe items left out" in c for c in res.caveats)
+    with pytest.raises(InputError, match="2 junk probe items found"):
+        run_probe(tiny_text_encoder, texts, PAIRS, ids=ids, batch_size=4, batches=2, junk="error")
+
+
+def test_as_adapter_checks_the_adapter_interface(tiny_text_encoder):
+    """One adapter interface: a ProbeAdapter subclass must implement it all and set a floating dtype;
+    duck-typed objects are refused."""
+    from normscope.errors import ModelError
+    from normscope.probes import ProbeAdapter, TextEncoderAdapter, as_adapter
+
+    class Incomplete(ProbeAdapter):
+        def parameters(self):
+            return {}
+
+    with pytest.raises(TypeError):
+        Incomplete()
+
+    class NoDtype(TextEncoderAdapter):
+        pass
+
+    ad = NoDtype(tiny_text_encoder)
+    try:
+        ad.dtype = None
+        with pytest.raises(ModelError, match="dtype"):
+            as_adapter(ad)
+        ad.dtype = torch.float32
+        assert as_adapter(ad) is ad
+    finally:
+        ad.close()
+
+    class Duck:
+        name, dtype = "duck", torch.float32
+
+        def parameters(self): ...
+        def features(self, data, idx, side): ...
+        def embed(self, params, feats, side): ...
+        def with_dtype(self, dtype): ...
+
+    with pytest.raises(ModelError, match="ProbeAdapter"):
+        as_adapter(Duck())

@@ -184,7 +184,7 @@ def run_probe(
             loss="symmetric InfoNCE (CLIP)" if symmetric else "one-directional InfoNCE (MNRL)",
             attention=list(adapter.attn_switched), seed=seed,
         )
-        probe_items = items[[i for i in range(n) if not found or i not in set(found.index)]] if is_tensor else texts
+        probe_items = items if is_tensor else texts
         with progress_bar(progress, batches + 1, label="probe") as advance:
             m = probe_moments(
                 adapter, probe_items, (left, right), batch_size=settings.batch_size, batches=batches, tau=settings.tau,
