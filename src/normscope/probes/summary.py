@@ -60,7 +60,7 @@ def _excluded(q: dict, x: str, y: str) -> tuple[int, dict]:
 def _block(q: dict, spec: CorrSpec, ci: dict, *, n_boot: int, seed: int) -> dict:
     from normscope.stats import correlation
 
-    key, x, y = spec
+    _, x, y = spec
     n_excl, reasons = _excluded(q, x, y)
     base = {"x": x, "y": y, "n_excluded": n_excl, "excluded": reasons}
     xa, ya = np.asarray(q[x], dtype=float), np.asarray(q[y], dtype=float)

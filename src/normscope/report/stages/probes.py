@@ -95,9 +95,9 @@ def probe_claims(res: dict) -> list[dict]:
     return rows
 
 
-def _table_rows(res, summary: dict) -> list[list]:
+def _table_rows(res) -> list[list]:
     rows = []
-    for key, label, c in res.correlations():
+    for _, label, c in res.correlations():
         ci = c.get("ci") or {}
         rows.append([label, c.get("pearson"), ci_text(ci.get("pearson")), c.get("spearman"), ci_text(ci.get("spearman")),
                      ci_text((c.get("ci_items_only") or {}).get("spearman")), c.get("n"), c.get("p_text")])
@@ -174,7 +174,7 @@ def stage_probes(ctx: StageContext) -> dict:
                         "circularity guards",
                "columns": ["comparison", "Pearson r", "95% CI (batches+items)", "Spearman \u03c1",
                            "95% CI (batches+items)", "Spearman 95% CI (items only)", "n", "p (items permuted)"],
-               "rows": _table_rows(res, summary)}]
+               "rows": _table_rows(res)}]
     if k_rows:
         tables.append({"title": "Convergence in the number of batches K (the first K/4, K/2, K batches)",
                        "columns": k_cols, "rows": k_rows})
