@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from normscope.report.config import FULL
 from normscope.report.context import StageContext, StageUnavailable
 from normscope.report.stages._common import ci_text
 
@@ -164,6 +165,10 @@ def stage_probes(ctx: StageContext) -> dict:
         [labels["junk"][0], (res.junk or {}).get("count"), "items"],
     ]
     notes = [f"prediction reading: {reading}"] + list(res.caveats or [])
+    if P < FULL.probe_items or K < FULL.probe_batches:
+        notes.insert(0, f"P = {P} items and K = {K} batches are below the report's default P = {FULL.probe_items}, "
+                        f"K = {FULL.probe_batches}, the smallest sizes at which the headline signs were stable on "
+                        "all-MiniLM-L6-v2 (docs/probe.md): weak correlations may change sign between runs")
     for k in ("batch_size_source", "tau_source", "lr_source", "weight_decay_source"):
         notes.append(f"{labels[k][0]}: {getattr(res, k)}")
     for k, v in (res.training or {}).items():
