@@ -191,12 +191,12 @@ def norm_distribution_sentences(sec: dict, explained_by: Sequence[str] | None = 
 
 
 def _excluded_text(block: dict, total) -> str:
-    """Which items a correlation left out and why, from the block's own mask counts."""
+    """Which items a correlation left out and why, as a sentence, from the block's own mask counts."""
     n_ex = int(block.get("n_excluded") or 0)
     if not n_ex:
-        return f"all {fmt(total)} items enter it" if total is not None else "no item is left out"
+        return f"All {fmt(total)} items enter this check (no root of (E7) is undefined)."
     why = "; ".join(f"{fmt(v)} with {k}" for k, v in (block.get("excluded") or {}).items())
-    return f"{fmt(n_ex)} of {fmt(total)} items are left out because their R_eq is undefined ({why})"
+    return f"{fmt(n_ex)} of {fmt(total)} items are left out of this check because their R_eq is undefined ({why})."
 
 
 def equilibrium_sentences(sec: dict) -> list[str]:
@@ -229,7 +229,7 @@ def equilibrium_sentences(sec: dict) -> list[str]:
                     f"({stats}).")
         if reading:
             sent += f" Reading: {reading}."
-        sent += " In this check " + _excluded_text(req, total) + "."
+        sent += " " + _excluded_text(req, total)
         opt = _get(res, "training", "optimizer", default="") or ""
         opt = str(opt.get("value") or "") if isinstance(opt, dict) else str(opt)
         if opt.lower().startswith("adam"):

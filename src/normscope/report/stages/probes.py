@@ -90,7 +90,9 @@ def probe_claims(res: dict) -> list[dict]:
         verdict, why = verdict_not_testable(reason)
     else:
         verdict, why = verdict_sign(c.get("spearman"), ci, +1)
-        why += f"; reading: {reading}"
+        err = res.get("r_eq_cfit_mean_abs_rel_error") if key == "corr_req_norm" else None
+        why += "; a test of the sign of the rank correlation only" + (
+            f" (mean |R_eq - R| / R = {err:.3g})" if isinstance(err, (int, float)) else "") + f"; reading: {reading}"
     rows.append(claim_row("req_predicts_norm", measured=c.get("spearman"), ci=ci, verdict=verdict, why=why + adam,
                           section=SECTION, n=c.get("n"), what=f"Spearman \u03c1(R_eq, R), {src}; {reading}"))
     return rows
