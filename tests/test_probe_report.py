@@ -53,9 +53,12 @@ def test_probe_section_numbers_are_independent_values(probe_run, bundled_encoder
     r = sec["result"]
     assert r["n_items"] == 24 and r["batches"] == 4 and r["batch_size"] == 8 and r["pairs"] == "wordnet-3.0:v"
     # the observed norms: the encoder's own batched sdpa forward, independently of the probe's eager forward
-    from normscope.datasets import wordfreq_words
+    from normscope.report.stages.probes import WORDS_FILE, probe_words
 
-    norms = np.linalg.norm(bundled_encoder.encode(wordfreq_words(24)).astype(np.float64), axis=1)
+    ids, words = probe_words(24, 0)  # 24 of the 1,000 most frequent words, drawn with the report's seed
+    assert (out / WORDS_FILE).read_text().count("\n") == 24 and f'"text": "{words[0]}"' in (out / WORDS_FILE).read_text()
+    assert len(set(ids)) == 24 and all(0 <= int(i) < 1000 for i in ids)
+    norms = np.linalg.norm(bundled_encoder.encode(words).astype(np.float64), axis=1)
     assert r["norm"]["mean"] == pytest.approx(norms.mean(), rel=1e-5)
     assert r["norm"]["max"] == pytest.approx(norms.max(), rel=1e-5)
     # every correlation: CI over batches and items, items-only CI, the same n + left out = P

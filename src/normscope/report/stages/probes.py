@@ -8,9 +8,34 @@ from normscope.report.config import FULL
 from normscope.report.context import StageContext, StageUnavailable
 from normscope.report.stages._common import ci_text
 
-__all__ = ["stage_probes", "probe_claims", "prediction_reading"]
+__all__ = ["stage_probes", "probe_claims", "prediction_reading", "probe_words", "POPULATION"]
 
 SECTION = "equilibrium_theory"
+#: The probed population: the 1,000 most frequent English words (wordfreq). P of them are drawn at
+#: random, so a smaller P estimates the same correlations less precisely instead of other ones (the
+#: signs of the weak statistics differ between the top 100, 500 and 1,000 words; docs/probe.md).
+POPULATION = 1000
+#: File (in the report folder) with the drawn probe words, one JSON object ``{id, text}`` per line.
+WORDS_FILE = "probe_words.jsonl"
+
+
+def probe_words(P: int, seed: int) -> tuple[list[str], list[str]]:
+    """The report's probe items: P words drawn without replacement (``default_rng(seed)``) from the
+    :data:`POPULATION` most frequent English words, in frequency order; all of the top P when P >= it.
+
+    Returns
+    -------
+    ids, texts : list of str
+        ``ids`` are the words' 0-based frequency ranks.
+    """
+    import numpy as np
+
+    from normscope.datasets import wordfreq_words
+
+    words = wordfreq_words(max(P, POPULATION))
+    ranks = np.arange(len(words)) if P >= len(words) else np.sort(
+        np.random.default_rng(seed).choice(len(words), size=P, replace=False))
+    return [str(int(i)) for i in ranks], [words[int(i)] for i in ranks]
 
 
 def _pair_source(ctx: StageContext):
@@ -121,7 +146,6 @@ def _k_rows(res) -> tuple[list[str], list[list]]:
 
 def stage_probes(ctx: StageContext) -> dict:
     from normscope import probes
-    from normscope.datasets import wordfreq_words
 
     s = ctx.sizes
     seed = ctx.config.seed
@@ -129,12 +153,18 @@ def stage_probes(ctx: StageContext) -> dict:
     P = s.probe_items or 1000
     K = s.probe_batches or 16
     n_boot = s.n_boot
-    texts = wordfreq_words(P)
-    ids = [str(i) for i in range(len(texts))]
+    ids, texts = probe_words(P, seed)
     res = probes.run_probe(ctx.encoder(), texts, pairs, batch_size=s.probe_batch_size, batches=K, seed=seed,
                            progress=True, ids=ids, n_boot=n_boot)
     summary = res.to_dict()
-    cmd = f"normscope probe wordfreq:{P} --pairs {spec} --batches {K}"
+    if P < POPULATION:  # the drawn words, so that the command below reproduces the section
+        import json
+
+        from normscope._io import atomic_path
+
+        with atomic_path(ctx.out / WORDS_FILE) as tmp:
+            Path(tmp).write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(ids, texts)))
+    cmd = f"normscope probe {WORDS_FILE if P < POPULATION else f'wordfreq:{P}'} --pairs {spec} --batches {K}"
     if s.probe_batch_size is not None:
         cmd += f" --batch-size {s.probe_batch_size}"
     cmd += f" --n-boot {n_boot} --seed {seed} --json probe.json"
@@ -185,7 +215,9 @@ def stage_probes(ctx: StageContext) -> dict:
     if k_rows:
         tables.append({"title": "Convergence in the number of batches K (the first K/4, K/2, K batches)",
                        "columns": k_cols, "rows": k_rows})
-    sizes = (f"P = {res.n_items} probe words (top of wordfreq), K = {res.batches} virtual SGD batches of "
+    drawn = (f"drawn at random (seed {seed}) from the {POPULATION:,} most frequent English words (wordfreq); "
+             f"{WORDS_FILE} holds them" if P < POPULATION else "the most frequent English words (wordfreq)")
+    sizes = (f"P = {res.n_items} probe words {drawn}, K = {res.batches} virtual SGD batches of "
              f"B = {res.batch_size} {spec} pairs ({res.pairs}); {n_boot} bootstrap replicates per CI")
     return {
         SECTION: {
