@@ -1,4 +1,4 @@
-"""Wall time of the heat/drift probe vs the cost model of THEORY.md section 6, and vs a naive loop.
+"""Wall time of the heat/drift probe vs the cost model of docs/theory.md section 6, and vs a naive loop.
 
 Cost model: ``K (C_bwd(B) + 5 P C_fwd)`` with the unit costs measured in this same run:
 

@@ -104,7 +104,7 @@ def test_real_minilm_jvp_matches_float64_fd(bundled_encoder, one_thread):
 
 def test_real_minilm_lambda_rad_of_final_layernorm_is_one(bundled_encoder, one_thread):
     """(E4) with only the final LayerNorm gain and bias decayed: the mean-pooled output is exactly
-    1-homogeneous in them, so lambda_rad / lambda = 1 for every item (THEORY section 9)."""
+    1-homogeneous in them, so lambda_rad / lambda = 1 for every item (docs/theory.md section 9)."""
     ad = TextEncoderAdapter(bundled_encoder)
     try:
         last = max(int(n.split("encoder.layer.")[1].split(".")[0]) for n in ad.parameters() if "encoder.layer." in n)

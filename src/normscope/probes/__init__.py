@@ -1,4 +1,4 @@
-"""Heat and radial-drift probes on pretrained encoders (THEORY.md sections 3, 4, 6 and 9).
+"""Heat and radial-drift probes on pretrained encoders (docs/theory.md sections 3, 4, 6 and 9).
 
 For each probe input x of an encoder ``z = f_theta(x)`` this module estimates, by K *virtual*
 SGD steps on training-like pairs (symmetric InfoNCE on cosine logits), the per-unit-eta
@@ -13,7 +13,7 @@ and from them, with the learning rate eta and the weight decay lambda, the heat
 ``Sigma^2 = eta^2 S``, the drift ``D~ = eta D1 + eta^2 D2``, the radial decay rate
 ``lambda_rad`` (E4), the implied decay ``q`` (E9) and the predicted norm ``R_eq`` (E7).
 
-Cost (THEORY.md section 6): ``K`` backward passes on ``B`` pairs shared by all probes, plus per
+Cost (docs/theory.md section 6): ``K`` backward passes on ``B`` pairs shared by all probes, plus per
 probe and batch one JVP (about 2-3 forwards) and 2 forwards for D2, i.e. about
 ``K (C_bwd(B) + 5 P C_fwd)``.
 

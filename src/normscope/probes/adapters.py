@@ -110,7 +110,7 @@ def _set_eager_attention(module) -> list[tuple[Any, str]]:
     """Switch every Hugging Face sub-model of ``module`` to eager attention; return the old settings.
 
     Forward-mode AD has no rule for the fused scaled-dot-product attention kernels on CPU
-    (THEORY.md section 9), so JVPs need ``attn_implementation='eager'``.
+    (docs/theory.md section 9), so JVPs need ``attn_implementation='eager'``.
     """
     changed = []
     for sub in module.modules():

@@ -25,7 +25,7 @@ FD_TARGET = {"float64": 3e-3, "float32": 1e-2}
 
 
 def decay_mask_for(params: dict, decay_mask="matrices") -> dict:
-    """Which parameters weight decay acts on (theta_D of THEORY.md section 1).
+    """Which parameters weight decay acts on (theta_D of docs/theory.md section 1).
 
     Parameters
     ----------
