@@ -110,8 +110,8 @@ def probe(
     trust_remote_code: TrustRemoteCode = False,
 ) -> None:
     """Estimate heat and radial drift per item by virtual SGD steps and compare R_eq with the norm."""
-    from normscope._io import atomic_path, write_json
-    from normscope.encoders import load_encoder
+    from normscope.cli._outputs import write_outputs
+    from normscope.encoders import load_encoder, resolve_backend
     from normscope.pairs import load_pairs
     from normscope.probes import check_probe_options, plot_heat_drift, plot_predicted_vs_observed, run_probe
     from normscope.validate import check_output_path, check_outputs
@@ -122,20 +122,21 @@ def probe(
     junk = "error" if junk_error else "drop"
     check_probe_options(batches=batches, batch_size=batch_size, tau=tau, lr=lr, weight_decay=weight_decay,
                         decay_mask=decay_mask, fd_dtype=fd_dtype, chunk_size=chunk_size, n_boot=n_boot, junk=junk)
+    if resolve_backend(model)[0] == "precomputed":
+        raise InputError(f"--model {model}: precomputed vectors cannot be probed (the probe differentiates the model's weights); give a model")
+    encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code)
     ids, texts = load_probe_items(items)
     pair_source = load_pairs(pairs)
-    encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code)
     res = run_probe(
         encoder, texts, pair_source, batch_size=batch_size, batches=batches, tau=tau, lr=lr,
         weight_decay=weight_decay, decay_mask=decay_mask, seed=seed, progress=True, ids=ids,
         chunk_size=chunk_size, fd_dtype=fd_dtype, n_boot=n_boot, junk=junk,
     )
-    if out is not None:
-        with atomic_path(out) as tmp:
-            res.items.to_parquet(tmp, index=False)
-    if json_path is not None:
-        write_json(res.to_dict(), json_path)
-    if fig is not None:
-        plot_predicted_vs_observed(res, fig)
-        plot_heat_drift(res, fig.with_name(fig.stem + "_heat_drift.png"))
-    print_probe(res, Console(stderr=True))
+    console = Console(stderr=True)
+
+    def plot(result, path):
+        plot_heat_drift(result, Path(path).with_name(Path(fig).stem + "_heat_drift.png"))
+        return plot_predicted_vs_observed(result, path)
+
+    write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot)
+    print_probe(res, console)
