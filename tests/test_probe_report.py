@@ -97,6 +97,10 @@ def test_probe_claims_rows_follow_the_ci(probe_run):
                     "refuted" if (hi < 0 if sign > 0 else lo > 0) else "inconclusive")
         assert row["verdict"] == expected, (key, lo, hi)
     assert "c_fit" in rows["req_predicts_norm"]["what"] and "without weight decay" in rows["req_predicts_norm"]["what"]
+    # the scorecard of summary.json carries these rows
+    card = {row["key"]: row for row in json.loads((out / "summary.json").read_text())["claims"]}
+    for key, row in rows.items():
+        assert card[key]["verdict"] == row["verdict"] and card[key]["measured"] == row["measured"]
 
 
 def test_probe_sentences_cite_their_own_numbers(probe_run):
