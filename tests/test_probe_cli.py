@@ -64,7 +64,10 @@ def test_small_real_run_writes_consistent_outputs(files, bundled_encoder, monkey
     finally:
         torch.set_num_threads(n)
     assert code == 0, capsys.readouterr().err
-    s = json.loads((tmp / "s.json").read_text())
+    def _no_nan(tok):
+        raise ValueError(f"non-strict JSON token {tok}")
+
+    s = json.loads((tmp / "s.json").read_text(), parse_constant=_no_nan)  # strict JSON: NaN written as null
     df = pd.read_parquet(tmp / "i.parquet")
     assert len(df) == s["n_items"] == 6 and s["batches"] == 2 and s["batch_size"] == 4
     assert s["batch_size_source"] == "given (--batch-size)" and s["pairs"] == "file:pairs.tsv"
