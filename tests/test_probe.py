@@ -243,7 +243,7 @@ def test_probe_heat_matches_training_trajectory(one_thread):
     assert rho >= 0.9, rho
     # heat follows ambiguity in both
     assert sps.spearmanr(heat_t, amb).statistic > 0.5
-    # mean drift sign agrees (inward in docs/theory.md section 7, B)
+    # mean drift sign agrees (inward in docs/theory.md B1)
     assert np.sign(drift_p.mean()) == np.sign(drift_t.mean())
     # lambda_rad = 2 lambda (k = 2) and summary keys are present
     np.testing.assert_allclose(res.items["lambda_rad"], 2 * lam, rtol=1e-9)
