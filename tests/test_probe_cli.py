@@ -64,10 +64,13 @@ def test_small_real_run_writes_consistent_outputs(files, bundled_encoder, monkey
     finally:
         torch.set_num_threads(n)
     assert code == 0, capsys.readouterr().err
-    s = json.loads((tmp / "s.json").read_text())
+    def _no_nan(tok):
+        raise ValueError(f"non-strict JSON token {tok}")
+
+    s = json.loads((tmp / "s.json").read_text(), parse_constant=_no_nan)  # strict JSON: NaN written as null
     df = pd.read_parquet(tmp / "i.parquet")
     assert len(df) == s["n_items"] == 6 and s["batches"] == 2 and s["batch_size"] == 4
-    assert s["batch_size_source"] == "given" and s["pairs"] == "file:pairs.tsv"
+    assert s["batch_size_source"] == "given (--batch-size)" and s["pairs"] == "file:pairs.tsv"
     assert s["lr_source"] == "known training value of sentence-transformers/all-MiniLM-L6-v2"
     # the JSON correlations are those of the parquet columns (independent recomputation with scipy)
     assert s["corr_norm_heat"]["pearson"] == pytest.approx(sps.pearsonr(df["r"], df["heat"]).statistic, abs=1e-9)
@@ -103,5 +106,8 @@ def test_table_shows_n_and_c_fit_and_lr_source_says_where_eta_came_from(files, b
     s = json.loads((tmp / "s.json").read_text())
     assert s["lr_source"] == "given (--lr)" and s["lr"] == 0.001
     assert f"c_fit: {s['c_fit']:.3g} " in err
-    req = next(line for line in err.splitlines() if "R_eq(c_fit) vs R" in line)
-    assert req.rstrip(" │|").split()[-1] == str(s["corr_req_norm"]["n"])
+    from normscope.probes import ProbeResult
+
+    req = next(line for line in err.splitlines() if ProbeResult.label("corr_req_norm") in line)
+    cells = [c.strip() for c in req.strip(" │|").split("│")]
+    assert cells[-2] == str(s["corr_req_norm"]["n"]) and cells[-1] == s["corr_req_norm"]["p_text"]

@@ -8,8 +8,11 @@ __all__ = ["progress_bar"]
 
 
 @contextlib.contextmanager
-def progress_bar(show: bool, n_batches: int, *, note: str = ""):
-    """A rich progress bar on stderr counting batches; yields ``advance()`` (a no-op when hidden)."""
+def progress_bar(show: bool, n_batches: int, *, note: str = "", label: str = "embedding"):
+    """A rich progress bar on stderr counting batches; yields ``advance()`` (a no-op when hidden).
+
+    ``label`` names the work (``"embedding"``, ``"probe"``).
+    """
     if not show:
         yield lambda: None
         return
@@ -17,7 +20,7 @@ def progress_bar(show: bool, n_batches: int, *, note: str = ""):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(
-        TextColumn("[bold]embedding[/]"),
+        TextColumn(f"[bold]{label}[/]"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("batches"),

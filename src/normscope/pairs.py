@@ -142,7 +142,7 @@ def wordnet_pairs(*, pos: str | None = "n", max_pairs: int | None = None, seed: 
     """(term, gloss) pairs from WordNet 3.0: every lemma of every synset with the synset's definition.
 
     Multi-word lemmas have ``_`` replaced by spaces. A term with several senses gives several
-    pairs (conflicting positives, i.e. ambiguity, which is what raises heat, THEORY.md section 5).
+    pairs (conflicting positives, i.e. ambiguity, which is what raises heat, docs/theory.md section 5).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""``normscope probe``: heat and radial drift of each item, predicted vs observed norm (THEORY section 6)."""
+"""``normscope probe``: heat and radial drift of each item, predicted vs observed norm (docs/theory.md section 6)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
-from normscope.encoders import DEFAULT_MODEL
+from normscope.cli._options import DEFAULT_MODEL, Device, JsonOut, JunkError, Model, Seed, TableOut, TrustRemoteCode
 from normscope.errors import InputError
 
 
@@ -40,56 +40,88 @@ def load_probe_items(spec: str) -> tuple[list[str], list[str]]:
     return read_items(spec)
 
 
-def _fmt(c: dict | None) -> tuple[str, str]:
-    if not c or c.get("pearson") is None:
-        return "n/a", "n/a"
-    ci = c["ci"]
-    p = f"{c['pearson']:+.2f} [{ci['pearson'][0]:+.2f}, {ci['pearson'][1]:+.2f}]"
-    s = f"{c['spearman']:+.2f} [{ci['spearman'][0]:+.2f}, {ci['spearman'][1]:+.2f}]"
-    return p, s
+def _ci(ci) -> str:
+    if not ci or ci[0] is None:
+        return "n/a"
+    return f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
+
+
+def _num(x) -> str:
+    return "n/a" if x is None else f"{x:+.2f}"
+
+
+def print_probe(res, console: Console) -> None:
+    """The probe's console output: correlations (labels from :class:`~normscope.probes.ProbeResult`),
+    the K-convergence table, the reading of lambda, and the caveats."""
+    eta = f"{res.lr:.3g}" if res.lr is not None else "n/a"
+    t = Table(title=f"probe: {res.model} | {res.n_items} items | K={res.batches} B={res.batch_size} tau={res.tau} eta={eta}")
+    t.add_column("comparison")
+    t.add_column("Pearson")
+    t.add_column("Spearman")
+    t.add_column("95% CI (batches+items)")
+    t.add_column("95% CI (items only)")
+    t.add_column("n", justify="right")
+    t.add_column("p (items perm.)")
+    for _, label, c in res.correlations():
+        t.add_row(label, _num(c.get("pearson")), _num(c.get("spearman")), _ci(c["ci"]["spearman"]),
+                  _ci(c["ci_items_only"]["spearman"]), str(c.get("n", "n/a")), c.get("p_text", "no p-value"))
+    console.print(t)
+    kc = res.k_convergence or {}
+    if kc.get("rows"):
+        k = Table(title="Spearman rho by number of batches (first K/4, K/2, K; 95% CI over batches and items)")
+        k.add_column("K", justify="right")
+        heads = [key for key in kc["rows"][0] if key != "batches"]
+        labels = res.labels()
+        for key in heads:
+            k.add_column(labels[key][0])
+        for row in kc["rows"]:
+            k.add_row(str(row["batches"]), *[f"{_num(row[h]['spearman'])} {_ci(row[h]['ci'])}" for h in heads])
+        console.print(k)
+    c_fit = f"{res.c_fit:.3g}" if res.c_fit is not None else "n/a"
+    hc = f"{res.heat_cancelled_by_d2:.2f}" if res.heat_cancelled_by_d2 is not None else "n/a"
+    console.print(f"heat cancelled by D2 (median): {hc} | q<0: {res.n_negative_q} | "
+                  f"lambda_rad/lambda<0: {res.n_negative_lambda_rad} | c_fit: {c_fit} | "
+                  f"junk left out: {res.junk['count']} | truncated: {res.n_truncated if res.n_truncated is not None else 'n/a'}")
+    console.print(f"weight decay: {res.weight_decay_source}")
+    for c in res.caveats:
+        console.print(f"[yellow]caveat:[/] {c}")
 
 
 @app.command()
 def probe(
     items: Annotated[str, typer.Argument(help="Items file (.txt one per line, .jsonl, .csv, BEIR dir) or wordfreq:N.")],
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name or path.")] = DEFAULT_MODEL,
+    model: Model = DEFAULT_MODEL,
     pairs: Annotated[str, typer.Option("--pairs", help="Pair source: wordnet[:pos], scifact[:split], beir:DIR[:split], or a 2-column .tsv/.csv.")] = "wordnet",
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Probe batch size B (default: training B if known, capped at 64).")] = None,
     batches: Annotated[int, typer.Option("--batches", help="Number of probe batches K (>= 2).")] = 16,
     lr: Annotated[Optional[float], typer.Option("--lr", help="Learning rate eta (default: known training value, else fitted by E11).")] = None,
-    weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="Weight decay lambda (default: known training value).")] = None,
+    weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="What-if weight decay lambda (the user's value, not the checkpoint's). Default: the checkpoint's training value when known and > 0; otherwise lambda_rad, q/c and R_eq(lambda_rad) are not computed.")] = None,
     tau: Annotated[Optional[float], typer.Option("--tau", help="InfoNCE temperature (default: known training value, else 0.05).")] = None,
     decay_mask: Annotated[str, typer.Option("--decay-mask", help="matrices (ndim>=2, no biases/LayerNorm) or all.")] = "matrices",
-    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences: auto (the model's, with a float64 spot check), float64 or float32.")] = "auto",
-    chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Probe items per JVP chunk.")] = 128,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    device: Annotated[str, typer.Option("--device")] = "cpu",
-    json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the summary as JSON.")] = None,
-    out: Annotated[Optional[Path], typer.Option("-o", "--out", help="Per-item parquet table (must end in .parquet).")] = None,
+    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences: float64 (a float64 copy, step 3e-3) or float32 (step 1e-2, with a float64 spot check); auto = float64.")] = "float64",
+    chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Most probe items per JVP chunk.")] = 128,
+    n_boot: Annotated[int, typer.Option("--n-boot", min=1, help="Bootstrap replicates of every CI.")] = 1000,
+    seed: Seed = 0,
+    device: Device = "cpu",
+    json_path: JsonOut = None,
+    out: TableOut = None,
     fig: Annotated[Optional[Path], typer.Option("--fig", help="PNG: predicted vs observed norm (a _heat_drift.png beside it).")] = None,
-    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code")] = False,
+    junk_error: JunkError = False,
+    trust_remote_code: TrustRemoteCode = False,
 ) -> None:
     """Estimate heat and radial drift per item by virtual SGD steps and compare R_eq with the norm."""
-    from normscope._io import atomic_path, write_json
-    from normscope.validate import check_output_path
+    from normscope.cli._outputs import write_outputs
     from normscope.encoders import load_encoder, resolve_backend
     from normscope.pairs import load_pairs
-    from normscope.probes import plot_heat_drift, plot_predicted_vs_observed, run_probe
+    from normscope.probes import check_probe_options, plot_heat_drift, plot_predicted_vs_observed, run_probe
+    from normscope.validate import check_output_path, check_outputs
 
-    console = Console(stderr=True)
-    from normscope.validate import check_parquet_out
-
-    for p in (json_path, fig):
-        if p is not None:
-            check_output_path(p)
-    if out is not None:
-        check_parquet_out(out)
-    if batches < 2:
-        raise InputError(f"--batches must be >= 2 (standard errors and split-half reliability need two batches), got {batches}")
-    if batch_size is not None and batch_size < 2:
-        raise InputError(f"--batch-size must be >= 2 (in-batch negatives), got {batch_size}")
-    if decay_mask not in ("matrices", "all"):
-        raise InputError(f"--decay-mask must be 'matrices' or 'all', got {decay_mask!r}")
+    check_outputs(out=out, json_path=json_path)
+    if fig is not None:
+        check_output_path(fig, "--fig")
+    junk = "error" if junk_error else "drop"
+    check_probe_options(batches=batches, batch_size=batch_size, tau=tau, lr=lr, weight_decay=weight_decay,
+                        decay_mask=decay_mask, fd_dtype=fd_dtype, chunk_size=chunk_size, n_boot=n_boot, junk=junk)
     if resolve_backend(model)[0] == "precomputed":
         raise InputError(f"--model {model}: precomputed vectors cannot be probed (the probe differentiates the model's weights); give a model")
     encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code)
@@ -98,37 +130,13 @@ def probe(
     res = run_probe(
         encoder, texts, pair_source, batch_size=batch_size, batches=batches, tau=tau, lr=lr,
         weight_decay=weight_decay, decay_mask=decay_mask, seed=seed, progress=True, ids=ids,
-        chunk_size=chunk_size, fd_dtype=fd_dtype,
+        chunk_size=chunk_size, fd_dtype=fd_dtype, n_boot=n_boot, junk=junk,
     )
-    s = res.summary
-    if out is not None:
-        with atomic_path(out) as tmp:
-            res.items.to_parquet(tmp, index=False)
-    if json_path is not None:
-        write_json(s, json_path)
-    if fig is not None:
-        plot_predicted_vs_observed(res, fig)
-        plot_heat_drift(res, fig.with_name(fig.stem + "_heat_drift.png"))
+    console = Console(stderr=True)
 
-    t = Table(title=f"probe: {s['model']} | {s['n_items']} items | K={s['batches']} B={s['batch_size']} tau={s['tau']} eta={s['lr']:.3g}")
-    t.add_column("comparison")
-    t.add_column("Pearson [95% CI]")
-    t.add_column("Spearman [95% CI]")
-    t.add_column("n", justify="right")
-    for key, label in (
-        ("corr_norm_heat", "R vs heat Sigma^2"),
-        ("corr_norm_drift", "R vs drift D~"),
-        ("corr_req_norm", "R_eq(c_fit) vs R"),
-        ("corr_norm_displacement", "R vs E||a||^2 (R-free)"),
-        ("corr_norm_heat_rate", "R vs heat rate S/R^4"),
-        ("corr_norm_d2", "R vs D2"),
-    ):
-        c = s.get(key) or {}
-        t.add_row(label, *_fmt(c), str(c["n"]) if c.get("n") is not None else "n/a")
-    console.print(t)
-    console.print(
-        f"heat cancelled by D2 (median): {s['heat_cancelled_by_d2']:.2f} | q<0: {s['n_negative_q']} | "
-        f"lambda_rad<0: {s['n_negative_lambda_rad']} | c_fit: {s['c_fit']:.3g} | truncated: {s['n_truncated']}"
-    )
-    for c in s["caveats"]:
-        console.print(f"[yellow]caveat:[/] {c}")
+    def plot(result, path):
+        plot_heat_drift(result, Path(path).with_name(Path(fig).stem + "_heat_drift.png"))
+        return plot_predicted_vs_observed(result, path)
+
+    write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot)
+    print_probe(res, console)

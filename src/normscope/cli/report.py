@@ -180,8 +180,9 @@ def headline(key: str, sec: dict) -> str:
         return (f"n = {fmt(r.get('n'))}: mean ||z|| {fmt(r.get('norm_mean'))}, sd {fmt(r.get('norm_std'))}, "
                 f"range {fmt(r.get('norm_min'))} to {fmt(r.get('norm_max'))}")
     if key == "equilibrium_theory":
-        req = r.get("corr_req_norm") or {}
-        return (f"Spearman R_eq vs R {_rho_ci(req)} (n = {req.get('n')}); R vs heat {_rho_ci(r.get('corr_norm_heat'))}; "
+        req = r.get((sec.get("derived") or {}).get("prediction_key") or "corr_req_norm") or {}
+        return (f"Spearman R_eq vs R {_rho_ci(req)} (n = {req.get('n')}; CIs over batches and items); "
+                f"R vs heat {_rho_ci(r.get('corr_norm_heat'))}; "
                 f"R vs drift {_rho_ci(r.get('corr_norm_drift'))}; q<0: {r.get('n_negative_q')}")
     if key == "training_lab":
         gate = (r.get("gate") or {}).get("passed")

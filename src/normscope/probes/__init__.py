@@ -1,4 +1,4 @@
-"""Heat and radial-drift probes on pretrained encoders (THEORY.md sections 3, 4, 6 and 9).
+"""Heat and radial-drift probes on pretrained encoders (docs/theory.md sections 3, 4, 6 and 9).
 
 For each probe input x of an encoder ``z = f_theta(x)`` this module estimates, by K *virtual*
 SGD steps on training-like pairs (symmetric InfoNCE on cosine logits), the per-unit-eta
@@ -13,7 +13,7 @@ and from them, with the learning rate eta and the weight decay lambda, the heat
 ``Sigma^2 = eta^2 S``, the drift ``D~ = eta D1 + eta^2 D2``, the radial decay rate
 ``lambda_rad`` (E4), the implied decay ``q`` (E9) and the predicted norm ``R_eq`` (E7).
 
-Cost (THEORY.md section 6): ``K`` backward passes on ``B`` pairs shared by all probes, plus per
+Cost (docs/theory.md section 6): ``K`` backward passes on ``B`` pairs shared by all probes, plus per
 probe and batch one JVP (about 2-3 forwards) and 2 forwards for D2, i.e. about
 ``K (C_bwd(B) + 5 P C_fwd)``.
 
@@ -30,9 +30,11 @@ from normscope.probes.adapters import ModuleAdapter, ProbeAdapter, TextEncoderAd
 from normscope.probes.figures import plot_heat_drift, plot_predicted_vs_observed
 from normscope.probes.moments import ProbeMoments, decay_mask_for, probe_moments, symmetric_info_nce
 from normscope.probes.result import ProbeResult
-from normscope.probes.run import run_probe
+from normscope.probes.quantities import item_quantities
+from normscope.probes.run import check_probe_options, run_probe
 from normscope.probes.summary import summarize_probe
-from normscope.probes.training import DEFAULT_PROBE_BATCH, KNOWN_TRAINING, training_defaults
+from normscope.probes.training import DEFAULT_PROBE_BATCH, KNOWN_TRAINING, TrainingFacts, training_for
+from normscope.probes.uncertainty import crossed_bootstrap
 
 __all__ = [
     "ProbeAdapter",
@@ -41,7 +43,8 @@ __all__ = [
     "as_adapter",
     "KNOWN_TRAINING",
     "DEFAULT_PROBE_BATCH",
-    "training_defaults",
+    "TrainingFacts",
+    "training_for",
     "decay_mask_for",
     "symmetric_info_nce",
     "sample_pair_batches",
@@ -49,6 +52,9 @@ __all__ = [
     "probe_moments",
     "ProbeResult",
     "run_probe",
+    "check_probe_options",
+    "item_quantities",
+    "crossed_bootstrap",
     "summarize_probe",
     "plot_predicted_vs_observed",
     "plot_heat_drift",

@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
+import abc
 import copy
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
@@ -17,38 +18,73 @@ from normscope.errors import ModelError
 __all__ = ["ProbeAdapter", "TextEncoderAdapter", "ModuleAdapter", "as_adapter"]
 
 
-@runtime_checkable
-class ProbeAdapter(Protocol):
-    """What the probe needs from an encoder.
+class ProbeAdapter(abc.ABC):
+    """What the probe needs from an encoder: the one adapter interface (subclass it for your own model).
+
+    Subclasses set :attr:`name` and :attr:`dtype` and implement the four abstract methods;
+    :func:`as_adapter` accepts an instance of a subclass as it is and refuses anything else that is
+    not a known encoder type.
 
     Attributes
     ----------
     name : str
         Model name for the summary.
-
-    Methods
-    -------
-    parameters() -> dict[str, torch.Tensor]
-        The trainable parameters theta (name -> tensor), detached.
-    features(data, idx, side) -> Any
-        Model input for the rows ``idx`` of ``data`` (a list of texts or a tensor) on ``side``
-        (``"query"``: the tower of probe items and left pair members; ``"doc"``: right members).
-    embed(params, feats, side) -> torch.Tensor
-        Raw embeddings of shape (n, d) as a differentiable function of ``params`` (a full
-        parameter dict with the keys of :meth:`parameters`), via ``torch.func.functional_call``.
-    with_dtype(dtype) -> ProbeAdapter
-        An independent copy computing in ``dtype`` (for float64 finite differences).
+    dtype : torch.dtype
+        Precision of the model's parameters (``probe_moments`` differences in it, or in a float64
+        copy from :meth:`with_dtype`).
+    fingerprint : ModelFingerprint or None
+        Identity of the checkpoint (training values are looked up by it); None when unknown.
+    max_seq_length : int or None
+        Inputs longer than this many tokens are truncated (None: no limit known).
+    attn_switched : list of str
+        Attention implementations switched for forward-mode AD (reported).
     """
 
-    name: str
+    name: str = "model"
+    dtype: Any = None
+    fingerprint: Any = None
+    max_seq_length: int | None = None
+    attn_switched: tuple = ()
 
-    def parameters(self) -> dict: ...
+    @abc.abstractmethod
+    def parameters(self) -> dict:
+        """The trainable parameters theta, ``{name: torch.Tensor}``, detached."""
 
-    def features(self, data, idx, side: str) -> Any: ...
+    @abc.abstractmethod
+    def features(self, data, idx, side: str) -> Any:
+        """Model input for rows ``idx`` of ``data`` (a list of texts or a tensor) on ``side``.
 
-    def embed(self, params: dict, feats, side: str): ...
+        ``side`` is ``"query"`` (the tower of probe items and left pair members) or ``"doc"``
+        (right members).
+        """
 
-    def with_dtype(self, dtype) -> ProbeAdapter: ...
+    @abc.abstractmethod
+    def embed(self, params: dict, feats, side: str):
+        """Raw embeddings, a ``torch.Tensor`` of shape (n, d), differentiable in ``params``.
+
+        ``params`` is a full parameter dict with the keys of :meth:`parameters` (used through
+        ``torch.func.functional_call``).
+        """
+
+    @abc.abstractmethod
+    def with_dtype(self, dtype) -> ProbeAdapter:
+        """An independent copy computing in ``dtype`` (for float64 finite differences)."""
+
+    @property
+    def hf_tokenizer(self) -> Any:
+        """The Hugging Face tokenizer of a text model (for the junk rule), or None."""
+        return None
+
+    def token_counts(self, texts: Sequence[str]):
+        """``(seen, raw)`` token counts per text (see :meth:`normscope.encoders.base.Encoder.token_counts`), or None."""
+        return None
+
+    def lengths(self, texts: Sequence[str]) -> list[int]:
+        """Cost of each item for chunking (tokens after truncation; default characters / 4)."""
+        return [max(1, len(str(t)) // 4) for t in texts]
+
+    def close(self) -> None:
+        """Undo what the adapter changed on the wrapped model (default: nothing)."""
 
 
 class _ForwardWrapper:
@@ -74,7 +110,7 @@ def _set_eager_attention(module) -> list[tuple[Any, str]]:
     """Switch every Hugging Face sub-model of ``module`` to eager attention; return the old settings.
 
     Forward-mode AD has no rule for the fused scaled-dot-product attention kernels on CPU
-    (THEORY.md section 9), so JVPs need ``attn_implementation='eager'``.
+    (docs/theory.md section 9), so JVPs need ``attn_implementation='eager'``.
     """
     changed = []
     for sub in module.modules():
@@ -97,7 +133,7 @@ def _restore_attention(changed) -> None:
             sub.config._attn_implementation = impl
 
 
-class TextEncoderAdapter:
+class TextEncoderAdapter(ProbeAdapter):
     """:class:`ProbeAdapter` over a foundation :class:`~normscope.encoders.base.TorchEncoder`.
 
     Both sides of a pair go through the same (shared) encoder, as in sentence-transformers
@@ -114,7 +150,8 @@ class TextEncoderAdapter:
         import torch
 
         self.encoder = encoder
-        self.name = getattr(getattr(encoder, "fingerprint", None), "name", type(encoder).__name__)
+        self.fingerprint = getattr(encoder, "fingerprint", None)
+        self.name = getattr(self.fingerprint, "name", type(encoder).__name__)
         module = encoder.module if _module is None else _module
         module.eval()
         self._changed = _set_eager_attention(module) if _changed is None else _changed
@@ -144,18 +181,18 @@ class TextEncoderAdapter:
         mod.eval()
         return TextEncoderAdapter(self.encoder, _module=mod, _changed=[])
 
-    def lengths(self, texts: Sequence[str]) -> list[int]:
-        """Token counts (capped at the model's max length), or characters / 4 without a tokenizer."""
-        tok = getattr(getattr(self.encoder, "model", None), "tokenizer", None)
-        texts = [str(t) for t in texts]
-        if tok is None:
-            return [max(1, len(t) // 4) for t in texts]
-        cap = self.max_seq_length or 10**9
-        return [min(len(ids), cap) for ids in tok(texts, add_special_tokens=True, verbose=False)["input_ids"]]
+    @property
+    def hf_tokenizer(self):
+        return getattr(self.encoder, "hf_tokenizer", None)
 
-    def count_truncated(self, texts: Sequence[str]) -> int:
-        fn = getattr(self.encoder, "count_truncated", None)
-        return int(fn(list(texts))) if fn is not None else 0
+    def token_counts(self, texts: Sequence[str]):
+        """``(seen, raw)`` token counts of the encoder (:meth:`~normscope.encoders.base.Encoder.token_counts`)."""
+        return self.encoder.token_counts(texts) if self.hf_tokenizer is not None else None
+
+    def lengths(self, texts: Sequence[str]) -> list[int]:
+        """Tokens after truncation (the chunking cost), or characters / 4 without a tokenizer."""
+        counts = self.token_counts(texts)
+        return [int(x) for x in counts[0]] if counts is not None else super().lengths(texts)
 
     def close(self) -> None:
         """Restore the attention implementation that was in place before."""
@@ -175,7 +212,7 @@ def _copied_forward(encoder, module):
     return fwd
 
 
-class ModuleAdapter:
+class ModuleAdapter(ProbeAdapter):
     """:class:`ProbeAdapter` over plain ``torch.nn.Module`` towers mapping tensors to (n, d).
 
     Parameters
@@ -224,19 +261,15 @@ class ModuleAdapter:
         d = None if self.shared else copy.deepcopy(self._towers["doc"]).to(dtype)
         return ModuleAdapter(q, d, name=self.name)
 
-    def count_truncated(self, texts) -> int:
-        return 0
 
-    def close(self) -> None:
-        pass
-
-
-def as_adapter(encoder) -> Any:
+def as_adapter(encoder) -> ProbeAdapter:
     """Wrap ``encoder`` as a :class:`ProbeAdapter`.
 
     Parameters
     ----------
     encoder : TorchEncoder, torch.nn.Module, tuple (query_module, doc_module) or ProbeAdapter
+        A :class:`ProbeAdapter` subclass instance is returned as it is, after checking that its
+        ``dtype`` is a floating ``torch.dtype``.
 
     Returns
     -------
@@ -245,23 +278,28 @@ def as_adapter(encoder) -> Any:
     Raises
     ------
     ModelError
-        If ``encoder`` is not differentiable (e.g. a precomputed-vector encoder).
+        If ``encoder`` is not differentiable (e.g. a precomputed-vector encoder), or is an
+        adapter without a floating ``dtype``.
     """
     import torch
 
     from normscope.encoders.base import TorchEncoder
 
-    if isinstance(encoder, (TextEncoderAdapter, ModuleAdapter)):
-        return encoder
-    if isinstance(encoder, TorchEncoder):
-        return TextEncoderAdapter(encoder)
-    if isinstance(encoder, torch.nn.Module):
-        return ModuleAdapter(encoder, name=type(encoder).__name__)
-    if isinstance(encoder, tuple) and len(encoder) == 2 and all(isinstance(m, torch.nn.Module) for m in encoder):
-        return ModuleAdapter(encoder[0], encoder[1], name="two-tower")
-    if all(hasattr(encoder, a) for a in ("parameters", "features", "embed", "with_dtype", "name")):
-        return encoder
-    raise ModelError(
-        f"cannot probe {type(encoder).__name__}: the probe needs a differentiable torch encoder "
-        "(TorchEncoder, nn.Module, or a (query, doc) pair of nn.Modules)"
-    )
+    if isinstance(encoder, ProbeAdapter):
+        adapter = encoder
+    elif isinstance(encoder, TorchEncoder):
+        adapter = TextEncoderAdapter(encoder)
+    elif isinstance(encoder, torch.nn.Module):
+        adapter = ModuleAdapter(encoder, name=type(encoder).__name__)
+    elif isinstance(encoder, tuple) and len(encoder) == 2 and all(isinstance(m, torch.nn.Module) for m in encoder):
+        adapter = ModuleAdapter(encoder[0], encoder[1], name="two-tower")
+    else:
+        raise ModelError(
+            f"cannot probe {type(encoder).__name__}: the probe needs a differentiable torch encoder "
+            "(TorchEncoder, nn.Module, a (query, doc) pair of nn.Modules, or a subclass of "
+            "normscope.probes.ProbeAdapter)"
+        )
+    if not (isinstance(adapter.dtype, torch.dtype) and adapter.dtype.is_floating_point):
+        raise ModelError(f"probe adapter {type(adapter).__name__} must set dtype to a floating torch.dtype, "
+                         f"got {adapter.dtype!r}")
+    return adapter

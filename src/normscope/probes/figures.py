@@ -36,9 +36,12 @@ def plot_predicted_vs_observed(result: ProbeResult, path: str | Path) -> Path:
         lo = float(min(df["r"][ok].min(), df["r_eq_cfit"][ok].min()))
         hi = float(max(df["r"][ok].max(), df["r_eq_cfit"][ok].max()))
         ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="y = x")
-    c = result.summary.get("corr_req_norm", {})
-    sp = c.get("spearman")
-    ax.set_title(f"{result.summary.get('model', '')}\nSpearman = {sp:.2f}" if sp is not None else result.summary.get("model", ""), fontsize=9)
+    c = result.corr_req_norm or {}
+    sp, ci = c.get("spearman"), (c.get("ci") or {}).get("spearman") or [None, None]
+    title = result.model or ""
+    if sp is not None:
+        title += f"\nSpearman = {sp:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}] (batches+items)" if ci[0] is not None else "")
+    ax.set_title(title, fontsize=9)
     ax.set_xlabel("observed norm R = ||z||")
     ax.set_ylabel("predicted R_eq(x; c_fit) (E7)")
     ax.legend(fontsize=8)
@@ -61,7 +64,6 @@ def plot_heat_drift(result: ProbeResult, path: str | Path) -> Path:
     plt = pyplot()
 
     df = result.items
-    s = result.summary
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
     panels = [
         ("heat", "heat Sigma^2 (R^4 per step)", "corr_norm_heat"),
@@ -70,14 +72,14 @@ def plot_heat_drift(result: ProbeResult, path: str | Path) -> Path:
     ]
     for ax, (col, label, key) in zip(axes, panels):
         ax.scatter(df["r"], df[col], s=5, alpha=0.5)
-        c = s.get(key, {})
+        c = getattr(result, key) or {}
         if c.get("pearson") is not None:
             ax.set_title(f"Pearson {c['pearson']:.2f}, Spearman {c['spearman']:.2f}", fontsize=9)
         ax.set_xlabel("observed norm R = ||z||")
         ax.set_ylabel(label)
         if col != "drift" and (df[col] > 0).all():
             ax.set_yscale("log")
-    fig.suptitle(f"{s.get('model', '')}: B={s.get('batch_size')}, K={s.get('batches')}, eta={s.get('lr')}", fontsize=9)
+    fig.suptitle(f"{result.model}: B={result.batch_size}, K={result.batches}, eta={result.lr}", fontsize=9)
     fig.tight_layout()
     path = Path(path)
     return save_figure(fig, path, dpi=120, bbox_inches=None)

@@ -16,11 +16,16 @@ import numpy as np
 from normscope.errors import InputError, ModelError
 from normscope.pairs import sample_pair_batches
 
-__all__ = ["decay_mask_for", "symmetric_info_nce", "ProbeMoments", "probe_moments", "TOKEN_BUDGET"]
+__all__ = ["decay_mask_for", "symmetric_info_nce", "ProbeMoments", "probe_moments", "TOKEN_BUDGET", "FD_DTYPES"]
+
+#: Precisions of the D2 finite differences (``fd_dtype``; ``auto`` is float64).
+FD_DTYPES = ("float64", "float32", "auto")
+#: Default step target ``eps ||a|| / R`` per precision (docs/theory.md section 6: 1e-3..1e-2).
+FD_TARGET = {"float64": 3e-3, "float32": 1e-2}
 
 
 def decay_mask_for(params: dict, decay_mask="matrices") -> dict:
-    """Which parameters weight decay acts on (theta_D of THEORY.md section 1).
+    """Which parameters weight decay acts on (theta_D of docs/theory.md section 1).
 
     Parameters
     ----------
@@ -204,7 +209,7 @@ def probe_moments(
     decay_mask="matrices",
     seed: int = 0,
     chunk_size: int = 128,
-    fd_dtype: str = "auto",
+    fd_dtype: str = "float64",
     fd_target: float | None = None,
     fd_check: bool = True,
     symmetric: bool = True,
@@ -238,15 +243,18 @@ def probe_moments(
         Seed of the batch sampler.
     chunk_size : int
         Probe items per JVP / forward chunk.
-    fd_dtype : {'auto', 'float64', 'float32'}
-        Precision of the finite differences for D2 (THEORY.md section 9: float64, or float32 with
-        a larger step). ``'auto'``: the model's own precision (no copy), i.e. float64 for a float64
-        model and float32 (step 3e-2) for a float32 model. ``'float64'`` on a float32 model
-        differences a float64 copy (about 3x the cost of a float32 forward on CPU).
+    fd_dtype : {'float64', 'float32', 'auto'}
+        Precision of the finite differences for D2 (docs/theory.md section 6, Numerics: float64,
+        or float32 with a larger step). ``'float64'`` (default; ``'auto'`` is the same) differences
+        a float64 copy of a float32 model (a float64 forward costs 2.2-2.7 float32 forwards on CPU,
+        ``benchmarks/probe_fd_precision.py``). ``'float32'`` differences the model itself.
     fd_target : float, optional
-        Relative size ``eps ||a|| / R`` of the finite-difference step; default 3e-3 in float64 and
-        3e-2 in float32 (measured on MiniLM: float32 at 3e-3 is off by a median 2 % and up to 14 %
-        of mean |D2|; at 3e-2 by 0.05 % median, < 1 % max).
+        Relative size ``eps ||a|| / R`` of the finite-difference step, inside docs/theory.md's range
+        1e-3..1e-2: default 3e-3 in float64 and 1e-2 in float32. Measured on MiniLM against float64 at
+        3e-3 (64 words and 64 SciFact claims, 2 batches; error / mean |D2|): float64 at 1e-3 and
+        1e-2 within 2e-3 (max); float32 at 3e-3 median 1.3-2.2 %, max 9.6 %; at 1e-2 median
+        0.1-0.2 %, max 1.1 %; at 3e-2 median 0.07 %, max 2.1 % (truncation error grows). Errors of
+        D2 are amplified in q when D2 cancels most of the heat (E9).
     fd_check : bool
         When the differences run in float32: recompute D2 of the first chunk of the first batch on a
         float64 copy at step 3e-3 and report the relative difference (``ProbeMoments.fd_check``).
@@ -275,12 +283,12 @@ def probe_moments(
         raise InputError("no probe items")
     left, right = _as_pairs(pairs)
     n_pairs = _pair_len((left, right))
-    if fd_dtype not in ("auto", "float64", "float32"):
-        raise InputError(f"fd_dtype must be 'auto', 'float64' or 'float32', got {fd_dtype!r}")
+    if fd_dtype not in FD_DTYPES:
+        raise InputError(f"fd_dtype must be 'float64', 'float32' or 'auto', got {fd_dtype!r}")
     if fd_dtype == "auto":
-        fd_dtype = "float64" if adapter.dtype == torch.float64 else "float32"
+        fd_dtype = "float64"
     if fd_target is None:
-        fd_target = 3e-3 if fd_dtype == "float64" else 3e-2
+        fd_target = FD_TARGET[fd_dtype]
     theta = adapter.parameters()
     if not theta:
         raise ModelError(f"model {adapter.name!r} has no trainable parameters (requires_grad is False everywhere)")
@@ -303,11 +311,13 @@ def probe_moments(
         z_chunks = [adapter.embed(theta, f, "query").double() for f in feats]
         z_fd_chunks = [fd_adapter.embed(theta_fd, f, "query") for f in feats_fd]
     timings["z"] = time.perf_counter() - t0
-    z_all = torch.cat(z_chunks)
-    r = z_all.norm(dim=1).cpu().numpy()
+    # every per-item array is written back by the chunk's item indices (chunks are not in input order)
+    r = np.empty(n_items)
+    for idx, z in zip(chunks, z_chunks):
+        r[idx] = z.norm(dim=1).cpu().numpy()
     if np.any(~np.isfinite(r)) or np.any(r <= 0):
         raise ModelError(f"model {adapter.name!r} returns zero or non-finite embeddings for some probe items")
-    d = z_all.shape[1]
+    d = z_chunks[0].shape[1]
 
     za = np.zeros((batches, n_items))
     aa = np.zeros((batches, n_items))

@@ -1,30 +1,105 @@
-"""The probe's result type."""
+"""The probe's result type: typed summary fields with display labels, the per-item table, strict JSON."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from typing import Any, ClassVar
 
 import pandas as pd
 
-from normscope.probes.moments import ProbeMoments
+from normscope.results import StageResult, summary_field
 
 __all__ = ["ProbeResult"]
 
 
-@dataclass
-class ProbeResult:
-    """Output of :func:`run_probe`.
+@dataclasses.dataclass
+class ProbeResult(StageResult):
+    """Output of :func:`~normscope.probes.run_probe` (``normscope probe``).
+
+    Every summary number is a field with its display label (:meth:`labels`), read by the CLI table
+    and the report; :meth:`to_dict` is the command's ``--json``. Each correlation field is a dict
+    ``{x, y, pearson, spearman, n, n_excluded, excluded, ci, ci_items_only, p_value, p_text,
+    p_method}`` where ``ci`` resamples batches and items and ``ci_items_only`` items with the batches
+    fixed (each says so in its ``resamples`` key), ``n`` counts the items the correlation used and
+    ``excluded`` counts the others by the reason their value is undefined. A correlation that could
+    not be computed has ``pearson = spearman = None`` and a ``note``.
 
     Attributes
     ----------
-    summary : dict
-        JSON-serialisable summary (the CLI's ``--json``); keys documented in :func:`run_probe`.
     items : pandas.DataFrame
-        One row per probe item (columns documented in :func:`run_probe`).
+        One row per probe item (junk left out), in input order. Columns ``id, [text], r, d1, d2,
+        s, displacement, heat_rate, heat, heat_se, drift, drift_se, s_var, heat_cancelled_by_d2,
+        lambda_rad_per_lambda, lambda_rad, q, q_over_c, r_eq, r_eq_flag, r_eq_cfit,
+        r_eq_cfit_flag`` and, for a checkpoint trained without decay, ``r_eq_nodecay,
+        r_eq_nodecay_flag``. Units: ``r`` in ||z||, heat R^4 per step, drift R^2 per step, q per step.
     moments : ProbeMoments or None
-        The raw per-batch quantities.
+        The raw per-batch quantities (not in the JSON).
     """
 
-    summary: dict
-    items: pd.DataFrame
-    moments: ProbeMoments | None = None
+    NOT_IN_JSON: ClassVar[tuple[str, ...]] = ("items", "moments")
+    #: The correlation fields, in display order (None-valued ones are left out of tables).
+    CORRELATIONS: ClassVar[tuple[str, ...]] = (
+        "corr_norm_heat", "corr_norm_drift", "corr_req_norm", "corr_req_lambda_rad_norm", "corr_req_nodecay_norm",
+        "corr_norm_displacement", "corr_norm_heat_rate", "corr_norm_d2",
+    )
+
+    model: str = summary_field("model", default=None)
+    fingerprint: dict | None = summary_field("model fingerprint", default=None)
+    n_items: int = summary_field("probe items P", unit="items", default=None)
+    junk: dict = summary_field("junk items left out", default=None)
+    n_truncated: int | None = summary_field("items truncated at the model's max length", unit="items", default=None)
+    max_seq_length: int | None = summary_field("model max length", unit="tokens", default=None)
+    batches: int = summary_field("probe batches K", default=None)
+    batch_size: int = summary_field("probe batch size B", unit="pairs", default=None)
+    batch_size_source: str = summary_field("why this B", default=None)
+    tau: float = summary_field("temperature \u03c4", default=None)
+    tau_source: str = summary_field("why this \u03c4", default=None)
+    lr: float = summary_field("learning rate \u03b7", default=None)
+    lr_source: str = summary_field("why this \u03b7", default=None)
+    weight_decay: float | None = summary_field("weight decay \u03bb used", default=None)
+    weight_decay_source: str = summary_field("why this \u03bb", default=None)
+    decay_reading: str = summary_field("how \u03bb is read", default=None)
+    training: dict = summary_field("the checkpoint's training values, each with its source", default=None)
+    pairs: str = summary_field("probe pairs", default=None)
+    n_pairs: int = summary_field("pairs available", unit="pairs", default=None)
+    decay_mask: str = summary_field("decay mask \u03b8_D", default=None)
+    loss: str = summary_field("probe loss", default=None)
+    attention: list = summary_field("attention switched for forward-mode AD", default=None)
+    seed: int = summary_field("seed", default=None)
+    corr_norm_heat: dict = summary_field("R vs heat \u03a3\u00b2", default=None)
+    corr_norm_drift: dict = summary_field("R vs drift D~", default=None)
+    corr_req_norm: dict = summary_field("R_eq(x; c_fit) (E7) vs R", default=None)
+    corr_req_lambda_rad_norm: dict | None = summary_field("R_eq(x; \u03bb_rad) (E7) vs R", default=None)
+    corr_req_nodecay_norm: dict | None = summary_field("R_eq(x; c = 0) (E7, no decay) vs R", default=None)
+    corr_norm_displacement: dict = summary_field("R vs R-free displacement E||a||\u00b2 (guard)", default=None)
+    corr_norm_heat_rate: dict = summary_field("R vs heat rate S/R\u2074 (guard)", default=None)
+    corr_norm_d2: dict = summary_field("R vs second-order drift D2 (guard)", default=None)
+    k_convergence: dict = summary_field("headline statistics at K/4, K/2, K", default=None)
+    heat_cancelled_by_d2: float | None = summary_field("median share of heat cancelled by D2 (\u22122 D2 R\u00b2 / S)", default=None)
+    n_negative_q: int = summary_field("items with q < 0 (net inward motion without decay)", unit="items", default=None)
+    n_negative_lambda_rad: int = summary_field("items with \u03bb_rad/\u03bb < 0 under this decay mask", unit="items", default=None)
+    c_fit: float | None = summary_field("fitted c = median q", unit="per step", default=None)
+    q_over_c_mean: float | None = summary_field("mean q/c", default=None)
+    q_over_c: dict = summary_field("q/c", default=None)
+    r_eq_cfit_mean_abs_rel_error: float | None = summary_field("mean |R_eq(c_fit) \u2212 R| / R", default=None)
+    fit_e11: dict = summary_field("(E11) least-squares \u03bb_rad and \u03b7", default=None)
+    lambda_rad_per_lambda: dict = summary_field("\u03bb_rad/\u03bb over items", default=None)
+    reliability: dict = summary_field("split-half reliability", default=None)
+    median_rel_se: dict = summary_field("median relative standard error per item", default=None)
+    norm: dict = summary_field("observed norm R", unit="||z||", default=None)
+    fd: dict = summary_field("finite differences for D2", default=None)
+    loss_mean: float = summary_field("mean InfoNCE loss of the probe batches", default=None)
+    timings_s: dict = summary_field("time", unit="s", default=None)
+    caveats: list = summary_field("caveats", default=None)
+    items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    moments: Any = None
+
+    @property
+    def summary(self) -> dict:
+        """The ``--json`` dict (:meth:`to_dict`)."""
+        return self.to_dict()
+
+    def correlations(self) -> list[tuple[str, str, dict]]:
+        """``[(field, label, block)]`` of the correlations that were computed, in display order."""
+        labels = self.labels()
+        return [(k, labels[k][0], getattr(self, k)) for k in self.CORRELATIONS if getattr(self, k) is not None]

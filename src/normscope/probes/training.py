@@ -1,52 +1,248 @@
-"""Known training values of pretrained encoders, each with its source.
+"""Known training values of pretrained encoders, each with its source, looked up by model fingerprint.
 
 The probe needs the training batch size B, temperature tau, learning rate eta and weight decay
-lambda of the checkpoint it probes (THEORY section 6, step 5). Each value here names where it was
-read (model card, training script, paper); a value that is not published is absent, not guessed.
+lambda of the checkpoint it probes (docs/theory.md section 6, step 5). Each value here names where
+it was read (model card, training script, paper); a value that is not published is absent, not
+guessed. Entries are keyed by the weights of the checkpoint (the ``revision`` of its
+:class:`~normscope.table.ModelFingerprint`: ``sha256:`` and the first 16 hex digits of the
+weights file), never by the model's name: a fine-tuned copy saved under the same name has other
+weights and other training values.
+
+:func:`resolve_settings` turns the known values and the caller's options into the probe's
+settings, each with the reason it was chosen, and decides how a weight decay may be read
+(:data:`DECAY_READINGS`).
 """
 
 from __future__ import annotations
 
-__all__ = ["KNOWN_TRAINING", "DEFAULT_PROBE_BATCH", "training_defaults"]
+from dataclasses import dataclass, field
 
-#: Training values of known models (used when the caller does not give them).
+__all__ = [
+    "KNOWN_TRAINING",
+    "DEFAULT_PROBE_BATCH",
+    "DEFAULT_TAU",
+    "DECAY_READINGS",
+    "TrainingFacts",
+    "ProbeSettings",
+    "training_for",
+    "resolve_settings",
+]
+
+_MINILM_CARD = "model card (huggingface.co/sentence-transformers/all-MiniLM-L6-v2, README.md)"
+_MINILM_SCRIPT = "training script (huggingface.co/sentence-transformers/all-MiniLM-L6-v2, train_script.py)"
+
+#: Known training values: fingerprint revision -> {name, values: {key: (value, source)}}.
+#: ``sha256:53aa51172d142c89`` is model.safetensors of sentence-transformers/all-MiniLM-L6-v2
+#: (sha256 53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db), the bundled model.
 KNOWN_TRAINING: dict[str, dict] = {
-    "all-MiniLM-L6-v2": {
-        "batch_size": 1024,
-        "tau": 0.05,
-        "lr": 2e-5,
-        "weight_decay": 0.01,
-        "optimizer": "AdamW",
-        "loss": "MultipleNegativesRankingLoss (in-batch negatives, scale 20)",
-        "source": (
-            "model card of sentence-transformers/all-MiniLM-L6-v2: MultipleNegativesRankingLoss with "
-            "scale 20 (tau = 1/20 = 0.05), batch size 1024, learning rate 2e-5, AdamW; weight decay 0.01 "
-            "is the sentence-transformers fit() default"
-        ),
+    "sha256:53aa51172d142c89": {
+        "name": "sentence-transformers/all-MiniLM-L6-v2",
+        "values": {
+            "optimizer": ("AdamW (transformers.AdamW, correct_bias=True)", _MINILM_SCRIPT),
+            "lr": (2e-5, f"{_MINILM_SCRIPT}: AdamW(lr=2e-5); {_MINILM_CARD}: learning rate 2e-5"),
+            "weight_decay": (0.0, f"{_MINILM_SCRIPT}: transformers.AdamW is called without weight_decay, "
+                                  "whose default is 0"),
+            "batch_size": (1024, f"{_MINILM_CARD}: batch size 1024 (128 per TPU core)"),
+            "loss": ("symmetric InfoNCE on cosine similarities (cross-entropy in both directions, as CLIP)",
+                     _MINILM_SCRIPT),
+            "tau": (0.05, f"{_MINILM_SCRIPT}: similarity scale 20 on normalised embeddings, tau = 1/20"),
+            "schedule": ("linear warm-up (500 steps) then linear decay to 0",
+                         f"{_MINILM_SCRIPT}: get_linear_schedule_with_warmup; {_MINILM_CARD}: warm-up 500"),
+            "gradient_clipping": ("gradient-norm clipping", _MINILM_SCRIPT),
+        },
     },
 }
 
-#: CPU-friendly default probe batch size when the training batch size is larger.
+#: CPU-friendly probe batch size used when the training batch size is larger (or unknown).
 DEFAULT_PROBE_BATCH = 64
+#: Temperature used when the training temperature is unknown.
+DEFAULT_TAU = 0.05
+
+#: How the probe may read a weight decay lambda (``ProbeSettings.decay_reading``).
+DECAY_READINGS = {
+    "checkpoint": "the checkpoint's own training weight decay (known training value)",
+    "what_if": "the user's what-if value (--weight-decay), not the checkpoint's training value",
+    "trained_without_decay": "the checkpoint was trained without weight decay (lambda = 0)",
+    "unknown": "the checkpoint's training weight decay is unknown",
+}
 
 
-def training_defaults(model_name: str | None) -> dict | None:
-    """Known training values of ``model_name`` (a copy), or None.
+@dataclass(frozen=True)
+class TrainingFacts:
+    """Training values of one checkpoint, each with its source.
+
+    Attributes
+    ----------
+    name : str
+        The model the values belong to.
+    values : dict of str -> (value, source)
+        Keys among ``optimizer, lr, weight_decay, batch_size, loss, tau, schedule, gradient_clipping``.
+    """
+
+    name: str
+    values: dict
+
+    def get(self, key: str, default=None):
+        """The value of ``key`` (without its source), or ``default``."""
+        return self.values[key][0] if key in self.values else default
+
+    def source(self, key: str) -> str | None:
+        return self.values[key][1] if key in self.values else None
+
+    def to_dict(self) -> dict:
+        """JSON ``training`` block: ``{key: {"value": ..., "source": ...}}`` plus ``model``."""
+        out = {"known": True, "model": self.name}
+        for k in ("optimizer", "lr", "weight_decay", "batch_size", "loss", "tau", "schedule", "gradient_clipping"):
+            v, s = self.values.get(k, (None, "not published"))
+            out[k] = {"value": v, "source": s}
+        return out
+
+
+def training_for(fingerprint) -> TrainingFacts | None:
+    """Known training values of the checkpoint with this fingerprint, or None.
 
     Parameters
     ----------
-    model_name : str or None
-        Model name or hub id; matched on its last path component, case-insensitively.
+    fingerprint : ModelFingerprint, dict or None
+        Matched on its ``revision`` (the weights hash), not on its name.
 
     Returns
     -------
-    dict or None
-        Keys ``batch_size``, ``tau``, ``lr``, ``weight_decay``, ``optimizer``, ``loss``, ``source``.
+    TrainingFacts or None
     """
-    if not model_name:
+    if fingerprint is None:
         return None
-    key = str(model_name).rstrip("/").split("/")[-1].lower()
-    for name, vals in KNOWN_TRAINING.items():
-        if key == name.lower() or key.startswith(name.lower() + "-"):
-            return dict(vals)
-    return None
+    rev = fingerprint.get("revision") if isinstance(fingerprint, dict) else getattr(fingerprint, "revision", None)
+    entry = KNOWN_TRAINING.get(str(rev)) if rev else None
+    return TrainingFacts(entry["name"], dict(entry["values"])) if entry else None
+
+
+def unknown_training_block(fingerprint) -> dict:
+    """The JSON ``training`` block of a checkpoint without known training values."""
+    rev = fingerprint.get("revision") if isinstance(fingerprint, dict) else getattr(fingerprint, "revision", None)
+    out = {"known": False, "model": None,
+           "reason": f"no training values recorded for this checkpoint (weights {rev or 'unknown'})"}
+    for k in ("optimizer", "lr", "weight_decay", "batch_size", "loss", "tau"):
+        out[k] = {"value": None, "source": "unknown"}
+    return out
+
+
+@dataclass
+class ProbeSettings:
+    """The probe's B, tau, eta, lambda, each with why it was chosen (JSON keys ``*_source``).
+
+    Attributes
+    ----------
+    batch_size, tau : int, float
+    lr : float or None
+        eta; None when neither given nor known (then fitted by (E11) or per unit eta).
+    weight_decay : float or None
+        The lambda used for lambda_rad, q/c and R_eq(lambda_rad): None unless it is the
+        checkpoint's own positive training value or the user's what-if value.
+    decay_reading : str
+        A key of :data:`DECAY_READINGS`.
+    training : dict
+        The JSON ``training`` block (every value with its source).
+    notes : list of str
+        Caveats that follow from the settings.
+    """
+
+    batch_size: int
+    batch_size_source: str
+    tau: float
+    tau_source: str
+    lr: float | None
+    lr_source: str
+    weight_decay: float | None
+    weight_decay_source: str
+    decay_reading: str
+    training: dict
+    notes: list = field(default_factory=list)
+
+
+def resolve_settings(facts: TrainingFacts | None, *, fingerprint=None, n_pairs: int, batch_size: int | None,
+                     tau: float | None, lr: float | None, weight_decay: float | None) -> ProbeSettings:
+    """Choose B, tau, eta and lambda from the caller's options and the checkpoint's training values.
+
+    Parameters
+    ----------
+    facts : TrainingFacts or None
+        From :func:`training_for`.
+    fingerprint : ModelFingerprint, optional
+        For the ``training`` block of an unknown checkpoint.
+    n_pairs : int
+        Pairs available (a default B is capped at it).
+    batch_size, tau, lr, weight_decay : optional
+        The caller's values (``--batch-size``, ``--tau``, ``--lr``, ``--weight-decay``).
+
+    Returns
+    -------
+    ProbeSettings
+
+    Notes
+    -----
+    The values are checked by :func:`normscope.probes.run.check_probe_options` before this runs.
+    """
+    notes: list[str] = []
+    train_b = facts.get("batch_size") if facts else None
+    if batch_size is not None:
+        b, b_src = int(batch_size), "given (--batch-size)"
+    elif train_b:
+        b = min(int(train_b), DEFAULT_PROBE_BATCH, n_pairs)
+        b_src = f"training batch size {train_b} is too costly on CPU; the probe uses {b}"
+    else:
+        b, b_src = min(DEFAULT_PROBE_BATCH, n_pairs), "default (training batch size unknown)"
+    if train_b and b != train_b:
+        notes.append(f"probe batch size B={b} differs from the training B={train_b}: heat scales about as 1/B, so "
+                     f"absolute heat and q are not the training values (heat here is roughly {train_b / b:.0f}x the "
+                     "training heat; ranks are unaffected)")
+    if tau is not None:
+        t, t_src = float(tau), "given (--tau)"
+    elif facts and facts.get("tau") is not None:
+        t, t_src = float(facts.get("tau")), "known training value: " + facts.source("tau")
+    else:
+        t, t_src = DEFAULT_TAU, "default (training temperature unknown)"
+    if lr is not None:
+        eta, eta_src = float(lr), "given (--lr)"
+    elif facts and facts.get("lr") is not None:
+        eta, eta_src = float(facts.get("lr")), f"known training value of {facts.name}"
+        sched = facts.get("schedule") or ""
+        if "decay to 0" in sched:
+            notes.append(f"eta = {eta:g} is the peak of the training schedule ({sched}); the end-of-training eta "
+                         "that the theory asks for is 0 under that schedule, so eta is ill-defined (docs/theory.md "
+                         "section 8): absolute heat, drift, q and c_fit scale with this choice; rank statistics of "
+                         "heat do not")
+    else:
+        eta, eta_src = None, "unknown"
+    train_wd = facts.get("weight_decay") if facts else None
+    if weight_decay is not None:
+        lam, reading = float(weight_decay), "what_if"
+        lam_src = "given (--weight-decay): " + DECAY_READINGS["what_if"]
+    elif train_wd is not None and train_wd > 0:
+        lam, reading = float(train_wd), "checkpoint"
+        lam_src = "known training value: " + facts.source("weight_decay")
+    elif train_wd is not None:
+        lam, reading = None, "trained_without_decay"
+        lam_src = f"{facts.name} was trained without weight decay ({facts.source('weight_decay')})"
+    else:
+        lam, reading, lam_src = None, "unknown", "unknown (not a known checkpoint, and --weight-decay not given)"
+    if reading == "trained_without_decay":
+        notes.append(f"{facts.name} was trained without weight decay: lambda_rad, q/c and R_eq(lambda_rad) need a decay "
+                     "the checkpoint did not have, so they are not predictions for it and are not computed; "
+                     "R_eq(x; c_fit) uses one fitted c (docs/theory.md section 6, step 6(ii)), a rank test of the (E7) "
+                     "shape; give --weight-decay to ask what a decay would predict")
+    elif reading == "unknown":
+        notes.append("the checkpoint's weight decay is unknown: lambda_rad, q/c and R_eq(lambda_rad) are not computed; "
+                     "R_eq(x; c_fit) uses one fitted c (docs/theory.md section 6, step 6(ii))")
+    elif reading == "what_if":
+        notes.append(f"weight decay lambda = {lam:g} is the user's what-if value (--weight-decay), not the "
+                     "checkpoint's: lambda_rad, q/c and R_eq(lambda_rad) answer 'what if', they are not predictions "
+                     "for this checkpoint")
+    opt = str(facts.get("optimizer") or "") if facts else ""
+    if opt.lower().startswith("adam"):
+        notes.append(f"{facts.name} was trained with {opt}: the SGD form of Theorem 1 is not expected to hold "
+                     "quantitatively (docs/theory.md C3 and section 8); read rank statistics only")
+    training = facts.to_dict() if facts else unknown_training_block(fingerprint)
+    return ProbeSettings(batch_size=b, batch_size_source=b_src, tau=t, tau_source=t_src, lr=eta, lr_source=eta_src,
+                         weight_decay=lam, weight_decay_source=lam_src, decay_reading=reading, training=training,
+                         notes=notes)

@@ -65,7 +65,9 @@ class Sizes:
     words : int
         Norm distribution: top-N alphabetic English words of wordfreq.
     probe_items, probe_batches, probe_batch_size : int or None
-        Probes: P probe inputs, K virtual SGD batches of B pairs each.
+        Probes: P probe inputs, K virtual SGD batches of B pairs each (None B: the probe's default,
+        64). The full default P = 500, K = 16 is the smallest design whose headline signs are
+        stable on MiniLM by the criterion of docs/probe.md.
     lab_steps, lab_snapshots, lab_probe_batches : int or None
         Training lab (free table, SGD): training steps, snapshot states S, virtual batches K per state.
     transformer_steps, transformer_probe_items, transformer_probe_batches : int
@@ -82,8 +84,9 @@ class Sizes:
     """
 
     words: int = 5000
-    probe_items: int | None = 200
-    probe_batches: int | None = 8
+    # probes: the smallest (P, K) whose headline signs are stable on MiniLM (criterion in docs/probe.md)
+    probe_items: int | None = 500
+    probe_batches: int | None = 16
     probe_batch_size: int | None = None
     lab_steps: int | None = None
     lab_snapshots: int | None = None
@@ -202,9 +205,9 @@ FULL = Sizes()
 #: ``--quick``: whole run under 5 minutes on 2 CPU cores.
 QUICK = Sizes(
     words=2000,
-    probe_items=100,
+    probe_items=100,  # below the sign-stable sizes (docs/probe.md): the page says so
     probe_batches=4,
-    probe_batch_size=32,
+    probe_batch_size=None,
     lab_steps=None,
     lab_snapshots=None,
     lab_probe_batches=None,

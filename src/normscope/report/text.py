@@ -103,6 +103,7 @@ def correlation_sentence(
     -------
     str
         - CI excludes 0: "<x> rises/falls with <y> (<strength>): rho = ..., 95% CI ..., n = ...; the CI excludes 0."
+          The direction is the side of 0 the CI lies on; a point estimate on the other side is said.
         - CI contains 0: "For <x> and <y> the CI includes 0: no evidence of a <relation> (...)."
         - no CI: the estimate only, with "no CI, so no claim about its sign".
     """
@@ -115,7 +116,11 @@ def correlation_sentence(
         return f"{x[0].upper() + x[1:]} vs {y}: {stats}; no CI, so no claim about its sign."
     if not ex:
         return f"For {x} and {y} the CI includes 0: no evidence of a {relation} ({stats})."
-    direction = "rises" if r > 0 else "falls"
+    up = _num(ci[0]) > 0
+    direction = "rises" if up else "falls"
+    if (r > 0) != up:
+        return (f"{x[0].upper() + x[1:]} {direction} with {y} by its CI, which excludes 0 ({stats}), while the point "
+                "estimate lies on the other side of 0: read the sign from the CI, the size as uncertain.")
     return f"{x[0].upper() + x[1:]} {direction} with {y} ({strength(r)}; {stats}); the CI excludes 0."
 
 
@@ -187,16 +192,48 @@ def norm_distribution_sentences(sec: dict, explained_by: Sequence[str] | None = 
     return [base + tail]
 
 
+def _excluded_text(block: dict, total) -> str:
+    """Which items a correlation left out and why, as a sentence, from the block's own mask counts."""
+    n_ex = int(block.get("n_excluded") or 0)
+    if not n_ex:
+        return f"All {fmt(total)} items enter this check (no root of (E7) is undefined)."
+    why = "; ".join(f"{fmt(v)} with {k}" for k, v in (block.get("excluded") or {}).items())
+    return f"{fmt(n_ex)} of {fmt(total)} items are left out of this check because their R_eq is undefined ({why})."
+
+
 def equilibrium_sentences(sec: dict) -> list[str]:
+    """Sentences of the probes section, every number from the correlation block it describes.
+
+    The prediction comes first; when its CI lies below 0 the first words say that it fails on this
+    model. Each correlation's sentence uses its own ``n``; "left out" counts come from the same
+    mask as the statistic (``n_excluded``, ``excluded``).
+    """
     res = sec.get("result") or {}
+    derived = sec.get("derived") or {}
     out: list[str] = []
-    n = res.get("n_items")
-    req = res.get("corr_req_norm")
+    total = res.get("n_items")
+    key = derived.get("prediction_key") or "corr_req_norm"
+    reading = derived.get("prediction_reading")
+    req = res.get(key)
     rho, ci, m = _corr_parts(req)
+    src = " (CI over batches and items)"
     if rho is not None:
-        sent = correlation_sentence("the observed norm", "the norm predicted by (E7) from the probes",
-                                    rho, ci, (req or {}).get("n", n), method=m)
-        opt = str(_get(res, "training", "optimizer", default="") or "")
+        n = (req or {}).get("n")
+        ex = ci_excludes_zero(ci)
+        stats = f"{m} = {fmt(rho)}, {_ci_text(ci)}{src}, n = {fmt(n)}"
+        if ex and _num(ci[1]) < 0:
+            sent = (f"The prediction fails on this model: the norm predicted by (E7) falls as the observed norm rises "
+                    f"({stats}).")
+        elif ex:
+            sent = f"The observed norm rises with the norm predicted by (E7) ({strength(rho)}; {stats})."
+        else:
+            sent = (f"No evidence that the norm predicted by (E7) tracks the observed norm: the CI includes 0 "
+                    f"({stats}).")
+        if reading:
+            sent += f" Reading: {reading}."
+        sent += " " + _excluded_text(req, total)
+        opt = _get(res, "training", "optimizer", default="") or ""
+        opt = str(opt.get("value") or "") if isinstance(opt, dict) else str(opt)
         if opt.lower().startswith("adam"):
             sent += (f" This model was trained with {opt}, for which the SGD form of Theorem 1 is not expected to "
                      "hold quantitatively: read this as a rank statistic.")
@@ -207,26 +244,29 @@ def equilibrium_sentences(sec: dict) -> list[str]:
                if c_fit is not None and c_fit <= 0 else (req.get("note") or "too few items have a prediction"))
         out.append(f"The predicted-vs-observed comparison could not be made on this model: {why} "
                    f"({fmt(req.get('n', 0))} items with a prediction).")
-    rho_h, ci_h, mh = _corr_parts(res.get("corr_norm_heat"))
+    heat = res.get("corr_norm_heat") or {}
+    rho_h, ci_h, mh = _corr_parts(heat)
     if rho_h is not None:
-        out.append(correlation_sentence("the norm", "the heat \u03a3\u00b2", rho_h, ci_h, n, method=mh)
+        out.append(correlation_sentence("the norm", "the heat \u03a3\u00b2", rho_h, ci_h, heat.get("n"), method=mh)
                    + " Heat \u03a3\u00b2 = R\u00b2 E||\u0394||\u00b2 contains R\u00b2 by construction:"
                    " the R-free displacement below is the fair test.")
-    rho_d, ci_d, md = _corr_parts(res.get("corr_norm_displacement"))
+    disp = res.get("corr_norm_displacement") or {}
+    rho_d, ci_d, md = _corr_parts(disp)
     if rho_d is not None:
-        s = correlation_sentence("the norm", "the R-free displacement E||a||\u00b2", rho_d, ci_d, n, method=md)
+        s = correlation_sentence("the norm", "the R-free displacement E||a||\u00b2", rho_d, ci_d, disp.get("n"),
+                                 method=md)
         if ci_excludes_zero(ci_h) and ci_excludes_zero(ci_d) is False:
             s += (" Since heat contains R\u00b2 by definition, the heat correlation above may be mechanical: "
                   "the R-free quantity shows no relation.")
         out.append(s)
-    rho_dr, ci_dr, mdr = _corr_parts(res.get("corr_norm_drift"))
+    drift = res.get("corr_norm_drift") or {}
+    rho_dr, ci_dr, mdr = _corr_parts(drift)
     if rho_dr is not None:
-        out.append(correlation_sentence("the norm", "the radial drift D~", rho_dr, ci_dr, n, method=mdr))
+        out.append(correlation_sentence("the norm", "the radial drift D~", rho_dr, ci_dr, drift.get("n"), method=mdr))
     nq = res.get("n_negative_q")
-    nl = res.get("n_negative_lambda_rad")
-    if nq or nl:
-        out.append(f"{fmt(nq or 0)} items have q < 0 and {fmt(nl or 0)} have \u03bb_rad < 0: (E7) has no "
-                   "stationary prediction for them, so they are excluded from the prediction check.")
+    if nq:
+        out.append(f"{fmt(nq)} items have q < 0 (their measured radial motion is inward even without decay); (E7) "
+                   "still has a positive root for them, so they stay in the prediction check.")
     return out
 
 
@@ -302,7 +342,11 @@ def semantic_signal_sentences(sec: dict) -> list[str]:
                 ctrl = _and_list(list(p.get("controls") or s.get("controls") or [])) or "the controls"
                 ex = ci_excludes_zero(pci)
                 if ex is True:
-                    sentence += f" Controlling for {ctrl} it stays {'positive' if _num(prho) > 0 else 'negative'} (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
+                    # "stays" only when the marginal's CI lies on the same side of 0 (signs from the CIs)
+                    p_up = _num(pci[0]) > 0
+                    m_ex = ci_excludes_zero(ci)
+                    verb = ("it stays" if m_ex and (_num(ci[0]) > 0) == p_up else "it turns" if m_ex else "it is")
+                    sentence += f" Controlling for {ctrl} {verb} {'positive' if p_up else 'negative'} (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
                 elif ex is False:
                     sentence += f" Controlling for {ctrl}, the CI includes 0 (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
                 elif _num(prho) is not None:

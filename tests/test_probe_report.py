@@ -1,0 +1,119 @@
+"""The report's probes stage (``equilibrium_theory``) on a small real run, checked against independent values.
+
+The bundled all-MiniLM-L6-v2 probes 24 wordfreq words with K = 4 batches of B = 8 WordNet pairs.
+Checked: the observed norms equal the encoder's own ``encode`` (a different forward path), the
+claims rows carry the section's numbers and a verdict that follows the CI's side of 0 (worked out
+here by hand), "left out" counts come from the same mask as the statistic, the K-convergence
+table ends at the full K, and the "what this says" sentences cite each correlation's own n.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from normscope.report import ReportConfig, Sizes, run_report
+
+SIZES = Sizes(words=60, probe_items=24, probe_batches=4, probe_batch_size=8, n_boot=200, n_perm=200)
+
+
+@pytest.fixture(scope="module")
+def probe_run(tmp_path_factory, bundled_encoder):
+    """The stage as the report runs it, on WordNet *verb* (term, gloss) pairs: reading the 82,115 noun
+    synsets through NLTK takes most of the stage's time on a small run, the 13,767 verb synsets a sixth."""
+    import torch
+
+    import normscope.pairs
+    from normscope.datasets import shared_data_dir
+
+    d = shared_data_dir()
+    if d is None or not (d / "wordnet-3.0").exists():
+        pytest.skip("WordNet is not in the shared data folder")
+    mp = pytest.MonkeyPatch()
+    real = normscope.pairs.load_pairs
+    mp.setattr(normscope.pairs, "load_pairs", lambda spec: real("wordnet:v") if spec == "wordnet" else real(spec))
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        out = tmp_path_factory.mktemp("report_probes")
+        res = run_report(ReportConfig(out=out, sizes=SIZES, only=("probes",)), progress=False, encoder=bundled_encoder)
+    finally:
+        torch.set_num_threads(n)
+        mp.undo()
+    return out, res
+
+
+def test_probe_section_numbers_are_independent_values(probe_run, bundled_encoder):
+    out, res = probe_run
+    summary = json.loads((out / "summary.json").read_text())
+    sec = summary["equilibrium_theory"]
+    assert sec["status"] == "ok", sec.get("reason")
+    r = sec["result"]
+    assert r["n_items"] == 24 and r["batches"] == 4 and r["batch_size"] == 8 and r["pairs"] == "wordnet-3.0:v"
+    # the observed norms: the encoder's own batched sdpa forward, independently of the probe's eager forward
+    from normscope.report.stages.probes import WORDS_FILE, probe_words
+
+    ids, words = probe_words(24, 0)  # 24 of the 1,000 most frequent words, drawn with the report's seed
+    assert (out / WORDS_FILE).read_text().count("\n") == 24 and f'"text": "{words[0]}"' in (out / WORDS_FILE).read_text()
+    assert len(set(ids)) == 24 and all(0 <= int(i) < 1000 for i in ids)
+    norms = np.linalg.norm(bundled_encoder.encode(words).astype(np.float64), axis=1)
+    assert r["norm"]["mean"] == pytest.approx(norms.mean(), rel=1e-5)
+    assert r["norm"]["max"] == pytest.approx(norms.max(), rel=1e-5)
+    # every correlation: CI over batches and items, items-only CI, the same n + left out = P
+    for key in ("corr_norm_heat", "corr_norm_drift", "corr_req_norm", "corr_req_nodecay_norm", "corr_norm_displacement"):
+        c = r[key]
+        assert "batches and items" in c["ci"]["resamples"] and "items only" in c["ci_items_only"]["resamples"]
+        assert c["n"] + c["n_excluded"] == 24 and sum(c["excluded"].values()) == c["n_excluded"]
+    # MiniLM was trained without weight decay: no lambda-based quantities, the c = 0 reading excludes outward drift
+    assert r["decay_reading"] == "trained_without_decay" and r["corr_req_lambda_rad_norm"] is None
+    assert r["corr_req_nodecay_norm"]["excluded"].get("drift>=0 (no decay)", 0) == r["corr_req_nodecay_norm"]["n_excluded"]
+    # K-convergence: K/2 and K; the full-K row is the headline statistic itself
+    kc = r["k_convergence"]["rows"]
+    assert [row["batches"] for row in kc] == [2, 4]
+    assert kc[-1]["corr_norm_heat"]["spearman"] == pytest.approx(r["corr_norm_heat"]["spearman"], abs=1e-12)
+
+
+def test_probe_claims_rows_follow_the_ci(probe_run):
+    out, res = probe_run
+    sec = res.records["probes"]["sections"]["equilibrium_theory"]
+    r = sec["result"]
+    rows = {row["key"]: row for row in sec["claims"]}
+    assert set(rows) == {"corr_norm_heat", "corr_norm_drift", "req_predicts_norm"}
+    for key, sign, block, stat in (("corr_norm_heat", 1, "corr_norm_heat", "pearson"),
+                                   ("corr_norm_drift", -1, "corr_norm_drift", "pearson"),
+                                   ("req_predicts_norm", 1, "corr_req_norm", "spearman")):
+        row, c = rows[key], r[block]
+        assert row["section"] == "equilibrium_theory" and row["n"] == c["n"]
+        if c[stat] is None:  # e.g. c_fit <= 0: (E7) predicts no finite norm
+            assert row["verdict"] == "not testable here" and row["measured"] is None
+            assert r["c_fit"] <= 0 and "c_fit" in row["why"]
+            continue
+        assert row["measured"] == pytest.approx(c[stat], abs=1e-12)
+        lo, hi = c["ci"][stat]
+        assert row["ci"] == pytest.approx([lo, hi], abs=1e-12)
+        expected = ("reproduced" if (lo > 0 if sign > 0 else hi < 0) else
+                    "refuted" if (hi < 0 if sign > 0 else lo > 0) else "inconclusive")
+        assert row["verdict"] == expected, (key, lo, hi)
+    assert "c_fit" in rows["req_predicts_norm"]["what"] and "without weight decay" in rows["req_predicts_norm"]["what"]
+    # the scorecard of summary.json carries these rows
+    card = {row["key"]: row for row in json.loads((out / "summary.json").read_text())["claims"]}
+    for key, row in rows.items():
+        assert card[key]["verdict"] == row["verdict"] and card[key]["measured"] == row["measured"]
+
+
+def test_probe_sentences_cite_their_own_numbers(probe_run):
+    out, _ = probe_run
+    summary = json.loads((out / "summary.json").read_text())
+    says = summary["what_this_says"]["equilibrium_theory"]
+    r = summary["equilibrium_theory"]["result"]
+    req = r["corr_req_norm"]
+    if req["spearman"] is None:
+        assert "could not be made" in says[0] and "c_fit" in says[0]
+    else:
+        assert f"n = {req['n']}" in says[0] and "c_fit" in says[0]
+        if req["ci"]["spearman"][1] < 0:
+            assert says[0].startswith("The prediction fails on this model")
+    heat = next(s for s in says if "the heat \u03a3\u00b2" in s)
+    assert f"n = {r['corr_norm_heat']['n']}" in heat
