@@ -490,7 +490,8 @@ def _step0_probe(adapter, probes, pairs, *, batch_size, batches, tau, decay_mask
     m = probe_moments(adapter, list(probes.texts), (pairs.left, pairs.right), batch_size=batch_size, batches=batches,
                       tau=tau, decay_mask=decay_mask, seed=seed)
     m = dataclasses.replace(m, r=r)
-    pr = summarize_probe(m, eta=lr, weight_decay=weight_decay, model=name, ids=probes.ids, n_boot=200, seed=seed)
+    pr = summarize_probe(m, eta=lr, weight_decay=weight_decay, ids=probes.ids, n_boot=200, seed=seed,
+                         fields={"model": name})
     it = pr.items
     heat, drift = it["heat"].to_numpy(), it["drift"].to_numpy()
     if optimizer == "momentum":
@@ -502,7 +503,7 @@ def _step0_probe(adapter, probes, pairs, *, batch_size, batches, tau, decay_mask
     flag = np.where(lam_rad <= 0, "lambda_rad<=0", np.where(q < 0, "q<0", ""))
     r_eq = theory.equilibrium_radius(drift, heat, c=np.where(c > 0, c, np.nan))
     r_eq = np.where(flag == "", r_eq, np.nan)
-    s = dict(pr.summary, batch_size=batch_size, tau=tau)
+    s = dict(pr.to_dict(), batch_size=batch_size, tau=tau)
     return {
         "r": r, "r_eq": r_eq, "flag": flag, "heat": heat, "drift": drift, "q": q, "lambda_rad": lam_rad,
         "lam0": m.zjd / r**2, "d1": m.d1, "d2": m.d2, "s": m.s, "heat_se": it["heat_se"].to_numpy(), "drift_se": it["drift_se"].to_numpy(),
