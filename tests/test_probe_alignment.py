@@ -134,3 +134,41 @@ def test_as_adapter_checks_the_adapter_interface(tiny_text_encoder):
 
     with pytest.raises(ModelError, match="ProbeAdapter"):
         as_adapter(Duck())
+
+
+def test_bf16_pair_gradients_only_and_their_measured_error(tiny_text_encoder):
+    """--precision bf16 on the probe changes only the K pair-gradient passes: the observed norms are the
+    fp32 ones bit for bit, and the reported gradient error equals the one computed here from two gradients."""
+    from normscope.probes import TextEncoderAdapter, symmetric_info_nce
+
+    kw = dict(ids=[f"id{i}" for i in range(len(ITEMS))], batch_size=4, batches=2, seed=1, chunk_size=6, n_boot=20,
+              tau=0.1, lr=1e-3)
+    fp32 = run_probe(tiny_text_encoder, ITEMS, PAIRS, **kw)
+    bf16 = run_probe(tiny_text_encoder, ITEMS, PAIRS, precision="bf16", **kw)
+    assert fp32.precision == "fp32" and fp32.grad_error_vs_fp32 is None and bf16.precision == "bf16"
+    np.testing.assert_array_equal(bf16.items["r"].to_numpy(), fp32.items["r"].to_numpy())
+    # the same batch 0, gradients by hand: autocast bf16 vs fp32
+    from normscope.pairs import sample_pair_batches
+
+    ad = TextEncoderAdapter(tiny_text_encoder)
+    try:
+        theta = ad.parameters()
+        b0 = sample_pair_batches(len(PAIRS[0]), 4, 2, 1)[0]
+        fq, fd = ad.features(PAIRS[0], b0, "query"), ad.features(PAIRS[1], b0, "doc")
+
+        def grad(bf16):
+            th = {n: v.detach().clone().requires_grad_(True) for n, v in theta.items()}
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = symmetric_info_nce(ad.embed(th, fq, "query"), ad.embed(th, fd, "doc"), 0.1)
+            gs = torch.autograd.grad(loss.float(), list(th.values()), allow_unused=True)
+            return torch.cat([(g if g is not None else torch.zeros_like(v)).double().flatten()
+                              for g, v in zip(gs, th.values())])
+
+        g16, g32 = grad(True), grad(False)
+    finally:
+        ad.close()
+    rel = float((g16 - g32).norm() / g32.norm())
+    cos = float(g16 @ g32 / (g16.norm() * g32.norm()))
+    assert bf16.grad_error_vs_fp32["rel_error"] == pytest.approx(rel, rel=1e-6)
+    assert bf16.grad_error_vs_fp32["cosine"] == pytest.approx(cos, rel=1e-9)
+    assert 0 < rel < 0.1 and cos > 0.99

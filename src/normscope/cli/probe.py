@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
-from normscope.cli._options import DEFAULT_MODEL, Device, JsonOut, JunkError, Model, Seed, TableOut, TrustRemoteCode
+from normscope.cli._options import DEFAULT_MODEL, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut, TrustRemoteCode
 from normscope.errors import InputError
 
 
@@ -50,9 +50,8 @@ def _num(x) -> str:
     return "n/a" if x is None else f"{x:+.2f}"
 
 
-def print_probe(res, console: Console) -> None:
-    """The probe's console output: correlations (labels from :class:`~normscope.probes.ProbeResult`),
-    the K-convergence table, the reading of lambda, and the caveats."""
+def _probe_table(res) -> Table:
+    """The correlations with the observed norm (labels from :class:`~normscope.probes.ProbeResult`)."""
     eta = f"{res.lr:.3g}" if res.lr is not None else "n/a"
     t = Table(title=f"probe: {res.model} | {res.n_items} items | K={res.batches} B={res.batch_size} tau={res.tau} eta={eta}")
     t.add_column("comparison")
@@ -65,7 +64,12 @@ def print_probe(res, console: Console) -> None:
     for _, label, c in res.correlations():
         t.add_row(label, _num(c.get("pearson")), _num(c.get("spearman")), _ci(c["ci"]["spearman"]),
                   _ci(c["ci_items_only"]["spearman"]), str(c.get("n", "n/a")), c.get("p_text", "no p-value"))
-    console.print(t)
+    return t
+
+
+def print_probe(res, console: Console) -> None:
+    """The probe's console output: correlations, the K-convergence table, the reading of lambda, and the caveats."""
+    console.print(_probe_table(res))
     kc = res.k_convergence or {}
     if kc.get("rows"):
         k = Table(title="Spearman rho by number of batches (first K/4, K/2, K; 95% CI over batches and items)")
@@ -90,7 +94,7 @@ def print_probe(res, console: Console) -> None:
 @app.command()
 def probe(
     items: Annotated[str, typer.Argument(help="Items file (.txt one per line, .jsonl, .csv, BEIR dir) or wordfreq:N.")],
-    model: Model = DEFAULT_MODEL,
+    model: Models = None,
     pairs: Annotated[str, typer.Option("--pairs", help="Pair source: wordnet[:pos], scifact[:split], beir:DIR[:split], or a 2-column .tsv/.csv.")] = "wordnet",
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Probe batch size B (default: training B if known, capped at 64).")] = None,
     batches: Annotated[int, typer.Option("--batches", help="Number of probe batches K (>= 2).")] = 16,
@@ -103,6 +107,7 @@ def probe(
     n_boot: Annotated[int, typer.Option("--n-boot", min=1, help="Bootstrap replicates of every CI.")] = 1000,
     seed: Seed = 0,
     device: Device = "cpu",
+    precision: Precision = "fp32",
     json_path: JsonOut = None,
     out: TableOut = None,
     fig: Annotated[Optional[Path], typer.Option("--fig", help="PNG: predicted vs observed norm (a _heat_drift.png beside it).")] = None,
@@ -110,8 +115,8 @@ def probe(
     trust_remote_code: TrustRemoteCode = False,
 ) -> None:
     """Estimate heat and radial drift per item by virtual SGD steps and compare R_eq with the norm."""
-    from normscope.cli._outputs import write_outputs
-    from normscope.encoders import load_encoder, resolve_backend
+    from normscope.cli._outputs import run_models, side_by_side, write_multi_outputs, write_outputs
+    from normscope.encoders import load_encoder, model_slug, resolve_backend
     from normscope.pairs import load_pairs
     from normscope.probes import check_probe_options, plot_heat_drift, plot_predicted_vs_observed, run_probe
     from normscope.validate import check_output_path, check_outputs
@@ -121,22 +126,37 @@ def probe(
         check_output_path(fig, "--fig")
     junk = "error" if junk_error else "drop"
     check_probe_options(batches=batches, batch_size=batch_size, tau=tau, lr=lr, weight_decay=weight_decay,
-                        decay_mask=decay_mask, fd_dtype=fd_dtype, chunk_size=chunk_size, n_boot=n_boot, junk=junk)
-    if resolve_backend(model)[0] == "precomputed":
-        raise InputError(f"--model {model}: precomputed vectors cannot be probed (the probe differentiates the model's weights); give a model")
-    encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code)
+                        decay_mask=decay_mask, fd_dtype=fd_dtype, chunk_size=chunk_size, n_boot=n_boot, junk=junk,
+                        precision=precision)
+    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    for m in models:
+        if resolve_backend(m)[0] == "precomputed":
+            raise InputError(f"--model {m}: precomputed vectors cannot be probed (the probe differentiates the model's weights); give a model")
+    console = Console(stderr=True)
+    if len(models) == 1:
+        load_encoder(models[0], device=device, trust_remote_code=trust_remote_code)  # a bad model fails before the items load
     ids, texts = load_probe_items(items)
     pair_source = load_pairs(pairs)
-    res = run_probe(
-        encoder, texts, pair_source, batch_size=batch_size, batches=batches, tau=tau, lr=lr,
-        weight_decay=weight_decay, decay_mask=decay_mask, seed=seed, progress=True, ids=ids,
-        chunk_size=chunk_size, fd_dtype=fd_dtype, n_boot=n_boot, junk=junk,
-    )
-    console = Console(stderr=True)
 
-    def plot(result, path):
-        plot_heat_drift(result, Path(path).with_name(Path(fig).stem + "_heat_drift.png"))
+    def call(m):
+        encoder = load_encoder(m, device=device, trust_remote_code=trust_remote_code)
+        return run_probe(
+            encoder, texts, pair_source, batch_size=batch_size, batches=batches, tau=tau, lr=lr,
+            weight_decay=weight_decay, decay_mask=decay_mask, seed=seed, progress=True, ids=ids,
+            chunk_size=chunk_size, fd_dtype=fd_dtype, n_boot=n_boot, junk=junk, precision=precision,
+        )
+
+    def plot(result, path):  # the heat/drift panels go beside --fig (one per model when several)
+        part = f".{model_slug(result.model)}" if len(models) > 1 else ""
+        plot_heat_drift(result, Path(fig).with_name(f"{Path(fig).stem}{part}_heat_drift.png"))
         return plot_predicted_vs_observed(result, path)
 
+    if len(models) > 1:
+        results, errors = run_models(models, call, console)
+        Console().print(side_by_side({m: _probe_table(r) for m, r in results.items()}, errors=errors,
+                                     title=f"probe: {len(models)} models side by side"))
+        write_multi_outputs(results, errors, console, out=out, json_path=json_path, fig=fig, plot=plot)
+        return
+    res = call(models[0])
     write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot)
     print_probe(res, console)

@@ -130,6 +130,8 @@ class ProbeMoments:
     losses: np.ndarray
     grad_norms: np.ndarray
     timings: dict = field(default_factory=dict)
+    grad_precision: str = "fp32"
+    grad_check: dict | None = None
     fd_dtype: str = "float64"
     fd_target: float = 3e-3
     fd_check: dict | None = None
@@ -213,6 +215,7 @@ def probe_moments(
     fd_target: float | None = None,
     fd_check: bool = True,
     symmetric: bool = True,
+    grad_precision: str = "fp32",
     progress: Callable[[int, int], None] | None = None,
 ) -> ProbeMoments:
     """The section-6 estimators: K virtual SGD steps, JVP displacements and FD radial curvature.
@@ -260,6 +263,12 @@ def probe_moments(
         float64 copy at step 3e-3 and report the relative difference (``ProbeMoments.fd_check``).
     symmetric : bool
         Symmetric (CLIP) InfoNCE, else the one-directional row loss.
+    grad_precision : {"fp32", "bf16"}
+        Precision of the K pair-gradient passes only (forward and backward of the InfoNCE loss on B
+        pairs, under ``torch.autocast`` in bfloat16). Everything that measures the probe items --
+        their embeddings z, the JVPs, the finite differences and their check, lambda_rad -- stays in
+        fp32/fp64. With bf16, batch 0's gradient is also computed in fp32 and the relative error and
+        cosine are reported (``ProbeMoments.grad_check``).
     progress : callable (done, total) -> None, optional
 
     Returns
@@ -327,6 +336,7 @@ def probe_moments(
     losses = np.zeros(batches)
     gnorms = np.zeros(batches)
     total_steps = batches + 1
+    grad_check = None
     buf_p = {n: torch.empty_like(v) for n, v in theta_fd.items()}
     buf_m = {n: torch.empty_like(v) for n, v in theta_fd.items()}
     for k, bidx in enumerate(batch_idx):
@@ -334,11 +344,11 @@ def probe_moments(
         th = {n: v.detach().clone().requires_grad_(True) for n, v in theta.items()}
         fq = adapter.features(left, bidx, "query")
         fdoc = adapter.features(right, bidx, "doc")
-        loss = symmetric_info_nce(adapter.embed(th, fq, "query"), adapter.embed(th, fdoc, "doc"), tau, symmetric=symmetric)
-        names = list(th)
-        grads = torch.autograd.grad(loss, [th[n] for n in names], allow_unused=True)
-        g = {n: (gr.detach() if gr is not None else torch.zeros_like(theta[n])) for n, gr in zip(names, grads)}
-        del th, grads
+        g, loss = _pair_gradient(adapter, th, theta, fq, fdoc, tau, symmetric, bf16=grad_precision == "bf16")
+        if k == 0 and grad_precision == "bf16":
+            g32, _ = _pair_gradient(adapter, th, theta, fq, fdoc, tau, symmetric, bf16=False)
+            grad_check = _grad_error(g, g32)
+        del th
         losses[k] = float(loss.detach())
         gnorms[k] = float(torch.sqrt(sum((v.double() ** 2).sum() for v in g.values())))
         timings["backward"] += time.perf_counter() - t0
@@ -393,7 +403,39 @@ def probe_moments(
         r=r, za=za, aa=aa, zc=zc, a_sum=a_sum, zjd=zjd, eps=eps_used, losses=losses, grad_norms=gnorms,
         timings=timings, fd_dtype=fd_dtype, fd_target=fd_target,
         fd_check=check if (fd_check and fd_torch != torch.float64) else None,
+        grad_precision=grad_precision, grad_check=grad_check,
     )
+
+
+def _pair_gradient(adapter, th, theta, fq, fdoc, tau, symmetric, *, bf16: bool):
+    """``g = grad_theta L_b`` of the pair batch (the virtual step's direction) and the loss.
+
+    With ``bf16`` the forward and backward run under ``torch.autocast("cpu"/device, bfloat16)``
+    (matrix products in bfloat16, accumulation and the returned gradient in float32).
+    """
+    import torch
+
+    dev = next(iter(theta.values())).device.type
+    with torch.autocast(dev, dtype=torch.bfloat16, enabled=bf16):
+        loss = symmetric_info_nce(adapter.embed(th, fq, "query"), adapter.embed(th, fdoc, "doc"), tau, symmetric=symmetric)
+    names = list(th)
+    grads = torch.autograd.grad(loss.float(), [th[n] for n in names], allow_unused=True)
+    g = {n: (gr.detach().to(theta[n].dtype) if gr is not None else torch.zeros_like(theta[n]))
+         for n, gr in zip(names, grads)}
+    return g, loss
+
+
+def _grad_error(g, g_ref) -> dict:
+    """How far a reduced-precision pair gradient is from the fp32 one: relative norm error and cosine."""
+    import torch
+
+    num = sum(float(((g[n].double() - g_ref[n].double()) ** 2).sum()) for n in g_ref)
+    den = sum(float((g_ref[n].double() ** 2).sum()) for n in g_ref)
+    dot = sum(float((g[n].double() * g_ref[n].double()).sum()) for n in g_ref)
+    nrm = sum(float((g[n].double() ** 2).sum()) for n in g)
+    return {"rel_error": (num / den) ** 0.5 if den > 0 else None,
+            "cosine": dot / (nrm * den) ** 0.5 if nrm > 0 and den > 0 else None,
+            "batch": 0, "reference": "the same batch's gradient in fp32", "torch": torch.__version__}
 
 
 def _fd_float64_check(adapter, items, idx, theta, tangent, rel, zc32) -> dict:

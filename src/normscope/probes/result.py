@@ -88,6 +88,8 @@ class ProbeResult(StageResult):
     median_rel_se: dict = summary_field("median relative standard error per item", default=None)
     norm: dict = summary_field("observed norm R", unit="||z||", default=None)
     fd: dict = summary_field("finite differences for D2", default=None)
+    precision: str = summary_field("precision of the pair-gradient passes (the rest is fp32/fp64)", default="fp32")
+    grad_error_vs_fp32: dict | None = summary_field("bf16 pair gradient vs fp32 (batch 0)", default=None)
     loss_mean: float = summary_field("mean InfoNCE loss of the probe batches", default=None)
     timings_s: dict = summary_field("time", unit="s", default=None)
     caveats: list = summary_field("caveats", default=None)

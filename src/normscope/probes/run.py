@@ -17,7 +17,8 @@ __all__ = ["run_probe", "check_probe_options"]
 
 def check_probe_options(*, batches: int, batch_size: int | None = None, tau: float | None = None,
                         lr: float | None = None, weight_decay: float | None = None, decay_mask="matrices",
-                        fd_dtype: str = "float64", chunk_size: int = 128, n_boot: int = 1000, junk: str = "drop") -> None:
+                        fd_dtype: str = "float64", chunk_size: int = 128, n_boot: int = 1000, junk: str = "drop",
+                        precision: str = "fp32") -> None:
     """Check the probe's options before any work (the CLI calls this before loading model and pairs).
 
     Raises
@@ -44,6 +45,7 @@ def check_probe_options(*, batches: int, batch_size: int | None = None, tau: flo
     check_int("--chunk-size", chunk_size, minimum=1)
     check_int("n_boot", n_boot, minimum=1)
     check_choice("junk", junk, ("drop", "error"))
+    check_choice("precision", precision, ("fp32", "bf16"))
 
 
 def run_probe(
@@ -66,6 +68,7 @@ def run_probe(
     symmetric: bool = True,
     n_boot: int = 1000,
     junk: str = "drop",
+    precision: str = "fp32",
 ) -> ProbeResult:
     """Probe heat and radial drift of every item and compare the predicted norm with the observed one.
 
@@ -117,6 +120,11 @@ def run_probe(
         Replicates of every bootstrap (two-stage over batches and items; items only).
     junk : {'drop', 'error'}, keyword-only
         Leave junk items out (listed in ``junk``) or raise.
+    precision : {'fp32', 'bf16'}, keyword-only
+        Precision of the K pair-gradient passes only (``grad_precision`` of
+        :func:`~normscope.probes.moments.probe_moments`); the probe items' embeddings, JVPs, finite
+        differences and lambda_rad stay fp32/fp64. With bf16, ``grad_error_vs_fp32`` reports batch 0's
+        gradient against fp32 (relative error, cosine).
 
     Returns
     -------
@@ -137,7 +145,8 @@ def run_probe(
     from normscope.inputs import check_items, find_junk
 
     check_probe_options(batches=batches, batch_size=batch_size, tau=tau, lr=lr, weight_decay=weight_decay,
-                        decay_mask=decay_mask, fd_dtype=fd_dtype, chunk_size=chunk_size, n_boot=n_boot, junk=junk)
+                        decay_mask=decay_mask, fd_dtype=fd_dtype, chunk_size=chunk_size, n_boot=n_boot, junk=junk,
+                        precision=precision)
     is_tensor = isinstance(items, torch.Tensor)
     texts = None if is_tensor else check_items(items)
     n = len(items)
@@ -182,15 +191,16 @@ def run_probe(
             decay_reading=settings.decay_reading, training=settings.training, pairs=pairs_name, n_pairs=n_pairs,
             decay_mask=decay_mask if isinstance(decay_mask, str) else "callable",
             loss="symmetric InfoNCE (CLIP)" if symmetric else "one-directional InfoNCE (MNRL)",
-            attention=list(adapter.attn_switched), seed=seed,
+            attention=list(adapter.attn_switched), seed=seed, precision=precision,
         )
         probe_items = items if is_tensor else texts
         with progress_bar(progress, batches + 1, label="probe") as advance:
             m = probe_moments(
                 adapter, probe_items, (left, right), batch_size=settings.batch_size, batches=batches, tau=settings.tau,
                 decay_mask=decay_mask, seed=seed, chunk_size=chunk_size, fd_dtype=fd_dtype, fd_target=fd_target,
-                symmetric=symmetric, progress=lambda done, total: advance(),
+                symmetric=symmetric, grad_precision=precision, progress=lambda done, total: advance(),
             )
+        fields["grad_error_vs_fp32"] = m.grad_check
     finally:
         if own_adapter:
             adapter.close()

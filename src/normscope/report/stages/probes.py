@@ -155,7 +155,7 @@ def stage_probes(ctx: StageContext) -> dict:
     n_boot = s.n_boot
     ids, texts = probe_words(P, seed)
     res = probes.run_probe(ctx.encoder(), texts, pairs, batch_size=s.probe_batch_size, batches=K, seed=seed,
-                           progress=True, ids=ids, n_boot=n_boot)
+                           progress=True, ids=ids, n_boot=n_boot, precision=ctx.config.precision)
     summary = res.to_dict()
     if P < POPULATION:  # the drawn words, so that the command below reproduces the section
         import json
@@ -167,7 +167,8 @@ def stage_probes(ctx: StageContext) -> dict:
     cmd = f"normscope probe {WORDS_FILE if P < POPULATION else f'wordfreq:{P}'} --pairs {spec} --batches {K}"
     if s.probe_batch_size is not None:
         cmd += f" --batch-size {s.probe_batch_size}"
-    cmd += f" --n-boot {n_boot} --seed {seed} --json probe.json"
+    cmd += f" --n-boot {n_boot} --seed {seed}" + (f" --precision {ctx.config.precision}" if ctx.config.precision != "fp32" else "")
+    cmd += " --json probe.json"
     figs = []
     p1 = probes.plot_predicted_vs_observed(res, ctx.figure_path("equilibrium_predicted_vs_observed.png"))
     figs.append({"file": Path(p1).name, "caption": "Predicted norm R_eq(x; c_fit) from the probed heat and drift "
