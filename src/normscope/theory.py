@@ -1,9 +1,9 @@
 """Theorem 1 as code: the norm equilibrium between heat and radial drift.
 
-Every function implements an equation of ``THEORY.md`` and cites its tag (E1)..(E12).
+Every function implements an equation of ``docs/theory.md`` and cites its tag (E1)..(E12).
 All functions are numpy, vectorised over items (broadcasting), and compute in float64.
 
-Symbols (THEORY.md section 4): ``eta`` learning rate, ``lam`` weight decay lambda,
+Symbols (docs/theory.md section 4): ``eta`` learning rate, ``lam`` weight decay lambda,
 ``lambda_rad`` radial decay rate (E4), ``c = eta * lambda_rad``, ``drift`` D~ (units of R^2 per
 step), ``heat`` Sigma^2 (R-normalised second moment of the per-step displacement, units of R^4 per
 step), ``r_eq`` the predicted norm, ``q`` the implied decay (E9), ``tau`` the InfoNCE temperature.
@@ -49,7 +49,7 @@ def _positive_root(c, drift, heat) -> np.ndarray:
 
     For D > 0: ``y = (D + sqrt(D^2 + 2cS)) / (2c)`` (no cancellation; +inf when c = 0).
     For D <= 0: the conjugate form ``y = S / (sqrt(D^2 + 2cS) - D)`` (no cancellation; valid at
-    c = 0, where it gives the inward-drift limit ``S / (2|D|)`` of THEORY.md section 8).
+    c = 0, where it gives the inward-drift limit ``S / (2|D|)`` of docs/theory.md section 8).
     ``sqrt(D^2 + 2cS)`` is evaluated as ``hypot(D, sqrt(2c) sqrt(S))`` so it neither overflows nor
     underflows. D = S = 0 gives 0.
     """
@@ -115,7 +115,7 @@ def equilibrium_radius(drift, heat, *, eta=None, lambda_rad=None, c=None) -> np.
         is given.
     c : float or array_like, keyword-only, optional
         The decay constant per step. Use :func:`discrete_c` for the exact discrete-time rows of
-        the table in THEORY.md section 4; defaults to the first-order ``eta * lambda_rad``.
+        the table in docs/theory.md section 4; defaults to the first-order ``eta * lambda_rad``.
 
     Returns
     -------
@@ -210,7 +210,7 @@ def fit_decay_and_lr(r, d1, d2, s) -> DecayLrFit:
     """Fit one ``lambda_rad`` and one ``eta`` to all items by least squares on (E11).
 
     (E11) ``2 lambda_rad R^4 = 2 D1 R^2 + eta (2 D2 R^2 + S)`` is linear in the two unknowns.
-    Each row is divided by ``R^4`` (THEORY.md section 6 (iii)) so that items weigh by their
+    Each row is divided by ``R^4`` (docs/theory.md section 6 (iii)) so that items weigh by their
     relative, not absolute, mismatch:
     ``2 lambda_rad - eta (2 D2/R^2 + S/R^4) = 2 D1/R^2``.
 
@@ -225,7 +225,7 @@ def fit_decay_and_lr(r, d1, d2, s) -> DecayLrFit:
     -------
     DecayLrFit
         ``(lambda_rad, eta)`` as found, even when negative or implausible (a model trained
-        with AdamW often gives such values; THEORY.md section 9): report them, do not hide them.
+        with AdamW often gives such values; docs/theory.md section 9): report them, do not hide them.
 
     Raises
     ------
@@ -260,7 +260,7 @@ _KINDS = ("free", "homogeneous", "first_order")
 
 
 def discrete_c(eta, lam, *, kind: str = "free", k: int = 1) -> np.ndarray:
-    """Discrete-time decay constant ``c`` (half the ``2c`` column of THEORY.md section 4).
+    """Discrete-time decay constant ``c`` (half the ``2c`` column of docs/theory.md section 4).
 
     ========================  ======================  =======================================
     kind                      probe step              c
@@ -521,7 +521,7 @@ def _check_beta(beta):
 
 
 def momentum_heat_correction(heat, beta, *, l2_in_momentum: bool = False) -> np.ndarray:
-    """Heat to use in the SGD balance under heavy-ball momentum (E12, THEORY.md section 7 C2).
+    """Heat to use in the SGD balance under heavy-ball momentum (E12, docs/theory.md C2).
 
     One gradient's total displacement under momentum ``beta`` is ``eta g / (1 - beta)``, so the
     per-step heat measured with a plain-SGD probe (step ``eta``) becomes
@@ -550,11 +550,11 @@ def momentum_heat_correction(heat, beta, *, l2_in_momentum: bool = False) -> np.
 
 
 def momentum_drift_correction(drift, beta, *, l2_in_momentum: bool = False) -> np.ndarray:
-    """Drift counterpart of (E12): ``D~ / (1 - beta)`` (decoupled decay). **Untested** in THEORY.md.
+    """Drift counterpart of (E12): ``D~ / (1 - beta)`` (decoupled decay). **Untested** in docs/theory.md.
 
     By the same argument as :func:`momentum_heat_correction` the mean displacement of one
     gradient is amplified by ``1/(1 - beta)``; with L2 inside the momentum the factor cancels
-    against the ``1/(1 - beta)`` gained by ``c`` and ``D~`` is returned unchanged. THEORY.md
+    against the ``1/(1 - beta)`` gained by ``c`` and ``D~`` is returned unchanged. docs/theory.md
     marks this as expected but not checked by simulation (free tables have zero drift).
     """
     b = _check_beta(beta)

@@ -1,4 +1,4 @@
-"""``normscope lab``: train a contrastive model and test Theorem 1 end to end (THEORY.md).
+"""``normscope lab``: train a contrastive model and test Theorem 1 end to end (docs/theory.md).
 
 ``--encoder table|mlp`` trains the small labs of :func:`normscope.lab.run_lab`; ``--encoder
 transformer`` continues training a pretrained encoder (:func:`normscope.lab.run_transformer_lab`).
@@ -129,14 +129,14 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
                       f"median rel {_fmt(u['median_rel_error'], '+.4f')}")
     g = res.gate
     verdict = "passed" if g["passed"] else "not passed"
-    console.print(f"THEORY.md 7A gate, defined for SGD (mean|rel| <= {g['mean_abs_rel_error']}, |median| <= {g['abs_median_rel_error']}, "
+    console.print(f"docs/theory.md 7A gate, defined for SGD (mean|rel| <= {g['mean_abs_rel_error']}, |median| <= {g['abs_median_rel_error']}, "
                   f"Pearson >= {g['pearson']}): [bold]{verdict}[/]")
     if not res.sgd_formula_expected:
-        console.print("[yellow]note:[/] AdamW: the SGD form of Theorem 1 is NOT expected to hold (THEORY.md 7 C3); "
+        console.print("[yellow]note:[/] AdamW: the SGD form of Theorem 1 is NOT expected to hold (docs/theory.md C3); "
                       "read these figures as a measurement, not a test of the theorem")
     elif res.optimizer == "momentum" and res.estimator == "snapshot":
         console.print("[yellow]note:[/] momentum: the SGD formula is used with the (E12) heat correction "
-                      "Sigma^2/(1-beta)^2; the drift correction 1/(1-beta) is untested in THEORY.md")
+                      "Sigma^2/(1-beta)^2; the drift correction 1/(1-beta) is untested in docs/theory.md")
     for c in res.caveats:
         console.print(f"[yellow]caveat:[/] {c}")
     tm = res.timings

@@ -1,7 +1,7 @@
 """Published training values of the models normscope ships or adapts, each with its source.
 
 The probe (:mod:`normscope.probes`) needs a checkpoint's training batch size B, temperature tau,
-learning rate eta and weight decay lambda (THEORY section 6, step 5). This table holds the values
+learning rate eta and weight decay lambda (docs/theory.md section 6, step 5). This table holds the values
 for the models added next to the bundled MiniLM, in the key layout of
 ``normscope.probes.training.KNOWN_TRAINING`` (keyed by the last component of the hub id), so the
 probe's table can import them. A value that is not published is absent, not guessed; where the

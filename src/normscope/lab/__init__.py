@@ -1,4 +1,4 @@
-"""The training lab: watch embedding norms settle at the equilibrium of Theorem 1 (THEORY.md).
+"""The training lab: watch embedding norms settle at the equilibrium of Theorem 1 (docs/theory.md).
 
 Small contrastive models (free embedding table, two-tower bias-free ReLU MLP) trained with
 SGD, heavy-ball momentum or AdamW (all with exactly decoupled decay) on synthetic pairs with

@@ -165,7 +165,7 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
         if n:
             excluded.append(f"{n} with {f}")
     if p - n_pred:
-        caveats.append(f"{p - n_pred} of {p} probe items have no step-0 R_eq ({', '.join(excluded)}; THEORY section 9) "
+        caveats.append(f"{p - n_pred} of {p} probe items have no step-0 R_eq ({', '.join(excluded)}; docs/theory.md section 9) "
                        f"and are left out of the comparisons with R_eq")
     motion_d = {
         "n_with_prediction": n_pred, "n_decided": n_decided, "n_toward": k_toward, "excluded": n_flag,
@@ -250,11 +250,11 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
         caveats.append(f"{traj['n_negative_c']} of {p} probe items have lambda_rad <= 0 over the window (E4): their q/c "
                        "is undefined and they are left out of the q/c statistics")
     if info["optimizer"] == "adamw":
-        caveats.insert(0, "AdamW: the SGD form of Theorem 1 is not expected to hold (THEORY 7 C3, section 8); the step-0 "
+        caveats.insert(0, "AdamW: the SGD form of Theorem 1 is not expected to hold (docs/theory.md C3, section 8); the step-0 "
                           "probe uses plain-gradient SGD steps, while the trajectory estimator uses AdamW's actual step")
     elif info["optimizer"] == "momentum":
         caveats.insert(0, "momentum: the step-0 prediction uses (E12) heat/(1-beta)^2 and drift/(1-beta) (the drift "
-                          "factor is untested in THEORY); the trajectory estimator uses the actual step, without (E12)")
+                          "factor is untested in docs/theory.md); the trajectory estimator uses the actual step, without (E12)")
     caveats.append("q/c uses c = eta lambda_rad from (E4), the first-order decay rate; q/c_realised uses the decay's "
                    "measured radial effect, so it equals 1 exactly when the window's mean R^2 does not change")
     loss = record.loss

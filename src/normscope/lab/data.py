@@ -1,10 +1,10 @@
 """Pair data for the lab: items, their ambiguity, and who is a positive of whom.
 
-Two sources: :func:`synthetic_data` (THEORY.md section 7A: N=256 items, 32 concepts, ambiguity
+Two sources: :func:`synthetic_data` (docs/theory.md section 7A: N=256 items, 32 concepts, ambiguity
 a in {1,2,3,4} = number of concepts an item's positives spread over) and :func:`wordnet_data`
 (WordNet 3.0 nouns; positives share a synset or a direct hypernym; ambiguity = number of noun
 senses). Both return a :class:`PairData` whose :meth:`PairData.sample` draws i.i.d. batches of
-positive pairs (assumption A2 of THEORY.md).
+positive pairs (assumption A2 of docs/theory.md).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _csr(pos: list[np.ndarray]):
 
 
 def synthetic_data(n_items: int = 256, n_concepts: int = 32, *, max_ambiguity: int = 4, seed: int = 0) -> PairData:
-    """Synthetic items with controlled ambiguity (THEORY.md section 7A).
+    """Synthetic items with controlled ambiguity (docs/theory.md section 7A).
 
     Item i has a primary concept ``i mod n_concepts`` and ambiguity ``a_i = 1 + (i // n_concepts)
     mod max_ambiguity`` (so every concept has the same number of items of each ambiguity). Its

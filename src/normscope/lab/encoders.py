@@ -2,7 +2,7 @@
 
 Both are float64 torch models with an explicit parameter list, so the optimizers of
 :mod:`normscope.lab.optim` can apply exactly decoupled decay and the estimators can evaluate
-the encoder at virtually stepped parameters ``theta - step * s`` (THEORY.md section 1).
+the encoder at virtually stepped parameters ``theta - step * s`` (docs/theory.md section 1).
 """
 
 from __future__ import annotations

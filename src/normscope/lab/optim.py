@@ -2,7 +2,7 @@
 
 Every optimizer splits a step into a *direction* ``s_t`` (from the gradient and the optimizer
 state) and the update ``theta <- (1 - eta lambda) theta - eta s_t``, i.e.
-``theta - eta s_t - eta lambda theta`` (THEORY.md assumption A2 for SGD; section 7 C2/C3 for
+``theta - eta s_t - eta lambda theta`` (docs/theory.md assumption A2 for SGD; section 7 C2/C3 for
 momentum and AdamW). Decay applies to every parameter (``theta_D = theta``), so a k-homogeneous
 encoder has ``lambda_rad = k lambda`` exactly (E4). For a pretrained network the decay acts on a
 stated mask ``theta_D`` (``apply(..., decay=flags)``): unmasked parameters get ``theta - eta s_t``.

@@ -26,7 +26,7 @@ def _f(label: str, unit: str = "", default: Any = None):
 
 @dataclasses.dataclass
 class LabResult(StageResult):
-    """Outcome of :func:`normscope.lab.run_lab` for the free table and the MLP (THEORY.md 7A/7B).
+    """Outcome of :func:`normscope.lab.run_lab` for the free table and the MLP (docs/theory.md 7A/7B).
 
     Summary fields are those of the lab's ``--json`` (documented in docs/lab.md); optional ones
     (``snapshots``, ``probe_batches``, ``single_snapshot``, ``uncorrected``, ``e5_max_rel_residual``)
@@ -80,7 +80,7 @@ class LabResult(StageResult):
     corr_r_drift: float | None = _f("Pearson r(R, drift)")
     spearman_r_ambiguity: float | None = _f("Spearman \u03c1(R, ambiguity)")
     groups: list | None = _f("per ambiguity group")
-    gate: dict | None = _f("THEORY.md 7A gate")
+    gate: dict | None = _f("docs/theory.md 7A gate")
     sgd_formula_expected: bool | None = _f("SGD formula expected to hold")
     caveats: list = summary_field("caveats", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)

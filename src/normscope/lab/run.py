@@ -1,10 +1,10 @@
-"""``run_lab``: train a small contrastive model and test Theorem 1 (THEORY.md) end to end.
+"""``run_lab``: train a small contrastive model and test Theorem 1 (docs/theory.md) end to end.
 
 The run trains for ``steps`` steps; the last ``steps - burn_in`` form the measurement window.
 Over the window it tracks every item's norm R (the observed value is the time-RMS norm
 ``sqrt(<R^2>_t)``) and estimates heat Sigma^2 and drift D~ with one of two estimators:
 
-- ``"snapshot"`` (THEORY.md sections 4 and 6, result 7A): at S evenly spaced states, K virtual
+- ``"snapshot"`` (docs/theory.md sections 4 and 6, result 7A): at S evenly spaced states, K virtual
   probe batches each; per state ``Sigma^2_s = R_s^2 mean_k ||Delta_k||^2`` and
   ``D~_s = mean_k <z, Delta_k>``, averaged over the S states; R_eq from (E7).
 - ``"trajectory"`` (section 2 and 7B): every actual step is the probe (K = 1): the displacement
@@ -35,7 +35,7 @@ from normscope.lab.result import LabResult
 
 __all__ = ["LabResult", "run_lab", "plot_trajectories", "plot_predicted_vs_observed", "GATE"]
 
-#: THEORY.md section 7A gate on the averaged estimator
+#: docs/theory.md section 7A gate on the averaged estimator
 GATE = {"mean_abs_rel_error": 0.05, "abs_median_rel_error": 0.02, "pearson": 0.95}
 
 _RUN_DEFAULTS = {
@@ -117,7 +117,7 @@ def run_lab(
     Parameters
     ----------
     encoder : {"table", "mlp"}, keyword-only
-        Free embedding table (k=1, THEORY.md 7A) or two-tower bias-free ReLU MLP (k=2, 7B).
+        Free embedding table (k=1, docs/theory.md 7A) or two-tower bias-free ReLU MLP (k=2, 7B).
     data : {"synthetic", "wordnet"} or PairData, keyword-only
         Synthetic controlled ambiguity, or WordNet 3.0 nouns (see :mod:`normscope.lab.data`).
     optimizer : {"sgd", "momentum", "adamw"}, keyword-only
@@ -134,7 +134,7 @@ def run_lab(
     snapshots, probe_batches : int, keyword-only, optional
         S states and K virtual batches per state for the snapshot estimator (table 32 x 100).
     n_items, n_concepts, dim, tau, batch_size : keyword-only
-        N, concepts (synthetic), d, temperature, B (THEORY.md 7A: 256, 32, 16, 0.1, 64).
+        N, concepts (synthetic), d, temperature, B (docs/theory.md 7A: 256, 32, 16, 0.1, 64).
     beta : float, keyword-only
         Momentum coefficient (momentum only).
     hidden, input_dim : int, keyword-only
@@ -359,7 +359,7 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
             drift = theory.momentum_drift_correction(drift, beta)
             caveats.append(
                 f"momentum: heat corrected by (E12) Sigma^2/(1-beta)^2 (x{1 / (1 - beta) ** 2:.1f}); "
-                f"drift by 1/(1-beta), which THEORY.md marks untested"
+                f"drift by 1/(1-beta), which docs/theory.md marks untested"
             )
         r_eq = theory.equilibrium_radius(drift, heat, c=c_used)
         items["heat"] = heat
@@ -375,7 +375,7 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
         if optimizer == "momentum":
             summary["uncorrected"] = _agreement(theory.equilibrium_radius(sd.mean(0), heat_raw, c=c_used), r_obs)
         if encoder == "mlp":
-            caveats.append("snapshot estimator on a network: drift is dominated by momentary motion (THEORY.md B3); "
+            caveats.append("snapshot estimator on a network: drift is dominated by momentary motion (docs/theory.md B3); "
                            "per-item agreement needs many snapshots or the trajectory estimator")
     else:
         drift = traj_d.numpy() / window
@@ -391,7 +391,7 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
             caveats.append("momentum, trajectory form: the probe is the optimizer's actual step (momentum included), "
                            "so no (E12) correction is applied")
     if optimizer == "adamw":
-        caveats.insert(0, "AdamW: the SGD form of Theorem 1 is not expected to hold (THEORY.md 7 C3); "
+        caveats.insert(0, "AdamW: the SGD form of Theorem 1 is not expected to hold (docs/theory.md C3); "
                           + ("the heat probe uses plain-gradient SGD steps" if estimator == "snapshot"
                              else "the trajectory probe uses AdamW's actual step, which is neither tangent nor ~1/R"))
     if window * 4 * x * k < 2:

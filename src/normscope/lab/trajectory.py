@@ -1,4 +1,4 @@
-"""The trajectory estimator of a tracked training run (THEORY.md sections 2, 4, 6), in numpy.
+"""The trajectory estimator of a tracked training run (docs/theory.md sections 2, 4, 6), in numpy.
 
 A tracked run records, for every probe item x and every step t (``z_t = f_{theta_t}(x)``):
 

@@ -323,7 +323,7 @@ def run_transformer_lab(
     decay_mask : {"all", "matrices"} or callable, keyword-only
         theta_D (:func:`normscope.probes.decay_mask_for`). Default ``"all"``: with the usual
         ``"matrices"`` mask the final LayerNorm is undecayed and lambda_rad is near 0 or negative
-        for many inputs (THEORY.md section 9), so decay exerts no restoring force on the norm.
+        for many inputs (docs/theory.md section 9), so decay exerts no restoring force on the norm.
     dropout : bool, keyword-only
         Train with the model's dropout on (default off, as the probe's steps). Tracking and the
         probe always run without dropout.

@@ -29,7 +29,7 @@ So norm-aware exact search is a plain inner-product search (faiss ``IndexFlatIP`
 folded document vectors and costs nothing extra at query time. The norm-aware score
 treats its two arguments asymmetrically: the norm discount applies to the document.
 The scores are a normscope construction motivated by the norm-as-confidence reading
-of THEORY.md (the norm R = ||z|| as a per-input signal); they are not taken from a
+of docs/theory.md (the norm R = ||z|| as a per-input signal); they are not taken from a
 paper.
 """
 

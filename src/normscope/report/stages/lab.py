@@ -16,7 +16,7 @@ __all__ = ["stage_lab", "lab_claim"]
 def lab_claim(res, *, n_boot: int, seed: int) -> dict:
     """The scorecard row ``theorem1_lab`` from a table/MLP lab result.
 
-    Rule (stated in the row): ``reproduced`` when the THEORY.md 7A gate passes and the upper end of
+    Rule (stated in the row): ``reproduced`` when the docs/theory.md 7A gate passes and the upper end of
     the 95 % CI of the mean |relative error| is within the gate's 0.05; ``refuted`` when the CI's
     lower end exceeds 0.05; ``inconclusive`` otherwise. The CI resamples items (bootstrap).
     """
