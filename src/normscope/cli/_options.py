@@ -9,7 +9,7 @@ import typer
 
 from normscope.encoders import DEFAULT_MODEL
 
-__all__ = ["Model", "Device", "Seed", "JsonOut", "TableOut", "JunkError", "TrustRemoteCode", "BatchSize", "DEFAULT_MODEL"]
+__all__ = ["Model", "Device", "Seed", "JsonOut", "TableOut", "JunkError", "TrustRemoteCode", "BatchSize", "Engine", "Address", "Workers", "DEFAULT_MODEL"]
 
 Model = Annotated[
     str,
@@ -29,3 +29,18 @@ TrustRemoteCode = Annotated[
     bool, typer.Option("--trust-remote-code", help="Let the model repository run its own code (off by default).")
 ]
 BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Texts per model call and per cache shard.")]
+Engine = Annotated[
+    str,
+    typer.Option("--engine", help="Where to embed: local (this process) or ray (a Ray cluster through Ray Data; "
+                 "pip install 'normscope[ray]'; see docs/scale.md)."),
+]
+Address = Annotated[
+    Optional[str],
+    typer.Option("--address", help="Ray cluster to use with --engine ray (auto, host:port, ray://host:10001); "
+                 "default: start a local one."),
+]
+Workers = Annotated[
+    Optional[int],
+    typer.Option("--workers", min=1, help="Encoder actors with --engine ray (default: one per GPU with --device cuda, "
+                 "else one per CPU)."),
+]
