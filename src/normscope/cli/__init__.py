@@ -32,6 +32,7 @@ from normscope.cli import correlate as _correlate  # noqa: E402,F401
 from normscope.cli import report as _report  # noqa: E402,F401
 from normscope.cli import lab as _lab  # noqa: E402,F401
 from normscope.cli import retrieval as _retrieval  # noqa: E402,F401
+from normscope.cli import index as _index  # noqa: E402,F401
 
 
 def run(argv: list[str] | None = None) -> int:

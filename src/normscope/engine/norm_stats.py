@@ -14,7 +14,7 @@ never holds the vectors, nor even all the norms.
   guarantees", PVLDB 12(12)). Bin ``i`` holds the values in ``(gamma**(i-1), gamma**i]`` with
   ``gamma = (1 + a) / (1 - a)``; a quantile is reported as ``2 gamma**i / (gamma + 1)``, which is
   within relative error ``a`` of every value of its bin. With the default ``a = 1e-3`` and bins
-  covering ``[2**-20, 2**20]`` the sketch holds 13,864 int64 counters (111 kB) whatever the corpus
+  covering ``[2**-20, 2**20]`` the sketch holds 13,865 int64 counters (111 kB) whatever the corpus
   size. Norms of 0 have their own counter; norms outside the range are counted as below/above it
   and a quantile that falls there is reported as the exact minimum/maximum.
 

@@ -423,6 +423,9 @@ def embed_corpus(input: str | Path, out: str | Path, *, spec: EncoderSpec, clust
         with ray_session(cluster, gpu=gpu, progress=progress) as sized:
             ds = read_corpus(path, fields)
             ds = ds.map_batches(corpus_columns, batch_format="pyarrow", batch_size=None)
+            # blocks of exactly one batch of consecutive records: the same batches whatever the file layout
+            # (the resume key), and as many blocks as batches for the actor pool to share
+            ds = ds.repartition(target_num_rows_per_block=batch_size, strict=True)
             ds = ds.map_batches(
                 CorpusWorker,
                 fn_constructor_kwargs=dict(spec=spec, cache_root=cache_root, cache=cache, threads=sized.threads,

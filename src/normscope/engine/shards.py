@@ -79,13 +79,15 @@ class VectorSource:
                 v = np.array(arr[s : s + rows], dtype=np.float32)
                 yield ([str(i) for i in range(s, s + len(v))] if with_ids else None), _finite(v, self.path, s)
             return
+        import pyarrow as pa
+
         has_id = "id" in self._dataset.schema.names
         cols = ["id", "vector"] if (with_ids and has_id) else ["vector"]
         start = 0
         for batch in self._dataset.to_batches(columns=cols, batch_size=rows):
             if batch.num_rows == 0:
                 continue
-            v = _vectors_from_arrow(batch.column("vector"), self.path)
+            v = _vectors_from_arrow(pa.chunked_array([batch.column("vector")]), self.path)
             if with_ids:
                 ids = [str(x) for x in batch.column("id").to_pylist()] if has_id else [str(i) for i in range(start, start + len(v))]
             else:
@@ -158,7 +160,7 @@ def open_vectors(path: str | Path) -> VectorSource:
         dim = int(vtype.list_size)
     else:  # variable-length lists: read one row to learn d (chunks check consistency)
         first = next(b for b in ds.to_batches(columns=["vector"], batch_size=1) if b.num_rows)
-        dim = int(_vectors_from_arrow(first.column("vector"), path).shape[1])
+        dim = int(_vectors_from_arrow(pa.chunked_array([first.column("vector")]), path).shape[1])
     meta = ds.schema.metadata or {}
     fp = ModelFingerprint.from_dict(json.loads(meta[FINGERPRINT_KEY])) if FINGERPRINT_KEY in meta else None
     if fp is None and path.is_dir() and (path / MANIFEST).is_file():

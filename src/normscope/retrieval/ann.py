@@ -23,8 +23,9 @@ the exact top-k (tested). :func:`compare_with_exact` reports recall@k and querie
 exact search (``IndexFlatIP``) over the same folded vectors.
 
 Reproducibility: IVF training uses ``seed`` (faiss k-means) on a seeded sample; HNSW levels use
-faiss's fixed generator. With ``threads > 1`` faiss inserts HNSW nodes in parallel, so the graph
-(and the approximate results) can differ between runs; ``threads=1`` (the default) is reproducible.
+faiss's fixed generator. faiss inserts each added batch of HNSW nodes level by level, so the graph
+depends on ``chunk_rows``, and with ``threads > 1`` on thread timing; with the same ``chunk_rows``
+and ``threads=1`` (the default) a build is reproducible.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ class AnnParams:
         HNSW candidate list while searching (>= k); larger is slower and more exact.
     nlist : int or None
         IVF lists (k-means centroids); default ``round(sqrt(n))`` clipped to ``[1, n // 39]``.
-    nprobe : int
-        IVF lists scanned per query (<= nlist); ``nprobe = nlist`` is exact.
+    nprobe : int or None
+        IVF lists scanned per query (<= nlist; default ``min(16, nlist)``); ``nprobe = nlist`` is exact.
     train_size : int or None
         IVF k-means training vectors, a seeded sample; default ``min(n, 64 nlist)``.
     seed : int
@@ -73,11 +74,11 @@ class AnnParams:
     """
 
     kind: str = "hnsw"
-    m: int = 32
-    ef_construction: int = 200
-    ef_search: int = 128
+    m: int | None = 32
+    ef_construction: int | None = 200
+    ef_search: int | None = 128
     nlist: int | None = None
-    nprobe: int = 16
+    nprobe: int | None = None
     train_size: int | None = None
     seed: int = 0
 
@@ -88,25 +89,32 @@ class AnnParams:
         ------
         InputError
             Unknown kind; a non-positive setting; ``nlist`` above ``n``; ``nprobe`` above ``nlist``;
-            ``train_size`` below ``nlist`` or above ``n``.
+            ``train_size`` below ``nlist`` or above ``n``. Settings of other kinds become None.
         """
         if self.kind not in ANN_KINDS:
             raise InputError(f"unknown index kind '{self.kind}' (choose from {', '.join(ANN_KINDS)})")
-        for name in ("m", "ef_construction", "ef_search", "nprobe"):
+        knobs = {"hnsw": ("m", "ef_construction", "ef_search"), "ivf": ("nprobe",), "flat": ()}[self.kind]
+        for name in knobs:
+            if name == "nprobe" and self.nprobe is None:
+                continue
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise InputError(f"{name} must be an integer >= 1, got {v!r}")
+        unused = {name: None for name in ("m", "ef_construction", "ef_search", "nprobe", "nlist", "train_size")
+                  if name not in knobs}
         if self.kind != "ivf":
-            return replace(self, nlist=None, train_size=None)
+            return replace(self, **unused)
         nlist = self.nlist if self.nlist is not None else min(max(1, round(math.sqrt(n))), max(1, n // 39))
         if nlist < 1 or nlist > n:
             raise InputError(f"nlist must lie in [1, {n}] (the number of documents), got {nlist}")
         train = self.train_size if self.train_size is not None else min(n, 64 * nlist)
         if not nlist <= train <= n:
             raise InputError(f"train_size must lie in [nlist={nlist}, n={n}], got {train}")
-        if self.nprobe > nlist:
-            raise InputError(f"nprobe={self.nprobe} exceeds nlist={nlist}")
-        return replace(self, nlist=int(nlist), train_size=int(train))
+        nprobe = min(16, nlist) if self.nprobe is None else self.nprobe
+        if nprobe > nlist:
+            raise InputError(f"nprobe={nprobe} exceeds nlist={nlist}")
+        unused.pop("nlist"), unused.pop("train_size")
+        return replace(self, nlist=int(nlist), train_size=int(train), nprobe=int(nprobe), **unused)
 
 
 def _chunks(vectors, rows: int) -> Iterator[tuple[list[str] | None, np.ndarray]]:
@@ -146,12 +154,27 @@ class FoldedAnnIndex(FoldedIndex):
     def dim(self) -> int:
         return int(self.index.d)
 
-    def _set_search(self, ef_search: int | None, nprobe: int | None) -> None:
+    def set_search(self, ef_search: int | None = None, nprobe: int | None = None) -> None:
+        """Set the search knobs on the faiss index (None: the index's defaults).
+
+        Raises
+        ------
+        InputError
+            ``nprobe`` outside ``[1, nlist]``, ``ef_search < 1``, or a knob of another kind of index.
+        """
         import faiss
 
-        if self.params.kind == "hnsw":
-            faiss.downcast_index(self.index).hnsw.efSearch = int(ef_search or self.params.ef_search)
-        elif self.params.kind == "ivf":
+        kind = self.params.kind
+        if ef_search is not None and kind != "hnsw":
+            raise InputError(f"--ef-search applies to hnsw indexes; this one is {kind}")
+        if nprobe is not None and kind != "ivf":
+            raise InputError(f"--nprobe applies to ivf indexes; this one is {kind}")
+        if kind == "hnsw":
+            ef = int(ef_search or self.params.ef_search)
+            if ef < 1:
+                raise InputError(f"ef_search must be >= 1, got {ef}")
+            faiss.downcast_index(self.index).hnsw.efSearch = ef
+        elif kind == "ivf":
             nprobe = int(nprobe or self.params.nprobe)
             if not 1 <= nprobe <= self.params.nlist:
                 raise InputError(f"nprobe must lie in [1, nlist={self.params.nlist}], got {nprobe}")
@@ -174,13 +197,13 @@ class FoldedAnnIndex(FoldedIndex):
         -------
         dict of {qid: {docid: float score}}, inner dicts in rank order.
         """
-        self._set_search(ef_search, nprobe)
+        self.set_search(ef_search, nprobe)
         return super().search(Q, query_ids, k)
 
     def search_folded(self, Qf: np.ndarray, k: int, *, ef_search: int | None = None,
                       nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """faiss's raw ``(scores, positions)`` of already folded queries, each (n_queries, k); -1 pads."""
-        self._set_search(ef_search, nprobe)
+        self.set_search(ef_search, nprobe)
         return self.index.search(np.ascontiguousarray(Qf, dtype=np.float32), int(k))
 
     def exact_index(self):
