@@ -44,7 +44,7 @@ from normscope.retrieval.scoring import PARAM_NAMES, check_scorer, fold_document
 from normscope.retrieval.search import FoldedIndex, _check_ids
 
 __all__ = ["ANN_KINDS", "AnnParams", "FoldedAnnIndex", "build_ann_index", "check_index_out", "compare_with_exact",
-           "recall_at_k"]
+           "recall_at_k", "time_exact"]
 
 ANN_KINDS = ("hnsw", "ivf", "flat")
 _FILES = ("index.faiss", "ids.parquet", "meta.json")
@@ -422,8 +422,44 @@ def recall_at_k(approx: np.ndarray, exact: np.ndarray, k: int) -> float:
     return float(np.mean(hits) / k) if hits else math.nan
 
 
+def _best_of(fn, repeats: int):
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), out
+
+
+def time_exact(exact, Qf: np.ndarray, k: int, *, repeats: int = 3, threads: int = 1) -> tuple[float, np.ndarray]:
+    """Best-of-``repeats`` seconds and the top-``k`` positions of an exact faiss search of folded queries.
+
+    Parameters
+    ----------
+    exact : faiss.Index
+        Exact inner-product index over folded documents (``IndexFlatIP``).
+    Qf : ndarray of shape (n_queries, d), float32
+        Folded queries (:func:`~normscope.retrieval.scoring.fold_queries`).
+
+    Returns
+    -------
+    seconds : float
+    positions : ndarray of shape (n_queries, k), int64
+    """
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(int(threads))
+    try:
+        t, (_, positions) = _best_of(lambda: exact.search(np.ascontiguousarray(Qf, dtype=np.float32), int(k)), repeats)
+    finally:
+        faiss.omp_set_num_threads(before)
+    return t, positions
+
+
 def compare_with_exact(ann: FoldedAnnIndex, Q, *, k: int = 10, repeats: int = 3, threads: int = 1,
-                       exact=None, settings: Sequence[dict] | None = None) -> list[dict]:
+                       exact=None, exact_run: tuple[float, np.ndarray] | None = None,
+                       settings: Sequence[dict] | None = None) -> list[dict]:
     """Recall@k and queries per second of ``ann`` against exact search on the same folded vectors.
 
     Both sides are timed on the faiss search call alone, with the same pre-folded float32 queries in
@@ -440,6 +476,8 @@ def compare_with_exact(ann: FoldedAnnIndex, Q, *, k: int = 10, repeats: int = 3,
     threads : int
     exact : faiss.Index, optional
         Exact index over the same folded vectors (default :meth:`FoldedAnnIndex.exact_index`).
+    exact_run : (float, ndarray), optional
+        :func:`time_exact` of these queries measured by the caller (once for several indexes).
     settings : sequence of dict, optional
         Search settings to sweep, e.g. ``[{"ef_search": 16}, {"ef_search": 64}]`` (default: the index's).
 
@@ -454,22 +492,15 @@ def compare_with_exact(ann: FoldedAnnIndex, Q, *, k: int = 10, repeats: int = 3,
     if k < 1 or repeats < 1:
         raise InputError(f"k and repeats must be >= 1, got {k}, {repeats}")
     Qf = fold_queries(Q, ann.scorer)
-    exact = exact if exact is not None else ann.exact_index()
+    if exact_run is None:
+        exact_run = time_exact(exact if exact is not None else ann.exact_index(), Qf, k, repeats=repeats, threads=threads)
+    t_exact, i_exact = exact_run
     before = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(int(threads))
     try:
-        def best(fn):
-            times = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                out = fn()
-                times.append(time.perf_counter() - t0)
-            return min(times), out
-
-        t_exact, (_, i_exact) = best(lambda: exact.search(Qf, k))
         rows = []
         for setting in settings or [{}]:
-            t_ann, (_, i_ann) = best(lambda: ann.search_folded(Qf, k, **setting))
+            t_ann, (_, i_ann) = _best_of(lambda: ann.search_folded(Qf, k, **setting), repeats)
             rows.append({"kind": ann.params.kind, **setting, "k": k, "n_queries": len(Qf),
                          "recall_at_k": recall_at_k(i_ann, i_exact, k), "qps": len(Qf) / t_ann,
                          "qps_exact": len(Qf) / t_exact, "speedup_vs_exact": t_exact / t_ann})
