@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never reach the hub
+os.environ.setdefault("NORMSCOPE_OFFLINE", "1")  # ... nor a dataset origin (tests/test_data*.py use a local server)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 

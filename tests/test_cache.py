@@ -97,7 +97,7 @@ def test_cache_off_reads_and_writes_nothing(cache_root):
     assert len(list(model_cache_dir(enc.fingerprint).glob("shard-*.npz"))) == 5  # nothing added
 
 
-def test_corrupt_partial_and_foreign_shards_are_ignored(cache_root):
+def test_corrupt_partial_and_foreign_shards_are_recomputed(cache_root):
     enc = ToyEncoder()
     encode_cached(enc, TEXTS[:8], batch_size=8)
     root = model_cache_dir(enc.fingerprint)
@@ -115,6 +115,11 @@ def test_corrupt_partial_and_foreign_shards_are_ignored(cache_root):
     got = encode_cached(enc2, TEXTS[:10], batch_size=8)
     assert sorted(enc2.seen) == sorted(TEXTS[8:10])
     np.testing.assert_array_equal(got, _reference(TEXTS[:10]))
+    # the damaged shards that were read are removed; the inconsistent one holds none of these texts, so
+    # only its hash list was read and it stays (as do the good shard, the new one and the .tmp)
+    left = sorted(p.name for p in root.glob("shard-*.npz"))
+    assert len(left) == 3 and good.name in left and "shard-inconsistent.npz" in left
+    assert (root / ".shard-left-by-kill.tmp").exists()
 
 
 def test_fingerprint_separates_models(cache_root):

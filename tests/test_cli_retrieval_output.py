@@ -1,9 +1,13 @@
-"""normscope retrieval CLI output: p-value formatting and the paths it writes (the numbers are tested in
-tests/test_retrieval_pipeline.py; here the pipeline is replaced by a fixed summary so only printing is tested)."""
+"""normscope retrieval on the command line: strict JSON equal to the library's result, the -o table, what the tables
+print (p-values, CIs, fixed parameters), phase lines and one-line warnings in a redirected log, bad input -> exit 2."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
+import pytest
+from _retrieval_data import GRIDS, planted
 
 
 def test_fmt_p_is_consistent():
@@ -13,23 +17,63 @@ def test_fmt_p_is_consistent():
     assert fmt_p(2.5e-5) == "2.5e-05" and fmt_p(None) == "-"
 
 
-def test_cli_prints_p_values_and_written_paths(tmp_path, monkeypatch, capsys):
-    import normscope.retrieval as retr
+@pytest.fixture
+def planted_cli(tmp_path, rng, monkeypatch):
+    import normscope.encoders as encs
+    import normscope.retrieval.evaluate as ev
+
+    ddir, enc = planted(tmp_path / "ds", rng, with_train=False, junk_query=True, n_test=40)
+    monkeypatch.setattr(encs, "load_encoder", lambda *a, **k: enc)
+    monkeypatch.setattr(ev, "default_grid", lambda scorer, norms: GRIDS.get(scorer, [None]))
+    return ddir, enc
+
+
+def test_cli_outputs_and_log(planted_cli, tmp_path, capsys):
+    from normscope.cli import run
+    from normscope.retrieval import run_retrieval
+
+    ddir, enc = planted_cli
+    js, out = tmp_path / "s.json", tmp_path / "run.parquet"
+    argv = ["retrieval", "--dataset", str(ddir), "--scorer", "power", "--alpha", "0.05", "--n-boot", "50", "--seed", "3",
+            "--json", str(js), "-o", str(out)]
+    assert run(argv) == 0
+    cap = capsys.readouterr()
+    s = json.loads(js.read_text(), parse_constant=lambda c: pytest.fail(f"non-strict JSON token {c}"))
+    with pytest.warns(UserWarning, match="cross-validation"):
+        ref = run_retrieval(ddir, encoder=enc, scorers=("power", "inverse_norm"), params={"inverse_norm": 0.05}, n_boot=50,
+                            seed=3, grids=GRIDS)
+    assert s == json.loads(json.dumps(ref.to_dict()))
+    df = pd.read_parquet(out)
+    assert set(df.scorer) == {"cosine", "power", "inverse_norm"} and df["rank"].min() == 1
+    pd.testing.assert_frame_equal(df, ref.items)
+    # the tables: fixed parameter said so, p-values with 3 decimals, AUROC CIs, strata with Holm
+    row = next(line for line in cap.out.splitlines() if line.strip("│ ").startswith("inverse_norm"))
+    assert "alpha=0.05" in row and "not fitted" in row
+    qn = s["calibration"]["query_norm"]
+    if qn["status"] == "ok" and qn["auroc_raw_ci"]:
+        assert f"[{qn['auroc_raw_ci'][0]:.3f}, {qn['auroc_raw_ci'][1]:.3f}]" in cap.out
+    assert "Holm-corrected over the 12 strata" in cap.out
+    # a redirected log: phase start and end lines with elapsed time, warnings on one line without a source path
+    err = cap.err
+    for phase in ("embedding the corpus", "power: fitting beta and searching", "calibration"):
+        assert f"retrieval: {phase}" in err and f"retrieval: {phase} done in" in err
+    warn = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert any("5-fold cross-validation" in w for w in warn) and not any(".py" in w for w in err.splitlines())
+    assert "junk queries left out: 1 (test-junk)" in err
+    assert f"wrote {js}, {out}" in err
+
+
+def test_cli_bad_input_exit_2(planted_cli, tmp_path, capsys):
     from normscope.cli import run
 
-    scorer = {"param": None, "param_name": None, "ndcg@10": 0.5, "mrr@10": 0.4, "recall@100": 0.9,
-              "p_value": None, "p_value_randomization": None}
-    summary = {
-        "dataset_name": "planted", "split": "test", "n_queries": {"eval": 3}, "n_docs": 10, "fit_split": "train",
-        "scorers": {"cosine": scorer, "dot": dict(scorer, p_value=1.0, p_value_randomization=1.0)},
-        "calibration_info": {"base_rate_eval": 0.5},
-        "calibration": {"query_norm": {"auroc": 0.5, "ece": 0.1, "aurc": 0.3, "aurc_optimal": 0.2}},
-        "excluded_queries": {"eval": {"excluded_no_text": 0, "excluded_no_relevant": 0, "qrels_unknown_docs": 0}},
-    }
-    monkeypatch.setattr(retr, "run_retrieval", lambda *a, **k: (summary, pd.DataFrame({"scorer": ["cosine"]})))
-    js, pq = tmp_path / "s.json", tmp_path / "r.parquet"
-    assert run(["retrieval", "--dataset", str(tmp_path), "--scorer", "dot", "--json", str(js), "-o", str(pq)]) == 0
-    cap = capsys.readouterr()
-    dot_row = next(line for line in cap.out.splitlines() if line.strip("│ ").startswith("dot"))
-    assert dot_row.count("1.000") == 2 and " 1 " not in dot_row
-    assert f"wrote {js}, {pq}" in cap.err and js.is_file() and pq.is_file()
+    ddir, _ = planted_cli
+    assert run(["retrieval", "--dataset", str(tmp_path / "missing")]) == 2
+    assert run(["retrieval", "--dataset", str(ddir), "--scorer", "bm25"]) == 2
+    assert run(["retrieval", "--dataset", str(ddir), "--fit-split", "test"]) == 2
+    assert run(["retrieval", "--dataset", str(ddir), "--relevance", "partial"]) == 2
+    assert run(["retrieval", "--dataset", str(ddir), "--json", str(tmp_path / "no" / "s.json")]) == 2
+    assert run(["retrieval", "--dataset", str(ddir), "-o", str(tmp_path / "run.csv")]) == 2
+    capsys.readouterr()
+    assert run(["retrieval", "--dataset", str(ddir), "--junk-error", "--n-boot", "20"]) == 2
+    err = capsys.readouterr().err
+    assert "error: 1 junk 'test' queries found" in err and "test-junk" in err and "Traceback" not in err

@@ -12,7 +12,13 @@ from scipy import stats
 from normscope.cli import run
 from normscope.errors import InputError
 from normscope.signals import plot_signal, run_correlate
-from normscope.signals.study import read_covariate_file
+from normscope.signals.items import read_covariate_file
+
+
+def _run(*args, **kw):
+    """(summary dict as --json writes it, per-item table) of run_correlate."""
+    res = run_correlate(*args, **kw)
+    return res.to_dict(), res.items
 
 WORDS = ["dog", "cat", "house", "car", "tree", "idea", "truth", "justice", "water", "music", "table",
          "freedom", "apple", "river", "mountain", "theory", "chair", "hope", "window", "science", "xqzvtl", "blorptang"]
@@ -21,7 +27,7 @@ WORDS = ["dog", "cat", "house", "car", "tree", "idea", "truth", "justice", "wate
 def test_frequency_matches_independent_computation(bundled_encoder):
     from wordfreq import zipf_frequency
 
-    summary, df = run_correlate("frequency", encoder=bundled_encoder, items=WORDS, n_boot=200, n_perm=200, seed=1)
+    summary, df = _run("frequency", encoder=bundled_encoder, items=WORDS, n_boot=200, n_perm=200, seed=1)
     vecs = bundled_encoder.encode(WORDS)
     norm = np.linalg.norm(vecs.astype(np.float64), axis=1)
     np.testing.assert_allclose(df["norm"], norm, rtol=1e-5)
@@ -32,8 +38,10 @@ def test_frequency_matches_independent_computation(bundled_encoder):
     assert set(summary["missing_examples"]) == {"xqzvtl", "blorptang"}
     assert abs(summary["spearman"] - stats.spearmanr(norm[ok], z[ok]).statistic) < 1e-5
     assert abs(summary["pearson"] - stats.pearsonr(norm[ok], z[ok]).statistic) < 1e-5
-    lengths = np.array([len(bundled_encoder.model.tokenizer.tokenize(w)) for w in WORDS])
+    # the length control counts the tokens the model saw: content tokens + [CLS] and [SEP]
+    lengths = np.array([len(bundled_encoder.model.tokenizer.tokenize(w)) + 2 for w in WORDS])
     np.testing.assert_array_equal(df["control_length"], lengths)
+    assert df["id"].tolist() == [str(i) for i in range(len(WORDS))] and summary["n_truncated"] == 0
     # frequency is not its own control; length is dropped when it does not vary over the valid items
     if len(np.unique(lengths[ok])) < 2:
         assert summary["controls"] == [] and summary["controls_dropped"] == ["length"]
@@ -48,7 +56,7 @@ def test_frequency_matches_independent_computation(bundled_encoder):
 
 
 def test_concreteness_partial_controls(bundled_encoder, shared_data):
-    summary, df = run_correlate("concreteness", encoder=bundled_encoder, items=WORDS, n_boot=100, n_perm=100,
+    summary, df = _run("concreteness", encoder=bundled_encoder, items=WORDS, n_boot=100, n_perm=100,
                                 controls=("frequency", "length"))
     ok = df["covariate"].notna() & df["control_frequency"].notna()
     from normscope.stats import partial_spearman
@@ -62,7 +70,7 @@ def test_concreteness_partial_controls(bundled_encoder, shared_data):
 
 
 def test_specificity_counts_missing_entries(bundled_encoder, shared_data):
-    summary, df = run_correlate("specificity", encoder=bundled_encoder, items=WORDS, n_boot=100, n_perm=100)
+    summary, df = _run("specificity", encoder=bundled_encoder, items=WORDS, n_boot=100, n_perm=100)
     assert summary["n_missing"] == 2 and summary["n"] == len(WORDS) - 2
     assert set(summary["measures"]) == {"min_depth", "max_depth", "n_hyponyms", "n_senses"}
     assert df.loc[df["item"] == "dog", "covariate"].item() == 8.0  # dog.n.01 min_depth
@@ -71,7 +79,7 @@ def test_specificity_counts_missing_entries(bundled_encoder, shared_data):
 def test_uncertainty_chaosnli_sample(bundled_encoder, shared_data):
     from normscope.signals import load_chaosnli
 
-    summary, df = run_correlate("uncertainty", encoder=bundled_encoder, n=40, n_boot=100, n_perm=100, seed=3)
+    summary, df = _run("uncertainty", encoder=bundled_encoder, n=40, n_boot=100, n_perm=100, seed=3)
     chaos = load_chaosnli().set_index("uid")
     np.testing.assert_allclose(df["covariate"], chaos.loc[df["uid"], "entropy_file"], atol=1e-9)
     assert summary["n"] == 40 and summary["entropy_unit"] == "bits"
@@ -102,7 +110,7 @@ def test_user_covariate_file(bundled_encoder, tmp_path):
     p = tmp_path / "cov.csv"
     pd.DataFrame({"item": WORDS, "concreteness": vals, "age": age}).to_csv(p, index=False)
     cov = read_covariate_file(p, "concreteness")
-    summary, df = run_correlate("concreteness", encoder=bundled_encoder, covariates=cov, controls=("age",),
+    summary, df = _run("concreteness", encoder=bundled_encoder, covariates=cov, controls=("age",),
                                 n_boot=50, n_perm=50)
     np.testing.assert_allclose(df["covariate"], vals)
     assert summary["n"] == len(WORDS) and summary["dataset"] == "user covariate file"
@@ -110,15 +118,15 @@ def test_user_covariate_file(bundled_encoder, tmp_path):
     assert abs(summary["spearman"] - stats.spearmanr(norm, vals).statistic) < 1e-5
     assert summary["partial_spearman"]["controls"] == ["age"]
     # items with a value but no frequency control are excluded from the partial only, and said so
-    summary, _ = run_correlate("concreteness", encoder=bundled_encoder, covariates=cov, controls=("frequency",),
+    summary, _ = _run("concreteness", encoder=bundled_encoder, covariates=cov, controls=("frequency",),
                                n_boot=20, n_perm=20)
     assert summary["n"] == len(WORDS) and summary["partial_spearman"]["n"] == len(WORDS) - 2
     assert any("2 item(s)" in note and "frequency" in note for note in summary["notes"])
 
 
 def test_plot_signal(bundled_encoder, tmp_path):
-    summary, df = run_correlate("frequency", encoder=bundled_encoder, items=WORDS, n_boot=50, n_perm=50)
-    out = plot_signal(df, summary, tmp_path / "f.png")
+    res = run_correlate("frequency", encoder=bundled_encoder, items=WORDS, n_boot=50, n_perm=50)
+    out = plot_signal(res, tmp_path / "f.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -173,7 +181,7 @@ def test_cifar10h_plumbing(tmp_path, shared_data, bundled_encoder):
         pickle.dump({b"data": imgs.transpose(0, 3, 1, 2).reshape(10_000, -1)}, f)
     ent = cifar10h_entropy()
     for images in (npy, batch):
-        summary, df = run_correlate("uncertainty", encoder=_PixelEncoder(), dataset="cifar10h", images=images,
+        summary, df = _run("uncertainty", encoder=_PixelEncoder(), dataset="cifar10h", images=images,
                                     n=50, n_boot=50, n_perm=50, seed=2)
         keep = np.array([int(s.rsplit("-", 1)[1]) for s in df["item"]])
         np.testing.assert_allclose(df["norm"], np.linalg.norm(imgs[keep].reshape(50, -1)[:, :12].astype(float), axis=1))
@@ -191,11 +199,11 @@ def test_default_item_sets(bundled_encoder, shared_data):
     from normscope.datasets import wordfreq_words
     from normscope.signals import concreteness_words, wordnet_nouns
 
-    s, df = run_correlate("frequency", encoder=bundled_encoder, n=30, n_boot=20, n_perm=20)
+    s, df = _run("frequency", encoder=bundled_encoder, n=30, n_boot=20, n_perm=20)
     assert df["item"].tolist() == wordfreq_words(30) and s["n_items"] == 30
-    s, df = run_correlate("concreteness", encoder=bundled_encoder, n=30, seed=4, n_boot=20, n_perm=20)
+    s, df = _run("concreteness", encoder=bundled_encoder, n=30, seed=4, n_boot=20, n_perm=20)
     assert df["item"].tolist() == concreteness_words(n=30, seed=4) and s["n_missing"] == 0
-    s, df = run_correlate("specificity", encoder=bundled_encoder, n=25, n_boot=20, n_perm=20, controls=())
+    s, df = _run("specificity", encoder=bundled_encoder, n=25, n_boot=20, n_perm=20, controls=())
     assert df["item"].tolist() == wordnet_nouns(25) and s["partial_spearman"] is None and s["controls"] == []
 
 
@@ -203,18 +211,20 @@ def test_constant_control_is_dropped_and_said_so(bundled_encoder, tmp_path, caps
     """One-token items: the length control is constant, so it removes nothing and must not be claimed."""
     one_tok = ["dog", "cat", "house", "car", "tree", "water", "music", "table", "apple", "river", "chair", "hope"]
     assert all(len(bundled_encoder.model.tokenizer.tokenize(w)) == 1 for w in one_tok)
-    summary, df = run_correlate("frequency", encoder=bundled_encoder, items=one_tok, controls=("length",),
+    summary, df = _run("frequency", encoder=bundled_encoder, items=one_tok, controls=("length",),
                                 n_boot=50, n_perm=50)
     assert summary["partial_spearman"] is None and summary["controls"] == []
     assert summary["controls_dropped"] == ["length"] and "constant" in summary["partial_reason"]
-    assert any("control 'length' is constant (every item is 1 token): not controlled" == s for s in summary["notes"])
+    assert any("control 'length' is constant (every item is 3 tokens as the model saw it, special tokens "
+               "included): not controlled"
+               == s for s in summary["notes"])
     # with a varying control left, only that one is partialled out (same rho as an independent partial)
     rng = np.random.default_rng(0)
     age = rng.normal(size=len(one_tok))
     p = tmp_path / "cov.csv"
     z = np.array(df["covariate"])
     pd.DataFrame({"item": one_tok, "value": z, "age": age}).to_csv(p, index=False)
-    s2, d2 = run_correlate("frequency", encoder=bundled_encoder, covariates=read_covariate_file(p, "frequency"),
+    s2, d2 = _run("frequency", encoder=bundled_encoder, covariates=read_covariate_file(p, "frequency"),
                            controls=("length", "age"), n_boot=0, n_perm=0)
     assert s2["controls"] == ["age"] and s2["partial_spearman"]["controls"] == ["age"]
     from normscope.stats import partial_spearman

@@ -40,8 +40,8 @@ def test_jsonl_beir_title_join_matches_beir_rule(tmp_path):
     ]
     ids, texts = read_items(_jsonl(tmp_path / "c.jsonl", rows))
     assert ids == ["d1", "d2", "d3"]
-    # BEIR SentenceBERT: (title + " " + text).strip() when the doc has a title
-    assert texts == ["Norms grow with certainty.", "no title here", " untitled "]
+    # BEIR SentenceBERT: (title + " " + text).strip() when the doc has a title, else text.strip()
+    assert texts == ["Norms grow with certainty.", "no title here", "untitled"]
 
 
 def test_jsonl_gz_and_beir_directory_agree(tmp_path):

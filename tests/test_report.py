@@ -168,7 +168,7 @@ def test_retrieval_numbers_equal_retrieval_command(small_run, shared_data, tmp_p
     assert s["retrieval"]["status"] == "ok" and s["calibration"]["status"] == "ok"
     ref_path = tmp_path / "retrieval.json"
     argv = ["retrieval", "--dataset", str(shared_data / "scifact"), "--max-docs", str(TINY.retrieval_docs),
-            "--max-queries", str(TINY.retrieval_queries), "--seed", "0", "--json", str(ref_path)]
+            "--max-queries", str(TINY.retrieval_queries), "--n-boot", str(TINY.n_boot), "--seed", "0", "--json", str(ref_path)]
     assert _cli(argv) == 0
     ref = json.loads(ref_path.read_text())
     _same(s["retrieval"]["result"], {k: v for k, v in ref.items() if k not in ("calibration", "calibration_info")})
@@ -214,7 +214,8 @@ def test_rerun_uses_cache_and_settings_invalidate(small_run, bundled_encoder):
     run_report(cfg, progress=False, encoder=bundled_encoder)
 
 
-def test_missing_data_sections_say_why(tmp_path, bundled_encoder):
+def test_missing_data_sections_say_why(tmp_path, bundled_encoder, monkeypatch):
+    monkeypatch.setenv("NORMSCOPE_CACHE", str(tmp_path / "cache"))  # no fetched copy either (and offline: conftest)
     empty = tmp_path / "nodata"
     empty.mkdir()
     cfg = ReportConfig(out=tmp_path / "r", sizes=TINY, only=("retrieval",), data=empty)
@@ -357,3 +358,68 @@ def test_only_selected_stages_in_progress_sizes_and_logs(tmp_path, bundled_encod
         assert other not in sizes_line
     nd = res.summary["what_this_says"]["norm_distribution"][0]
     assert "sections below" not in nd and "the training lab below tries to explain" in nd
+
+
+# ---------------------------------------------------------------------------------------------
+# the run log (a redirected log is never silent, has no library warnings) and the sizes used
+# ---------------------------------------------------------------------------------------------
+
+
+def test_redirected_log_has_stage_lines_and_heartbeat_and_sizes_are_values_used(tmp_path, bundled_encoder):
+    import io
+
+    from rich.console import Console
+
+    buf = io.StringIO()  # not a terminal: what `normscope report > log 2>&1` gets
+    sizes = Sizes(words=40, n_boot=200, n_perm=200)  # the lab's sizes left to `normscope lab`'s defaults
+    cfg = ReportConfig(out=tmp_path / "r", sizes=sizes, only=("norms", "lab"))
+    res = run_report(cfg, progress=True, encoder=bundled_encoder, console=Console(file=buf, width=200),
+                     heartbeat=0.5)
+    lines = buf.getvalue().splitlines()
+    for stage in ("norms", "lab"):
+        start = lines.index(f"{stage}: started")
+        end = next(i for i, ln in enumerate(lines) if ln.startswith(f"{stage}: ok in "))
+        assert start < end
+    assert any(ln.startswith("lab: still running (") for ln in lines)
+    assert not [ln for ln in lines if "Warning" in ln or "warnings.warn" in ln]
+    lab = res.summary["training_lab"]["result"]
+    used = res.summary["report"]["sizes"]
+    assert used == {"words": 40, "lab_steps": lab["steps"], "lab_snapshots": lab["snapshots"],
+                    "lab_probe_batches": lab["probe_batches"]}
+    assert all(isinstance(v, int) for v in used.values())
+    page = (tmp_path / "r" / "index.html").read_text()
+    sizes_line = next(line for line in page.splitlines() if "Sizes of this run" in line)
+    assert "stage default" not in sizes_line and f"lab_steps = {lab['steps']:,}" in sizes_line
+
+
+def test_library_warnings_and_log_records_are_kept_not_printed(capsys):
+    from transformers import AutoTokenizer
+
+    from normscope.encoders.bundled import bundled_model_path
+    from normscope.report.runlog import quiet_libraries
+
+    tok = AutoTokenizer.from_pretrained(str(bundled_model_path()))  # fresh: it warns once per instance
+    with quiet_libraries() as kept:
+        tok("word " * 600)  # transformers' logger: "Token indices sequence length is longer ..."
+        np.mean(np.array([]))  # numpy's RuntimeWarning through warnings.warn
+    err = capsys.readouterr().err
+    assert "Token indices" not in err and "Mean of empty slice" not in err
+    assert any("Token indices sequence length" in k for k in kept)
+    assert any(k.startswith("RuntimeWarning: Mean of empty slice") for k in kept)
+
+
+def test_report_outputs_are_written_as_a_set_with_json(tmp_path, bundled_encoder):
+    cfg = ReportConfig(out=tmp_path / "r", sizes=Sizes(words=30), only=("norms",))
+    js = tmp_path / "copy.json"
+    res = run_report(cfg, progress=False, encoder=bundled_encoder, json_path=js)
+    assert json.loads(js.read_text()) == json.loads(res.summary_path.read_text())
+    assert (tmp_path / "r" / "index.html").stat().st_mode & 0o777 == 0o666 & ~_umask()
+    assert not list((tmp_path / "r").glob(".*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -148,3 +148,67 @@ def test_shared_scifact_counts(shared_data):
     assert test.counts["evaluated"] == 300 and train.counts["evaluated"] == 809
     assert test.counts["qrels_unknown_docs"] == 0 and sum(len(v) for v in test.qrels.values()) == 339
     assert not set(test.query_ids) & set(train.query_ids)
+
+
+def test_bom_gz_qrels_and_embed_reads_the_same(tmp_path):
+    """A UTF-8 BOM in corpus, queries and qrels, and gzipped qrels: read as `embed` reads them."""
+    from normscope.inputs import read_items
+
+    _write(tmp_path, CORPUS, QUERIES, {})
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        p = tmp_path / name
+        p.write_bytes(b"\xef\xbb\xbf" + p.read_bytes())
+    with gzip.open(tmp_path / "qrels" / "test.tsv.gz", "wb") as f:
+        f.write("\ufeffq1\td1\t1\nq2\td3\t2\n".encode())  # BOM and no header: q1 must not be lost
+    ds = load_beir(tmp_path)
+    assert ds.splits == ["test"] and ds.qrels["test"] == {"q1": {"d1": 1}, "q2": {"d3": 2}}
+    ids, texts = read_items(tmp_path / "corpus.jsonl")
+    assert ids == ds.doc_ids and texts == ds.doc_texts
+    assert ds.doc_titles == ["Title one", "", "T3"]
+    (tmp_path / "qrels" / "test.tsv").write_text("q1\td1\t1\n")
+    with pytest.raises(DataError, match="both test.tsv and test.tsv.gz"):
+        load_beir(tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt", "not gzip"])
+def test_bad_gzip_is_one_line_error(tmp_path, damage):
+    _write(tmp_path, CORPUS, QUERIES, {"test": "q1\td1\t1\n"}, gz=True)
+    p = tmp_path / "corpus.jsonl.gz"
+    raw = p.read_bytes()
+    p.write_bytes({"truncated": raw[: len(raw) // 2], "corrupt": raw[:12] + bytes(len(raw) - 12),
+                   "not gzip": b"plain text"}[damage])
+    with pytest.raises(DataError, match=r"corpus.jsonl.gz is not a valid gzip file") as exc:
+        load_beir(tmp_path)
+    assert "\n" not in str(exc.value)
+
+
+def test_nfcorpus_trec_release_converts(tmp_path):
+    """The original NFCorpus layout (ID<TAB>TEXT .docs/.queries, TREC .qrel) converts by one command and loads."""
+    from normscope.cli import run
+    from normscope.retrieval.trec import convert_trec
+
+    src = tmp_path / "nfcorpus"
+    src.mkdir()
+    (src / "train.docs").write_text("MED-1\tstatins and breast cancer\r\nMED-2\tfish oil\r\n")
+    (src / "test.docs").write_text("MED-3\tvitamin D\nMED-1\tstatins and breast cancer\n")
+    (src / "train.titles.queries").write_text("PLAIN-1\tDo statins cause cancer?\n")
+    (src / "train.all.queries").write_text("PLAIN-1\tstatins cancer long text\n")
+    (src / "test.titles.queries").write_text("\ufeffPLAIN-2\tVitamin D\n")
+    (src / "train.3-2-1.qrel").write_text("PLAIN-1\t0\tMED-1\t3\nPLAIN-1\t0\tMED-2\t1\n")
+    (src / "test.3-2-1.qrel").write_text("PLAIN-2 0 MED-3 2\n")
+    (src / "test.2-1-0.qrel").write_text("PLAIN-2\t0\tMED-3\t1\n")
+    info = convert_trec(src, tmp_path / "beir")
+    assert info["n_docs"] == 3 and info["n_queries"] == 2 and info["splits"] == {"test": 1, "train": 1}
+    ds = load_beir(tmp_path / "beir")
+    assert sorted(ds.doc_ids) == ["MED-1", "MED-2", "MED-3"] and ds.queries == {"PLAIN-2": "Vitamin D",
+                                                                                  "PLAIN-1": "Do statins cause cancer?"}
+    assert ds.qrels == {"test": {"PLAIN-2": {"MED-3": 2}}, "train": {"PLAIN-1": {"MED-1": 3, "MED-2": 1}}}
+    # the command, another grading variant; refusing to overwrite; a directory that is not converted says how
+    assert run(["beir-convert", str(src), str(tmp_path / "b2"), "--qrels", "2-1-0"]) == 0
+    assert load_beir(tmp_path / "b2").qrels == {"test": {"PLAIN-2": {"MED-3": 1}}}
+    assert run(["beir-convert", str(src), str(tmp_path / "b2")]) == 2
+    with pytest.raises(DataError, match="normscope beir-convert"):
+        load_beir(src)
+    (src / "dev.docs").write_text("MED-1\tanother text\n")
+    with pytest.raises(DataError, match="MED-1"):
+        convert_trec(src, tmp_path / "b3")

@@ -1,4 +1,5 @@
-"""Calibration metrics: ECE (15 bins), reliability data, risk-coverage / AURC, Platt maps, signals."""
+"""Calibration metrics (ECE with its support, reliability data, risk-coverage / AURC), fixed-direction Platt maps,
+signals and the calibration study (per-fold parameters, "not computed" with a reason)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,8 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from normscope.errors import InputError
-from normscope.retrieval.calibration import (
-    PlattMap,
-    aurc,
-    ece,
-    evaluate_signals,
-    query_signals,
-    reliability_data,
-    risk_coverage,
-)
+from normscope.retrieval.calibration import aurc, ece, ece_support, reliability_data, risk_coverage
+from normscope.retrieval.confidence import DIRECTION, PlattMap, calibration_study, evaluate_signals, query_signals
 
 
 def _ece_reference(conf, y, n_bins=15):
@@ -74,16 +68,25 @@ def test_aurc_ties_equal_average_over_orderings(rng):
     assert aurc(conf[perm], y[perm]) == pytest.approx(aurc(conf, y), abs=1e-12)
 
 
-def test_platt_direction_and_auroc(rng):
+def test_platt_fixed_direction(rng):
+    """The map never flips: with the data in the fixed direction it is sklearn's free fit; against it, the flat base rate."""
+    from sklearn.linear_model import LogisticRegression
+
     s = rng.normal(size=400)
     y = (rng.random(400) < 1 / (1 + np.exp(2 * s))).astype(int)  # lower s -> more often correct
-    pm = PlattMap().fit(s, y)
-    assert pm.direction == -1
-    p = pm.transform(s)
-    assert ((p >= 0) & (p <= 1)).all()
-    assert roc_auc_score(y, p) == pytest.approx(1 - roc_auc_score(y, s), abs=1e-12)
+    down = PlattMap(-1).fit(s, y)  # direction -1 agrees with the data
+    z = -(s - s.mean()) / s.std()
+    free = LogisticRegression(C=1e6, max_iter=1000).fit(z[:, None], y)
+    np.testing.assert_allclose(down.transform(s), free.predict_proba(z[:, None])[:, 1], atol=1e-12)
+    assert down.info()["slope"] > 0 and not down.info()["flat"]
+    assert roc_auc_score(y, down.transform(s)) == pytest.approx(1 - roc_auc_score(y, s), abs=1e-12)
+    up = PlattMap(+1).fit(s, y)  # direction +1 goes against the data: the constrained optimum is flat at the base rate
+    assert up.info()["flat"] and up.info()["slope"] == 0.0
+    np.testing.assert_allclose(up.transform(s), y.mean(), atol=1e-12)
     with pytest.raises(InputError, match="both"):
         PlattMap().fit(s, np.ones(400))
+    with pytest.raises(InputError, match="direction"):
+        PlattMap(0)
 
 
 def _frame(rng, n):
@@ -99,17 +102,52 @@ def _frame(rng, n):
 
 def test_evaluate_signals_consistent(rng):
     train, test = _frame(rng, 600), _frame(rng, 300)
-    out = evaluate_signals(train, test)
+    out = evaluate_signals(train, test, n_boot=200)
     y = test["top1_relevant"].to_numpy()
-    assert set(out) == {"query_norm", "top_doc_norm", "top1_score", "margin", "learned_scores", "learned_scores_norms"}
-    assert out["query_norm"]["direction"] == -1
-    assert out["query_norm"]["auroc_raw"] == pytest.approx(roc_auc_score(y, test["query_norm"]), abs=1e-12)
-    assert out["query_norm"]["auroc"] == pytest.approx(1 - out["query_norm"]["auroc_raw"], abs=1e-12)
+    assert set(out) == {"query_norm", "top_doc_norm", "top1_score", "margin", "learned_scores", "learned_scores_norms",
+                        "top1_score_uncalibrated"}
+    # query_norm has the pre-specified direction -1 (a larger norm read as less reliable), which this data agrees with
+    assert out["query_norm"]["direction"] == DIRECTION["query_norm"] == -1
+    assert out["query_norm"]["auroc_raw"] == pytest.approx(roc_auc_score(y, -test["query_norm"]), abs=1e-12)
+    assert out["query_norm"]["auroc"] == pytest.approx(out["query_norm"]["auroc_raw"], abs=1e-12)
+    lo, hi = out["query_norm"]["auroc_ci"]
+    assert lo < out["query_norm"]["auroc"] < hi
+    # the uncalibrated cosine: confidence = top1 clipped to [0, 1], ECE by hand
+    conf = np.clip(test["top1_score"].to_numpy(), 0, 1)
+    assert out["top1_score_uncalibrated"]["ece"] == pytest.approx(_ece_reference(conf, y), abs=1e-12)
     # the planted norm effect makes the norm-augmented combination better than the score-only one
     assert out["learned_scores_norms"]["auroc"] > out["learned_scores"]["auroc"]
     for sig, e in out.items():
         assert 0 <= e["ece"] <= 1 and e["aurc_optimal"] <= e["aurc"] + 1e-12
         assert len(e["risk_coverage"]["risk"]) == 300
+
+
+def test_ece_support_flags_one_or_two_bins():
+    r = reliability_data([0.51, 0.52, 0.53, 0.9], [1, 0, 1, 1])  # bins (7/15, 8/15] and (13/15, 1]
+    sup = ece_support(r)
+    assert sup["populated_bins"] == 2 and sup["largest_bin"] == 3 and sup["n"] == 4
+    assert "2 populated bin(s) of 15" in sup["flag"] and "3 of 4 queries" in sup["flag"]
+    assert ece_support(reliability_data(np.linspace(0.01, 0.99, 30), np.arange(30) % 2))["flag"] is None
+
+
+def test_calibration_study_folds_and_not_computed(rng):
+    ev = _frame(rng, 200)
+    ev.insert(0, "query_id", [f"q{i:03d}" for i in range(200)])
+    folds = [np.arange(i, 200, 5) for i in range(5)]
+    cal, conf = calibration_study(ev, folds=folds, n_boot=100)
+    qn = cal["query_norm"]
+    assert qn["status"] == "ok" and [f["part"] for f in qn["fit"]["folds"]] == [f"fold {i}" for i in range(1, 6)]
+    assert all(f["n_fit"] == 160 for f in qn["fit"]["folds"])
+    assert qn["fit"]["mean"]["slope"] == pytest.approx(np.mean([f["slope"] for f in qn["fit"]["folds"]]))
+    # each fold's confidences come from a map fitted on the other folds (checked for fold 1)
+    pm = PlattMap(-1).fit(ev.drop(index=folds[0])["query_norm"], ev.drop(index=folds[0])["top1_relevant"])
+    np.testing.assert_allclose(conf["query_norm"][folds[0]], pm.transform(ev["query_norm"].to_numpy()[folds[0]]), atol=1e-12)
+    # a fitting split whose top-1 results are all non-relevant: every fitted signal says why, the study goes on
+    bad = ev.assign(top1_relevant=0)
+    cal2, conf2 = calibration_study(ev, sig_fit=bad, n_boot=100)
+    for s in ("query_norm", "margin", "learned_scores_norms"):
+        assert cal2[s]["status"] == "not computed" and "all non-relevant" in cal2[s]["reason"]
+    assert cal2["top1_score_uncalibrated"]["status"] == "ok" and set(conf2) == {"top1_score_uncalibrated"}
 
 
 def test_query_signals_from_run():
@@ -119,6 +157,6 @@ def test_query_signals_from_run():
     )
     assert df["margin"].tolist() == pytest.approx([0.2, 0.01])
     assert df["top_doc_norm"].tolist() == [1.0, 3.0]
-    assert df["top1_relevant"].tolist() == [0, 1]
+    assert df["top1_relevant"].tolist() == [0, 1] and df["top1_doc"].tolist() == ["x", "z"]
     with pytest.raises(InputError, match="needs 2"):
         query_signals({"a": {"x": 1.0}}, query_ids=["a"], query_norms=[1.0], doc_ids=["x"], doc_norms=[1.0])

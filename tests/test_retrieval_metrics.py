@@ -1,4 +1,5 @@
-"""IR metrics against pytrec_eval and hand computations; paired tests; parameter fitting."""
+"""IR metrics against a hand-written trec_eval loop (ties included, graded and binary); paired tests and CIs;
+parameter fitting."""
 
 from __future__ import annotations
 
@@ -13,12 +14,29 @@ from normscope.retrieval.evaluate import (
     compare_to_baseline,
     evaluate_run,
     fit_parameter,
+    paired_bootstrap_ci,
     paired_randomization_test,
     per_query_scores,
 )
 
 
-def _random_case(rng, n_q=40, n_d=300, graded=False):
+def _loop_metrics(qrels, run, binary=False):
+    """trec_eval's definitions written out: rank by (score, doc id) descending; linear gains; relevant = score >= 1."""
+    out = {}
+    for q, judged in qrels.items():
+        gain = {d: (int(v >= 1) if binary else max(v, 0)) for d, v in judged.items()}
+        ranked = [d for _, d in sorted(((s, d) for d, s in run.get(q, {}).items()), reverse=True)]
+        dcg = sum(gain.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
+        ideal = sorted((g for g in gain.values() if g > 0), reverse=True)[:10]
+        idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+        rel = {d for d, v in judged.items() if v >= 1}
+        first = next((i + 1 for i, d in enumerate(ranked[:10]) if d in rel), None)
+        out[q] = {"ndcg@10": dcg / idcg if idcg else 0.0, "mrr@10": 1 / first if first else 0.0,
+                  "recall@100": len(rel & set(ranked[:100])) / len(rel) if rel else 0.0}
+    return out
+
+
+def _random_case(rng, n_q=40, n_d=300, graded=False, ties=False):
     qrels, run = {}, {}
     for i in range(n_q):
         q = f"q{i}"
@@ -28,25 +46,22 @@ def _random_case(rng, n_q=40, n_d=300, graded=False):
             qrels[q].setdefault(f"d{j}", 0)
         cand = rng.choice(n_d, size=rng.integers(5, 150), replace=False)
         scores = rng.random(cand.size)  # continuous: no ties
+        if ties:
+            scores = np.round(scores, 1)  # about 10 documents per score value
         order = np.argsort(-scores)
         run[q] = {f"d{cand[j]}": float(scores[j]) for j in order}
     return qrels, run
 
 
-@pytest.mark.parametrize("graded", [False, True])
-def test_metrics_match_pytrec_eval(rng, graded):
-    import pytrec_eval
-
-    qrels, run = _random_case(rng, graded=graded)
-    ours = per_query_scores(qrels, run)
-    ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "recall_100"})
-    ref = ev.evaluate(run)
-    top10 = {q: dict(list(docs.items())[:10]) for q, docs in run.items()}
-    ref_rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(top10)  # MRR@10 = RR of the top-10 run
-    for i, q in enumerate(qrels):
-        assert ours["ndcg@10"][i] == pytest.approx(ref[q]["ndcg_cut_10"], abs=1e-9)
-        assert ours["recall@100"][i] == pytest.approx(ref[q]["recall_100"], abs=1e-9)
-        assert ours["mrr@10"][i] == pytest.approx(ref_rr[q]["recip_rank"], abs=1e-9)
+@pytest.mark.parametrize("graded,ties", [(False, False), (True, False), (False, True), (True, True)])
+def test_metrics_equal_the_trec_eval_loop(rng, graded, ties):
+    qrels, run = _random_case(rng, graded=graded, ties=ties)
+    for binary in (False, True):
+        ours = per_query_scores(qrels, run, relevance="binary" if binary else "graded")
+        ref = _loop_metrics(qrels, run, binary=binary)
+        for i, q in enumerate(qrels):
+            for m in ("ndcg@10", "mrr@10", "recall@100"):
+                assert ours[m][i] == pytest.approx(ref[q][m], abs=1e-9), (q, m, binary)
 
 
 def test_metrics_hand_computed():
@@ -84,6 +99,18 @@ def test_randomization_test_exact_enumeration():
     assert p1 == paired_randomization_test(x, y, n_permutations=200, seed=3)
     assert abs(p1 - exact) < 4 * math.sqrt(exact * (1 - exact) / 200) + 1 / 201
     assert paired_randomization_test(x, x) == 1.0
+
+
+def test_paired_bootstrap_ci_equals_a_loop(rng):
+    x, y = rng.random(30), rng.random(30) * 0.8
+    ci = paired_bootstrap_ci(x, y, n_boot=300, seed=4)
+    idx = np.random.default_rng(4).integers(0, 30, size=(300, 30))
+    diffs = [x[i].mean() - y[i].mean() for i in idx]
+    rels = [x[i].mean() / y[i].mean() - 1 for i in idx]
+    assert ci["mean_diff_ci"] == pytest.approx([np.quantile(diffs, 0.025), np.quantile(diffs, 0.975)], abs=1e-12)
+    assert ci["relative_ci"] == pytest.approx([np.quantile(rels, 0.025), np.quantile(rels, 0.975)], abs=1e-12)
+    assert ci["relative"] == pytest.approx(x.mean() / y.mean() - 1) and ci["resampled"] == "queries"
+    assert paired_bootstrap_ci(x, np.zeros(30), n_boot=50)["relative"] is None
 
 
 def test_compare_to_baseline_t_test_matches_scipy(rng):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from normscope.errors import InputError
-from normscope.retrieval.scoring import fold_documents, fold_queries, score
-from normscope.retrieval.search import FoldedIndex, brute_force_search, exact_search, rerank
+from normscope.retrieval.scoring import fold_documents, fold_queries, folded_scores, pair_dot, score, score_pairwise
+from normscope.retrieval.search import FoldedIndex, brute_force_search, exact_search, order_run, rerank
 
 
 @pytest.fixture
@@ -57,12 +57,56 @@ def test_faiss_search_matches_brute_force(vecs, scorer, param):
         assert list(fast[q]) == [f"d{j}" for j in np.argsort(-ref[i], kind="stable")[:20]]
 
 
-def test_ties_broken_by_corpus_position():
+def test_ties_follow_trec_eval_order():
+    """Equal scores: document id descending (trec_eval), whatever the corpus order."""
     D = np.array([[1.0, 0.0]] * 5 + [[0.0, 1.0]], dtype=np.float32)
     Q = np.array([[1.0, 0.0]], dtype=np.float32)
-    dids = ["e", "d", "c", "b", "a", "z"]
+    dids = ["b", "e", "a", "d", "c", "z"]
     run = exact_search(Q, D, query_ids=["q"], doc_ids=dids, scorer="cosine", k=3)
     assert list(run["q"]) == ["e", "d", "c"]
+    assert list(brute_force_search(Q, D, query_ids=["q"], doc_ids=dids, k=3)["q"]) == ["e", "d", "c"]
+    assert list(order_run({"q": {"a": 1.0, "b": 2.0, "c": 1.0, "ab": 1.0}})["q"]) == ["b", "c", "ab", "a"]
+
+
+def test_many_ties_past_the_first_window_are_exact(rng):
+    """40 identical documents tie across rank k = 10 (more than the first fetched window): the top k is exact."""
+    base = rng.normal(size=16)
+    D = np.vstack([np.tile(base, (40, 1)), rng.normal(size=(60, 16))]).astype(np.float32)
+    dids = [f"dup{j:02d}" for j in range(40)] + [f"n{j}" for j in range(60)]
+    perm = rng.permutation(100)
+    Q = (base + rng.normal(size=16) * 0.01)[None].astype(np.float32)
+    for order in (np.arange(100), perm):
+        run = exact_search(Q, D[order], query_ids=["q"], doc_ids=[dids[i] for i in order], k=10)
+        assert list(run["q"]) == [f"dup{j:02d}" for j in range(39, 29, -1)]
+        assert len(set(run["q"].values())) == 1  # bit-identical scores for identical vectors
+
+
+def test_ignore_identical_ids(vecs):
+    Q, D = vecs
+    dids = [f"d{i}" for i in range(len(D))]
+    qids = ["d3", "d7", "x"] + [f"q{i}" for i in range(len(Q) - 3)]
+    Q = Q.copy()
+    Q[0], Q[1] = D[3], D[7]  # the queries are their own documents
+    kept = exact_search(Q, D, query_ids=qids, doc_ids=dids, k=5)
+    assert next(iter(kept["d3"])) == "d3" and next(iter(kept["d7"])) == "d7"
+    dropped = exact_search(Q, D, query_ids=qids, doc_ids=dids, k=5, ignore_identical_ids=True)
+    assert "d3" not in dropped["d3"] and len(dropped["d3"]) == 5
+    assert list(dropped["d3"]) == [d for d in exact_search(Q[:1], D, query_ids=["d3"], doc_ids=dids, k=6)["d3"] if d != "d3"]
+    assert dropped["x"] == kept["x"]
+    ref = brute_force_search(Q, D, query_ids=qids, doc_ids=dids, k=5, ignore_identical_ids=True)
+    assert all(list(ref[q]) == list(dropped[q]) for q in qids)
+
+
+def test_pair_dot_is_position_independent(vecs):
+    Q, D = vecs
+    Qf, Df = fold_queries(Q, "power"), fold_documents(D, "power", -0.7)
+    S = folded_scores(Qf, Df)
+    np.testing.assert_allclose(S, score(Q, D, "power", -0.7), rtol=1e-5, atol=1e-6)
+    perm = np.random.default_rng(1).permutation(len(D))
+    assert np.array_equal(folded_scores(Qf, Df[perm], block=64), S[:, perm])  # bit for bit, other blocking too
+    assert np.array_equal(pair_dot(Df[perm], Qf[2]), S[2, perm])
+    np.testing.assert_allclose(score_pairwise(Q, D[: len(Q)], "power", -0.7), np.diag(score(Q, D[: len(Q)], "power", -0.7)),
+                               rtol=1e-5)
 
 
 def test_rerank_rescoring(vecs):

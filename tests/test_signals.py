@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from normscope.errors import InputError
+from normscope.errors import DataError, InputError
 from normscope import signals as sg
 
 
@@ -214,19 +214,18 @@ def test_load_wordnet_none_found(tmp_path, monkeypatch):
     import normscope.datasets
 
     monkeypatch.delenv("NORMSCOPE_WORDNET", raising=False)
+    monkeypatch.setenv("NORMSCOPE_CACHE", str(tmp_path))  # an empty cache, and offline (conftest): nothing to fetch
     monkeypatch.setattr(normscope.datasets, "shared_data_dir", lambda: None)
 
     def _missing(*a, **k):
         raise LookupError("no")
 
     monkeypatch.setattr(nltk.data, "find", _missing)
-    with pytest.raises(InputError, match="WordNet 3.0 not found"):
+    with pytest.raises(DataError, match="WordNet 3.0 is not here .* `normscope data fetch wordnet`"):
         sg.load_wordnet()
 
 
 def test_bad_wordnet_archive(tmp_path, monkeypatch):
-    from normscope.errors import DataError
-
     monkeypatch.setenv("NORMSCOPE_CACHE", str(tmp_path / "cache"))
     src = tmp_path / "x"
     src.mkdir()

@@ -7,7 +7,7 @@ it into a one-line message and exit code 2. Anything else is an internal error
 
 from __future__ import annotations
 
-__all__ = ["NormscopeError", "InputError", "ModelError", "DataError"]
+__all__ = ["NormscopeError", "InputError", "OutputError", "ModelError", "DataError"]
 
 
 class NormscopeError(Exception):
@@ -16,6 +16,14 @@ class NormscopeError(Exception):
 
 class InputError(NormscopeError, ValueError):
     """Bad user input: a missing, empty, malformed or inconsistent file or argument."""
+
+
+class OutputError(InputError):
+    """An output cannot be written: a read-only directory or mount, a full disk, a file size limit.
+
+    A subclass of :class:`InputError` (the user chose the place), so code that catches
+    ``InputError`` keeps working; the CLI shows it as one line and exits with code 2.
+    """
 
 
 class ModelError(NormscopeError):

@@ -12,7 +12,8 @@ Supported formats (chosen by name; ``.gz`` is allowed after any of them):
 ``.txt`` / no suffix   one item per line; id = 0-based item index
 ``.jsonl``             one JSON object per line, field ``text``; optional ``id``
                        or ``_id``; a BEIR ``title`` is joined as
-                       ``(title + " " + text).strip()`` (as BEIR's SentenceBERT
+                       ``(title + " " + text).strip()``, the text alone is
+                       stripped (:func:`join_title`, as BEIR's SentenceBERT
                        wrapper does, Thakur et al. 2021)
 ``.csv``               header row with a ``text`` column; optional ``id``/``_id``
 directory              a BEIR dataset directory holding ``corpus.jsonl[.gz]``
@@ -34,7 +35,10 @@ from pathlib import Path
 
 from normscope.errors import InputError
 
-__all__ = ["read_items", "detect_format", "check_items", "Junk", "find_junk", "junk_text_reason", "TEXT_SUFFIXES", "FORMATS"]
+__all__ = [
+    "read_items", "read_text", "split_lines", "join_title", "detect_format", "check_items", "Junk", "find_junk", "junk_text_reason",
+    "TEXT_SUFFIXES", "FORMATS",
+]
 
 TEXT_SUFFIXES = (".txt", ".text", ".lines", "")
 FORMATS = ("text", "jsonl", "csv", "beir")
@@ -103,7 +107,7 @@ def read_items(path: str | Path) -> tuple[list[str], list[str]]:
         raise InputError(f"directory {path} is not a BEIR dataset: no corpus.jsonl or corpus.jsonl.gz in it")
     if not path.is_file():
         raise InputError(f"input is not a regular file: {path}")
-    text = _read_utf8(path)
+    text = read_text(path)
     if not text.strip():
         raise InputError(f"input file is empty: {path}")
     if fmt == "text":
@@ -248,34 +252,67 @@ def find_junk(texts: Sequence[str], ids: Sequence[str] | None = None, *, tokeniz
     return Junk(index=index, ids=[ids[i] for i in index], reasons=[reasons[i] for i in index])
 
 
-# ----------------------------------------------------------------------------- helpers
-def _read_utf8(path: Path) -> str:
+# ----------------------------------------------------------------------------- reading (shared with the BEIR loader)
+def read_text(path: str | Path, *, error: type[Exception] = InputError) -> str:
+    """The text of a UTF-8 file, ``.gz`` or not: the one reader of ``embed`` and the BEIR loader.
+
+    A leading UTF-8 byte-order mark is dropped; line endings are left for :func:`split_lines`.
+
+    Parameters
+    ----------
+    path : str or Path
+        A file; a name ending in ``.gz`` is gunzipped.
+    error : exception class, keyword-only
+        Raised (with a one-line message naming the file) on a bad file: :class:`InputError` for
+        ``embed`` items, :class:`~normscope.errors.DataError` for a dataset.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    error
+        A corrupt or truncated gzip stream, or bytes that are not UTF-8 (byte offset and line named).
+    """
+    import zlib
+
+    path = Path(path)
     raw = path.read_bytes()
     if path.name.lower().endswith(".gz"):
         try:
             raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise InputError(f"{path} is not a valid gzip file ({exc})") from None
+        except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile, truncated stream, corrupt deflate data
+            raise error(f"{path} is not a valid gzip file ({str(exc) or type(exc).__name__})") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        raise InputError(
+        raise error(
             f"{path} is not valid UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {exc.start} (line {line})"
         ) from None
     return text.removeprefix("\ufeff")
 
 
-def _split_lines(text: str) -> list[str]:
-    # only \n, \r\n and \r end lines (str.splitlines would also split on \x0b, \x1c, \u2028 ...)
+def join_title(title: str | None, text: str) -> str:
+    """A document's text as BEIR's SentenceBERT wrapper builds it: ``(title + " " + text).strip()``, or
+    ``text.strip()`` without a title (Thakur et al. 2021). Shared by ``embed`` and the BEIR loader."""
+    title = str(title or "")
+    return (title + " " + str(text)).strip() if title else str(text).strip()
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines of ``text``: only ``\\n``, ``\\r\\n`` and ``\\r`` end a line (``str.splitlines`` would also split
+    on ``\\x0b``, ``\\x1c``, ``\\u2028`` ... inside a JSON string); a final empty line is dropped."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return lines
 
 
+# ----------------------------------------------------------------------------- helpers
 def _parse_text(text: str):
-    lines = _split_lines(text)
+    lines = split_lines(text)
     return [str(i) for i in range(len(lines))], lines, list(range(1, len(lines) + 1))
 
 
@@ -283,7 +320,7 @@ def _parse_jsonl(text: str, path: Path):
     ids: list[str | None] = []
     texts: list[str] = []
     lines: list[int] = []
-    for ln, line in enumerate(_split_lines(text), start=1):
+    for ln, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue  # blank separator lines are not items
         try:
@@ -297,8 +334,7 @@ def _parse_jsonl(text: str, path: Path):
         body, title = obj["text"], obj.get("title")
         if not isinstance(body, str) or (title is not None and not isinstance(title, str)):
             raise InputError(f"{path}: line {ln}: 'text' and 'title' must be strings")
-        # BEIR SentenceBERT.encode_corpus: (title + sep + text).strip() with sep=" " when a title exists
-        texts.append((title + " " + body).strip() if title else body)
+        texts.append(join_title(title, body))
         raw_id = obj.get("_id", obj.get("id"))
         ids.append(None if raw_id is None else str(raw_id))
         lines.append(ln)

@@ -271,13 +271,10 @@ def load_pairs(spec: str) -> PairSource:
         pos = spec.split(":", 1)[1] if ":" in spec else "n"
         return wordnet_pairs(pos=None if pos == "all" else pos)
     if spec == "scifact" or spec.startswith("scifact:"):
-        from normscope.datasets import shared_data_dir
+        from normscope.data import data_path
 
-        data = shared_data_dir()
-        if data is None or not (data / "scifact").is_dir():
-            raise DataError("SciFact is not in the shared data folder; use beir:DIR for your own copy")
         split = spec.split(":", 1)[1] if ":" in spec else "train"
-        return beir_pairs(data / "scifact", split)
+        return beir_pairs(data_path("scifact"), split)
     if spec.startswith("beir:"):
         rest = spec[5:]
         d, _, split = rest.rpartition(":") if rest.count(":") and not Path(rest).is_dir() else (rest, "", "")
@@ -287,4 +284,6 @@ def load_pairs(spec: str) -> PairSource:
         return beir_pairs(p, "train")
     if p.is_file():
         return file_pairs(p)
+    if p.suffix.lower() in (".tsv", ".csv", ".txt", ".gz") or "/" in spec:
+        raise InputError(f"pair file not found: {spec}")
     raise InputError(f"unknown pair source {spec!r}: use wordnet, scifact[:split], beir:DIR[:split] or a .tsv/.csv file")

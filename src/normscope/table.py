@@ -20,7 +20,7 @@ from normscope._io import atomic_path
 from normscope.errors import InputError
 from normscope.inputs import Junk
 
-__all__ = ["ModelFingerprint", "EmbeddingTable", "norms_look_normalised", "require_raw_norms"]
+__all__ = ["ModelFingerprint", "EmbeddingTable", "PRECISIONS", "norms_look_normalised", "require_raw_norms"]
 
 #: Relative spread of the norms below which vectors count as normalised (or constant in norm):
 #: float32 rounding of unit vectors gives a spread of about 1e-7; real raw norms vary by percent.
@@ -66,6 +66,10 @@ def require_raw_norms(norms, what: str = "this analysis") -> None:
 _META_KEY = b"normscope.fingerprint"
 
 
+#: Numeric precisions of a model's forward pass (``load_encoder(..., precision=)``).
+PRECISIONS = ("fp32", "bf16")
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelFingerprint:
     """Identity of the model that produced a set of raw embeddings.
@@ -83,6 +87,9 @@ class ModelFingerprint:
     backend : str
         Adapter that produced the vectors (``sentence-transformers``, ``huggingface``,
         ``open_clip``, ``precomputed``).
+    precision : {"fp32", "bf16"}
+        Precision of the forward pass (``bf16``: matrix products under ``torch.autocast``); part
+        of :attr:`key`, so a bf16 cache entry never serves an fp32 request.
     """
 
     name: str
@@ -90,6 +97,7 @@ class ModelFingerprint:
     pooling: str
     dropped_modules: tuple[str, ...] = ()
     backend: str = "sentence-transformers"
+    precision: str = "fp32"
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -104,12 +112,21 @@ class ModelFingerprint:
             pooling=str(d["pooling"]),
             dropped_modules=tuple(d.get("dropped_modules", ())),
             backend=str(d.get("backend", "sentence-transformers")),
+            precision=str(d.get("precision", "fp32")),
         )
 
     @property
     def key(self) -> str:
-        """Hex sha256 of the canonical JSON form; the cache namespace of this model."""
-        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        """Hex sha256 of the canonical JSON form; the cache namespace of this model.
+
+        The default precision ``fp32`` is left out of the hashed form, so fp32 keys equal those of
+        fingerprints written before precision existed (existing caches stay valid); any other
+        precision is hashed in.
+        """
+        d = self.to_dict()
+        if d["precision"] == "fp32":
+            del d["precision"]
+        blob = json.dumps(d, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
 
 
@@ -131,6 +148,11 @@ class EmbeddingTable:
         Items longer than the model's maximum sequence length (cut before embedding).
     junk : Junk
         Input items left out as junk (:func:`normscope.inputs.find_junk`); not rows of the table.
+    norm_rel_error_vs_fp32 : dict or None
+        With a reduced-precision encoder: ``{"median", "max", "n_sample", "cosine_min"}``, the
+        relative error ``| ||z|| - ||z_fp32|| | / ||z_fp32||`` of the norms on a seeded sample of
+        the table's own items against the same model in fp32 (:func:`normscope.encoders.precision.
+        norm_error_vs_fp32`); None for fp32 encoders and precomputed vectors.
 
     Raises
     ------
@@ -145,6 +167,7 @@ class EmbeddingTable:
     tokens: np.ndarray | None = None
     n_truncated: int | None = None
     junk: Junk = dataclasses.field(default_factory=Junk)
+    norm_rel_error_vs_fp32: dict | None = None
 
     def __post_init__(self) -> None:
         self.vectors = np.ascontiguousarray(self.vectors, dtype=np.float32)
@@ -186,7 +209,8 @@ class EmbeddingTable:
 
     def summary(self) -> dict:
         """Norm summary: ``n``, ``dim``, ``model``, ``norm_mean/std/min/max`` (float, units of ||z||),
-        ``n_truncated``, ``junk`` (:meth:`Junk.to_dict`), ``normalised`` (:func:`norms_look_normalised`)."""
+        ``n_truncated``, ``junk`` (:meth:`Junk.to_dict`), ``normalised`` (:func:`norms_look_normalised`),
+        ``precision`` (of the forward pass) and ``norm_rel_error_vs_fp32`` (None in fp32)."""
         r = self.norms.astype(np.float64)
         return {
             "n": len(self),
@@ -200,11 +224,20 @@ class EmbeddingTable:
             "n_truncated": self.n_truncated,
             "junk": self.junk.to_dict(),
             "normalised": norms_look_normalised(r) if len(r) > 1 else None,
+            "precision": self.fingerprint.precision,
+            "norm_rel_error_vs_fp32": self.norm_rel_error_vs_fp32,
         }
 
     # ------------------------------------------------------------------ parquet
-    def to_parquet(self, path: str | Path) -> Path:
-        """Write the table atomically (temp file + rename) to ``path``; returns the path."""
+    def to_parquet(self, path: str | Path, option: str = "output") -> Path:
+        """Write the table atomically (temp file + rename) to ``path``; returns the path.
+
+        Raises
+        ------
+        InputError, OutputError
+            As :func:`normscope._io.atomic_path` (missing or read-only directory, full disk,
+            file size limit): one line, nothing left behind.
+        """
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -221,7 +254,7 @@ class EmbeddingTable:
             }
         )
         tbl = tbl.replace_schema_metadata({_META_KEY: json.dumps(self.fingerprint.to_dict()).encode()})
-        with atomic_path(path) as tmp:
+        with atomic_path(path, option) as tmp:
             pq.write_table(tbl, tmp)
         return Path(path)
 

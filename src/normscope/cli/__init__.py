@@ -2,15 +2,73 @@
 
 One sub-command per stage, each in its own module of this package. Exit codes:
 0 success, 2 bad input or usage (one-line message, no traceback), 1 internal error.
+
+Help conventions, applied to every command here (:class:`_Command`, :class:`_Group`): a flag
+shows no value placeholder (typer >= 0.22 prints ``<bool>``), positional arguments appear in
+the usage line as ``ITEMS`` / ``[INPUT]`` (click's convention, not typer's ``{items}``), and an
+option declared without help takes the help of the shared option of the same name in
+:mod:`normscope.cli._options` (``--seed``, ``--device``, ``--trust-remote-code`` ...).
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import sys
+import typing
+from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from normscope.errors import NormscopeError
+
+
+@functools.lru_cache(maxsize=1)
+def _shared_help() -> dict[str, str]:
+    """Parameter name -> help of the options declared once in :mod:`normscope.cli._options`."""
+    from normscope.cli import _options
+
+    out = {}
+    for name in _options.__all__:
+        for info in typing.get_args(getattr(_options, name))[1:]:
+            # with Annotated, typer keeps the first declaration in ``default``, the rest in ``param_decls``
+            decls = [d for d in (info.default, *(info.param_decls or ())) if isinstance(d, str) and d.startswith("--")]
+            if decls and info.help:
+                out[decls[0][2:].replace("-", "_")] = info.help
+    return out
+
+
+class _HelpParams:
+    """Flags without a ``<bool>`` placeholder; missing help filled from the shared options."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)  # type: ignore[misc]
+        shared = _shared_help()
+        for p in params:
+            if isinstance(p, TyperOption):
+                if p.is_flag and not p.count and p.metavar is None:
+                    p.metavar = ""
+                if not p.help and p.name in shared:
+                    p.help = shared[p.name]
+        return params
+
+
+class _Command(_HelpParams, TyperCommand):
+    """A command whose usage line names its arguments ``ITEMS`` / ``[INPUT]``."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for p in self.get_params(ctx):
+            if isinstance(p, TyperArgument):
+                name = (p.metavar or p.name or "").upper() + ("..." if p.nargs != 1 else "")
+                pieces.append(name if p.required else f"[{name}]")
+        return pieces
+
+
+class _Group(_HelpParams, TyperGroup):
+    """A command group with the same help conventions."""
+
 
 app = typer.Typer(
     name="normscope",
@@ -18,11 +76,31 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_Group,
 )
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from normscope import __version__
+
+        typer.echo(f"normscope {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print normscope's version and exit.")] = False,
+    offline: Annotated[bool, typer.Option("--offline", help="Never download a dataset (also $NORMSCOPE_OFFLINE=1); "
+                                          "what needs an absent dataset says which `normscope data fetch` to run.")] = False,
+    mirror: Annotated[Optional[str], typer.Option("--mirror", metavar="URL|DIR", help="Fetch datasets from this "
+                                                  "mirror (also $NORMSCOPE_DATA_MIRROR); see docs/data.md.")] = None,
+) -> None:
     """The embedding norm as a measured, theory-backed signal."""
+    from normscope.data import set_defaults
+
+    set_defaults(offline=True if offline else None, mirror=mirror)
 
 
 # Each module registers its command(s) on ``app`` at import.
@@ -32,17 +110,33 @@ from normscope.cli import correlate as _correlate  # noqa: E402,F401
 from normscope.cli import report as _report  # noqa: E402,F401
 from normscope.cli import lab as _lab  # noqa: E402,F401
 from normscope.cli import retrieval as _retrieval  # noqa: E402,F401
+from normscope.cli import data as _data  # noqa: E402,F401
+from normscope.cli import similarity as _similarity  # noqa: E402,F401
 from normscope.cli import index as _index  # noqa: E402,F401
+
+
+def _use_help_classes(t: typer.Typer) -> None:
+    """Every command and sub-group registered on ``t`` uses :class:`_Command` / :class:`_Group`."""
+    for info in t.registered_commands:
+        if info.cls in (None, TyperCommand):
+            info.cls = _Command
+    for group in t.registered_groups:
+        group.typer_instance.info.cls = _Group
+        _use_help_classes(group.typer_instance)
+
+
+_use_help_classes(app)
 
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` and return the exit code (0 ok, 2 bad input/usage, 1 internal error).
 
     :class:`NormscopeError` becomes ``error: <message>`` on stderr, with no traceback; usage
-    errors are reported by typer itself (exit code 2).
+    errors are reported by typer itself (exit code 2). Each call runs in its own
+    :mod:`contextvars` context, so global options (``--offline``, ``--mirror``) end with it.
     """
     try:
-        app(args=argv, prog_name="normscope")
+        contextvars.copy_context().run(app, args=argv, prog_name="normscope")
     except NormscopeError as exc:
         typer.echo(f"error: {exc}", err=True)
         return 2

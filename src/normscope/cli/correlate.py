@@ -1,8 +1,8 @@
 """``normscope correlate``: what does the raw norm track? Norm vs a semantic covariate.
 
-A thin wrapper over :func:`normscope.signals.run_correlate` (the summary dict is the ``--json``
-output) and :func:`normscope.signals.plot_signal` (``--fig``); this module parses the options,
-prints the rich table and writes the files.
+A thin wrapper over :func:`normscope.signals.run_correlate` (its result's ``to_dict()`` is the
+``--json`` output) and :func:`normscope.signals.plot_signal` (``--fig``); this module parses the
+options, prints the rich table and writes the files.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from normscope._io import atomic_path, write_json
-from normscope.validate import check_output_path
 from normscope.cli import app
+from normscope.cli._outputs import write_outputs
+from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Model, Seed, TableOut
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
-from normscope.signals.study import SIGNALS, plot_signal, read_covariate_file, read_items, run_correlate
+from normscope.validate import check_output_path, check_outputs
 
 
 def _fmt(v, nd=3) -> str:
@@ -29,76 +29,106 @@ def _fmt_p(p) -> str:
     return "—" if p is None else (f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}")
 
 
+def _ci(ci) -> str:
+    return f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else "—"
+
+
+def _table(res):
+    from rich.table import Table
+
+    table = Table(title=f"norm vs {res.signal} — {res.model}", caption=res.dataset)
+    for col in ("statistic", "value", f"{int(res.ci_level * 100)}% CI", "p", "n"):
+        table.add_column(col)
+    pooled = " (pooled over sources)" if res.strata else ""
+    table.add_row(f"Spearman ρ{pooled}", _fmt(res.spearman), _ci(res.spearman_ci), _fmt_p(res.p_value), str(res.n))
+    table.add_row(f"Pearson r{pooled}", _fmt(res.pearson), _ci(res.pearson_ci), _fmt_p(res.pearson_p), str(res.n))
+    part = res.partial_spearman
+    if part:
+        within = f" (CI, p within {res.by})" if res.strata else ""
+        table.add_row(f"partial ρ | {', '.join(part['controls'])}{within}", _fmt(part["rho"]), _ci(part["ci"]),
+                      _fmt_p(part["p_value"]), str(part["n"]))
+    elif res.partial_reason:
+        table.add_row("partial ρ", "—", "not computed: " + ", ".join(res.controls_dropped) + " constant", "", "")
+    if res.norm_length:
+        nl = res.norm_length
+        unit = "tokens seen" if nl["length"].startswith("tokens") else "words"
+        table.add_row(f"ρ(norm, length in {unit})", _fmt(nl["spearman"]), _ci(nl["spearman_ci"]), "", str(nl["n"]))
+    elif res.items is not None and "tokens" in res.items:
+        table.add_row("ρ(norm, length)", "—", "not defined: the length is constant over the items", "", "")
+    for row in res.strata or []:
+        p = row["partial_spearman"]
+        table.add_row(f"  {res.by} {row['name']}: Spearman ρ", _fmt(row["spearman"]), _ci(row["spearman_ci"]),
+                      _fmt_p(row["p_value"]), str(row["n"]))
+        if p:
+            table.add_row(f"  {res.by} {row['name']}: partial ρ | {', '.join(p['controls'])}", _fmt(p["rho"]),
+                          _ci(p["ci"]), _fmt_p(p["p_value"]), str(p["n"]))
+        table.add_row(f"  {res.by} {row['name']}: ρ(norm, length); mean length, covariate",
+                      _fmt(row["norm_length_spearman"]), f"{_fmt(row['mean_length'], 1)}, {_fmt(row['mean_covariate'])}",
+                      "", "")
+    for m, r in (res.measures or {}).items():
+        table.add_row(f"  ρ with {m}", _fmt(r["spearman"]), _ci(r["spearman_ci"]), "", str(r["n"]))
+    return table
+
+
 @app.command()
 def correlate(
     signal: Annotated[str, typer.Option("--signal", "-s", help="specificity, frequency, concreteness or uncertainty.")],
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name or path.")] = DEFAULT_MODEL,
-    items_path: Annotated[Optional[Path], typer.Option("--items", help="Text file, one item per line (default: the signal's dataset).")] = None,
+    model: Model = DEFAULT_MODEL,
+    items_path: Annotated[Optional[Path], typer.Option("--items", help="Items: .txt (one per line), .jsonl or .csv (text, id) (default: the signal's dataset).")] = None,
     n: Annotated[Optional[int], typer.Option("--n", help="Number of default items (specificity 2000, frequency 5000, concreteness 5000 (0 = all), uncertainty all).")] = None,
     control: Annotated[str, typer.Option("--control", help="Comma-separated controls: frequency,length,words or covariate-file columns; '' for none.")] = "frequency,length",
-    covariate_file: Annotated[Optional[Path], typer.Option("--covariate-file", help="CSV with columns item,value (+ extra control columns).")] = None,
+    by: Annotated[Optional[str], typer.Option("--by", help="Column giving each item's source (of the .csv/.jsonl items file or the covariate file): report per source, control the source when pooled.")] = None,
+    covariate_file: Annotated[Optional[Path], typer.Option("--covariate-file", help="CSV with columns item,value (+ extra control or --by columns).")] = None,
     measure: Annotated[str, typer.Option("--measure", help="Specificity measure: min_depth, max_depth, n_hyponyms, n_senses.")] = "min_depth",
     dataset: Annotated[str, typer.Option("--dataset", help="Uncertainty dataset: chaosnli or cifar10h.")] = "chaosnli",
-    images: Annotated[Optional[Path], typer.Option("--images", help="CIFAR-10 test images (.npy or test_batch) for --dataset cifar10h.")] = None,
+    images: Annotated[Optional[Path], typer.Option("--images", help="CIFAR-10 test images (.npy, test_batch, or a folder of 10000 PNG/JPEG named by position) for --dataset cifar10h.")] = None,
     subtlex: Annotated[Optional[Path], typer.Option("--subtlex", help="SUBTLEX-US file: use its Zipf values for frequency.")] = None,
     wordnet: Annotated[Optional[Path], typer.Option("--wordnet", help="WordNet directory or .tgz (default: $NORMSCOPE_WORDNET, NLTK data, shared data).")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    n_boot: Annotated[int, typer.Option("--n-boot", min=0)] = 2000,
-    n_perm: Annotated[int, typer.Option("--n-perm", min=0)] = 2000,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
-    device: Annotated[str, typer.Option("--device")] = "cpu",
-    json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the summary as JSON.")] = None,
-    out: Annotated[Optional[Path], typer.Option("-o", "--out", help="Per-item parquet (item, norm, covariate, controls).")] = None,
+    seed: Seed = 0,
+    n_boot: Annotated[int, typer.Option("--n-boot", min=0, help="Bootstrap resamples of every confidence interval.")] = 2000,
+    n_perm: Annotated[int, typer.Option("--n-perm", min=0, help="Permutations of every p-value (0: no p-value).")] = 2000,
+    batch_size: BatchSize = 64,
+    device: Device = "cpu",
+    json_path: JsonOut = None,
+    out: TableOut = None,
     fig: Annotated[Optional[Path], typer.Option("--fig", help="Figure: norm vs covariate with binned means.")] = None,
+    junk_error: JunkError = False,
 ) -> None:
     """Correlate raw embedding norms with a semantic signal (rho, bootstrap CI, permutation p, partial rho)."""
-    from rich.table import Table
+    from rich.console import Console
+
+    from normscope.inputs import read_items
+    from normscope.signals import plot_signal, run_correlate
+    from normscope.signals.items import read_covariate_file, read_item_column
+    from normscope.signals.labels import SIGNALS
 
     if signal not in SIGNALS:
         raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS)}")
-    for p in (json_path, out, fig):
-        if p is not None:
-            check_output_path(p)
-    items = read_items(items_path) if items_path is not None else None
-    cov = read_covariate_file(covariate_file, signal) if covariate_file is not None else None
-    summary, per_item = run_correlate(
-        signal, model=model, items=items, n=n, controls=control.split(","), seed=seed, progress=True,
-        covariates=cov, measure=measure, dataset=dataset, subtlex=subtlex, wordnet=wordnet, images=images,
-        n_boot=n_boot, n_perm=n_perm, batch_size=batch_size, device=device,
-    )
-    from rich.console import Console
-
-    console = Console(stderr=True)
-
-    table = Table(title=f"norm vs {signal} — {summary['model']}", caption=summary["dataset"])
-    for col in ("statistic", "value", f"{int(summary['ci_level'] * 100)}% CI", "p", "n"):
-        table.add_column(col)
-    lo, hi = summary["spearman_ci"]
-    table.add_row("Spearman ρ", _fmt(summary["spearman"]), f"[{_fmt(lo)}, {_fmt(hi)}]", _fmt_p(summary["p_value"]), str(summary["n"]))
-    lo, hi = summary["pearson_ci"]
-    table.add_row("Pearson r", _fmt(summary["pearson"]), f"[{_fmt(lo)}, {_fmt(hi)}]", _fmt_p(summary["pearson_p"]), str(summary["n"]))
-    part = summary["partial_spearman"]
-    if part:
-        table.add_row(f"partial ρ | {', '.join(part['controls'])}", _fmt(part["rho"]),
-                      f"[{_fmt(part['ci'][0])}, {_fmt(part['ci'][1])}]", _fmt_p(part["p_value"]), str(part["n"]))
-    elif summary.get("partial_reason"):
-        table.add_row("partial ρ", "—", "not computed: " + ", ".join(summary.get("controls_dropped") or [])
-                      + " constant", "", "")
-    for m, r in (summary.get("measures") or {}).items():
-        table.add_row(f"  ρ with {m}", _fmt(r["spearman"]), f"[{_fmt(r['spearman_ci'][0])}, {_fmt(r['spearman_ci'][1])}]", "", str(r["n"]))
-    Console().print(table)
-    if summary["n_missing"]:
-        console.print(f"[yellow]{summary['n_missing']} of {summary['n_items']} items have no {signal} value "
-                      f"(excluded), e.g. {summary['missing_examples'][:5]}[/]")
-    for note in summary["notes"]:
-        console.print(f"note: {note}")
-    if out is not None:
-        with atomic_path(out) as tmp:
-            per_item.to_parquet(tmp, index=False)
-    if json_path is not None:
-        write_json(summary, json_path)
+    check_outputs(out=out, json_path=json_path)
     if fig is not None:
-        plot_signal(per_item, summary, fig)
-    written = [str(p) for p in (out, json_path, fig) if p is not None]
-    if written:
-        console.print("wrote " + ", ".join(written), soft_wrap=True)
+        check_output_path(fig, "--fig")
+    ids = items = strata = None
+    if items_path is not None:
+        ids, items = read_items(items_path)
+    cov = read_covariate_file(covariate_file, signal) if covariate_file is not None else None
+    if by is not None and items_path is not None and not (cov is not None and by in cov.columns):
+        strata = read_item_column(items_path, by, len(items))
+    res = run_correlate(
+        signal, model=model, items=items, ids=ids, n=n, controls=control.split(","), by=by, strata=strata,
+        seed=seed, progress=True, covariates=cov, measure=measure, dataset=dataset, subtlex=subtlex,
+        wordnet=wordnet, images=images, n_boot=n_boot, n_perm=n_perm, batch_size=batch_size, device=device,
+        junk="error" if junk_error else "drop",
+    )
+    console = Console(stderr=True)
+    Console().print(_table(res))
+    if res.n_missing:
+        console.print(f"[yellow]{res.n_missing} of {res.n_items} items have no {signal} value "
+                      f"(excluded), e.g. {res.missing_examples[:5]}[/]")
+    if res.junk.get("count"):
+        console.print(f"[yellow]{res.junk['count']} junk item(s) left out: ids {', '.join(res.junk['ids'][:5])}[/]")
+    if res.n_truncated:
+        console.print(f"{res.n_truncated} item(s) were cut at the model's maximum sequence length; the length "
+                      "control counts the tokens the model saw")
+    for note in res.notes:
+        console.print(f"note: {note}")
+    write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot_signal)

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
-from normscope.cli._options import Address, Engine, JunkError, Workers
+from normscope.cli._options import Address, Engine, JunkError, Precision, Workers
 from normscope.encoders import DEFAULT_MODEL
 
 
@@ -28,7 +28,8 @@ def embed(
         Optional[Path],
         typer.Argument(
             help="Text file (one item per line), .jsonl[.gz] (text, id/_id, BEIR title), .csv (text, id), "
-            "a BEIR corpus directory, or .npy/.parquet of precomputed vectors. Required unless --wordfreq-top is given.",
+            "a BEIR corpus directory, a folder of PNG/JPEG images (image models: hf-clip:...), or .npy/.parquet "
+            "of precomputed vectors. Required unless --wordfreq-top is given.",
             show_default=False,
             metavar="INPUT",
         ),
@@ -36,11 +37,11 @@ def embed(
     model: Annotated[
         str,
         typer.Option(
-            "--model", "-m", help="Model: bundled default, ST dir/hub id, hf:<name>, open_clip:<arch>/<pretrained>."
+            "--model", "-m", help="Model: bundled default, ST dir/hub id, hf:<name>, hf-clip:<name>, open_clip:<arch>/<pretrained>."
         ),
     ] = DEFAULT_MODEL,
     backend: Annotated[
-        str, typer.Option("--backend", help="auto | sentence-transformers | huggingface | open_clip | precomputed.")
+        str, typer.Option("--backend", help="auto | sentence-transformers | huggingface | open_clip | hf-clip | precomputed.")
     ] = "auto",
     pooling: Annotated[Optional[str], typer.Option("--pooling", help="mean | cls (huggingface backend).")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Texts per model call and cache shard.")] = 64,
@@ -54,6 +55,7 @@ def embed(
     ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")] = False,
     junk_error: JunkError = False,
+    precision: Precision = "fp32",
     engine: Engine = "local",
     address: Address = None,
     workers: Workers = None,
@@ -79,6 +81,7 @@ def embed(
         progress=True,
         trust_remote_code=trust_remote_code,
         junk="error" if junk_error else "drop",
+        precision=precision,
         engine=engine,
         address=address,
         workers=workers,
@@ -93,12 +96,17 @@ def embed(
         ("model", str(summary["model"])),
         ("backend, pooling", f"{fp['backend']}, {fp['pooling']}"),
         ("revision", str(fp["revision"])),
+        ("precision", str(fp.get("precision", "fp32"))),
         ("dropped modules", ", ".join(fp["dropped_modules"]) or "none"),
         ("norm mean", f"{summary['norm_mean']:.4f}"),
         ("norm sd", f"{summary['norm_std']:.4f}"),
         ("norm min", f"{summary['norm_min']:.4f}"),
         ("norm max", f"{summary['norm_max']:.4f}"),
     ]
+    err = summary.get("norm_rel_error_vs_fp32")
+    if err:
+        rows.append((f"norm rel. error vs fp32 (median / max, {err['n_sample']} items)",
+                     f"{err['median']:.1e} / {err['max']:.1e}"))
     if summary.get("norm_quantiles"):
         qs = summary["norm_quantiles"]
         rows.append((f"norm quantiles 5/50/95% (sketch, rel. error {summary['norm_quantile_rel_error']:g})",
@@ -112,4 +120,6 @@ def embed(
     for k, v in rows:
         tbl.add_row(k, v)
     Console().print(tbl)
+    for warning in summary.get("warnings") or []:
+        console.print(f"[yellow]warning: {warning}[/]")
     console.print(f"wrote {out}" + (f" and {json_path}" if json_path else ""))

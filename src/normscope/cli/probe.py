@@ -72,7 +72,7 @@ def probe(
     """Estimate heat and radial drift per item by virtual SGD steps and compare R_eq with the norm."""
     from normscope._io import atomic_path, write_json
     from normscope.validate import check_output_path
-    from normscope.encoders import load_encoder
+    from normscope.encoders import load_encoder, resolve_backend
     from normscope.pairs import load_pairs
     from normscope.probes import plot_heat_drift, plot_predicted_vs_observed, run_probe
 
@@ -90,9 +90,11 @@ def probe(
         raise InputError(f"--batch-size must be >= 2 (in-batch negatives), got {batch_size}")
     if decay_mask not in ("matrices", "all"):
         raise InputError(f"--decay-mask must be 'matrices' or 'all', got {decay_mask!r}")
+    if resolve_backend(model)[0] == "precomputed":
+        raise InputError(f"--model {model}: precomputed vectors cannot be probed (the probe differentiates the model's weights); give a model")
+    encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code)
     ids, texts = load_probe_items(items)
     pair_source = load_pairs(pairs)
-    encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code)
     res = run_probe(
         encoder, texts, pair_source, batch_size=batch_size, batches=batches, tau=tau, lr=lr,
         weight_decay=weight_decay, decay_mask=decay_mask, seed=seed, progress=True, ids=ids,

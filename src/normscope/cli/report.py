@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
+from normscope.cli._options import Precision
 from normscope.encoders import DEFAULT_MODEL
 
 
@@ -18,7 +19,7 @@ def report(
     model: Annotated[str, typer.Option("--model", "-m", help="Model name or path.")] = DEFAULT_MODEL,
     out: Annotated[Path, typer.Option("-o", "--out", help="Output directory (index.html, summary.json, *.png, stages/).")] = Path("out/report"),
     quick: Annotated[bool, typer.Option("--quick", help="Subsets so the whole run takes < 5 min on 2 CPU cores (sizes stated on the page).")] = False,
-    data: Annotated[Optional[Path], typer.Option("--data", help="Shared-data directory (default: ../shared/data or $NORMSCOPE_DATA).")] = None,
+    data: Annotated[Optional[Path], typer.Option("--data", help="Data folder searched first (default: $NORMSCOPE_DATA, else ../shared/data); absent datasets are fetched into $NORMSCOPE_CACHE/data (docs/data.md).")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     device: Annotated[str, typer.Option("--device")] = "cpu",
     only: Annotated[Optional[str], typer.Option("--only", help="Comma-separated stages: setup,norms,probes,lab,signals,retrieval.")] = None,
@@ -26,29 +27,32 @@ def report(
     words: Annotated[Optional[int], typer.Option("--words", min=10, help="Override the number of wordfreq words of the norm distribution.")] = None,
     signals: Annotated[str, typer.Option("--signals", help="Semantic signals to run (comma-separated).")] = "frequency,specificity,concreteness,uncertainty",
     force: Annotated[bool, typer.Option("--force", help="Ignore cached stage results in OUT/stages.")] = False,
+    offline: Annotated[bool, typer.Option("--offline", help="Never download a dataset (a section that needs an absent "
+                                          "one says which `normscope data fetch` to run); same as `normscope --offline report`.")] = False,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write summary.json to this path.")] = None,
+    precision: Precision = "fp32",
 ) -> None:
     """Reproduce the whole analysis for one model: HTML report, summary.json and figures."""
     import dataclasses
 
-    from normscope._io import write_json
     from normscope.validate import check_output_path
     from normscope.report import FULL, QUICK, STAGES, ReportConfig, run_report
 
     err = Console(stderr=True)
     if json_path is not None:
-        check_output_path(json_path)
+        check_output_path(json_path, "--json")
     sizes = QUICK if quick else FULL
     if words is not None:
         sizes = dataclasses.replace(sizes, words=words)
     config = ReportConfig(
         out=out, model=model, quick=quick, data=data, seed=seed, device=device,
         only=tuple(only.split(",")) if only else STAGES, sizes=sizes, items=items, force=force,
-        signals=tuple(x.strip() for x in signals.split(",") if x.strip()),
+        signals=tuple(x.strip() for x in signals.split(",") if x.strip()), precision=precision,
     )
-    result = run_report(config, console=err)
-    if json_path is not None:
-        write_json(result.summary, json_path)
+    from normscope.data import settings
+
+    with settings(offline=True if offline else None):
+        result = run_report(config, console=err, json_path=json_path)
     out_console = Console()
     if not out_console.is_terminal:
         out_console = Console(width=140)
@@ -61,11 +65,13 @@ def report(
 def print_summary(result, console: Console) -> None:
     """One-screen text summary: one row per section with its headline figure, then the report path."""
     from normscope.report.config import SECTIONS
-    from normscope.report.text import fmt
+    from normscope.report.runlog import fmt_seconds
 
     s = result.summary
-    table = Table(title=f"normscope report: {s['report']['model']} ({s['report']['preset']} sizes, "
-                        f"{fmt(s['report'].get('seconds'), 1)} s)", show_lines=False)
+    cached = all((s["report"].get("stage_cached") or {}).get(st) for st in s["report"].get("stages_run") or [])
+    took = "all stages cached, " if cached else ""
+    table = Table(title=f"normscope report: {s['report']['model']} ({s['report']['preset']} sizes, {took}"
+                        f"{fmt_seconds(s['report'].get('seconds') or 0)})", show_lines=False)
     table.add_column("section")
     table.add_column("status")
     table.add_column("headline")

@@ -1,7 +1,10 @@
-"""``normscope retrieval``: norm-aware scoring and confidence calibration on a BEIR dataset."""
+"""``normscope retrieval`` (norm-aware scoring, where the gain lies, confidence calibration on a BEIR dataset)
+and ``normscope beir-convert`` (a TREC-style release such as the original NFCorpus to a BEIR folder)."""
 
 from __future__ import annotations
 
+import contextlib
+import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -9,9 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from normscope._io import atomic_path, write_json
-from normscope.validate import check_output_path
 from normscope.cli import app
+from normscope.cli._options import DEFAULT_MODEL, BatchSize, Device, JsonOut, JunkError, Model, Seed, TableOut
 
 
 def fmt_p(p) -> str:
@@ -21,77 +23,180 @@ def fmt_p(p) -> str:
     return f"{p:.3f}" if p >= 1e-3 else f"{p:.1e}"
 
 
+def _f(x, spec: str = ".4f") -> str:
+    """``x`` formatted, ``-`` for None; a value that rounds to zero loses its minus sign."""
+    if x is None:
+        return "-"
+    t = format(float(x), spec)
+    return t[1:] if t.startswith("-") and not t.strip("-0.") else t
+
+
+def _ci(ci, spec: str = ".3f") -> str:
+    return "-" if not ci else f"[{_f(ci[0], spec)}, {_f(ci[1], spec)}]"
+
+
+@contextlib.contextmanager
+def one_line_warnings(console: Console):
+    """Print each Python warning as one ``warning: <message>`` line (no source line, no file path)."""
+    old = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        console.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = old
+
+
+def _param_text(r: dict) -> str:
+    if r["param_name"] is None:
+        return "-"
+    p = r["param"]
+    if isinstance(p, list):
+        return f"{r['param_name']} per fold {', '.join(f'{x:.3g}' for x in p)} (mean {r['param_mean']:.3g})"
+    return f"{r['param_name']}={p:.4g}"
+
+
+def _fitted_text(r: dict) -> str:
+    return {"fitted": "fitted", "fixed (not fitted)": "not fitted (fixed)"}.get(r["param_source"], "-")
+
+
+def print_result(res, console: Console, err: Console) -> None:
+    """The tables and lines of ``normscope retrieval`` for a :class:`~normscope.retrieval.RetrievalResult`."""
+    from normscope.retrieval.result import SCORER_LABELS, SIGNAL_LABELS
+
+    t = Table(title=f"{res.dataset_name} / {res.split} ({res.n_queries['eval']} queries, {res.n_docs} docs); "
+                    f"parameters fitted on {res.fit_split}; {res.relevance} relevance")
+    keys = ("ndcg@10", "mrr@10", "recall@100", "delta", "delta_ci", "relative", "p_value", "p_value_randomization")
+    t.add_column("scorer", no_wrap=True)
+    t.add_column("parameter")
+    t.add_column("fitted?")
+    for c in [SCORER_LABELS[k] for k in keys]:
+        t.add_column(c)
+    for name, r in res.scorers.items():
+        t.add_row(name, _param_text(r), _fitted_text(r), _f(r["ndcg@10"]), _f(r["mrr@10"]), _f(r["recall@100"]), _f(r["delta"]),
+                  _ci(r["delta_ci"], ".4f"), "-" if r["relative"] is None else f"{100 * r['relative']:+.2f} %",
+                  fmt_p(r["p_value"]), fmt_p(r["p_value_randomization"]))
+    console.print(t)
+    st = res.strata
+    for scorer, rows in (st.get("scorers") or {}).items():
+        s = Table(title=f"{scorer} vs cosine by pre-specified stratum (nDCG@10; CI over the stratum's queries; "
+                        f"p Holm-corrected over the {len(rows)} strata)")
+        for c in ("stratifier", "quartile (range)", "n", "\u0394", "95% CI", "relative \u0394", "p (Holm)"):
+            s.add_column(c)
+        for r in rows:
+            rel = "-" if r["relative"] is None else f"{100 * r['relative']:+.1f} %"
+            s.add_row(r["stratifier"], f"Q{r['quartile']} ({r['range'][0]:.3g}-{r['range'][1]:.3g})", str(r["n"]),
+                      _f(r["mean_delta"]), _ci(r["mean_delta_ci"], ".4f"), rel, fmt_p(r["p_holm"]))
+        console.print(s)
+    info = res.calibration_info
+    c = Table(title=f"confidence that the cosine top-1 is relevant (base rate {info['base_rate_eval']:.3f}; maps fitted on "
+                    f"{info['fitted_on']}; AUROC CIs: bootstrap over queries)")
+    for col in ["signal", "direction"] + [SIGNAL_LABELS[k] for k in ("auroc_raw", "auroc_raw_ci", "auroc", "auroc_ci", "ece",
+                                                                  "ece_bins", "aurc", "aurc_optimal")]:
+        c.add_column(col)
+    flags = []
+    for name, e in res.calibration.items():
+        if e["status"] != "ok":
+            c.add_row(name, "-", f"not computed: {e['reason']}", "", "", "", "", "", "", "")
+            continue
+        d = e["fit"]["direction"]
+        bins = e["ece_bins"]
+        c.add_row(name, "-" if d is None else f"{d:+d}", _f(e.get("auroc_raw"), ".3f"), _ci(e.get("auroc_raw_ci")),
+                  _f(e["auroc"], ".3f"), _ci(e["auroc_ci"]), _f(e["ece"], ".3f"),
+                  f"{bins['populated_bins']}" + (" (!)" if bins["flag"] else ""), _f(e["aurc"], ".3f"),
+                  _f(e["aurc_optimal"], ".3f"))
+        if bins["flag"]:
+            flags.append(f"{name}: {bins['flag']}")
+        if e.get("auroc_note"):
+            flags.append(f"{name}: AUROC {e['auroc_note']}")
+    console.print(c)
+    err.print(f"calibration direction: {info['direction']['rule']}; AUROC (calibrated) is that of the fitted map "
+              "(flat, 0.5, where the fitting queries go the other way)", soft_wrap=True, markup=False)
+    for f in flags:
+        err.print(f"(!) {f}", soft_wrap=True, markup=False)
+    for key, counts in res.excluded_queries.items():
+        if counts:
+            err.print(f"'{res.split if key == 'eval' else res.fit_split}' queries: {counts['evaluated']} evaluated of {counts['judged']} "
+                      f"judged; excluded {counts['excluded_no_text']} without text, {counts['excluded_no_relevant']} "
+                      f"without a relevant document, {counts.get('excluded_junk', 0)} junk; {counts['qrels_unknown_docs']} "
+                      f"qrels rows name unknown documents, {counts.get('qrels_junk_docs', 0)} junk documents",
+                      soft_wrap=True, markup=False)
+    for side, j in res.junk.items():
+        if j["count"]:
+            shown = ", ".join(j["ids"][:5]) + (f" (and {j['count'] - 5} more)" if j["count"] > 5 else "")
+            err.print(f"junk {side} left out: {j['count']} ({shown})", soft_wrap=True, markup=False)
+    trunc = {k: v for k, v in res.n_truncated.items() if v}
+    if trunc:
+        err.print("truncated at the model's maximum length: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in trunc.items()),
+                  soft_wrap=True)
+
+
 @app.command()
 def retrieval(
-    dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory (corpus.jsonl[.gz], queries.jsonl, qrels/), or hf:BeIR/<name>.")],
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model name or path (default: bundled all-MiniLM-L6-v2).")] = None,
+    dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory (corpus.jsonl[.gz], queries.jsonl[.gz], qrels/*.tsv[.gz]), scifact or nfcorpus (fetched if absent, docs/data.md), or hf:BeIR/<name>.")],
+    model: Model = DEFAULT_MODEL,
     scorer: Annotated[Optional[list[str]], typer.Option("--scorer", help="cosine|dot|inverse_norm|power (repeatable; default all).")] = None,
-    fit_split: Annotated[str, typer.Option("--fit-split", help="Split fitting alpha/beta and confidence maps ('cv': cross-validation).")] = "train",
+    fit_split: Annotated[str, typer.Option("--fit-split", help="Split fitting alpha/beta and confidence maps ('cv': 5-fold cross-validation).")] = "train",
     split: Annotated[str, typer.Option("--split", help="Evaluation split.")] = "test",
-    max_docs: Annotated[Optional[int], typer.Option("--max-docs", min=2, help="Subsample the corpus (relevant docs kept).")] = None,
+    alpha: Annotated[Optional[float], typer.Option("--alpha", help="Evaluate inverse_norm at this fixed alpha (not fitted), e.g. a paper's setting.")] = None,
+    beta: Annotated[Optional[float], typer.Option("--beta", help="Evaluate power at this fixed beta (not fitted).")] = None,
+    relevance: Annotated[str, typer.Option("--relevance", help="graded (nDCG gains are the judgement scores, as BEIR) or binary (score >= 1 counts 1).")] = "graded",
+    ignore_identical_ids: Annotated[bool, typer.Option("--ignore-identical-ids/--keep-identical-ids", help="Leave out a document whose id equals the query id (BEIR's default).")] = True,
+    junk_error: JunkError = False,
+    max_docs: Annotated[Optional[int], typer.Option("--max-docs", min=2, help="Subsample the corpus (documents relevant to kept queries stay).")] = None,
     max_queries: Annotated[Optional[int], typer.Option("--max-queries", min=1, help="Subsample each split's queries.")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    device: Annotated[str, typer.Option("--device")] = "cpu",
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
-    json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the summary as JSON.")] = None,
-    out: Annotated[Optional[Path], typer.Option("-o", "--out", help="Write the runs (scorer, query, rank, doc, score...) as parquet.")] = None,
+    n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of the CIs (queries resampled).")] = 1000,
+    seed: Seed = 0,
+    device: Device = "cpu",
+    batch_size: BatchSize = 64,
+    json_path: JsonOut = None,
+    out: TableOut = None,
 ) -> None:
-    """Fit norm-aware scorers on a train split, evaluate them on a test split, and calibrate confidence signals."""
+    """Fit norm-aware scorers on a train split, evaluate them against cosine on a test split (overall and in
+    pre-specified strata), and calibrate confidence signals of the cosine top-1."""
+    from normscope._io import atomic_path, write_json
     from normscope.retrieval import SCORERS, run_retrieval
-    from normscope.retrieval.scoring import check_scorer
+    from normscope.validate import check_outputs
 
-    console = Console(stderr=True)
-    for p in (json_path, out):
-        if p is not None:
-            check_output_path(p)
-    scorers = [check_scorer(s) for s in (scorer or SCORERS)]
-    summary, runs = run_retrieval(
-        dataset,
-        model=model,
-        scorers=scorers,
-        fit_split=fit_split,
-        split=split,
-        max_docs=max_docs,
-        max_queries=max_queries,
-        seed=seed,
-        progress=True,
-        batch_size=batch_size,
-        device=device,
-    )
+    err = Console(stderr=True)
+    check_outputs(out=out, json_path=json_path)
+    scorers = list(scorer or SCORERS)
+    params = {}
+    for name, value in (("inverse_norm", alpha), ("power", beta)):
+        if value is not None:
+            params[name] = value
+            if name not in scorers:
+                scorers.append(name)
+    with one_line_warnings(err):
+        res = run_retrieval(dataset, model=model, scorers=scorers, fit_split=fit_split, split=split, params=params,
+                            relevance=relevance, ignore_identical_ids=ignore_identical_ids,
+                            junk="error" if junk_error else "drop", max_docs=max_docs, max_queries=max_queries,
+                            n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device)
     if out is not None:
         with atomic_path(out) as tmp:
-            runs.to_parquet(tmp, index=False)
+            res.items.to_parquet(tmp, index=False)
     if json_path is not None:
-        write_json(summary, json_path)
-
-    out_console = Console(width=max(Console().width, 120))
-    t = Table(title=f"{summary['dataset_name']} / {summary['split']} ({summary['n_queries']['eval']} queries, {summary['n_docs']} docs); fitted on {summary['fit_split']}")
-    for c in ("scorer", "param", "nDCG@10", "MRR@10", "R@100", "p vs cosine (t)", "p (rand.)"):
-        t.add_column(c)
-    for name, r in summary["scorers"].items():
-        p = r["param"]
-        ptxt = "-" if r["param_name"] is None else (f"{r['param_name']}=" + (", ".join(f"{x:.4g}" for x in p) if isinstance(p, list) else f"{p:.4g}"))
-        t.add_row(
-            name,
-            ptxt,
-            f"{r['ndcg@10']:.4f}",
-            f"{r['mrr@10']:.4f}",
-            f"{r['recall@100']:.4f}",
-            fmt_p(r["p_value"]),
-            fmt_p(r.get("p_value_randomization")),
-        )
-    out_console.print(t)
-    c = Table(title=f"confidence of the cosine top-1 (base rate {summary['calibration_info']['base_rate_eval']:.3f})")
-    for col in ("signal", "AUROC", "ECE (15 bins)", "AURC", "AURC optimal"):
-        c.add_column(col)
-    for name, e in summary["calibration"].items():
-        c.add_row(name, f"{e['auroc']:.3f}", f"{e['ece']:.3f}", f"{e['aurc']:.3f}", f"{e['aurc_optimal']:.3f}")
-    out_console.print(c)
-    ex = summary["excluded_queries"]["eval"]
-    console.print(
-        f"excluded from '{summary['split']}': {ex['excluded_no_text']} without text, {ex['excluded_no_relevant']} without relevant documents; "
-        f"{ex['qrels_unknown_docs']} qrels rows name unknown documents"
-    )
+        write_json(res.to_dict(), json_path)
+    print_result(res, Console(width=max(Console().width, 160)), err)
     written = [str(p) for p in (json_path, out) if p is not None]
     if written:
-        console.print("wrote " + ", ".join(written), soft_wrap=True)
+        err.print("wrote " + ", ".join(written), soft_wrap=True, markup=False)
+
+
+@app.command("beir-convert")
+def beir_convert(
+    src: Annotated[Path, typer.Argument(help="TREC-style folder: *.docs and *.queries (ID<TAB>TEXT), *.qrel (TREC qrels).")],
+    out: Annotated[Path, typer.Argument(help="New BEIR folder to write (corpus.jsonl, queries.jsonl, qrels/{split}.tsv).")],
+    queries: Annotated[str, typer.Option("--queries", help="Query variant: {split}.<variant>.queries (NFCorpus: titles, all, ...).")] = "titles",
+    qrels: Annotated[str, typer.Option("--qrels", help="Judgement variant: {split}.<variant>.qrel (NFCorpus: 3-2-1 or 2-1-0).")] = "3-2-1",
+) -> None:
+    """Convert a TREC-style release (e.g. the original NFCorpus) to the BEIR layout that --dataset reads."""
+    from normscope.retrieval.trec import convert_trec
+
+    info = convert_trec(src, out, queries=queries, qrels=qrels)
+    err = Console(stderr=True)
+    err.print(f"{info['n_docs']:,} documents, {info['n_queries']:,} queries, judged queries per split "
+              f"{info['splits']}; wrote {out}", soft_wrap=True, markup=False)

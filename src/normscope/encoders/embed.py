@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from normscope._io import write_json
-from normscope.validate import check_output_path, check_parquet_out
+from normscope._io import write_json, write_outputs
+from normscope.validate import check_outputs, check_room
 from normscope.encoders.base import Encoder
 from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.encoders.cache import encode_cached
@@ -48,6 +48,8 @@ def embed_texts(
     trust_remote_code: bool = False,
     junk: str = "drop",
     what: str = "items",
+    precision: str = "fp32",
+    precision_sample: int = 64,
 ) -> EmbeddingTable:
     """Raw embeddings of ``texts``: the one path from texts to vectors (through the embedding cache).
 
@@ -61,7 +63,8 @@ def embed_texts(
     ids : sequence of str, length n, optional
         Default ``"0".."n-1"``; must be unique for the per-item outputs to be joined by id.
     encoder : Encoder, optional, keyword-only
-        Use this encoder; otherwise ``load_encoder(model, device=..., trust_remote_code=...)``.
+        Use this encoder (at its own precision); otherwise ``load_encoder(model, device=...,
+        trust_remote_code=..., precision=...)``.
     batch_size : int, keyword-only
         Texts per encoder call and per cache shard.
     cache : bool, keyword-only
@@ -70,12 +73,18 @@ def embed_texts(
         ``'drop'``: leave junk out (listed in ``table.junk``); ``'error'``: raise instead.
     what : str, keyword-only
         Name of the items in messages (``"queries"``, ``"documents"``).
+    precision : {"fp32", "bf16"}, keyword-only
+        Precision of the forward pass when ``encoder`` is not given (see :func:`load_encoder`).
+    precision_sample : int, keyword-only
+        With a reduced-precision encoder, items re-embedded in fp32 to measure the norm error
+        (:func:`normscope.encoders.precision.norm_error_vs_fp32`; 0: not measured).
 
     Returns
     -------
     EmbeddingTable
         The non-junk items in input order: vectors float32 (m, d), norms (m,), ``tokens`` (m,)
-        int64 or None, ``n_truncated``, ``junk``, the encoder's fingerprint.
+        int64 or None, ``n_truncated``, ``junk``, the encoder's fingerprint (with its precision),
+        ``norm_rel_error_vs_fp32`` (None in fp32).
 
     Raises
     ------
@@ -91,7 +100,7 @@ def embed_texts(
     texts = check_items(texts)
     ids = _item_ids(ids, len(texts))
     if encoder is None:
-        encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code)
+        encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code, precision=precision)
     found = find_junk(texts, ids, tokenizer=encoder.hf_tokenizer)
     if found and junk == "error":
         raise found.error(what)
@@ -105,9 +114,12 @@ def embed_texts(
         tokens, raw = encoder.token_counts(kept_texts)
         n_truncated = int(np.sum(raw > tokens))
     vectors = encode_cached(encoder, kept_texts, batch_size=batch_size, progress=progress, cache=cache)
+    from normscope.encoders.precision import norm_error_vs_fp32
+
+    error = norm_error_vs_fp32(encoder, kept_texts, vectors, sample=precision_sample, cache=cache)
     return EmbeddingTable(
         ids=[ids[i] for i in keep], texts=kept_texts, vectors=vectors, fingerprint=encoder.fingerprint,
-        tokens=tokens, n_truncated=n_truncated, junk=found,
+        tokens=tokens, n_truncated=n_truncated, junk=found, norm_rel_error_vs_fp32=error,
     )
 
 
@@ -126,47 +138,57 @@ def embed_input(
     progress: bool = False,
     trust_remote_code: bool = False,
     junk: str = "drop",
+    precision: str = "fp32",
 ) -> tuple[dict, EmbeddingTable]:
     """Embed a file of items (or the top wordfreq words) and summarise the norms.
 
     Parameters
     ----------
     input : str or Path, optional
-        Items (see :func:`normscope.inputs.read_items`), or a ``.npy``/``.parquet``
-        of precomputed vectors (then no model runs). Exactly one of ``input`` and
+        Items (see :func:`normscope.inputs.read_items`), a ``.npy``/``.parquet``
+        of precomputed vectors (then no model runs), or a folder of PNG/JPEG images
+        embedded by an image model (:func:`normscope.encoders.images.embed_image_folder`). Exactly one of ``input`` and
         ``wordfreq_top > 0`` is required.
     out, json_path : str or Path, optional
         Parquet table (``id, text, norm, vector``; the name must end in
-        ``.parquet``) and JSON summary, written atomically; both are checked
-        before any work is done.
+        ``.parquet``) and JSON summary, written as a set (both or neither,
+        :func:`normscope._io.write_outputs`). Before any work: both directories
+        are checked writable (a temp file is created there); before embedding:
+        the estimated table size is checked against the free space and the file
+        size limit (``ulimit -f``).
     wordfreq_top : int
         Embed the ``wordfreq_top`` most frequent alphabetic English words of
         ``wordfreq`` (Speer et al.) instead of ``input``.
+    precision : {"fp32", "bf16"}
+        Precision of the model's forward pass (:func:`normscope.encoders.load_encoder`).
 
     Returns
     -------
     summary : dict
         ``n``, ``dim``, ``model``, ``fingerprint``, ``norm_mean``, ``norm_std``
         (ddof=1), ``norm_min``, ``norm_max`` (units of ||z||), plus ``input``,
-        ``n_truncated`` (items cut at the model's max sequence length, or None)
-        and ``cache``.
+        ``n_truncated`` (items cut at the model's max sequence length, or None),
+        ``cache``, ``warnings`` (list of str: e.g. that every norm is the same
+        within rounding, so the vectors were normalised and no norm analysis applies),
+        ``precision`` and ``norm_rel_error_vs_fp32`` (``{"median", "max", "cosine_min",
+        "n_sample", "seed"}`` for bf16, None for fp32).
     table : EmbeddingTable
 
     Raises
     ------
     InputError
         Bad input file, output directory missing, ``out`` not ending in
-        ``.parquet``, both or neither of input and ``wordfreq_top``.
+        ``.parquet``, both or neither of input and ``wordfreq_top``, unknown precision.
+    OutputError
+        An output directory is read-only, or the table would not fit (free space, file size
+        limit), checked before the work; or writing failed (disk full): nothing is written.
     ModelError
         Unknown or unreachable model.
     """
     from normscope.encoders import load_encoder
     from normscope.inputs import read_items
 
-    if out is not None:
-        check_parquet_out(out)
-    if json_path is not None:
-        check_output_path(json_path)
+    check_outputs(out=out, json_path=json_path)
     if batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {batch_size}")
     if wordfreq_top and input is not None:
@@ -184,21 +206,42 @@ def embed_input(
         if Path(input).suffix.lower() in PRECOMPUTED_SUFFIXES and Path(input).is_file():
             from normscope.encoders.precomputed import load_precomputed
 
+            if precision != "fp32":
+                raise InputError(f"--precision {precision} applies to models; {input} holds precomputed vectors "
+                                 "(used as stored): use fp32")
             table = load_precomputed(input)
             return _finish(table, source, False, out, json_path)
         if Path(input).suffix.lower() in PRECOMPUTED_SUFFIXES:
             raise InputError(f"input does not exist: {input}")
+        from normscope.encoders.images import embed_image_folder, is_image_folder
+
+        if is_image_folder(input):  # a directory that is not a BEIR dataset: its PNG/JPEG images
+            encoder = load_encoder(model, backend=backend, pooling=pooling, device=device, trust_remote_code=trust_remote_code,
+                                   precision=precision)
+            table = embed_image_folder(input, encoder=encoder, batch_size=batch_size, cache=cache, progress=progress)
+            return _finish(table, source, cache, out, json_path)
         ids, texts = read_items(input)
-    encoder = load_encoder(model, backend=backend, pooling=pooling, device=device, trust_remote_code=trust_remote_code)
+    encoder = load_encoder(model, backend=backend, pooling=pooling, device=device, trust_remote_code=trust_remote_code,
+                           precision=precision)
+    if out is not None:  # vectors dominate the table: a lower bound of its size, checked before embedding
+        check_room(out, int(0.9 * 4 * len(texts) * int(encoder.dim)), "-o/--out")
     table = embed_texts(texts, ids, encoder=encoder, batch_size=batch_size, cache=cache, progress=progress, junk=junk)
     return _finish(table, source, cache and getattr(encoder, "cacheable", True), out, json_path)
+
+
+def summary_warnings(summary: dict) -> list[str]:
+    """The ``warnings`` of an embed summary (``normalised``, ``norm_mean/min/max``): normalised vectors."""
+    if not summary.get("normalised"):
+        return []
+    return [f"every norm is {summary['norm_mean']:.6g} within rounding (spread {summary['norm_max'] - summary['norm_min']:.2g}): "
+            "these vectors were normalised (or have constant norm), so the norm carries no per-item information "
+            "and normscope's norm analyses will refuse them; give raw vectors"]
 
 
 def _finish(table: EmbeddingTable, source: str, cached: bool, out, json_path) -> tuple[dict, EmbeddingTable]:
     summary = table.summary()
     summary.update({"input": source, "cache": bool(cached)})
-    if out is not None:
-        table.to_parquet(out)
-    if json_path is not None:
-        write_json(summary, json_path)
+    summary["warnings"] = summary_warnings(summary)
+    write_outputs({out: table.to_parquet, json_path: lambda p: write_json(summary, p)},
+                  options={out: "-o/--out", json_path: "--json"})
     return summary, table

@@ -81,7 +81,8 @@ class HuggingFaceEncoder(TorchEncoder):
         from normscope.encoders.sentence_transformers import _quiet_transformers
 
         _quiet_transformers()
-        source = str(bundled_model_path()) if is_bundled_name(name) else name
+        bundled = bundled_model_path(name, missing_ok=True) if is_bundled_name(name) else None
+        source = str(bundled) if bundled is not None else name
 
         def load(local_files_only: bool):
             tok = AutoTokenizer.from_pretrained(
@@ -147,7 +148,10 @@ class HuggingFaceEncoder(TorchEncoder):
         return (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
-        """Raw pooled vectors, ndarray of shape (n, d), float32; batches in decreasing token count."""
+        """Raw pooled vectors, ndarray of shape (n, d), float32; batches in decreasing token count.
+
+        The forward pass runs at :attr:`precision` (:meth:`~normscope.encoders.base.TorchEncoder.autocast`).
+        """
         texts = [str(t) for t in texts]
         n = len(texts)
         out = np.empty((n, self.dim), dtype=np.float32)
@@ -156,7 +160,7 @@ class HuggingFaceEncoder(TorchEncoder):
         lengths = [len(x) for x in self.tokenizer(texts, truncation=True, max_length=self.max_seq_length)["input_ids"]]
         order = np.argsort(-np.asarray(lengths), kind="stable")
         n_batches = -(-n // batch_size)
-        with self._torch.inference_mode(), progress_bar(progress and n_batches > 1, n_batches) as advance:
+        with self._torch.inference_mode(), self.autocast(), progress_bar(progress and n_batches > 1, n_batches) as advance:
             for s in range(0, n, batch_size):
                 idx = order[s : s + batch_size]
                 out[idx] = self.forward(self.tokenize([texts[i] for i in idx])).float().cpu().numpy()

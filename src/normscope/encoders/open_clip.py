@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from normscope.encoders.base import TorchEncoder
-from normscope.errors import InputError, ModelError
+from normscope.errors import ModelError
 from normscope.table import ModelFingerprint, file_sha256
 
 __all__ = ["OpenClipEncoder", "parse_open_clip_name"]
@@ -44,6 +44,14 @@ def _import_open_clip():
     except ImportError as exc:
         raise ModelError(
             f"the open_clip backend needs the optional extra: pip install normscope[clip] ({exc.msg})"
+        ) from None
+    except RuntimeError as exc:  # torchvision built for another torch, e.g. CUDA wheels on a CPU-only torch
+        if "torchvision" not in str(exc):
+            raise
+        first = str(exc).strip().splitlines()[0][:160]
+        raise ModelError(
+            f"open_clip cannot import torchvision on this torch ({first}): PyPI's torchvision wheels need the "
+            "CUDA build of torch; on a CPU-only torch use hf-clip:openai/clip-vit-base-patch32 (no torchvision)"
         ) from None
     return open_clip
 
@@ -110,10 +118,10 @@ class OpenClipEncoder(TorchEncoder):
         return self.module.encode_text(features["text"], normalize=False)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
-        """Raw text vectors, ndarray of shape (n, d), float32."""
+        """Raw text vectors, ndarray of shape (n, d), float32 (forward pass at :attr:`precision`)."""
         texts = [str(t) for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        with self._torch.inference_mode():
+        with self._torch.inference_mode(), self.autocast():
             for s in range(0, len(texts), batch_size):
                 out[s : s + batch_size] = self.forward(self.tokenize(texts[s : s + batch_size])).float().cpu().numpy()
         return out
@@ -134,20 +142,11 @@ class OpenClipEncoder(TorchEncoder):
         InputError
             An image path that does not exist or cannot be decoded.
         """
-        from PIL import Image
-
-        def load(x):
-            if isinstance(x, (str, Path)):
-                try:
-                    with Image.open(x) as im:
-                        return im.convert("RGB")
-                except (OSError, ValueError) as exc:
-                    raise InputError(f"cannot read image {x}: {exc}") from None
-            return x
+        from normscope.encoders.images import load_image as load
 
         items = list(images)
         out = np.empty((len(items), self.dim), dtype=np.float32)
-        with self._torch.inference_mode():
+        with self._torch.inference_mode(), self.autocast():
             for s in range(0, len(items), batch_size):
                 pix = self._torch.stack([self.preprocess(load(x)) for x in items[s : s + batch_size]]).to(self.device)
                 out[s : s + batch_size] = self.module.encode_image(pix, normalize=False).float().cpu().numpy()

@@ -37,6 +37,9 @@ def load_npy_vectors(path: str | Path) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"no such .npy file: {path}")
+    with open(path, "rb") as f:
+        if f.read(6) != b"\x93NUMPY":  # np.load takes any other file for a pickle
+            raise InputError(f"{path} is not a .npy file (no NumPy header); give an array saved with numpy.save")
     try:
         arr = np.load(path, allow_pickle=False)
     except ValueError as exc:

@@ -8,6 +8,7 @@ norm ||z|| normscope studies. The model's own pooling is kept.
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,28 +17,32 @@ import numpy as np
 from normscope.encoders._hub import resolve
 from normscope._progress import progress_bar
 from normscope.encoders.base import TorchEncoder
-from normscope.encoders.bundled import DEFAULT_MODEL, bundled_model_path, is_bundled_name
+from normscope.encoders.bundled import DEFAULT_MODEL, bundle_hint, bundled_model_path, is_bundled_name
 from normscope.errors import ModelError
 from normscope.table import ModelFingerprint, file_sha256
 
-__all__ = ["SentenceTransformerEncoder"]
+__all__ = ["SentenceTransformerEncoder", "weight_files"]
 
 def _load_st(name: str, device: str, trust_remote_code: bool):
     """Load a SentenceTransformer by bundled alias, local directory or hub id (offline first)."""
     from sentence_transformers import SentenceTransformer
 
     _quiet_transformers()
-    if is_bundled_name(name):
-        path = str(bundled_model_path())
+    bundled = bundled_model_path(name, missing_ok=True) if is_bundled_name(name) else None
+    if bundled is not None:  # an optional bundle not installed falls through to the hub
+        path = str(bundled)
         return SentenceTransformer(path, device=device, local_files_only=True), path
     if Path(name).exists() and not (Path(name) / "modules.json").is_file() and not (Path(name) / "config.json").is_file():
         raise ModelError(f"'{name}' is a path but not a sentence-transformers model directory")
-    model = resolve(
-        name,
-        lambda local_files_only: SentenceTransformer(
-            name, device=device, trust_remote_code=trust_remote_code, local_files_only=local_files_only
-        ),
-    )
+    try:
+        model = resolve(
+            name,
+            lambda local_files_only: SentenceTransformer(
+                name, device=device, trust_remote_code=trust_remote_code, local_files_only=local_files_only
+            ),
+        )
+    except ModelError as exc:  # e.g. all-mpnet-base-v2 without its extra: name the extra
+        raise ModelError(f"{exc}{bundle_hint(name)}") from None
     return model, name
 
 
@@ -51,13 +56,40 @@ def _quiet_transformers() -> None:
         pass
 
 
-def _weights_hash(path: str) -> str:
+_WEIGHT_NAMES = ("model.safetensors", "pytorch_model.bin")
+
+
+def weight_files(path: str | Path) -> list[Path]:
+    """Weight files of a local model directory: at its root and one level down (``2_Dense/``...), sorted.
+
+    A sentence-transformers directory keeps the transformer's weights at the root (or in
+    ``0_Transformer/``) and those of later modules (Dense, projection) in their own folders; all
+    of them determine the vectors.
+    """
     p = Path(path)
-    for fname in ("model.safetensors", "pytorch_model.bin"):
-        if (p / fname).is_file():
-            st = (p / fname).stat()
-            return _file_hash_memo(str(p / fname), st.st_size, st.st_mtime_ns)
-    return "unknown"
+    found = [p / n for n in _WEIGHT_NAMES if (p / n).is_file()][:1]
+    for sub in sorted(q for q in p.iterdir() if q.is_dir()) if p.is_dir() else []:
+        found += [sub / n for n in _WEIGHT_NAMES if (sub / n).is_file()][:1]
+    return found
+
+
+def _weights_hash(path: str) -> str:
+    """``sha256:<16 hex>`` of the model's weights (:func:`weight_files`), or ``"unknown"`` without any.
+
+    One file: its own hash (as before sub-folders were hashed, so existing cache keys stay valid);
+    several: the hash of their relative paths and hashes.
+    """
+    files = weight_files(path)
+    if not files:
+        return "unknown"
+    hashes = []
+    for f in files:
+        st = f.stat()
+        hashes.append(_file_hash_memo(str(f), st.st_size, st.st_mtime_ns))
+    if len(files) == 1:
+        return hashes[0]
+    blob = "\n".join(f"{f.relative_to(path)} {h}" for f, h in zip(files, hashes)).encode()
+    return "sha256:" + hashlib.sha256(blob).hexdigest()[:16]
 
 
 @functools.lru_cache(maxsize=32)
@@ -122,7 +154,8 @@ class SentenceTransformerEncoder(TorchEncoder):
         ``preprocess``), without the dropped ``Normalize``. Items are batched in
         order of decreasing *token* count (sentence-transformers sorts by
         character count), so each batch pads to a tight length; the forward pass
-        runs under ``torch.inference_mode``.
+        runs under ``torch.inference_mode`` and, for ``precision="bf16"``, under
+        :meth:`~normscope.encoders.base.TorchEncoder.autocast` (vectors returned as float32).
         """
         import torch
 
@@ -134,7 +167,7 @@ class SentenceTransformerEncoder(TorchEncoder):
         order = np.argsort(-self._token_lengths(texts), kind="stable")
         preprocess = getattr(self.model, "preprocess", None) or self.model.tokenize
         n_batches = -(-n // batch_size)
-        with torch.inference_mode(), progress_bar(progress and n_batches > 1, n_batches) as advance:
+        with torch.inference_mode(), self.autocast(), progress_bar(progress and n_batches > 1, n_batches) as advance:
             for s in range(0, n, batch_size):
                 idx = order[s : s + batch_size]
                 feats = preprocess([texts[i] for i in idx])

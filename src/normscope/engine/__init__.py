@@ -138,40 +138,33 @@ def embed_input(
     address: str | None = None,
     workers: int | None = None,
     threads: int | None = None,
-    out: str | Path | None = None,
-    json_path: str | Path | None = None,
-    model: str = DEFAULT_MODEL,
-    backend: str = "auto",
-    pooling: str | None = None,
-    batch_size: int = 64,
-    device: str = "cpu",
-    wordfreq_top: int = 0,
-    cache: bool = True,
-    progress: bool = False,
-    trust_remote_code: bool = False,
-    junk: str = "drop",
+    **options,
 ):
     """The ``embed`` stage on the chosen engine: a drop-in for :func:`normscope.encoders.embed.embed_input`.
 
     Parameters
     ----------
-    input, out, json_path, model, backend, pooling, batch_size, device, wordfreq_top, cache, progress, trust_remote_code, junk
-        As :func:`normscope.encoders.embed.embed_input`. With ``engine='ray'``: ``input`` is a
-        ``.jsonl[.gz]`` / parquet (``id``/``_id``, ``text``, optional ``title``) / BEIR corpus,
-        ``out`` (required) a directory of parquet shards named ``*.parquet``, ``device`` is ``cpu``
-        or ``cuda`` inside every worker (one GPU each), ``wordfreq_top`` is not available.
+    input : str or Path, optional
+        As the local stage. With ``engine='ray'``: a ``.jsonl[.gz]``, a parquet (``id``/``_id``,
+        ``text``, optional ``title``) or a BEIR corpus directory.
     engine : {'local', 'ray'}
     address : str, optional
         Ray cluster address; default a local cluster.
     workers, threads : int, optional
         Ray encoder actors and torch threads per actor.
+    **options
+        Keyword arguments of the local stage (``out, json_path, model, backend, pooling, batch_size,
+        device, wordfreq_top, cache, progress, trust_remote_code, junk, precision``), passed
+        through unchanged with ``engine='local'``. With ``engine='ray'``: ``out`` (required) is a
+        directory of parquet shards named ``*.parquet``, ``device`` is ``cpu`` or ``cuda`` inside
+        every worker (one GPU each), ``wordfreq_top`` is not available.
 
     Returns
     -------
     summary : dict
-        The local summary keys plus ``engine``; the Ray engine adds ``workers``,
-        ``threads_per_worker``, ``out``, ``norm_quantiles`` and ``norm_quantile_rel_error``
-        (see :func:`normscope.engine.ray_engine.embed_corpus`).
+        The local summary; the Ray engine's adds ``engine``, ``workers``, ``threads_per_worker``,
+        ``out``, ``norm_quantiles`` and ``norm_quantile_rel_error`` (see
+        :func:`normscope.engine.ray_engine.embed_corpus`).
     table : EmbeddingTable or None
         None with ``engine='ray'`` (the vectors stay in the shards; read them with
         :func:`normscope.engine.shards.read_table` or :func:`~normscope.engine.shards.open_vectors`).
@@ -185,18 +178,14 @@ def embed_input(
     if engine == "local":
         from normscope.encoders.embed import embed_input as _local
 
-        from normscope._io import write_json
-        from normscope.validate import check_output_path
+        return _local(input, **options)
+    return _embed_input_ray(input, address, workers, threads, **options), None
 
-        if json_path is not None:
-            check_output_path(json_path, "--json")
-        summary, table = _local(input, out=out, model=model, backend=backend, pooling=pooling, batch_size=batch_size,
-                                device=device, wordfreq_top=wordfreq_top, cache=cache, progress=progress,
-                                trust_remote_code=trust_remote_code, junk=junk)
-        summary["engine"] = "local"
-        if json_path is not None:
-            write_json(summary, json_path)
-        return summary, table
+
+def _embed_input_ray(input, address: str | None, workers: int | None, threads: int | None, *, out=None, json_path=None, model: str = DEFAULT_MODEL,
+                     backend: str = "auto", pooling: str | None = None, batch_size: int = 64, device: str = "cpu",
+                     wordfreq_top: int = 0, cache: bool = True, progress: bool = False, trust_remote_code: bool = False,
+                     junk: str = "drop", precision: str = "fp32") -> dict:
     if wordfreq_top:
         raise InputError("--wordfreq-top runs on the local engine; the ray engine reads corpus files")
     if input is None:
@@ -211,8 +200,6 @@ def embed_input(
     if resolve_backend(model, backend, pooling)[0] == "precomputed":
         raise InputError("the ray engine embeds texts with a model; precomputed vectors need no engine")
     spec = EncoderSpec(model=model, backend=backend, pooling=pooling, device=_worker_device(device),
-                       trust_remote_code=trust_remote_code)
-    summary = embed_corpus(input, out, spec=spec, cluster=RayCluster(address, workers, threads), batch_size=batch_size,
-                           cache=cache, cache_root=_cache_root(address), junk=junk, json_path=json_path,
-                           progress=progress)
-    return summary, None
+                       trust_remote_code=trust_remote_code, options={"precision": precision})
+    return embed_corpus(input, out, spec=spec, cluster=RayCluster(address, workers, threads), batch_size=batch_size,
+                        cache=cache, cache_root=_cache_root(address), junk=junk, json_path=json_path, progress=progress)

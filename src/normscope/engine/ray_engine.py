@@ -1,10 +1,12 @@
-"""The Ray Data embedding engine (``pip install normscope[ray]``).
+"""The Ray Data embedding engine (``pip install 'normscope[ray]'``).
 
 Pipeline of ``normscope embed CORPUS --engine ray -o OUT.parquet``::
 
     ray.data.read_json / read_parquet          (jsonl[.gz], BEIR corpus directory, parquet with a text column)
-      -> map_batches(corpus_columns)           (tasks: id, text; BEIR title joined as the local reader does)
-      -> map_batches(CorpusWorker, concurrency=N, num_cpus/num_gpus per worker)
+      -> map_batches(corpus_columns)           (id, text; a BEIR title joined as the local reader does)
+      -> repartition(target_num_rows_per_block=batch_size, strict=True)
+                                               (streaming: blocks of exactly one batch of consecutive records)
+      -> map_batches(CorpusWorker, compute=ActorPoolStrategy(size=N), num_cpus / num_gpus per worker)
                                                (actor pool: each actor loads ONE encoder and keeps it)
       -> write_parquet(OUT.parquet/)           (shards: id, text, norm, vector, tokens, truncated)
     read_parquet(OUT, columns=[norm, truncated]).aggregate(NormStatsAgg, Sum)
@@ -12,11 +14,12 @@ Pipeline of ``normscope embed CORPUS --engine ray -o OUT.parquet``::
 
 Resumability. Every batch an actor embeds is stored in normscope's content-addressed cache
 (:mod:`normscope.encoders.cache`: ``<cache>/embeddings/<fingerprint key>/shard-<digest>.npz``, written
-atomically) under the name its content gives: the digest of the sha256 hashes of its texts. Ray Data
-forms the same batches from the same input files and ``--batch-size`` (order is preserved), so a
-re-run after a kill finds each finished batch with one ``stat`` and embeds only the rest; the output
-directory is written beside ``OUT`` and renamed into place at the end. The cache directory must be
-on a filesystem every node sees (``$NORMSCOPE_CACHE``) for a multi-node job to resume.
+atomically) under the name its content gives: the digest of the sha256 hashes of its texts. The
+stream is cut into batches of ``batch_size`` consecutive records in input order (Ray Data's order is
+preserved), the same batches for any file or block layout of the same records, so a re-run after a
+kill finds each finished batch with one ``stat`` and embeds only the rest. The output directory is
+written beside ``OUT`` and renamed into place at the end. The cache directory must be on a
+filesystem every node sees (``$NORMSCOPE_CACHE``) for a multi-node job to resume.
 """
 
 from __future__ import annotations
@@ -94,7 +97,8 @@ class EncoderSpec:
             raise InputError("the ray engine embeds texts with a model; precomputed vectors need no engine")
         pooling = fp.pooling if fp.backend == "huggingface" else None
         device = "cuda" if str(getattr(encoder, "device", "cpu")).startswith("cuda") else "cpu"
-        return cls(model=fp.name, backend=fp.backend, pooling=pooling, device=device, fingerprint=fp)
+        return cls(model=fp.name, backend=fp.backend, pooling=pooling, device=device, fingerprint=fp,
+                   options={"precision": getattr(fp, "precision", "fp32")})
 
     def load(self):
         from normscope.encoders import load_encoder
@@ -241,7 +245,10 @@ class _EncoderWorker:
         if got is not None and np.array_equal(got[0], hashes):
             return got[1]
         vecs = self._encode(texts)
-        write_shard(self.root, hashes, vecs)
+        try:
+            write_shard(self.root, hashes, vecs)
+        except OSError:  # a read-only or full cache: keep going without it, as the local engine does
+            self.cache = False
         return vecs
 
     def _encode(self, texts: list[str]) -> np.ndarray:
@@ -433,6 +440,7 @@ def embed_corpus(input: str | Path, out: str | Path, *, spec: EncoderSpec, clust
                 batch_size=batch_size, **_map_args(sized, gpu))
             ds.write_parquet(str(tmp), min_rows_per_file=_ROWS_PER_FILE)
             summary = _summarise(tmp, input, sized, cache)
+        summary.update(_precision_error(tmp, spec, summary["n"], cache))
         write_json(summary, tmp / MANIFEST)
         replace_dir(tmp, out)
     finally:
@@ -466,7 +474,7 @@ def _summarise(tmp: Path, input: Path, sized: RayCluster, cache: bool) -> dict:
     fp = ModelFingerprint.from_dict(json.loads(schema.metadata[FINGERPRINT_KEY]))
     s = sketch.summary()
     med = s["norm_quantiles"]["0.5"]
-    return {
+    summary = {
         "n": s["n"], "dim": int(schema.field("vector").type.list_size), "model": fp.name, "fingerprint": fp.to_dict(),
         "norm_mean": s["norm_mean"], "norm_std": s["norm_std"], "norm_min": s["norm_min"], "norm_max": s["norm_max"],
         "n_truncated": int(stats["sum(truncated)"] or 0),
@@ -476,3 +484,28 @@ def _summarise(tmp: Path, input: Path, sized: RayCluster, cache: bool) -> dict:
         "engine": "ray", "workers": sized.workers, "threads_per_worker": sized.threads,
         "norm_quantiles": s["norm_quantiles"], "norm_quantile_rel_error": s["norm_quantile_rel_error"],
     }
+    from normscope.encoders.embed import summary_warnings
+
+    summary["warnings"] = summary_warnings(summary)
+    return summary
+
+
+def _precision_error(tmp: Path, spec: EncoderSpec, n: int, cache: bool) -> dict:
+    """``precision`` and ``norm_rel_error_vs_fp32`` of the run (the local stage's keys), measured on the driver.
+
+    In reduced precision a seeded sample of the written rows (the local stage's sample size and seed)
+    is re-embedded in fp32 by :func:`normscope.encoders.precision.norm_error_vs_fp32`.
+    """
+    import pyarrow.dataset as pads
+
+    from normscope.encoders.precision import PRECISION_SAMPLE, norm_error_vs_fp32
+
+    precision = spec.options.get("precision", "fp32")
+    if precision == "fp32":
+        return {"precision": precision, "norm_rel_error_vs_fp32": None}
+    idx = np.sort(np.random.default_rng(0).choice(n, size=min(PRECISION_SAMPLE, n), replace=False))
+    rows = pads.dataset(sorted(str(f) for f in tmp.glob("*.parquet")), format="parquet").take(idx, columns=["text", "vector"])
+    vectors = np.asarray(rows.column("vector").combine_chunks().flatten(), dtype=np.float32).reshape(len(idx), -1)
+    encoder = replace(spec, device="cpu").load()
+    error = norm_error_vs_fp32(encoder, rows.column("text").to_pylist(), vectors, sample=len(idx), cache=cache)
+    return {"precision": precision, "norm_rel_error_vs_fp32": error}

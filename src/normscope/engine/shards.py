@@ -199,14 +199,17 @@ def check_out_dir(path: str | Path, marker: str, what: str, option: str = "-o/--
     Raises
     ------
     InputError
-        Missing or read-only parent, an existing file, or a foreign non-empty directory.
+        Missing parent, an existing file, or a foreign non-empty directory.
+    OutputError
+        The parent directory cannot be written (:func:`normscope.validate.check_writable_dir`).
     """
+    from normscope.validate import check_writable_dir
+
     path = Path(path)
     parent = path.parent
     if not parent.is_dir():
         raise InputError(f"output directory does not exist: {parent}")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"output directory is not writable: {parent} ({option} {path})")
+    check_writable_dir(parent, f"{option} {path}")
     if path.exists() and not path.is_dir():
         raise InputError(f"{path} exists and is a file; {what} is a directory ({option})")
     if path.is_dir() and any(path.iterdir()) and not (path / marker).is_file():

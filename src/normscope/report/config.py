@@ -16,6 +16,8 @@ __all__ = [
     "Sizes",
     "SIZE_STAGES",
     "sizes_of_stages",
+    "sizes_used",
+    "MODEL_STAGES",
     "QUICK",
     "FULL",
     "ReportConfig",
@@ -23,7 +25,11 @@ __all__ = [
 ]
 
 #: Stage names, in run order (``--only`` takes a comma-separated subset).
-STAGES: tuple[str, ...] = ("setup", "norms", "probes", "lab", "signals", "retrieval")
+STAGES: tuple[str, ...] = ("setup", "norms", "probes", "lab", "signals", "similarity", "retrieval")
+
+#: Stages that run the report's model: their cache key holds the model's fingerprint. The training
+#: lab trains its own small encoder and does not depend on ``--model``.
+MODEL_STAGES: tuple[str, ...] = ("setup", "norms", "probes", "signals", "similarity", "retrieval")
 
 #: Page sections (= top-level keys of summary.json), in page order, with their headings.
 SECTIONS: dict[str, str] = {
@@ -32,6 +38,7 @@ SECTIONS: dict[str, str] = {
     "equilibrium_theory": "Equilibrium theory: predicted vs observed norm",
     "training_lab": "Training-lab check of the theorem",
     "semantic_signals": "Semantic signals",
+    "similarity": "Norm-aware similarity",
     "retrieval": "Norm-aware retrieval",
     "calibration": "Calibration: the norm as a confidence signal",
 }
@@ -43,6 +50,7 @@ STAGE_SECTIONS: dict[str, tuple[str, ...]] = {
     "probes": ("equilibrium_theory",),
     "lab": ("training_lab",),
     "signals": ("semantic_signals",),
+    "similarity": ("similarity",),
     "retrieval": ("retrieval", "calibration"),
 }
 
@@ -64,7 +72,8 @@ class Sizes:
     retrieval_docs, retrieval_queries : int or None
         Retrieval: corpus subset (relevant documents always kept) and test-query subset (None: all).
     n_boot, n_perm : int
-        Bootstrap resamples of every confidence interval; permutations of every p-value.
+        Bootstrap resamples of every confidence interval (norm-aware similarity: of the SimLex-999
+        pairs); permutations of every p-value.
     """
 
     words: int = 5000
@@ -96,15 +105,85 @@ SIZE_STAGES: dict[str, tuple[str, ...]] = {
     "signal_items": ("signals",),
     "retrieval_docs": ("retrieval",),
     "retrieval_queries": ("retrieval",),
-    "n_boot": ("signals", "retrieval"),
+    "n_boot": ("signals", "similarity", "retrieval"),
     "n_perm": ("signals",),
 }
 
 
 def sizes_of_stages(sizes: dict | None, stages: Sequence[str]) -> dict:
-    """The entries of ``sizes`` (:meth:`Sizes.to_dict`) that apply to at least one of ``stages``."""
+    """The entries of ``sizes`` (:meth:`Sizes.to_dict` or :func:`sizes_used`) that apply to at least one of ``stages``.
+
+    A dotted key (``signal_items.frequency``) applies where its prefix does; ``items`` (the norm
+    distribution of ``--items``) to ``norms``.
+    """
     run = set(stages)
-    return {k: v for k, v in (sizes or {}).items() if run & set(SIZE_STAGES.get(k, (k,)))}
+    where = dict(SIZE_STAGES, items=("norms",))
+    return {k: v for k, v in (sizes or {}).items() if run & set(where.get(k.split(".")[0], (k,)))}
+
+
+#: Where each size is read in the record of the stage that used it: (stage, section, result path).
+_USED_AT: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "probe_items": ("probes", "equilibrium_theory", ("n_items",)),
+    "probe_batches": ("probes", "equilibrium_theory", ("batches",)),
+    "probe_batch_size": ("probes", "equilibrium_theory", ("batch_size",)),
+    "lab_steps": ("lab", "training_lab", ("steps",)),
+    "lab_snapshots": ("lab", "training_lab", ("snapshots",)),
+    "lab_probe_batches": ("lab", "training_lab", ("probe_batches",)),
+    "retrieval_docs": ("retrieval", "retrieval", ("n_docs",)),
+    "retrieval_queries": ("retrieval", "retrieval", ("n_queries", "eval")),
+}
+
+
+def sizes_used(config: "ReportConfig", records: dict[str, dict]) -> dict:
+    """The sizes the stages that ran actually used: numbers, never None ("stage default").
+
+    A size left to the stage command's default (None in :class:`Sizes`) is read from the stage's
+    result (e.g. the lab's ``steps``, retrieval's ``n_docs``); ``signal_items`` becomes one
+    ``signal_items.<signal>`` entry per signal that ran (its ``n_items``); with ``--items`` the
+    norm distribution's size is ``items`` (items embedded) instead of ``words``. Sizes of stages
+    that did not run, or whose result lacks the number (a failed stage), are left out.
+
+    Parameters
+    ----------
+    config : ReportConfig
+    records : dict
+        Stage name -> stage record (:func:`normscope.report.runner.run_report`).
+
+    Returns
+    -------
+    dict
+        Size name -> int, in :class:`Sizes` order.
+    """
+    def result(stage: str, section: str) -> dict:
+        rec = records.get(stage) or {}
+        sec = (rec.get("sections") or {}).get(section) or {}
+        return sec.get("result") if rec.get("status") == "ok" and isinstance(sec.get("result"), dict) else {}
+
+    ran = {st for st, rec in records.items() if rec.get("status") not in (None, "not_run")}
+    used: dict = {}
+    for name, value in config.sizes.to_dict().items():
+        if not ran & set(SIZE_STAGES[name]):
+            continue
+        if name == "words" and config.items is not None:
+            n = result("norms", "norm_distribution").get("n")
+            if isinstance(n, int):
+                used["items"] = n
+            continue
+        if name == "signal_items":
+            for sig, r in result("signals", "semantic_signals").items():
+                if isinstance(r, dict) and isinstance(r.get("n_items"), int):
+                    used[f"signal_items.{sig}"] = r["n_items"]
+            continue
+        if name in _USED_AT:
+            stage, section, path = _USED_AT[name]
+            got = result(stage, section)
+            for part in path:
+                got = got.get(part) if isinstance(got, dict) else None
+            if isinstance(got, int) and not isinstance(got, bool):
+                value = got
+        if value is not None:
+            used[name] = value
+    return used
 
 
 #: Default sizes of ``normscope report`` (and ``make run``).
@@ -154,6 +233,9 @@ class ReportConfig:
         Ignore cached stage records.
     signals : tuple of str
         Semantic signals to run (default all four: frequency, specificity, concreteness, uncertainty).
+    precision : {"fp32", "bf16"}
+        Precision of the model's forward passes in the stages that embed (``--precision``); part
+        of the model fingerprint, hence of the stage keys and the embedding cache keys.
     """
 
     out: Path
@@ -167,8 +249,13 @@ class ReportConfig:
     items: Path | None = None
     force: bool = False
     signals: tuple[str, ...] = ("frequency", "specificity", "concreteness", "uncertainty")
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
+        from normscope.table import PRECISIONS
+        from normscope.validate import check_choice
+
+        check_choice("precision", self.precision, PRECISIONS)
         allowed = ("frequency", "specificity", "concreteness", "uncertainty")
         self.signals = tuple(self.signals)
         bad = [x for x in self.signals if x not in allowed]

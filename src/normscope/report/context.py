@@ -36,12 +36,13 @@ class StageContext:
         return self.config.sizes  # type: ignore[return-value]
 
     def encoder(self):
-        """The report's encoder, loaded once (``normscope.load_encoder(model, device=...)``)."""
+        """The report's encoder, loaded once (``normscope.load_encoder(model, device=..., precision=...)``)."""
         if self._encoder is None:
             from normscope.encoders import load_encoder
 
             with self.console.status(f"loading model {self.config.model} ..."):
-                self._encoder = load_encoder(self.config.model, device=self.config.device)
+                self._encoder = load_encoder(self.config.model, device=self.config.device,
+                                             precision=self.config.precision)
         return self._encoder
 
     def data_dir(self) -> Path | None:

@@ -12,12 +12,14 @@ import base64
 import datetime as _dt
 from pathlib import Path
 
+from markupsafe import Markup
+
 from normscope._io import atomic_path
 from normscope.validate import check_output_path
 from normscope.report.config import SECTIONS
 from normscope.report.text import fmt
 
-__all__ = ["render_report", "render_html", "TEMPLATE"]
+__all__ = ["render_report", "render_html", "render_value", "fmt_duration", "TEMPLATE"]
 
 TEMPLATE = r"""<!DOCTYPE html>
 <html lang="en">
@@ -52,13 +54,15 @@ TEMPLATE = r"""<!DOCTYPE html>
  .says { background: #eef4fb; border-left: 4px solid #4c72b0; padding: 0.5em 1em; }
  .meta { color: #555; font-size: 0.9em; }
  ul.notes li { font-size: 0.92em; }
+ table.kv { margin: 0.2em 0; font-size: 0.95em; }
+ table.kv th { font-weight: normal; background: #f8f8f8; }
 </style>
 </head>
 <body>
 <h1>normscope report</h1>
 <p class="meta">Model <code>{{ report.model }}</code> &middot; size preset <b>{{ report.preset }}</b>
  &middot; seed {{ report.seed }} &middot; device {{ report.device }} &middot; normscope {{ report.normscope_version }}
- &middot; generated {{ generated }}; this run took {{ "%.1f"|format(report.seconds or 0) }} s
+ &middot; generated {{ generated }}; this run took {{ duration(report.seconds) }}
  {%- set cached = (report.stage_cached or {}).values()|select|list|length %}
  {%- if cached %} ({{ cached }} stage(s) reused from the cache; their own times are in the stage table){% endif %}.
  All numbers on this page are in <code>summary.json</code> beside it.</p>
@@ -85,21 +89,21 @@ TEMPLATE = r"""<!DOCTYPE html>
 {% if view.key_numbers %}
 <table class="key">
 <tr><th>quantity</th><th>value</th><th>unit</th></tr>
-{% for row in view.key_numbers %}<tr><td>{{ row[0] }}</td><td{% if is_num(row[1]) %} class="num"{% endif %}>{{ num(row[1]) }}</td><td>{{ row[2] }}</td></tr>
+{% for row in view.key_numbers %}<tr><td>{{ row[0] }}</td><td{% if is_num(row[1]) %} class="num"{% endif %}>{{ cell(row[1]) }}</td><td>{{ row[2] }}</td></tr>
 {% endfor %}</table>
 {% endif %}
 {% for t in view.tables or [] %}
 <h3>{{ t.title }}</h3>
 <table>
 <tr>{% for c in t.columns %}<th>{{ c }}</th>{% endfor %}</tr>
-{% for row in t.rows %}<tr>{% for v in row %}<td{% if is_num(v) %} class="num"{% endif %}>{{ num(v) }}</td>{% endfor %}</tr>
+{% for row in t.rows %}<tr>{% for v in row %}<td{% if is_num(v) %} class="num"{% endif %}>{{ cell(v) }}</td>{% endfor %}</tr>
 {% endfor %}</table>
 {% endfor %}
 {% if view.figures %}<div class="{{ 'figgrid' if view.figures|length > 1 else 'figs' }}">
 {% for f in view.figures %}
 <figure{% if wide.get(f.file) %} class="wide"{% endif %}><img alt="{{ f.caption }}" src="{{ images.get(f.file, '') }}"><figcaption>{{ f.caption }} (<code>{{ f.file }}</code>)</figcaption></figure>
 {% endfor %}</div>{% endif %}
-{% if view.notes %}<h3>Caveats</h3><ul class="notes">{% for n in view.notes %}<li>{{ n }}</li>{% endfor %}</ul>{% endif %}
+{% if view.notes %}<h3>Caveats</h3><ul class="notes">{% for n in view.notes %}<li>{{ cell(n) }}</li>{% endfor %}</ul>{% endif %}
 {% if says.get(key) %}<p class="says">{% for s in says[key] %}{{ s }} {% endfor %}</p>{% endif %}
 {% elif sec.status == 'failed' %}
 <p class="fail">This section failed: {{ sec.reason }}</p>
@@ -113,8 +117,8 @@ TEMPLATE = r"""<!DOCTYPE html>
 
 <h2 id="timing">Run</h2>
 <table>
-<tr><th>stage</th><th>status</th><th>wall time (s)</th><th>from cache</th></tr>
-{% for st, rec in records.items() %}<tr><td>{{ st }}</td><td>{{ rec.status }}</td><td class="num">{{ num(rec.seconds, 1) }}</td><td>{{ 'yes' if rec.cached else 'no' }}</td></tr>
+<tr><th>stage</th><th>status</th><th>wall time</th><th>from cache</th></tr>
+{% for st, rec in records.items() %}<tr><td>{{ st }}</td><td>{{ rec.status }}</td><td class="num">{{ duration(rec.seconds) }}</td><td>{{ 'yes' if rec.cached else 'no' }}</td></tr>
 {% endfor %}</table>
 <p class="meta">Sizes of this run (stages that ran): {% for k, v in run_sizes.items() %}{{ k }} = {{ 'stage default' if v is none else num(v) }}{% if not loop.last %}, {% endif %}{% endfor %}.</p>
 </body>
@@ -134,6 +138,45 @@ def _num(v, digits: int = 3) -> str:
     if _is_num(v):
         return fmt(v, digits)
     return str(v)
+
+
+def fmt_duration(seconds) -> str:
+    """A wall time for people: ``0.02 s``, ``12.3 s``, ``34 min 05 s``, ``1 h 02 min``; ``n/a`` for None,
+    ``""`` for a value that is not a number (a stage that did not run has no time)."""
+    if seconds is None:
+        return "n/a"
+    if not _is_num(seconds):
+        return ""
+    s = float(seconds)
+    if s < 10:
+        return f"{s:.2f} s"
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 3600:
+        return f"{int(s // 60)} min {int(round(s % 60)) % 60:02d} s"
+    return f"{int(s // 3600)} h {int(round(s % 3600 / 60)) % 60:02d} min"
+
+
+def render_value(v) -> Markup:
+    """HTML of one value of the page, escaped: numbers with 3 significant digits, ``None`` as
+    ``n/a``, a dict as a key/value table and a list of dicts as a table with one column per key
+    (nested values recursively), any other list comma-separated. A dict ``{"text": ..., "table": ...}``
+    is the text followed by its table (stages use it for structured caveats)."""
+    if isinstance(v, dict) and set(v) == {"text", "table"}:
+        return Markup("{}{}").format(v["text"], render_value(v["table"]))
+    if isinstance(v, dict):
+        rows = Markup("").join(Markup("<tr><th>{}</th><td{}>{}</td></tr>").format(
+            k, Markup(' class="num"') if _is_num(x) else "", render_value(x)) for k, x in v.items())
+        return Markup('<table class="kv">{}</table>').format(rows) if v else Markup("none")
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, dict) for x in v):
+        keys = list(dict.fromkeys(k for x in v for k in x))
+        head = Markup("").join(Markup("<th>{}</th>").format(k) for k in keys)
+        body = Markup("").join(Markup("<tr>{}</tr>").format(Markup("").join(
+            Markup("<td>{}</td>").format(render_value(x.get(k))) for k in keys)) for x in v)
+        return Markup('<table class="kv"><tr>{}</tr>{}</table>').format(head, body)
+    if isinstance(v, (list, tuple)):
+        return Markup(", ").join(render_value(x) for x in v)
+    return Markup("{}").format(_num(v))
 
 
 def _png_aspect(data: bytes) -> float:
@@ -195,6 +238,8 @@ def render_html(summary: dict, records: dict, out_dir: str | Path) -> str:
         status_words=_STATUS_WORDS,
         num=_num,
         is_num=_is_num,
+        cell=render_value,
+        duration=fmt_duration,
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
 

@@ -13,8 +13,16 @@ public entry point of one normscope stage -- the same function its CLI wraps -- 
 ``command`` field spells that command), so the report's numbers are the individual commands'
 numbers. A record with status ``ok`` is written atomically to ``OUT/stages/<stage>.json`` once its
 figures are on disk; a re-run with the same settings (same key) and all figures present skips the
-stage. A stage that cannot run (missing data, missing optional module) has status ``unavailable``
-and says why; a stage that raises has status ``failed`` with the one-line error. Neither is cached.
+stage. The key hashes the stage's settings and, for every stage that runs the model, the model's
+fingerprint (weights hash or hub revision, pooling, backend, precision) -- not its name -- so
+changed weights recompute. A cached record that is not a well-formed record of that stage (``null``,
+a list, missing sections) is recomputed, with one line saying so. A stage that cannot run (missing
+data, missing optional module) has status ``unavailable`` and says why; a stage that raises has
+status ``failed`` with the one-line error. Neither is cached. A write failure (read-only place, full
+disk) stops the run with one :class:`~normscope.errors.OutputError` line.
+
+The log (:mod:`normscope.report.runlog`) has a line when each stage starts and ends, a heartbeat
+while it runs, and no library warnings: those are kept in the stage record (``warnings``).
 """
 
 from __future__ import annotations
@@ -31,20 +39,22 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from normscope._io import write_json
+from normscope._io import output_set, write_json
+from normscope.data import datasets_here
 from normscope.validate import check_output_path
-from normscope.errors import InputError
+from normscope.errors import InputError, OutputError
 from normscope.report.stages import STAGE_FUNCS
-from normscope.report.config import STAGE_SECTIONS, STAGES, ReportConfig
+from normscope.report.config import MODEL_STAGES, STAGE_SECTIONS, STAGES, ReportConfig, sizes_used
 from normscope.report.context import StageContext, StageUnavailable
 from normscope.report.html import render_report
+from normscope.report.runlog import dedupe, fmt_seconds, quiet_libraries, stage_log
 from normscope.report.text import what_this_says
 
 __all__ = ["ReportResult", "run_report", "assemble_summary", "stage_settings", "settings_key", "load_cached",
-           "STAGE_VERSION"]
+           "check_record", "STAGE_VERSION"]
 
 #: Bump when a stage's computation or record layout changes: invalidates cached records.
-STAGE_VERSION = 1
+STAGE_VERSION = 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,18 +68,35 @@ def settings_key(settings: dict) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def stage_settings(stage: str, config: ReportConfig) -> dict:
-    """Everything a stage's output depends on (the cache key is its hash)."""
+def stage_settings(stage: str, config: ReportConfig, fingerprint=None) -> dict:
+    """Everything a stage's output depends on (the cache key is its hash).
+
+    Parameters
+    ----------
+    stage : str
+    config : ReportConfig
+    fingerprint : ModelFingerprint, optional
+        The loaded model's fingerprint. Stages that run the model (:data:`MODEL_STAGES`) are keyed
+        by it (weights hash or revision, pooling, backend, precision), not by the model's name;
+        without it (tests, tools) the name and precision are used.
+
+    Returns
+    -------
+    dict
+        JSON-able settings; ``model`` is the fingerprint's dict for model stages, absent for the
+        training lab (it trains its own encoder).
+    """
     s = config.sizes
     assert s is not None
-    base: dict[str, Any] = {"stage": stage, "version": STAGE_VERSION, "model": config.model, "seed": config.seed}
-    data = None
-    if stage in ("signals", "retrieval", "probes", "lab", "setup"):
+    base: dict[str, Any] = {"stage": stage, "version": STAGE_VERSION, "seed": config.seed}
+    if stage in MODEL_STAGES:
+        base["model"] = (fingerprint.to_dict() if fingerprint is not None
+                         else {"name": config.model, "precision": config.precision})
+    if stage in ("signals", "similarity", "retrieval", "probes", "lab", "setup"):
         from normscope.datasets import shared_data_dir
 
         d = config.data if config.data is not None else shared_data_dir()
-        data = str(Path(d).resolve()) if d is not None else None
-        base["data"] = data
+        base["data"] = str(Path(d).resolve()) if d is not None else None
     if stage == "norms":
         base["words"] = s.words
         if config.items is not None:
@@ -82,10 +109,13 @@ def stage_settings(stage: str, config: ReportConfig) -> dict:
         base.update(steps=s.lab_steps, snapshots=s.lab_snapshots, probe_batches=s.lab_probe_batches)
     elif stage == "signals":
         base.update(items=s.signal_items, n_boot=s.n_boot, n_perm=s.n_perm, signals=list(config.signals))
+    elif stage == "similarity":
+        base["n_boot"] = s.n_boot
     elif stage == "retrieval":
         base.update(docs=s.retrieval_docs, queries=s.retrieval_queries, n_boot=s.n_boot)
     elif stage == "setup":
         base["device"] = config.device
+        base["datasets_here"] = datasets_here()  # the set-up table lists them: re-run when it changes
     return base
 
 
@@ -93,19 +123,61 @@ def _stage_path(out: Path, stage: str) -> Path:
     return out / "stages" / f"{stage}.json"
 
 
-def load_cached(out: Path, stage: str, key: str) -> dict | None:
-    """The cached record of ``stage`` if its key matches and all its figures exist, else None."""
+def check_record(rec: Any, stage: str) -> str | None:
+    """Why ``rec`` is not a well-formed record of ``stage`` (None when it is).
+
+    A record must be a JSON object with a string ``key``, a string ``status`` and a ``sections``
+    object holding exactly the stage's sections (:data:`STAGE_SECTIONS`), each an object whose
+    ``figures``, ``tables``, ``key_numbers`` and ``notes`` (when present) are lists, figures being
+    objects with a plain file name and tables objects with ``rows`` lists.
+    """
+    if not isinstance(rec, dict):
+        return f"not a JSON object but {type(rec).__name__ if rec is not None else 'null'}"
+    if not isinstance(rec.get("key"), str) or not isinstance(rec.get("status"), str):
+        return "no key or status"
+    secs = rec.get("sections")
+    if not isinstance(secs, dict) or set(secs) != set(STAGE_SECTIONS[stage]):
+        return f"sections are not {', '.join(STAGE_SECTIONS[stage])}"
+    for name, sec in secs.items():
+        if not isinstance(sec, dict):
+            return f"section {name} is not an object"
+        for field in ("figures", "tables", "key_numbers", "notes"):
+            if field in sec and not isinstance(sec[field], list):
+                return f"section {name}: {field} is not a list"
+        for fig in sec.get("figures") or []:
+            if not isinstance(fig, dict) or not isinstance(fig.get("file"), str) or Path(fig["file"]).name != fig["file"]:
+                return f"section {name}: a figure entry is malformed"
+        for tbl in sec.get("tables") or []:
+            if not isinstance(tbl, dict) or not isinstance(tbl.get("rows", []), list):
+                return f"section {name}: a table is malformed"
+        if "result" in sec and not isinstance(sec["result"], (dict, type(None))):
+            return f"section {name}: result is not an object"
+    return None
+
+
+def load_cached(out: Path, stage: str, key: str, console=None) -> dict | None:
+    """The cached record of ``stage`` if it is well formed, its key matches and all its figures exist, else None.
+
+    A record that is unreadable or not a record of this stage (:func:`check_record`) is reported
+    on ``console`` (one line) and recomputed.
+    """
     p = _stage_path(out, stage)
     if not p.is_file():
         return None
     try:
         rec = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
+        why: str | None = f"unreadable ({type(exc).__name__})"
+    else:
+        why = check_record(rec, stage)
+    if why is not None:
+        if console is not None:
+            console.print(f"{stage}: the cached record {p} is damaged ({why}); recomputing")
         return None
     if rec.get("key") != key or rec.get("status") != "ok":
         return None
-    for sec in rec.get("sections", {}).values():
-        for fig in sec.get("figures", []):
+    for sec in rec["sections"].values():
+        for fig in sec.get("figures") or []:
             if not (out / fig["file"]).is_file():
                 return None
     return rec
@@ -183,7 +255,8 @@ def _error_record(stage: str, status: str, reason: str, key: str, settings: dict
     }
 
 
-def run_report(config: ReportConfig, *, console=None, progress: bool = True, encoder=None) -> ReportResult:
+def run_report(config: ReportConfig, *, console=None, progress: bool = True, encoder=None,
+               json_path: str | Path | None = None, heartbeat: float | None = 60.0) -> ReportResult:
     """Run the selected stages (resuming from ``OUT/stages``) and write the report.
 
     Parameters
@@ -194,7 +267,13 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
     progress : bool, keyword-only
         Show the rich progress bar of the stages.
     encoder : Encoder, optional, keyword-only
-        An already loaded encoder for ``config.model`` (saves loading it again, e.g. in tests).
+        An already loaded encoder for ``config.model`` (saves loading it again, e.g. in tests); it
+        is used at ``config.precision`` (:meth:`~normscope.encoders.base.Encoder.at_precision`).
+    json_path : str or Path, optional, keyword-only
+        Also write summary.json's content here; written as one set with ``OUT/summary.json`` and
+        ``OUT/index.html`` (:func:`normscope._io.output_set`: all three or none).
+    heartbeat : float or None, keyword-only
+        Seconds between ``<stage>: still running`` log lines (None: none).
 
     Returns
     -------
@@ -205,6 +284,10 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
     InputError
         Output directory's parent missing, or bad settings. Stage errors do not raise: they are
         recorded as ``failed`` on the page.
+    OutputError
+        An output place is read-only (checked first), or the disk filled up while writing.
+    ModelError
+        The model cannot be loaded (checked before any stage runs).
     """
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -214,12 +297,18 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
     out = config.out
     if out.exists() and not out.is_dir():
         raise InputError(f"--out exists and is not a directory: {out}")
-    check_output_path(out / "index.html") if out.is_dir() else check_output_path(out)
+    check_output_path(out / "index.html", "-o/--out") if out.is_dir() else check_output_path(out, "-o/--out")
+    if json_path is not None:
+        check_output_path(json_path, "--json")
     out.mkdir(exist_ok=True)
     (out / "stages").mkdir(exist_ok=True)
+    check_output_path(out / "stages" / "x.json", "-o/--out")
 
     ctx = StageContext(config, console)
-    ctx._encoder = encoder
+    ctx._encoder = encoder.at_precision(config.precision) if encoder is not None else None
+    selected = [st for st in STAGES if st in config.only]
+    # the model is loaded before any stage: a bad --model is one line now, and its fingerprint keys the stages
+    fingerprint = ctx.encoder().fingerprint if any(st in MODEL_STAGES for st in selected) else None
     records: dict[str, dict] = {}
     with _data_env(config.data):
         bar = Progress(
@@ -233,78 +322,76 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
             transient=False,
         )
         with bar:
-            selected = [st for st in STAGES if st in config.only]
             task = bar.add_task("", total=len(selected))
             for stage in STAGES:
                 if stage not in config.only:
                     records[stage] = _not_run_record(stage, f"not selected (--only {','.join(config.only)})")
                     continue
                 bar.update(task, description=stage)
-                settings = stage_settings(stage, config)
-                key = settings_key(settings)
-                cached = None if config.force else load_cached(out, stage, key)
-                if cached is not None:
-                    cached["cached"] = True
-                    records[stage] = cached
-                    console.print(f"{stage}: cached ({_stage_path(out, stage)})")
-                    bar.advance(task)
-                    continue
-                func: Callable[[StageContext], dict] = STAGE_FUNCS[stage]
-                ts = time.perf_counter()
-                try:
-                    sections = func(ctx)
-                except StageUnavailable as exc:
-                    rec = _error_record(stage, "unavailable", str(exc), key, settings, time.perf_counter() - ts)
-                except Exception as exc:  # recorded on the page, never hides the rest of the report
-                    msg = f"{type(exc).__name__}: {exc}".splitlines()[0]
-                    rec = _error_record(stage, "failed", msg, key, settings, time.perf_counter() - ts)
-                    rec["traceback"] = traceback.format_exc()
-                    console.print(f"[red]{stage} failed[/]: {msg}")
-                else:
-                    statuses = {s.get("status", "ok") for s in sections.values()}
-                    rec = {
-                        "stage": stage,
-                        "key": key,
-                        "settings": settings,
-                        "status": "ok" if "ok" in statuses else sorted(statuses)[0],
-                        "reason": None,
-                        "seconds": round(time.perf_counter() - ts, 2),
-                        "sections": sections,
-                    }
-                    if rec["status"] != "ok":
-                        rec["reason"] = "; ".join(str(s.get("reason")) for s in sections.values() if s.get("reason"))
-                write_json(rec, _stage_path(out, stage))
-                rec["cached"] = False
-                records[stage] = rec
-                console.print(f"{stage}: {rec['status']} in {rec.get('seconds', 0):.1f} s")
+                records[stage] = _run_stage(stage, ctx, fingerprint, heartbeat)
                 bar.advance(task)
             bar.update(task, description="done")
 
     summary = assemble_summary(config, records)
     summary["what_this_says"] = what_this_says(summary)
     summary["report"]["seconds"] = round(time.perf_counter() - t0, 2)
-    summary_path = write_json(summary, out / "summary.json")
-    index = render_report(summary, records, out / "index.html")
-    _readable(out, records)
+    summary_path, index = out / "summary.json", out / "index.html"
+    with output_set(summary_path, index, json_path, options={json_path: "--json"}) as tmp:
+        write_json(summary, tmp[summary_path])
+        render_report(summary, records, tmp[index])
+        if json_path is not None:
+            write_json(summary, tmp[Path(json_path)])
+    console.print(f"report: written in {fmt_seconds(time.perf_counter() - t0)}")
     return ReportResult(index=index, summary_path=summary_path, summary=summary, records=records,
                         seconds=time.perf_counter() - t0)
 
 
-def _readable(out: Path, records: dict[str, dict]) -> None:
-    """Give the page, summary.json, stage records and figures the usual file mode (0666 & ~umask).
-
-    Atomic writes go through ``tempfile.mkstemp``, which creates files with mode 0600.
-    """
-    umask = os.umask(0)
-    os.umask(umask)
-    files = [out / "index.html", out / "summary.json"] + sorted((out / "stages").glob("*.json"))
-    for rec in records.values():
-        for sec in (rec.get("sections") or {}).values():
-            files += [out / f["file"] for f in sec.get("figures") or []]
-    for f in files:
-        with contextlib.suppress(OSError):
-            if f.is_file():
-                os.chmod(f, 0o666 & ~umask)
+def _run_stage(stage: str, ctx: StageContext, fingerprint, heartbeat: float | None) -> dict:
+    """Run (or load from the stage cache) one stage; its record, with ``cached`` set."""
+    out = ctx.out
+    config = ctx.config
+    console = ctx.console
+    settings = stage_settings(stage, config, fingerprint)
+    key = settings_key(settings)
+    cached = None if config.force else load_cached(out, stage, key, console)
+    if cached is not None:
+        cached["cached"] = True
+        console.print(f"{stage}: cached ({_stage_path(out, stage)})")
+        return cached
+    func: Callable[[StageContext], dict] = STAGE_FUNCS[stage]
+    ts = time.perf_counter()
+    with stage_log(console, stage, heartbeat=heartbeat), quiet_libraries() as noise:
+        try:
+            sections = func(ctx)
+        except StageUnavailable as exc:
+            rec = _error_record(stage, "unavailable", str(exc), key, settings, time.perf_counter() - ts)
+        except OutputError:  # a read-only place or a full disk: every later write would fail too
+            raise
+        except Exception as exc:  # recorded on the page, never hides the rest of the report
+            msg = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            rec = _error_record(stage, "failed", msg, key, settings, time.perf_counter() - ts)
+            rec["traceback"] = traceback.format_exc()
+            console.print(f"[red]{stage} failed[/]: {msg}")
+        else:
+            statuses = {s.get("status", "ok") for s in sections.values()}
+            rec = {
+                "stage": stage,
+                "key": key,
+                "settings": settings,
+                "status": "ok" if "ok" in statuses else sorted(statuses)[0],
+                "reason": None,
+                "seconds": round(time.perf_counter() - ts, 2),
+                "sections": sections,
+            }
+            if rec["status"] != "ok":
+                rec["reason"] = "; ".join(str(s.get("reason")) for s in sections.values() if s.get("reason"))
+    if noise:
+        rec["warnings"] = dedupe(noise)
+    write_json(rec, _stage_path(out, stage))
+    rec["cached"] = False
+    note = f" ({len(rec['warnings'])} library warnings kept in {_stage_path(out, stage)})" if noise else ""
+    console.print(f"{stage}: {rec['status']} in {fmt_seconds(rec.get('seconds') or 0)}{note}")
+    return rec
 
 
 def assemble_summary(config: ReportConfig, records: dict[str, dict]) -> dict:
@@ -316,7 +403,8 @@ def assemble_summary(config: ReportConfig, records: dict[str, dict]) -> dict:
             "normscope_version": __version__,
             "model": config.model,
             "preset": config.preset,
-            "sizes": config.sizes.to_dict() if config.sizes else None,
+            "precision": config.precision,
+            "sizes": sizes_used(config, records),
             "seed": config.seed,
             "device": config.device,
             "stages_run": list(config.only),

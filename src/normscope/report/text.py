@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "fmt",
+    "pct",
     "strength",
     "ci_excludes_zero",
     "correlation_sentence",
@@ -254,6 +255,32 @@ _SIGNAL_WORDS = {
 }
 
 
+def _and_list(items: Sequence[str]) -> str:
+    items = list(items)
+    return (", ".join(items[:-1]) + " and " + items[-1]) if len(items) > 1 else (items[0] if items else "")
+
+
+def _stratified_signal_sentence(name: str, s: dict) -> str:
+    """Sentence of a signal pooled from several sources: per source, then the source-controlled partial."""
+    word = _SIGNAL_WORDS.get(name, name)
+    parts = []
+    for st in s.get("strata") or []:
+        if _num(st.get("spearman")) is None:
+            parts.append(f"{st.get('name')}: not estimated (n = {fmt(st.get('n'))})")
+        else:
+            parts.append(f"{st.get('name')}: \u03c1 = {fmt(st.get('spearman'))}, {_ci_text(st.get('spearman_ci'))}, "
+                         f"n = {fmt(st.get('n'))}")
+    out = (f"The items come from {len(parts)} sources, so the pooled Spearman \u03c1 = {fmt(s.get('spearman'))} "
+           f"({_ci_text(s.get('spearman_ci'))}) mixes them; per source, norm vs {word}: " + "; ".join(parts) + ".")
+    p = s.get("partial_spearman")
+    if isinstance(p, dict) and _num(p.get("rho")) is not None:
+        ctrl = _and_list(p.get("controls") or [])
+        out += " " + correlation_sentence("the raw norm", f"{word} controlling for {ctrl}", p.get("rho"), p.get("ci"),
+                                          p.get("n"), method="partial \u03c1")
+        out += f" Its CI and p-value resample and permute items within each {s.get('by') or 'source'}."
+    return out
+
+
 def semantic_signal_sentences(sec: dict) -> list[str]:
     out = []
     for name, s in (sec.get("result") or {}).items():
@@ -262,31 +289,74 @@ def semantic_signal_sentences(sec: dict) -> list[str]:
         rho, ci, m = _corr_parts(s)
         if rho is None:
             continue
-        sentence = correlation_sentence("the raw norm", _SIGNAL_WORDS.get(name, name), rho, ci, s.get("n"), method=m)
-        p = s.get("partial_spearman")
-        if isinstance(p, dict):
-            prho = p.get("estimate", p.get("rho"))
-            pci = p.get("ci")
-            # the controls actually partialled out (a constant control is dropped by run_correlate)
-            cl = list(p.get("controls") or s.get("controls") or [])
-            ctrl = (", ".join(cl[:-1]) + " and " + cl[-1]) if len(cl) > 1 else (cl[0] if cl else "the controls")
-            ex = ci_excludes_zero(pci)
-            if ex is True:
-                sentence += f" Controlling for {ctrl} it stays {'positive' if _num(prho) > 0 else 'negative'} (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
-            elif ex is False:
-                sentence += f" Controlling for {ctrl}, the CI includes 0 (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
-            elif _num(prho) is not None:
-                sentence += f" Partial \u03c1 controlling for {ctrl} = {fmt(prho)} (no CI)."
+        if s.get("strata"):
+            sentence = _stratified_signal_sentence(name, s)
+        else:
+            sentence = correlation_sentence("the raw norm", _SIGNAL_WORDS.get(name, name), rho, ci, s.get("n"), method=m)
+            p = s.get("partial_spearman")
+            if isinstance(p, dict):
+                prho = p.get("estimate", p.get("rho"))
+                pci = p.get("ci")
+                # the controls actually partialled out (a constant control is dropped by run_correlate)
+                ctrl = _and_list(list(p.get("controls") or s.get("controls") or [])) or "the controls"
+                ex = ci_excludes_zero(pci)
+                if ex is True:
+                    sentence += f" Controlling for {ctrl} it stays {'positive' if _num(prho) > 0 else 'negative'} (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
+                elif ex is False:
+                    sentence += f" Controlling for {ctrl}, the CI includes 0 (partial \u03c1 = {fmt(prho)}, {_ci_text(pci)})."
+                elif _num(prho) is not None:
+                    sentence += f" Partial \u03c1 controlling for {ctrl} = {fmt(prho)} (no CI)."
         dropped = list(s.get("controls_dropped") or [])
         if dropped:
             sentence += (f" {', '.join(dropped).capitalize()} is constant over these items, so it was not"
-                         " controlled" + ("." if isinstance(p, dict) else
+                         " controlled" + ("." if isinstance(s.get("partial_spearman"), dict) else
                                           " and no partial correlation was computed."))
+        nl = s.get("norm_length")
+        if isinstance(nl, dict) and _num(nl.get("spearman")) is not None:
+            unit = "tokens the model saw" if str(nl.get("length", "")).startswith("tokens") else "words"
+            sentence += (f" For comparison, the norm and the length ({unit}) have Spearman \u03c1 = "
+                         f"{fmt(nl.get('spearman'))} ({_ci_text(nl.get('spearman_ci'))}).")
         out.append(sentence)
     return out
 
 
+def similarity_sentences(sec: dict) -> list[str]:
+    """Norm-aware similarity on human-rated pairs: each scorer's Spearman gain over cosine, by its paired CI."""
+    res = sec.get("result") or {}
+    scorers = res.get("scorers") or {}
+    cos = _num(_get(scorers, "cosine", "spearman"))
+    if cos is None:
+        return []
+    fit = res.get("fit") or {}
+    out = [f"On {fmt(res.get('n_pairs'))} evaluated pairs, cosine similarity has Spearman \u03c1 = {fmt(cos)} "
+           f"({_ci_text(_get(scorers, 'cosine', 'spearman_ci'))}) with the human scores; parameters were fitted on "
+           f"{fmt(fit.get('n_pairs'))} other pairs ({fit.get('source', 'fit pairs')})."]
+    for name, s in scorers.items():
+        if name == "cosine" or not isinstance(s, dict) or _num(s.get("delta_spearman")) is None:
+            continue
+        d, ci = _num(s.get("delta_spearman")), s.get("delta_ci")
+        par = f"{s.get('param_name')} = {fmt(s.get('param'))}, " if s.get("param_name") else ""
+        stats = f"\u0394\u03c1 = {fmt(d)}, paired {_ci_text(ci)}"
+        ex = ci_excludes_zero(ci)
+        if ex is None:
+            out.append(f"{name} ({par}{stats}): no CI, so no claim about the difference.")
+        elif not ex:
+            out.append(f"For {name} ({par}{stats}) the CI includes 0: no evidence of a difference from cosine.")
+        else:
+            verb = "improves on" if d > 0 else "is worse than"
+            out.append(f"{name} {verb} cosine ({par}{stats}); the CI excludes 0.")
+    return out
+
+
+def pct(x) -> str:
+    """A fraction as a signed percentage for prose: ``+0.17 %``, ``\u22122.65 %``; ``n/a`` for None/NaN."""
+    v = _num(x)
+    return "n/a" if v is None else f"{100 * v:+.2f} %".replace("-", "\u2212")
+
+
 def retrieval_sentences(sec: dict) -> list[str]:
+    """One sentence per norm-aware scorer (its nDCG@10 difference to cosine, chosen by whether the paired CI over
+    queries excludes 0), and one on the pre-specified strata (Holm-corrected)."""
     res = sec.get("result") or {}
     scorers = res.get("scorers") or {}
     base = _num(_get(scorers, "cosine", "ndcg@10"))
@@ -294,45 +364,74 @@ def retrieval_sentences(sec: dict) -> list[str]:
     for name, s in scorers.items():
         if name == "cosine" or not isinstance(s, dict):
             continue
-        nd = _num(s.get("ndcg@10"))
-        p = _num(s.get("p_value", s.get("p_value_vs_cosine")))
+        nd, d, p = _num(s.get("ndcg@10")), _num(s.get("delta")), _num(s.get("p_value"))
         if nd is None or base is None:
             continue
-        d = nd - base
-        if p is None:
-            out.append(f"Scorer {name}: nDCG@10 {fmt(nd)} vs cosine {fmt(base)} (\u0394 {fmt(d)}; no test).")
-        elif p < 0.05:
+        d = nd - base if d is None else d
+        ci = s.get("delta_ci")
+        how = f" ({s.get('param_name')} fixed at {fmt(s.get('param'))}, not fitted)" if s.get("param_source") == "fixed (not fitted)" else ""
+        stats = (f"{fmt(nd)} vs {fmt(base)}, \u0394 {fmt(d)}, {_ci_text(ci)} over queries, relative {pct(s.get('relative'))}"
+                 + (f", paired p = {fmt(p)}" if p is not None else ""))
+        ex = ci_excludes_zero(ci)
+        if ex is None:
+            out.append(f"Scorer {name}{how}: nDCG@10 {stats}; no CI, so no claim about the sign.")
+        elif ex:
             verb = "improves" if d > 0 else "lowers"
-            out.append(f"The {name} scorer {verb} test nDCG@10 over cosine ({fmt(nd)} vs {fmt(base)}, \u0394 {fmt(d)}, "
-                       f"paired p = {fmt(p)} < 0.05).")
+            out.append(f"The {name} scorer{how} {verb} test nDCG@10 over cosine ({stats}); the CI excludes 0.")
         else:
-            out.append(f"The {name} scorer gives no significant difference from cosine on test nDCG@10 "
-                       f"({fmt(nd)} vs {fmt(base)}, \u0394 {fmt(d)}, paired p = {fmt(p)}).")
+            out.append(f"For the {name} scorer{how} the CI of the nDCG@10 difference to cosine includes 0: no evidence "
+                       f"of a difference ({stats}).")
+    for name, rows in (_get(res, "strata", "scorers", default={}) or {}).items():
+        if name != "inverse_norm" or not rows:
+            continue
+        sig = [r for r in rows if _num(r.get("p_holm")) is not None and r["p_holm"] < 0.05]
+        if sig:
+            listed = "; ".join(f"{r['stratifier']} Q{r['quartile']}: \u0394 {fmt(r['mean_delta'])} ({pct(r['relative'])}, "
+                               f"Holm p = {fmt(r['p_holm'])})" for r in sig)
+            out.append(f"In the pre-specified strata (quartiles of query norm, query word frequency and top-1 document "
+                       f"norm), {len(sig)} of {len(rows)} differ from cosine after Holm correction: {listed}.")
+        else:
+            ps = [_num(r.get("p_holm")) for r in rows if _num(r.get("p_holm")) is not None]
+            out.append(f"In none of the {len(rows)} pre-specified strata (quartiles of query norm, query word frequency "
+                       "and top-1 document norm) does inverse_norm differ from cosine after Holm correction"
+                       + (f" (smallest adjusted p = {fmt(min(ps))})." if ps else "."))
     return out
 
 
 def calibration_sentences(sec: dict) -> list[str]:
+    """One sentence per confidence signal, chosen by whether the AUROC CI (bootstrap over queries) excludes 0.5.
+
+    Raw signals are judged by ``auroc_raw`` (the signal in its pre-specified direction), learned ones by ``auroc``.
+    """
     res = sec.get("result") or {}
-    cis = _get(sec, "derived", "auroc_bootstrap_ci", default={}) or {}
     out = []
     for name, c in res.items():
         if not isinstance(c, dict):
             continue
-        auc = _num(c.get("auroc"))
+        if c.get("status", "ok") != "ok":
+            out.append(f"{name}: not computed ({c.get('reason')}).")
+            continue
+        raw = _num(c.get("auroc_raw")) is not None
+        auc = _num(c.get("auroc_raw") if raw else c.get("auroc"))
         if auc is None:
             continue
-        ci = c.get("auroc_ci", _get(cis, name, "auroc_ci"))
+        ci = c.get("auroc_raw_ci") if raw else c.get("auroc_ci")
+        mapped = (c.get("fit") or {}).get("mapping") == "platt"
+        cal = f"; calibrated map AUROC {fmt(c.get('auroc'))}" if mapped and _num(c.get("auroc")) is not None else ""
+        flag = (_get(c, "ece_bins", "flag") or "")
+        ece_txt = f"; ECE {fmt(c.get('ece'))}" + (f" ({flag})" if flag else "") if _num(c.get("ece")) is not None else ""
         if isinstance(ci, (list, tuple)) and len(ci) == 2 and _num(ci[0]) is not None:
             lo, hi = _num(ci[0]), _num(ci[1])
+            stats = f"AUROC {fmt(auc)}, 95% CI {fmt(lo)} to {fmt(hi)}{cal}{ece_txt}"
             if lo > 0.5:
-                out.append(f"{name} predicts a relevant top-1 better than chance (AUROC {fmt(auc)}, 95% CI {fmt(lo)} to {fmt(hi)}).")
+                out.append(f"{name} predicts a relevant top-1 better than chance ({stats}).")
             elif hi < 0.5:
-                out.append(f"{name} ranks relevant top-1 results below chance (AUROC {fmt(auc)}, 95% CI {fmt(lo)} to {fmt(hi)}): it signals errors inversely.")
+                out.append(f"{name} ranks relevant top-1 results below chance in its pre-specified direction ({stats}): "
+                           "it works the other way round.")
             else:
-                out.append(f"For {name} the AUROC CI includes 0.5: no evidence that it predicts a relevant top-1 "
-                           f"(AUROC {fmt(auc)}, 95% CI {fmt(lo)} to {fmt(hi)}).")
+                out.append(f"For {name} the AUROC CI includes 0.5: no evidence that it predicts a relevant top-1 ({stats}).")
         else:
-            out.append(f"{name}: AUROC {fmt(auc)} for a relevant top-1 (0.5 = chance; no CI, so no claim).")
+            out.append(f"{name}: AUROC {fmt(auc)} for a relevant top-1 (0.5 = chance; no CI, so no claim){ece_txt}.")
     return out
 
 
@@ -341,6 +440,7 @@ _SECTION_TEXT = {
     "equilibrium_theory": equilibrium_sentences,
     "training_lab": training_lab_sentences,
     "semantic_signals": semantic_signal_sentences,
+    "similarity": similarity_sentences,
     "retrieval": retrieval_sentences,
     "calibration": calibration_sentences,
 }

@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from normscope.errors import InputError
-from normscope.retrieval.scoring import PARAM_NAMES, check_scorer, fold_documents, fold_queries, validate_param
-from normscope.retrieval.search import FoldedIndex, _check_ids
+from normscope.retrieval.scoring import PARAM_NAMES, check_scorer, fold_documents, fold_queries, pair_dot, validate_param
+from normscope.retrieval.search import _check_ids, order_run
 
 __all__ = ["ANN_KINDS", "AnnParams", "FoldedAnnIndex", "build_ann_index", "check_index_out", "compare_with_exact",
            "recall_at_k", "time_exact"]
@@ -125,11 +125,16 @@ def _chunks(vectors, rows: int) -> Iterator[tuple[list[str] | None, np.ndarray]]
         yield None, np.asarray(vectors[s : s + rows], dtype=np.float32)
 
 
-class FoldedAnnIndex(FoldedIndex):
+_SLACK = 8  # candidates beyond k, so ties at rank k are ordered by the tie rule among them
+
+
+class FoldedAnnIndex:
     """An approximate (HNSW, IVF) or exact (flat) faiss index over folded document vectors.
 
     Build one with :func:`build_ann_index`, or :meth:`load` a saved one. :meth:`search` returns
-    runs in the format and tie order of :meth:`FoldedIndex.search`.
+    runs in the format of :meth:`normscope.retrieval.search.FoldedIndex.search`: candidates found by
+    faiss, scored by :func:`~normscope.retrieval.scoring.pair_dot` of the folded float32 vectors
+    (reconstructed from the index) and ordered by :data:`~normscope.retrieval.search.TIE_RULE`.
 
     Attributes
     ----------
@@ -148,7 +153,10 @@ class FoldedAnnIndex(FoldedIndex):
         self.index = index
         self.doc_ids = _check_ids(doc_ids, int(index.ntotal), "document")
         self.scorer, self.param, self.params, self.fingerprint = scorer, param, params, fingerprint
-        self.vectors = None  # the folded vectors live in the faiss index only
+        if params.kind == "ivf":  # reconstruct() of candidates needs the id -> list map (8 bytes a vector)
+            import faiss
+
+            faiss.extract_index_ivf(index).make_direct_map()
 
     @property
     def dim(self) -> int:
@@ -195,10 +203,27 @@ class FoldedAnnIndex(FoldedIndex):
 
         Returns
         -------
-        dict of {qid: {docid: float score}}, inner dicts in rank order.
+        dict of {qid: {docid: float score}}
+            Inner dicts in rank order (score, then document id, descending); at most ``k`` documents
+            (fewer when an IVF search finds fewer candidates).
+
+        Raises
+        ------
+        InputError
+            ``k < 1``, ids of the wrong number or duplicated, bad search settings.
         """
-        self.set_search(ef_search, nprobe)
-        return super().search(Q, query_ids, k)
+        Qf = fold_queries(Q, self.scorer)
+        query_ids = _check_ids(query_ids, Qf.shape[0], "query")
+        if k < 1:
+            raise InputError(f"k must be >= 1, got {k}")
+        k = min(int(k), len(self.doc_ids))
+        _, I = self.search_folded(Qf, min(len(self.doc_ids), k + _SLACK), ef_search=ef_search, nprobe=nprobe)
+        run = {}
+        for q, qf, cand in zip(query_ids, Qf, I):
+            cand = cand[cand >= 0]
+            scores = pair_dot(self.index.reconstruct_batch(cand), qf[None, :]) if cand.size else []
+            run[q] = {self.doc_ids[i]: float(s) for i, s in zip(cand, scores)}
+        return {q: dict(list(docs.items())[:k]) for q, docs in order_run(run).items()}
 
     def search_folded(self, Qf: np.ndarray, k: int, *, ef_search: int | None = None,
                       nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -2,13 +2,17 @@
 
 Directory layout (Thakur et al., BEIR, NeurIPS 2021 datasets track)::
 
-    DIR/corpus.jsonl[.gz]     {"_id", "title", "text", ...} one object per line
-    DIR/queries.jsonl[.gz]    {"_id", "text", ...}
-    DIR/qrels/{split}.tsv     header "query-id<TAB>corpus-id<TAB>score", then rows
+    DIR/corpus.jsonl[.gz]        {"_id", "title", "text", ...} one object per line
+    DIR/queries.jsonl[.gz]       {"_id", "text", ...}
+    DIR/qrels/{split}.tsv[.gz]   header "query-id<TAB>corpus-id<TAB>score", then rows
 
-CRLF line endings are tolerated everywhere. Document text is ``title + " " + text``
-stripped (the BEIR / sentence-transformers convention); a document without title is
-its text.
+Every file is read by :func:`normscope.inputs.read_text` and split by
+:func:`normscope.inputs.split_lines`, the reader of ``normscope embed``: a UTF-8 byte-order
+mark, CRLF line endings and gzip are handled the same way in both, and a corrupt or truncated
+``.gz`` is a one-line :class:`DataError` naming the file. Document text is ``title + " " + text``
+stripped (the BEIR / sentence-transformers convention); a document without title is its text.
+The original TREC-style NFCorpus release is converted to this layout by
+:func:`normscope.retrieval.trec.convert_trec` (``normscope beir-convert``).
 
 Problems in the data are either errors (:class:`DataError`, naming the file, line or
 id: empty corpus, duplicate ids, malformed lines, a missing split) or warnings
@@ -19,8 +23,6 @@ without text or without any relevant document; such queries are excluded).
 from __future__ import annotations
 
 import dataclasses
-import gzip
-import io
 import json
 import os
 import warnings
@@ -28,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from normscope.errors import DataError, InputError
+from normscope.inputs import join_title, read_text, split_lines
 
 __all__ = ["BeirDataset", "SplitQueries", "load_beir", "load_beir_hub", "load_qrels", "doc_text", "BeirDataWarning", "load_dataset_any"]
 
@@ -37,10 +40,8 @@ class BeirDataWarning(UserWarning):
 
 
 def doc_text(doc: Mapping) -> str:
-    """``title + " " + text``, stripped (BEIR / sentence-transformers convention)."""
-    title = str(doc.get("title") or "")
-    text = str(doc.get("text") or "")
-    return (title + " " + text).strip() if title else text.strip()
+    """``title + " " + text``, stripped (BEIR / sentence-transformers convention; :func:`normscope.inputs.join_title`)."""
+    return join_title(doc.get("title"), doc.get("text") or "")
 
 
 @dataclasses.dataclass
@@ -83,6 +84,8 @@ class BeirDataset:
         ``title + " " + text`` per document.
     queries : dict of {qid: text}
     qrels : dict of {split: {qid: {docid: int}}}
+    doc_titles : list of str, length n_docs
+        The ``title`` field of each document ("" when absent), for display.
     """
 
     name: str
@@ -90,6 +93,7 @@ class BeirDataset:
     doc_texts: list[str]
     queries: dict[str, str]
     qrels: dict[str, dict[str, dict[str, int]]]
+    doc_titles: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def splits(self) -> list[str]:
@@ -145,12 +149,6 @@ class BeirDataset:
         )
 
 
-def _open_text(path: Path):
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline=None)
-    return open(path, encoding="utf-8", newline=None)  # universal newlines: CRLF tolerated
-
-
 def _find(directory: Path, stem: str) -> Path | None:
     for name in (f"{stem}.jsonl", f"{stem}.jsonl.gz"):
         if (directory / name).is_file():
@@ -159,22 +157,37 @@ def _find(directory: Path, stem: str) -> Path | None:
 
 
 def _read_jsonl(path: Path) -> Iterable[tuple[int, dict]]:
-    with _open_text(path) as f:
-        for lineno, line in enumerate(f, start=1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
-            if not isinstance(obj, dict) or "_id" not in obj:
-                raise DataError(f"{path}:{lineno}: expected an object with an '_id' field")
-            yield lineno, obj
+    for lineno, line in enumerate(split_lines(read_text(path, error=DataError)), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
+        if not isinstance(obj, dict) or "_id" not in obj:
+            raise DataError(f"{path}:{lineno}: expected an object with an '_id' field")
+        yield lineno, obj
+
+
+def _qrels_files(qdir: Path) -> dict[str, Path]:
+    """``{split: path}`` of ``qrels/{split}.tsv`` and ``qrels/{split}.tsv.gz`` (DataError when both exist)."""
+    out: dict[str, Path] = {}
+    if not qdir.is_dir():
+        return out
+    for p in sorted(qdir.iterdir()):
+        name = p.name
+        split = name[: -len(".tsv.gz")] if name.endswith(".tsv.gz") else name[: -len(".tsv")] if name.endswith(".tsv") else None
+        if split is None or not p.is_file():
+            continue
+        if split in out:
+            raise DataError(f"{qdir}: both {out[split].name} and {name} exist; keep one")
+        out[split] = p
+    return out
 
 
 def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
-    """Read a BEIR qrels TSV (``query-id, corpus-id, score``, optional header; CRLF ok).
+    """Read a BEIR qrels TSV (``query-id, corpus-id, score``, optional header; CRLF, BOM, ``.gz`` ok).
 
     Four-column TREC qrels (``qid iteration docid rel``, whitespace separated) are also read.
 
@@ -189,8 +202,8 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     Raises
     ------
     DataError
-        Missing file, a malformed row (line number named), or the same (qid, docid)
-        judged twice with different scores. Identical repeated rows are merged with a
+        Missing file, a corrupt ``.gz``, non-UTF-8 bytes, a malformed row (line number named), or the
+        same (qid, docid) judged twice with different scores. Identical repeated rows are merged with a
         :class:`BeirDataWarning`.
     """
     path = Path(path)
@@ -198,29 +211,27 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
         raise DataError(f"qrels file not found: {path}")
     qrels: dict[str, dict[str, int]] = {}
     repeats = 0
-    with open(path, encoding="utf-8", newline=None) as f:
-        for lineno, line in enumerate(f, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
+    for lineno, line in enumerate(split_lines(read_text(path, error=DataError)), start=1):
+        if not line.strip():
+            continue
+        parts = line.split("\t") if "\t" in line else line.split()
+        if len(parts) == 4:
+            parts = [parts[0], parts[2], parts[3]]
+        if len(parts) != 3:
+            raise DataError(f"{path}:{lineno}: expected 3 tab-separated fields (query-id, corpus-id, score), got {len(parts)}")
+        q, d, s = (p.strip() for p in parts)
+        try:
+            rel = int(float(s))
+        except ValueError:
+            if lineno == 1:  # header
                 continue
-            parts = line.split("\t") if "\t" in line else line.split()
-            if len(parts) == 4:
-                parts = [parts[0], parts[2], parts[3]]
-            if len(parts) != 3:
-                raise DataError(f"{path}:{lineno}: expected 3 tab-separated fields (query-id, corpus-id, score), got {len(parts)}")
-            q, d, s = (p.strip() for p in parts)
-            try:
-                rel = int(float(s))
-            except ValueError:
-                if lineno == 1:  # header
-                    continue
-                raise DataError(f"{path}:{lineno}: score '{s}' is not a number") from None
-            prev = qrels.setdefault(q, {}).get(d)
-            if prev is not None:
-                if prev != rel:
-                    raise DataError(f"{path}:{lineno}: query '{q}' judges document '{d}' twice with scores {prev} and {rel}")
-                repeats += 1
-            qrels[q][d] = rel
+            raise DataError(f"{path}:{lineno}: score '{s}' is not a number") from None
+        prev = qrels.setdefault(q, {}).get(d)
+        if prev is not None:
+            if prev != rel:
+                raise DataError(f"{path}:{lineno}: query '{q}' judges document '{d}' twice with scores {prev} and {rel}")
+            repeats += 1
+        qrels[q][d] = rel
     if repeats:
         warnings.warn(f"{path}: {repeats} repeated identical judgement row(s) merged", BeirDataWarning, stacklevel=2)
     return qrels
@@ -229,6 +240,7 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
 def _build(name: str, docs: Iterable[tuple[str, dict]], queries: Iterable[tuple[str, dict]], qrels: dict) -> BeirDataset:
     doc_ids: list[str] = []
     doc_texts: list[str] = []
+    doc_titles: list[str] = []
     seen: set[str] = set()
     for where, obj in docs:
         did = str(obj["_id"])
@@ -237,6 +249,7 @@ def _build(name: str, docs: Iterable[tuple[str, dict]], queries: Iterable[tuple[
         seen.add(did)
         doc_ids.append(did)
         doc_texts.append(doc_text(obj))
+        doc_titles.append(str(obj.get("title") or "").strip())
     if not doc_ids:
         raise DataError(f"dataset '{name}': the corpus is empty")
     qmap: dict[str, str] = {}
@@ -245,7 +258,7 @@ def _build(name: str, docs: Iterable[tuple[str, dict]], queries: Iterable[tuple[
         if qid in qmap:
             raise DataError(f"{where}: duplicate query id '{qid}'")
         qmap[qid] = str(obj.get("text") or "").strip()
-    return BeirDataset(name=name, doc_ids=doc_ids, doc_texts=doc_texts, queries=qmap, qrels=qrels)
+    return BeirDataset(name=name, doc_ids=doc_ids, doc_texts=doc_texts, queries=qmap, qrels=qrels, doc_titles=doc_titles)
 
 
 def load_beir(path: str | Path, *, splits: Iterable[str] | None = None) -> BeirDataset:
@@ -254,9 +267,9 @@ def load_beir(path: str | Path, *, splits: Iterable[str] | None = None) -> BeirD
     Parameters
     ----------
     path : str or Path
-        Directory with ``corpus.jsonl[.gz]``, ``queries.jsonl[.gz]`` and ``qrels/*.tsv``.
+        Directory with ``corpus.jsonl[.gz]``, ``queries.jsonl[.gz]`` and ``qrels/*.tsv[.gz]``.
     splits : iterable of str, keyword-only
-        Qrels splits to read (default: every ``qrels/*.tsv``).
+        Qrels splits to read (default: every ``qrels/*.tsv[.gz]``).
 
     Returns
     -------
@@ -265,8 +278,8 @@ def load_beir(path: str | Path, *, splits: Iterable[str] | None = None) -> BeirD
     Raises
     ------
     DataError
-        Missing directory or file, empty corpus, duplicate ids, malformed lines,
-        a requested split without a qrels file.
+        Missing directory or file, empty corpus, duplicate ids, malformed lines, a corrupt ``.gz``,
+        non-UTF-8 bytes, a requested split without a qrels file.
     """
     path = Path(path)
     if not path.is_dir():
@@ -274,16 +287,17 @@ def load_beir(path: str | Path, *, splits: Iterable[str] | None = None) -> BeirD
     corpus = _find(path, "corpus")
     queries = _find(path, "queries")
     if corpus is None:
-        raise DataError(f"{path}: no corpus.jsonl or corpus.jsonl.gz")
+        hint = " (a TREC-style release? convert it with: normscope beir-convert SRC OUT)" if any(path.glob("*.docs")) else ""
+        raise DataError(f"{path}: no corpus.jsonl or corpus.jsonl.gz{hint}")
     if queries is None:
         raise DataError(f"{path}: no queries.jsonl or queries.jsonl.gz")
-    qdir = path / "qrels"
-    available = sorted(p.stem for p in qdir.glob("*.tsv")) if qdir.is_dir() else []
+    files = _qrels_files(path / "qrels")
+    available = sorted(files)
     wanted = list(splits) if splits is not None else available
     for s in wanted:
-        if s not in available:
+        if s not in files:
             raise DataError(f"{path}: no qrels/{s}.tsv (available splits: {', '.join(available) or 'none'})")
-    qrels = {s: load_qrels(qdir / f"{s}.tsv") for s in wanted}
+    qrels = {s: load_qrels(files[s]) for s in wanted}
     return _build(
         path.name,
         ((f"{corpus}:{n}", o) for n, o in _read_jsonl(corpus)),
@@ -352,7 +366,8 @@ def load_beir_hub(name: str, *, splits: Iterable[str] = ("train", "test")) -> Be
 
 
 def load_dataset_any(spec: str | Path, *, splits: Iterable[str] | None = None) -> BeirDataset:
-    """A BEIR directory, or a hub dataset when ``spec`` starts with ``hf:``.
+    """A BEIR directory, ``scifact`` / ``nfcorpus`` (:func:`normscope.data.data_path`), or a hub dataset
+    when ``spec`` starts with ``hf:``.
 
     Raises
     ------
@@ -361,6 +376,10 @@ def load_dataset_any(spec: str | Path, *, splits: Iterable[str] | None = None) -
     s = str(spec)
     if s.startswith("hf:"):
         return load_beir_hub(s, splits=tuple(splits) if splits is not None else ("train", "dev", "test"))
+    if s in ("scifact", "nfcorpus") and not Path(s).exists():
+        from normscope.data import data_path
+
+        s = str(data_path(s))  # a data folder's copy, else fetched (normscope data fetch NAME)
     if not Path(s).exists():
-        raise InputError(f"dataset not found: {s} (a BEIR directory, or hf:BeIR/<name> for the hub)")
+        raise InputError(f"dataset not found: {s} (a BEIR directory, scifact or nfcorpus, or hf:BeIR/<name> for the hub)")
     return load_beir(s, splits=splits)

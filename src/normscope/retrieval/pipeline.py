@@ -1,81 +1,91 @@
 """``run_retrieval``: the norm-aware retrieval and calibration study on one BEIR dataset.
 
-The entry point behind ``normscope retrieval`` (same summary dict as ``--json``), and the
-figure functions :func:`plot_reliability` and :func:`plot_risk_coverage`.
+The entry point behind ``normscope retrieval``; it returns a :class:`RetrievalResult` whose
+``to_dict()`` is the ``--json`` summary and whose ``items`` table is the ``-o`` parquet.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import time
 import warnings
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 
-from normscope.errors import InputError
+from normscope.errors import DataError, InputError
 from normscope.retrieval.beir import BeirDataset, SplitQueries, load_dataset_any
-from normscope.retrieval.calibration import N_BINS, SIGNALS, fit_predict_signals, query_signals, score_signal
-from normscope.retrieval.evaluate import METRICS, compare_to_baseline, default_grid, fit_parameter, per_query_scores
-from normscope.retrieval.scoring import NEUTRAL_PARAM, PARAM_NAMES, SCORERS, check_scorer
-from normscope.retrieval.search import FoldedIndex, run_to_frame
+from normscope.retrieval.calibration import N_BINS
+from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
+from normscope.retrieval.evaluate import METRICS, RELEVANCE, compare_to_baseline, default_grid, fit_parameter, per_query_scores
+from normscope.retrieval.result import RetrievalResult
+from normscope.retrieval.scoring import NEUTRAL_PARAM, PARAM_NAMES, SCORERS, check_scorer, validate_param
+from normscope.retrieval.search import TIE_RULE, FoldedIndex, run_to_frame
+from normscope.retrieval.strata import quartiles, query_zipf, strata_study
 
-__all__ = ["run_retrieval", "plot_reliability", "plot_risk_coverage", "embed_texts"]
+__all__ = ["run_retrieval", "N_FOLDS"]
 
 N_FOLDS = 5
 
 
-def embed_texts(encoder, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
-    """Raw vectors of ``texts`` through the embedding cache when available.
+class _Phases:
+    """Start and end lines with elapsed time (so a redirected log is never silent), and the timings."""
 
-    Uses ``normscope.encoders.cache.encode_cached`` (content-addressed cache of the
-    foundation) if that module exists, else ``encoder.encode``.
+    def __init__(self, show: bool):
+        self.timings: dict[str, float] = {}
+        self.console = None
+        if show:
+            from rich.console import Console
 
-    Returns
-    -------
-    ndarray of shape (len(texts), d), float32
-    """
-    try:
-        from normscope.encoders.cache import encode_cached
-    except ImportError:
-        encode_cached = None
-    if encode_cached is not None:
-        out = encode_cached(encoder, list(texts), batch_size=batch_size, progress=progress)
-    else:
-        out = encoder.encode(list(texts), batch_size=batch_size, progress=progress)
-    return np.ascontiguousarray(np.asarray(out, dtype=np.float32))
+            self.console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+    def __call__(self, name: str, detail: str = ""):
+        import contextlib
+
+        @contextlib.contextmanager
+        def phase():
+            if self.console is not None:
+                self.console.print(f"retrieval: {name}{f' ({detail})' if detail else ''} ...")
+            t0 = time.perf_counter()
+            yield
+            dt = time.perf_counter() - t0
+            self.timings[name] = round(dt, 3)
+            if self.console is not None:
+                self.console.print(f"retrieval: {name} done in {dt:.1f} s")
+
+        return phase()
+
+
+def _sorted_split(sq: SplitQueries) -> SplitQueries:
+    """Queries in id order: every later step (folds, subsamples, bootstraps) then ignores the input order."""
+    order = sorted(range(len(sq.query_ids)), key=sq.query_ids.__getitem__)
+    ids = [sq.query_ids[i] for i in order]
+    return dataclasses.replace(sq, query_ids=ids, texts=[sq.texts[i] for i in order], qrels={q: sq.qrels[q] for q in ids})
 
 
 def _subsample_queries(sq: SplitQueries, n: int | None, rng: np.random.Generator) -> SplitQueries:
     if n is None or n >= len(sq.query_ids):
         return sq
-    if n < 1:
-        raise InputError(f"max_queries must be >= 1, got {n}")
     keep = np.sort(rng.choice(len(sq.query_ids), size=n, replace=False))
     ids = [sq.query_ids[i] for i in keep]
-    counts = dict(sq.counts)
-    counts["subsampled_out"] = len(sq.query_ids) - n
-    counts["evaluated"] = n
+    counts = dict(sq.counts, subsampled_out=len(sq.query_ids) - n, evaluated=n)
     return SplitQueries(sq.split, ids, [sq.texts[i] for i in keep], {q: sq.qrels[q] for q in ids}, counts)
 
 
-def _subsample_docs(ds: BeirDataset, splits: Sequence[SplitQueries], n: int | None, rng) -> tuple[list[str], list[str], dict]:
+def _subsample_docs(ds: BeirDataset, splits: Sequence[SplitQueries], n: int | None, rng) -> tuple[list[int], dict]:
+    """Positions of the kept documents (in id order) and the subsampling record."""
+    by_id = sorted(range(len(ds.doc_ids)), key=ds.doc_ids.__getitem__)
     if n is None or n >= len(ds.doc_ids):
-        return ds.doc_ids, ds.doc_texts, {"n_docs": len(ds.doc_ids), "subsampled": False}
-    if n < 2:
-        raise InputError(f"max_docs must be >= 2, got {n}")
+        return by_id, {"n_docs": len(ds.doc_ids), "subsampled": False}
     pos = {d: i for i, d in enumerate(ds.doc_ids)}
-    rel = sorted({pos[d] for sq in splits for q in sq.qrels.values() for d, v in q.items() if v > 0 and d in pos})
-    rest = np.setdiff1d(np.arange(len(ds.doc_ids)), rel)
+    rel = {pos[d] for sq in splits for q in sq.qrels.values() for d, v in q.items() if v >= 1 and d in pos}
+    rest = [i for i in by_id if i not in rel]
     n_fill = max(0, n - len(rel))
-    fill = rng.choice(rest, size=min(n_fill, rest.size), replace=False) if n_fill else np.zeros(0, dtype=int)
-    keep = np.sort(np.concatenate([np.asarray(rel, dtype=int), fill.astype(int)]))
-    info = {
-        "n_docs": int(keep.size),
-        "subsampled": True,
-        "rule": "every document relevant to a kept query, plus a seeded random sample of the others up to max_docs",
-        "n_relevant_kept": len(rel),
-    }
-    return [ds.doc_ids[i] for i in keep], [ds.doc_texts[i] for i in keep], info
+    fill = [rest[j] for j in rng.choice(len(rest), size=min(n_fill, len(rest)), replace=False)] if n_fill else []
+    keep = sorted(rel | set(fill), key=ds.doc_ids.__getitem__)
+    return keep, {"n_docs": len(keep), "subsampled": True, "n_relevant_kept": len(rel),
+                  "rule": "every document relevant to a kept query, plus a seeded random sample of the others up to max_docs"}
 
 
 def _resolve_fit_split(ds: BeirDataset, fit_split: str | None, split: str) -> tuple[str, str]:
@@ -93,18 +103,50 @@ def _resolve_fit_split(ds: BeirDataset, fit_split: str | None, split: str) -> tu
                 return "split", alt
         warnings.warn(f"no train or dev split: {N_FOLDS}-fold cross-validation on '{split}'", UserWarning, stacklevel=3)
         return "cv", split
-    from normscope.errors import DataError
-
     raise DataError(f"dataset '{ds.name}' has no qrels split '{fit_split}' (available: {', '.join(ds.splits)})")
 
 
-def _fit_and_search(scorer, Qfit, fit_ids, fit_qrels, D, doc_ids, Qev, ev_ids, k, grid=None):
-    if PARAM_NAMES[scorer] is None:
-        param, curve = None, []
-    else:
-        param, curve = fit_parameter(scorer, Qfit, D, query_ids=fit_ids, doc_ids=doc_ids, qrels=fit_qrels, grid=grid)
-    run = FoldedIndex(D, doc_ids, scorer, param).search(Qev, ev_ids, k=k)
-    return param, curve, run
+def _check_params(params: Mapping[str, float] | None, scorers: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for s, p in (params or {}).items():
+        check_scorer(s)
+        if PARAM_NAMES[s] is None:
+            raise InputError(f"scorer '{s}' takes no parameter")
+        if s not in scorers:
+            raise InputError(f"a fixed {PARAM_NAMES[s]} was given but scorer '{s}' is not run")
+        if p is None or not math.isfinite(float(p)):
+            raise InputError(f"{s}: {PARAM_NAMES[s]}={p} is not finite")
+        out[s] = float(p)
+    return out
+
+
+def _embed(encoder, texts, ids, *, junk, what, batch_size, progress):
+    from normscope.encoders.embed import embed_texts
+
+    return embed_texts(texts, ids, encoder=encoder, junk=junk, what=what, batch_size=batch_size, progress=progress)
+
+
+def _drop_junk(sq: SplitQueries, table) -> SplitQueries:
+    if not table.junk:
+        return dataclasses.replace(sq, counts=dict(sq.counts, excluded_junk=0))
+    bad = set(table.junk.ids)
+    ids = [q for q in sq.query_ids if q not in bad]
+    if not ids:
+        raise DataError(f"every evaluable query of '{sq.split}' is junk")
+    texts = dict(zip(sq.query_ids, sq.texts))
+    counts = dict(sq.counts, excluded_junk=len(bad), evaluated=len(ids))
+    return SplitQueries(sq.split, ids, [texts[q] for q in ids], {q: sq.qrels[q] for q in ids}, counts)
+
+
+def _junk_entry(tables: Mapping[str, object]) -> dict:
+    ids, reasons, by = [], {}, {}
+    for split, t in tables.items():
+        d = t.junk.to_dict()
+        by[split] = d["count"]
+        ids += [i for i in d["ids"] if i not in ids]
+        for r, c in d["reasons"].items():
+            reasons[r] = reasons.get(r, 0) + c
+    return {"count": len(ids), "ids": ids, "reasons": reasons, "by_split": by}
 
 
 def run_retrieval(
@@ -115,6 +157,10 @@ def run_retrieval(
     scorers: Sequence[str] = SCORERS,
     fit_split: str | None = "train",
     split: str = "test",
+    params: Mapping[str, float] | None = None,
+    relevance: str = "graded",
+    ignore_identical_ids: bool = True,
+    junk: str = "drop",
     max_docs: int | None = None,
     max_queries: int | None = None,
     seed: int = 0,
@@ -122,17 +168,21 @@ def run_retrieval(
     k: int = 100,
     batch_size: int = 64,
     n_permutations: int = 10000,
+    n_boot: int = 1000,
     device: str = "cpu",
     grids: Mapping[str, Sequence[float]] | None = None,
-):
-    """Norm-aware retrieval and confidence calibration on a BEIR dataset.
+) -> RetrievalResult:
+    """Norm-aware retrieval, where its gain lies, and confidence calibration on a BEIR dataset.
 
-    Steps: load the dataset; embed documents (``title + " " + text``) and queries with
-    raw vectors; for each scorer fit its parameter (``alpha`` / ``beta``) by grid search
-    maximising nDCG@10 on ``fit_split`` queries (never on ``split``); exact top-``k`` search
-    of ``split`` queries with faiss on folded vectors; nDCG@10, MRR@10, Recall@100 (ranx)
-    with paired tests against cosine; confidence signals of the cosine run's top-1 and their
-    AUROC / ECE (15 bins, Platt-mapped) / AURC on ``split``, maps fitted on ``fit_split``.
+    Steps (each a phase line on stderr with ``progress``): load the dataset; embed documents
+    (``title + " " + text``) and queries through :func:`normscope.embed_texts` (the embedding cache;
+    junk items left out and listed); for each scorer fit its parameter (``alpha`` / ``beta``) by grid
+    search maximising nDCG@10 on ``fit_split`` queries (never on ``split``), or take it fixed from
+    ``params``; exact top-``k`` search of ``split`` queries under the tie rule
+    (:data:`~normscope.retrieval.search.TIE_RULE`); nDCG@10, MRR@10, Recall@100 with paired tests
+    and CIs against cosine; the pre-specified strata (:mod:`normscope.retrieval.strata`);
+    confidence signals of the cosine run's top-1 with maps fitted on the fitting queries
+    (:mod:`normscope.retrieval.confidence`).
 
     Parameters
     ----------
@@ -143,27 +193,37 @@ def run_retrieval(
     model : str, keyword-only, optional
         Model name for :func:`normscope.load_encoder` (default the bundled MiniLM).
     scorers : sequence of str, keyword-only
-        Subset of ``('cosine', 'dot', 'inverse_norm', 'power')``; cosine is always run
-        (baseline of the tests and of the calibration study).
+        Subset of ``('cosine', 'dot', 'inverse_norm', 'power')``; cosine always runs (baseline of the
+        tests and of the calibration study).
     fit_split : str or None, keyword-only
-        Split whose queries fit the parameters and confidence maps. ``'train'`` falls back
-        to ``dev``/``validation`` when absent, then to 5-fold cross-validation over the
-        evaluation queries (each fold scored with parameters fitted on the other folds).
-        ``'cv'`` or None asks for cross-validation directly.
+        Split whose queries fit the parameters and confidence maps. ``'train'`` falls back to
+        ``dev``/``validation``, then to 5-fold cross-validation over the evaluation queries (folds
+        drawn from the queries in id order with ``seed``; each fold scored with parameters and maps
+        fitted on the other four). ``'cv'`` or None asks for cross-validation directly.
     split : str, keyword-only
         Evaluation split.
+    params : dict of {scorer: float}, keyword-only, optional
+        Fixed parameters (e.g. ``{"inverse_norm": 0.05}`` for a paper's alpha): evaluated as given,
+        marked "not fitted".
+    relevance : {'graded', 'binary'}, keyword-only
+        Gains of nDCG (see :func:`~normscope.retrieval.evaluate.relevance_qrels`); graded as BEIR.
+    ignore_identical_ids : bool, keyword-only
+        Leave out a document whose id equals the query id (BEIR's default).
+    junk : {'drop', 'error'}, keyword-only
+        Junk queries or documents (:func:`normscope.inputs.find_junk`) are left out of every statistic
+        and listed, or (``'error'``) stop the run.
     max_docs, max_queries : int or None, keyword-only
-        Subsample for quick runs: ``max_queries`` per split (seeded); ``max_docs`` keeps every
-        document relevant to a kept query plus a seeded random sample of the others.
+        Subsample for quick runs (seeded, drawn in id order): ``max_queries`` per split; ``max_docs``
+        keeps every document relevant to a kept query plus a random sample of the others.
     seed : int, keyword-only
-        Seeds subsampling, cross-validation folds and the randomisation test.
+        Seeds subsampling, folds, randomisation tests and bootstraps.
     progress : bool, keyword-only
-        Rich progress bars on stderr.
+        Phase lines and progress bars on stderr.
     k : int, keyword-only
-        Depth of the evaluated runs (100 for Recall@100).
+        Depth of the evaluated runs (>= 10; 100 for Recall@100).
     batch_size : int, keyword-only
-    n_permutations : int, keyword-only
-        Of the paired randomisation test.
+    n_permutations, n_boot : int, keyword-only
+        Of the paired randomisation tests and of the bootstrap CIs (queries resampled).
     device : str, keyword-only
         Torch device of the default encoder.
     grids : dict of {scorer: sequence of float}, keyword-only, optional
@@ -171,309 +231,228 @@ def run_retrieval(
 
     Returns
     -------
-    summary : dict
-        JSON-serialisable; keys ``dataset``, ``model``, ``split``, ``fit_split``, ``n_docs``,
-        ``n_queries``, ``excluded_queries``, ``scorers`` (per scorer: ``param_name``,
-        ``param``, ``fitted_on``, ``ndcg@10``, ``mrr@10``, ``recall@100``, ``p_value``
-        (two-sided paired t-test on per-query nDCG@10 vs cosine), ``p_values`` (every metric, both tests),
-        ``fit_curve``), ``calibration`` (per signal: ``auroc``, ``ece``, ``aurc``, ...),
-        ``calibration_info``, ``significance``.
-    runs : pandas.DataFrame
-        One row per (scorer, query, rank): ``scorer, query_id, rank, doc_id, score,
-        relevance, doc_norm, query_norm``.
+    RetrievalResult
 
     Raises
     ------
     InputError
-        Unknown scorer, fit split equal to the evaluation split, bad sizes.
+        Unknown scorer, relevance or junk mode, fit split equal to the evaluation split, bad sizes,
+        a fixed parameter for a scorer that is not run, junk with ``junk='error'``, normalised vectors.
     DataError
         Missing or malformed dataset, missing split.
     ModelError
         Model cannot be loaded.
     """
-    import pandas as pd
+    from normscope.table import require_raw_norms
+    from normscope.validate import check_choice, check_int
 
     scorers = [check_scorer(s) for s in scorers]
     if not scorers:
         raise InputError("no scorer given")
     order = ["cosine"] + [s for s in dict.fromkeys(scorers) if s != "cosine"]
-    if k < 10:
-        raise InputError(f"k must be >= 10 for the @10 metrics, got {k}")
+    check_int("k", k, minimum=10)
+    check_choice("relevance", relevance, RELEVANCE)
+    check_choice("junk", junk, ("drop", "error"))
+    for name, v, lo in (("max_queries", max_queries, 1), ("max_docs", max_docs, 2)):
+        if v is not None:
+            check_int(name, v, minimum=lo)
+    check_int("n_boot", n_boot, minimum=10)
+    fixed = _check_params(params, order)
+    grids = dict(grids or {})
+    for g in grids:
+        check_scorer(g)
+    ph = _Phases(progress)
     rng = np.random.default_rng(seed)
-    wanted = None
-    ds = load_dataset_any(dataset_dir, splits=wanted)
-    mode, fit_name = _resolve_fit_split(ds, fit_split, split)
-    ev = _subsample_queries(ds.split_queries(split), max_queries, rng)
-    fit = _subsample_queries(ds.split_queries(fit_name), max_queries, rng) if mode == "split" else None
-    doc_ids, doc_texts, doc_info = _subsample_docs(ds, [ev] + ([fit] if fit else []), max_docs, rng)
 
+    with ph("loading the dataset", str(dataset_dir)):
+        ds = load_dataset_any(dataset_dir)
+        mode, fit_name = _resolve_fit_split(ds, fit_split, split)
+        ev = _subsample_queries(_sorted_split(ds.split_queries(split)), max_queries, rng)
+        fit = _subsample_queries(_sorted_split(ds.split_queries(fit_name)), max_queries, rng) if mode == "split" else None
+        keep, doc_info = _subsample_docs(ds, [ev] + ([fit] if fit else []), max_docs, rng)
     if encoder is None:
         from normscope.encoders import DEFAULT_MODEL, load_encoder
 
-        encoder = load_encoder(model or DEFAULT_MODEL, device=device)
-    D = embed_texts(encoder, doc_texts, batch_size=batch_size, progress=progress)
-    Qev = embed_texts(encoder, ev.texts, batch_size=batch_size, progress=progress)
-    Qfit = embed_texts(encoder, fit.texts, batch_size=batch_size, progress=progress) if fit else None
+        with ph("loading the model", model or DEFAULT_MODEL):
+            encoder = load_encoder(model or DEFAULT_MODEL, device=device)
+    with ph("embedding the corpus", f"{len(keep):,} documents"):
+        dtab = _embed(encoder, [ds.doc_texts[i] for i in keep], [ds.doc_ids[i] for i in keep], junk=junk,
+                      what="documents", batch_size=batch_size, progress=progress)
+    qtabs = {}
+    for sq in [ev] + ([fit] if fit else []):
+        with ph(f"embedding the '{sq.split}' queries", f"{len(sq.query_ids):,} queries"):
+            qtabs[sq.split] = _embed(encoder, sq.texts, sq.query_ids, junk=junk, what=f"'{sq.split}' queries",
+                                     batch_size=batch_size, progress=progress)
+    ev = _drop_junk(ev, qtabs[ev.split])
+    fit = _drop_junk(fit, qtabs[fit.split]) if fit else None
+    doc_ids, D = list(dtab.ids), dtab.vectors
     doc_norms = np.linalg.norm(D.astype(np.float64), axis=1)
+    require_raw_norms(doc_norms, "norm-aware retrieval")
+    qpos = {s: {q: i for i, q in enumerate(t.ids)} for s, t in qtabs.items()}
+    Qev = qtabs[ev.split].vectors[[qpos[ev.split][q] for q in ev.query_ids]]
+    Qfit = qtabs[fit.split].vectors[[qpos[fit.split][q] for q in fit.query_ids]] if fit else None
     qev_norms = np.linalg.norm(Qev.astype(np.float64), axis=1)
+    docset, junk_docs = set(doc_ids), set(dtab.junk.ids)
+    for sq in [ev] + ([fit] if fit else []):
+        sq.counts["qrels_junk_docs"] = sum(1 for q in sq.qrels.values() for d in q if d in junk_docs)
+    identical = {sq.split: sum(q in docset for q in sq.query_ids) for sq in [ev] + ([fit] if fit else [])}
+    if any(identical.values()):
+        what = "left out of their results (BEIR's default)" if ignore_identical_ids else "kept (--keep-identical-ids)"
+        warnings.warn(f"{identical[ev.split]} of {len(ev.query_ids)} '{ev.split}' queries have the id of a corpus document "
+                      f"(as in ArguAna or Quora); these self-hits are {what}", UserWarning, stacklevel=2)
 
-    runs: dict[str, dict] = {}
-    results: dict[str, dict] = {}
     folds = None
     if mode == "cv":
         if len(ev.query_ids) < 2 * N_FOLDS:
             raise InputError(f"cross-validation needs at least {2 * N_FOLDS} evaluation queries, got {len(ev.query_ids)}")
-        perm = rng.permutation(len(ev.query_ids))
-        folds = [np.sort(f) for f in np.array_split(perm, N_FOLDS)]
+        folds = [np.sort(f) for f in np.array_split(rng.permutation(len(ev.query_ids)), N_FOLDS)]
     fitted_on = fit_name if mode == "split" else f"{N_FOLDS}-fold cross-validation over '{split}' queries"
+    search_kw = {"ignore_identical_ids": ignore_identical_ids}
+    fit_kw = {"relevance": relevance, **search_kw}
 
-    grids = dict(grids or {})
-    for g in grids:
-        check_scorer(g)
+    runs: dict[str, dict] = {}
+    results: dict[str, dict] = {}
+    for scorer in order:
+        pname = PARAM_NAMES[scorer]
+        grid = list(grids[scorer]) if scorer in grids else None
+        parts = []
+        if pname is None or scorer in fixed:
+            what = "searching" if pname is None else f"searching with fixed {pname}={fixed[scorer]:g}"
+            with ph(f"{scorer}: {what}", f"{len(ev.query_ids):,} queries, k={k}"):
+                p = None if pname is None else validate_param(scorer, fixed[scorer], doc_norms)
+                run = FoldedIndex(D, doc_ids, scorer, p).search(Qev, ev.query_ids, k=k, **search_kw)
+            param, source = p, ("none" if pname is None else "fixed (not fitted)")
+        else:
+            n_grid = len(grid or default_grid(scorer, doc_norms))
+            with ph(f"{scorer}: fitting {pname} and searching", f"{n_grid} grid values, {fitted_on}"):
+                if mode == "split":
+                    p, curve = fit_parameter(scorer, Qfit, D, query_ids=fit.query_ids, doc_ids=doc_ids, qrels=fit.qrels,
+                                             grid=grid, **fit_kw)
+                    parts.append({"part": "fit split", "n_fit": len(fit.query_ids), "param": p, "curve": curve})
+                    run = FoldedIndex(D, doc_ids, scorer, p).search(Qev, ev.query_ids, k=k, **search_kw)
+                    param = p
+                else:
+                    run = {}
+                    for i, f in enumerate(folds):
+                        tr = np.setdiff1d(np.arange(len(ev.query_ids)), f)
+                        tr_ids = [ev.query_ids[j] for j in tr]
+                        p, curve = fit_parameter(scorer, Qev[tr], D, query_ids=tr_ids, doc_ids=doc_ids,
+                                                 qrels={q: ev.qrels[q] for q in tr_ids}, grid=grid, **fit_kw)
+                        parts.append({"part": f"fold {i + 1}", "n_fit": len(tr_ids), "param": p, "curve": curve})
+                        run.update(FoldedIndex(D, doc_ids, scorer, p).search(Qev[f], [ev.query_ids[j] for j in f], k=k,
+                                                                             **search_kw))
+                    run = {q: run[q] for q in ev.query_ids}
+                    param = [pt["param"] for pt in parts]
+            source = "fitted"
+        runs[scorer] = run
+        g = grid or default_grid(scorer, doc_norms)
+        edge = None if not parts else bool(any(np.isclose(pt["param"], min(g)) or np.isclose(pt["param"], max(g))
+                                               for pt in parts))
+        results[scorer] = {
+            "param_name": pname, "param": param, "param_source": source,
+            "param_mean": float(np.mean(param)) if isinstance(param, list) else param,
+            "neutral_param": NEUTRAL_PARAM[scorer],
+            "fitted_on": fitted_on if source == "fitted" else None,
+            "fit_metric": "ndcg@10" if source == "fitted" else None,
+            "param_at_grid_edge": edge, "fit_curves": parts,
+        }
 
-    def grid_of(scorer):
-        return list(grids[scorer]) if scorer in grids else None
-
-    prog = None
-    if progress:
-        from rich.console import Console
-        from rich.progress import Progress
-
-        prog = Progress(console=Console(stderr=True), transient=True)
-        prog.start()
-        task = prog.add_task("fitting and searching", total=len(order))
-    try:
-        for scorer in order:
-            if mode == "split":
-                param, curve, run = _fit_and_search(
-                    scorer, Qfit, fit.query_ids, fit.qrels, D, doc_ids, Qev, ev.query_ids, k, grid_of(scorer)
-                )
-                params = param
-            else:
-                run, params, curve = {}, [], []
-                for f in folds:
-                    tr = np.setdiff1d(np.arange(len(ev.query_ids)), f)
-                    tr_ids = [ev.query_ids[i] for i in tr]
-                    te_ids = [ev.query_ids[i] for i in f]
-                    p, _, r = _fit_and_search(
-                        scorer, Qev[tr], tr_ids, {q: ev.qrels[q] for q in tr_ids}, D, doc_ids, Qev[f], te_ids, k, grid_of(scorer)
-                    )
-                    params.append(p)
-                    run.update(r)
-                run = {q: run[q] for q in ev.query_ids}
-            runs[scorer] = run
-            grid = grid_of(scorer) or default_grid(scorer, doc_norms)
-            pvals = [params] if not isinstance(params, list) else params
-            edge = (
-                None
-                if PARAM_NAMES[scorer] is None
-                else bool(any(p is not None and (np.isclose(p, min(grid)) or np.isclose(p, max(grid))) for p in pvals))
-            )
-            results[scorer] = {
-                "param_name": PARAM_NAMES[scorer],
-                "param": params,
-                "neutral_param": NEUTRAL_PARAM[scorer],
-                "fitted_on": None if PARAM_NAMES[scorer] is None else fitted_on,
-                "fit_metric": None if PARAM_NAMES[scorer] is None else "ndcg@10",
-                "param_at_grid_edge": edge,
-                "fit_curve": curve,
-            }
-            if prog is not None:
-                prog.advance(task)
-    finally:
-        if prog is not None:
-            prog.stop()
-
-    per = {s: per_query_scores(ev.qrels, runs[s], METRICS) for s in order}
-    comp = compare_to_baseline(ev.qrels, runs, baseline="cosine", metrics=METRICS, n_permutations=n_permutations, seed=seed)
+    with ph("evaluating", f"{len(order)} runs, paired tests with {n_permutations:,} permutations"):
+        per = {s: per_query_scores(ev.qrels, runs[s], METRICS, relevance=relevance) for s in order}
+        comp = compare_to_baseline(ev.qrels, runs, baseline="cosine", metrics=METRICS, n_permutations=n_permutations,
+                                   seed=seed, relevance=relevance, n_boot=n_boot, per_query=per)
     for s in order:
         for m in METRICS:
             results[s][m] = float(per[s][m].mean())
-        if s == "cosine":
-            results[s]["p_value"] = None
-            results[s]["p_values"] = None
-        else:
-            results[s]["p_value"] = comp[s]["ndcg@10"]["p_t_test"]
-            results[s]["p_value_randomization"] = comp[s]["ndcg@10"]["p_randomization"]
-            results[s]["p_values"] = comp[s]
-    results = {s: results[s] for s in order if s in scorers or s == "cosine"}
+        c = comp.get(s, {}).get("ndcg@10")
+        results[s].update(p_value=c and c["p_t_test"], p_value_randomization=c and c["p_randomization"],
+                          delta=c and c["mean_diff"], delta_ci=c and c["mean_diff_ci"], relative=c and c["relative"],
+                          relative_ci=c and c["relative_ci"], p_values=comp.get(s))
 
-    # calibration of the cosine run's top-1
-    sig_ev = query_signals(
-        runs["cosine"], query_ids=ev.query_ids, query_norms=qev_norms, doc_ids=doc_ids, doc_norms=doc_norms, qrels=ev.qrels
-    )
+    top1 = [next(iter(runs["cosine"][q]), None) for q in ev.query_ids]
+    dnorm = dict(zip(doc_ids, doc_norms))
+    covariates = {"query_norm": qev_norms, "query_zipf": query_zipf(ev.texts),
+                  "top_doc_norm": np.array([dnorm[d] if d is not None else np.nan for d in top1])}
+    with ph("strata", "3 stratifiers x 4 quartiles per scorer"):
+        strata = (strata_study({s: per[s]["ndcg@10"] for s in order}, covariates, n_boot=n_boot,
+                               n_permutations=n_permutations, seed=seed)
+                  if len(ev.query_ids) >= 8 else {"status": "not computed", "reason": "fewer than 8 evaluation queries"})
+
+    with ph("calibration", f"{len(SIGNALS)} signals"):
+        sig_ev = query_signals(runs["cosine"], query_ids=ev.query_ids, query_norms=qev_norms, doc_ids=doc_ids,
+                               doc_norms=doc_norms, qrels=ev.qrels)
+        sig_fit = None
+        if mode == "split":
+            fit_cos = FoldedIndex(D, doc_ids, "cosine").search(Qfit, fit.query_ids, k=2, **search_kw)
+            sig_fit = query_signals(fit_cos, query_ids=fit.query_ids, query_norms=np.linalg.norm(Qfit.astype(np.float64), axis=1),
+                                    doc_ids=doc_ids, doc_norms=doc_norms, qrels=fit.qrels)
+        calibration, conf = calibration_study(sig_ev, sig_fit=sig_fit, folds=folds, n_boot=n_boot, seed=seed)
     y_ev = sig_ev["top1_relevant"].to_numpy()
-    if mode == "split":
-        fit_cos = FoldedIndex(D, doc_ids, "cosine").search(Qfit, fit.query_ids, k=2)
-        sig_fit = query_signals(
-            fit_cos,
-            query_ids=fit.query_ids,
-            query_norms=np.linalg.norm(Qfit.astype(np.float64), axis=1),
-            doc_ids=doc_ids,
-            doc_norms=doc_norms,
-            qrels=fit.qrels,
-        )
-        fitted = fit_predict_signals(sig_fit, sig_ev)
-        conf = {s: fitted[s]["confidence"] for s in SIGNALS}
-        infos = {s: fitted[s]["info"] for s in SIGNALS}
-        base_fit = float(sig_fit["top1_relevant"].mean())
-    else:
-        conf = {s: np.zeros(len(ev.query_ids)) for s in SIGNALS}
-        infos = {s: [] for s in SIGNALS}
-        for f in folds:
-            tr = np.setdiff1d(np.arange(len(ev.query_ids)), f)
-            fitted = fit_predict_signals(sig_ev.iloc[tr], sig_ev.iloc[f])
-            for s in SIGNALS:
-                conf[s][f] = fitted[s]["confidence"]
-                infos[s].append(fitted[s]["info"])
-        base_fit = None
-    calibration = {}
-    for s in SIGNALS:
-        raw = sig_ev[s].to_numpy(np.float64) if s in sig_ev else None
-        entry = score_signal(conf[s], y_ev, raw=raw)
-        calibration[s] = {"fit": infos[s], **entry}
-
-    def _counts(sq):
-        return {k_: int(v) for k_, v in sq.counts.items()}
 
     fp = getattr(encoder, "fingerprint", None)
-    summary = {
-        "dataset": str(dataset_dir),
-        "dataset_name": ds.name,
-        "model": fp.name if fp is not None else type(encoder).__name__,
-        "model_revision": getattr(fp, "revision", None),
-        "split": split,
-        "fit_split": fitted_on,
-        "fit_mode": mode,
-        "seed": int(seed),
-        "k": int(k),
-        "n_docs": len(doc_ids),
-        "docs": doc_info,
-        "n_queries": {"eval": len(ev.query_ids), "fit": len(fit.query_ids) if fit else None},
-        "excluded_queries": {"eval": _counts(ev), "fit": _counts(fit) if fit else None},
-        "metrics": list(METRICS),
-        "significance": {
-            "p_value": "two-sided paired Student t-test on per-query nDCG@10 vs cosine (ranx.statistical_tests.paired_student_t_test, the test of ranx.compare(stat_test='student'))",
-            "p_value_randomization": "two-sided paired sign-flip randomisation test (Fisher), numpy default_rng(seed)",
-            "n_permutations": int(n_permutations),
-            "seed": int(seed),
-        },
-        "scorers": results,
-        "calibration": calibration,
-        "calibration_info": {
-            "label": "top-1 document of the cosine run is relevant",
-            "reference_run": "cosine",
-            "fitted_on": fitted_on,
-            "ece_bins": N_BINS,
-            "mapping": "Platt scaling (1-D logistic regression) for raw signals; learned signals are logistic-regression probabilities",
-            "base_rate_eval": float(y_ev.mean()),
-            "base_rate_fit": base_fit,
-        },
-        "doc_norm_range": [float(doc_norms.min()), float(doc_norms.max())],
-    }
-
+    counts = {sq.split: {k_: int(v) for k_, v in sq.counts.items()} for sq in [ev] + ([fit] if fit else [])}
+    per_query = sig_ev.assign(split=ev.split, text=ev.texts, query_zipf=covariates["query_zipf"],
+                              **{f"ndcg@10_{s}": per[s]["ndcg@10"] for s in order},
+                              **{f"confidence_{s}": c for s, c in conf.items()})
+    if isinstance(strata.get("stratifiers"), dict):
+        for name, info in strata["stratifiers"].items():
+            per_query[f"quartile_{name}"] = quartiles(covariates[name])[0] if info["status"] == "ok" else 0
     frames = []
-    dnorm = dict(zip(doc_ids, doc_norms))
     qnorm = dict(zip(ev.query_ids, qev_norms))
     for s in order:
-        if s not in results:
-            continue
         df = run_to_frame(runs[s], scorer=s)
         df["relevance"] = [int(ev.qrels.get(q, {}).get(d, 0)) for q, d in zip(df["query_id"], df["doc_id"])]
         df["doc_norm"] = df["doc_id"].map(dnorm).astype(np.float32)
         df["query_norm"] = df["query_id"].map(qnorm).astype(np.float32)
         frames.append(df)
-    return summary, pd.concat(frames, ignore_index=True)
+    import pandas as pd
+
+    return RetrievalResult(
+        dataset=str(dataset_dir), dataset_name=ds.name,
+        model=fp.name if fp is not None else type(encoder).__name__, model_revision=getattr(fp, "revision", None),
+        split=split, fit_split=fitted_on, fit_mode=mode, seed=int(seed), k=int(k), relevance=relevance, tie_rule=TIE_RULE,
+        ignore_identical_ids=bool(ignore_identical_ids), identical_ids=identical,
+        n_docs=len(doc_ids), docs={**doc_info, "n_docs": len(doc_ids), "junk_left_out": dtab.junk.count},
+        n_queries={"eval": len(ev.query_ids), "fit": len(fit.query_ids) if fit else None},
+        excluded_queries={"eval": counts[ev.split], "fit": counts[fit.split] if fit else None},
+        junk={"documents": {**dtab.junk.to_dict()}, "queries": _junk_entry({s: t for s, t in qtabs.items()})},
+        n_truncated={"documents": dtab.n_truncated, **{f"queries_{s}": t.n_truncated for s, t in qtabs.items()}},
+        metrics=list(METRICS),
+        significance={
+            "p_value": "two-sided paired Student t-test on per-query nDCG@10 vs cosine (scipy.stats.ttest_rel, the test "
+                       "of ranx.compare(stat_test='student'))",
+            "metrics": "trec_eval (pytrec_eval) on the run's order: score, then document id, descending",
+            "p_value_randomization": "two-sided paired sign-flip randomisation test (Fisher), numpy default_rng(seed)",
+            "delta_ci": "paired percentile bootstrap over queries of the mean nDCG@10 difference (and of the relative "
+                        "difference mean(scorer)/mean(cosine) - 1)",
+            "n_permutations": int(n_permutations), "n_boot": int(n_boot), "seed": int(seed)},
+        scorers={s: results[s] for s in order},
+        strata=strata,
+        calibration=calibration,
+        calibration_info={
+            "label": "top-1 document of the cosine run is relevant (judgement score >= 1)",
+            "reference_run": "cosine", "fitted_on": fitted_on, "ece_bins": N_BINS,
+            "mapping": "Platt scaling (1-D logistic regression, slope >= 0 in the fixed direction) for raw signals; "
+                       "learned signals are logistic-regression probabilities; top1_score_uncalibrated has no map",
+            "direction": {**DIRECTION, "rule": "fixed before any fit: +1 reads a higher value as more confidence; -1 "
+                          "(the norms) reads a larger norm as less reliable, as the paper's cos/(1 + alpha||z||) does; "
+                          "auroc_raw is the AUROC of direction x signal"},
+            "auroc_ci": f"percentile bootstrap over evaluation queries ({n_boot} resamples), maps held fixed",
+            "base_rate_eval": float(y_ev.mean()),
+            "base_rate_fit": float(sig_fit["top1_relevant"].mean()) if sig_fit is not None else None},
+        doc_norm_range=[float(doc_norms.min()), float(doc_norms.max())],
+        items=pd.concat(frames, ignore_index=True), per_query=per_query,
+        doc_titles=_titles(ds, doc_ids),
+        timings=ph.timings,
+    )
 
 
-def _calibration_of(summary_or_data) -> dict:
-    if isinstance(summary_or_data, dict) and "calibration" in summary_or_data:
-        return summary_or_data["calibration"]
-    if isinstance(summary_or_data, dict):
-        return summary_or_data
-    raise InputError("expected a run_retrieval summary or its 'calibration' dict")
-
-
-def plot_reliability(summary_or_data, path, *, signals: Sequence[str] | None = None) -> Path:
-    """Reliability diagram (15 bins) of each confidence signal; writes a PNG.
-
-    Parameters
-    ----------
-    summary_or_data : dict
-        :func:`run_retrieval` summary, or its ``calibration`` dict.
-    path : str or Path
-    signals : sequence of str, optional
-        Default all.
-
-    Returns
-    -------
-    Path
-    """
-    from normscope.validate import check_output_path
-    from normscope._plot import pyplot, save_figure
-
-    plt = pyplot()
-    path = check_output_path(path)
-    cal = _calibration_of(summary_or_data)
-    signals = list(signals or cal)
-    n = len(signals)
-    cols = min(3, n)
-    rows = int(np.ceil(n / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.8 * rows), squeeze=False)
-    for ax, s in zip(axes.ravel(), signals):
-        r = cal[s]["reliability"]
-        edges = np.asarray(r["edges"])
-        mids = (edges[:-1] + edges[1:]) / 2
-        acc = np.asarray(r["accuracy"], dtype=float)
-        ok = np.asarray(r["count"]) > 0
-        ax.bar(mids[ok], acc[ok], width=edges[1] - edges[0], edgecolor="k", alpha=0.7, label="accuracy (n per bin above)")
-        for x, a, c in zip(mids[ok], acc[ok], np.asarray(r["count"])[ok]):
-            ax.text(x, min(a + 0.02, 0.95), str(int(c)), ha="center", fontsize=6)
-        ax.plot([0, 1], [0, 1], "k--", lw=1, label="perfect calibration")
-        ax.set_title(f"{s}\nECE={cal[s]['ece']:.3f}, AUROC={cal[s]['auroc']:.3f}", fontsize=9)
-        ax.set_xlabel("confidence (probability top-1 relevant)")
-        ax.set_ylabel("fraction top-1 relevant")
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1)
-    for ax in axes.ravel()[n:]:
-        ax.axis("off")
-    axes.ravel()[0].legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    return save_figure(fig, path, dpi=110, bbox_inches=None)
-
-
-def plot_risk_coverage(summary_or_data, path, *, signals: Sequence[str] | None = None) -> Path:
-    """Risk-coverage curves (error rate of the top-1 vs fraction of queries answered); writes a PNG.
-
-    Parameters
-    ----------
-    summary_or_data : dict
-        :func:`run_retrieval` summary, or its ``calibration`` dict.
-    path : str or Path
-    signals : sequence of str, optional
-
-    Returns
-    -------
-    Path
-    """
-    from normscope.validate import check_output_path
-    from normscope._plot import pyplot, save_figure
-
-    plt = pyplot()
-    path = check_output_path(path)
-    cal = _calibration_of(summary_or_data)
-    signals = list(signals or cal)
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    for s in signals:
-        rc = cal[s]["risk_coverage"]
-        ax.plot(rc["coverage"], rc["risk"], lw=1.5, label=f"{s} (AURC {cal[s]['aurc']:.3f})")
-    first = cal[signals[0]]
-    full_risk = first["risk_coverage"]["risk"][-1]
-    ax.axhline(full_risk, color="grey", ls=":", lw=1, label=f"no selection (risk {full_risk:.3f})")
-    ax.set_xlabel("coverage (fraction of queries answered)")
-    ax.set_ylabel("risk (fraction with non-relevant top-1)")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return save_figure(fig, path, dpi=110, bbox_inches=None)
+def _titles(ds: BeirDataset, doc_ids: Sequence[str]) -> dict[str, str]:
+    """Title of each kept document, else the first 80 characters of its text (for display)."""
+    pos = {d: i for i, d in enumerate(ds.doc_ids)}
+    out = {}
+    for d in doc_ids:
+        i = pos[d]
+        t = ds.doc_titles[i] if ds.doc_titles else ""
+        out[d] = t or (ds.doc_texts[i][:80] + ("\u2026" if len(ds.doc_texts[i]) > 80 else ""))
+    return out

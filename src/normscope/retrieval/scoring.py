@@ -46,6 +46,7 @@ __all__ = [
     "PARAM_NAMES",
     "NEUTRAL_PARAM",
     "check_scorer",
+    "check_param",
     "validate_param",
     "cosine_scores",
     "dot_scores",
@@ -54,6 +55,9 @@ __all__ = [
     "score",
     "fold_documents",
     "fold_queries",
+    "pair_dot",
+    "folded_scores",
+    "score_pairwise",
 ]
 
 SCORERS: tuple[str, ...] = ("cosine", "dot", "inverse_norm", "power")
@@ -71,6 +75,22 @@ def check_scorer(scorer: str) -> str:
     if scorer not in SCORERS:
         raise InputError(f"unknown scorer '{scorer}'; choose one of {', '.join(SCORERS)}")
     return scorer
+
+
+def check_param(scorer: str, param: float | None) -> float | None:
+    """``param`` checked for ``scorer`` alone (no documents): None for a parameter-free scorer, else a finite float.
+
+    Raises
+    ------
+    InputError
+        Unknown scorer; a parameter given to ``cosine``/``dot``; a non-finite parameter.
+    """
+    check_scorer(scorer)
+    if PARAM_NAMES[scorer] is None:
+        if param not in (None, 0, 0.0):
+            raise InputError(f"scorer '{scorer}' takes no parameter, got {param}")
+        return None
+    return validate_param(scorer, 0.0 if param is None else float(param), np.zeros(0))
 
 
 def _as_matrix(x, name: str) -> np.ndarray:
@@ -322,3 +342,78 @@ def fold_documents(D, scorer: str, param: float | None = None) -> np.ndarray:
     if folded.size and (~np.isfinite(folded) | (np.abs(folded) > _F32_MAX)).any():
         raise InputError(f"{scorer}: parameter {param:g} gives non-finite folded document vectors")
     return np.ascontiguousarray(folded, dtype=np.float32)
+
+
+def pair_dot(A, B) -> np.ndarray:
+    """Row-wise inner products ``sum_k A[..., k] B[..., k]`` in float64, the same bits for the same pair anywhere.
+
+    The float32 inputs are widened to float64 (each product of two float32 values is exact there)
+    and summed along the last axis by numpy's pairwise summation, whose order depends only on
+    ``d``. So two identical documents get bit-identical scores against a query wherever they sit in
+    the corpus or in a batch (a BLAS matrix product does not promise this), and a tie between
+    identical texts is a tie. This is the score every normscope run reports.
+
+    Parameters
+    ----------
+    A, B : array-like broadcastable to a common shape (..., d)
+
+    Returns
+    -------
+    ndarray of shape (...,), float64
+    """
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    return np.multiply(A, B).sum(axis=-1)
+
+
+def folded_scores(Qf, Df, *, block: int = 1 << 22) -> np.ndarray:
+    """Score matrix of folded queries and documents, each entry :func:`pair_dot` of one pair.
+
+    Parameters
+    ----------
+    Qf : array-like of shape (n_queries, d)
+        Folded queries (:func:`fold_queries`).
+    Df : array-like of shape (n_docs, d)
+        Folded documents (:func:`fold_documents`).
+    block : int, keyword-only
+        Elements of the float64 temporary per step (memory bound: ``8 * block`` bytes).
+
+    Returns
+    -------
+    ndarray of shape (n_queries, n_docs), float64
+    """
+    Q = np.asarray(Qf, dtype=np.float64)
+    D = np.asarray(Df, dtype=np.float64)
+    if Q.ndim != 2 or D.ndim != 2 or Q.shape[1] != D.shape[1]:
+        raise InputError(f"folded_scores needs (n, d) and (m, d) arrays, got {Q.shape} and {D.shape}")
+    out = np.empty((Q.shape[0], D.shape[0]), dtype=np.float64)
+    step = max(1, block // max(1, D.shape[1]))
+    for i in range(Q.shape[0]):
+        for j in range(0, D.shape[0], step):
+            out[i, j : j + step] = pair_dot(D[j : j + step], Q[i])
+    return out
+
+
+def score_pairwise(Q, D, scorer: str, param: float | None = None) -> np.ndarray:
+    """Score of each aligned pair ``(Q[i], D[i])`` under ``scorer`` (folded vectors, :func:`pair_dot`).
+
+    Parameters
+    ----------
+    Q, D : array-like of shape (n, d)
+        Raw queries and documents (the norm factor applies to ``D``).
+    scorer : str
+    param : float or None
+
+    Returns
+    -------
+    ndarray of shape (n,), float64
+
+    Raises
+    ------
+    InputError
+        Shapes differ; unknown scorer or invalid parameter.
+    """
+    Qf, Df = fold_queries(Q, scorer), fold_documents(D, scorer, param)
+    if Qf.shape != Df.shape:
+        raise InputError(f"pairwise scores need equal shapes, got {Qf.shape} and {Df.shape}")
+    return pair_dot(Qf, Df)

@@ -10,14 +10,17 @@ covariate is undefined (e.g. a word without a WordNet noun entry):
 - :func:`label_entropy`, :func:`chaosnli_entropy`, :func:`cifar10h_entropy` (human label entropy, bits);
 - :func:`token_length`, :func:`word_count` (length confounds).
 
-:func:`run_correlate` and :func:`plot_signal` (:mod:`normscope.signals.study`) correlate the raw
-norm with one of these covariates: the library entry point of ``normscope correlate``.
+:func:`run_correlate` (:mod:`normscope.signals.study`) correlates the raw norm with one of these
+covariates and returns a :class:`CorrelateResult`; :func:`plot_signal` draws its figure: the library
+entry point of ``normscope correlate``.
 """
 
 from normscope.signals.concreteness import concreteness, concreteness_words, load_concreteness
 from normscope.signals.frequency import load_subtlex, subtlex_zipf, zipf_frequency
 from normscope.signals.length import token_length, tokenizer_of, word_count
-from normscope.signals.study import plot_signal, run_correlate
+from normscope.signals.figure import plot_signal
+from normscope.signals.result import CorrelateResult
+from normscope.signals.study import run_correlate
 from normscope.signals.uncertainty import (
     chaosnli_entropy,
     cifar10h_entropy,
@@ -56,5 +59,6 @@ __all__ = [
     "word_count",
     "tokenizer_of",
     "run_correlate",
+    "CorrelateResult",
     "plot_signal",
 ]

@@ -1,4 +1,4 @@
-"""Locating a covariate's data file: the user's path, or the copy under the shared data folder."""
+"""Locating a covariate's data file: the user's path, or the dataset's copy (normscope.data.data_path)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from normscope.errors import InputError
 
 
 def data_file(path: str | os.PathLike | None, *, subdir: str, name: str, what: str) -> Path:
-    """The data file at ``path``, or ``<shared data>/<subdir>/<name>`` when ``path`` is None.
+    """The data file at ``path``, or the dataset copy's file (``data_path(subdir)``) when ``path`` is None.
 
     Parameters
     ----------
     path : path-like or None
-        The user's file; None selects the shared-data default
-        (:func:`normscope.datasets.shared_data_dir`).
+        The user's file; None selects the dataset's copy (:func:`normscope.data.data_path`
+        with ``subdir`` as the dataset's folder name; fetched when absent and allowed).
     subdir, name : str, keyword-only
         Folder under the shared data folder and the file's name there.
     what : str, keyword-only
@@ -28,16 +28,15 @@ def data_file(path: str | os.PathLike | None, *, subdir: str, name: str, what: s
     Raises
     ------
     InputError
-        ``path`` is not a file, or ``path`` is None and the shared-data copy is absent.
+        ``path`` is not a file.
+    DataError
+        ``path`` is None, the dataset is absent and cannot be fetched (the message names the
+        ``normscope data fetch`` command).
     """
     if path is None:
-        from normscope.datasets import shared_data_dir
+        from normscope.data import data_path
 
-        d = shared_data_dir()
-        p = d / subdir / name if d is not None else None
-        if p is None or not p.is_file():
-            raise InputError(f"no {what} file given and ../shared/data/{subdir} is absent")
-        return p
+        return data_path(subdir)  # the data folder's copy, else fetched (normscope.data)
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{what} file not found: {p}")

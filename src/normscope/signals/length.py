@@ -47,7 +47,7 @@ def token_length(texts: Sequence[str], tokenizer, *, special_tokens: bool = Fals
     texts = [str(t) for t in texts]
     if not texts:
         return np.zeros(0)
-    ids = tok(texts, add_special_tokens=special_tokens, truncation=False)["input_ids"]
+    ids = tok(texts, add_special_tokens=special_tokens, truncation=False, verbose=False)["input_ids"]
     return np.array([len(i) for i in ids], dtype=np.float64)
 
 

@@ -1,10 +1,15 @@
 """The study behind ``normscope correlate``: what does the raw norm track? Norm vs a semantic covariate.
 
-Library entry point of the semantic-signals stage. :func:`run_correlate` returns the summary dict
-(the same as ``normscope correlate --json``) and the per-item table; :func:`plot_signal` draws the
-figure. The covariates themselves come from :mod:`normscope.signals` and the statistics from
-:mod:`normscope.stats`; the CLI (:mod:`normscope.cli.correlate`) only parses options, prints a
-table and writes files.
+Library entry point of the semantic-signals stage. :func:`run_correlate` returns a
+:class:`~normscope.signals.result.CorrelateResult` (``to_dict()`` is ``normscope correlate --json``,
+``items`` the per-item table). The covariates come from :mod:`normscope.signals`, the texts go
+through :func:`normscope.embed_texts` (the one path from texts to vectors, through the cache), and
+the statistics come from :mod:`normscope.stats` and :mod:`normscope.stats_designs`.
+
+Items pooled from several sources (ChaosNLI's SNLI and MNLI pairs, or a user's ``--by`` column)
+are reported per source, and pooled only with the source as a control (resampled and permuted
+within sources): a pooled correlation across sources that differ in length and covariate measures
+the source, not the signal.
 """
 
 from __future__ import annotations
@@ -15,151 +20,179 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from normscope.validate import check_output_path
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
+from normscope.signals.items import ItemSet, default_item_set
+from normscope.signals.labels import CONTROLS, COVARIATE_LABEL, MIN_VALID, SIGNALS, covariate_label, model_name
+from normscope.signals.result import LENGTH_UNIT, CorrelateResult
 
-__all__ = ["SIGNALS", "CONTROLS", "run_correlate", "plot_signal", "read_covariate_file", "read_items"]
-
-SIGNALS = ("specificity", "frequency", "concreteness", "uncertainty")
-CONTROLS = ("frequency", "length", "words")
-MIN_VALID = 10
-DEFAULT_N = {"specificity": 2000, "frequency": 5000, "concreteness": 5000, "uncertainty": None}
-COVARIATE_LABEL = {
-    "specificity": "WordNet hypernym depth of first noun sense (edges)",
-    "frequency": "Zipf frequency, wordfreq (log10 per 10^9 words)",
-    "concreteness": "concreteness, Brysbaert et al. 2014 (1 abstract - 5 concrete)",
-    "uncertainty": "human label entropy (bits)",
-}
-_MEASURE_UNIT = {"min_depth": "hypernym edges to entity.n.01", "max_depth": "hypernym edges to entity.n.01",
-                 "n_hyponyms": "transitive hyponym count", "n_senses": "noun senses, all of them"}
+__all__ = ["SIGNALS", "CONTROLS", "MIN_VALID", "COVARIATE_LABEL", "run_correlate", "model_name"]
 
 
-def _covariate_label(signal: str, measure: str, *, user: bool, subtlex: bool) -> str:
-    if user:
-        return f"{signal} (user covariate file)"
-    if signal == "specificity":
-        return f"WordNet {measure} of the first noun sense ({_MEASURE_UNIT[measure]})"
-    if signal == "frequency" and subtlex:
-        return "Zipf frequency, SUBTLEX-US (van Heuven et al. 2014; log10 per 10^9 words)"
-    return COVARIATE_LABEL[signal]
+def _check_args(signal, controls, extra_cols, n, measure, dataset, by, covariates, items, strata) -> list[str]:
+    from normscope.signals import SPECIFICITY_MEASURES
+
+    if signal not in SIGNALS:
+        raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS)}")
+    controls = [c.strip() for c in controls if c and c.strip()]
+    bad = [c for c in controls if c not in CONTROLS and c not in extra_cols]
+    if bad:
+        raise InputError(f"unknown control(s) {bad}; choose from {', '.join(CONTROLS + tuple(extra_cols))}")
+    if n is not None and n < 0:
+        raise InputError(f"--n must be >= 0, got {n}")
+    if measure not in SPECIFICITY_MEASURES:
+        raise InputError(f"unknown specificity measure {measure!r}; choose from {', '.join(SPECIFICITY_MEASURES)}")
+    if dataset not in ("chaosnli", "cifar10h"):
+        raise InputError(f"unknown uncertainty dataset {dataset!r}; choose chaosnli or cifar10h")
+    if signal == "uncertainty" and covariates is None and items is not None:
+        raise InputError("the uncertainty signal needs human labels for user items: give --covariate-file with item,value")
+    if by is not None and strata is None and by not in extra_cols:
+        default_strata = signal == "uncertainty" and items is None and covariates is None and dataset == "chaosnli"
+        if not (default_strata and by == "source"):
+            raise InputError(f"--by {by}: no such column (give it in the items file or the covariate file"
+                             + (f"; covariate columns: {', '.join(extra_cols)}" if extra_cols else "") + ")")
+    if by is not None and by in controls:
+        raise InputError(f"--by {by} is also named in --control: the source is controlled when strata are pooled")
+    return controls
 
 
-# --------------------------------------------------------------------------------------------
-# inputs
-# --------------------------------------------------------------------------------------------
-
-
-def read_items(path: str | Path) -> list[str]:
-    """Items of a text file, one per line (blank lines skipped; CRLF accepted).
-
-    Raises
-    ------
-    InputError
-        Missing or empty file.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"items file not found: {p}")
-    items = [line.strip() for line in p.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+def _user_item_set(items, ids, covariates, strata, by, extra_cols) -> ItemSet:
+    extras: dict[str, np.ndarray] = {}
+    cov = None
+    if covariates is not None:
+        lut = covariates.drop_duplicates("item").set_index("item")
+        if items is None:
+            items = lut.index.tolist()
+            ids = list(items) if ids is None else ids
+        items = [str(t) for t in items]
+        cov = lut["value"].reindex(items).to_numpy(dtype=np.float64)
+        for c in extra_cols:
+            col = lut[c].reindex(items)
+            if c == by:
+                strata = col.to_numpy(dtype=object) if strata is None else strata
+            else:
+                extras[c] = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+    items = [str(t) for t in items]
     if not items:
-        raise InputError(f"items file is empty: {p}")
-    return items
+        raise InputError("no items given")
+    ids = [str(i) for i in range(len(items))] if ids is None else [str(i) for i in ids]
+    if len(ids) != len(items) or len(set(ids)) != len(ids):
+        raise InputError(f"ids must be {len(items)} unique strings, got {len(ids)} ({len(set(ids))} distinct)")
+    if strata is not None:
+        strata = np.asarray(strata, dtype=object)
+        if strata.shape != (len(items),):
+            raise InputError(f"strata has {strata.size} labels for {len(items)} items")
+        bad = [i for i, v in enumerate(strata) if v is None or (isinstance(v, float) and np.isnan(v))
+               or not str(v).strip()]
+        if bad:
+            raise InputError(f"--by {by}: {len(bad)} item(s) have no {by} (e.g. {items[bad[0]]!r})")
+        strata = np.asarray([str(v).strip() for v in strata], dtype=object)
+    return ItemSet(ids=ids, texts=items, covariate=cov, strata=strata, extras=extras,
+                   dataset="user covariate file" if covariates is not None else "user items")
 
 
-def read_covariate_file(path: str | Path, signal: str) -> pd.DataFrame:
-    """A user covariate table: CSV with an ``item`` column and a ``value`` (or ``<signal>``) column.
+def _controls(controls, ctexts, table, subtlex, extras, notes) -> tuple[dict, np.ndarray, str]:
+    """Control columns of the kept items and the length (tokens seen, or words) with its unit."""
+    from normscope import signals as sg
 
-    Other numeric columns may be named as controls (``--control``).
+    freq = (lambda t: sg.subtlex_zipf(t, path=subtlex)) if subtlex is not None else sg.zipf_frequency
+    if table.tokens is not None:
+        length, unit = table.tokens.astype(np.float64), LENGTH_UNIT
+    else:
+        length, unit = sg.word_count(ctexts), "words (wordfreq.tokenize; the model has no tokenizer)"
+        notes.append("model has no tokenizer: the length control and rho(norm, length) use the word count")
+    ctrl: dict[str, np.ndarray] = {}
+    for c in controls:
+        ctrl[c] = (freq(ctexts) if c == "frequency" else length if c == "length"
+                   else sg.word_count(ctexts) if c == "words" else extras[c])
+    return ctrl, length, unit
 
-    Returns
-    -------
-    pandas.DataFrame with columns ``item`` (str), ``value`` (float64) and the extra columns.
 
-    Raises
-    ------
-    InputError
-        Missing file, unparsable CSV, or missing ``item`` / value column (found columns named).
+def _partial(cov, norm, ctrl, *, strata=None, by=None, n_boot, n_perm, seed, where="", words=False) -> dict:
+    """Partial Spearman after dropping controls that are constant over the valid items.
+
+    Returns ``{"partial": dict or None, "used": [...], "dropped": [...], "reason": str or None,
+    "notes": [...]}``; with ``strata`` the source is a further control (resampled and permuted
+    within sources).
     """
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"covariate file not found: {p}")
-    try:
-        df = pd.read_csv(p, keep_default_na=False, na_values=[""], dtype={"item": str})
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot parse covariate file {p}: {exc}") from exc
-    df.columns = [str(c).strip() for c in df.columns]
-    value_col = "value" if "value" in df.columns else (signal if signal in df.columns else None)
-    if "item" not in df.columns or value_col is None:
-        raise InputError(
-            f"covariate file {p} needs columns 'item' and 'value' (or '{signal}'); found {list(df.columns)}"
-        )
-    out = df.rename(columns={value_col: "value"})
-    out["item"] = out["item"].astype(str)
-    try:
-        out["value"] = pd.to_numeric(out["value"], errors="raise").astype(np.float64)
-    except (ValueError, TypeError) as exc:
-        raise InputError(f"covariate file {p}: column '{value_col}' is not numeric ({exc})") from exc
-    if out.empty:
-        raise InputError(f"covariate file {p} has no rows")
+    from normscope.stats import partial_spearman
+    from normscope.stats_designs import stratified_partial_spearman
+
+    ok = np.isfinite(cov) & np.isfinite(norm)
+    used, dropped, notes = {}, [], []
+    for c, v in ctrl.items():
+        vals = v[ok & np.isfinite(v)]
+        distinct = np.unique(vals)
+        if distinct.size >= 2:
+            used[c] = v
+            continue
+        unit = "word" if words else "token"
+        what = ("no item has a value" if distinct.size == 0 else
+                f"every item is {vals[0]:g} {unit}{'s' if vals[0] != 1 else ''}"
+                + ("" if words else " as the model saw it, special tokens included") if c == "length"
+                else f"every item has the value {vals[0]:g}")
+        notes.append(f"{where}control '{c}' is constant ({what}): not controlled")
+        dropped.append(c)
+    out = {"partial": None, "used": list(used), "dropped": dropped, "reason": None, "notes": notes}
+    z = np.column_stack([used[c] for c in used]) if used else None
+    if strata is not None:
+        res = stratified_partial_spearman(cov, norm, z, strata, n_boot=n_boot, n_perm=n_perm, seed=seed,
+                                          min_n=MIN_VALID, control_names=list(used), stratum_name=by)
+        out["used"].append(by)
+    elif used:
+        res = partial_spearman(cov, norm, z, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID,
+                               control_names=list(used))
+    else:
+        if dropped:
+            out["reason"] = (f"no partial correlation: the control(s) {', '.join(dropped)} are constant over "
+                             "the valid items")
+        return out
+    out["partial"] = res.to_dict()
+    if z is not None:
+        n_ctrl_missing = int((ok & ~np.isfinite(z).all(axis=1)).sum())
+        if n_ctrl_missing:
+            bad = [c for c in used if not np.isfinite(used[c][ok]).all()]
+            notes.append(f"{where}partial correlation: {n_ctrl_missing} item(s) with a value but no "
+                         f"{'/'.join(bad)} control value are excluded from it (n = {res.n})")
     return out
 
 
-def _embed(encoder, texts: list[str], *, batch_size: int, progress: bool) -> np.ndarray:
-    """Raw vectors (n, d) float32, via the content-addressed cache when available."""
-    try:
-        from normscope.encoders.cache import encode_cached  # helper H1; optional
-    except ImportError:
-        encode_cached = None
-    if encode_cached is not None:
-        try:
-            return np.asarray(encode_cached(encoder, texts, batch_size=batch_size, progress=progress))
-        except TypeError:
-            pass  # different signature: fall back to plain encoding
-    if not progress or len(texts) <= batch_size:
-        return np.asarray(encoder.encode(texts, batch_size=batch_size))
-    from rich.progress import Progress
+def _norm_length(norm, length, cov, *, n_boot, seed) -> dict | None:
+    from normscope.stats import correlation
 
-    chunk = max(batch_size * 8, 256)
-    parts = []
-    with Progress(transient=True, console=_stderr()) as bar:
-        task = bar.add_task("embedding", total=len(texts))
-        for s in range(0, len(texts), chunk):
-            parts.append(np.asarray(encoder.encode(texts[s : s + chunk], batch_size=batch_size)))
-            bar.advance(task, len(texts[s : s + chunk]))
-    return np.concatenate(parts, axis=0)
+    ok = np.isfinite(cov) & np.isfinite(norm) & np.isfinite(length)
+    if ok.sum() < MIN_VALID or np.ptp(length[ok]) == 0:
+        return None
+    r = correlation(norm[ok], length[ok], n_boot=n_boot, n_perm=0, seed=seed, min_n=MIN_VALID)
+    return {"spearman": r.spearman, "spearman_ci": list(r.spearman_ci), "n": r.n}
 
 
-def _stderr():
-    from rich.console import Console
+def _stratum_rows(names, strata, cov, norm, length, ctrl, *, by, n_boot, n_perm, seed, notes, words) -> list[dict]:
+    from normscope.stats import correlation
 
-    return Console(stderr=True)
-
-
-def _status(progress: bool, message: str):
-    """A rich spinner on stderr while ``message`` runs (no-op without ``progress``)."""
-    import contextlib
-
-    return _stderr().status(message) if progress else contextlib.nullcontext()
-
-
-def _sample(n_total: int, n: int | None, seed: int) -> np.ndarray:
-    if n is None or n >= n_total:
-        return np.arange(n_total)
-    return np.sort(np.random.default_rng(seed).choice(n_total, size=n, replace=False))
-
-
-def _model_name(encoder, model: str) -> str:
-    """The encoder's fingerprint name; an encoder without one is named by its class."""
-    if encoder is None:
-        return model
-    fp = getattr(encoder, "fingerprint", None)
-    return str(getattr(fp, "name", None) or type(encoder).__name__)
-
-
-# --------------------------------------------------------------------------------------------
-# entry point
-# --------------------------------------------------------------------------------------------
+    rows = []
+    for name in names:
+        m = strata == name
+        ok = m & np.isfinite(cov) & np.isfinite(norm)
+        row = {"name": str(name), "n": int(ok.sum()), "spearman": None, "spearman_ci": [None, None],
+               "p_value": None, "partial_spearman": None, "norm_length_spearman": None,
+               "mean_length": float(np.nanmean(length[ok])) if ok.any() else None,
+               "mean_covariate": float(np.mean(cov[ok])) if ok.any() else None,
+               "mean_norm": float(np.mean(norm[ok])) if ok.any() else None}
+        if row["n"] < MIN_VALID or np.ptp(cov[ok]) == 0 or np.ptp(norm[ok]) == 0:
+            notes.append(f"{by} '{name}': {row['n']} valid item(s), too few or a constant value: no correlation")
+            rows.append(row)
+            continue
+        r = correlation(norm[m], cov[m], n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID).to_dict()
+        row.update(spearman=r["spearman"], spearman_ci=r["spearman_ci"], p_value=r["p_value"])
+        part = _partial(cov[m], norm[m], {c: v[m] for c, v in ctrl.items()}, n_boot=n_boot, n_perm=n_perm,
+                        seed=seed, where=f"{by} '{name}': ", words=words)
+        row["partial_spearman"] = part["partial"]
+        notes += part["notes"]
+        nl = _norm_length(norm[m], length[m], cov[m], n_boot=n_boot, seed=seed)
+        row["norm_length_spearman"] = None if nl is None else nl["spearman"]
+        rows.append(row)
+    return rows
 
 
 def run_correlate(
@@ -168,8 +201,11 @@ def run_correlate(
     encoder=None,
     model: str = DEFAULT_MODEL,
     items: Sequence[str] | None = None,
+    ids: Sequence[str] | None = None,
     n: int | None = None,
     controls: Sequence[str] = ("frequency", "length"),
+    by: str | None = None,
+    strata: Sequence | None = None,
     seed: int = 0,
     progress: bool = False,
     covariates: pd.DataFrame | None = None,
@@ -182,8 +218,9 @@ def run_correlate(
     n_perm: int = 2000,
     batch_size: int = 64,
     device: str = "cpu",
-) -> tuple[dict, pd.DataFrame]:
-    """Correlate raw embedding norms with a semantic covariate (with bootstrap CIs and partial rho).
+    junk: str = "drop",
+) -> CorrelateResult:
+    """Correlate raw embedding norms with a semantic covariate (bootstrap CIs, partial rho, per-source strata).
 
     Parameters
     ----------
@@ -192,24 +229,36 @@ def run_correlate(
         nouns in WordNet (:func:`normscope.signals.wordnet_nouns`, n=2000); frequency = top-``n``
         wordfreq words (n=5000); concreteness = a seeded sample of ``n`` single words of
         Brysbaert et al. 2014 (n=5000; ``n=0`` for all 37,058); uncertainty = ChaosNLI SNLI +
-        MNLI-m pairs (all 3,113, or a seeded sample of ``n``), embedded as ``"premise [SEP] hypothesis"``.
+        MNLI-m pairs (all 3,113, or a seeded sample of ``n``), embedded as ``"premise [SEP] hypothesis"``,
+        with the subset as the source (``by="source"``).
     encoder : Encoder, optional
         Default ``load_encoder(model, device=device)``.
     items : sequence of str, optional
         The user's items instead of the default set (uncertainty then needs ``covariates``).
+    ids : sequence of str, optional
+        Unique ids of ``items`` (default ``"0".."n-1"``; the item itself for items taken from
+        ``covariates``). Per-item outputs are keyed by id; the statistics are computed in id order,
+        so a permutation of the input changes nothing but the row order of ``items``.
     n : int, optional
         Number of default items (see above); ignored with ``items``.
     controls : sequence of str
         Covariates partialled out: ``frequency`` (wordfreq Zipf, token mean for phrases),
-        ``length`` (model tokens of the embedded string, special tokens excluded), ``words``
-        (word count), or a column of ``covariates``. The signal itself is removed from its own
-        controls. For ChaosNLI pairs, frequency and word count read "premise hypothesis" (the
-        separator is not a word).
+        ``length`` (tokens the model saw: after truncation, special tokens included), ``words``
+        (word count), or a numeric column of ``covariates``. ``frequency`` is removed from the
+        controls of the frequency signal. For ChaosNLI pairs, frequency and word count read
+        "premise hypothesis" (the separator is not a word).
+    by : str, optional
+        Name of the strata: a column of ``covariates``, or the name given to ``strata``; ``"source"``
+        for the default ChaosNLI set. With strata the result has one row per source and the pooled
+        partial correlation controls the source.
+    strata : sequence, optional
+        Source label of each of ``items`` (e.g. read from the items file with
+        :func:`normscope.signals.items.read_item_column`).
     seed : int
         Seeds item sampling, bootstrap and permutations.
     covariates : pandas.DataFrame, optional
-        From :func:`read_covariate_file`: user values of the covariate per item (``item``,
-        ``value``) and optional extra control columns. Items default to its ``item`` column.
+        From :func:`read_covariate_file`: user values per item (``item``, ``value``) and optional
+        extra columns (controls, or the strata named by ``by``).
     measure : str
         Specificity measure: ``min_depth`` (default), ``max_depth``, ``n_hyponyms``, ``n_senses``.
     dataset : {"chaosnli", "cifar10h"}
@@ -221,335 +270,131 @@ def run_correlate(
         WordNet location (see :func:`normscope.signals.load_wordnet`).
     n_boot, n_perm : int
         Bootstrap resamples and permutations (:func:`normscope.stats.correlation`).
+    junk : {"drop", "error"}
+        Junk items (:func:`normscope.inputs.find_junk`) are left out and listed, or an error.
 
     Returns
     -------
-    summary : dict
-        JSON-serialisable: ``signal``, ``model``, ``dataset``, ``n`` (valid items), ``n_items``,
-        ``n_missing`` (items without covariate) and ``missing_examples``, ``spearman``,
-        ``spearman_ci``, ``pearson``, ``pearson_ci``, ``p_value`` (Spearman, permutation),
-        ``pearson_p``, ``partial_spearman`` ({rho, ci, p_value, n, ...} or None), ``controls`` (the controls actually
-        partialled out), ``controls_dropped`` (requested controls that are constant over the valid
-        items, e.g. ``length`` when every item is one token, hence not controlled), ``partial_reason``
-        (why ``partial_spearman`` is None when controls were requested, else None),
-        ``covariate``, ``ci_method``, ``notes``; specificity adds ``measures`` (rho per measure).
-    per_item : pandas.DataFrame
-        One row per item: ``item``, ``norm`` (float64, ||z||), ``covariate`` and the controls.
+    CorrelateResult
 
     Raises
     ------
     InputError
-        Unknown signal / control / measure, fewer than 10 valid items, uncertainty items without
-        labels, CIFAR-10H without images or with a text-only model.
+        Unknown signal / control / measure / strata column, fewer than 10 valid items, uncertainty
+        items without labels, CIFAR-10H without images or with a text-only model, vectors that were
+        already normalised (:func:`normscope.table.require_raw_norms`), junk with ``junk="error"``.
     """
     from normscope import signals as sg
-    from normscope.stats import correlation, partial_spearman
+    from normscope.encoders import load_encoder
+    from normscope.encoders.embed import embed_texts
+    from normscope.stats import correlation
+    from normscope.table import require_raw_norms
 
-    if signal not in SIGNALS:
-        raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS)}")
     extra_cols = [c for c in (covariates.columns if covariates is not None else []) if c not in ("item", "value")]
-    controls = [c.strip() for c in controls if c and c.strip()]
-    bad = [c for c in controls if c not in CONTROLS and c not in extra_cols]
-    if bad:
-        raise InputError(f"unknown control(s) {bad}; choose from {', '.join(CONTROLS + tuple(extra_cols))}")
-    if n is not None and n < 0:
-        raise InputError(f"--n must be >= 0, got {n}")
-    if measure not in sg.SPECIFICITY_MEASURES:
-        raise InputError(f"unknown specificity measure {measure!r}; choose from {', '.join(sg.SPECIFICITY_MEASURES)}")
-    if dataset not in ("chaosnli", "cifar10h"):
-        raise InputError(f"unknown uncertainty dataset {dataset!r}; choose chaosnli or cifar10h")
+    controls = _check_args(signal, controls, extra_cols, n, measure, dataset, by, covariates, items, strata)
+    if junk not in ("drop", "error"):
+        raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
     notes: list[str] = []
-    self_control = {"frequency": "frequency"}.get(signal)
-    if self_control in controls:
-        controls = [c for c in controls if c != self_control]
-        notes.append(f"'{self_control}' removed from the controls of the {signal} signal itself")
-
+    if signal == "frequency" and "frequency" in controls:
+        controls = [c for c in controls if c != "frequency"]
+        notes.append("'frequency' removed from the controls of the frequency signal itself")
     if signal == "uncertainty" and dataset == "cifar10h":
-        return _run_cifar10h(encoder=encoder, model=model, images=images, n=n, seed=seed, n_boot=n_boot,
-                             n_perm=n_perm, batch_size=batch_size, device=device, progress=progress)
+        from normscope.signals.cifar import run_cifar10h
 
-    if signal == "uncertainty" and covariates is None and items is not None:
-        raise InputError("the uncertainty signal needs human labels for user items: give --covariate-file with item,value")
+        return run_cifar10h(encoder=encoder, model=model, images=images, n=n, seed=seed, n_boot=n_boot,
+                            n_perm=n_perm, batch_size=batch_size, device=device)
     if encoder is None:
-        from normscope.encoders import load_encoder
-
         encoder = load_encoder(model, device=device)
-
-    # ---- items and covariate ------------------------------------------------------------
-    control_texts = None
-    extras: dict[str, np.ndarray] = {}
-    cov_user = None
-    if covariates is not None:
-        lut = covariates.drop_duplicates("item").set_index("item")
-        if items is None:
-            items = lut.index.tolist()
-        items = list(items)
-        cov_user = lut["value"].reindex(items).to_numpy(dtype=np.float64)
-        for c in extra_cols:
-            extras[c] = pd.to_numeric(lut[c].reindex(items), errors="coerce").to_numpy(dtype=np.float64)
-        dataset_name = "user covariate file"
-    if items is not None:
-        items = [str(t) for t in items]
-        if not items:
-            raise InputError("no items given")
-        if covariates is None:
-            dataset_name = "user items"
+    if items is None and covariates is None:
+        iset = default_item_set(signal, encoder=encoder, n=n, seed=seed, wordnet=wordnet)
+        by = "source" if iset.strata is not None else None
     else:
-        n_eff = DEFAULT_N[signal] if n is None else n
-        if signal == "specificity":
-            with _status(progress, "selecting WordNet nouns from the wordfreq list"):
-                items = sg.wordnet_nouns(n_eff or 2000, wordnet=sg.load_wordnet(wordnet))
-            dataset_name = f"wordfreq top-{len(items)} English words that are mainly WordNet 3.0 nouns"
-        elif signal == "frequency":
-            from normscope.datasets import wordfreq_words
+        iset = _user_item_set(items, ids, covariates, strata, by, extra_cols)
+        if iset.strata is not None and by is None:
+            by = "stratum"
 
-            items = wordfreq_words(n_eff or 5000)
-            dataset_name = f"wordfreq top-{len(items)} alphabetic English words"
-        elif signal == "concreteness":
-            items = sg.concreteness_words(n=n_eff or None, seed=seed)
-            dataset_name = f"Brysbaert et al. 2014 single words ({len(items)}{' sampled, seed %d' % seed if n_eff else ''})"
-        else:
-            chaos = sg.load_chaosnli()
-            sep = getattr(sg.tokenizer_of(encoder), "sep_token", None) or "[SEP]"
-            keep = _sample(len(chaos), n_eff or None, seed)
-            chaos = chaos.iloc[keep].reset_index(drop=True)
-            if sep != "[SEP]":
-                chaos["text"] = [sg.pair_text(p, h, sep=sep) for p, h in zip(chaos.premise, chaos.hypothesis)]
-            items = chaos["text"].tolist()
-            # frequency / word-count controls read the words of the pair, not the separator
-            control_texts = [f"{p} {h}" for p, h in zip(chaos.premise, chaos.hypothesis)]
-            extras["uid"] = chaos["uid"].to_numpy()
-            cov_user = chaos["entropy_bits"].to_numpy()
-            dataset_name = f"ChaosNLI v1.0 SNLI+MNLI-m ({len(items)} pairs, 100 labels each; text 'premise {sep} hypothesis')"
+    table = embed_texts(iset.texts, iset.ids, encoder=encoder, batch_size=batch_size, progress=progress, junk=junk)
+    norm = table.norms.astype(np.float64)
+    require_raw_norms(norm, "correlate")
+    pos = {i: k for k, i in enumerate(iset.ids)}
+    keep = np.array([pos[i] for i in table.ids], dtype=np.intp)
+    texts = table.texts
+    ctexts = [iset.control_texts[k] for k in keep] if iset.control_texts is not None else texts
 
-    if cov_user is not None:
-        cov = cov_user
+    extras = {k: np.asarray(v)[keep] for k, v in iset.extras.items()}
+    if iset.covariate is not None:
+        cov = iset.covariate[keep]
     elif signal == "specificity":
-        with _status(progress, f"WordNet specificity of {len(items)} items"):
-            spec = sg.wordnet_specificity(items, wordnet=sg.load_wordnet(wordnet))
-        for m in sg.SPECIFICITY_MEASURES:
-            extras[m] = spec[m].to_numpy()
+        spec = sg.wordnet_specificity(texts, wordnet=sg.load_wordnet(wordnet))
+        extras.update({m: spec[m].to_numpy() for m in sg.SPECIFICITY_MEASURES})
         cov = spec[measure].to_numpy()
     elif signal == "frequency":
-        cov = sg.subtlex_zipf(items, path=subtlex) if subtlex is not None else sg.zipf_frequency(items)
-    elif signal == "concreteness":
-        cov = sg.concreteness(items)
+        cov = sg.subtlex_zipf(texts, path=subtlex) if subtlex is not None else sg.zipf_frequency(texts)
     else:
-        raise InputError("the uncertainty signal needs human labels for user items: give --covariate-file with item,value")
+        cov = sg.concreteness(texts)
+    ctrl, length, length_unit = _controls(controls, ctexts, table, subtlex, extras, notes)
+    strata_kept = iset.strata[keep] if iset.strata is not None else None
 
-    # ---- embeddings ------------------------------------------------------------------------
-    vecs = _embed(encoder, items, batch_size=batch_size, progress=progress)
-    norm = np.linalg.norm(vecs.astype(np.float64), axis=1)
-
-    # ---- controls --------------------------------------------------------------------------
-    ctrl: dict[str, np.ndarray] = {}
-    ctexts = control_texts if control_texts is not None else items
-    for c in controls:
-        if c == "frequency":
-            ctrl[c] = sg.subtlex_zipf(ctexts, path=subtlex) if subtlex is not None else sg.zipf_frequency(ctexts)
-        elif c == "length":
-            if sg.tokenizer_of(encoder) is not None:
-                ctrl[c] = sg.token_length(items, encoder)
-            else:
-                ctrl[c] = sg.word_count(ctexts)
-                notes.append("model has no tokenizer: length control is the word count")
-        elif c == "words":
-            ctrl[c] = sg.word_count(ctexts)
-        else:
-            ctrl[c] = extras[c]
-
-    per_item = pd.DataFrame({"item": items, "norm": norm, "covariate": cov})
+    items_df = pd.DataFrame({"id": table.ids, "item": texts, "norm": norm, "covariate": cov,
+                             "tokens": table.tokens if table.tokens is not None else np.full(len(texts), np.nan)})
+    if strata_kept is not None:
+        items_df["stratum"] = strata_kept
     for k, v in extras.items():
-        if k not in per_item:
-            per_item[k] = v
+        items_df[k] = v
     for k, v in ctrl.items():
-        per_item[f"control_{k}"] = v
+        items_df[f"control_{k}"] = v
+
+    # statistics in id order: the same numbers whatever the input order
+    order = np.argsort(np.asarray(table.ids, dtype=object).astype(str), kind="stable")
+    cov_o, norm_o, len_o = cov[order], norm[order], length[order]
+    ctrl_o = {c: v[order] for c, v in ctrl.items()}
+    strata_o = strata_kept[order] if strata_kept is not None else None
 
     missing = ~np.isfinite(cov)
     n_missing = int(missing.sum())
-    valid = int((~missing & np.isfinite(norm)).sum())
+    valid = int((~missing).sum())
     if valid < MIN_VALID:
-        if n_missing:
-            why = (f"{n_missing} of {len(items)} items have none "
-                   f"(e.g. {[items[i] for i in np.flatnonzero(missing)[:5]]})")
-        else:
-            why = f"all {len(items)} given item(s) have one: use more items (a larger --n or a longer --items file)"
+        why = (f"{n_missing} of {len(texts)} items have none (e.g. {[texts[i] for i in np.flatnonzero(missing)[:5]]})"
+               if n_missing else f"all {len(texts)} given item(s) have one: use more items (a larger --n or a longer "
+               "--items file)")
         raise InputError(f"only {valid} item(s) have a {signal} value (need at least {MIN_VALID}); {why}")
-    # controls that do not vary over the valid items remove nothing: drop them (and say so)
-    ok_items = np.isfinite(cov) & np.isfinite(norm)
-    dropped_controls: list[str] = []
-    for c in list(ctrl):
-        vals = ctrl[c][ok_items & np.isfinite(ctrl[c])]
-        n_distinct = len(np.unique(vals))
-        if n_distinct < 2:
-            what = (f"every item is {vals[0]:g} token{'s' if vals[0] != 1 else ''}" if c == "length" and n_distinct == 1
-                    else (f"every item has the value {vals[0]:g}" if n_distinct == 1 else "no item has a value"))
-            notes.append(f"control '{c}' is constant ({what}): not controlled")
-            dropped_controls.append(c)
-            del ctrl[c]
-    with _status(progress, f"{n_boot} bootstrap resamples and {n_perm} permutations"):
-        res = correlation(norm, cov, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID)
-        partial = None
-        partial_reason = None
-        if dropped_controls and not ctrl:
-            partial_reason = (f"no partial correlation: the control(s) {', '.join(dropped_controls)} "
-                              "are constant over the valid items")
-        if ctrl:
-            z = np.column_stack([ctrl[c] for c in ctrl])
-            partial = partial_spearman(cov, norm, z, n_boot=n_boot, n_perm=n_perm, seed=seed,
-                                       min_n=MIN_VALID, control_names=list(ctrl)).to_dict()
-            n_ctrl_missing = int((np.isfinite(cov) & ~np.isfinite(z).all(axis=1)).sum())
-            if n_ctrl_missing:
-                bad = [c for c in ctrl if not np.isfinite(ctrl[c][np.isfinite(cov)]).all()]
-                notes.append(f"partial correlation: {n_ctrl_missing} item(s) with a {signal} value but no "
-                             f"{'/'.join(bad)} control value are excluded from it (n = {partial['n']})")
 
-    summary = {
-        "signal": signal,
-        "covariate": _covariate_label(signal, measure, user=cov_user is not None and covariates is not None,
-                                      subtlex=subtlex is not None),
-        "model": _model_name(encoder, model),
-        "dataset": dataset_name,
-        "n_items": len(items),
-        "n": res.n,
-        "n_missing": n_missing,
-        "missing_examples": [items[i] for i in np.flatnonzero(missing)[:10]],
-        "spearman": res.to_dict()["spearman"],
-        "spearman_ci": res.to_dict()["spearman_ci"],
-        "pearson": res.to_dict()["pearson"],
-        "pearson_ci": res.to_dict()["pearson_ci"],
-        "p_value": res.to_dict()["p_value"],
-        "pearson_p": res.to_dict()["pearson_p"],
-        "partial_spearman": partial,
-        "controls": list(ctrl),
-        "controls_dropped": dropped_controls,
-        "partial_reason": partial_reason,
-        "ci_level": res.ci_level,
-        "ci_method": res.ci_method,
-        "p_method": res.p_method,
-        "n_boot": n_boot,
-        "n_perm": res.n_perm,
-        "seed": seed,
-        "norm_mean": float(np.mean(norm)),
-        "norm_sd": float(np.std(norm, ddof=1)) if len(norm) > 1 else None,
-        "notes": notes,
-    }
-    if signal == "specificity" and cov_user is None:
-        summary["measures"] = {}
+    res = correlation(norm_o, cov_o, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID).to_dict()
+    words = table.tokens is None
+    part = _partial(cov_o, norm_o, ctrl_o, strata=strata_o, by=by, n_boot=n_boot, n_perm=n_perm, seed=seed,
+                    words=words)
+    notes += part["notes"]
+    strata_rows = None
+    if strata_o is not None:
+        names = sorted(set(strata_o.tolist()))
+        strata_rows = _stratum_rows(names, strata_o, cov_o, norm_o, len_o, ctrl_o, by=by, n_boot=n_boot,
+                                    n_perm=n_perm, seed=seed, notes=notes, words=words)
+        if len(names) > 1:
+            notes.append(f"items come from {len(names)} sources ({', '.join(names)}): the pooled Spearman mixes them; "
+                         f"the partial correlation controls the source ('{by}') and resamples and permutes within "
+                         "sources, and each source is reported on its own")
+    norm_length = _norm_length(norm_o, len_o, cov_o, n_boot=n_boot, seed=seed)
+    if norm_length is not None:
+        norm_length["length"] = length_unit
+
+    measures = None
+    if signal == "specificity" and iset.covariate is None:
+        measures = {}
         for m in sg.SPECIFICITY_MEASURES:
-            r = correlation(norm, extras[m], n_boot=n_boot, n_perm=0, seed=seed, min_n=MIN_VALID).to_dict()
-            summary["measures"][m] = {"spearman": r["spearman"], "spearman_ci": r["spearman_ci"], "n": r["n"]}
-    if signal == "uncertainty":
-        summary["entropy_unit"] = "bits"
-        if cov_user is not None and covariates is None:
-            summary["pair_format"] = (f"'premise {sep} hypothesis' as one string ({sep} = the tokenizer's separator "
-                                      "token, so ids equal the pair encoding; token-type ids all 0)")
-    return summary, per_item
-
-
-def _load_cifar_images(path: str | Path):
-    """CIFAR-10 test images as uint8 (10000, 32, 32, 3): a ``.npy`` array or the python ``test_batch``."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / "test_batch"
-    if not p.is_file():
-        raise InputError(f"CIFAR-10 test images not found: {p} (give a .npy array (10000,32,32,3) or cifar-10-batches-py/test_batch)")
-    if p.suffix == ".npy":
-        arr = np.load(p, allow_pickle=False)
-    else:
-        import pickle
-
-        with open(p, "rb") as f:  # the official CIFAR-10 python format is a pickle (user's own file)
-            d = pickle.load(f, encoding="bytes")
-        arr = np.asarray(d[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
-    if arr.shape[1:] != (32, 32, 3) or arr.shape[0] != 10000:
-        raise InputError(f"CIFAR-10 test images must have shape (10000, 32, 32, 3), got {arr.shape} from {p}")
-    return arr
-
-
-def _run_cifar10h(*, encoder, model, images, n, seed, n_boot, n_perm, batch_size, device, progress):
-    from normscope.signals import cifar10h_entropy
-    from normscope.stats import correlation
-
-    if images is None:
-        raise InputError(
-            "uncertainty on CIFAR-10H needs the CIFAR-10 test images (--images); only the human labels are shipped"
-        )
-    arr = _load_cifar_images(images)
-    if encoder is None:
-        from normscope.encoders import load_encoder
-
-        encoder = load_encoder(model, device=device)
-    if not hasattr(encoder, "encode_images"):
-        raise InputError(f"model {_model_name(encoder, model)!r} is a text encoder; CIFAR-10H needs an image model (e.g. open_clip)")
-    ent = cifar10h_entropy()
-    keep = _sample(len(ent), n or None, seed)
-    from PIL import Image
-
-    pil = [Image.fromarray(arr[i]) for i in keep]
-    vecs = np.asarray(encoder.encode_images(pil, batch_size=batch_size))
-    norm = np.linalg.norm(vecs.astype(np.float64), axis=1)
-    res = correlation(norm, ent[keep], n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID).to_dict()
-    per_item = pd.DataFrame({"item": [f"cifar10-test-{i}" for i in keep], "norm": norm, "covariate": ent[keep]})
-    summary = {
-        "signal": "uncertainty", "covariate": COVARIATE_LABEL["uncertainty"], "model": _model_name(encoder, model),
-        "dataset": f"CIFAR-10H ({len(keep)} test images)", "n_items": len(keep), "n": res["n"], "n_missing": 0,
-        "missing_examples": [], "spearman": res["spearman"], "spearman_ci": res["spearman_ci"],
-        "pearson": res["pearson"], "pearson_ci": res["pearson_ci"], "p_value": res["p_value"],
-        "pearson_p": res["pearson_p"], "partial_spearman": None, "controls": [],
-        "controls_dropped": [], "partial_reason": None, "ci_level": res["ci_level"],
-        "ci_method": res["ci_method"], "p_method": res["p_method"], "n_boot": n_boot, "n_perm": res["n_perm"],
-        "seed": seed, "norm_mean": float(norm.mean()), "norm_sd": float(norm.std(ddof=1)), "entropy_unit": "bits",
-        "notes": ["images have no text length or word frequency: no controls"],
-    }
-    return summary, per_item
-
-
-# --------------------------------------------------------------------------------------------
-# figure
-# --------------------------------------------------------------------------------------------
-
-
-def plot_signal(per_item: pd.DataFrame, summary: dict, path: str | Path, *, bins: int = 10) -> Path:
-    """Norm vs covariate: items as faint points, binned means with 95% CIs, rho [CI] and n in the title.
-
-    Parameters
-    ----------
-    per_item : pandas.DataFrame
-        From :func:`run_correlate` (columns ``covariate``, ``norm``).
-    summary : dict
-        From :func:`run_correlate`.
-    path : path-like
-        Output image (format from the suffix, e.g. ``.png``, ``.pdf``); written atomically.
-
-    Returns
-    -------
-    pathlib.Path of the written figure.
-    """
-    from normscope._plot import pyplot, save_figure
-    from normscope.stats import binned_means
-
-    plt = pyplot()
-    path = check_output_path(path)
-    x = per_item["covariate"].to_numpy(dtype=np.float64)
-    y = per_item["norm"].to_numpy(dtype=np.float64)
-    ok = np.isfinite(x) & np.isfinite(y)
-    bm = binned_means(x[ok], y[ok], bins=bins)
-    fig, ax = plt.subplots(figsize=(6.4, 4.6), dpi=130)
-    ax.scatter(x[ok], y[ok], s=4, alpha=0.15, color="0.4", linewidths=0, label="items")
-    ax.errorbar(bm["x_mean"], bm["y_mean"], yerr=[bm["y_mean"] - bm["y_lo"], bm["y_hi"] - bm["y_mean"]],
-                fmt="o-", color="C3", capsize=3, label="binned mean (equal-count bins) ± 95% CI")
-    ax.set_xlabel(summary.get("covariate") or COVARIATE_LABEL.get(summary.get("signal"), "covariate"))
-    ax.set_ylabel("raw embedding norm ||z||")
-    lo, hi = summary["spearman_ci"]
-    title = (f"{summary['signal']} · {summary['model'].split('/')[-1]}\n"
-             f"Spearman ρ = {summary['spearman']:.3f} [{lo:.3f}, {hi:.3f}], n = {summary['n']}")
-    part = summary.get("partial_spearman")
-    if part and part.get("rho") is not None:
-        title += f"; partial ρ | {'+'.join(part['controls'])} = {part['rho']:.3f}"
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8, loc="best")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fmt = path.suffix.lstrip(".").lower() or "png"
-    return save_figure(fig, path, dpi=None, format=fmt, bbox_inches=None)
+            r = correlation(norm_o, extras[m][order], n_boot=n_boot, n_perm=0, seed=seed, min_n=MIN_VALID).to_dict()
+            measures[m] = {"spearman": r["spearman"], "spearman_ci": r["spearman_ci"], "n": r["n"]}
+    return CorrelateResult(
+        signal=signal,
+        covariate=covariate_label(signal, measure, user=covariates is not None, subtlex=subtlex is not None),
+        model=model_name(encoder, model), dataset=iset.dataset, n_items=len(iset.texts), n=res["n"],
+        n_missing=n_missing, missing_examples=[texts[i] for i in np.flatnonzero(missing)[:10]],
+        spearman=res["spearman"], spearman_ci=res["spearman_ci"], pearson=res["pearson"],
+        pearson_ci=res["pearson_ci"], p_value=res["p_value"], pearson_p=res["pearson_p"],
+        partial_spearman=part["partial"], controls=part["used"], controls_dropped=part["dropped"],
+        partial_reason=part["reason"], by=by, strata=strata_rows, norm_length=norm_length,
+        n_truncated=table.n_truncated, junk=table.junk.to_dict(), ci_level=res["ci_level"],
+        ci_method=res["ci_method"], p_method=res["p_method"], n_boot=n_boot, n_perm=res["n_perm"], seed=seed,
+        norm_mean=float(np.mean(norm)), norm_sd=float(np.std(norm, ddof=1)) if len(norm) > 1 else None,
+        measures=measures, entropy_unit="bits" if signal == "uncertainty" else None,
+        pair_format=iset.pair_format, notes=notes, items=items_df,
+    )

@@ -92,12 +92,9 @@ def _chaos_dir(path) -> Path:
         if not p.exists():
             raise InputError(f"ChaosNLI path not found: {p}")
         return p
-    from normscope.datasets import shared_data_dir
+    from normscope.data import data_path
 
-    d = shared_data_dir()
-    if d is None or not (d / "chaosnli").is_dir():
-        raise InputError("no ChaosNLI directory given and ../shared/data/chaosnli is absent")
-    return d / "chaosnli"
+    return data_path("chaosnli")
 
 
 def load_chaosnli(
@@ -202,12 +199,9 @@ def load_cifar10h(path: str | os.PathLike | None = None) -> np.ndarray:
         Missing file or wrong shape.
     """
     if path is None:
-        from normscope.datasets import shared_data_dir
+        from normscope.data import data_path
 
-        d = shared_data_dir()
-        if d is None or not (d / "cifar10h").is_dir():
-            raise InputError("no CIFAR-10H label file given and ../shared/data/cifar10h is absent")
-        path = d / "cifar10h"
+        path = data_path("cifar10h")
     p = Path(path)
     if p.is_dir():
         p = p / "cifar10h-counts.npy"

@@ -17,9 +17,9 @@ senses instead. ``n_senses`` always counts every noun sense. Words are looked up
 -> "dog"); spaces become underscores for multi-word lemmas ("ice cream" -> ``ice_cream``).
 
 **Where WordNet comes from** (:func:`load_wordnet`): an explicit ``path``, else ``$NORMSCOPE_WORDNET``,
-else NLTK's data path (``nltk.data.find("corpora/wordnet")``), else the archive
-``<shared data>/wordnet-3.0/wordnet-3.0.tgz`` extracted once (atomically) into
-``<normscope cache>/nltk_data/corpora/wordnet``.
+else NLTK's data path (``nltk.data.find("corpora/wordnet")``), else ``normscope.data.data_path("wordnet")``:
+a data folder's copy (NLTK layout, or the archive ``wordnet-3.0.tgz`` extracted once (atomically) into
+``<normscope cache>/nltk_data/corpora/wordnet``), fetched with NLTK's downloader when absent.
 """
 
 from __future__ import annotations
@@ -111,17 +111,10 @@ def _resolve_root(path: str | os.PathLike | None) -> Path:
         root = _reader_root(found) if found.is_dir() else None
         if root is not None:
             return root
-    from normscope.datasets import shared_data_dir
+    from normscope.data import data_path
 
-    shared = shared_data_dir()
-    if shared is not None:
-        archive = shared / "wordnet-3.0" / "wordnet-3.0.tgz"
-        if archive.is_file():
-            return _extract_archive(archive)
-    raise InputError(
-        "WordNet 3.0 not found: pass a path, set $NORMSCOPE_WORDNET to a WordNet directory or .tgz, "
-        "install it into NLTK's data path (nltk.download('wordnet')), or provide ../shared/data/wordnet-3.0"
-    )
+    found = data_path("wordnet")  # a data folder's copy, else fetched; DataError naming `normscope data fetch wordnet`
+    return _reader_root(found) or _extract_archive(found / "wordnet-3.0.tgz")
 
 
 @functools.lru_cache(maxsize=4)

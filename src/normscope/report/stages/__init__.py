@@ -30,6 +30,7 @@ from normscope.report.stages.probes import stage_probes
 from normscope.report.stages.retrieval import stage_retrieval
 from normscope.report.stages.setup import stage_setup
 from normscope.report.stages.signals import stage_signals
+from normscope.report.stages.similarity import stage_similarity
 
 __all__ = ["STAGE_FUNCS"]
 
@@ -39,5 +40,6 @@ STAGE_FUNCS: dict[str, Callable[[StageContext], dict]] = {
     "probes": stage_probes,
     "lab": stage_lab,
     "signals": stage_signals,
+    "similarity": stage_similarity,
     "retrieval": stage_retrieval,
 }

@@ -18,12 +18,14 @@ def stage_norms(ctx: StageContext) -> dict:
     cfg = ctx.config
     ctx.encoder()  # loaded once (load_encoder is memoised: embed_input reuses it)
     if cfg.items is not None:
-        result, table = embed_input(cfg.items, model=cfg.model, device=cfg.device, progress=True)
+        result, table = embed_input(cfg.items, model=cfg.model, device=cfg.device, progress=True,
+                                    precision=cfg.precision)
         source = f"items of {cfg.items.name}"
         sizes = f"{fmt_n(len(table))} items from {cfg.items.name}"
         command = f"normscope embed {cfg.items} --model {cfg.model} -o items.parquet --json items.json"
     else:
-        result, table = embed_input(wordfreq_top=ctx.sizes.words, model=cfg.model, device=cfg.device, progress=True)
+        result, table = embed_input(wordfreq_top=ctx.sizes.words, model=cfg.model, device=cfg.device, progress=True,
+                                    precision=cfg.precision)
         source = f"top-{fmt_n(len(table))} wordfreq words"
         sizes = f"top {fmt_n(len(table))} alphabetic English words of wordfreq (most frequent first)"
         command = f"normscope embed --wordfreq-top {ctx.sizes.words} --model {cfg.model} -o words.parquet --json words.json"

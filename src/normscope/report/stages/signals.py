@@ -4,19 +4,66 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.context import StageContext, StageUnavailable
-from normscope.report.stages._common import jsonable, ci_text
+from normscope.report.stages._common import ci_text
 
-__all__ = ["stage_signals", "SIGNAL_ORDER"]
+__all__ = ["stage_signals", "SIGNAL_ORDER", "signal_claims"]
 
 SIGNAL_ORDER = ("frequency", "specificity", "concreteness", "uncertainty")
 
 
+def _controlled(r: dict) -> tuple:
+    """(estimate, ci, n, what) of the figure a claim follows: the partial rho when there is one, else rho."""
+    part = r.get("partial_spearman") or {}
+    if part.get("rho") is not None:
+        within = f"; CI resamples items within each {r.get('by')}" if r.get("strata") else "; CI resamples items"
+        return part["rho"], part.get("ci"), part.get("n"), (
+            f"partial Spearman \u03c1(norm, {r['signal']}) | {', '.join(part.get('controls') or [])}{within}")
+    return r.get("spearman"), r.get("spearman_ci"), r.get("n"), f"Spearman \u03c1(norm, {r['signal']}); CI resamples items"
+
+
+def signal_claims(results: dict[str, dict], unavailable: dict[str, str]) -> list[dict]:
+    """Scorecard rows ``specificity`` and ``uncertainty``, following the controlled figure.
+
+    Specificity is claimed positive (more specific -> larger norm). Uncertainty is claimed as a
+    difference without a direction ("more uncertain -> different norm"), so its verdict is
+    ``reproduced`` when the CI excludes 0 on either side and ``inconclusive`` otherwise.
+    """
+    rows = []
+    for key, sign in (("specificity", +1), ("uncertainty", 0)):
+        r = results.get(key)
+        if r is None:
+            verdict, why = verdict_not_testable(f"the {key} signal did not run ({unavailable.get(key, 'not run')})")
+            rows.append(claim_row(key, measured=None, ci=None, verdict=verdict, why=why, section="semantic_signals"))
+            continue
+        est, ci, n, what = _controlled(r)
+        if sign:
+            verdict, why = verdict_sign(est, ci, sign)
+        else:
+            verdict, why = verdict_sign(est, ci, 1 if (est or 0) >= 0 else -1)
+            if verdict == "reproduced":
+                why = f"the 95% CI [{ci[0]:.3g}, {ci[1]:.3g}] excludes 0 (the claim names no direction)"
+        for s in r.get("strata") or []:
+            why += f"; {s['name']}: \u03c1 = {s['spearman']:.3g}" if s.get("spearman") is not None else ""
+        rows.append(claim_row(key, measured=est, ci=ci, verdict=verdict, why=why, section="semantic_signals",
+                              n=n, what=what))
+    return rows
+
+
+def _row(sig: str, r: dict) -> list:
+    part = r.get("partial_spearman") or {}
+    nl = r.get("norm_length") or {}
+    controls = ", ".join(part.get("controls") or []) + "".join(
+        f"{'; ' if part.get('controls') else ''}{c} not controlled (constant)" for c in r.get("controls_dropped") or [])
+    return [sig, r.get("dataset"), r.get("n"), r.get("n_missing"), r.get("spearman"), ci_text(r.get("spearman_ci")),
+            r.get("p_value"), part.get("rho"), ci_text(part.get("ci")), controls, nl.get("spearman"),
+            r.get("n_truncated")]
 
 
 def stage_signals(ctx: StageContext) -> dict:
-    from normscope.signals import plot_signal, run_correlate
     from normscope.errors import NormscopeError
+    from normscope.signals import plot_signal, run_correlate
 
     s = ctx.sizes
     seed = ctx.config.seed
@@ -24,8 +71,7 @@ def stage_signals(ctx: StageContext) -> dict:
     results: dict[str, dict] = {}
     unavailable: dict[str, str] = {}
     commands: dict[str, str] = {}
-    figs = []
-    rows = []
+    figs, rows, strata_rows = [], [], []
     for sig in SIGNAL_ORDER:
         if sig not in ctx.config.signals:
             unavailable[sig] = "not selected"
@@ -35,25 +81,25 @@ def stage_signals(ctx: StageContext) -> dict:
             n = min(n, 2000)
         ctx.console.print(f"signals: {sig}")
         try:
-            summary, per_item = run_correlate(sig, encoder=enc, model=ctx.config.model, n=n, seed=seed,
-                                              n_boot=s.n_boot, n_perm=s.n_perm, progress=True,
-                                              device=ctx.config.device)
+            res = run_correlate(sig, encoder=enc, model=ctx.config.model, n=n, seed=seed, n_boot=s.n_boot,
+                                n_perm=s.n_perm, progress=True, device=ctx.config.device)
         except (NormscopeError, FileNotFoundError, LookupError) as exc:
             unavailable[sig] = f"{type(exc).__name__}: {exc}".splitlines()[0]
             continue
-        summary = jsonable(summary)
-        results[sig] = summary
+        r = res.to_dict()
+        results[sig] = r
         cmd = f"normscope correlate --signal {sig}" + (f" --n {n}" if n is not None else "")
         commands[sig] = cmd + f" --n-boot {s.n_boot} --n-perm {s.n_perm} --seed {seed} --json {sig}.json"
-        fig = plot_signal(per_item, summary, ctx.figure_path(f"semantic_signals_{sig}.png"))
-        figs.append({"file": Path(fig).name, "caption": f"Raw norm vs {summary.get('covariate', sig)}: items (grey), "
-                     f"equal-count binned means with 95% CIs (red); {summary.get('dataset', '')}."})
-        part = summary.get("partial_spearman") or {}
-        rows.append([sig, summary.get("dataset"), summary.get("n"), summary.get("n_missing"), summary.get("spearman"),
-                     ci_text(summary.get("spearman_ci")), summary.get("p_value"), summary.get("pearson"),
-                     part.get("rho"), ci_text(part.get("ci")), ", ".join(part.get("controls") or [])
-                     + "".join(f"{'; ' if part.get('controls') else ''}{c} not controlled (constant)"
-                               for c in summary.get("controls_dropped") or [])])
+        fig = plot_signal(res, ctx.figure_path(f"semantic_signals_{sig}.png"))
+        per_source = " per source" if res.strata else ""
+        figs.append({"file": Path(fig).name, "caption": f"Raw norm vs {res.covariate}: items (points), "
+                     f"equal-count binned means{per_source} with 95% CIs; {res.dataset}."})
+        rows.append(_row(sig, r))
+        for st in r.get("strata") or []:
+            p = st.get("partial_spearman") or {}
+            strata_rows.append([sig, st["name"], st["n"], st["spearman"], ci_text(st["spearman_ci"]), p.get("rho"),
+                                ci_text(p.get("ci")), ", ".join(p.get("controls") or []), st["norm_length_spearman"],
+                                st["mean_length"], st["mean_covariate"]])
     if not results:
         raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
     notes = [f"{k}: not available ({v})" for k, v in unavailable.items()]
@@ -62,9 +108,27 @@ def stage_signals(ctx: StageContext) -> dict:
         if r.get("n_missing"):
             notes.append(f"{sig}: {r['n_missing']} of {r.get('n_items')} items have no value and are excluded "
                          f"(e.g. {', '.join(map(str, (r.get('missing_examples') or [])[:5]))}).")
-    key_numbers = [[f"Spearman \u03c1, norm vs {k} (n = {r.get('n')})", r.get("spearman"), ""] for k, r in results.items()]
+        if (r.get("junk") or {}).get("count"):
+            notes.append(f"{sig}: {r['junk']['count']} junk item(s) left out (ids {', '.join(r['junk']['ids'][:5])}).")
+    key_numbers = []
+    for k, r in results.items():
+        est, _, n, what = _controlled(r)
+        key_numbers.append([f"Spearman \u03c1, norm vs {k} (n = {r.get('n')}{', pooled over sources' if r.get('strata') else ''})",
+                            r.get("spearman"), ""])
+        if est is not None and est != r.get("spearman"):
+            key_numbers.append([f"{what} (n = {n})", est, ""])
     sizes = "; ".join(f"{k}: {r.get('dataset')}" for k, r in results.items())
     sizes += f"; {s.n_boot} bootstrap resamples, {s.n_perm} permutations"
+    tables = [{"title": "One row per signal (95% bootstrap CIs, permutation p; length = tokens the model saw)",
+               "columns": ["signal", "items", "n", "missing", "Spearman \u03c1", "95% CI", "p", "partial \u03c1",
+                           "95% CI", "controls", "\u03c1(norm, length)", "truncated"],
+               "rows": rows}]
+    if strata_rows:
+        tables.append({"title": "Per source (the pooled figure mixes sources; partial \u03c1 controls length and "
+                                "frequency within the source)",
+                       "columns": ["signal", "source", "n", "Spearman \u03c1", "95% CI", "partial \u03c1", "95% CI",
+                                   "controls", "\u03c1(norm, length)", "mean length (tokens)", "mean covariate"],
+                       "rows": strata_rows})
     return {
         "semantic_signals": {
             "status": "ok",
@@ -74,11 +138,9 @@ def stage_signals(ctx: StageContext) -> dict:
             "result": results,
             "derived": {"unavailable": unavailable, "commands": commands},
             "key_numbers": key_numbers,
-            "tables": [{"title": "One row per signal (95% bootstrap CIs, permutation p)",
-                        "columns": ["signal", "items", "n", "missing", "Spearman \u03c1", "95% CI", "p",
-                                    "Pearson r", "partial \u03c1", "95% CI", "controls"],
-                        "rows": rows}],
+            "tables": tables,
             "figures": figs,
             "notes": notes,
+            "claims": signal_claims(results, unavailable),
         }
     }

@@ -1,0 +1,111 @@
+"""``normscope data``: list, fetch and locate the datasets normscope uses (``docs/data.md``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from normscope.cli import app
+from normscope.errors import DataError, InputError
+
+data_app = typer.Typer(
+    help="List, fetch and locate the datasets normscope uses (origins, licences and checks: docs/data.md).",
+    no_args_is_help=True,
+)
+app.add_typer(data_app, name="data")
+
+DirOpt = Annotated[Optional[Path], typer.Option("--dir", help="Data folder to fetch into and look in "
+                                                "(default: $NORMSCOPE_CACHE/data, i.e. ~/.cache/normscope/data).")]
+
+
+def _out() -> Console:
+    c = Console()
+    return c if c.is_terminal else Console(width=200)
+
+
+@data_app.command("list")
+def list_datasets(
+    dir: DirOpt = None,
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the list as (strict) JSON to this path.")] = None,
+) -> None:
+    """One row per dataset: what it is, licence, download size, origin, and whether a copy is here."""
+    from normscope._io import write_json
+    from normscope.data import dataset_names, dataset_status, settings
+    from normscope.validate import check_output_path
+
+    if json_path is not None:
+        check_output_path(json_path)
+    with settings(dest=dir):
+        rows = [dataset_status(n) for n in dataset_names()]
+    if json_path is not None:
+        write_json({"datasets": rows}, json_path)
+    t = Table(title="normscope datasets (normscope data fetch NAME | --all)", show_lines=True)
+    for col in ("name", "what", "licence", "download", "origin", "here", "verified by"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        here = f"[green]yes[/] ({r['where']}): {r['path']}" if r["present"] else "[yellow]no[/]"
+        t.add_row(r["name"], f"{r['title']}: {r['description']}", r["licence"], r["download"], r["origin"], here,
+                  r["verified_by"])
+    _out().print(t)
+
+
+@data_app.command("fetch")
+def fetch(
+    names: Annotated[Optional[list[str]], typer.Argument(help="Datasets to fetch (see `normscope data list`).", show_default=False)] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Fetch every dataset.")] = False,
+    dir: DirOpt = None,
+    mirror: Annotated[Optional[str], typer.Option("--mirror", metavar="URL|DIR", help="Mirror holding the upstream "
+                                                  "layout (<host>/<path>) or the shared-data layout "
+                                                  "(<folder>/<file>); also $NORMSCOPE_DATA_MIRROR.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Fetch again even if the data folder holds a copy "
+                                        "(replaced only once the new copy is verified).")] = False,
+) -> None:
+    """Download, verify (pinned sha256, row counts, known records) and install datasets atomically."""
+    from normscope.data import dataset_names, fetch_dataset, fmt_bytes, get_dataset, offline
+
+    if all_ and names:
+        raise InputError("give dataset names or --all, not both")
+    if not all_ and not names:
+        raise InputError(f"name the datasets to fetch, or --all (known: {', '.join(dataset_names())})")
+    todo = dataset_names() if all_ else [get_dataset(n).name for n in names]  # unknown names fail before any transfer
+    if offline():
+        raise InputError("normscope data fetch downloads: drop --offline / $NORMSCOPE_OFFLINE to use it")
+    out, err = _out(), Console(stderr=True)
+    failed = []
+    for name in todo:
+        t0 = time.perf_counter()
+        try:
+            r = fetch_dataset(name, dest=dir, mirror=mirror, force=force)
+        except DataError as exc:
+            err.print(f"error: {name}: {exc}", soft_wrap=True, markup=False, highlight=False)
+            failed.append(name)
+            continue
+        if r.status == "present":
+            out.print(f"{name}: already here: {r.path}", soft_wrap=True, markup=False, highlight=False)
+            continue
+        v = r.verified
+        out.print(f"{name}: fetched {fmt_bytes(r.bytes)} from {r.urls[-1]} in {time.perf_counter() - t0:.1f} s; "
+                  f"verified sha256 of {len(v.get('sha256', []))} file(s) and {len(v.get('content', []))} content facts: "
+                  f"{r.path}", soft_wrap=True, markup=False, highlight=False)
+    if failed:
+        err.print(f"not fetched: {', '.join(failed)} (nothing of them was kept; run the command again to retry)",
+                  soft_wrap=True, markup=False, highlight=False)
+        raise typer.Exit(2)
+
+
+@data_app.command("path")
+def path(
+    name: Annotated[str, typer.Argument(help="Dataset name (see `normscope data list`).")],
+    dir: DirOpt = None,
+) -> None:
+    """Print the local path of a dataset (what normscope reads); exit 2 with the fetch command if absent."""
+    from normscope.data import data_path, settings
+
+    with settings(dest=dir):
+        p = data_path(name, fetch=False)
+    typer.echo(str(p))

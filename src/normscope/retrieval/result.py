@@ -1,0 +1,78 @@
+"""The typed result of :func:`normscope.retrieval.run_retrieval` (what ``normscope retrieval --json`` writes)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+from normscope.results import StageResult, summary_field
+
+__all__ = ["RetrievalResult", "SCORER_LABELS", "SIGNAL_LABELS"]
+
+#: Display labels of the per-scorer numbers (CLI table and report).
+SCORER_LABELS: dict[str, str] = {
+    "ndcg@10": "nDCG@10",
+    "mrr@10": "MRR@10",
+    "recall@100": "Recall@100",
+    "delta": "\u0394 nDCG@10 vs cosine",
+    "delta_ci": "95% CI (queries)",
+    "relative": "relative \u0394 nDCG@10",
+    "p_value": "p vs cosine (paired t)",
+    "p_value_randomization": "p (randomisation)",
+}
+#: Display labels of the calibration numbers.
+SIGNAL_LABELS: dict[str, str] = {
+    "auroc_raw": "AUROC (raw signal)",
+    "auroc_raw_ci": "95% CI",
+    "auroc": "AUROC (calibrated)",
+    "auroc_ci": "95% CI",
+    "ece": "ECE (15 bins)",
+    "ece_bins": "populated bins",
+    "aurc": "AURC",
+    "aurc_optimal": "AURC (oracle)",
+}
+
+
+@dataclasses.dataclass
+class RetrievalResult(StageResult):
+    """Norm-aware retrieval and calibration on one BEIR dataset.
+
+    ``to_dict()`` is the ``--json`` summary; :attr:`items` (one row per scorer, query and rank:
+    ``scorer, query_id, rank, doc_id, score, relevance, doc_norm, query_norm``) is what ``-o``
+    writes; :attr:`per_query` has one row per evaluated query (norms, Zipf frequency, cosine top-1,
+    per-scorer nDCG@10, signals and their calibrated confidences, strata).
+    """
+
+    NOT_IN_JSON: ClassVar[tuple[str, ...]] = ("items", "per_query", "doc_titles", "timings")
+
+    dataset: str = summary_field("dataset")
+    dataset_name: str = summary_field("dataset name")
+    model: str = summary_field("model")
+    model_revision: str | None = summary_field("model revision")
+    split: str = summary_field("evaluation split")
+    fit_split: str = summary_field("fitted on")
+    fit_mode: str = summary_field("fit mode")
+    seed: int = summary_field("seed")
+    k: int = summary_field("depth k", unit="documents")
+    relevance: str = summary_field("relevance levels")
+    tie_rule: str = summary_field("tie rule")
+    ignore_identical_ids: bool = summary_field("self-hits left out")
+    identical_ids: dict = summary_field("queries whose id is a corpus id")
+    n_docs: int = summary_field("documents", unit="documents")
+    docs: dict = summary_field("corpus subsample")
+    n_queries: dict = summary_field("queries evaluated", unit="queries")
+    excluded_queries: dict = summary_field("queries excluded")
+    junk: dict = summary_field("junk items left out")
+    n_truncated: dict = summary_field("items truncated by the model", unit="items")
+    metrics: list = summary_field("metrics")
+    significance: dict = summary_field("significance tests")
+    scorers: dict = summary_field("scorers")
+    strata: dict = summary_field("strata (where the gain lies)")
+    calibration: dict = summary_field("calibration of the cosine top-1")
+    calibration_info: dict = summary_field("calibration set-up")
+    doc_norm_range: list = summary_field("document norm range", unit="||z||")
+    items: Any = None
+    per_query: Any = None
+    doc_titles: dict = dataclasses.field(default_factory=dict)
+    #: Seconds per phase (printed, not in the JSON, so that the JSON of two runs compares byte for byte).
+    timings: dict = dataclasses.field(default_factory=dict)

@@ -1,0 +1,91 @@
+"""Uncertainty on CIFAR-10H images: raw image-embedding norm vs human label entropy (``--dataset cifar10h``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from normscope.errors import InputError
+from normscope.signals.result import CorrelateResult
+
+__all__ = ["run_cifar10h", "load_cifar_images"]
+
+
+def load_cifar_images(path: str | Path) -> np.ndarray:
+    """CIFAR-10 test images as uint8 (10000, 32, 32, 3): a ``.npy`` array, the python ``test_batch``, or a
+    folder of 32x32 PNG/JPEG files named by test-set position (:func:`~normscope.encoders.images.read_indexed_images`).
+
+    Raises
+    ------
+    InputError
+        Missing file or another shape.
+    """
+    p = Path(path)
+    if p.is_dir() and not (p / "test_batch").is_file():
+        from normscope.encoders.images import read_indexed_images
+
+        return read_indexed_images(p, n=10000, size=(32, 32))
+    if p.is_dir():
+        p = p / "test_batch"
+    if not p.is_file():
+        raise InputError(f"CIFAR-10 test images not found: {p} (give a .npy array (10000,32,32,3) or cifar-10-batches-py/test_batch)")
+    if p.suffix == ".npy":
+        arr = np.load(p, allow_pickle=False)
+    else:
+        import pickle
+
+        with open(p, "rb") as f:  # the official CIFAR-10 python format is a pickle (user's own file)
+            d = pickle.load(f, encoding="bytes")
+        arr = np.asarray(d[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+    if arr.shape[1:] != (32, 32, 3) or arr.shape[0] != 10000:
+        raise InputError(f"CIFAR-10 test images must have shape (10000, 32, 32, 3), got {arr.shape} from {p}")
+    return arr
+
+
+def run_cifar10h(*, encoder, model, images, n, seed, n_boot, n_perm, batch_size, device) -> CorrelateResult:
+    """Norm of image embeddings vs CIFAR-10H label entropy (bits); see :func:`normscope.signals.run_correlate`.
+
+    Raises
+    ------
+    InputError
+        No ``images``, a text-only encoder, normalised vectors.
+    """
+    from normscope.signals import cifar10h_entropy
+    from normscope.signals.items import sample_indices
+    from normscope.signals.labels import COVARIATE_LABEL, MIN_VALID, model_name
+    from normscope.stats import correlation
+    from normscope.table import require_raw_norms
+
+    if images is None:
+        raise InputError(
+            "uncertainty on CIFAR-10H needs the CIFAR-10 test images (--images); only the human labels are shipped"
+        )
+    arr = load_cifar_images(images)
+    if encoder is None:
+        from normscope.encoders import load_encoder
+
+        encoder = load_encoder(model, device=device)
+    if not hasattr(encoder, "encode_images"):
+        raise InputError(f"model {model_name(encoder, model)!r} is a text encoder; CIFAR-10H needs an image model (e.g. hf-clip:openai/clip-vit-base-patch32)")
+    ent = cifar10h_entropy()
+    keep = sample_indices(len(ent), n or None, seed)
+    from PIL import Image
+
+    pil = [Image.fromarray(arr[i]) for i in keep]
+    vecs = np.asarray(encoder.encode_images(pil, batch_size=batch_size))
+    norm = np.linalg.norm(vecs.astype(np.float64), axis=1)
+    require_raw_norms(norm, "correlate")
+    res = correlation(norm, ent[keep], n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID).to_dict()
+    ids = [f"cifar10-test-{i}" for i in keep]
+    items = pd.DataFrame({"id": ids, "item": ids, "norm": norm, "covariate": ent[keep]})
+    return CorrelateResult(
+        signal="uncertainty", covariate=COVARIATE_LABEL["uncertainty"], model=model_name(encoder, model),
+        dataset=f"CIFAR-10H ({len(keep)} test images)", n_items=len(keep), n=res["n"], n_missing=0,
+        spearman=res["spearman"], spearman_ci=res["spearman_ci"], pearson=res["pearson"],
+        pearson_ci=res["pearson_ci"], p_value=res["p_value"], pearson_p=res["pearson_p"],
+        ci_level=res["ci_level"], ci_method=res["ci_method"], p_method=res["p_method"], n_boot=n_boot,
+        n_perm=res["n_perm"], seed=seed, norm_mean=float(norm.mean()), norm_sd=float(norm.std(ddof=1)),
+        entropy_unit="bits", notes=["images have no text length or word frequency: no controls"], items=items,
+    )

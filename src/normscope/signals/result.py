@@ -1,0 +1,86 @@
+"""The typed result of ``normscope correlate`` (:func:`normscope.signals.run_correlate`)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+
+from normscope.results import StageResult, summary_field
+
+__all__ = ["CorrelateResult", "LENGTH_UNIT"]
+
+#: What the length control and rho(norm, length) count.
+LENGTH_UNIT = "tokens the model saw (after truncation at its maximum sequence length, special tokens included)"
+
+
+@dataclasses.dataclass
+class CorrelateResult(StageResult):
+    """Raw norm vs a semantic covariate: pooled and per-source correlations, controls, confounds.
+
+    :meth:`to_dict` is the ``--json`` output of ``normscope correlate``; ``items`` is the per-item
+    table written by ``-o`` (one row per embedded item, in input order, keyed by ``id``).
+
+    Attributes
+    ----------
+    spearman, spearman_ci, pearson, pearson_ci, p_value, pearson_p
+        Pooled over all valid items (:func:`normscope.stats.correlation`). With ``strata`` the
+        pooled figure mixes sources; the controlled figure is ``partial_spearman``.
+    partial_spearman : dict or None
+        :meth:`normscope.stats.PartialResult.to_dict`. With strata: the source is a control and
+        the CI and p-value resample and permute within sources
+        (:func:`normscope.stats_designs.stratified_partial_spearman`).
+    controls : list of str
+        Controls actually partialled out, the source control (named by ``by``) last when pooled.
+    strata : list of dict or None
+        One row per source: ``name``, ``n``, ``spearman``, ``spearman_ci``, ``p_value``,
+        ``partial_spearman`` (controls within the source), ``norm_length_spearman``,
+        ``mean_length``, ``mean_covariate``, ``mean_norm``.
+    norm_length : dict or None
+        Spearman rho(norm, length) with CI and ``n`` over the same valid items: the first confound
+        of a norm analysis; ``length`` says what was counted (:data:`LENGTH_UNIT` or words).
+    n_truncated : int or None
+        Items cut at the model's maximum sequence length before embedding.
+    junk : dict
+        Items left out as junk (:meth:`normscope.inputs.Junk.to_dict`).
+    items : pandas.DataFrame
+        ``id``, ``item``, ``norm`` (float64, ||z||), ``covariate``, ``tokens`` (seen by the model),
+        ``stratum`` (with strata), ``control_<name>`` and signal extras.
+    """
+
+    signal: str = summary_field("signal")
+    covariate: str = summary_field("covariate")
+    model: str = summary_field("model")
+    dataset: str = summary_field("items")
+    n_items: int = summary_field("items given", unit="items")
+    n: int = summary_field("valid items", unit="items")
+    n_missing: int = summary_field("items without a covariate value", unit="items")
+    missing_examples: list = summary_field("examples of items without a value", default_factory=list)
+    spearman: float | None = summary_field("Spearman \u03c1", default=None)
+    spearman_ci: list = summary_field("95% CI", default_factory=list)
+    pearson: float | None = summary_field("Pearson r", default=None)
+    pearson_ci: list = summary_field("95% CI", default_factory=list)
+    p_value: float | None = summary_field("p (Spearman, permutation)", default=None)
+    pearson_p: float | None = summary_field("p (Pearson, permutation)", default=None)
+    partial_spearman: dict | None = summary_field("partial Spearman \u03c1", default=None)
+    controls: list = summary_field("controls partialled out", default_factory=list)
+    controls_dropped: list = summary_field("controls constant over the items (not controlled)", default_factory=list)
+    partial_reason: str | None = summary_field("why no partial correlation", default=None)
+    by: str | None = summary_field("strata column", default=None)
+    strata: list | None = summary_field("per-source correlations", default=None)
+    norm_length: dict | None = summary_field("Spearman \u03c1(norm, length)", default=None)
+    n_truncated: int | None = summary_field("items truncated at the model's maximum length", unit="items", default=None)
+    junk: dict = summary_field("junk items left out", default_factory=dict)
+    ci_level: float = summary_field("confidence level", default=0.95)
+    ci_method: str = summary_field("CI method", default="percentile bootstrap")
+    p_method: str = summary_field("p-value method", default="")
+    n_boot: int = summary_field("bootstrap resamples", default=0)
+    n_perm: int = summary_field("permutations", default=0)
+    seed: int = summary_field("seed", default=0)
+    norm_mean: float | None = summary_field("mean norm", unit="||z||", default=None)
+    norm_sd: float | None = summary_field("sd of the norm", unit="||z||", default=None)
+    measures: dict | None = summary_field("Spearman \u03c1 per WordNet measure", default=None)
+    entropy_unit: str | None = summary_field("entropy unit", default=None)
+    pair_format: str | None = summary_field("pair format", default=None)
+    notes: list = summary_field("notes", default_factory=list)
+    items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame, repr=False)

@@ -1,0 +1,61 @@
+"""The typed result of ``normscope similarity`` (:func:`normscope.similarity.run_similarity`)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+
+from normscope.results import StageResult, summary_field
+
+__all__ = ["SimilarityResult"]
+
+
+@dataclasses.dataclass
+class SimilarityResult(StageResult):
+    """Norm-aware pair scorers against human similarity ratings.
+
+    :meth:`to_dict` is the ``--json`` output of ``normscope similarity``; ``items`` is the per-pair
+    table written by ``-o``.
+
+    Attributes
+    ----------
+    dataset : str
+        The evaluated file.
+    format : {"sts", "words"}
+    n_pairs : int
+        Evaluated pairs (after junk texts are left out; never used for fitting).
+    fit : dict
+        Where the parameters were fitted: ``source`` (``"file"``, ``"sts-train split"``,
+        ``"random half"``), ``path``, ``n_pairs``, ``n_overlap_removed`` (fit pairs also evaluated,
+        dropped from the fit set), ``n_shared_texts`` (texts in both sets), ``criterion``, ``seed``,
+        ``norm_max`` (largest norm of the embedded texts: the ``alpha`` grid is ``s / norm_max``).
+    scorers : dict
+        Per scorer: ``param_name``, ``param`` (fitted value; None for cosine and dot),
+        ``spearman``, ``spearman_ci``, ``pearson``, ``pearson_ci`` (with the human scores of the
+        evaluated pairs), ``delta_spearman`` (minus cosine's) and ``delta_ci`` (paired bootstrap),
+        ``fit_spearman`` (on the fit pairs), ``curve`` (Spearman on the fit pairs per grid value).
+    items : pandas.DataFrame
+        One row per pair: ``split`` (``fit``/``eval``), ``id`` (line number in its file), ``text1``,
+        ``text2``, ``human``, ``norm1``, ``norm2`` (||z||) and ``score_<scorer>``.
+    """
+
+    dataset: str = summary_field("dataset")
+    format: str = summary_field("format")
+    model: str = summary_field("model")
+    n_pairs: int = summary_field("evaluated pairs", unit="pairs")
+    fit: dict = summary_field("fit", default_factory=dict)
+    scorers: dict = summary_field("scorers", default_factory=dict)
+    n_texts: int = summary_field("distinct texts embedded", unit="texts", default=0)
+    n_truncated: int | None = summary_field("texts truncated at the model's maximum length", unit="texts", default=None)
+    junk: dict = summary_field("junk texts left out", default_factory=dict)
+    n_pairs_junk: int = summary_field("pairs left out for a junk text", unit="pairs", default=0)
+    ci_level: float = summary_field("confidence level", default=0.95)
+    ci_method: str = summary_field("CI method", default="")
+    delta_ci_method: str = summary_field("CI method of the differences", default="")
+    n_boot: int = summary_field("bootstrap resamples", default=0)
+    seed: int = summary_field("seed", default=0)
+    norm_mean: float | None = summary_field("mean norm", unit="||z||", default=None)
+    norm_sd: float | None = summary_field("sd of the norm", unit="||z||", default=None)
+    notes: list = summary_field("notes", default_factory=list)
+    items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame, repr=False)

@@ -1,0 +1,185 @@
+"""``normscope similarity`` as Python: norm-aware pair scorers against human similarity ratings.
+
+The parameter of each norm-aware scorer is fitted on fit pairs only -- the STS-B train split, a
+``--fit`` file, or a seeded random half of the dataset -- and the scorers are evaluated on the other
+pairs: Spearman and Pearson with the human scores, and the difference to cosine with a paired
+bootstrap CI (the same resampled pairs for both scorers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from normscope.encoders import DEFAULT_MODEL
+from normscope.errors import InputError
+from normscope.similarity.fit import fit_pair_param, pair_grid
+from normscope.similarity.formats import PairSet, read_pairs, read_sts, sts_train_split
+from normscope.similarity.result import SimilarityResult
+from normscope.similarity.scorers import PAIR_PARAM_NAMES, PAIR_SCORERS, check_pair_scorer, pair_scores
+
+__all__ = ["run_similarity", "MIN_PAIRS"]
+
+#: Fewest fit pairs and fewest evaluated pairs.
+MIN_PAIRS = 10
+_CI_METHOD = ("percentile bootstrap over the evaluated pairs (resampled with replacement), the fitted parameter "
+              "held fixed")
+
+
+def _fit_set(eval_set: PairSet, fit, fit_format: str, seed: int) -> tuple[PairSet, PairSet, dict]:
+    """(fit pairs, evaluated pairs, fit description): never the same pair in both."""
+    if fit is not None:
+        if Path(fit).resolve() == eval_set.path.resolve():
+            raise InputError(f"--fit {fit} is the evaluated file: the parameters would be fitted on the evaluated pairs")
+        return read_pairs(fit, fit_format), eval_set, {"source": "file", "path": str(fit)}
+    train = sts_train_split(eval_set.path)
+    if train is not None:
+        return read_sts(train), eval_set, {"source": "sts-train split", "path": str(train)}
+    if len(eval_set) < 2 * MIN_PAIRS:
+        raise InputError(f"{eval_set.path} has {len(eval_set)} pairs: too few to fit on one half and evaluate on "
+                         f"the other (need {2 * MIN_PAIRS}); give --fit FILE")
+    perm = np.random.default_rng(seed).permutation(len(eval_set))
+    half = len(eval_set) // 2
+    return (eval_set.subset(np.sort(perm[:half])), eval_set.subset(np.sort(perm[half:])),
+            {"source": "random half", "path": str(eval_set.path), "seed": seed})
+
+
+def _keys(s: PairSet) -> list[tuple[str, str]]:
+    return [tuple(sorted((a, b))) for a, b in zip(s.text1, s.text2)]
+
+
+def run_similarity(
+    dataset: str | Path,
+    *,
+    fit: str | Path | None = None,
+    scorers: Sequence[str] = PAIR_SCORERS,
+    fmt: str = "auto",
+    fit_format: str = "auto",
+    encoder=None,
+    model: str = DEFAULT_MODEL,
+    seed: int = 0,
+    n_boot: int = 2000,
+    batch_size: int = 64,
+    device: str = "cpu",
+    progress: bool = False,
+    junk: str = "drop",
+) -> SimilarityResult:
+    """Fit norm-aware pair scorers on fit pairs and compare them with cosine on the evaluated pairs.
+
+    Parameters
+    ----------
+    dataset : path-like
+        Evaluated pairs: an STS-B file or a word-similarity list
+        (:mod:`normscope.similarity.formats`).
+    fit : path-like, optional, keyword-only
+        Fit pairs (any supported format; pairs that are also evaluated are dropped from it). Default:
+        ``sts-train.csv`` beside an STS-B dev/test file, else a random half of ``dataset`` (seeded;
+        the other half is evaluated).
+    scorers : sequence of str, keyword-only
+        Of :data:`normscope.similarity.scorers.PAIR_SCORERS`; ``cosine`` (the baseline of the
+        differences) is always included.
+    fmt, fit_format : {"auto", "sts", "words"}, keyword-only
+        Formats of ``dataset`` and ``fit``.
+    encoder : Encoder, optional, keyword-only
+        Default ``load_encoder(model, device=device)``.
+    seed : int, keyword-only
+        Seeds the random half and the bootstrap.
+    n_boot : int, keyword-only
+        Bootstrap resamples of the evaluated pairs (CIs of each Spearman / Pearson and of each
+        difference; the same resamples for every scorer).
+    junk : {"drop", "error"}, keyword-only
+        Junk texts (:func:`normscope.inputs.find_junk`) are left out with their pairs, or an error.
+
+    Returns
+    -------
+    SimilarityResult
+
+    Raises
+    ------
+    InputError
+        Unreadable files, an unknown scorer or format, ``fit`` equal to ``dataset``, fewer than 10
+        fit or evaluated pairs, vectors that were already normalised.
+    """
+    from normscope.encoders import load_encoder
+    from normscope.encoders.embed import embed_texts
+    from normscope.stats import correlation
+    from normscope.stats_designs import correlation_difference
+    from normscope.table import require_raw_norms
+    from normscope.validate import check_int
+
+    names = ["cosine"] + [check_pair_scorer(s) for s in dict.fromkeys(scorers) if s != "cosine"]
+    check_int("--n-boot", n_boot, minimum=0)
+    if junk not in ("drop", "error"):
+        raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
+    fit_set, eval_set, fit_info = _fit_set(read_pairs(dataset, fmt), fit, fit_format, seed)
+    ev_keys = set(_keys(eval_set))
+    overlap = [i for i, k in enumerate(_keys(fit_set)) if k in ev_keys]
+    fit_set = fit_set.subset([i for i in range(len(fit_set)) if i not in set(overlap)])
+    if encoder is None:
+        encoder = load_encoder(model, device=device)
+    texts = sorted(set(fit_set.text1 + fit_set.text2 + eval_set.text1 + eval_set.text2))
+    table = embed_texts(texts, texts, encoder=encoder, batch_size=batch_size, progress=progress, junk=junk,
+                        what="texts")
+    norms = table.norms.astype(np.float64)
+    require_raw_norms(norms, "similarity")
+    row = {t: i for i, t in enumerate(table.ids)}
+    vec = table.vectors.astype(np.float64)
+
+    def usable(s: PairSet) -> tuple[PairSet, int]:
+        ok = [i for i in range(len(s)) if s.text1[i] in row and s.text2[i] in row]
+        return s.subset(ok), len(s) - len(ok)
+
+    fit_set, fit_junk = usable(fit_set)
+    eval_set, eval_junk = usable(eval_set)
+    for what, s in (("fit", fit_set), ("evaluated", eval_set)):
+        if len(s) < MIN_PAIRS:
+            raise InputError(f"only {len(s)} {what} pairs (need {MIN_PAIRS})")
+    pick = lambda s, side: vec[[row[t] for t in (s.text1 if side == 1 else s.text2)]]  # noqa: E731
+    af, bf, ae, be = pick(fit_set, 1), pick(fit_set, 2), pick(eval_set, 1), pick(eval_set, 2)
+    cos_eval = pair_scores(ae, be, "cosine")
+    out: dict[str, dict] = {}
+    items = pd.DataFrame({"split": ["fit"] * len(fit_set) + ["eval"] * len(eval_set),
+                          "id": fit_set.ids + eval_set.ids, "text1": fit_set.text1 + eval_set.text1,
+                          "text2": fit_set.text2 + eval_set.text2,
+                          "human": np.concatenate([fit_set.score, eval_set.score]),
+                          "norm1": np.linalg.norm(np.vstack([af, ae]), axis=1),
+                          "norm2": np.linalg.norm(np.vstack([bf, be]), axis=1)})
+    for name in names:
+        param, curve = fit_pair_param(name, af, bf, fit_set.score, grid=pair_grid(name, norms))
+        s_eval = pair_scores(ae, be, name, param)
+        items[f"score_{name}"] = np.concatenate([pair_scores(af, bf, name, param), s_eval])
+        r = correlation(s_eval, eval_set.score, n_boot=n_boot, n_perm=0, seed=seed, min_n=MIN_PAIRS).to_dict()
+        d = (None if name == "cosine" else
+             correlation_difference(eval_set.score, s_eval, cos_eval, method="spearman", n_boot=n_boot, seed=seed,
+                                    min_n=MIN_PAIRS))
+        out[name] = {"param_name": PAIR_PARAM_NAMES[name], "param": param, "spearman": r["spearman"],
+                     "spearman_ci": r["spearman_ci"], "pearson": r["pearson"], "pearson_ci": r["pearson_ci"],
+                     "delta_spearman": 0.0 if d is None else d.delta, "delta_ci": None if d is None else list(d.ci),
+                     "fit_spearman": max(c["spearman"] for c in curve if np.isfinite(c["spearman"])),
+                     "curve": curve}
+    shared = len(set(fit_set.text1 + fit_set.text2) & set(eval_set.text1 + eval_set.text2))
+    fit_info.update(n_pairs=len(fit_set), n_overlap_removed=len(overlap), n_shared_texts=shared,
+                    n_pairs_junk=fit_junk, format=fit_set.format, norm_max=float(norms.max()),
+                    criterion="largest Spearman rho with the human scores of the fit pairs, grid search "
+                              "(ties: the value closest to cosine)")
+    notes = [f"evaluated file: {n}" for n in eval_set.notes] + [f"fit file: {n}" for n in fit_set.notes
+                                                                 if fit_info["source"] != "random half"]
+    if overlap:
+        notes.append(f"{len(overlap)} fit pair(s) are also evaluated pairs and were dropped from the fit set")
+    if fit_info["source"] == "random half":
+        notes.append(f"parameters fitted on a random half ({len(fit_set)} pairs, seed {seed}) and evaluated on the "
+                     f"other {len(eval_set)} pairs; the halves share {shared} texts")
+    notes.append("CIs resample the evaluated pairs with the fitted parameters held fixed: they leave out the "
+                 "uncertainty of the fit, and treat pairs as independent although some share a text")
+    return SimilarityResult(
+        dataset=str(eval_set.path), format=eval_set.format, model=table.fingerprint.name, n_pairs=len(eval_set),
+        fit=fit_info, scorers=out, n_texts=len(table), n_truncated=table.n_truncated, junk=table.junk.to_dict(),
+        n_pairs_junk=eval_junk, ci_method=_CI_METHOD,
+        delta_ci_method=("paired percentile bootstrap: the same resampled evaluated pairs for the scorer and for "
+                         "cosine, the fitted parameter held fixed"),
+        n_boot=n_boot, seed=seed, norm_mean=float(norms.mean()), norm_sd=float(norms.std(ddof=1)) if len(norms) > 1 else None,
+        notes=notes, items=items,
+    )

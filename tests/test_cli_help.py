@@ -1,0 +1,133 @@
+"""The CLI as a new user meets it: help text, --version, fast one-line errors; values on the page."""
+
+from __future__ import annotations
+
+import time
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMANDS = [[], ["embed"], ["probe"], ["correlate"], ["report"], ["lab"], ["retrieval"],
+            ["data"], ["data", "list"], ["data", "fetch"], ["data", "path"]]
+
+
+def _cli(argv):
+    from normscope.cli import run
+
+    return run(argv)
+
+
+def test_version_is_the_package_version(capsys):
+    want = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert _cli(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"normscope {want}"
+
+
+def test_help_pages_flags_usage_and_option_help(capsys):
+    import typer.main
+    from typer.core import TyperOption
+
+    from normscope.cli import app
+
+    for argv in COMMANDS:
+        assert _cli([*argv, "--help"]) == 0, argv
+        out = capsys.readouterr().out
+        assert "<bool>" not in out, argv  # flags (and --help) take no value
+        usage = next(ln for ln in out.splitlines() if "Usage:" in ln)
+        assert "{" not in usage, usage
+    assert _cli(["probe", "--help"]) == 0
+    assert "Usage: normscope probe [OPTIONS] ITEMS" in capsys.readouterr().out
+    assert _cli(["data", "fetch", "--help"]) == 0
+    assert "Usage: normscope data fetch [OPTIONS] [NAMES...]" in capsys.readouterr().out
+    # every option of every command says what it does (--seed, --device, --trust-remote-code included)
+    missing = []
+
+    def walk(cmd, path):
+        for p in cmd.get_params(cmd.context_class(cmd)):
+            if isinstance(p, TyperOption) and not (p.help or "").strip():
+                missing.append((path, p.opts))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    assert missing == []
+    probe = typer.main.get_command(app).commands["probe"]
+    helps = {p.name: p.help for p in probe.get_params(probe.context_class(probe))}
+    assert helps["trust_remote_code"] == "Let the model repository run its own code (off by default)."
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["probe", "wordfreq:5", "--model", "x.parquet"], "precomputed vectors cannot be probed"),
+    (["probe", "no-such-items.txt", "--model", "/no/such/model/dir"], "unknown model '/no/such/model/dir'"),
+])
+def test_probe_model_errors_come_first_and_at_once(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    t0 = time.perf_counter()
+    assert _cli(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert time.perf_counter() - t0 < 10  # no model, item list or WordNet was loaded first (it took 14-29 s)
+
+
+def test_probe_missing_pair_file(capsys, tmp_path, monkeypatch, bundled_encoder):
+    monkeypatch.chdir(tmp_path)
+    assert _cli(["probe", "wordfreq:5", "--pairs", "missing.tsv"]) == 2
+    assert capsys.readouterr().err == "error: pair file not found: missing.tsv\n"
+
+
+def test_random_bytes_named_npy(tmp_path, capsys):
+    bad = tmp_path / "vectors.npy"
+    bad.write_bytes(np.random.default_rng(0).bytes(2000))
+    good = tmp_path / "ok.npy"
+    np.save(good, np.ones((3, 4), dtype=np.float32))
+    items = tmp_path / "items.txt"
+    items.write_text("a\nb\nc\n")
+    assert _cli(["embed", str(items), "--model", str(bad), "-o", str(tmp_path / "o.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert "is not a .npy file (no NumPy header)" in err and "pickle" not in err
+    from normscope.encoders.precomputed import load_npy_vectors
+
+    assert load_npy_vectors(good).shape == (3, 4)
+
+
+def test_values_on_the_page_render_as_tables():
+    from normscope.report.html import render_value
+
+    html = str(render_value({"judged": 300, "evaluated": 297, "excluded_no_text": 0, "<b>": "<script>"}))
+    assert html.startswith('<table class="kv">') and "<th>judged</th>" in html
+    assert '<td class="num">300</td>' in html and "{'judged'" not in html
+    assert "&lt;script&gt;" in html and "<script>" not in html and "&lt;b&gt;" in html
+    rows = str(render_value([{"split": "train", "n": 809}, {"split": "test", "n": 300}]))
+    assert rows.count("<tr>") == 3 and "<th>split</th><th>n</th>" in rows
+    note = str(render_value({"text": "excluded eval queries:", "table": {"judged": 300}}))
+    assert note.startswith("excluded eval queries:<table")
+    assert str(render_value([0.123456, None, "a"])) == "0.123, n/a, a"
+
+
+@pytest.mark.parametrize("seconds, text", [(0.0213, "0.02 s"), (12.34, "12.3 s"), (2040.2, "34 min 00 s"),
+                                           (3725, "1 h 02 min"), (None, "n/a")])
+def test_durations(seconds, text):
+    from normscope.report.html import fmt_duration
+
+    assert fmt_duration(seconds) == text
+
+
+def test_cached_rerun_summary_line(tmp_path):
+    """The one-screen summary of a re-run from the cache states a readable time and the cache hits."""
+    from rich.console import Console
+
+    from normscope.cli.report import print_summary
+    from normscope.report import ReportConfig, Sizes, run_report
+
+    cfg = ReportConfig(out=tmp_path / "r", sizes=Sizes(lab_steps=300, lab_snapshots=8, lab_probe_batches=10),
+                       only=("lab",))
+    run_report(cfg, progress=False)
+    again = run_report(cfg, progress=False)
+    console = Console(record=True, width=200)
+    print_summary(again, console)
+    title = console.export_text().splitlines()[0]
+    assert "custom sizes, " in title and "; 1 stage(s) from the cache)" in title
+    assert "e-0" not in title

@@ -1,0 +1,105 @@
+"""bfloat16 on CPU (issue 17, section 1): twins share weights, precision is in every cache key, the norm error is measured."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from normscope.cli import run
+
+TEXTS = ["a red apple", "quantum chromodynamics describes the strong force between quarks", "the",
+         "justice", "Scientific claims are verified against the abstracts of research papers."]
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr("normscope.encoders.cache.cache_dir", lambda: tmp_path / "cache")
+
+
+def test_precision_is_in_the_cache_key_and_fp32_keys_are_unchanged():
+    from normscope.table import ModelFingerprint
+
+    fp = ModelFingerprint(name="m", revision="r", pooling="mean", dropped_modules=("Normalize",))
+    old_form = {"name": "m", "revision": "r", "pooling": "mean", "dropped_modules": ["Normalize"],
+                "backend": "sentence-transformers"}  # the fingerprint before precision existed
+    assert fp.key == hashlib.sha256(json.dumps(old_form, sort_keys=True).encode()).hexdigest()
+    bf = ModelFingerprint.from_dict(dict(fp.to_dict(), precision="bf16"))
+    assert bf.precision == "bf16" and bf.key != fp.key
+    assert ModelFingerprint.from_dict(old_form) == fp  # parquet metadata written before: fp32
+
+
+def test_bf16_twin_shares_weights_and_never_serves_fp32(bundled_encoder):
+    from normscope.encoders import load_encoder
+    from normscope.encoders.cache import encode_cached
+
+    bf = load_encoder(precision="bf16")
+    assert bf is bundled_encoder.at_precision("bf16") and bf.at_precision("fp32") is bundled_encoder
+    assert bf.module is bundled_encoder.module and bf.fingerprint.precision == "bf16"
+    low = encode_cached(bf, TEXTS)
+    calls = []
+    orig = bundled_encoder.encode
+    bundled_encoder.encode = lambda t, **kw: calls.append(list(t)) or orig(t, **kw)
+    try:
+        full = encode_cached(bundled_encoder, TEXTS)  # nothing of the bf16 entries may be served
+    finally:
+        del bundled_encoder.encode
+    assert sorted(sum(calls, [])) == sorted(TEXTS)
+    np.testing.assert_array_equal(full, bundled_encoder.encode(TEXTS))
+    assert low.dtype == np.float32 and not np.array_equal(low, full)
+    r_low, r_full = np.linalg.norm(low, axis=1), np.linalg.norm(full, axis=1)
+    assert np.max(np.abs(r_low - r_full) / r_full) < 2e-2
+    cos = np.sum(low * full, axis=1) / (r_low * r_full)
+    assert cos.min() > 0.999
+
+
+def test_embed_bf16_writes_precision_and_the_measured_norm_error(tmp_path, bundled_encoder):
+    src = tmp_path / "items.txt"
+    src.write_text("\n".join(TEXTS) + "\n")
+    out, js = tmp_path / "o.parquet", tmp_path / "o.json"
+    assert run(["embed", str(src), "-o", str(out), "--json", str(js), "--precision", "bf16"]) == 0
+    s = json.loads(js.read_text())
+    assert s["precision"] == s["fingerprint"]["precision"] == "bf16"
+    err = s["norm_rel_error_vs_fp32"]
+    assert err["n_sample"] == len(TEXTS) and 0 <= err["median"] <= err["max"] < 2e-2
+    # independent check: the table's bf16 norms against fp32 norms of the same items
+    import pyarrow.parquet as pq
+
+    r_low = pq.read_table(out).column("norm").to_numpy().astype(np.float64)
+    r_ref = np.linalg.norm(bundled_encoder.encode(TEXTS).astype(np.float64), axis=1)
+    rel = np.abs(r_low - r_ref) / r_ref
+    assert err["median"] == pytest.approx(np.median(rel), rel=1e-3, abs=1e-7)
+    assert err["max"] == pytest.approx(rel.max(), rel=1e-3, abs=1e-7)
+    assert run(["embed", str(src), "-o", str(out), "--json", str(js)]) == 0
+    s = json.loads(js.read_text())
+    assert s["precision"] == "fp32" and s["norm_rel_error_vs_fp32"] is None
+
+
+def test_bad_precision_is_one_line_exit_2(tmp_path, capsys, rng):
+    src = tmp_path / "items.txt"
+    src.write_text("cat\n")
+    assert run(["embed", str(src), "-o", str(tmp_path / "o.parquet"), "--precision", "fp16"]) == 2
+    assert capsys.readouterr().err.strip() == "error: unknown precision 'fp16' (choose from fp32, bf16)"
+    np.save(tmp_path / "v.npy", rng.normal(size=(3, 4)).astype(np.float32))
+    assert run(["embed", str(tmp_path / "v.npy"), "-o", str(tmp_path / "o.parquet"), "--precision", "bf16"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --precision bf16 applies to models") and "\n" not in err
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_report_stage_keys_follow_the_precision(tmp_path, bundled_encoder):
+    from normscope.errors import InputError
+    from normscope.report import ReportConfig
+    from normscope.report.runner import settings_key, stage_settings
+
+    fp32 = ReportConfig(out=tmp_path / "r")
+    bf16 = ReportConfig(out=tmp_path / "r", precision="bf16")
+    for stage in ("setup", "norms", "signals", "retrieval", "probes"):
+        k32 = settings_key(stage_settings(stage, fp32, bundled_encoder.fingerprint))
+        k16 = settings_key(stage_settings(stage, bf16, bundled_encoder.at_precision("bf16").fingerprint))
+        assert k32 != k16, stage
+    assert settings_key(stage_settings("lab", fp32)) == settings_key(stage_settings("lab", bf16))  # no model in it
+    with pytest.raises(InputError, match="unknown precision 'half'"):
+        ReportConfig(out=tmp_path / "r", precision="half")

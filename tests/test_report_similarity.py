@@ -1,0 +1,106 @@
+"""Report: the norm-aware similarity stage (SimLex-999), the signal and similarity claims rows and sentences."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from scipy import stats
+
+from normscope.report.stages.signals import signal_claims
+from normscope.report.stages.similarity import similarity_claim
+from normscope.report.text import semantic_signal_sentences, similarity_sentences
+
+
+def test_similarity_stage_equals_the_command(tmp_path, shared_data, bundled_encoder):
+    from rich.console import Console
+
+    from normscope.cli import run
+    from normscope.report import ReportConfig, Sizes
+    from normscope.report.context import StageContext
+    from normscope.report.stages import STAGE_FUNCS
+
+    cfg = ReportConfig(out=tmp_path / "r", sizes=Sizes(n_boot=100, n_perm=100), only=("similarity",))
+    cfg.out.mkdir()
+    ctx = StageContext(cfg, Console(stderr=True, quiet=True))
+    ctx._encoder = bundled_encoder
+    sec = STAGE_FUNCS["similarity"](ctx)["similarity"]
+    ref_path = tmp_path / "s.json"
+    assert run(["similarity", "--dataset", str(shared_data / "simlex999" / "SimLex-999.txt"), "--n-boot", "100",
+                "--seed", "0", "--json", str(ref_path)]) == 0
+    ref = json.loads(ref_path.read_text())
+    assert sec["result"] == ref
+    assert (cfg.out / sec["figures"][0]["file"]).read_bytes()[:4] == b"\x89PNG"
+    # independent checks of the headline: the evaluated half is the seeded permutation's second half, its
+    # cosine values equal vectors encoded here (a sample of 40 pairs), and scipy gives the same Spearman
+    from normscope.similarity import read_pairs, run_similarity
+
+    pairs = read_pairs(shared_data / "simlex999" / "SimLex-999.txt")
+    perm = np.random.default_rng(0).permutation(len(pairs))
+    ev = np.sort(perm[len(pairs) // 2:])
+    items = run_similarity(shared_data / "simlex999" / "SimLex-999.txt", encoder=bundled_encoder, n_boot=0).items
+    items = items[items["split"] == "eval"]
+    assert items["id"].tolist() == [pairs.ids[i] for i in ev] and ref["n_pairs"] == len(ev) == 500
+    sample = items.iloc[::12]
+    a = bundled_encoder.encode(sample["text1"].tolist()).astype(np.float64)
+    b = bundled_encoder.encode(sample["text2"].tolist()).astype(np.float64)
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    np.testing.assert_allclose(sample["score_cosine"], cos, rtol=1e-5, atol=1e-6)
+    rho = stats.spearmanr(items["score_cosine"], pairs.score[ev]).statistic
+    assert abs(ref["scorers"]["cosine"]["spearman"] - rho) < 1e-12
+    claim = sec["claims"][0]
+    assert claim["key"] == "similarity_pairs" and claim["n"] == 500
+    assert claim["verdict"] in ("reproduced", "refuted", "inconclusive")
+
+
+def _sim_result(d_inv, ci_inv, fit_inv, d_pow, ci_pow, fit_pow):
+    sc = {"cosine": {"spearman": 0.5, "spearman_ci": [0.4, 0.6], "fit_spearman": 0.45, "param": None,
+                     "param_name": None, "delta_spearman": 0.0, "delta_ci": None},
+          "inverse_norm": {"spearman": 0.5 + d_inv, "param": 0.01, "param_name": "alpha", "delta_spearman": d_inv,
+                           "delta_ci": ci_inv, "fit_spearman": fit_inv},
+          "power": {"spearman": 0.5 + d_pow, "param": -0.2, "param_name": "beta", "delta_spearman": d_pow,
+                    "delta_ci": ci_pow, "fit_spearman": fit_pow}}
+    return {"scorers": sc, "n_pairs": 500, "fit": {"n_pairs": 499, "source": "random half"}}
+
+
+def test_similarity_claim_picks_the_scorer_by_the_fit_pairs():
+    # power is better on the evaluated pairs, but inverse_norm was better on the fit pairs: inverse_norm is tested
+    row = similarity_claim(_sim_result(0.001, [-0.002, 0.004], 0.47, 0.05, [0.02, 0.08], 0.46))
+    assert row["measured"] == 0.001 and row["verdict"] == "inconclusive" and "inverse_norm" in row["why"]
+    row = similarity_claim(_sim_result(-0.03, [-0.05, -0.01], 0.48, 0.0, [-0.01, 0.01], 0.40))
+    assert row["verdict"] == "refuted" and "-6.00 %" in row["why"]
+    row = similarity_claim(_sim_result(0.02, [0.01, 0.03], 0.48, 0.0, [-0.01, 0.01], 0.40))
+    assert row["verdict"] == "reproduced"
+    assert similarity_claim(None, "SimLex-999 is absent")["verdict"] == "not testable here"
+
+
+def test_signal_claims_follow_the_controlled_figure():
+    spec = {"signal": "specificity", "spearman": 0.15, "spearman_ci": [0.1, 0.2], "n": 2000,
+            "partial_spearman": {"rho": 0.097, "ci": [0.054, 0.142], "n": 2000, "controls": ["frequency", "length"]}}
+    unc = {"signal": "uncertainty", "spearman": -0.234, "spearman_ci": [-0.27, -0.2], "n": 3113, "by": "source",
+           "partial_spearman": {"rho": -0.005, "ci": [-0.037, 0.026], "n": 3113,
+                                "controls": ["frequency", "length", "source"]},
+           "strata": [{"name": "mnli_m", "spearman": -0.177}, {"name": "snli", "spearman": 0.036}]}
+    rows = {r["key"]: r for r in signal_claims({"specificity": spec, "uncertainty": unc}, {})}
+    assert rows["specificity"]["verdict"] == "reproduced" and rows["specificity"]["measured"] == 0.097
+    assert rows["uncertainty"]["verdict"] == "inconclusive" and rows["uncertainty"]["measured"] == -0.005
+    assert "within each source" in rows["uncertainty"]["what"] and "mnli_m" in rows["uncertainty"]["why"]
+    unc2 = dict(unc, partial_spearman=dict(unc["partial_spearman"], rho=-0.1, ci=[-0.14, -0.07]))
+    row = signal_claims({"uncertainty": unc2}, {"specificity": "not selected"})
+    assert row[0]["verdict"] == "not testable here" and "not selected" in row[0]["why"]
+    assert row[1]["verdict"] == "reproduced" and "names no direction" in row[1]["why"]
+
+
+def test_sentences_follow_the_controlled_figure():
+    unc = {"status": "ok", "signal": "uncertainty", "spearman": -0.234, "spearman_ci": [-0.27, -0.2], "n": 3113,
+           "by": "source", "partial_spearman": {"rho": -0.005, "ci": [-0.037, 0.026], "n": 3113,
+                                                "controls": ["frequency", "length", "source"]},
+           "strata": [{"name": "mnli_m", "spearman": -0.177, "spearman_ci": [-0.22, -0.13], "n": 1599},
+                      {"name": "snli", "spearman": 0.036, "spearman_ci": [-0.02, 0.08], "n": 1514}],
+           "norm_length": {"spearman": -0.86, "spearman_ci": [-0.87, -0.85], "length": "tokens the model saw"}}
+    s = semantic_signal_sentences({"result": {"uncertainty": unc}})[0]
+    assert "mixes them" in s and "mnli_m" in s and "snli" in s
+    assert "controlling for frequency, length and source the CI includes 0" in s
+    assert "falls with" not in s and "\u22120.860" in s
+    says = similarity_sentences({"result": _sim_result(0.001, [-0.002, 0.004], 0.47, -0.03, [-0.05, -0.01], 0.4)})
+    assert "CI includes 0: no evidence of a difference" in says[1] and "is worse than cosine" in says[2]
