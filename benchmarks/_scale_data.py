@@ -1,7 +1,7 @@
 """Real data shared by the scale benchmarks (ray_scaling.py, ann_index.py); not a benchmark itself.
 
-- :func:`scifact_records`: the first n SciFact corpus records (BEIR ``corpus.jsonl.gz``), or None
-  without the shared data.
+- :func:`scifact_records`: the first n SciFact corpus documents as ``{"_id", "text"}`` records, or
+  None without the shared data.
 - :func:`scifact_vectors`: raw all-MiniLM-L6-v2 vectors of the 5,183 SciFact abstracts (BEIR
   title + text) and the 1,109 claims, through normscope's embedding cache (embedded on a miss).
 - :func:`resample`: n synthetic vectors built from real ones (see its docstring).
@@ -9,27 +9,22 @@
 
 from __future__ import annotations
 
-import gzip
-import json
-
 import numpy as np
 
 
 def scifact_records(n: int) -> list[dict] | None:
-    """The first ``n`` records of the SciFact corpus (dicts with _id, title, text), or None when absent."""
+    """The first ``n`` SciFact corpus documents as records ``{"_id", "text"}`` (BEIR title + text, joined by
+    :func:`normscope.retrieval.beir.load_beir`), or None without the shared data."""
     from normscope.datasets import shared_data_dir
+    from normscope.retrieval.beir import load_beir
 
     root = shared_data_dir()
-    path = None if root is None else root / "scifact" / "corpus.jsonl.gz"
-    if path is None or not path.is_file():
+    if root is None or not (root / "scifact").is_dir():
         return None
-    rows = []
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            rows.append(json.loads(line))
-            if len(rows) == n:
-                break
-    return rows if len(rows) == n else None
+    ds = load_beir(root / "scifact", splits=[])
+    if len(ds.doc_ids) < n:
+        return None
+    return [{"_id": i, "text": t} for i, t in zip(ds.doc_ids[:n], ds.doc_texts[:n])]
 
 
 def scifact_vectors(progress: bool = True):
