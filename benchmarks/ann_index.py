@@ -13,7 +13,8 @@ Indexes (``normscope.retrieval.ann.build_ann_index``, ``faiss.METRIC_INNER_PRODU
 
 Timing (``time_exact``, ``compare_with_exact``): the faiss search call on pre-folded queries, one batch,
 ONE thread, best of ``--repeats``; the exact search is timed once, in the same run, before the sweeps;
-recall@10 = mean |ANN top-10 & exact top-10| / 10. Builds use ``--build-threads``
+recall@10 = mean |ANN top-10 & exact top-10| / 10; score ratio@10 = mean over queries of the sum of
+the ANN top-10 scores over the sum of the exact top-10 scores (1: the results swapped in score as high). Builds use ``--build-threads``
 (default 2) and are reported as context. Printed per setting: recall@10, QPS, QPS of exact search
 measured in the same run, and the ratio.
 
@@ -83,7 +84,8 @@ def main(argv=None) -> list[dict]:
             rows.append(row)
             knob = ", ".join(f"{k}={row[k]}" for k in ("ef_search", "nprobe") if k in row)
             print(f"  {params.kind:<5} {knob:<15} recall@10 {row['recall_at_k']:.4f}  QPS {row['qps']:9.1f}  "
-                  f"exact QPS {row['qps_exact']:7.2f}  ratio {row['speedup_vs_exact']:7.1f}x", flush=True)
+                  f"exact QPS {row['qps_exact']:7.2f}  ratio {row['speedup_vs_exact']:7.1f}x  "
+                  f"score ratio@10 {row['score_ratio_at_k']:.5f}", flush=True)
         del index
     print(f"faiss search threads 1; load average now {os.getloadavg()[0]:.1f}")
     return rows

@@ -61,6 +61,9 @@ def test_compare_with_exact_reports_the_recall_computed_from_brute_force(corpus)
         assert row["recall_at_k"] == pytest.approx(recall_at_k(approx, exact, 10))
         assert row["qps"] > 0 and row["qps_exact"] > 0
         assert row["speedup_vs_exact"] == pytest.approx(row["qps"] / row["qps_exact"])
+        ref_scores = np.array([list(ref[q].values()) for q in qids])
+        got_scores = np.array([list(run_[q].values()) + [0.0] * (10 - len(run_[q])) for q in qids])
+        assert row["score_ratio_at_k"] == pytest.approx(np.mean(got_scores.sum(1) / ref_scores.sum(1)), rel=1e-5)
     assert rows[0]["recall_at_k"] < 1.0 and rows[1]["recall_at_k"] == 1.0  # 2 of 38 lists miss neighbours
 
 

@@ -456,8 +456,9 @@ def _best_of(fn, repeats: int):
     return min(times), out
 
 
-def time_exact(exact, Qf: np.ndarray, k: int, *, repeats: int = 3, threads: int = 1) -> tuple[float, np.ndarray]:
-    """Best-of-``repeats`` seconds and the top-``k`` positions of an exact faiss search of folded queries.
+def time_exact(exact, Qf: np.ndarray, k: int, *, repeats: int = 3, threads: int = 1
+               ) -> tuple[float, np.ndarray, np.ndarray]:
+    """Best-of-``repeats`` seconds, top-``k`` positions and scores of an exact faiss search of folded queries.
 
     Parameters
     ----------
@@ -470,16 +471,17 @@ def time_exact(exact, Qf: np.ndarray, k: int, *, repeats: int = 3, threads: int 
     -------
     seconds : float
     positions : ndarray of shape (n_queries, k), int64
+    scores : ndarray of shape (n_queries, k), float32
     """
     import faiss
 
     before = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(int(threads))
     try:
-        t, (_, positions) = _best_of(lambda: exact.search(np.ascontiguousarray(Qf, dtype=np.float32), int(k)), repeats)
+        t, (scores, positions) = _best_of(lambda: exact.search(np.ascontiguousarray(Qf, dtype=np.float32), int(k)), repeats)
     finally:
         faiss.omp_set_num_threads(before)
-    return t, positions
+    return t, positions, scores
 
 
 def compare_with_exact(ann: FoldedAnnIndex, Q, *, k: int = 10, repeats: int = 3, threads: int = 1,
@@ -501,7 +503,7 @@ def compare_with_exact(ann: FoldedAnnIndex, Q, *, k: int = 10, repeats: int = 3,
     threads : int
     exact : faiss.Index, optional
         Exact index over the same folded vectors (default :meth:`FoldedAnnIndex.exact_index`).
-    exact_run : (float, ndarray), optional
+    exact_run : (float, ndarray, ndarray), optional
         :func:`time_exact` of these queries measured by the caller (once for several indexes).
     settings : sequence of dict, optional
         Search settings to sweep, e.g. ``[{"ef_search": 16}, {"ef_search": 64}]`` (default: the index's).
@@ -510,7 +512,10 @@ def compare_with_exact(ann: FoldedAnnIndex, Q, *, k: int = 10, repeats: int = 3,
     -------
     list of dict
         One per setting: ``kind``, the setting, ``k``, ``n_queries``, ``recall_at_k``, ``qps``,
-        ``qps_exact``, ``speedup_vs_exact`` (``qps / qps_exact``).
+        ``qps_exact``, ``speedup_vs_exact`` (``qps / qps_exact``) and ``score_ratio_at_k``: the mean
+        over queries of (sum of the scores of the approximate top-k) / (sum of the exact top-k scores),
+        1 when every approximate result scores as high as the exact one it replaces (near-ties
+        swapped cost recall but not score).
     """
     import faiss
 
@@ -519,16 +524,19 @@ def compare_with_exact(ann: FoldedAnnIndex, Q, *, k: int = 10, repeats: int = 3,
     Qf = fold_queries(Q, ann.scorer)
     if exact_run is None:
         exact_run = time_exact(exact if exact is not None else ann.exact_index(), Qf, k, repeats=repeats, threads=threads)
-    t_exact, i_exact = exact_run
+    t_exact, i_exact, s_exact = exact_run
     before = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(int(threads))
     try:
         rows = []
         for setting in settings or [{}]:
-            t_ann, (_, i_ann) = _best_of(lambda: ann.search_folded(Qf, k, **setting), repeats)
+            t_ann, (s_ann, i_ann) = _best_of(lambda: ann.search_folded(Qf, k, **setting), repeats)
+            s_ann = np.where(i_ann >= 0, s_ann, 0.0).astype(np.float64)  # faiss pads missing results with -1
+            ratio = float(np.mean(s_ann[:, :k].sum(1) / s_exact[:, :k].astype(np.float64).sum(1)))
             rows.append({"kind": ann.params.kind, **setting, "k": k, "n_queries": len(Qf),
                          "recall_at_k": recall_at_k(i_ann, i_exact, k), "qps": len(Qf) / t_ann,
-                         "qps_exact": len(Qf) / t_exact, "speedup_vs_exact": t_exact / t_ann})
+                         "qps_exact": len(Qf) / t_exact, "speedup_vs_exact": t_exact / t_ann,
+                         "score_ratio_at_k": ratio})
     finally:
         faiss.omp_set_num_threads(before)
     return rows
