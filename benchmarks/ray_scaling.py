@@ -10,7 +10,9 @@ cache OFF (every run encodes everything), three ways in one process and one loca
   actor pool -> write_parquet -> streaming norm statistics; actor start and model load are INSIDE
   the timed region (they are part of every Ray job).
 
-Each configuration also embeds the first 64 abstracts alone (one batch: the fixed cost of a job), so
+The three run in 2 rounds, in the order A B C then C B A, so load drifting in from other jobs
+hits each alike; the figures are means over the rounds (per-round ratios printed too). Each run
+also embeds the first 64 abstracts alone (one batch: the fixed cost of a job), so
 besides end-to-end items/s it prints the marginal rate ``(2000 - 64) / (t_2000 - t_64)``, the rate a
 long job approaches. Printed: items/s of each and the ratios ray / local. Skips (exit 0) without
 ../shared/data.
@@ -26,7 +28,7 @@ computes the norm statistics of the first N rows two ways and reports its peak R
 
 Printed: peak RSS per N and method, and the ratio RSS(1M) / RSS(10k) of each method.
 
-Usage: nice -n 10 python benchmarks/ray_scaling.py [--n 2000] [--skip-throughput] [--skip-memory]
+Usage: nice -n 10 python benchmarks/ray_scaling.py [--n 2000] [--rounds 2] [--skip-throughput] [--skip-memory]
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def _dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def throughput(n: int, work: Path) -> dict | None:
+def throughput(n: int, work: Path, rounds: int = 2) -> dict | None:
     from _scale_data import scifact_records
 
     rows = scifact_records(n)
@@ -78,45 +80,54 @@ def throughput(n: int, work: Path) -> dict | None:
     ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
     cluster_start_s = time.perf_counter() - t0
 
-    runs = {}
-    configs = (("local", {}), ("ray, 1 worker x 2 threads", {"engine": "ray", "workers": 1}),
-               ("ray, 2 workers x 1 thread", {"engine": "ray", "workers": 2}))
+    configs = {"local": {}, "ray, 1 worker x 2 threads": {"engine": "ray", "workers": 1},
+               "ray, 2 workers x 1 thread": {"engine": "ray", "workers": 2}}
     small = work / "small"
     small.mkdir()
     with gzip.open(small / "corpus.jsonl.gz", "wt", encoding="utf-8") as f:
         for r in rows[:64]:
             f.write(json.dumps(r) + "\n")
-    for name, kw in configs:
-        times = {}
-        for label, src in (("small", small), ("full", corpus)):  # small: one batch, the fixed cost of a job
-            out = work / f"{label}-{len(runs)}.parquet"
-            t0 = time.perf_counter()
-            summary, _ = embed_input(src, out=out, cache=False, batch_size=64, **kw)
-            times[label] = (time.perf_counter() - t0, summary["n"])
-        (t_small, n_small), (dt, n_full) = times["small"], times["full"]
-        runs[name] = {"seconds": dt, "items_per_s": n_full / dt, "n": n_full, "seconds_64": t_small,
-                      "marginal_items_per_s": (n_full - n_small) / (dt - t_small),
-                      "out_bytes_per_item": _dir_bytes(out) / n_full if out.is_dir() else out.stat().st_size / n_full,
-                      "norm_mean": summary["norm_mean"]}
-        print(f"  {name:<28} {n_full} items in {dt:7.1f} s = {n_full / dt:6.2f} items/s; 64 items in {t_small:5.1f} s",
-              flush=True)
+    times = {name: {"small": [], "full": []} for name in configs}
+    out_bytes = {}
+    names = list(configs)
+    for rnd in range(rounds):  # A B C, then C B A: drifting load from other jobs hits every engine alike
+        for name in (names if rnd % 2 == 0 else names[::-1]):
+            for label, src in (("small", small), ("full", corpus)):  # small: one batch, the fixed cost of a job
+                out = work / f"{label}-{names.index(name)}-{rnd}.parquet"
+                t0 = time.perf_counter()
+                summary, _ = embed_input(src, out=out, cache=False, batch_size=64, **configs[name])
+                times[name][label].append((time.perf_counter() - t0, summary["n"]))
+                if label == "full":
+                    out_bytes[name] = (_dir_bytes(out) if out.is_dir() else out.stat().st_size) / summary["n"]
+            (ts, _), (tf, nf) = times[name]["small"][-1], times[name]["full"][-1]
+            print(f"  round {rnd + 1}: {name:<28} {nf} items in {tf:7.1f} s = {nf / tf:6.2f} items/s; "
+                  f"64 items in {ts:5.1f} s", flush=True)
     ray.shutdown()
-    base = runs["local"]["items_per_s"]
+    runs = {}
+    for name in names:
+        full = [n_ / t for t, n_ in times[name]["full"]]
+        marg = [(nf - ns) / (tf - ts) for (ts, ns), (tf, nf) in zip(times[name]["small"], times[name]["full"])]
+        runs[name] = {"items_per_s": float(np.mean(full)), "items_per_s_rounds": full,
+                      "marginal_items_per_s": float(np.mean(marg)), "marginal_rounds": marg,
+                      "seconds_64": float(np.mean([t for t, _ in times[name]["small"]])),
+                      "out_bytes_per_item": out_bytes[name]}
+    base = runs["local"]
     print(f"texts: first {n} SciFact abstracts (title + text); torch threads in this process {torch.get_num_threads()}; "
-          f"cache off; batch 64")
-    print(f"local model load (excluded from the local run, included in each Ray run): {model_load_s:.1f} s; "
+          f"cache off; batch 64; {rounds} rounds (order A B C / C B A), means over rounds")
+    print(f"local model load (excluded from the local runs, included in each Ray run): {model_load_s:.1f} s; "
           f"Ray cluster start (excluded): {cluster_start_s:.1f} s; load average now {os.getloadavg()[0]:.1f}")
     for name, r in runs.items():
-        print(f"  {name:<28} {r['items_per_s']:7.2f} items/s end to end, ratio vs local {r['items_per_s'] / base:5.3f}; "
-              f"marginal {r['marginal_items_per_s']:7.2f} items/s, ratio {r['marginal_items_per_s'] / runs['local']['marginal_items_per_s']:5.3f}  "
-              f"(output {r['out_bytes_per_item']:.0f} bytes/item)")
+        per_round = ", ".join(f"{a / b:.3f}" for a, b in zip(r["items_per_s_rounds"], base["items_per_s_rounds"]))
+        print(f"  {name:<28} {r['items_per_s']:7.2f} items/s end to end, ratio vs local {r['items_per_s'] / base['items_per_s']:5.3f} "
+              f"(per round {per_round}); marginal {r['marginal_items_per_s']:7.2f} items/s, ratio "
+              f"{r['marginal_items_per_s'] / base['marginal_items_per_s']:5.3f}  (output {r['out_bytes_per_item']:.0f} bytes/item)")
     w1 = runs["ray, 1 worker x 2 threads"]
     print(f"per-worker rate (1 CPU worker, 2 threads): {w1['items_per_s']:.2f} items/s end to end, "
           f"{w1['marginal_items_per_s']:.2f} items/s marginal ((n - 64) / (t_n - t_64)); fixed cost of a job "
           f"~{w1['seconds_64'] - 64 / w1['marginal_items_per_s']:.0f} s")
     return {"n": n, "model_load_s": model_load_s, "cluster_start_s": cluster_start_s, "runs": runs,
-            "ratio_ray1_vs_local": w1["items_per_s"] / base,
-            "ratio_ray2_vs_local": runs["ray, 2 workers x 1 thread"]["items_per_s"] / base}
+            "ratio_ray1_vs_local": w1["items_per_s"] / base["items_per_s"],
+            "ratio_ray2_vs_local": runs["ray, 2 workers x 1 thread"]["items_per_s"] / base["items_per_s"]}
 
 
 # ----------------------------------------------------------------------------- memory
@@ -197,6 +208,7 @@ def memory(work: Path, sizes=(10_000, 100_000, 1_000_000)) -> dict | None:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--child", nargs=3, metavar=("METHOD", "N", "PATH"), help=argparse.SUPPRESS)
@@ -214,7 +226,7 @@ def main(argv=None) -> dict:
         work = Path(tmp)
         if not args.skip_throughput:
             print("== throughput: local engine vs Ray engine ==", flush=True)
-            result["throughput"] = throughput(args.n, work)
+            result["throughput"] = throughput(args.n, work, args.rounds)
         if not args.skip_memory:
             print("== memory: streaming norm statistics ==", flush=True)
             result["memory"] = memory(work)
