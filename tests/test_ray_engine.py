@@ -20,7 +20,7 @@ import pytest
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'normscope[ray]')")
 
 from normscope.cli import run  # noqa: E402
-from normscope.engine import embed_input, encode_vectors  # noqa: E402
+from normscope.engine import embed_input  # noqa: E402
 from normscope.engine.shards import MANIFEST, read_table  # noqa: E402
 
 BATCH = 16
@@ -137,13 +137,18 @@ def test_a_rerun_reuses_the_finished_batches(corpus, cluster, ray_result, local_
 
 
 def test_in_memory_texts_on_the_actor_pool(cluster, local_result):
+    """engine.embed_texts (what retrieval wires in): junk and tokens here, vectors from the actors."""
     from normscope.encoders import load_encoder
-    from normscope.encoders.cache import encode_cached
+    from normscope.engine import embed_texts
 
     enc = load_encoder()
-    texts = local_result[1].texts[:30] + local_result[1].texts[:5]  # duplicates come back in place
-    got = encode_vectors(enc, texts, engine="ray", workers=1, batch_size=8, cache=False)
-    np.testing.assert_allclose(got, encode_cached(enc, texts, cache=False), rtol=0, atol=1e-6)
+    texts = local_result[1].texts[:30] + [" "] + local_result[1].texts[:5]  # junk and duplicates
+    ids = [f"t{i}" for i in range(len(texts))]
+    got = embed_texts(texts, ids, encoder=enc, engine="ray", workers=1, batch_size=8, cache=False)
+    ref = embed_texts(texts, ids, encoder=enc, batch_size=8, cache=False)
+    assert got.ids == ref.ids and got.junk.ids == ref.junk.ids == ["t30"]
+    np.testing.assert_array_equal(got.tokens, ref.tokens)
+    np.testing.assert_allclose(got.vectors, ref.vectors, rtol=0, atol=1e-6)
 
 
 def test_worker_junk_rule_in_process(cluster):

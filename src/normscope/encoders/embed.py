@@ -50,6 +50,7 @@ def embed_texts(
     what: str = "items",
     precision: str = "fp32",
     precision_sample: int = 64,
+    encode=None,
 ) -> EmbeddingTable:
     """Raw embeddings of ``texts``: the one path from texts to vectors (through the embedding cache).
 
@@ -78,6 +79,10 @@ def embed_texts(
     precision_sample : int, keyword-only
         With a reduced-precision encoder, items re-embedded in fp32 to measure the norm error
         (:func:`normscope.encoders.precision.norm_error_vs_fp32`; 0: not measured).
+    encode : callable, optional, keyword-only
+        ``encode(encoder, texts, batch_size=, progress=, cache=) -> (n, d) float32`` computing the
+        vectors of the non-junk items; default :func:`~normscope.encoders.cache.encode_cached` (an
+        engine such as :func:`normscope.engine.encode_vectors` plugs in here).
 
     Returns
     -------
@@ -113,7 +118,7 @@ def embed_texts(
     if encoder.hf_tokenizer is not None:
         tokens, raw = encoder.token_counts(kept_texts)
         n_truncated = int(np.sum(raw > tokens))
-    vectors = encode_cached(encoder, kept_texts, batch_size=batch_size, progress=progress, cache=cache)
+    vectors = (encode or encode_cached)(encoder, kept_texts, batch_size=batch_size, progress=progress, cache=cache)
     from normscope.encoders.precision import norm_error_vs_fp32
 
     error = norm_error_vs_fp32(encoder, kept_texts, vectors, sample=precision_sample, cache=cache)
