@@ -8,8 +8,9 @@ documents are folded to ``d / (||d|| (1 + alpha ||d||))``; ``--scorer cosine`` r
 
 Indexes (``normscope.retrieval.ann.build_ann_index``, ``faiss.METRIC_INNER_PRODUCT``):
 - baseline: exact ``IndexFlatIP`` over the same folded vectors (the ground truth top-10);
-- ``IndexHNSWFlat`` (M=16, efConstruction=100), swept over efSearch;
-- ``IndexIVFFlat`` (nlist=1024, 65,536 training vectors, seed 0), swept over nprobe.
+- ``IndexHNSWFlat`` (M=16, efConstruction=100 by default; ``--hnsw-m``, ``--hnsw-ef-construction``),
+  swept over efSearch;
+- ``IndexIVFFlat`` (nlist=1024, 64 nlist = 65,536 training vectors, seed 0), swept over nprobe.
 
 Timing (``time_exact``, ``compare_with_exact``): the faiss search call on pre-folded queries, one batch,
 ONE thread, best of ``--repeats``; the exact search is timed once, in the same run, before the sweeps;
@@ -43,6 +44,10 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--scorer", default="inverse_norm", choices=["inverse_norm", "cosine"])
     ap.add_argument("--ef", default="16,32,64,128,256")
     ap.add_argument("--nprobe", default="4,8,16,32,64")
+    ap.add_argument("--kinds", default="hnsw,ivf", help="which approximate indexes to build")
+    ap.add_argument("--hnsw-m", type=int, default=16)
+    ap.add_argument("--hnsw-ef-construction", type=int, default=100)
+    ap.add_argument("--ivf-nlist", type=int, default=1024)
     args = ap.parse_args(argv)
 
     from _scale_data import resample, scifact_vectors
@@ -75,10 +80,15 @@ def main(argv=None) -> list[dict]:
     rows = []
     print(f"baseline exact IndexFlatIP: built in {t_flat:.1f} s, {len(Q) / exact_run[0]:.2f} QPS (1 thread, "
           f"best of {args.repeats})", flush=True)
-    for params, sweep in ((AnnParams(kind="hnsw", m=16, ef_construction=100), [{"ef_search": int(e)} for e in args.ef.split(",")]),
-                          (AnnParams(kind="ivf", nlist=1024, train_size=min(65536, args.n), seed=0), [{"nprobe": int(p)} for p in args.nprobe.split(",")])):
+    plans = {"hnsw": (AnnParams(kind="hnsw", m=args.hnsw_m, ef_construction=args.hnsw_ef_construction),
+                      [{"ef_search": int(e)} for e in args.ef.split(",")]),
+             "ivf": (AnnParams(kind="ivf", nlist=args.ivf_nlist, train_size=min(64 * args.ivf_nlist, args.n), seed=0),
+                     [{"nprobe": int(p)} for p in args.nprobe.split(",")])}
+    for params, sweep in (plans[k] for k in args.kinds.split(",")):
         index, t_build = build(params)
-        print(f"{params.kind}: built in {t_build:.0f} s with {args.build_threads} threads", flush=True)
+        knobs = f"M={params.m}, efConstruction={params.ef_construction}" if params.kind == "hnsw" else \
+            f"nlist={params.nlist}, {params.train_size} training vectors"
+        print(f"{params.kind} ({knobs}): built in {t_build:.0f} s with {args.build_threads} threads", flush=True)
         for row in compare_with_exact(index, Q, k=10, repeats=args.repeats, threads=1, exact_run=exact_run, settings=sweep):
             row["build_s"] = t_build
             rows.append(row)

@@ -134,8 +134,8 @@ def search(
     out: Annotated[Optional[Path], typer.Option("-o", "--out", help="Write the run (query_id, rank, doc_id, score) as parquet.")] = None,
     ef_search: EfSearch = None,
     nprobe: Nprobe = None,
-    compare_exact: Annotated[bool, typer.Option("--compare-exact", help="Also report recall@k and QPS against exact "
-                                                "search over the same folded vectors.")] = False,
+    compare_exact: Annotated[bool, typer.Option("--compare-exact", help="Also report recall@k, score ratio@k and "
+                                                "QPS against exact search over the same folded vectors.")] = False,
     threads: Threads = 1,
     batch_size: BatchSize = 64,
     device: Device = "cpu",
@@ -182,6 +182,7 @@ def search(
     if compare_exact:
         c = summary["vs_exact"]
         t.add_row(f"recall@{k} vs exact", f"{c['recall_at_k']:.4f}")
+        t.add_row(f"score ratio@{k} vs exact", f"{c['score_ratio_at_k']:.5f}")
         t.add_row("QPS (faiss call) / exact", f"{c['qps']:.0f} / {c['qps_exact']:.0f} = {c['speedup_vs_exact']:.2f}x")
     Console().print(t)
     written = [str(p) for p in (out, json_path) if p is not None]

@@ -222,10 +222,13 @@ def embed_input(
     return _embed_input_ray(input, address, workers, threads, **options), None
 
 
-def _embed_input_ray(input, address: str | None, workers: int | None, threads: int | None, *, out=None, json_path=None, model: str = DEFAULT_MODEL,
-                     backend: str = "auto", pooling: str | None = None, batch_size: int = 64, device: str = "cpu",
-                     wordfreq_top: int = 0, cache: bool = True, progress: bool = False, trust_remote_code: bool = False,
-                     junk: str = "drop", precision: str = "fp32") -> dict:
+def _embed_input_ray(input, address: str | None, workers: int | None, threads: int | None, *, out=None,
+                     json_path=None, model: str = DEFAULT_MODEL, backend: str = "auto", pooling: str | None = None,
+                     batch_size: int = 64, device: str = "cpu", wordfreq_top: int = 0, cache: bool = True,
+                     progress: bool = False, trust_remote_code: bool = False, junk: str = "drop",
+                     precision: str = "fp32") -> dict:
+    """The Ray branch of :func:`embed_input`: checks the options the Ray engine does not take, then
+    :func:`normscope.engine.ray_engine.embed_corpus`."""
     if wordfreq_top:
         raise InputError("--wordfreq-top runs on the local engine; the ray engine reads corpus files")
     if input is None:
