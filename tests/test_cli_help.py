@@ -107,10 +107,10 @@ def test_values_on_the_page_render_as_tables():
     assert str(render_value([0.123456, None, "a"])) == "0.123, n/a, a"
 
 
-@pytest.mark.parametrize("seconds, text", [(0.0213, "0.02 s"), (12.34, "12.3 s"), (2040.2, "34 min 00 s"),
+@pytest.mark.parametrize("seconds, text", [(0.0213, "0.02 s"), (12.34, "12.3 s"), (2040.2, "34 min 00 s"), (119.6, "2 min 00 s"), (7199, "2 h 00 min"),
                                            (3725, "1 h 02 min"), (None, "n/a")])
 def test_durations(seconds, text):
-    from normscope.report.html import fmt_duration
+    from normscope.report.text import fmt_duration
 
     assert fmt_duration(seconds) == text
 
@@ -129,5 +129,5 @@ def test_cached_rerun_summary_line(tmp_path):
     console = Console(record=True, width=200)
     print_summary(again, console)
     title = console.export_text().splitlines()[0]
-    assert "custom sizes, " in title and "; 1 stage(s) from the cache)" in title
+    assert "custom sizes, " in title and "; 1 of 1 stage(s) from the cache)" in title
     assert "e-0" not in title

@@ -11,7 +11,6 @@ file modes under the umask and transformers' token-length warning. Mounts need r
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import resource
@@ -433,7 +432,6 @@ def test_no_token_length_warning_and_truncated_items_counted(tmp_path, private_c
     from normscope.encoders.bundled import bundled_model_path
     from normscope.encoders.embed import embed_texts
     from normscope.inputs import find_junk
-    from normscope.signals.length import token_length
 
     texts = ["word " * 700, "a short one", "tokens " * 600]
     records: list[str] = []
@@ -450,7 +448,7 @@ def test_no_token_length_warning_and_truncated_items_counted(tmp_path, private_c
         table = embed_texts(texts, encoder=enc, batch_size=2)
         find_junk(texts, [str(i) for i in range(3)], tokenizer=enc.hf_tokenizer)
         enc.token_counts(texts)
-        token_length(texts, AutoTokenizer.from_pretrained(str(bundled_model_path())))
+        find_junk(texts, tokenizer=AutoTokenizer.from_pretrained(str(bundled_model_path())))  # a fresh tokenizer
     finally:
         lg.removeHandler(handler)
     assert not [r for r in records if "Token indices sequence length" in r], records

@@ -103,3 +103,30 @@ def test_report_stage_keys_follow_the_precision(tmp_path, bundled_encoder):
     assert settings_key(stage_settings("lab", fp32)) == settings_key(stage_settings("lab", bf16))  # no model in it
     with pytest.raises(InputError, match="unknown precision 'half'"):
         ReportConfig(out=tmp_path / "r", precision="half")
+
+
+def test_similarity_bf16_reports_precision_and_norm_error_against_an_fp32_run(tmp_path, bundled_encoder):
+    """--precision reaches every command that embeds: similarity in bf16 reports its precision and the norm
+    error measured on its own texts, which agrees with the error computed here from two direct encodings."""
+    pairs = tmp_path / "pairs.txt"
+    words = [("cat", "dog", 7.0), ("car", "automobile", 9.0), ("sun", "justice", 0.5), ("tree", "forest", 6.5),
+             ("bread", "butter", 6.0), ("king", "queen", 7.5), ("stone", "idea", 0.3), ("river", "stream", 8.6),
+             ("cup", "mug", 8.0), ("happy", "glad", 8.8), ("cloud", "piano", 0.4), ("doctor", "nurse", 6.1)]
+    pairs.write_text("".join(f"{a}\t{b}\t{s}\n" for a, b, s in words))
+    fit = tmp_path / "fit.txt"  # other pairs of the same words: parameters are never fitted on evaluated pairs
+    fit.write_text("".join(f"{a}\t{words[(i + 1) % len(words)][1]}\t{s}\n" for i, (a, _, s) in enumerate(words)))
+    for prec in ("fp32", "bf16"):
+        assert run(["similarity", "--dataset", str(pairs), "--fit", str(fit), "--precision", prec,
+                    "--json", str(tmp_path / f"{prec}.json")]) == 0
+    fp32 = json.loads((tmp_path / "fp32.json").read_text())
+    bf16 = json.loads((tmp_path / "bf16.json").read_text())
+    assert fp32["precision"] == "fp32" and fp32["norm_rel_error_vs_fp32"] is None
+    assert bf16["precision"] == "bf16"
+    err = bf16["norm_rel_error_vs_fp32"]
+    texts = sorted({w for a, b, _ in words for w in (a, b)})  # the evaluated texts (the fit file adds none)
+    ref32 = np.linalg.norm(bundled_encoder.encode(texts).astype(np.float64), axis=1)
+    ref16 = np.linalg.norm(bundled_encoder.at_precision("bf16").encode(texts).astype(np.float64), axis=1)
+    rel = np.abs(ref16 - ref32) / ref32
+    assert err["n_sample"] == len(texts)
+    assert err["median"] == pytest.approx(float(np.median(rel)), rel=1e-3, abs=1e-7)
+    assert err["max"] == pytest.approx(float(rel.max()), rel=1e-3, abs=1e-7)

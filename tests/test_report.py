@@ -91,6 +91,28 @@ def test_files_written_and_summary_keys(small_run):
     assert (out / "stages" / "norms.json").is_file()
 
 
+def test_claims_scorecard_one_row_per_claim_with_reasons(small_run):
+    """summary.json["claims"]: every claim of CLAIMS once, in order; a claim whose section did not run is
+    'not testable here' with that section's status as the reason; the rows are the first section of the page."""
+    from normscope.report.claims import CLAIMS, VERDICTS
+
+    cfg, res = small_run
+    s = json.loads((cfg.out / "summary.json").read_text())
+    rows = s["claims"]
+    assert [r["key"] for r in rows] == list(CLAIMS)
+    assert all(r["verdict"] in VERDICTS for r in rows)
+    heat = next(r for r in rows if r["key"] == "corr_norm_heat")  # the probes stage is not run in this test
+    assert heat["verdict"] == "not testable here" and heat["why"].startswith("section not run")
+    signed = {"corr_norm_heat", "corr_norm_drift", "specificity", "uncertainty", "similarity_gain",
+              "similarity_pairs"}
+    for r in rows:  # a claim judged by the sign of its CI: the verdict follows the CI
+        if r["key"] in signed and r["ci"] is not None:
+            excludes = r["ci"][0] > 0 or r["ci"][1] < 0
+            assert (r["verdict"] in ("reproduced", "refuted")) == excludes, r
+    page = (cfg.out / "index.html").read_text()
+    assert page.index('id="claims"') < page.index('id="what_this_says"')
+
+
 def test_norm_numbers_equal_embed_command(small_run, tmp_path, bundled_encoder):
     """summary.json's norm_distribution equals `normscope embed --wordfreq-top N --json` (same settings)."""
     cfg, _ = small_run
@@ -414,7 +436,7 @@ def test_report_outputs_are_written_as_a_set_with_json(tmp_path, bundled_encoder
     res = run_report(cfg, progress=False, encoder=bundled_encoder, json_path=js)
     assert json.loads(js.read_text()) == json.loads(res.summary_path.read_text())
     assert (tmp_path / "r" / "index.html").stat().st_mode & 0o777 == 0o666 & ~_umask()
-    assert not list((tmp_path / "r").glob(".*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+    assert not list((tmp_path / "r").glob(".*.tmp*")) and not list(tmp_path.glob(".*.tmp*"))
 
 
 def _umask() -> int:

@@ -123,7 +123,15 @@ def test_wrapper_methods_and_normalised_warning(rng):
     v2 = m.encode([{"text": ["ab", "abcd"]}, {"text": ["dd"]}], task_metadata=None, hf_split="test", hf_subset="default")
     np.testing.assert_array_equal(v1, v2)
     np.testing.assert_allclose(m.similarity(v1[:1], v1).numpy(), score(v1[:1], v1, "power", -1.0), rtol=1e-6)
-    np.testing.assert_allclose(m.similarity_pairwise(v1, v1).numpy(), np.diag(score(v1, v1, "power", -1.0)), rtol=1e-6)
+    from normscope.similarity import pair_scores
+
+    # pair tasks (STS) get the symmetric scorer: order-free, equal to normscope.similarity.pair_scores
+    other = v1[::-1].copy()
+    pw = m.similarity_pairwise(v1, other).numpy()
+    np.testing.assert_allclose(pw, pair_scores(v1, other, "power", -1.0), rtol=1e-5)
+    np.testing.assert_allclose(pw, m.similarity_pairwise(other, v1).numpy(), rtol=0, atol=0)
+    norms = np.linalg.norm(v1.astype(np.float64), axis=1)
+    np.testing.assert_allclose(m.similarity_pairwise(v1, v1).numpy(), norms ** -2.0, rtol=1e-5)  # cos = 1
     assert m.name == "normscope/toy__power-beta=-1.0"
     unit = NormAwareMTEBModel(LookupEncoder({t: v / np.linalg.norm(v) for t, v in table.items()}), "inverse_norm", 0.1)
     with pytest.warns(UserWarning, match="normalised"):

@@ -49,7 +49,7 @@ def test_chaosnli_entropy_matches_file_field(shared_data):
 
 
 def test_pair_text_is_the_tokenizer_pair_encoding(bundled_encoder):
-    tok = sg.tokenizer_of(bundled_encoder)
+    tok = bundled_encoder.hf_tokenizer
     single = tok(sg.pair_text("A man sleeps.", "Nobody sleeps."))["input_ids"]
     pair = tok("A man sleeps.", "Nobody sleeps.")["input_ids"]
     assert single == pair
@@ -135,16 +135,8 @@ def test_concreteness_real_file(shared_data):
 # ------------------------------------------------------------------ length
 
 
-def test_token_length_and_word_count(bundled_encoder):
-    tok = sg.tokenizer_of(bundled_encoder)
-    texts = ["hello world", "unbelievably tokenised words!", "a [SEP] b"]
-    lens = sg.token_length(texts, bundled_encoder)
-    np.testing.assert_array_equal(lens, [len(tok.tokenize(t)) for t in texts])
-    with_special = sg.token_length(texts, tok, special_tokens=True)
-    np.testing.assert_array_equal(with_special, lens + 2)
+def test_word_count():
     np.testing.assert_array_equal(sg.word_count(["Hello, world!", "one", ""]), [2, 1, 0])
-    with pytest.raises(InputError, match="tokenizer"):
-        sg.token_length(["x"], object())
 
 
 # ------------------------------------------------------------------ WordNet

@@ -61,7 +61,8 @@ def _fsync(path: str) -> None:
 
 
 def _temp_beside(path: Path) -> str:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # ".<name>.<random>.tmp<suffix>": writers that infer the format from the suffix (matplotlib) still see it
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
     os.close(fd)
     return tmp
 

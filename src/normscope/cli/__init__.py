@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import sys
+import warnings
 import typing
 from typing import Annotated, Optional
 
@@ -135,6 +136,8 @@ def run(argv: list[str] | None = None) -> int:
     errors are reported by typer itself (exit code 2). Each call runs in its own
     :mod:`contextvars` context, so global options (``--offline``, ``--mirror``) end with it.
     """
+    old_show = warnings.showwarning
+    warnings.showwarning = _one_line_warning
     try:
         contextvars.copy_context().run(app, args=argv, prog_name="normscope")
     except NormscopeError as exc:
@@ -142,7 +145,15 @@ def run(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        warnings.showwarning = old_show
     return 0
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Every Python warning a command raises prints as one ``warning: <message>`` line on stderr
+    (no source line, no file path of normscope's or a library's code)."""
+    print(f"warning: {str(message).splitlines()[0] if str(message) else category.__name__}", file=sys.stderr)
 
 
 def main() -> None:

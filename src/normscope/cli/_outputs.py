@@ -1,29 +1,119 @@
-"""Writing a command's files: the per-item table (``-o``), the strict-JSON summary (``--json``), the figure."""
+"""Writing a command's files, for one model or several side by side.
+
+One model: the per-item table (``-o``, parquet), the strict-JSON summary (``--json``) and the figure
+(``--fig``), written as one set (all or none, :func:`normscope._io.write_outputs`).
+Several models (``--model`` given more than once): the entry point runs once per model; a model that
+fails is reported with its one-line error and does not stop the others; the JSON is
+``{"models": {name: summary}, "failed_models": {name: error}}``, the table stacks every model's
+rows with a ``model`` column, and the figure is written once per model as ``<stem>.<model>.<ext>``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from normscope._io import atomic_path, write_json
+from normscope._io import write_json
+from normscope._io import write_outputs as _write_set
+from normscope.encoders import model_slug
+from normscope.errors import NormscopeError
 
-__all__ = ["write_outputs"]
+__all__ = ["write_outputs", "run_models", "write_multi_outputs"]
 
 
 def write_outputs(result, console, *, out: Path | None, json_path: Path | None, fig: Path | None,
-                  plot: Callable[[object, Path], Path]) -> None:
-    """Write ``result.items`` (parquet, atomically), ``result.to_dict()`` (strict JSON) and ``plot(result, fig)``.
+                  plot: Callable[[object, Path], Path] | None) -> None:
+    """Write ``result.items`` (parquet), ``result.to_dict()`` (strict JSON) and ``plot(result, fig)`` as one set.
 
     Each is written only when its path is given (the paths were checked before any work); the
     written paths are then printed as ``wrote <paths>`` on ``console``.
     """
-    if out is not None:
-        with atomic_path(out) as tmp:
-            result.items.to_parquet(tmp, index=False)
-    if json_path is not None:
-        write_json(result.to_dict(), json_path)
-    if fig is not None:
-        plot(result, fig)
+    _write_set({out: lambda p: result.items.to_parquet(p, index=False),
+                json_path: lambda p: write_json(result.to_dict(), p),
+                fig if plot is not None else None: lambda p: plot(result, p)},
+               options={out: "-o/--out", json_path: "--json", fig: "--fig"})
     written = [str(p) for p in (out, json_path, fig) if p is not None]
     if written:
         console.print("wrote " + ", ".join(written), soft_wrap=True)
+
+
+def run_models(models: Sequence[str], call: Callable[[str], object], console) -> tuple[dict, dict]:
+    """Run ``call(model)`` for every model; a :class:`~normscope.errors.NormscopeError` of one model is kept, not raised.
+
+    Returns
+    -------
+    results : dict
+        Model name -> result, for the models that ran.
+    errors : dict
+        Model name -> one-line error. When every model failed, the first error is raised instead.
+    """
+    results, errors = {}, {}
+    for m in models:
+        console.print(f"model {m}")
+        try:
+            results[m] = call(m)
+        except NormscopeError as exc:
+            errors[m] = str(exc).splitlines()[0]
+            console.print(f"model {m}: failed: {errors[m]}", markup=False)
+    if not results:
+        raise NormscopeError(f"every model failed; {models[0]}: {errors[models[0]]}")
+    return results, errors
+
+
+def write_multi_outputs(results: dict, errors: dict, console, *, out: Path | None, json_path: Path | None,
+                        fig: Path | None = None, plot: Callable[[object, Path], Path] | None = None) -> None:
+    """The outputs of a several-model run, as one set (see the module docstring)."""
+    import pandas as pd
+
+    figs = {}
+    if fig is not None and plot is not None:
+        fig = Path(fig)
+        figs = {fig.with_name(f"{fig.stem}.{model_slug(m)}{fig.suffix}"): r for m, r in results.items()}
+
+    def table(p):
+        frames = [r.items.assign(model=m) for m, r in results.items()]
+        pd.concat(frames, ignore_index=True).to_parquet(p, index=False)
+
+    writers = {out: table if out is not None else None,
+               json_path: lambda p: write_json({"models": {m: r.to_dict() for m, r in results.items()},
+                                                "failed_models": errors}, p)}
+    writers.update({p: (lambda q, r=r: plot(r, q)) for p, r in figs.items()})
+    _write_set(writers, options={out: "-o/--out", json_path: "--json", **{p: "--fig" for p in figs}})
+    written = [str(p) for p in (out, json_path, *figs) if p is not None]
+    if written:
+        console.print("wrote " + ", ".join(written), soft_wrap=True)
+
+
+def side_by_side(tables: dict, *, title: str, errors: dict | None = None):
+    """One rich table with the models side by side, from each model's own table.
+
+    Each row is one statistic (the first column of the models' tables, in order of first appearance);
+    each model's cell joins that row's other cells (value, CI, p, n). A failed model shows its error.
+
+    Parameters
+    ----------
+    tables : dict
+        Model name -> :class:`rich.table.Table` as the command prints it for one model.
+    title : str
+    errors : dict, optional
+        Model name -> one-line error of a model that failed.
+    """
+    from rich.table import Table
+
+    errors = errors or {}
+    models = list(tables) + [m for m in errors if m not in tables]
+    rows: dict[str, dict[str, str]] = {}
+    for m, t in tables.items():
+        cols = [[str(c) for c in col.cells] for col in t.columns]
+        for i, label in enumerate(cols[0] if cols else []):
+            rest = [c[i] for c in cols[1:] if i < len(c) and c[i] not in ("", "None")]
+            rows.setdefault(label, {})[m] = "  ".join(rest)
+    out = Table(title=title)
+    out.add_column("statistic")
+    for m in models:
+        out.add_column(m)
+    for label, cells in rows.items():
+        out.add_row(label, *[cells.get(m, "") if m in tables else "" for m in models])
+    if errors:
+        out.add_row("failed", *["" if m in tables else errors[m][:80] for m in models])
+    return out

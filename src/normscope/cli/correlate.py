@@ -14,8 +14,8 @@ from typing import Annotated, Optional
 import typer
 
 from normscope.cli import app
-from normscope.cli._outputs import write_outputs
-from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Model, Seed, TableOut
+from normscope.cli._outputs import run_models, side_by_side, write_multi_outputs, write_outputs
+from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
 from normscope.validate import check_output_path, check_outputs
@@ -73,7 +73,7 @@ def _table(res):
 @app.command()
 def correlate(
     signal: Annotated[str, typer.Option("--signal", "-s", help="specificity, frequency, concreteness or uncertainty.")],
-    model: Model = DEFAULT_MODEL,
+    model: Models = None,
     items_path: Annotated[Optional[Path], typer.Option("--items", help="Items: .txt (one per line), .jsonl or .csv (text, id) (default: the signal's dataset).")] = None,
     n: Annotated[Optional[int], typer.Option("--n", help="Number of default items (specificity 2000, frequency 5000, concreteness 5000 (0 = all), uncertainty all).")] = None,
     control: Annotated[str, typer.Option("--control", help="Comma-separated controls: frequency,length,words or covariate-file columns; '' for none.")] = "frequency,length",
@@ -89,6 +89,7 @@ def correlate(
     n_perm: Annotated[int, typer.Option("--n-perm", min=0, help="Permutations of every p-value (0: no p-value).")] = 2000,
     batch_size: BatchSize = 64,
     device: Device = "cpu",
+    precision: Precision = "fp32",
     json_path: JsonOut = None,
     out: TableOut = None,
     fig: Annotated[Optional[Path], typer.Option("--fig", help="Figure: norm vs covariate with binned means.")] = None,
@@ -113,13 +114,23 @@ def correlate(
     cov = read_covariate_file(covariate_file, signal) if covariate_file is not None else None
     if by is not None and items_path is not None and not (cov is not None and by in cov.columns):
         strata = read_item_column(items_path, by, len(items))
-    res = run_correlate(
-        signal, model=model, items=items, ids=ids, n=n, controls=control.split(","), by=by, strata=strata,
-        seed=seed, progress=True, covariates=cov, measure=measure, dataset=dataset, subtlex=subtlex,
-        wordnet=wordnet, images=images, n_boot=n_boot, n_perm=n_perm, batch_size=batch_size, device=device,
-        junk="error" if junk_error else "drop",
-    )
+    def call(m):
+        return run_correlate(
+            signal, model=m, items=items, ids=ids, n=n, controls=control.split(","), by=by, strata=strata,
+            seed=seed, progress=True, covariates=cov, measure=measure, dataset=dataset, subtlex=subtlex,
+            wordnet=wordnet, images=images, n_boot=n_boot, n_perm=n_perm, batch_size=batch_size, device=device, precision=precision,
+            junk="error" if junk_error else "drop",
+        )
+
+    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
     console = Console(stderr=True)
+    if len(models) > 1:
+        results, errors = run_models(models, call, console)
+        Console().print(side_by_side({m: _table(r) for m, r in results.items()}, errors=errors,
+                                     title=f"norm vs {signal}: {len(models)} models side by side"))
+        write_multi_outputs(results, errors, console, out=out, json_path=json_path, fig=fig, plot=plot_signal)
+        return
+    res = call(models[0])
     Console().print(_table(res))
     if res.n_missing:
         console.print(f"[yellow]{res.n_missing} of {res.n_items} items have no {signal} value "

@@ -16,7 +16,8 @@ from normscope.encoders import DEFAULT_MODEL
 
 @app.command()
 def report(
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name or path.")] = DEFAULT_MODEL,
+    model: Annotated[Optional[list[str]], typer.Option("--model", "-m", metavar="MODEL", help="Model name or path; give --model "
+                     "several times for one page with the models side by side (each model's own report in OUT/models/).")] = None,
     out: Annotated[Path, typer.Option("-o", "--out", help="Output directory (index.html, summary.json, *.png, stages/).")] = Path("out/report"),
     quick: Annotated[bool, typer.Option("--quick", help="Subsets so the whole run takes < 5 min on 2 CPU cores (sizes stated on the page).")] = False,
     data: Annotated[Optional[Path], typer.Option("--data", help="Data folder searched first (default: $NORMSCOPE_DATA, else ../shared/data); absent datasets are fetched into $NORMSCOPE_CACHE/data (docs/data.md).")] = None,
@@ -32,7 +33,7 @@ def report(
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write summary.json to this path.")] = None,
     precision: Precision = "fp32",
 ) -> None:
-    """Reproduce the whole analysis for one model: HTML report, summary.json and figures."""
+    """Reproduce the whole analysis for one model (or several, side by side): HTML report, summary.json and figures."""
     import dataclasses
 
     from normscope.validate import check_output_path
@@ -44,18 +45,29 @@ def report(
     sizes = QUICK if quick else FULL
     if words is not None:
         sizes = dataclasses.replace(sizes, words=words)
+    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
     config = ReportConfig(
-        out=out, model=model, quick=quick, data=data, seed=seed, device=device,
+        out=out, model=models[0], quick=quick, data=data, seed=seed, device=device,
         only=tuple(only.split(",")) if only else STAGES, sizes=sizes, items=items, force=force,
         signals=tuple(x.strip() for x in signals.split(",") if x.strip()), precision=precision,
     )
     from normscope.data import settings
 
-    with settings(offline=True if offline else None):
-        result = run_report(config, console=err, json_path=json_path)
     out_console = Console()
     if not out_console.is_terminal:
         out_console = Console(width=140)
+    if len(models) > 1:
+        from normscope.report.multi import run_multi_report
+
+        with settings(offline=True if offline else None):
+            multi = run_multi_report(config, models, console=err, json_path=json_path)
+        print_multi_summary(multi, out_console)
+        if multi.failed:
+            err.print(f"[red]failed: {'; '.join(multi.failed)}[/] (see the page and {out}/models/)")
+            raise typer.Exit(1)
+        return
+    with settings(offline=True if offline else None):
+        result = run_report(config, console=err, json_path=json_path)
     print_summary(result, out_console)
     if result.failed:
         err.print(f"[red]failed stages: {', '.join(result.failed)}[/] (see the page and {out}/stages/)")
@@ -65,13 +77,14 @@ def report(
 def print_summary(result, console: Console) -> None:
     """One-screen text summary: one row per section with its headline figure, then the report path."""
     from normscope.report.config import SECTIONS
-    from normscope.report.runlog import fmt_seconds
+    from normscope.report.text import fmt_duration
 
     s = result.summary
-    cached = all((s["report"].get("stage_cached") or {}).get(st) for st in s["report"].get("stages_run") or [])
-    took = "all stages cached, " if cached else ""
-    table = Table(title=f"normscope report: {s['report']['model']} ({s['report']['preset']} sizes, {took}"
-                        f"{fmt_seconds(s['report'].get('seconds') or 0)})", show_lines=False)
+    ran = s["report"].get("stages_run") or []
+    n_cached = sum(bool((s["report"].get("stage_cached") or {}).get(st)) for st in ran)
+    cached = f"; {n_cached} of {len(ran)} stage(s) from the cache" if n_cached else ""
+    table = Table(title=f"normscope report: {s['report']['model']} ({s['report']['preset']} sizes, "
+                        f"{fmt_duration(s['report'].get('seconds') or 0)}{cached})", show_lines=False)
     table.add_column("section")
     table.add_column("status")
     table.add_column("headline")
@@ -86,8 +99,59 @@ def print_summary(result, console: Console) -> None:
         style = {"ok": "green", "failed": "red"}.get(status, "yellow")
         table.add_row(title, f"[{style}]{status}[/]", head[:240])
     console.print(table)
+    print_claims(s.get("claims") or [], console)
     console.print(f"report: [bold]{result.index.resolve()}[/]")
     console.print(f"numbers: {result.summary_path.resolve()}")
+
+
+def print_multi_summary(result, console: Console) -> None:
+    """The scorecard of a side-by-side report: one row per claim, one column per model (figure [CI] verdict)."""
+    from normscope.report.claims import CLAIMS
+    from normscope.report.text import fmt, fmt_duration
+
+    s = result.summary
+    models = s["report"]["models"]
+    table = Table(title=f"normscope report: {len(models)} models side by side ({s['report']['preset']} sizes, "
+                        f"{fmt_duration(s['report'].get('seconds'))})")
+    table.add_column("claim")
+    for m in models:
+        table.add_column(m)
+    for key, (claim, _) in CLAIMS.items():
+        cells = []
+        for m in models:
+            r = next((c for c in (s["claims"].get(m) or []) if c["key"] == key), None)
+            if r is None:
+                cells.append("model failed" if m in result.errors else "not run")
+                continue
+            fig = "" if r.get("measured") is None else fmt(r["measured"])
+            if r.get("ci"):
+                fig += f" [{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]"
+            cells.append(f"{fig} {r['verdict']}".strip())
+        table.add_row(claim, *cells)
+    console.print(table)
+    for m, e in result.errors.items():
+        console.print(f"[red]{m}[/]: {e}")
+    console.print(f"report: [bold]{result.index.resolve()}[/]")
+    console.print(f"numbers: {result.summary_path.resolve()}")
+
+
+def print_claims(claims: list[dict], console: Console) -> None:
+    """The claims scorecard as a table: claim, paper, normscope's figure with its CI, verdict and why."""
+    from normscope.report.text import fmt
+
+    if not claims:
+        return
+    table = Table(title="claims scorecard (verdicts computed from this run's figures and CIs)", show_lines=False)
+    for col in ("claim", "paper", "this run [95% CI]", "verdict", "why"):
+        table.add_column(col)
+    colour = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow"}
+    for c in claims:
+        fig = "n/a" if c.get("measured") is None else fmt(c["measured"])
+        if c.get("ci"):
+            fig += f" [{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]"
+        v = c.get("verdict", "")
+        table.add_row(c.get("claim", ""), c.get("paper", ""), fig, f"[{colour.get(v, 'dim')}]{v}[/]", str(c.get("why", ""))[:160])
+    console.print(table)
 
 
 def _rho_ci(c: dict | None, key: str = "spearman") -> str:

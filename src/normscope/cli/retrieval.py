@@ -3,8 +3,6 @@ and ``normscope beir-convert`` (a TREC-style release such as the original NFCorp
 
 from __future__ import annotations
 
-import contextlib
-import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -13,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
-from normscope.cli._options import DEFAULT_MODEL, BatchSize, Device, JsonOut, JunkError, Model, Seed, TableOut
+from normscope.cli._options import BatchSize, DEFAULT_MODEL, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut
 
 
 def fmt_p(p) -> str:
@@ -35,21 +33,6 @@ def _ci(ci, spec: str = ".3f") -> str:
     return "-" if not ci else f"[{_f(ci[0], spec)}, {_f(ci[1], spec)}]"
 
 
-@contextlib.contextmanager
-def one_line_warnings(console: Console):
-    """Print each Python warning as one ``warning: <message>`` line (no source line, no file path)."""
-    old = warnings.showwarning
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        console.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
-
-    warnings.showwarning = show
-    try:
-        yield
-    finally:
-        warnings.showwarning = old
-
-
 def _param_text(r: dict) -> str:
     if r["param_name"] is None:
         return "-"
@@ -63,9 +46,9 @@ def _fitted_text(r: dict) -> str:
     return {"fitted": "fitted", "fixed (not fitted)": "not fitted (fixed)"}.get(r["param_source"], "-")
 
 
-def print_result(res, console: Console, err: Console) -> None:
-    """The tables and lines of ``normscope retrieval`` for a :class:`~normscope.retrieval.RetrievalResult`."""
-    from normscope.retrieval.result import SCORER_LABELS, SIGNAL_LABELS
+def _scorer_table(res) -> Table:
+    """The scorers' metrics against cosine (one row per scorer)."""
+    from normscope.retrieval.result import SCORER_LABELS
 
     t = Table(title=f"{res.dataset_name} / {res.split} ({res.n_queries['eval']} queries, {res.n_docs} docs); "
                     f"parameters fitted on {res.fit_split}; {res.relevance} relevance")
@@ -79,7 +62,14 @@ def print_result(res, console: Console, err: Console) -> None:
         t.add_row(name, _param_text(r), _fitted_text(r), _f(r["ndcg@10"]), _f(r["mrr@10"]), _f(r["recall@100"]), _f(r["delta"]),
                   _ci(r["delta_ci"], ".4f"), "-" if r["relative"] is None else f"{100 * r['relative']:+.2f} %",
                   fmt_p(r["p_value"]), fmt_p(r["p_value_randomization"]))
-    console.print(t)
+    return t
+
+
+def print_result(res, console: Console, err: Console) -> None:
+    """The tables and lines of ``normscope retrieval`` for a :class:`~normscope.retrieval.RetrievalResult`."""
+    from normscope.retrieval.result import SIGNAL_LABELS
+
+    console.print(_scorer_table(res))
     st = res.strata
     for scorer, rows in (st.get("scorers") or {}).items():
         s = Table(title=f"{scorer} vs cosine by pre-specified stratum (nDCG@10; CI over the stratum's queries; "
@@ -137,7 +127,7 @@ def print_result(res, console: Console, err: Console) -> None:
 @app.command()
 def retrieval(
     dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory (corpus.jsonl[.gz], queries.jsonl[.gz], qrels/*.tsv[.gz]), scifact or nfcorpus (fetched if absent, docs/data.md), or hf:BeIR/<name>.")],
-    model: Model = DEFAULT_MODEL,
+    model: Models = None,
     scorer: Annotated[Optional[list[str]], typer.Option("--scorer", help="cosine|dot|inverse_norm|power (repeatable; default all).")] = None,
     fit_split: Annotated[str, typer.Option("--fit-split", help="Split fitting alpha/beta and confidence maps ('cv': 5-fold cross-validation).")] = "train",
     split: Annotated[str, typer.Option("--split", help="Evaluation split.")] = "test",
@@ -151,13 +141,14 @@ def retrieval(
     n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of the CIs (queries resampled).")] = 1000,
     seed: Seed = 0,
     device: Device = "cpu",
+    precision: Precision = "fp32",
     batch_size: BatchSize = 64,
     json_path: JsonOut = None,
     out: TableOut = None,
 ) -> None:
     """Fit norm-aware scorers on a train split, evaluate them against cosine on a test split (overall and in
     pre-specified strata), and calibrate confidence signals of the cosine top-1."""
-    from normscope._io import atomic_path, write_json
+    from normscope._io import write_json, write_outputs
     from normscope.retrieval import SCORERS, run_retrieval
     from normscope.validate import check_outputs
 
@@ -170,16 +161,25 @@ def retrieval(
             params[name] = value
             if name not in scorers:
                 scorers.append(name)
-    with one_line_warnings(err):
-        res = run_retrieval(dataset, model=model, scorers=scorers, fit_split=fit_split, split=split, params=params,
+    def call(m):
+        return run_retrieval(dataset, model=m, scorers=scorers, fit_split=fit_split, split=split, params=params,
                             relevance=relevance, ignore_identical_ids=ignore_identical_ids,
                             junk="error" if junk_error else "drop", max_docs=max_docs, max_queries=max_queries,
-                            n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device)
-    if out is not None:
-        with atomic_path(out) as tmp:
-            res.items.to_parquet(tmp, index=False)
-    if json_path is not None:
-        write_json(res.to_dict(), json_path)
+                            n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device, precision=precision)
+
+    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    if len(models) > 1:
+        from normscope.cli._outputs import run_models, side_by_side, write_multi_outputs
+
+        results, errors = run_models(models, call, err)
+        Console(width=max(Console().width, 160)).print(side_by_side(
+            {m: _scorer_table(r) for m, r in results.items()}, errors=errors,
+            title=f"{Path(str(dataset)).name}: {len(models)} models side by side"))
+        write_multi_outputs(results, errors, err, out=out, json_path=json_path)
+        return
+    res = call(models[0])
+    write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p)},
+                  options={out: "-o/--out", json_path: "--json"})
     print_result(res, Console(width=max(Console().width, 160)), err)
     written = [str(p) for p in (json_path, out) if p is not None]
     if written:

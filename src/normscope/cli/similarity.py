@@ -12,8 +12,8 @@ from typing import Annotated, Optional
 import typer
 
 from normscope.cli import app
-from normscope.cli._outputs import write_outputs
-from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Model, Seed, TableOut
+from normscope.cli._outputs import run_models, side_by_side, write_multi_outputs, write_outputs
+from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut
 from normscope.encoders import DEFAULT_MODEL
 from normscope.validate import check_output_path, check_outputs
 
@@ -22,35 +22,9 @@ def _f(v) -> str:
     return "—" if v is None else f"{v:+.4f}" if abs(v) < 0.1 else f"{v:.3f}"
 
 
-@app.command()
-def similarity(
-    dataset: Annotated[Path, typer.Option("--dataset", help="Evaluated pairs: an STS-B file (sts-dev.csv, sts-test.csv) or a word-similarity list (SimLex-999.txt, WS-353, MEN, RW).")],
-    fit: Annotated[Optional[Path], typer.Option("--fit", help="Fit the scorers' parameters on this pair file (default: sts-train.csv beside an STS-B file, else a seeded random half of --dataset).")] = None,
-    scorer: Annotated[str, typer.Option("--scorer", help="Comma-separated: cosine, dot, inverse_norm, power (cosine is always the baseline).")] = "cosine,dot,inverse_norm,power",
-    fmt: Annotated[str, typer.Option("--format", help="Format of --dataset: auto, sts or words.")] = "auto",
-    fit_format: Annotated[str, typer.Option("--fit-format", help="Format of --fit: auto, sts or words.")] = "auto",
-    model: Model = DEFAULT_MODEL,
-    seed: Seed = 0,
-    n_boot: Annotated[int, typer.Option("--n-boot", min=0, help="Bootstrap resamples of the evaluated pairs.")] = 2000,
-    batch_size: BatchSize = 64,
-    device: Device = "cpu",
-    json_path: JsonOut = None,
-    out: TableOut = None,
-    fig: Annotated[Optional[Path], typer.Option("--fig", help="Figure: fit curves and the difference to cosine with CIs.")] = None,
-    junk_error: JunkError = False,
-) -> None:
-    """Score human-rated pairs with norm-aware similarities fitted on other pairs; Spearman, Pearson, gain over cosine."""
-    from rich.console import Console
+def _table(res):
     from rich.table import Table
 
-    from normscope.similarity import plot_similarity, run_similarity
-
-    check_outputs(out=out, json_path=json_path)
-    if fig is not None:
-        check_output_path(fig, "--fig")
-    res = run_similarity(dataset, fit=fit, scorers=[s.strip() for s in scorer.split(",") if s.strip()], fmt=fmt,
-                         fit_format=fit_format, model=model, seed=seed, n_boot=n_boot, batch_size=batch_size,
-                         device=device, progress=True, junk="error" if junk_error else "drop")
     fit_txt = (f"fitted on {res.fit['n_pairs']} pairs ({res.fit['source']}"
                + (f": {Path(res.fit['path']).name}" if res.fit["source"] != "random half" else f", seed {res.seed}")
                + ")")
@@ -62,8 +36,50 @@ def similarity(
         dci = "—" if s["delta_ci"] is None else f"[{_f(s['delta_ci'][0])}, {_f(s['delta_ci'][1])}]"
         table.add_row(name, par, f"{s['spearman']:.3f}", f"[{s['spearman_ci'][0]:.3f}, {s['spearman_ci'][1]:.3f}]",
                       f"{s['pearson']:.3f}", "—" if name == "cosine" else _f(s["delta_spearman"]), dci)
-    Console().print(table)
+    return table
+
+
+@app.command()
+def similarity(
+    dataset: Annotated[Path, typer.Option("--dataset", help="Evaluated pairs: an STS-B file (sts-dev.csv, sts-test.csv) or a word-similarity list (SimLex-999.txt, WS-353, MEN, RW).")],
+    fit: Annotated[Optional[Path], typer.Option("--fit", help="Fit the scorers' parameters on this pair file (default: sts-train.csv beside an STS-B file, else a seeded random half of --dataset).")] = None,
+    scorer: Annotated[str, typer.Option("--scorer", help="Comma-separated: cosine, dot, inverse_norm, power (cosine is always the baseline).")] = "cosine,dot,inverse_norm,power",
+    fmt: Annotated[str, typer.Option("--format", help="Format of --dataset: auto, sts or words.")] = "auto",
+    fit_format: Annotated[str, typer.Option("--fit-format", help="Format of --fit: auto, sts or words.")] = "auto",
+    model: Models = None,
+    seed: Seed = 0,
+    n_boot: Annotated[int, typer.Option("--n-boot", min=0, help="Bootstrap resamples of the evaluated pairs.")] = 2000,
+    batch_size: BatchSize = 64,
+    device: Device = "cpu",
+    precision: Precision = "fp32",
+    json_path: JsonOut = None,
+    out: TableOut = None,
+    fig: Annotated[Optional[Path], typer.Option("--fig", help="Figure: fit curves and the difference to cosine with CIs.")] = None,
+    junk_error: JunkError = False,
+) -> None:
+    """Score human-rated pairs with norm-aware similarities fitted on other pairs; Spearman, Pearson, gain over cosine."""
+    from rich.console import Console
+
+    from normscope.similarity import plot_similarity, run_similarity
+
+    check_outputs(out=out, json_path=json_path)
+    if fig is not None:
+        check_output_path(fig, "--fig")
+    def call(m):
+        return run_similarity(dataset, fit=fit, scorers=[s.strip() for s in scorer.split(",") if s.strip()], fmt=fmt,
+                             fit_format=fit_format, model=m, seed=seed, n_boot=n_boot, batch_size=batch_size,
+                             device=device, precision=precision, progress=True, junk="error" if junk_error else "drop")
+
+    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
     console = Console(stderr=True)
+    if len(models) > 1:
+        results, errors = run_models(models, call, console)
+        Console().print(side_by_side({m: _table(r) for m, r in results.items()}, errors=errors,
+                                     title=f"{Path(dataset).name}: {len(models)} models side by side"))
+        write_multi_outputs(results, errors, console, out=out, json_path=json_path, fig=fig, plot=plot_similarity)
+        return
+    res = call(models[0])
+    Console().print(_table(res))
     if res.junk.get("count"):
         console.print(f"[yellow]{res.junk['count']} junk text(s) left out with their {res.n_pairs_junk} evaluated "
                       f"pair(s): {', '.join(res.junk['ids'][:5])}[/]")

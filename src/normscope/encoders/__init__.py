@@ -24,7 +24,7 @@ from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.encoders.cache import encode_cached
 from normscope.errors import InputError
 
-__all__ = ["Encoder", "TorchEncoder", "DEFAULT_MODEL", "BACKENDS", "load_encoder", "resolve_backend", "encode_cached"]
+__all__ = ["model_slug", "Encoder", "TorchEncoder", "DEFAULT_MODEL", "BACKENDS", "load_encoder", "resolve_backend", "encode_cached"]
 
 BACKENDS = ("auto", "sentence-transformers", "huggingface", "open_clip", "hf-clip", "precomputed")
 _PREFIXES = {
@@ -70,6 +70,14 @@ def resolve_backend(name: str, backend: str = "auto", pooling: str | None = None
     if pooling is not None:
         return "huggingface", name
     return "sentence-transformers", name
+
+
+def model_slug(name: str) -> str:
+    """A file or folder name for a model: its name with every run of characters outside ``[A-Za-z0-9._-]``
+    as ``_`` (``sentence-transformers/all-MiniLM-L6-v2`` -> ``sentence-transformers_all-MiniLM-L6-v2``)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._") or "model"
 
 
 def load_encoder(

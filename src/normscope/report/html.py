@@ -17,18 +17,11 @@ from markupsafe import Markup
 from normscope._io import atomic_path
 from normscope.validate import check_output_path
 from normscope.report.config import SECTIONS
-from normscope.report.text import fmt
+from normscope.report.text import fmt, fmt_duration
 
 __all__ = ["render_report", "render_html", "render_value", "fmt_duration", "TEMPLATE"]
 
-TEMPLATE = r"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
-<title>normscope report: {{ report.model }}</title>
-<style>
+_CSS = r"""<style>
  body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 980px; margin: 2em auto;
         padding: 0 1em; color: #1d1d1f; line-height: 1.45; }
  h1 { font-size: 1.6em; margin-bottom: 0.2em; }
@@ -49,6 +42,9 @@ TEMPLATE = r"""<!DOCTYPE html>
  .status-ok { background: #e3f4e1; color: #1e5e1a; }
  .status-unavailable, .status-not_run { background: #f4f0dc; color: #6a5500; }
  .status-failed { background: #f8e0e0; color: #8a1c1c; }
+ tr.verdict-reproduced td:nth-child(6) { background: #e3f4e1; }
+ tr.verdict-refuted td:nth-child(6) { background: #f8e0e0; }
+ tr.verdict-inconclusive td:nth-child(6) { background: #f4f0dc; }
  .why { background: #fbf8ea; border-left: 4px solid #d9c66b; padding: 0.4em 0.8em; }
  .fail { background: #fbeaea; border-left: 4px solid #d96b6b; padding: 0.4em 0.8em; }
  .says { background: #eef4fb; border-left: 4px solid #4c72b0; padding: 0.5em 1em; }
@@ -56,7 +52,16 @@ TEMPLATE = r"""<!DOCTYPE html>
  ul.notes li { font-size: 0.92em; }
  table.kv { margin: 0.2em 0; font-size: 0.95em; }
  table.kv th { font-weight: normal; background: #f8f8f8; }
-</style>
+</style>"""
+
+TEMPLATE = r"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<title>normscope report: {{ report.model }}</title>
+{{ css }}
 </head>
 <body>
 <h1>normscope report</h1>
@@ -66,9 +71,23 @@ TEMPLATE = r"""<!DOCTYPE html>
  {%- set cached = (report.stage_cached or {}).values()|select|list|length %}
  {%- if cached %} ({{ cached }} stage(s) reused from the cache; their own times are in the stage table){% endif %}.
  All numbers on this page are in <code>summary.json</code> beside it.</p>
-<nav><b>Sections:</b>
+<nav><b>Sections:</b> <a href="#claims">Claims scorecard</a> &middot;
 {% for key, title in sections.items() %}<a href="#{{ key }}">{{ title }}</a>{% if not loop.last %} &middot; {% endif %}{% endfor %}
 </nav>
+
+<h2 id="claims">Claims scorecard</h2>
+<p class="meta">One row per claim of the paper. The verdict is computed from normscope's own figure and its 95%
+confidence interval on this model and data (reproduced: the CI excludes 0 on the claimed side; refuted: it excludes 0
+on the other side; inconclusive: it includes 0; not testable here: this run cannot measure it, with the reason).
+No verdict is written in advance.</p>
+<table class="claims">
+<tr><th>claim</th><th>paper</th><th>normscope (this run)</th><th>95% CI</th><th>n</th><th>verdict</th><th>why</th><th>section</th></tr>
+{% for c in summary.get('claims') or [] %}<tr class="verdict-{{ c.verdict|replace(' ', '-') }}"><td>{{ c.claim }}</td><td>{{ c.paper }}</td>
+<td{% if is_num(c.measured) %} class="num"{% endif %}>{{ num(c.measured) if c.measured is not none else 'n/a' }}{% if c.what %}<br><span class="meta">{{ c.what }}</span>{% endif %}</td>
+<td>{% if c.ci %}[{{ num(c.ci[0]) }}, {{ num(c.ci[1]) }}]{% else %}n/a{% endif %}</td>
+<td class="num">{{ c.n if c.n is not none else '' }}</td><td><b>{{ c.verdict }}</b></td><td>{{ c.why }}</td>
+<td>{% if c.section %}<a href="#{{ c.section }}">{{ sections.get(c.section, c.section) }}</a>{% endif %}</td></tr>
+{% endfor %}</table>
 
 <h2 id="what_this_says">What this says</h2>
 <div class="says">
@@ -140,23 +159,6 @@ def _num(v, digits: int = 3) -> str:
     return str(v)
 
 
-def fmt_duration(seconds) -> str:
-    """A wall time for people: ``0.02 s``, ``12.3 s``, ``34 min 05 s``, ``1 h 02 min``; ``n/a`` for None,
-    ``""`` for a value that is not a number (a stage that did not run has no time)."""
-    if seconds is None:
-        return "n/a"
-    if not _is_num(seconds):
-        return ""
-    s = float(seconds)
-    if s < 10:
-        return f"{s:.2f} s"
-    if s < 60:
-        return f"{s:.1f} s"
-    if s < 3600:
-        return f"{int(s // 60)} min {int(round(s % 60)) % 60:02d} s"
-    return f"{int(s // 3600)} h {int(round(s % 3600 / 60)) % 60:02d} min"
-
-
 def render_value(v) -> Markup:
     """HTML of one value of the page, escaped: numbers with 3 significant digits, ``None`` as
     ``n/a``, a dict as a key/value table and a list of dicts as a table with one column per key
@@ -226,6 +228,7 @@ def render_html(summary: dict, records: dict, out_dir: str | Path) -> str:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
     tmpl = env.from_string(TEMPLATE)
     return tmpl.render(
+        css=Markup(_CSS),
         report=summary.get("report", {}),
         run_sizes=_run_sizes(summary.get("report", {}), records),
         summary=summary,
@@ -257,6 +260,112 @@ def render_report(summary: dict, records: dict, path: str | Path) -> Path:
     """Write the page to ``path`` atomically (figures are read from ``path``'s directory)."""
     path = check_output_path(path)
     text = render_html(summary, records, path.parent)
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(text, encoding="utf-8")
+    return path
+
+
+MULTI_TEMPLATE = r"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<title>normscope report: {{ models|join(', ') }}</title>
+{{ css }}
+<style> .sbs { display: grid; grid-template-columns: repeat({{ models|length }}, 1fr); gap: 0.6em; }
+ .sbs figure { margin: 0; } body { max-width: {{ 700 + 320 * models|length }}px; } </style>
+</head>
+<body>
+<h1>normscope report: {{ models|length }} models side by side</h1>
+<p class="meta">Models {% for m in models %}<code>{{ m }}</code>{% if not loop.last %}, {% endif %}{% endfor %}
+ &middot; size preset <b>{{ report.preset }}</b> &middot; precision {{ report.precision }} &middot; seed {{ report.seed }}
+ &middot; generated {{ generated }}; this run took {{ duration(report.seconds) }}.
+ Each model's own page: {% for m in models %}<code>{{ report.folders[m] }}/index.html</code>{% if not loop.last %}, {% endif %}{% endfor %}.
+ All numbers are in <code>summary.json</code> beside this page.</p>
+{% for m, err in (report.failed_models or {}).items() %}<p class="fail">Model <code>{{ m }}</code> failed: {{ err }}</p>{% endfor %}
+<nav><b>Sections:</b> <a href="#claims">Claims scorecard</a> &middot; <a href="#forest">Forest plot</a>
+{% for key, title in sections.items() %} &middot; <a href="#{{ key }}">{{ title }}</a>{% endfor %}</nav>
+
+<h2 id="claims">Claims scorecard, one column per model</h2>
+<p class="meta">Each cell: the model's figure, its 95% CI and the verdict computed from them on that model's run
+(reproduced / refuted / inconclusive / not testable here); hover for the reason. No verdict is written in advance.</p>
+<table class="claims">
+<tr><th>claim</th><th>paper</th>{% for m in models %}<th>{{ m }}</th>{% endfor %}</tr>
+{% for key, (claim, paper) in claim_names.items() %}<tr><td>{{ claim }}</td><td>{{ paper }}</td>
+{% for m in models %}{% set c = claim_cells[m].get(key, {}) %}<td title="{{ c.why }}">{% if c.measured is not none and c.measured is defined %}{{ num(c.measured) }}{% if c.ci %} [{{ num(c.ci[0]) }}, {{ num(c.ci[1]) }}]{% endif %}<br>{% endif %}<b>{{ c.verdict or 'not run' }}</b></td>{% endfor %}</tr>
+{% endfor %}</table>
+
+<h2 id="forest">Forest plot of the headline statistics</h2>
+{% if forest %}<figure><img alt="forest plot: estimate and 95% CI per model, one panel per claim" src="{{ forest }}">
+<figcaption>One panel per claim with a figure: each model's estimate (dot) and 95% CI (bar); dashed: 0; red dot: refuted
+on that model. What each statistic is, and which sources of sampling its CI resamples, is under the panel title.</figcaption></figure>
+{% else %}<p class="why">No claim has a figure for any model in this run.</p>{% endif %}
+
+{% for key, title in sections.items() %}{% set sbs = side.get(key, {}) %}
+<section id="sec-{{ key }}">
+<h2 id="{{ key }}">{{ title }}</h2>
+<table><tr><th>quantity</th>{% for m in models %}<th>{{ m }}</th>{% endfor %}</tr>
+<tr><td>status</td>{% for m in models %}<td>{{ status_words.get((sbs.status or {}).get(m), (sbs.status or {}).get(m)) }}</td>{% endfor %}</tr>
+{% for row in sbs.rows or [] %}<tr><td>{{ row[0] }}</td>{% for v in row[1:] %}<td{% if is_num(v) %} class="num"{% endif %}>{{ num(v) }}</td>{% endfor %}</tr>
+{% endfor %}</table>
+{% set figs = figures.get(key, {}) %}{% if figs %}
+{% for name, per_model in figs.items() %}<div class="sbs">{% for m in models %}<figure>{% if per_model.get(m) %}<img alt="{{ name }} ({{ m }})" src="{{ per_model[m] }}">{% endif %}<figcaption>{{ m }}: <code>{{ name }}</code></figcaption></figure>{% endfor %}</div>
+{% endfor %}{% endif %}
+</section>
+{% endfor %}
+</body>
+</html>
+"""
+
+
+def render_multi_report(summary: dict, records: dict, out_dir: str | Path, path: str | Path, *,
+                        forest: Path | None = None) -> Path:
+    """Write the side-by-side page of several models (see :mod:`normscope.report.multi`) to ``path``.
+
+    Parameters
+    ----------
+    summary : dict
+        The combined summary (``report``, ``claims``, ``side_by_side``, ``models``).
+    records : dict
+        Model name -> stage records (for each model's figures).
+    out_dir : str or Path
+        The combined report folder (each model's figures lie in ``report.folders[model]``).
+    path : str or Path
+        The page (written atomically).
+    forest : Path, optional
+        The forest-plot PNG, embedded as a data URI.
+
+    Returns
+    -------
+    Path
+    """
+    import jinja2
+
+    from normscope.report.claims import CLAIMS
+
+    out_dir = Path(out_dir)
+    report = summary.get("report", {})
+    models = list(report.get("models") or [])
+    figures: dict[str, dict[str, dict[str, str]]] = {}
+    for m, recs in records.items():
+        folder = out_dir / report["folders"][m]
+        for rec in recs.values():
+            for key, sec in (rec.get("sections") or {}).items():
+                for f in sec.get("figures") or []:
+                    p = folder / f["file"]
+                    if p.is_file():
+                        figures.setdefault(key, {}).setdefault(f["file"], {})[m] = _image_uri(p)
+    claim_cells = {m: {r["key"]: r for r in (summary.get("claims") or {}).get(m) or []} for m in models}
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
+    text = env.from_string(MULTI_TEMPLATE).render(
+        css=Markup(_CSS), report=report, models=models, sections=SECTIONS, side=summary.get("side_by_side") or {},
+        claim_names=CLAIMS, claim_cells=claim_cells, figures=figures,
+        forest=_image_uri(forest) if forest is not None and Path(forest).is_file() else None,
+        status_words=_STATUS_WORDS, num=_num, is_num=_is_num, duration=fmt_duration,
+        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    )
+    path = check_output_path(path)
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
     return path

@@ -17,21 +17,13 @@ import time
 import warnings
 from collections.abc import Iterator
 
-__all__ = ["stage_log", "quiet_libraries", "fmt_seconds", "LIBRARY_LOGGERS"]
+from normscope.report.text import fmt_duration
+
+__all__ = ["stage_log", "quiet_libraries", "LIBRARY_LOGGERS"]
 
 #: Loggers whose records are captured during a stage instead of printed.
 LIBRARY_LOGGERS = ("transformers", "sentence_transformers", "numba", "ranx", "faiss", "matplotlib", "urllib3",
                    "huggingface_hub", "torch")
-
-
-def fmt_seconds(seconds: float) -> str:
-    """``"0.02 s"`` below a second, ``"42.0 s"`` below two minutes, else ``"12 min 5 s"``."""
-    if seconds < 1:
-        return f"{seconds:.2f} s"
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    m, s = divmod(int(round(seconds)), 60)
-    return f"{m} min {s} s"
 
 
 @contextlib.contextmanager
@@ -52,7 +44,7 @@ def stage_log(console, stage: str, *, heartbeat: float | None = 60.0) -> Iterato
 
     def beat() -> None:
         while not stop.wait(heartbeat):
-            console.print(f"{stage}: still running ({fmt_seconds(time.perf_counter() - t0)})")
+            console.print(f"{stage}: still running ({fmt_duration(time.perf_counter() - t0)})")
 
     thread = None
     if heartbeat is not None and heartbeat > 0:

@@ -47,7 +47,9 @@ from normscope.report.stages import STAGE_FUNCS
 from normscope.report.config import MODEL_STAGES, STAGE_SECTIONS, STAGES, ReportConfig, sizes_used
 from normscope.report.context import StageContext, StageUnavailable
 from normscope.report.html import render_report
-from normscope.report.runlog import dedupe, fmt_seconds, quiet_libraries, stage_log
+from normscope.report.scorecard import gather_claims
+from normscope.report.runlog import dedupe, quiet_libraries, stage_log
+from normscope.report.text import fmt_duration
 from normscope.report.text import what_this_says
 
 __all__ = ["ReportResult", "run_report", "assemble_summary", "stage_settings", "settings_key", "load_cached",
@@ -341,7 +343,7 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
         render_report(summary, records, tmp[index])
         if json_path is not None:
             write_json(summary, tmp[Path(json_path)])
-    console.print(f"report: written in {fmt_seconds(time.perf_counter() - t0)}")
+    console.print(f"report: written in {fmt_duration(time.perf_counter() - t0)}")
     return ReportResult(index=index, summary_path=summary_path, summary=summary, records=records,
                         seconds=time.perf_counter() - t0)
 
@@ -390,12 +392,13 @@ def _run_stage(stage: str, ctx: StageContext, fingerprint, heartbeat: float | No
     write_json(rec, _stage_path(out, stage))
     rec["cached"] = False
     note = f" ({len(rec['warnings'])} library warnings kept in {_stage_path(out, stage)})" if noise else ""
-    console.print(f"{stage}: {rec['status']} in {fmt_seconds(rec.get('seconds') or 0)}{note}")
+    console.print(f"{stage}: {rec['status']} in {fmt_duration(rec.get('seconds') or 0)}{note}")
     return rec
 
 
 def assemble_summary(config: ReportConfig, records: dict[str, dict]) -> dict:
-    """summary.json: section key -> ``{status, reason, command, result, derived, key_numbers}``."""
+    """summary.json: section key -> ``{status, reason, command, result, derived, key_numbers}``, and
+    ``claims``: the claims scorecard, one row per claim of the paper (:func:`~normscope.report.scorecard.gather_claims`)."""
     from normscope import __version__
 
     summary: dict[str, Any] = {
@@ -413,6 +416,7 @@ def assemble_summary(config: ReportConfig, records: dict[str, dict]) -> dict:
             "python": platform.python_version(),
         }
     }
+    sections: dict[str, dict] = {}
     for stage in STAGES:
         rec = records.get(stage) or _not_run_record(stage, "not run")
         for sec in STAGE_SECTIONS[stage]:
@@ -421,4 +425,6 @@ def assemble_summary(config: ReportConfig, records: dict[str, dict]) -> dict:
                      if s.get(k) is not None}
             entry.setdefault("status", "ok")
             summary[sec] = entry
+            sections[sec] = s
+    summary["claims"] = gather_claims(sections)
     return summary

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 
 __all__ = [
+    "fmt_duration",
     "fmt",
     "pct",
     "strength",
@@ -468,3 +469,22 @@ def what_this_says(summary: dict, sections: Sequence[str] | None = None) -> dict
         if s:
             out[k] = s
     return out
+
+
+def fmt_duration(seconds) -> str:
+    """A wall time for people: ``0.02 s``, ``12.3 s``, ``34 min 05 s``, ``1 h 02 min``; ``n/a`` for None,
+    ``""`` for a value that is not a number (a stage that did not run has no time)."""
+    if seconds is None:
+        return "n/a"
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        return ""
+    s = float(seconds)
+    if s < 10:
+        return f"{s:.2f} s"
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 3600:
+        m, sec = divmod(int(round(s)), 60)
+        return f"{m} min {sec:02d} s"
+    h, m = divmod(int(round(s / 60)), 60)
+    return f"{h} h {m:02d} min"

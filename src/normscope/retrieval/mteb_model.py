@@ -31,7 +31,7 @@ from normscope.retrieval.scoring import (
     fold_documents,
     fold_queries,
     folded_scores,
-    score_pairwise,
+    pair_dot,
 )
 
 __all__ = ["NormAwareMTEBModel", "evaluate_mteb", "mteb_name"]
@@ -170,10 +170,22 @@ class NormAwareMTEBModel:
         return torch.from_numpy(folded_scores(Qf, Df))
 
     def similarity_pairwise(self, embeddings1, embeddings2):
-        """Norm-aware score of each aligned pair, (n,) float64 torch tensor."""
+        """Symmetric norm-aware score of each aligned pair, (n,) float64 torch tensor.
+
+        MTEB's pair tasks (STS, pair classification) call this with two sentences that play the
+        same role, so the score must not depend on their order: both sides are folded as documents,
+        giving ``cos / ((1 + alpha ||a||)(1 + alpha ||b||))`` (inverse_norm), ``cos (||a|| ||b||)^beta``
+        (power), the dot product or the cosine -- the symmetric scorers of
+        :func:`normscope.similarity.pair_scores` (docs/similarity.md), equal to them up to float32
+        folding.
+        """
         import torch
 
-        return torch.from_numpy(score_pairwise(_numpy(embeddings1), _numpy(embeddings2), self.scorer, self.param))
+        a = fold_documents(_numpy(embeddings1), self.scorer, self.param)
+        b = fold_documents(_numpy(embeddings2), self.scorer, self.param)
+        if a.shape != b.shape:
+            raise InputError(f"pairwise scores need equal shapes, got {a.shape} and {b.shape}")
+        return torch.from_numpy(pair_dot(a, b))
 
 
 def evaluate_mteb(model: NormAwareMTEBModel, tasks, *, output_folder: str | None = None, cache=None,

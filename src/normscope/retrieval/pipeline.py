@@ -170,6 +170,7 @@ def run_retrieval(
     n_permutations: int = 10000,
     n_boot: int = 1000,
     device: str = "cpu",
+    precision: str = "fp32",
     grids: Mapping[str, Sequence[float]] | None = None,
 ) -> RetrievalResult:
     """Norm-aware retrieval, where its gain lies, and confidence calibration on a BEIR dataset.
@@ -226,6 +227,10 @@ def run_retrieval(
         Of the paired randomisation tests and of the bootstrap CIs (queries resampled).
     device : str, keyword-only
         Torch device of the default encoder.
+    precision : {"fp32", "bf16"}, keyword-only
+        Precision of the default encoder's forward passes (``load_encoder(..., precision=)``); a given
+        ``encoder`` keeps its own. The result reports it and, for bf16, the norm error measured on a
+        sample against fp32.
     grids : dict of {scorer: sequence of float}, keyword-only, optional
         Parameter grids replacing :func:`~normscope.retrieval.evaluate.default_grid`.
 
@@ -274,7 +279,7 @@ def run_retrieval(
         from normscope.encoders import DEFAULT_MODEL, load_encoder
 
         with ph("loading the model", model or DEFAULT_MODEL):
-            encoder = load_encoder(model or DEFAULT_MODEL, device=device)
+            encoder = load_encoder(model or DEFAULT_MODEL, device=device, precision=precision)
     with ph("embedding the corpus", f"{len(keep):,} documents"):
         dtab = _embed(encoder, [ds.doc_texts[i] for i in keep], [ds.doc_ids[i] for i in keep], junk=junk,
                       what="documents", batch_size=batch_size, progress=progress)
@@ -417,6 +422,7 @@ def run_retrieval(
         excluded_queries={"eval": counts[ev.split], "fit": counts[fit.split] if fit else None},
         junk={"documents": {**dtab.junk.to_dict()}, "queries": _junk_entry({s: t for s, t in qtabs.items()})},
         n_truncated={"documents": dtab.n_truncated, **{f"queries_{s}": t.n_truncated for s, t in qtabs.items()}},
+        precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=dtab.norm_rel_error_vs_fp32,
         metrics=list(METRICS),
         significance={
             "p_value": "two-sided paired Student t-test on per-query nDCG@10 vs cosine (scipy.stats.ttest_rel, the test "

@@ -64,6 +64,8 @@ class RetrievalResult(StageResult):
     excluded_queries: dict = summary_field("queries excluded")
     junk: dict = summary_field("junk items left out")
     n_truncated: dict = summary_field("items truncated by the model", unit="items")
+    precision: str = summary_field("precision of the forward passes")
+    norm_rel_error_vs_fp32: dict | None = summary_field("relative norm error vs fp32 (sample of documents)")
     metrics: list = summary_field("metrics")
     significance: dict = summary_field("significance tests")
     scorers: dict = summary_field("scorers")

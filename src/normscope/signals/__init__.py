@@ -8,7 +8,8 @@ covariate is undefined (e.g. a word without a WordNet noun entry):
 - :func:`zipf_frequency` (wordfreq), :func:`subtlex_zipf` (SUBTLEX-US, van Heuven et al. 2014);
 - :func:`concreteness` (Brysbaert et al. 2014);
 - :func:`label_entropy`, :func:`chaosnli_entropy`, :func:`cifar10h_entropy` (human label entropy, bits);
-- :func:`token_length`, :func:`word_count` (length confounds).
+- :func:`word_count` (length in words where the model has no tokenizer; length in tokens is
+  ``EmbeddingTable.tokens``, after truncation).
 
 :func:`run_correlate` (:mod:`normscope.signals.study`) correlates the raw norm with one of these
 covariates and returns a :class:`CorrelateResult`; :func:`plot_signal` draws its figure: the library
@@ -17,7 +18,7 @@ entry point of ``normscope correlate``.
 
 from normscope.signals.concreteness import concreteness, concreteness_words, load_concreteness
 from normscope.signals.frequency import load_subtlex, subtlex_zipf, zipf_frequency
-from normscope.signals.length import token_length, tokenizer_of, word_count
+from normscope.signals.length import word_count
 from normscope.signals.figure import plot_signal
 from normscope.signals.result import CorrelateResult
 from normscope.signals.study import run_correlate
@@ -55,9 +56,7 @@ __all__ = [
     "chaosnli_entropy",
     "load_cifar10h",
     "cifar10h_entropy",
-    "token_length",
     "word_count",
-    "tokenizer_of",
     "run_correlate",
     "CorrelateResult",
     "plot_signal",

@@ -71,6 +71,8 @@ class CorrelateResult(StageResult):
     norm_length: dict | None = summary_field("Spearman \u03c1(norm, length)", default=None)
     n_truncated: int | None = summary_field("items truncated at the model's maximum length", unit="items", default=None)
     junk: dict = summary_field("junk items left out", default_factory=dict)
+    precision: str = summary_field("precision of the forward passes", default="fp32")
+    norm_rel_error_vs_fp32: dict | None = summary_field("relative norm error vs fp32 (sample)", default=None)
     ci_level: float = summary_field("confidence level", default=0.95)
     ci_method: str = summary_field("CI method", default="percentile bootstrap")
     p_method: str = summary_field("p-value method", default="")

@@ -218,6 +218,7 @@ def run_correlate(
     n_perm: int = 2000,
     batch_size: int = 64,
     device: str = "cpu",
+    precision: str = "fp32",
     junk: str = "drop",
 ) -> CorrelateResult:
     """Correlate raw embedding norms with a semantic covariate (bootstrap CIs, partial rho, per-source strata).
@@ -232,7 +233,10 @@ def run_correlate(
         MNLI-m pairs (all 3,113, or a seeded sample of ``n``), embedded as ``"premise [SEP] hypothesis"``,
         with the subset as the source (``by="source"``).
     encoder : Encoder, optional
-        Default ``load_encoder(model, device=device)``.
+        Default ``load_encoder(model, device=device, precision=precision)``.
+    precision : {"fp32", "bf16"}, optional
+        Precision of the default encoder's forward passes; a given ``encoder`` keeps its own. The
+        result reports it and, for bf16, the norm error measured on a sample against fp32.
     items : sequence of str, optional
         The user's items instead of the default set (uncertainty then needs ``covariates``).
     ids : sequence of str, optional
@@ -304,7 +308,7 @@ def run_correlate(
         return run_cifar10h(encoder=encoder, model=model, images=images, n=n, seed=seed, n_boot=n_boot,
                             n_perm=n_perm, batch_size=batch_size, device=device)
     if encoder is None:
-        encoder = load_encoder(model, device=device)
+        encoder = load_encoder(model, device=device, precision=precision)
     if items is None and covariates is None:
         iset = default_item_set(signal, encoder=encoder, n=n, seed=seed, wordnet=wordnet)
         by = "source" if iset.strata is not None else None
@@ -392,7 +396,8 @@ def run_correlate(
         pearson_ci=res["pearson_ci"], p_value=res["p_value"], pearson_p=res["pearson_p"],
         partial_spearman=part["partial"], controls=part["used"], controls_dropped=part["dropped"],
         partial_reason=part["reason"], by=by, strata=strata_rows, norm_length=norm_length,
-        n_truncated=table.n_truncated, junk=table.junk.to_dict(), ci_level=res["ci_level"],
+        n_truncated=table.n_truncated, junk=table.junk.to_dict(),
+        precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=table.norm_rel_error_vs_fp32, ci_level=res["ci_level"],
         ci_method=res["ci_method"], p_method=res["p_method"], n_boot=n_boot, n_perm=res["n_perm"], seed=seed,
         norm_mean=float(np.mean(norm)), norm_sd=float(np.std(norm, ddof=1)) if len(norm) > 1 else None,
         measures=measures, entropy_unit="bits" if signal == "uncertainty" else None,

@@ -49,6 +49,8 @@ class SimilarityResult(StageResult):
     n_texts: int = summary_field("distinct texts embedded", unit="texts", default=0)
     n_truncated: int | None = summary_field("texts truncated at the model's maximum length", unit="texts", default=None)
     junk: dict = summary_field("junk texts left out", default_factory=dict)
+    precision: str = summary_field("precision of the forward passes", default="fp32")
+    norm_rel_error_vs_fp32: dict | None = summary_field("relative norm error vs fp32 (sample)", default=None)
     n_pairs_junk: int = summary_field("pairs left out for a junk text", unit="pairs", default=0)
     ci_level: float = summary_field("confidence level", default=0.95)
     ci_method: str = summary_field("CI method", default="")

@@ -64,6 +64,7 @@ def run_similarity(
     n_boot: int = 2000,
     batch_size: int = 64,
     device: str = "cpu",
+    precision: str = "fp32",
     progress: bool = False,
     junk: str = "drop",
 ) -> SimilarityResult:
@@ -84,7 +85,10 @@ def run_similarity(
     fmt, fit_format : {"auto", "sts", "words"}, keyword-only
         Formats of ``dataset`` and ``fit``.
     encoder : Encoder, optional, keyword-only
-        Default ``load_encoder(model, device=device)``.
+        Default ``load_encoder(model, device=device, precision=precision)``.
+    precision : {"fp32", "bf16"}, optional
+        Precision of the default encoder's forward passes; a given ``encoder`` keeps its own. The
+        result reports it and, for bf16, the norm error measured on a sample against fp32.
     seed : int, keyword-only
         Seeds the random half and the bootstrap.
     n_boot : int, keyword-only
@@ -119,7 +123,7 @@ def run_similarity(
     overlap = [i for i, k in enumerate(_keys(fit_set)) if k in ev_keys]
     fit_set = fit_set.subset([i for i in range(len(fit_set)) if i not in set(overlap)])
     if encoder is None:
-        encoder = load_encoder(model, device=device)
+        encoder = load_encoder(model, device=device, precision=precision)
     texts = sorted(set(fit_set.text1 + fit_set.text2 + eval_set.text1 + eval_set.text2))
     table = embed_texts(texts, texts, encoder=encoder, batch_size=batch_size, progress=progress, junk=junk,
                         what="texts")
@@ -177,6 +181,7 @@ def run_similarity(
     return SimilarityResult(
         dataset=str(eval_set.path), format=eval_set.format, model=table.fingerprint.name, n_pairs=len(eval_set),
         fit=fit_info, scorers=out, n_texts=len(table), n_truncated=table.n_truncated, junk=table.junk.to_dict(),
+        precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=table.norm_rel_error_vs_fp32,
         n_pairs_junk=eval_junk, ci_method=_CI_METHOD,
         delta_ci_method=("paired percentile bootstrap: the same resampled evaluated pairs for the scorer and for "
                          "cosine, the fitted parameter held fixed"),

@@ -1,0 +1,239 @@
+"""Several models in one report: each model's full report, then one page with the models side by side.
+
+``normscope report --model A --model B ...`` runs :func:`~normscope.report.runner.run_report` once per
+model into ``OUT/models/<slug>/`` (its own page, summary.json and resumable stage cache, so each
+model's stages are cached separately and a re-run skips what is done), then writes the combined
+``OUT/index.html`` and ``OUT/summary.json``:
+
+- the claims scorecard with one column per model (figure, 95% CI and verdict of each model's run);
+- a forest plot per headline statistic: the estimate and CI of every model, one panel per claim;
+- every section with the models side by side: the section's key numbers as rows with one column
+  per model, and each model's figures next to each other.
+
+A model that fails (it cannot be loaded, or its run raises) is recorded with its one-line error
+and does not stop the others; the page says which model failed and why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from normscope._io import output_set, write_json
+from normscope.encoders import model_slug
+from normscope.errors import InputError, NormscopeError
+from normscope.report.claims import CLAIMS
+from normscope.report.config import SECTIONS, ReportConfig
+from normscope.report.runner import ReportResult, run_report
+from normscope.validate import check_output_path
+
+__all__ = ["MultiReportResult", "run_multi_report", "side_by_side", "plot_forest"]
+
+
+@dataclasses.dataclass
+class MultiReportResult:
+    """What :func:`run_multi_report` produced.
+
+    Attributes
+    ----------
+    index, summary_path : Path
+        ``OUT/index.html`` and ``OUT/summary.json`` (the combined page and numbers).
+    summary : dict
+        Keys ``report`` (models, folders, seconds), ``models`` (model name -> that model's summary.json
+        or ``{"error": ...}``), ``claims`` (model name -> scorecard rows), ``side_by_side``.
+    results : dict
+        Model name -> :class:`~normscope.report.runner.ReportResult` (models that ran).
+    errors : dict
+        Model name -> one-line error (models that failed as a whole).
+    seconds : float
+    """
+
+    index: Path
+    summary_path: Path
+    summary: dict
+    results: dict
+    errors: dict
+    seconds: float
+
+    @property
+    def failed(self) -> list[str]:
+        """``"<model>: <stage>"`` for every failed stage, and ``"<model>"`` for a model that failed as a whole."""
+        out = [m for m in self.errors]
+        for m, r in self.results.items():
+            out += [f"{m}: {st}" for st in r.failed]
+        return out
+
+
+def side_by_side(summaries: dict[str, dict], records: dict[str, dict]) -> dict[str, dict]:
+    """Per section, the key numbers of every model: ``{section: {"status": {model: status}, "rows": [[label, v_A, v_B...]]}}``.
+
+    Parameters
+    ----------
+    summaries : dict
+        Model name -> summary.json content.
+    records : dict
+        Model name -> stage records (stage name -> record), whose sections hold ``key_numbers``.
+
+    Returns
+    -------
+    dict
+        Rows keep the first model's label order; a label only some models have shows ``None`` for the others.
+    """
+    models = list(summaries)
+    out: dict[str, dict] = {}
+    for sec in SECTIONS:
+        status = {m: (summaries[m].get(sec) or {}).get("status", "not run") for m in models}
+        labels: list[str] = []
+        values: dict[str, dict[str, object]] = {}
+        for m in models:
+            view = {}
+            for rec in (records.get(m) or {}).values():
+                view = (rec.get("sections") or {}).get(sec) or view
+            for row in view.get("key_numbers") or []:
+                label = str(row[0]) + (f" ({row[2]})" if len(row) > 2 and row[2] else "")
+                if label not in values:
+                    labels.append(label)
+                    values[label] = {}
+                values[label][m] = row[1]
+        out[sec] = {"status": status, "rows": [[lab] + [values[lab].get(m) for m in models] for lab in labels]}
+    return out
+
+
+def plot_forest(claims: dict[str, list[dict]], path: str | Path) -> Path | None:
+    """Forest plot of the headline statistics: one panel per claim, one estimate with its 95% CI per model.
+
+    Parameters
+    ----------
+    claims : dict
+        Model name -> scorecard rows (``key``, ``claim``, ``measured``, ``ci``, ``what``).
+    path : str or Path
+        PNG output (written atomically).
+
+    Returns
+    -------
+    Path or None
+        None when no claim has a figure for any model.
+    """
+    from normscope._plot import pyplot, save_figure
+
+    models = list(claims)
+    keys = [k for k in CLAIMS if any(_row(claims[m], k).get("measured") is not None for m in models)]
+    if not keys:
+        return None
+    plt = pyplot()
+    fig, axes = plt.subplots(len(keys), 1, figsize=(8.5, 1.1 + 0.55 * len(models) * len(keys) + 0.5 * len(keys)),
+                             squeeze=False)
+    for ax, key in zip(axes[:, 0], keys):
+        ys, what = [], ""
+        for y, m in enumerate(models):
+            r = _row(claims[m], key)
+            what = what or r.get("what") or ""
+            est = r.get("measured")
+            if est is None:
+                ax.text(0.0, y, "  not measured", va="center", fontsize=8, color="0.4", transform=ax.get_yaxis_transform())
+                continue
+            ci = r.get("ci")
+            if ci:
+                ax.plot(ci, [y, y], color="C0", lw=2)
+            ax.plot([est], [y], "o", color="C3" if r.get("verdict") == "refuted" else "C0", ms=6)
+            ys.append(y)
+        ax.axvline(0.0, color="0.5", lw=0.8, ls="--")
+        ax.set_yticks(range(len(models)))
+        ax.set_yticklabels(models, fontsize=8)
+        ax.set_ylim(-0.6, len(models) - 0.4)
+        ax.invert_yaxis()
+        ax.set_title(f"{CLAIMS[key][0]}" + (f"\n{what}" if what else ""), fontsize=9, loc="left")
+        ax.tick_params(axis="x", labelsize=8)
+    fig.tight_layout()
+    return save_figure(fig, Path(path), dpi=110)
+
+
+def _row(rows: list[dict], key: str) -> dict:
+    return next((r for r in rows or [] if r.get("key") == key), {})
+
+
+def run_multi_report(config: ReportConfig, models: list[str], *, console=None, progress: bool = True,
+                     json_path: str | Path | None = None) -> MultiReportResult:
+    """Run the report for every model and write the side-by-side page (see the module docstring).
+
+    Parameters
+    ----------
+    config : ReportConfig
+        Settings shared by every model; ``config.out`` is the combined report folder and
+        ``config.model`` is ignored.
+    models : list of str
+        Two or more model names (as for ``--model``), all different.
+    console : rich.console.Console, optional
+    progress : bool, keyword-only
+    json_path : str or Path, optional, keyword-only
+        Also write the combined summary.json here (one set with ``OUT/summary.json`` and ``OUT/index.html``).
+
+    Returns
+    -------
+    MultiReportResult
+
+    Raises
+    ------
+    InputError
+        Fewer than two models, a model named twice, two models with the same folder name, or an
+        output place that cannot be written (checked before any model runs).
+    """
+    from rich.console import Console
+
+    from normscope.report.html import render_multi_report
+
+    t0 = time.perf_counter()
+    console = console or Console(stderr=True)
+    models = [str(m) for m in models]
+    if len(models) < 2:
+        raise InputError("a side-by-side report needs at least two --model")
+    if len(set(models)) != len(models):
+        raise InputError(f"a model is named twice: {', '.join(sorted({m for m in models if models.count(m) > 1}))}")
+    slugs = {m: model_slug(m) for m in models}
+    if len(set(slugs.values())) != len(models):
+        raise InputError("two models map to the same folder name: " + ", ".join(f"{m} -> {s}" for m, s in slugs.items()))
+    out = Path(config.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out exists and is not a directory: {out}")
+    check_output_path(out / "index.html" if out.is_dir() else out, "--out")
+    if json_path is not None:
+        check_output_path(json_path, "--json")
+    (out / "models").mkdir(parents=True, exist_ok=True)
+
+    results: dict[str, ReportResult] = {}
+    errors: dict[str, str] = {}
+    for m in models:
+        console.print(f"model {m}: report into {out / 'models' / slugs[m]}")
+        sub = dataclasses.replace(config, out=out / "models" / slugs[m], model=m)
+        try:
+            results[m] = run_report(sub, console=console, progress=progress)
+        except NormscopeError as exc:  # e.g. the model cannot be loaded: the other models go on
+            errors[m] = str(exc).splitlines()[0]
+            console.print(f"model {m}: failed: {errors[m]}")
+    summaries = {m: r.summary for m, r in results.items()}
+    records = {m: r.records for m, r in results.items()}
+    claims = {m: s.get("claims") or [] for m, s in summaries.items()}
+    forest = plot_forest(claims, out / "forest.png") if claims else None
+    summary = {
+        "report": {
+            "models": models,
+            "folders": {m: f"models/{slugs[m]}" for m in models},
+            "preset": config.preset,
+            "precision": config.precision,
+            "seed": config.seed,
+            "seconds": round(time.perf_counter() - t0, 2),
+            "failed_models": errors,
+        },
+        "claims": claims,
+        "side_by_side": side_by_side(summaries, records),
+        "models": {m: summaries.get(m, {"error": errors.get(m)}) for m in models},
+    }
+    summary_path, index = out / "summary.json", out / "index.html"
+    with output_set(summary_path, index, json_path, options={json_path: "--json"}) as tmp:
+        write_json(summary, tmp[summary_path])
+        render_multi_report(summary, records, out, tmp[index], forest=forest)
+        if json_path is not None:
+            write_json(summary, tmp[json_path])
+    return MultiReportResult(index=index, summary_path=summary_path, summary=summary, results=results,
+                             errors=errors, seconds=time.perf_counter() - t0)
