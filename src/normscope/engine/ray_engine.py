@@ -15,11 +15,16 @@ Pipeline of ``normscope embed CORPUS --engine ray -o OUT.parquet``::
 Resumability. Every batch an actor embeds is stored in normscope's content-addressed cache
 (:mod:`normscope.encoders.cache`: ``<cache>/embeddings/<fingerprint key>/shard-<digest>.npz``, written
 atomically) under the name its content gives: the digest of the sha256 hashes of its texts. The
-stream is cut into batches of ``batch_size`` consecutive records in input order (Ray Data's order is
-preserved), the same batches for any file or block layout of the same records, so a re-run after a
-kill finds each finished batch with one ``stat`` and embeds only the rest. The output directory is
-written beside ``OUT`` and renamed into place at the end. The cache directory must be on a
-filesystem every node sees (``$NORMSCOPE_CACHE``) for a multi-node job to resume.
+stream is cut into batches of ``batch_size`` consecutive records in input order (with Ray Data's
+``preserve_order``), the same batches for any file or block layout of the same records (tested:
+jsonl then parquet), so a re-run after a kill finds each finished batch with one ``stat`` and embeds
+only the rest. The output directory is written beside ``OUT`` and renamed into place at the end.
+The cache directory must be on a filesystem every node sees (``$NORMSCOPE_CACHE``) for a
+multi-node job to resume.
+
+Row order. The rows of the output are NOT in input order: ``write_parquet(min_rows_per_file=...)``
+combines batches into files in the order they finish (observed with Ray 2.60 even with
+``preserve_order``). Join on ``id``.
 """
 
 from __future__ import annotations
@@ -185,7 +190,7 @@ def ray_session(cluster: RayCluster, *, gpu: bool = False, progress: bool = Fals
         started = True
     ctx = ray.data.DataContext.get_current()
     saved = (ctx.execution_options.preserve_order, ctx.enable_progress_bars, ctx.raise_original_map_exception)
-    ctx.execution_options.preserve_order = True  # same batches on a re-run, shards in input order
+    ctx.execution_options.preserve_order = True  # records reach the batching in input order: same batches on a re-run
     ctx.enable_progress_bars = progress
     ctx.raise_original_map_exception = True  # a worker's InputError reaches the driver as its cause
     logging.getLogger("ray.data").setLevel(logging.WARNING)
