@@ -9,8 +9,8 @@ import typer
 
 from normscope.encoders import DEFAULT_MODEL
 
-__all__ = ["Model", "Models", "Device", "Seed", "JsonOut", "TableOut", "JunkError", "TrustRemoteCode", "BatchSize", "Precision",
-           "DEFAULT_MODEL"]
+__all__ = ["Model", "Models", "Device", "Seed", "JsonOut", "TableOut", "JunkError", "TrustRemoteCode", "BatchSize",
+           "Precision", "Engine", "Address", "Workers", "DEFAULT_MODEL"]
 
 Model = Annotated[
     str,
@@ -47,4 +47,19 @@ Precision = Annotated[
                  help="Precision of the model's forward pass: fp32, or bf16 (matrix products in bfloat16 under "
                       "torch.autocast, about 2x faster on CPUs with AVX-512 BF16/AMX; vectors stay float32, the "
                       "norm error vs fp32 is measured on a sample and written to the JSON)."),
+]
+Engine = Annotated[
+    str,
+    typer.Option("--engine", help="Where to embed: local (this process) or ray (a Ray cluster through Ray Data; "
+                 "pip install 'normscope\\[ray]'; see docs/scale.md)."),
+]
+Address = Annotated[
+    Optional[str],
+    typer.Option("--address", help="Ray cluster to use with --engine ray (auto, host:port, ray://host:10001); "
+                 "default: start a local one."),
+]
+Workers = Annotated[
+    Optional[int],
+    typer.Option("--workers", min=1, help="Encoder actors with --engine ray (default: one per GPU with --device cuda, "
+                 "else one per CPU)."),
 ]

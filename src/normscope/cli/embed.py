@@ -1,6 +1,6 @@
 """``normscope embed``: raw embeddings of a file of items, with a norm summary.
 
-A thin wrapper around :func:`normscope.encoders.embed.embed_input`.
+A thin wrapper around :func:`normscope.engine.embed_input` (local engine: :func:`normscope.encoders.embed.embed_input`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
-from normscope.cli._options import JunkError, Precision
+from normscope.cli._options import Address, Engine, JunkError, Precision, Workers
 from normscope.encoders import DEFAULT_MODEL
 
 
@@ -21,7 +21,8 @@ from normscope.encoders import DEFAULT_MODEL
 def embed(
     out: Annotated[
         Path,
-        typer.Option("-o", "--out", help="Output parquet (id, text, norm, vector); required, must end in .parquet."),
+        typer.Option("-o", "--out", help="Output parquet (id, text, norm, vector); required, must end in .parquet "
+                     "(with --engine ray: a directory of parquet shards)."),
     ],
     input: Annotated[
         Optional[Path],
@@ -55,12 +56,15 @@ def embed(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")] = False,
     junk_error: JunkError = False,
     precision: Precision = "fp32",
+    engine: Engine = "local",
+    address: Address = None,
+    workers: Workers = None,
 ) -> None:
     """Embed items with a real model and write raw vectors and norms.
 
     Give INPUT, or --wordfreq-top N instead of it (not both); -o OUT.parquet is required.
     """
-    from normscope.encoders.embed import embed_input
+    from normscope.engine import embed_input
 
     console = Console(stderr=True)
     summary, _ = embed_input(
@@ -78,6 +82,9 @@ def embed(
         trust_remote_code=trust_remote_code,
         junk="error" if junk_error else "drop",
         precision=precision,
+        engine=engine,
+        address=address,
+        workers=workers,
     )
     fp = summary["fingerprint"]
     tbl = Table(title="raw embedding norms ||z||", title_justify="left")
@@ -100,6 +107,10 @@ def embed(
     if err:
         rows.append((f"norm rel. error vs fp32 (median / max, {err['n_sample']} items)",
                      f"{err['median']:.1e} / {err['max']:.1e}"))
+    if summary.get("norm_quantiles"):
+        qs = summary["norm_quantiles"]
+        rows.append((f"norm quantiles 5/50/95% (sketch, rel. error {summary['norm_quantile_rel_error']:g})",
+                     f"{qs['0.05']:.4f} / {qs['0.5']:.4f} / {qs['0.95']:.4f}"))
     if summary.get("n_truncated") is not None:
         rows.append(("truncated items (cut at max length)", str(summary["n_truncated"])))
     junk = summary.get("junk") or {}

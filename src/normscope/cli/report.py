@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
-from normscope.cli._options import Precision
+from normscope.cli._options import Address, Engine, Precision
 from normscope.encoders import DEFAULT_MODEL
 
 
@@ -32,6 +32,8 @@ def report(
                                           "one says which `normscope data fetch` to run); same as `normscope --offline report`.")] = False,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write summary.json to this path.")] = None,
     precision: Precision = "fp32",
+    engine: Engine = "local",
+    address: Address = None,
 ) -> None:
     """Reproduce the whole analysis for one model (or several, side by side): HTML report, summary.json and figures."""
     import dataclasses
@@ -50,6 +52,7 @@ def report(
         out=out, model=models[0], quick=quick, data=data, seed=seed, device=device,
         only=tuple(only.split(",")) if only else STAGES, sizes=sizes, items=items, force=force,
         signals=tuple(x.strip() for x in signals.split(",") if x.strip()), precision=precision,
+        engine=engine, address=address,
     )
     from normscope.data import settings
 

@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
-from normscope.cli._options import BatchSize, DEFAULT_MODEL, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut
+from normscope.cli._options import (Address, BatchSize, DEFAULT_MODEL, Device, Engine, JsonOut, JunkError, Models,
+                                    Precision, Seed, TableOut, Workers)
 
 
 def fmt_p(p) -> str:
@@ -142,6 +143,9 @@ def retrieval(
     seed: Seed = 0,
     device: Device = "cpu",
     precision: Precision = "fp32",
+    engine: Engine = "local",
+    address: Address = None,
+    workers: Workers = None,
     batch_size: BatchSize = 64,
     json_path: JsonOut = None,
     out: TableOut = None,
@@ -165,7 +169,8 @@ def retrieval(
         return run_retrieval(dataset, model=m, scorers=scorers, fit_split=fit_split, split=split, params=params,
                             relevance=relevance, ignore_identical_ids=ignore_identical_ids,
                             junk="error" if junk_error else "drop", max_docs=max_docs, max_queries=max_queries,
-                            n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device, precision=precision)
+                            n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device, precision=precision,
+                            engine=engine, address=address, workers=workers)
 
     models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
     if len(models) > 1:

@@ -54,7 +54,8 @@ except ImportError:  # pragma: no cover - not on POSIX: no locks, runs compute i
 if TYPE_CHECKING:  # typing only: the cache never imports the encoder classes
     from normscope.encoders.base import Encoder
 
-__all__ = ["encode_cached", "model_cache_dir", "text_hashes", "load_cache_index", "notice"]
+__all__ = ["encode_cached", "model_cache_dir", "text_hashes", "load_cache_index", "notice", "shard_path", "read_shard",
+           "write_shard"]
 
 _HASH_BYTES = 32
 
@@ -146,11 +147,15 @@ def load_cache_index(fingerprint, dim: int | None = None, wanted: set[bytes] | N
     return index
 
 
+def shard_path(root: Path, hashes: np.ndarray) -> Path:
+    """Path of the shard holding exactly the texts of ``hashes`` (uint8 (m, 32)): named by their digest."""
+    return root / f"shard-{hashlib.sha256(hashes.tobytes()).hexdigest()[:32]}.npz"
+
+
 def _write_shard(root: Path, hashes: np.ndarray, vectors: np.ndarray) -> Path:
     """Write one shard atomically (temp file + fsync + ``os.replace``); returns its final path."""
     root.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256(hashes.tobytes()).hexdigest()[:32]
-    final = root / f"shard-{digest}.npz"
+    final = shard_path(root, hashes)
     fd, tmp = tempfile.mkstemp(prefix=".shard-", suffix=".tmp", dir=root)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -163,6 +168,11 @@ def _write_shard(root: Path, hashes: np.ndarray, vectors: np.ndarray) -> Path:
             os.unlink(tmp)
         raise
     return final
+
+
+#: Shard primitives for engines that batch deterministically and look a batch up by its own digest
+#: (:mod:`normscope.engine.ray_engine`).
+read_shard, write_shard = _read_shard, _write_shard
 
 
 class _Store:

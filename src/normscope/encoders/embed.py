@@ -50,6 +50,7 @@ def embed_texts(
     what: str = "items",
     precision: str = "fp32",
     precision_sample: int = 64,
+    encode=None,
 ) -> EmbeddingTable:
     """Raw embeddings of ``texts``: the one path from texts to vectors (through the embedding cache).
 
@@ -78,6 +79,10 @@ def embed_texts(
     precision_sample : int, keyword-only
         With a reduced-precision encoder, items re-embedded in fp32 to measure the norm error
         (:func:`normscope.encoders.precision.norm_error_vs_fp32`; 0: not measured).
+    encode : callable, optional, keyword-only
+        ``encode(encoder, texts, batch_size=, progress=, cache=) -> (n, d) float32`` computing the
+        vectors of the non-junk items; default :func:`~normscope.encoders.cache.encode_cached` (an
+        engine such as :func:`normscope.engine.encode_vectors` plugs in here).
 
     Returns
     -------
@@ -113,7 +118,7 @@ def embed_texts(
     if encoder.hf_tokenizer is not None:
         tokens, raw = encoder.token_counts(kept_texts)
         n_truncated = int(np.sum(raw > tokens))
-    vectors = encode_cached(encoder, kept_texts, batch_size=batch_size, progress=progress, cache=cache)
+    vectors = (encode or encode_cached)(encoder, kept_texts, batch_size=batch_size, progress=progress, cache=cache)
     from normscope.encoders.precision import norm_error_vs_fp32
 
     error = norm_error_vs_fp32(encoder, kept_texts, vectors, sample=precision_sample, cache=cache)
@@ -229,14 +234,19 @@ def embed_input(
     return _finish(table, source, cache and getattr(encoder, "cacheable", True), out, json_path)
 
 
+def summary_warnings(summary: dict) -> list[str]:
+    """The ``warnings`` of an embed summary (``normalised``, ``norm_mean/min/max``): normalised vectors."""
+    if not summary.get("normalised"):
+        return []
+    return [f"every norm is {summary['norm_mean']:.6g} within rounding (spread {summary['norm_max'] - summary['norm_min']:.2g}): "
+            "these vectors were normalised (or have constant norm), so the norm carries no per-item information "
+            "and normscope's norm analyses will refuse them; give raw vectors"]
+
+
 def _finish(table: EmbeddingTable, source: str, cached: bool, out, json_path) -> tuple[dict, EmbeddingTable]:
     summary = table.summary()
-    summary.update({"input": source, "cache": bool(cached), "warnings": []})
-    if summary.get("normalised"):
-        summary["warnings"].append(
-            f"every norm is {summary['norm_mean']:.6g} within rounding (spread {summary['norm_max'] - summary['norm_min']:.2g}): "
-            "these vectors were normalised (or have constant norm), so the norm carries no per-item information "
-            "and normscope's norm analyses will refuse them; give raw vectors")
+    summary.update({"input": source, "cache": bool(cached)})
+    summary["warnings"] = summary_warnings(summary)
     write_outputs({out: table.to_parquet, json_path: lambda p: write_json(summary, p)},
                   options={out: "-o/--out", json_path: "--json"})
     return summary, table

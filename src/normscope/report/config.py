@@ -253,6 +253,12 @@ class ReportConfig:
     precision : {"fp32", "bf16"}
         Precision of the model's forward passes in the stages that embed (``--precision``); part
         of the model fingerprint, hence of the stage keys and the embedding cache keys.
+    engine : {"local", "ray"}
+        Where the retrieval stage embeds its corpus (``--engine``, :mod:`normscope.engine`); the
+        other stages embed word lists and claims in this process. Not part of the stage keys: the
+        vectors are equal to 1e-6 on either engine.
+    address : str or None
+        Ray cluster address with ``engine='ray'`` (default: a local cluster).
     """
 
     out: Path
@@ -267,12 +273,16 @@ class ReportConfig:
     force: bool = False
     signals: tuple[str, ...] = ("frequency", "specificity", "concreteness", "uncertainty")
     precision: str = "fp32"
+    engine: str = "local"
+    address: str | None = None
 
     def __post_init__(self) -> None:
+        from normscope.engine import check_engine
         from normscope.table import PRECISIONS
         from normscope.validate import check_choice
 
         check_choice("precision", self.precision, PRECISIONS)
+        check_engine(self.engine, self.address)
         allowed = ("frequency", "specificity", "concreteness", "uncertainty")
         self.signals = tuple(self.signals)
         bad = [x for x in self.signals if x not in allowed]

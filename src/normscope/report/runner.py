@@ -415,6 +415,7 @@ def assemble_summary(config: ReportConfig, records: dict[str, dict]) -> dict:
             "sizes": sizes_used(config, records),
             "seed": config.seed,
             "device": config.device,
+            "engine": config.engine,
             "stages_run": list(config.only),
             "stage_seconds": {k: r.get("seconds") for k, r in records.items()},
             "stage_cached": {k: bool(r.get("cached")) for k, r in records.items()},

@@ -120,10 +120,11 @@ def _check_params(params: Mapping[str, float] | None, scorers: Sequence[str]) ->
     return out
 
 
-def _embed(encoder, texts, ids, *, junk, what, batch_size, progress):
-    from normscope.encoders.embed import embed_texts
+def _embed(encoder, texts, ids, *, junk, what, batch_size, progress, engine="local", address=None, workers=None):
+    from normscope.engine import embed_texts
 
-    return embed_texts(texts, ids, encoder=encoder, junk=junk, what=what, batch_size=batch_size, progress=progress)
+    return embed_texts(texts, ids, encoder=encoder, junk=junk, what=what, batch_size=batch_size, progress=progress,
+                       engine=engine, address=address, workers=workers)
 
 
 def _drop_junk(sq: SplitQueries, table) -> SplitQueries:
@@ -172,6 +173,9 @@ def run_retrieval(
     device: str = "cpu",
     precision: str = "fp32",
     grids: Mapping[str, Sequence[float]] | None = None,
+    engine: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
 ) -> RetrievalResult:
     """Norm-aware retrieval, where its gain lies, and confidence calibration on a BEIR dataset.
 
@@ -233,6 +237,13 @@ def run_retrieval(
         sample against fp32.
     grids : dict of {scorer: sequence of float}, keyword-only, optional
         Parameter grids replacing :func:`~normscope.retrieval.evaluate.default_grid`.
+    engine : {'local', 'ray'}, keyword-only
+        Where the documents are embedded (:mod:`normscope.engine`; ``'ray'`` needs the ``ray``
+        extra); queries are embedded in this process. Vectors equal the local engine's to 1e-6.
+    address : str, keyword-only, optional
+        Ray cluster address with ``engine='ray'`` (default: a local cluster).
+    workers : int, keyword-only, optional
+        Ray encoder actors with ``engine='ray'``.
 
     Returns
     -------
@@ -262,6 +273,9 @@ def run_retrieval(
         if v is not None:
             check_int(name, v, minimum=lo)
     check_int("n_boot", n_boot, minimum=10)
+    from normscope.engine import check_engine
+
+    check_engine(engine, address, workers)
     fixed = _check_params(params, order)
     grids = dict(grids or {})
     for g in grids:
@@ -282,7 +296,8 @@ def run_retrieval(
             encoder = load_encoder(model or DEFAULT_MODEL, device=device, precision=precision)
     with ph("embedding the corpus", f"{len(keep):,} documents"):
         dtab = _embed(encoder, [ds.doc_texts[i] for i in keep], [ds.doc_ids[i] for i in keep], junk=junk,
-                      what="documents", batch_size=batch_size, progress=progress)
+                      what="documents", batch_size=batch_size, progress=progress, engine=engine, address=address,
+                      workers=workers)
     qtabs = {}
     for sq in [ev] + ([fit] if fit else []):
         with ph(f"embedding the '{sq.split}' queries", f"{len(sq.query_ids):,} queries"):

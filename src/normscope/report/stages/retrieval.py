@@ -109,7 +109,8 @@ def stage_retrieval(ctx: StageContext) -> dict:
     s = ctx.sizes
     seed = ctx.config.seed
     res = run_retrieval(d, encoder=ctx.encoder(), max_docs=s.retrieval_docs, max_queries=s.retrieval_queries, seed=seed,
-                        n_boot=s.n_boot, progress=True, device=ctx.config.device)
+                        n_boot=s.n_boot, progress=True, device=ctx.config.device, engine=ctx.config.engine,
+                        address=ctx.config.address)
     summary = jsonable(res.to_dict())
     cmd = f"normscope retrieval --dataset {d}"
     if s.retrieval_docs is not None:

@@ -1,0 +1,190 @@
+"""``normscope index build|search``: norm-aware approximate (HNSW, IVF) or exact faiss indexes.
+
+Thin wrappers around :mod:`normscope.retrieval.ann`; see ``docs/scale.md``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from normscope.cli import app
+from normscope.cli._options import BatchSize, Device, JsonOut, Seed
+
+index_app = typer.Typer(help="Norm-aware faiss indexes (HNSW, IVF, flat) over folded document vectors.",
+                        no_args_is_help=True)
+app.add_typer(index_app, name="index")
+
+Threads = Annotated[int, typer.Option("--threads", min=1, help="faiss threads (1: reproducible HNSW builds and "
+                                      "single-thread QPS).")]
+EfSearch = Annotated[Optional[int], typer.Option("--ef-search", min=1, help="HNSW candidate list while searching.")]
+Nprobe = Annotated[Optional[int], typer.Option("--nprobe", min=1, help="IVF lists scanned per query (nlist: exact).")]
+
+
+@index_app.command("build")
+def build(
+    vectors: Annotated[Path, typer.Argument(help="Document vectors: the parquet of `normscope embed` (file, or the "
+                                            "shard directory of --engine ray), or a .npy (ids 0..n-1).",
+                                            show_default=False)],
+    out: Annotated[Path, typer.Option("-o", "--out", help="Index directory to write (replaced if it holds an index).")],
+    scorer: Annotated[str, typer.Option("--scorer", help="cosine | dot | inverse_norm | power.")] = "cosine",
+    alpha: Annotated[Optional[float], typer.Option("--alpha", help="inverse_norm: cos / (1 + alpha ||d||).")] = None,
+    beta: Annotated[Optional[float], typer.Option("--beta", help="power: cos * ||d||**beta.")] = None,
+    kind: Annotated[str, typer.Option("--kind", help="hnsw | ivf | flat (exact).")] = "hnsw",
+    m: Annotated[int, typer.Option("--m", min=1, help="HNSW neighbours per node.")] = 32,
+    ef_construction: Annotated[int, typer.Option("--ef-construction", min=1, help="HNSW build candidate list.")] = 200,
+    ef_search: Annotated[int, typer.Option("--ef-search", min=1, help="HNSW default search candidate list.")] = 128,
+    nlist: Annotated[Optional[int], typer.Option("--nlist", min=1, help="IVF lists (default sqrt(n)).")] = None,
+    nprobe: Annotated[Optional[int], typer.Option("--nprobe", min=1, help="IVF default lists scanned per query "
+                                                  "(default min(16, nlist)).")] = None,
+    train_size: Annotated[Optional[int], typer.Option("--train-size", min=1, help="IVF training sample (default 64 nlist).")] = None,
+    seed: Seed = 0,
+    threads: Threads = 1,
+    json_path: JsonOut = None,
+) -> None:
+    """Fold document vectors for a scorer and build a faiss index over them."""
+    from normscope._io import write_json
+    from normscope.engine.shards import open_vectors
+    from normscope.errors import InputError
+    from normscope.retrieval.ann import AnnParams, build_ann_index, check_index_out
+    from normscope.retrieval.scoring import PARAM_NAMES, check_scorer
+    from normscope.validate import check_output_path
+
+    check_scorer(scorer)
+    given = {"alpha": alpha, "beta": beta}
+    for name, value in given.items():
+        if value is not None and PARAM_NAMES[scorer] != name:
+            raise InputError(f"--{name} applies to the {'inverse_norm' if name == 'alpha' else 'power'} scorer, not {scorer}")
+    param = given.get(PARAM_NAMES[scorer]) if PARAM_NAMES[scorer] else None
+    check_index_out(out)
+    if json_path is not None:
+        check_output_path(json_path, "--json")
+    source = open_vectors(vectors)
+    params = AnnParams(kind=kind, m=m, ef_construction=ef_construction, ef_search=ef_search, nlist=nlist,
+                       nprobe=nprobe, train_size=train_size, seed=seed)
+    t0 = time.perf_counter()
+    index = build_ann_index(source, scorer=scorer, param=param, params=params, threads=threads)
+    build_s = time.perf_counter() - t0
+    index.save(out)
+    size = sum(f.stat().st_size for f in out.iterdir())
+    summary = {"index": str(out), "vectors": str(vectors), "kind": kind, "n": len(index.doc_ids), "dim": index.dim,
+               "scorer": scorer, "param_name": PARAM_NAMES[scorer], "param": param,
+               "params": asdict(index.params), "threads": threads, "build_seconds": build_s, "bytes": size}
+    if json_path is not None:
+        write_json(summary, json_path)
+    t = Table(title=f"norm-aware {kind} index", title_justify="left")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    for k, v in (("documents n", str(summary["n"])), ("dimension d", str(summary["dim"])),
+                 ("scorer", scorer + (f" ({PARAM_NAMES[scorer]}={param:g})" if param is not None else "")),
+                 ("settings", ", ".join(f"{a}={b}" for a, b in summary["params"].items() if b is not None and a != "kind")),
+                 ("build time", f"{build_s:.1f} s ({threads} thread{'s' if threads > 1 else ''})"),
+                 ("size on disk", f"{size / 2**20:.1f} MiB")):
+        t.add_row(k, v)
+    Console().print(t)
+    Console(stderr=True).print(f"wrote {out}" + (f" and {json_path}" if json_path else ""))
+
+
+def _query_vectors(queries: Path, index, batch_size: int, device: str):
+    """(ids, raw vectors, junk dict or None) of QUERIES: stored vectors, or items embedded with the index's model."""
+    import numpy as np
+
+    from normscope.engine.shards import open_vectors
+    from normscope.errors import InputError, ModelError
+
+    if queries.is_dir() or queries.suffix.lower() in (".parquet", ".npy"):
+        src = open_vectors(queries)
+        ids, vecs = [], []
+        for chunk_ids, v in src.chunks():
+            ids += chunk_ids
+            vecs.append(v)
+        if src.fingerprint is not None and index.fingerprint and src.fingerprint.to_dict() != index.fingerprint:
+            raise InputError(f"{queries} was embedded with {src.fingerprint.name}, the index with "
+                             f"{index.fingerprint['name']} (another model or revision)")
+        return ids, np.concatenate(vecs), None
+    if not index.fingerprint:
+        raise InputError("this index records no model (built from bare vectors): give QUERIES as vectors (.parquet/.npy)")
+    from normscope.encoders import load_encoder
+    from normscope.encoders.embed import embed_texts
+    from normscope.inputs import read_items
+
+    fp = index.fingerprint
+    qids, texts = read_items(queries)
+    enc = load_encoder(fp["name"], backend=fp["backend"], pooling=fp["pooling"] if fp["backend"] == "huggingface" else None,
+                       device=device)
+    if enc.fingerprint.to_dict() != fp:
+        raise ModelError(f"the index was built with {fp}, but loading '{fp['name']}' here gives {enc.fingerprint.to_dict()}")
+    table = embed_texts(texts, qids, encoder=enc, batch_size=batch_size, what="queries")
+    return table.ids, table.vectors, table.junk.to_dict()
+
+
+@index_app.command("search")
+def search(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory written by `normscope index build`.", show_default=False)],
+    queries: Annotated[Path, typer.Argument(help="Query vectors (.parquet file or shard directory, .npy), or query "
+                                            "items (.txt, .jsonl, .csv) embedded with the index's model.",
+                                            show_default=False)],
+    k: Annotated[int, typer.Option("-k", "--k", min=1, help="Results per query.")] = 10,
+    out: Annotated[Optional[Path], typer.Option("-o", "--out", help="Write the run (query_id, rank, doc_id, score) as parquet.")] = None,
+    ef_search: EfSearch = None,
+    nprobe: Nprobe = None,
+    compare_exact: Annotated[bool, typer.Option("--compare-exact", help="Also report recall@k, score ratio@k and "
+                                                "QPS against exact search over the same folded vectors.")] = False,
+    threads: Threads = 1,
+    batch_size: BatchSize = 64,
+    device: Device = "cpu",
+    json_path: JsonOut = None,
+) -> None:
+    """Top-k documents of each query under the index's norm-aware scorer."""
+    import faiss
+
+    from normscope._io import atomic_path, write_json
+    from normscope.retrieval.ann import FoldedAnnIndex, compare_with_exact
+    from normscope.retrieval.search import run_to_frame
+    from normscope.validate import check_outputs
+
+    check_outputs(out=out, json_path=json_path)
+    index = FoldedAnnIndex.load(index_dir)
+    index.set_search(ef_search, nprobe)  # checked (e.g. nprobe <= nlist) before any embedding
+    qids, Q, junk = _query_vectors(queries, index, batch_size, device)
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(threads)
+    try:
+        t0 = time.perf_counter()
+        run = index.search(Q, qids, k, ef_search=ef_search, nprobe=nprobe)
+        search_s = time.perf_counter() - t0
+    finally:
+        faiss.omp_set_num_threads(before)
+    setting = {"ef_search": ef_search or index.params.ef_search} if index.params.kind == "hnsw" else (
+        {"nprobe": nprobe or index.params.nprobe} if index.params.kind == "ivf" else {})
+    summary = {"index": str(index_dir), "kind": index.params.kind, "scorer": index.scorer, "param": index.param,
+               "n_docs": len(index.doc_ids), "n_queries": len(qids), "k": k, **setting, "threads": threads,
+               "search_seconds": search_s, "junk_queries": junk}
+    if compare_exact:
+        summary["vs_exact"] = compare_with_exact(index, Q, k=k, threads=threads, settings=[setting])[0]
+    if out is not None:
+        with atomic_path(out) as tmp:
+            run_to_frame(run).to_parquet(tmp, index=False)
+    if json_path is not None:
+        write_json(summary, json_path)
+    t = Table(title=f"{index.params.kind} index, scorer {index.scorer}", title_justify="left")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_row("queries x k", f"{len(qids)} x {k}")
+    t.add_row("settings", ", ".join(f"{a}={b}" for a, b in setting.items()) or "exact")
+    t.add_row("search time (incl. folding, sorting)", f"{search_s:.3f} s")
+    if compare_exact:
+        c = summary["vs_exact"]
+        t.add_row(f"recall@{k} vs exact", f"{c['recall_at_k']:.4f}")
+        t.add_row(f"score ratio@{k} vs exact", f"{c['score_ratio_at_k']:.5f}")
+        t.add_row("QPS (faiss call) / exact", f"{c['qps']:.0f} / {c['qps_exact']:.0f} = {c['speedup_vs_exact']:.2f}x")
+    Console().print(t)
+    written = [str(p) for p in (out, json_path) if p is not None]
+    if written:
+        Console(stderr=True).print("wrote " + ", ".join(written))
