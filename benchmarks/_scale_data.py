@@ -1,7 +1,7 @@
 """Real data shared by the scale benchmarks (ray_scaling.py, ann_index.py); not a benchmark itself.
 
 - :func:`scifact_records`: the first n SciFact corpus documents as ``{"_id", "text"}`` records, or
-  None without the shared data.
+  None when SciFact is neither here nor fetchable.
 - :func:`scifact_vectors`: raw all-MiniLM-L6-v2 vectors of the 5,183 SciFact abstracts (BEIR
   title + text) and the 1,109 claims, through normscope's embedding cache (embedded on a miss).
 - :func:`resample`: n synthetic vectors built from real ones (see its docstring).
@@ -14,29 +14,31 @@ import numpy as np
 
 def scifact_records(n: int) -> list[dict] | None:
     """The first ``n`` SciFact corpus documents as records ``{"_id", "text"}`` (BEIR title + text, joined by
-    :func:`normscope.retrieval.beir.load_beir`), or None without the shared data."""
-    from normscope.datasets import shared_data_dir
+    :func:`normscope.retrieval.beir.load_beir`), or None when SciFact is neither here nor fetchable."""
+    from _data import dataset_dir
+
     from normscope.retrieval.beir import load_beir
 
-    root = shared_data_dir()
-    if root is None or not (root / "scifact").is_dir():
+    root = dataset_dir("scifact")
+    if root is None:
         return None
-    ds = load_beir(root / "scifact", splits=[])
+    ds = load_beir(root, splits=[])
     if len(ds.doc_ids) < n:
         return None
     return [{"_id": i, "text": t} for i, t in zip(ds.doc_ids[:n], ds.doc_texts[:n])]
 
 
 def scifact_vectors(progress: bool = True):
-    """``(docs (5183, 384), claims (1109, 384), source)`` float32 raw MiniLM vectors, or None without shared data."""
-    from normscope.datasets import shared_data_dir
+    """``(docs (5183, 384), claims (1109, 384), source)`` float32 raw MiniLM vectors, or None when SciFact is neither here nor fetchable."""
+    from _data import dataset_dir
+
     from normscope.encoders import encode_cached, load_encoder
     from normscope.retrieval.beir import load_beir
 
-    root = shared_data_dir()
-    if root is None or not (root / "scifact").is_dir():
+    root = dataset_dir("scifact")
+    if root is None:
         return None
-    ds = load_beir(root / "scifact", splits=[])
+    ds = load_beir(root, splits=[])
     enc = load_encoder()
     docs = encode_cached(enc, ds.doc_texts, progress=progress)
     claims = encode_cached(enc, list(ds.queries.values()), progress=progress)

@@ -1,7 +1,7 @@
 """bfloat16 vs fp32 on CPU: throughput against ``SentenceTransformer.encode`` fp32, and the norm error of bf16.
 
-Texts: the first 256 SciFact abstracts (BEIR corpus ``shared_data_dir()/scifact/corpus.jsonl.gz``, the
-``text`` field). Without the shared data the script says so and exits 0 (nothing measured).
+Texts: the first 256 SciFact abstracts (BEIR corpus ``data_path("scifact")/corpus.jsonl.gz``, the
+``text`` field). When SciFact is neither here nor fetchable the script says so and exits 0 (nothing measured).
 
 Timed, same process, same texts, same torch thread count, interleaved (the order rotates every round)
 for ``--repeats`` rounds after one warm-up each:
@@ -31,11 +31,11 @@ import numpy as np
 
 
 def abstracts(n: int) -> list[str] | None:
-    """The first ``n`` non-empty SciFact abstracts, or None without the shared data."""
-    from normscope.datasets import shared_data_dir
+    """The first ``n`` non-empty SciFact abstracts, or None when SciFact is neither here nor fetchable."""
+    from _data import dataset_dir
 
-    d = shared_data_dir()
-    path = None if d is None else d / "scifact" / "corpus.jsonl.gz"
+    d = dataset_dir("scifact")
+    path = None if d is None else d / "corpus.jsonl.gz"
     if path is None or not path.is_file():
         return None
     out = []

@@ -1,7 +1,7 @@
 """Raw-embedding throughput of normscope vs ``SentenceTransformer.encode`` (same texts, model, process).
 
-Texts: the 2,000 SciFact paper titles (BEIR corpus, ``shared_data_dir()/scifact``)
-when the shared data is present, else 2,000 short phrases made from the top
+Texts: the 2,000 SciFact paper titles (BEIR corpus, ``data_path("scifact")``)
+when it is here or fetchable, else 2,000 short phrases made from the top
 wordfreq English words ("the <w1> <w2>"). The script prints which.
 
 - baseline: ``SentenceTransformer(<bundled all-MiniLM-L6-v2>).encode(texts)`` with its
@@ -28,12 +28,12 @@ import numpy as np
 
 
 def real_texts(n: int = 2000) -> tuple[list[str], str]:
-    from normscope.datasets import shared_data_dir
+    from _data import dataset_dir
 
-    d = shared_data_dir()
-    if d is not None and (d / "scifact" / "corpus.jsonl.gz").is_file():
+    d = dataset_dir("scifact")
+    if d is not None and (d / "corpus.jsonl.gz").is_file():
         titles = []
-        with gzip.open(d / "scifact" / "corpus.jsonl.gz", "rt", encoding="utf-8") as f:
+        with gzip.open(d / "corpus.jsonl.gz", "rt", encoding="utf-8") as f:
             for line in f:
                 t = json.loads(line)["title"].strip()
                 if t:

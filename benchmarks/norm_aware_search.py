@@ -31,15 +31,16 @@ import numpy as np
 
 def _scifact_vectors():
     try:
-        from normscope.datasets import shared_data_dir
+        from _data import dataset_dir
+
         from normscope.encoders import load_encoder
         from normscope.encoders.cache import load_cache_index, text_hashes
         from normscope.retrieval.beir import load_beir
 
-        root = shared_data_dir()
-        if root is None or not (root / "scifact").is_dir():
+        root = dataset_dir("scifact")
+        if root is None:
             return None
-        ds = load_beir(root / "scifact", splits=[])
+        ds = load_beir(root, splits=[])
         enc = load_encoder()
         index = load_cache_index(enc.fingerprint, enc.dim)
         qtexts = list(ds.queries.values())

@@ -33,10 +33,10 @@ def _items(spec: str) -> tuple[list[str], list[str]]:
         texts = wordfreq_words(int(spec.split(":")[1]))
         return [str(i) for i in range(len(texts))], texts
     if spec.startswith("scifact-claims:"):
-        from normscope.datasets import shared_data_dir
+        from normscope.data import data_path
 
         n = int(spec.split(":")[1])
-        rows = [json.loads(line) for line in (shared_data_dir() / "scifact" / "queries.jsonl").read_text().splitlines()]
+        rows = [json.loads(line) for line in (data_path("scifact") / "queries.jsonl").read_text().splitlines()]
         rows = rows[:n]
         return [str(r["_id"]) for r in rows], [r["text"] for r in rows]
     raise SystemExit(f"unknown items spec {spec!r}")

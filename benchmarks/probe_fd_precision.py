@@ -28,7 +28,8 @@ def main(argv=None) -> None:
     import torch
     from torch.func import jvp
 
-    from normscope.datasets import shared_data_dir, wordfreq_words
+    from normscope.data import data_path
+    from normscope.datasets import wordfreq_words
     from normscope.encoders import load_encoder
     from normscope.pairs import load_pairs, sample_pair_batches
     from normscope.probes import TextEncoderAdapter, symmetric_info_nce
@@ -41,7 +42,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    claims = [json.loads(x)["text"] for x in (shared_data_dir() / "scifact" / "queries.jsonl").read_text().splitlines()]
+    claims = [json.loads(x)["text"] for x in (data_path("scifact") / "queries.jsonl").read_text().splitlines()]
     sets = {"words": wordfreq_words(args.items), "claims": claims[: args.items]}
     pairs = load_pairs("wordnet")
     ad = TextEncoderAdapter(load_encoder())
