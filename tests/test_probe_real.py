@@ -113,3 +113,26 @@ def test_real_minilm_lambda_rad_of_final_layernorm_is_one(bundled_encoder, one_t
     finally:
         ad.close()
     np.testing.assert_allclose(m.zjd / m.r**2, 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["sentence-transformers", "huggingface"])
+def test_float64_copy_keeps_each_backends_forward(backend, one_thread):
+    """The float64 twin of the finite differences runs the backend's own forward on the copied weights
+    (sentence-transformers: dict in, pooled dict out; Hugging Face AutoModel: ``**features``, then mean
+    pooling): its vectors equal the encoder's float32 ``encode`` to float32 rounding."""
+    from normscope.encoders import load_encoder
+    from normscope.encoders.bundled import bundled_model_path
+
+    enc = load_encoder(str(bundled_model_path()), backend=backend, pooling="mean" if backend == "huggingface" else None)
+    ad = TextEncoderAdapter(enc)
+    try:
+        ad64 = ad.with_dtype(torch.float64)
+        th64 = {k: v.double() for k, v in ad64.parameters().items()}
+        assert all(v.dtype == torch.float64 for v in th64.values())
+        with torch.no_grad():
+            z64 = ad64.embed(th64, ad64.features(ITEMS, range(len(ITEMS)), "query"), "query")
+        assert z64.dtype == torch.float64 and z64.shape == (len(ITEMS), enc.dim)
+        np.testing.assert_allclose(z64.numpy(), enc.encode(ITEMS).astype(np.float64), rtol=0, atol=2e-5)
+        assert next(iter(enc.module.parameters())).dtype == torch.float32  # the encoder itself untouched
+    finally:
+        ad.close()

@@ -201,15 +201,16 @@ class TextEncoderAdapter(ProbeAdapter):
 
 
 def _copied_forward(encoder, module):
-    """``encoder.forward`` re-targeted to a copied module (sentence-transformers style)."""
-
-    def fwd(feats):
-        out = module(dict(feats))
-        if isinstance(out, dict):
-            return out["sentence_embedding"]
-        return out
-
-    return fwd
+    """``encoder.forward`` re-targeted to a copied ``module``: a shallow copy of the encoder whose attributes
+    holding the original module (``module``, and ``model`` where it is the same object) point at the copy,
+    so each backend keeps its own forward (sentence-transformers dict in/out, Hugging Face ``**features``
+    and pooling, open_clip ``encode_text``, CLIP towers)."""
+    twin = copy.copy(encoder)
+    original = encoder.module
+    for attr, value in list(vars(encoder).items()):
+        if value is original:
+            setattr(twin, attr, module)
+    return twin.forward
 
 
 class ModuleAdapter(ProbeAdapter):
