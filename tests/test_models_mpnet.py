@@ -234,3 +234,20 @@ def test_bundle_partly_installed_names_the_missing_package(registry, monkeypatch
     monkeypatch.setattr(bundled.importlib.util, "find_spec", lambda n, *a: None if n == gone else real(n, *a))
     with pytest.raises(ModelError, match=f"partly installed.*{gone}"):
         bundled_model_path(bundle.name)
+
+
+def test_mpnet_training_values_known_by_weights_hash(mpnet):
+    """The probe finds all-mpnet-base-v2's published training values by the hash of the shipped weights file."""
+    from normscope.encoders.bundled import bundled_model_path
+    from normscope.probes.training import resolve_settings, training_for
+    from normscope.table import file_sha256
+
+    digest = file_sha256(bundled_model_path(MPNET_MODEL) / "model.safetensors")  # hashed here, independently
+    assert mpnet.fingerprint.revision == f"sha256:{digest[:16]}"
+    facts = training_for(mpnet.fingerprint)
+    assert facts is not None and facts.name == "sentence-transformers/all-mpnet-base-v2"
+    assert (facts.get("weight_decay"), facts.get("tau"), facts.get("batch_size"), facts.get("lr")) == (0.0, 0.05, 1024, 2e-5)
+    assert "train_script.py" in facts.source("tau") and facts.get("schedule") is None  # not in the card: not guessed
+    s = resolve_settings(facts, n_pairs=1000, batch_size=None, tau=None, lr=None, weight_decay=None)
+    assert s.decay_reading == "trained_without_decay" and s.weight_decay is None and s.tau == 0.05
+    assert any("AdamW" in n for n in s.notes)

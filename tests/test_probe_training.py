@@ -53,3 +53,14 @@ def test_option_checks(kw, msg):
 
     with pytest.raises(InputError, match=msg):
         check_probe_options(**kw)
+
+
+def test_checkpoint_temperature_comes_before_the_default_and_after_tau():
+    """CLIP stores its learned temperature: the probe uses it unless --tau is given."""
+    fp = ModelFingerprint(name="openai/clip-vit-base-patch32", revision="sha256:fedcba9876543210", pooling="clip-text")
+    s = resolve_settings(None, fingerprint=fp, n_pairs=100, batch_size=None, tau=None, lr=None, weight_decay=None,
+                         checkpoint_tau=0.01)
+    assert s.tau == 0.01 and "learned temperature" in s.tau_source
+    given = resolve_settings(None, fingerprint=fp, n_pairs=100, batch_size=None, tau=0.07, lr=None, weight_decay=None,
+                             checkpoint_tau=0.01)
+    assert given.tau == 0.07 and given.tau_source == "given (--tau)"

@@ -100,7 +100,7 @@ def probe(
     batches: Annotated[int, typer.Option("--batches", help="Number of probe batches K (>= 2).")] = 16,
     lr: Annotated[Optional[float], typer.Option("--lr", help="Learning rate eta (default: known training value, else fitted by E11).")] = None,
     weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="What-if weight decay lambda (the user's value, not the checkpoint's). Default: the checkpoint's training value when known and > 0; otherwise lambda_rad, q/c and R_eq(lambda_rad) are not computed.")] = None,
-    tau: Annotated[Optional[float], typer.Option("--tau", help="InfoNCE temperature (default: known training value, else 0.05).")] = None,
+    tau: Annotated[Optional[float], typer.Option("--tau", help="InfoNCE temperature (default: the temperature the checkpoint stores (CLIP), else its known training value, else 0.05).")] = None,
     decay_mask: Annotated[str, typer.Option("--decay-mask", help="matrices (ndim>=2, no biases/LayerNorm) or all.")] = "matrices",
     fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences: float64 (a float64 copy, step 3e-3) or float32 (step 1e-2, with a float64 spot check); auto = float64.")] = "float64",
     chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Most probe items per JVP chunk.")] = 128,

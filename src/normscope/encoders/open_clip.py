@@ -110,6 +110,12 @@ class OpenClipEncoder(TorchEncoder):
         with self._torch.inference_mode():
             return int(self.forward(self.tokenize(["a"])).shape[1])
 
+    @property
+    def temperature(self) -> float | None:
+        """The checkpoint's learned InfoNCE temperature ``tau = 1 / exp(logit_scale)``, or None without one."""
+        scale = getattr(self.module, "logit_scale", None)
+        return None if scale is None else float(self._torch.exp(-scale.detach().float()))
+
     def tokenize(self, texts: Sequence[str]) -> dict:
         return {"text": self.tokenizer([str(t) for t in texts]).to(self.device)}
 

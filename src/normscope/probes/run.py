@@ -91,7 +91,8 @@ def run_probe(
     batches : int, keyword-only
         K >= 2.
     tau : float, optional, keyword-only
-        Temperature; default the training value when known (MiniLM: 0.05), else 0.05.
+        Temperature; default the temperature the checkpoint stores (CLIP: 1/exp(logit_scale)), else the
+        training value when known (MiniLM, mpnet: 0.05), else 0.05.
     lr : float, optional, keyword-only
         eta; default the known training value (MiniLM: 2e-5, the schedule's peak), else fitted by
         (E11), else per unit eta.
@@ -171,7 +172,8 @@ def run_probe(
         counts = adapter.token_counts(texts) if texts is not None else None
         n_trunc = int((counts[1] > counts[0]).sum()) if counts is not None else None
         settings = resolve_settings(training_for(adapter.fingerprint), fingerprint=adapter.fingerprint, n_pairs=n_pairs,
-                                    batch_size=batch_size, tau=tau, lr=lr, weight_decay=weight_decay)
+                                    batch_size=batch_size, tau=tau, lr=lr, weight_decay=weight_decay,
+                                    checkpoint_tau=getattr(getattr(adapter, "encoder", None), "temperature", None))
         caveats = list(settings.notes)
         pairs_name = getattr(pairs, "name", "user pairs")
         caveats.append(f"probe pairs: {pairs_name}; heat and drift describe training steps on this pair distribution, "

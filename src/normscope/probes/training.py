@@ -53,6 +53,21 @@ KNOWN_TRAINING: dict[str, dict] = {
     },
 }
 
+
+
+def _from_model_card(name: str, hub_id: str) -> dict:
+    """A :data:`KNOWN_TRAINING` entry from :data:`normscope.encoders.model_cards.TRAINING_VALUES` (one source for all)."""
+    from normscope.encoders.model_cards import TRAINING_VALUES
+
+    card = TRAINING_VALUES[name]
+    keys = ("optimizer", "lr", "weight_decay", "batch_size", "loss", "tau")
+    return {"name": hub_id, "values": {k: (card[k], card["source"]) for k in keys if k in card}}
+
+
+#: ``sha256:78c0197b6159d926``: the weights of sentence-transformers/all-mpnet-base-v2 shipped by the ``mpnet``
+#: extra (docs/models.md); the schedule after its 500 warm-up steps is not in its card, so it is left unknown.
+KNOWN_TRAINING["sha256:78c0197b6159d926"] = _from_model_card("all-mpnet-base-v2", "sentence-transformers/all-mpnet-base-v2")
+
 #: CPU-friendly probe batch size used when the training batch size is larger (or unknown).
 DEFAULT_PROBE_BATCH = 64
 #: Temperature used when the training temperature is unknown.
@@ -161,7 +176,8 @@ class ProbeSettings:
 
 
 def resolve_settings(facts: TrainingFacts | None, *, fingerprint=None, n_pairs: int, batch_size: int | None,
-                     tau: float | None, lr: float | None, weight_decay: float | None) -> ProbeSettings:
+                     tau: float | None, lr: float | None, weight_decay: float | None,
+                     checkpoint_tau: float | None = None) -> ProbeSettings:
     """Choose B, tau, eta and lambda from the caller's options and the checkpoint's training values.
 
     Parameters
@@ -174,6 +190,9 @@ def resolve_settings(facts: TrainingFacts | None, *, fingerprint=None, n_pairs: 
         Pairs available (a default B is capped at it).
     batch_size, tau, lr, weight_decay : optional
         The caller's values (``--batch-size``, ``--tau``, ``--lr``, ``--weight-decay``).
+    checkpoint_tau : float, optional
+        The temperature the checkpoint stores (CLIP's learned ``1 / exp(logit_scale)``); used when
+        ``tau`` is not given, before a recorded training value and the default.
 
     Returns
     -------
@@ -198,6 +217,8 @@ def resolve_settings(facts: TrainingFacts | None, *, fingerprint=None, n_pairs: 
                      "training heat; ranks are unaffected)")
     if tau is not None:
         t, t_src = float(tau), "given (--tau)"
+    elif checkpoint_tau is not None and checkpoint_tau > 0:
+        t, t_src = float(checkpoint_tau), "the checkpoint's learned temperature 1/exp(logit_scale)"
     elif facts and facts.get("tau") is not None:
         t, t_src = float(facts.get("tau")), "known training value: " + facts.source("tau")
     else:
