@@ -56,7 +56,7 @@ __all__ = ["ReportResult", "run_report", "assemble_summary", "stage_settings", "
            "check_record", "STAGE_VERSION"]
 
 #: Bump when a stage's computation or record layout changes: invalidates cached records.
-STAGE_VERSION = 2
+STAGE_VERSION = 3
 
 
 # ---------------------------------------------------------------------------------------------
