@@ -1,7 +1,8 @@
 """The common shape of every stage's result: summary fields, a per-item table, strict JSON.
 
-Each stage entry point (``embed_input``, ``run_probe``, ``run_correlate``, ``run_retrieval``,
-``run_lab``, ``run_similarity``) returns a dataclass derived from :class:`StageResult`:
+Each analysis entry point (``run_probe``, ``run_correlate``, ``run_retrieval``, ``run_lab``,
+``run_similarity``) returns a dataclass derived from :class:`StageResult` (``embed_input`` returns
+its summary dict and the :class:`~normscope.table.EmbeddingTable`):
 
 - its summary numbers are typed dataclass fields, each declared with :func:`summary_field`, which
   records the display label (and unit) that the CLI table and the report use, so no label is

@@ -3,8 +3,8 @@
 A redirected log (``normscope report ... > log 2>&1``) has no live progress bar, so
 :func:`stage_log` prints ``<stage>: started`` and ``<stage>: <status> in <s> s`` lines and, while a
 stage runs, a ``<stage>: still running (<elapsed>)`` line every ``heartbeat`` seconds: the log is
-never silent for longer than that. :func:`quiet_libraries` keeps library warnings (ranx's
-``NumbaTypeSafetyWarning``, transformers' and sentence-transformers' logger messages) out of the
+never silent for longer than that. :func:`quiet_libraries` keeps library warnings (numba's type-safety
+warnings, transformers' and sentence-transformers' logger messages) out of the
 log and hands them to the caller, which records them in the stage record.
 """
 
@@ -22,7 +22,7 @@ from normscope.report.text import fmt_duration
 __all__ = ["stage_log", "quiet_libraries", "LIBRARY_LOGGERS"]
 
 #: Loggers whose records are captured during a stage instead of printed.
-LIBRARY_LOGGERS = ("transformers", "sentence_transformers", "numba", "ranx", "faiss", "matplotlib", "urllib3",
+LIBRARY_LOGGERS = ("transformers", "sentence_transformers", "numba", "faiss", "matplotlib", "urllib3",
                    "huggingface_hub", "torch")
 
 
@@ -74,7 +74,7 @@ class _ListHandler(logging.Handler):
 def quiet_libraries() -> Iterator[list[str]]:
     """Capture library warnings and WARNING+ log records during the block; yields their list.
 
-    Python warnings (``warnings.warn``: numba, ranx, sklearn...) are recorded, not printed; the
+    Python warnings (``warnings.warn``: numba, sklearn...) are recorded, not printed; the
     loggers of :data:`LIBRARY_LOGGERS` get a handler that records instead of their own (restored
     afterwards). The yielded list holds one line per message (``"NumbaTypeSafetyWarning: ..."``,
     ``"transformers...: ..."``), filled when the block ends for warnings and as they come for

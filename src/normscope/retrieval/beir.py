@@ -336,8 +336,8 @@ def load_beir_hub(name: str, *, splits: Iterable[str] = ("train", "test")) -> Be
         import datasets
     except ImportError:
         raise DataError(
-            f"loading '{repo}' from the Hugging Face hub needs the optional extra 'datasets' "
-            "(pip install datasets); or give a BEIR directory"
+            f"loading '{repo}' from the Hugging Face hub needs the Hugging Face "
+            "'datasets' package (pip install datasets); or give a BEIR directory"
         ) from None
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
         raise DataError(f"cannot load hub dataset '{repo}': HF_HUB_OFFLINE is set; give a BEIR directory")
