@@ -8,6 +8,8 @@ bootstrap CI (the same resampled pairs for both scorers).
 
 from __future__ import annotations
 
+import hashlib
+
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,10 +43,19 @@ def _fit_set(eval_set: PairSet, fit, fit_format: str, seed: int) -> tuple[PairSe
     if len(eval_set) < 2 * MIN_PAIRS:
         raise InputError(f"{eval_set.path} has {len(eval_set)} pairs: too few to fit on one half and evaluate on "
                          f"the other (need {2 * MIN_PAIRS}); give --fit FILE")
-    perm = np.random.default_rng(seed).permutation(len(eval_set))
+    # the half is drawn from the pairs' texts (a seeded hash), not from their line positions or scores, so
+    # a shuffled file gets the same halves (permutation equivariance)
+    perm = np.argsort(np.array([hashlib.sha256(f"{seed}\x1f{a}\x1f{b}".encode()).hexdigest()
+                                for a, b in zip(eval_set.text1, eval_set.text2)]), kind="stable")
     half = len(eval_set) // 2
     return (eval_set.subset(np.sort(perm[:half])), eval_set.subset(np.sort(perm[half:])),
-            {"source": "random half", "path": str(eval_set.path), "seed": seed})
+            {"source": "random half", "path": str(eval_set.path), "seed": seed,
+             "drawn_by": "sha256 of the seed and the pair's two texts (the order of the file does not matter)"})
+
+
+def _content(s: PairSet) -> list[str]:
+    """One string per pair from its texts and score: the order-free identity of a pair."""
+    return [f"{a}\x1f{b}\x1f{float(x)!r}" for a, b, x in zip(s.text1, s.text2, s.score)]
 
 
 def _keys(s: PairSet) -> list[tuple[str, str]]:
@@ -144,6 +155,7 @@ def run_similarity(
     pick = lambda s, side: vec[[row[t] for t in (s.text1 if side == 1 else s.text2)]]  # noqa: E731
     af, bf, ae, be = pick(fit_set, 1), pick(fit_set, 2), pick(eval_set, 1), pick(eval_set, 2)
     cos_eval = pair_scores(ae, be, "cosine")
+    canon = np.argsort(np.array(_content(eval_set)), kind="stable")  # bootstraps resample pairs in content order
     out: dict[str, dict] = {}
     items = pd.DataFrame({"split": ["fit"] * len(fit_set) + ["eval"] * len(eval_set),
                           "id": fit_set.ids + eval_set.ids, "text1": fit_set.text1 + eval_set.text1,
@@ -155,10 +167,11 @@ def run_similarity(
         param, curve = fit_pair_param(name, af, bf, fit_set.score, grid=pair_grid(name, norms))
         s_eval = pair_scores(ae, be, name, param)
         items[f"score_{name}"] = np.concatenate([pair_scores(af, bf, name, param), s_eval])
-        r = correlation(s_eval, eval_set.score, n_boot=n_boot, n_perm=0, seed=seed, min_n=MIN_PAIRS).to_dict()
+        r = correlation(s_eval[canon], eval_set.score[canon], n_boot=n_boot, n_perm=0, seed=seed,
+                        min_n=MIN_PAIRS).to_dict()
         d = (None if name == "cosine" else
-             correlation_difference(eval_set.score, s_eval, cos_eval, method="spearman", n_boot=n_boot, seed=seed,
-                                    min_n=MIN_PAIRS))
+             correlation_difference(eval_set.score[canon], s_eval[canon], cos_eval[canon], method="spearman",
+                                    n_boot=n_boot, seed=seed, min_n=MIN_PAIRS))
         out[name] = {"param_name": PAIR_PARAM_NAMES[name], "param": param, "spearman": r["spearman"],
                      "spearman_ci": r["spearman_ci"], "pearson": r["pearson"], "pearson_ci": r["pearson_ci"],
                      "delta_spearman": 0.0 if d is None else d.delta, "delta_ci": None if d is None else list(d.ci),
