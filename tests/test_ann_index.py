@@ -165,3 +165,29 @@ def test_cli_search_embeds_text_queries_with_the_index_model(bundled_encoder, tm
     df = pq.read_table(tmp_path / "run.parquet").to_pandas()
     for q in ("0", "1"):
         assert df[df.query_id == q].sort_values("rank").doc_id.tolist() == list(ref[q])
+
+
+def test_cli_build_writes_index_and_json_as_one_set(corpus, tmp_path, monkeypatch):
+    """A full disk while writing --json leaves the previous index and JSON as they were, and no staging."""
+    import errno
+
+    import normscope._io
+
+    docs, _, ids, _ = corpus
+    fp = ModelFingerprint(name="synthetic", revision="r1", pooling="mean")
+    EmbeddingTable(ids=ids, texts=ids, vectors=docs, fingerprint=fp).to_parquet(tmp_path / "docs.parquet")
+    idx, bj = tmp_path / "idx", tmp_path / "b.json"
+    assert run(["index", "build", str(tmp_path / "docs.parquet"), "-o", str(idx), "--kind", "flat", "--json", str(bj)]) == 0
+    before = {p.name: p.read_bytes() for p in idx.iterdir()}, bj.read_bytes()
+    real = normscope._io.write_json
+
+    def full_disk(obj, path, *a, **k):
+        if "b.json" in str(path) or ".b." in str(path):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(obj, path, *a, **k)
+
+    monkeypatch.setattr(normscope._io, "write_json", full_disk)
+    assert run(["index", "build", str(tmp_path / "docs.parquet"), "-o", str(idx), "--kind", "hnsw", "--m", "8",
+                "--json", str(bj)]) == 2
+    assert ({p.name: p.read_bytes() for p in idx.iterdir()}, bj.read_bytes()) == before  # still the flat index
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json", "docs.parquet", "idx"]  # nothing staged left

@@ -49,8 +49,10 @@ def build(
     json_path: JsonOut = None,
 ) -> None:
     """Fold document vectors for a scorer and build a faiss index over them."""
-    from normscope._io import write_json
-    from normscope.engine.shards import open_vectors
+    import shutil
+
+    from normscope._io import write_json, write_outputs
+    from normscope.engine.shards import open_vectors, replace_dir
     from normscope.errors import InputError
     from normscope.retrieval.ann import AnnParams, build_ann_index, check_index_out
     from normscope.retrieval.scoring import PARAM_NAMES, check_scorer
@@ -71,13 +73,19 @@ def build(
     t0 = time.perf_counter()
     index = build_ann_index(source, scorer=scorer, param=param, params=params, threads=threads)
     build_s = time.perf_counter() - t0
-    index.save(out)
-    size = sum(f.stat().st_size for f in out.iterdir())
-    summary = {"index": str(out), "vectors": str(vectors), "kind": kind, "n": len(index.doc_ids), "dim": index.dim,
-               "scorer": scorer, "param_name": PARAM_NAMES[scorer], "param": param,
-               "params": asdict(index.params), "threads": threads, "build_seconds": build_s, "bytes": size}
-    if json_path is not None:
-        write_json(summary, json_path)
+    # index and --json as one set: the index is staged beside OUT, the JSON written (atomically), then the
+    # staged directory replaces OUT; a failure before that leaves OUT and the JSON as they were
+    staging = out.parent / f".{out.name}.staging-{time.time_ns()}"
+    try:
+        index.save(staging)
+        size = sum(f.stat().st_size for f in staging.iterdir())
+        summary = {"index": str(out), "vectors": str(vectors), "kind": kind, "n": len(index.doc_ids),
+                   "dim": index.dim, "scorer": scorer, "param_name": PARAM_NAMES[scorer], "param": param,
+                   "params": asdict(index.params), "threads": threads, "build_seconds": build_s, "bytes": size}
+        write_outputs({json_path: lambda p: write_json(summary, p)}, options={json_path: "--json"})
+        replace_dir(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     t = Table(title=f"norm-aware {kind} index", title_justify="left")
     t.add_column("quantity")
     t.add_column("value", justify="right")
@@ -144,7 +152,7 @@ def search(
     """Top-k documents of each query under the index's norm-aware scorer."""
     import faiss
 
-    from normscope._io import atomic_path, write_json
+    from normscope._io import write_json, write_outputs
     from normscope.retrieval.ann import FoldedAnnIndex, compare_with_exact
     from normscope.retrieval.search import run_to_frame
     from normscope.validate import check_outputs
@@ -168,11 +176,8 @@ def search(
                "search_seconds": search_s, "junk_queries": junk}
     if compare_exact:
         summary["vs_exact"] = compare_with_exact(index, Q, k=k, threads=threads, settings=[setting])[0]
-    if out is not None:
-        with atomic_path(out) as tmp:
-            run_to_frame(run).to_parquet(tmp, index=False)
-    if json_path is not None:
-        write_json(summary, json_path)
+    write_outputs({out: lambda p: run_to_frame(run).to_parquet(p, index=False),
+                   json_path: lambda p: write_json(summary, p)}, options={out: "-o/--out", json_path: "--json"})
     t = Table(title=f"{index.params.kind} index, scorer {index.scorer}", title_justify="left")
     t.add_column("quantity")
     t.add_column("value", justify="right")
