@@ -131,3 +131,15 @@ def test_cached_rerun_summary_line(tmp_path):
     title = console.export_text().splitlines()[0]
     assert "custom sizes, " in title and "; 1 of 1 stage(s) from the cache)" in title
     assert "e-0" not in title
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["similarity", "--n-boot", "x"], "error: Invalid value for '--n-boot'"),
+    (["embed", "--nope"], "error: No such option"),
+    (["nosuch"], "error: No such command 'nosuch'."),
+])
+def test_usage_errors_are_one_line(argv, message, capsys):
+    """A malformed or unknown option or command: one `error:` line naming the help to read, exit 2, no box."""
+    assert _cli(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(message) and "--help`" in err and len(err.splitlines()) == 1 and "\u256d" not in err

@@ -117,3 +117,19 @@ def test_probe_sentences_cite_their_own_numbers(probe_run):
             assert says[0].startswith("The prediction fails on this model")
     heat = next(s for s in says if "the heat \u03a3\u00b2" in s)
     assert f"n = {r['corr_norm_heat']['n']}" in heat
+
+
+def test_heat_row_says_when_it_may_be_mechanical_and_small_designs_say_so():
+    from normscope.report.stages.probes import probe_claims
+
+    res = {"corr_norm_heat": {"pearson": 0.43, "n": 100, "ci": {"pearson": [0.26, 0.62]}},
+           "corr_norm_drift": {"pearson": 0.10, "n": 100, "ci": {"pearson": [-0.05, 0.25]}},
+           "corr_norm_displacement": {"spearman": 0.21, "ci": {"spearman": [-0.04, 0.43]}},
+           "corr_req_norm": {"spearman": 0.2, "n": 100, "ci": {"spearman": [0.05, 0.35]}}}
+    note = "; P = 100, K = 4 is below the sign-stable design (P = 500, K = 16): the sign may change between runs"
+    rows = {r["key"]: r for r in probe_claims(res, note)}
+    heat = rows["corr_norm_heat"]
+    assert heat["verdict"] == "reproduced" and "may be mechanical" in heat["why"] and "[-0.040, +0.430]" in heat["why"]
+    assert all(r["why"].endswith(note) for r in rows.values())
+    res["corr_norm_displacement"] = {"spearman": 0.3, "ci": {"spearman": [0.1, 0.5]}}  # the R-free quantity rises too
+    assert "mechanical" not in {r["key"]: r for r in probe_claims(res)}["corr_norm_heat"]["why"]

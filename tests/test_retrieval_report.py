@@ -55,3 +55,16 @@ def test_sentences_follow_the_cis():
         "margin": {"status": "not computed", "reason": "fit split: all non-relevant"}}})
     assert "below chance in its pre-specified direction" in cal[0] and "calibrated map AUROC 0.500" in cal[0]
     assert "298 of 300" in cal[0] and cal[1] == "margin: not computed (fit split: all non-relevant)."
+
+
+def test_ci_and_paired_test_disagreeing_gives_no_direction():
+    """The bootstrap CI excludes 0 but the paired t-test gives p = 0.082: neither the sentence nor the scorecard
+    row claims a direction (the rule written in docs/report.md)."""
+    summ = _summary(-0.04, [-0.08, -0.0001])
+    summ["scorers"]["inverse_norm"]["p_value"] = 0.082
+    s = retrieval_sentences({"result": summ})[0]
+    assert "lowers" not in s and "no firm evidence" in s and "p = 0.082" in s
+    row = similarity_gain_claim(summ)
+    assert row["verdict"] == "inconclusive" and "does not reject equality (p = 0.082" in row["why"]
+    agree = retrieval_sentences({"result": _summary(-0.04, [-0.08, -0.0001])})[0]  # p = 0.01: direction stated
+    assert "lowers test nDCG@10" in agree and "paired p < 0.05" in agree

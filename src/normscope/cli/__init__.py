@@ -132,22 +132,45 @@ _use_help_classes(app)
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` and return the exit code (0 ok, 2 bad input/usage, 1 internal error).
 
-    :class:`NormscopeError` becomes ``error: <message>`` on stderr, with no traceback; usage
-    errors are reported by typer itself (exit code 2). Each call runs in its own
-    :mod:`contextvars` context, so global options (``--offline``, ``--mirror``) end with it.
+    :class:`NormscopeError` and usage errors (a missing or malformed option) become one line
+    ``error: <message>`` on stderr, with no traceback and no box (exit code 2). Each call runs in its
+    own :mod:`contextvars` context, so global options (``--offline``, ``--mirror``) end with it.
     """
+    cx = _click_exceptions()
     old_show = warnings.showwarning
     warnings.showwarning = _one_line_warning
     try:
-        contextvars.copy_context().run(app, args=argv, prog_name="normscope")
+        code = contextvars.copy_context().run(app, args=argv, prog_name="normscope", standalone_mode=False)
     except NormscopeError as exc:
         typer.echo(f"error: {exc}", err=True)
         return 2
+    except cx.UsageError as exc:
+        if isinstance(exc, getattr(cx, "NoArgsIsHelpError", ())) and exc.ctx is not None:
+            typer.echo(exc.ctx.get_help(), err=True)  # a command group called bare: its help, as typer would
+            return 2
+        where = exc.ctx.command_path if exc.ctx is not None else "normscope"
+        typer.echo(f"error: {exc.format_message()} (see `{where} --help`)", err=True)
+        return 2
+    except cx.ClickException as exc:
+        typer.echo(f"error: {exc.format_message()}", err=True)
+        return exc.exit_code
+    except typer.Abort:
+        typer.echo("error: aborted", err=True)
+        return 130
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         warnings.showwarning = old_show
-    return 0
+    return code if isinstance(code, int) else 0
+
+
+def _click_exceptions():
+    """The click exception classes typer raises (typer >= 0.2x vendors click as ``typer._click``)."""
+    try:
+        from typer._click import exceptions as cx
+    except ImportError:  # older typer: click itself
+        from click import exceptions as cx
+    return cx
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -100,7 +100,7 @@ def print_summary(result, console: Console) -> None:
         else:
             head = str(sec.get("reason") or "")
         style = {"ok": "green", "failed": "red"}.get(status, "yellow")
-        table.add_row(title, f"[{style}]{status}[/]", head[:240])
+        table.add_row(title, f"[{style}]{status}[/]", head)
     console.print(table)
     print_claims(s.get("claims") or [], console)
     console.print(f"report: [bold]{result.index.resolve()}[/]")
@@ -145,15 +145,16 @@ def print_claims(claims: list[dict], console: Console) -> None:
     if not claims:
         return
     table = Table(title="claims scorecard (verdicts computed from this run's figures and CIs)", show_lines=False)
-    for col in ("claim", "paper", "this run [95% CI]", "verdict", "why"):
+    for col in ("claim", "paper", "this run: statistic", "[95% CI]", "verdict", "why"):
         table.add_column(col)
     colour = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow"}
     for c in claims:
         fig = "n/a" if c.get("measured") is None else fmt(c["measured"])
-        if c.get("ci"):
-            fig += f" [{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]"
+        stat = str(c.get("what") or "").split(";")[0].split(",")[0]  # e.g. "partial Spearman rho(R, specificity | ...)"
+        ci = f"[{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]" if c.get("ci") else ""
         v = c.get("verdict", "")
-        table.add_row(c.get("claim", ""), c.get("paper", ""), fig, f"[{colour.get(v, 'dim')}]{v}[/]", str(c.get("why", ""))[:160])
+        table.add_row(c.get("claim", ""), c.get("paper", ""), f"{stat}: {fig}" if stat else fig, ci,
+                      f"[{colour.get(v, 'dim')}]{v}[/]", str(c.get("why", "")))
     console.print(table)
 
 
@@ -185,14 +186,14 @@ def headline(key: str, sec: dict) -> str:
     if key == "equilibrium_theory":
         req = r.get((sec.get("derived") or {}).get("prediction_key") or "corr_req_norm") or {}
         return (f"Spearman R_eq vs R {_rho_ci(req)} (n = {req.get('n')}; CIs over batches and items); "
-                f"R vs heat {_rho_ci(r.get('corr_norm_heat'))}; "
-                f"R vs drift {_rho_ci(r.get('corr_norm_drift'))}; q<0: {r.get('n_negative_q')}")
+                f"Spearman R vs heat {_rho_ci(r.get('corr_norm_heat'))}; "
+                f"Spearman R vs drift {_rho_ci(r.get('corr_norm_drift'))}; q<0: {r.get('n_negative_q')}")
     if key == "training_lab":
         gate = (r.get("gate") or {}).get("passed")
         return (f"mean |rel. error| {fmt(r.get('mean_abs_rel_error'))}, median {fmt(r.get('median_rel_error'))}, "
                 f"Pearson {fmt(r.get('pearson'))}: gate {'passed' if gate else 'not passed'}")
     if key == "semantic_signals":
-        return "; ".join(f"{k} \u03c1 {_rho_ci(v)}" for k, v in r.items() if isinstance(v, dict))
+        return "; ".join(f"{k} Spearman \u03c1 {_rho_ci(v)}" for k, v in r.items() if isinstance(v, dict))
     if key == "retrieval":
         parts = []
         for name, v in (r.get("scorers") or {}).items():
@@ -202,4 +203,4 @@ def headline(key: str, sec: dict) -> str:
     if key == "calibration":
         return "AUROC: " + ", ".join(f"{k} {fmt(v.get('auroc'))}" for k, v in r.items() if isinstance(v, dict))
     rows = sec.get("key_numbers") or []
-    return "; ".join(f"{label} {value}" for label, value, _ in rows[:3])
+    return "; ".join(f"{label} {fmt(value) if isinstance(value, float) else value}" for label, value, _ in rows[:3])

@@ -41,7 +41,7 @@ def _table(res):
 
 @app.command()
 def similarity(
-    dataset: Annotated[Path, typer.Option("--dataset", help="Evaluated pairs: an STS-B file (sts-dev.csv, sts-test.csv) or a word-similarity list (SimLex-999.txt, WS-353, MEN, RW).")],
+    dataset: Annotated[Optional[Path], typer.Option("--dataset", help="Evaluated pairs: an STS-B file (sts-dev.csv, sts-test.csv) or a word-similarity list (SimLex-999.txt, WS-353, MEN, RW); default SimLex-999 (found or fetched: normscope data path simlex-999).")] = None,
     fit: Annotated[Optional[Path], typer.Option("--fit", help="Fit the scorers' parameters on this pair file (default: sts-train.csv beside an STS-B file, else a seeded random half of --dataset).")] = None,
     scorer: Annotated[str, typer.Option("--scorer", help="Comma-separated: cosine, dot, inverse_norm, power (cosine is always the baseline).")] = "cosine,dot,inverse_norm,power",
     fmt: Annotated[str, typer.Option("--format", help="Format of --dataset: auto, sts or words.")] = "auto",
@@ -65,6 +65,11 @@ def similarity(
     check_outputs(out=out, json_path=json_path)
     if fig is not None:
         check_output_path(fig, "--fig")
+    if dataset is None:
+        from normscope.data import data_path
+
+        dataset = data_path("simlex-999")
+
     def call(m):
         return run_similarity(dataset, fit=fit, scorers=[s.strip() for s in scorer.split(",") if s.strip()], fmt=fmt,
                              fit_format=fit_format, model=m, seed=seed, n_boot=n_boot, batch_size=batch_size,

@@ -400,8 +400,9 @@ def pct(x) -> str:
 
 
 def retrieval_sentences(sec: dict) -> list[str]:
-    """One sentence per norm-aware scorer (its nDCG@10 difference to cosine, chosen by whether the paired CI over
-    queries excludes 0), and one on the pre-specified strata (Holm-corrected)."""
+    """One sentence per norm-aware scorer (its nDCG@10 difference to cosine: a direction only when the paired CI
+    over queries excludes 0 and the paired p < 0.05; when they disagree, no firm evidence), and one on the
+    pre-specified strata (Holm-corrected)."""
     res = sec.get("result") or {}
     scorers = res.get("scorers") or {}
     base = _num(_get(scorers, "cosine", "ndcg@10"))
@@ -420,9 +421,14 @@ def retrieval_sentences(sec: dict) -> list[str]:
         ex = ci_excludes_zero(ci)
         if ex is None:
             out.append(f"Scorer {name}{how}: nDCG@10 {stats}; no CI, so no claim about the sign.")
+        elif ex and p is not None and p >= 0.05:
+            out.append(f"For the {name} scorer{how} the bootstrap CI of the nDCG@10 difference to cosine excludes 0 "
+                       f"but the paired test does not reject equality (p = {fmt(p)} >= 0.05): no firm evidence of a "
+                       f"difference ({stats}).")
         elif ex:
             verb = "improves" if d > 0 else "lowers"
-            out.append(f"The {name} scorer{how} {verb} test nDCG@10 over cosine ({stats}); the CI excludes 0.")
+            out.append(f"The {name} scorer{how} {verb} test nDCG@10 over cosine ({stats}); the CI excludes 0"
+                       + (" and the paired p < 0.05." if p is not None else "."))
         else:
             out.append(f"For the {name} scorer{how} the CI of the nDCG@10 difference to cosine includes 0: no evidence "
                        f"of a difference ({stats}).")

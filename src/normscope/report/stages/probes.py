@@ -80,11 +80,13 @@ def _fmt(x) -> str:
     return "n/a" if x is None else f"{x:+.3f}"
 
 
-def probe_claims(res: dict) -> list[dict]:
+def probe_claims(res: dict, design_note: str = "") -> list[dict]:
     """Scorecard rows ``corr_norm_heat``, ``corr_norm_drift``, ``req_predicts_norm`` from a probe summary dict.
 
     Each verdict comes from :func:`normscope.report.claims.verdict_sign` on the estimate and its 95% CI
-    over batches and items; the heat row says what the R-free displacement gives (circularity).
+    over batches and items; the heat row says what the R-free displacement gives (circularity) and,
+    when that CI includes 0, that the heat correlation may be mechanical. ``design_note`` (e.g. the
+    design is below the sign-stable sizes) is appended to every row's reason.
     """
     from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 
@@ -102,7 +104,10 @@ def probe_claims(res: dict) -> list[dict]:
             dci = (d.get("ci") or {}).get("spearman") or [None, None]
             why += (f"; heat = R\u00b2 E||a||\u00b2 contains R\u00b2 by construction: the R-free displacement gives "
                     f"Spearman {_fmt(d.get('spearman'))} [{_fmt(dci[0])}, {_fmt(dci[1])}]")
-        rows.append(claim_row(key, measured=c.get("pearson"), ci=ci, verdict=verdict, why=why + adam, section=SECTION,
+            if None not in dci and dci[0] <= 0 <= dci[1]:
+                why += (", a CI that includes 0: the heat correlation may be mechanical (R\u00b2 inside heat), not "
+                        "evidence that heat sets the norm")
+        rows.append(claim_row(key, measured=c.get("pearson"), ci=ci, verdict=verdict, why=why + adam + design_note, section=SECTION,
                               n=c.get("n"), what=f"Pearson r(R, {what}) over the probe items, {src}"))
     key, reading = prediction_reading(res)
     c = res.get(key) or {}
@@ -118,7 +123,7 @@ def probe_claims(res: dict) -> list[dict]:
         err = res.get("r_eq_cfit_mean_abs_rel_error") if key == "corr_req_norm" else None
         why += "; a test of the sign of the rank correlation only" + (
             f" (mean |R_eq - R| / R = {err:.3g})" if isinstance(err, (int, float)) else "") + f"; reading: {reading}"
-    rows.append(claim_row("req_predicts_norm", measured=c.get("spearman"), ci=ci, verdict=verdict, why=why + adam,
+    rows.append(claim_row("req_predicts_norm", measured=c.get("spearman"), ci=ci, verdict=verdict, why=why + adam + design_note,
                           section=SECTION, n=c.get("n"), what=f"Spearman \u03c1(R_eq, R), {src}; {reading}"))
     return rows
 
@@ -198,10 +203,13 @@ def stage_probes(ctx: StageContext) -> dict:
         [labels["junk"][0], (res.junk or {}).get("count"), "items"],
     ]
     notes = [f"prediction reading: {reading}"] + list(res.caveats or [])
+    design_note = ""
     if P < FULL.probe_items or K < FULL.probe_batches:
         notes.insert(0, f"P = {P} items and K = {K} batches are below the report's default P = {FULL.probe_items}, "
                         f"K = {FULL.probe_batches}, the smallest sizes at which the headline signs were stable on "
                         "all-MiniLM-L6-v2 (docs/probe.md): weak correlations may change sign between runs")
+        design_note = (f"; P = {P}, K = {K} is below the sign-stable design (P = {FULL.probe_items}, "
+                       f"K = {FULL.probe_batches}): the sign may change between runs")
     for k in ("batch_size_source", "tau_source", "lr_source", "weight_decay_source"):
         notes.append(f"{labels[k][0]}: {getattr(res, k)}")
     for k, v in (res.training or {}).items():
@@ -232,6 +240,6 @@ def stage_probes(ctx: StageContext) -> dict:
             "tables": tables,
             "figures": figs,
             "notes": notes,
-            "claims": probe_claims(summary),
+            "claims": probe_claims(summary, design_note),
         }
     }

@@ -28,7 +28,8 @@ def _scifact_dir(ctx: StageContext) -> Path:
 
 
 def similarity_gain_claim(summary: dict) -> dict:
-    """Scorecard row of the paper's 1.2-2.3 % gain: relative delta nDCG@10 of inverse_norm vs cosine (paired CI over queries)."""
+    """Scorecard row of the paper's 1.2-2.3 % gain: relative delta nDCG@10 of inverse_norm vs cosine (paired CI over
+    queries); a direction only when the CI excludes 0 and the paired t-test gives p < 0.05."""
     r = (summary.get("scorers") or {}).get(CLAIM_SCORER)
     what = ("relative \u0394 nDCG@10 of cos/(1 + alpha||d||) vs cosine, mean(scorer)/mean(cosine) - 1; paired percentile "
             "bootstrap CI resampling evaluation queries (parameter fitted on other queries)")
@@ -36,6 +37,9 @@ def similarity_gain_claim(summary: dict) -> dict:
         v, why = verdict_not_testable(f"the {CLAIM_SCORER} scorer was not run")
         return claim_row("similarity_gain", measured=None, ci=None, verdict=v, why=why, section="retrieval", what=what)
     v, why = verdict_sign(r.get("relative"), r.get("relative_ci"), +1)
+    p = r.get("p_value")
+    if v in ("reproduced", "refuted") and isinstance(p, (int, float)) and p >= 0.05:  # the page's sentence rule
+        v, why = "inconclusive", f"{why}, but the paired t-test does not reject equality (p = {p:.3g} >= 0.05)"
     rows = ((summary.get("strata") or {}).get("scorers") or {}).get(CLAIM_SCORER) or []
     sig = [x for x in rows if x.get("p_holm") is not None and x["p_holm"] < 0.05]
     strata = (f"; pre-specified strata: {len(sig)} of {len(rows)} differ from cosine at Holm-adjusted p < 0.05"
