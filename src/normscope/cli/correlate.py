@@ -25,8 +25,11 @@ def _fmt(v, nd=3) -> str:
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{nd}f}"
 
 
-def _fmt_p(p) -> str:
-    return "—" if p is None else (f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}")
+def _fmt_p(p, n_perm: int = 0) -> str:
+    """Permutation p for the table: ``< 1/(n_perm+1)`` at the floor (:func:`normscope.stats.p_text`)."""
+    from normscope.stats import p_text
+
+    return "—" if p is None else p_text(p, n_perm).removeprefix("p = ").removeprefix("p ")
 
 
 def _ci(ci) -> str:
@@ -40,13 +43,13 @@ def _table(res):
     for col in ("statistic", "value", f"{int(res.ci_level * 100)}% CI", "p", "n"):
         table.add_column(col)
     pooled = " (pooled over sources)" if res.strata else ""
-    table.add_row(f"Spearman ρ{pooled}", _fmt(res.spearman), _ci(res.spearman_ci), _fmt_p(res.p_value), str(res.n))
-    table.add_row(f"Pearson r{pooled}", _fmt(res.pearson), _ci(res.pearson_ci), _fmt_p(res.pearson_p), str(res.n))
+    table.add_row(f"Spearman ρ{pooled}", _fmt(res.spearman), _ci(res.spearman_ci), _fmt_p(res.p_value, res.n_perm), str(res.n))
+    table.add_row(f"Pearson r{pooled}", _fmt(res.pearson), _ci(res.pearson_ci), _fmt_p(res.pearson_p, res.n_perm), str(res.n))
     part = res.partial_spearman
     if part:
         within = f" (CI, p within {res.by})" if res.strata else ""
         table.add_row(f"partial ρ | {', '.join(part['controls'])}{within}", _fmt(part["rho"]), _ci(part["ci"]),
-                      _fmt_p(part["p_value"]), str(part["n"]))
+                      _fmt_p(part["p_value"], res.n_perm), str(part["n"]))
     elif res.partial_reason:
         table.add_row("partial ρ", "—", "not computed: " + ", ".join(res.controls_dropped) + " constant", "", "")
     if res.norm_length:
@@ -58,10 +61,10 @@ def _table(res):
     for row in res.strata or []:
         p = row["partial_spearman"]
         table.add_row(f"  {res.by} {row['name']}: Spearman ρ", _fmt(row["spearman"]), _ci(row["spearman_ci"]),
-                      _fmt_p(row["p_value"]), str(row["n"]))
+                      _fmt_p(row["p_value"], res.n_perm), str(row["n"]))
         if p:
             table.add_row(f"  {res.by} {row['name']}: partial ρ | {', '.join(p['controls'])}", _fmt(p["rho"]),
-                          _ci(p["ci"]), _fmt_p(p["p_value"]), str(p["n"]))
+                          _ci(p["ci"]), _fmt_p(p["p_value"], res.n_perm), str(p["n"]))
         table.add_row(f"  {res.by} {row['name']}: ρ(norm, length); mean length, covariate",
                       _fmt(row["norm_length_spearman"]), f"{_fmt(row['mean_length'], 1)}, {_fmt(row['mean_covariate'])}",
                       "", "")

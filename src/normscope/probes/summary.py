@@ -20,6 +20,8 @@ from normscope.probes.uncertainty import (
     k_convergence,
 )
 
+from normscope.stats import p_text  # re-exported: the one p formatter
+
 __all__ = ["summarize_probe", "correlation_specs", "p_text"]
 
 
@@ -34,15 +36,6 @@ def correlation_specs(*, weight_decay: float | None, without_decay: bool) -> lis
     specs += [("corr_norm_displacement", "r", "displacement"), ("corr_norm_heat_rate", "r", "heat_rate"),
               ("corr_norm_d2", "r", "d2")]
     return specs
-
-
-def p_text(p: float | None, n_perm: int) -> str:
-    """A permutation p-value as text: ``p < 1/(n_perm+1)`` at the floor, never as an exact value there."""
-    if p is None or not math.isfinite(p):
-        return "no p-value"
-    if n_perm > 0 and p <= 1.0 / (n_perm + 1) * (1 + 1e-9):
-        return f"p < 1/{n_perm + 1}"
-    return f"p = {p:.3g}"
 
 
 def _excluded(q: dict, x: str, y: str) -> tuple[int, dict]:
