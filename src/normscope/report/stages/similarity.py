@@ -8,10 +8,7 @@ from normscope.report.claims import claim_row, verdict_not_testable, verdict_sig
 from normscope.report.context import StageContext, StageUnavailable
 from normscope.report.stages._common import ci_text
 
-__all__ = ["stage_similarity", "similarity_claim", "SIMLEX"]
-
-#: SimLex-999 under the shared data folder.
-SIMLEX = Path("simlex999") / "SimLex-999.txt"
+__all__ = ["stage_similarity", "similarity_claim"]
 
 
 def similarity_claim(result: dict | None, reason: str | None = None) -> dict:
@@ -48,10 +45,13 @@ def similarity_claim(result: dict | None, reason: str | None = None) -> dict:
 def stage_similarity(ctx: StageContext) -> dict:
     from normscope.similarity import plot_similarity, run_similarity
 
-    d = ctx.data_dir()
-    path = d / SIMLEX if d is not None else None
-    if path is None or not path.is_file():
-        raise StageUnavailable("SimLex-999 is absent (expected ../shared/data/simlex999/SimLex-999.txt)")
+    from normscope.data import data_path
+    from normscope.errors import DataError
+
+    try:
+        path = data_path("simlex-999")  # --data / shared copy, else fetched; offline: names the fetch command
+    except DataError as exc:
+        raise StageUnavailable(str(exc)) from None
     s, seed = ctx.sizes, ctx.config.seed
     res = run_similarity(path, encoder=ctx.encoder(), seed=seed, n_boot=s.n_boot, progress=True)
     r = res.to_dict()
@@ -71,7 +71,7 @@ def stage_similarity(ctx: StageContext) -> dict:
         "similarity": {
             "status": "ok",
             "reason": None,
-            "command": f"normscope similarity --dataset ../shared/data/{SIMLEX.as_posix()} --n-boot {s.n_boot} --seed {seed} --json similarity.json",
+            "command": f"normscope similarity --n-boot {s.n_boot} --seed {seed} --json similarity.json  (--dataset: SimLex-999, {path})",
             "sizes": (f"SimLex-999: {fit['n_pairs']} fit pairs, {r['n_pairs']} evaluated pairs ({fit['source']}, seed "
                       f"{seed}); {r['n_texts']} distinct words; {s.n_boot} bootstrap resamples"),
             "result": r,
