@@ -108,10 +108,15 @@ def side_by_side(tables: dict, *, title: str, errors: dict | None = None):
         for i, label in enumerate(cols[0] if cols else []):
             rest = [c[i] for c in cols[1:] if i < len(c) and c[i] not in ("", "None")]
             rows.setdefault(label, {})[m] = "  ".join(rest)
-    out = Table(title=title)
+    short = [m.rstrip("/").rsplit("/", 1)[-1] for m in models]  # hub ids: the last component, when unique
+    heads = short if len(set(short)) == len(short) else models
+    first = next(iter(tables.values()), None)
+    fields = "  ".join(str(c.header) for c in first.columns[1:]) if first is not None else ""
+    out = Table(title=title, caption=(f"cells: {fields}" if fields else "") + (
+        "; " + ", ".join(f"{h} = {m}" for h, m in zip(heads, models) if h != m) if heads != models else ""))
     out.add_column("statistic")
-    for m in models:
-        out.add_column(m)
+    for h in heads:
+        out.add_column(h)
     for label, cells in rows.items():
         out.add_row(label, *[cells.get(m, "") if m in tables else "" for m in models])
     if errors:
