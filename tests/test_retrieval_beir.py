@@ -113,7 +113,7 @@ def test_qrels_header_optional_and_trec(tmp_path):
 
 def test_hub_loader_needs_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", None)  # import datasets -> ImportError
-    with pytest.raises(DataError, match="optional extra 'datasets'"):
+    with pytest.raises(DataError, match="needs the Hugging Face 'datasets' package"):
         load_beir_hub("scifact")
 
 
