@@ -143,3 +143,11 @@ def test_usage_errors_are_one_line(argv, message, capsys):
     assert _cli(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(message) and "--help`" in err and len(err.splitlines()) == 1 and "\u256d" not in err
+
+
+def test_scorecard_statistic_names_keep_their_parentheses():
+    from normscope.cli.report import _lead
+
+    assert _lead("Pearson r(R, heat) over the probe items, 95% CI over batches") == "Pearson r(R, heat) over the probe items"
+    assert _lead("relative \u0394 nDCG@10 of cos/(1 + alpha||d||) vs cosine; paired CI") == (
+        "relative \u0394 nDCG@10 of cos/(1 + alpha||d||) vs cosine")

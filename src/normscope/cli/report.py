@@ -150,12 +150,25 @@ def print_claims(claims: list[dict], console: Console) -> None:
     colour = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow"}
     for c in claims:
         fig = "n/a" if c.get("measured") is None else fmt(c["measured"])
-        stat = str(c.get("what") or "").split(";")[0].split(",")[0]  # e.g. "partial Spearman rho(R, specificity | ...)"
+        stat = _lead(str(c.get("what") or ""))  # e.g. "Pearson r(R, heat Σ²) over the probe items"
         ci = f"[{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]" if c.get("ci") else ""
         v = c.get("verdict", "")
         table.add_row(c.get("claim", ""), c.get("paper", ""), f"{stat}: {fig}" if stat else fig, ci,
                       f"[{colour.get(v, 'dim')}]{v}[/]", str(c.get("why", "")))
     console.print(table)
+
+
+def _lead(text: str) -> str:
+    """``text`` up to its first comma or semicolon outside parentheses or brackets (the statistic's name)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch in ",;" and depth == 0:
+            return text[:i].strip()
+    return text.strip()
 
 
 def _rho_ci(c: dict | None, key: str = "spearman") -> str:
