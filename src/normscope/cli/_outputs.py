@@ -18,7 +18,7 @@ from normscope._io import write_outputs as _write_set
 from normscope.encoders import model_slug
 from normscope.errors import NormscopeError
 
-__all__ = ["write_outputs", "run_models", "write_multi_outputs"]
+__all__ = ["write_outputs", "run_models", "write_multi_outputs", "side_by_side", "compare_models"]
 
 
 def write_outputs(result, console, *, out: Path | None, json_path: Path | None, fig: Path | None,
@@ -122,3 +122,21 @@ def side_by_side(tables: dict, *, title: str, errors: dict | None = None):
     if errors:
         out.add_row("failed", *["" if m in tables else errors[m][:80] for m in models])
     return out
+
+
+def compare_models(models: Sequence[str], call: Callable[[str], object], table: Callable[[object], object], *,
+                   title: str, console, out: Path | None, json_path: Path | None, fig: Path | None = None,
+                   plot: Callable[[object, Path], Path] | None = None, width: int | None = None) -> None:
+    """A several-model run of one command: :func:`run_models`, one :func:`side_by_side` table of
+    ``table(result)`` per model on stdout, then :func:`write_multi_outputs`.
+
+    Raises
+    ------
+    NormscopeError
+        Every model failed (the first model's error).
+    """
+    from rich.console import Console
+
+    results, errors = run_models(models, call, console)
+    Console(width=width).print(side_by_side({m: table(r) for m, r in results.items()}, errors=errors, title=title))
+    write_multi_outputs(results, errors, console, out=out, json_path=json_path, fig=fig, plot=plot)

@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from normscope.cli import app
-from normscope.cli._outputs import run_models, side_by_side, write_multi_outputs, write_outputs
+from normscope.cli._outputs import compare_models, write_outputs
 from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
@@ -128,10 +128,8 @@ def correlate(
     models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
     console = Console(stderr=True)
     if len(models) > 1:
-        results, errors = run_models(models, call, console)
-        Console().print(side_by_side({m: _table(r) for m, r in results.items()}, errors=errors,
-                                     title=f"norm vs {signal}: {len(models)} models side by side"))
-        write_multi_outputs(results, errors, console, out=out, json_path=json_path, fig=fig, plot=plot_signal)
+        compare_models(models, call, _table, title=f"norm vs {signal}: {len(models)} models side by side",
+                       console=console, out=out, json_path=json_path, fig=fig, plot=plot_signal)
         return
     res = call(models[0])
     Console().print(_table(res))

@@ -115,7 +115,7 @@ def probe(
     trust_remote_code: TrustRemoteCode = False,
 ) -> None:
     """Estimate heat and radial drift per item by virtual SGD steps and compare R_eq with the norm."""
-    from normscope.cli._outputs import run_models, side_by_side, write_multi_outputs, write_outputs
+    from normscope.cli._outputs import compare_models, write_outputs
     from normscope.encoders import load_encoder, model_slug, resolve_backend
     from normscope.pairs import load_pairs
     from normscope.probes import check_probe_options, plot_heat_drift, plot_predicted_vs_observed, run_probe
@@ -152,10 +152,8 @@ def probe(
         return plot_predicted_vs_observed(result, path)
 
     if len(models) > 1:
-        results, errors = run_models(models, call, console)
-        Console().print(side_by_side({m: _probe_table(r) for m, r in results.items()}, errors=errors,
-                                     title=f"probe: {len(models)} models side by side"))
-        write_multi_outputs(results, errors, console, out=out, json_path=json_path, fig=fig, plot=plot)
+        compare_models(models, call, _probe_table, title=f"probe: {len(models)} models side by side",
+                       console=console, out=out, json_path=json_path, fig=fig, plot=plot)
         return
     res = call(models[0])
     write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot)

@@ -174,13 +174,10 @@ def retrieval(
 
     models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
     if len(models) > 1:
-        from normscope.cli._outputs import run_models, side_by_side, write_multi_outputs
+        from normscope.cli._outputs import compare_models
 
-        results, errors = run_models(models, call, err)
-        Console(width=max(Console().width, 160)).print(side_by_side(
-            {m: _scorer_table(r) for m, r in results.items()}, errors=errors,
-            title=f"{Path(str(dataset)).name}: {len(models)} models side by side"))
-        write_multi_outputs(results, errors, err, out=out, json_path=json_path)
+        compare_models(models, call, _scorer_table, title=f"{Path(str(dataset)).name}: {len(models)} models side by side",
+                       console=err, out=out, json_path=json_path, width=max(Console().width, 160))
         return
     res = call(models[0])
     write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p)},

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from normscope.cli import app
-from normscope.cli._outputs import run_models, side_by_side, write_multi_outputs, write_outputs
+from normscope.cli._outputs import compare_models, write_outputs
 from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut
 from normscope.encoders import DEFAULT_MODEL
 from normscope.validate import check_output_path, check_outputs
@@ -78,10 +78,8 @@ def similarity(
     models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
     console = Console(stderr=True)
     if len(models) > 1:
-        results, errors = run_models(models, call, console)
-        Console().print(side_by_side({m: _table(r) for m, r in results.items()}, errors=errors,
-                                     title=f"{Path(dataset).name}: {len(models)} models side by side"))
-        write_multi_outputs(results, errors, console, out=out, json_path=json_path, fig=fig, plot=plot_similarity)
+        compare_models(models, call, _table, title=f"{Path(dataset).name}: {len(models)} models side by side",
+                       console=console, out=out, json_path=json_path, fig=fig, plot=plot_similarity)
         return
     res = call(models[0])
     Console().print(_table(res))
