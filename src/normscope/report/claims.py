@@ -83,12 +83,12 @@ def claim_row(key: str, *, measured, ci: Sequence[float] | None, verdict: str, w
             "verdict": verdict, "why": why, "section": section, "n": n, "what": what}
 
 
-def verdict_sign(estimate, ci: Sequence[float] | None, expected_sign: int) -> tuple[str, str]:
+def verdict_sign(estimate, ci: Sequence[float] | None, expected_sign: int, p: float | None = None) -> tuple[str, str]:
     """Verdict on a claimed direction from an estimate and its CI.
 
     ``reproduced`` when the CI excludes 0 on the claimed side, ``refuted`` when it excludes 0 on the
-    other side, ``inconclusive`` when it includes 0; ``not testable here`` without a finite estimate
-    and CI.
+    other side, ``inconclusive`` when it includes 0 or when a paired test's ``p`` given beside the
+    CI does not reach 0.05 (the two disagree); ``not testable here`` without a finite estimate and CI.
 
     Parameters
     ----------
@@ -96,6 +96,8 @@ def verdict_sign(estimate, ci: Sequence[float] | None, expected_sign: int) -> tu
     ci : (low, high) or None
     expected_sign : {+1, -1}
         The direction the paper claims.
+    p : float, optional
+        p-value of a test of the same difference (e.g. the paired t-test of a scorer against cosine).
 
     Returns
     -------
@@ -105,6 +107,10 @@ def verdict_sign(estimate, ci: Sequence[float] | None, expected_sign: int) -> tu
         return "not testable here", "no estimate with a confidence interval"
     lo, hi = float(ci[0]), float(ci[1])
     side = "positive" if expected_sign > 0 else "negative"
+    excluded = lo > 0 or hi < 0
+    if excluded and isinstance(p, (int, float)) and p >= 0.05:
+        return "inconclusive", (f"the 95% CI [{lo:.3g}, {hi:.3g}] excludes 0, but the paired test does not reject "
+                                f"equality (p = {p:.3g} >= 0.05)")
     if (expected_sign > 0 and lo > 0) or (expected_sign < 0 and hi < 0):
         return "reproduced", f"the 95% CI [{lo:.3g}, {hi:.3g}] excludes 0 on the claimed ({side}) side"
     if (expected_sign > 0 and hi < 0) or (expected_sign < 0 and lo > 0):

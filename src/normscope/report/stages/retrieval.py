@@ -36,10 +36,7 @@ def similarity_gain_claim(summary: dict) -> dict:
     if not r:
         v, why = verdict_not_testable(f"the {CLAIM_SCORER} scorer was not run")
         return claim_row("similarity_gain", measured=None, ci=None, verdict=v, why=why, section="retrieval", what=what)
-    v, why = verdict_sign(r.get("relative"), r.get("relative_ci"), +1)
-    p = r.get("p_value")
-    if v in ("reproduced", "refuted") and isinstance(p, (int, float)) and p >= 0.05:  # the page's sentence rule
-        v, why = "inconclusive", f"{why}, but the paired t-test does not reject equality (p = {p:.3g} >= 0.05)"
+    v, why = verdict_sign(r.get("relative"), r.get("relative_ci"), +1, p=r.get("p_value"))  # the page's sentence rule
     rows = ((summary.get("strata") or {}).get("scorers") or {}).get(CLAIM_SCORER) or []
     sig = [x for x in rows if x.get("p_holm") is not None and x["p_holm"] < 0.05]
     strata = (f"; pre-specified strata: {len(sig)} of {len(rows)} differ from cosine at Holm-adjusted p < 0.05"
