@@ -235,7 +235,19 @@ def embed_input(
 
 
 def summary_warnings(summary: dict) -> list[str]:
-    """The ``warnings`` of an embed summary (``normalised``, ``norm_mean/min/max``): normalised vectors."""
+    """The ``warnings`` of an embed summary: one sentence when the vectors were normalised.
+
+    Parameters
+    ----------
+    summary : dict
+        An embed summary (:meth:`normscope.table.EmbeddingTable.summary` keys ``normalised``,
+        ``norm_mean``, ``norm_min``, ``norm_max``; norms in embedding units).
+
+    Returns
+    -------
+    list of str
+        Empty unless ``summary["normalised"]``.
+    """
     if not summary.get("normalised"):
         return []
     return [f"every norm is {summary['norm_mean']:.6g} within rounding (spread {summary['norm_max'] - summary['norm_min']:.2g}): "

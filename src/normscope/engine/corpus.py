@@ -14,13 +14,13 @@ from pathlib import Path
 import pyarrow as pa
 
 from normscope.engine.shards import MANIFEST
-from normscope.engine.shards import check_out_dir as _check_dir
+from normscope.engine.shards import check_out_dir
 from normscope.errors import InputError
 
-__all__ = ["check_out_dir", "corpus_file", "read_corpus", "corpus_columns"]
+__all__ = ["check_shard_out", "corpus_file", "read_corpus", "corpus_columns"]
 
 
-def check_out_dir(out: Path) -> None:
+def check_shard_out(out: Path) -> None:
     """An output path for shards: a ``*.parquet`` name in a writable directory; if it exists, a previous output.
 
     Raises
@@ -31,7 +31,7 @@ def check_out_dir(out: Path) -> None:
     """
     if out.suffix.lower() != ".parquet":
         raise InputError(f"-o/--out must name a .parquet directory (the ray engine writes parquet shards), got '{out}'")
-    _check_dir(out, MANIFEST, "a normscope shard directory")
+    check_out_dir(out, MANIFEST, "a normscope shard directory")
 
 
 def corpus_file(input: Path) -> tuple[Path, list[str]]:

@@ -48,7 +48,7 @@ from ray.data.aggregate import AggregateFnV2, Sum
 from ray.data.block import BlockAccessor
 
 from normscope._io import write_json
-from normscope.engine.corpus import check_out_dir, corpus_columns, corpus_file, read_corpus
+from normscope.engine.corpus import check_shard_out, corpus_columns, corpus_file, read_corpus
 from normscope.engine.norm_stats import NormSketch
 from normscope.engine.shards import FINGERPRINT_KEY, MANIFEST, replace_dir
 from normscope.errors import InputError, ModelError, NormscopeError
@@ -419,7 +419,7 @@ def embed_corpus(input: str | Path, out: str | Path, *, spec: EncoderSpec, clust
         unreachable cluster.
     """
     input, out = Path(input), Path(out)
-    check_out_dir(out)
+    check_shard_out(out)
     path, fields = corpus_file(input)
     if json_path is not None:
         from normscope.validate import check_output_path
