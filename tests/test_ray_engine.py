@@ -174,7 +174,7 @@ def test_worker_junk_rule_in_process(cluster):
         CorpusWorker(spec, None, False, 1, str(junk_dir), "error")(batch)
 
 
-def test_retrieval_on_the_ray_engine_equals_local(corpus, cluster, local_result, tmp_path):
+def test_retrieval_on_the_ray_engine_equals_local(corpus, cluster, local_result, tmp_path, monkeypatch):
     """`normscope retrieval --engine ray` (documents through the actor pool, run first): every metric, the junk
     list and every ranking equal the local engine's."""
     from normscope.retrieval.pipeline import run_retrieval
@@ -189,8 +189,20 @@ def test_retrieval_on_the_ray_engine_equals_local(corpus, cluster, local_result,
     (d / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
         f"q{i}\t{r['_id']}\t1\n" for i, r in enumerate(good[:24])), encoding="utf-8")
     kw = dict(scorers=("cosine", "inverse_norm"), fit_split="cv", n_boot=50, n_permutations=200, k=10)
+    import normscope.engine.ray_engine as ray_engine
+
+    calls = []
+    real = ray_engine.encode_vectors
+
+    def counted(spec, texts, **k):
+        calls.append(len(texts))
+        return real(spec, texts, **k)
+
+    monkeypatch.setattr(ray_engine, "encode_vectors", counted)
     far = run_retrieval(d, engine="ray", workers=1, **kw)
+    assert calls == [62]  # the 62 non-junk documents went through the actor pool, the queries did not
     loc = run_retrieval(d, **kw)
+    assert calls == [62]  # the local run did not touch the Ray engine
     assert far.metrics == loc.metrics
     assert far.junk == loc.junk and far.junk["documents"]["ids"] == ["junk-a", "junk-b"]
     pd_l = loc.items.sort_values(["scorer", "query_id", "rank"]).reset_index(drop=True)
