@@ -7,6 +7,8 @@ import os
 import numpy as np
 import pytest
 
+from _data import skip_without_data
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never reach the hub
 os.environ.setdefault("NORMSCOPE_OFFLINE", "1")  # ... nor a dataset origin (tests/test_data*.py use a local server)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -22,12 +24,12 @@ def bundled_encoder():
 
 @pytest.fixture(scope="session")
 def shared_data():
-    """Path of ../shared/data; skips the test when absent."""
+    """Path of ../shared/data (or $NORMSCOPE_DATA); skips the test when absent, fails under NORMSCOPE_REQUIRE_DATA=1."""
     from normscope.datasets import shared_data_dir
 
     d = shared_data_dir()
     if d is None:
-        pytest.skip("../shared/data is absent")
+        skip_without_data("../shared/data is absent")
     return d
 
 

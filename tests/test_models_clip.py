@@ -21,6 +21,7 @@ import torch
 from normscope.cli import run
 from normscope.encoders import load_encoder
 from normscope.errors import ModelError
+from _close import assert_vectors_close
 
 MEAN = np.array([0.48145466, 0.4578275, 0.40821073])  # OpenAI CLIP's normalisation (preprocessor_config.json)
 STD = np.array([0.26862954, 0.26130258, 0.27577711])
@@ -134,7 +135,7 @@ def test_text_vectors_equal_get_text_features(clip, reference, clip_dir):
     from normscope.encoders.embed import embed_texts
 
     table = embed_texts(TEXTS + ["the cat " * 20], encoder=clip, cache=False)
-    np.testing.assert_allclose(table.vectors[: len(TEXTS)], raw, atol=1e-6)
+    assert_vectors_close(table.vectors[: len(TEXTS)], raw)  # another batch (a longer text pads it): float32 rounding
     assert table.n_truncated == 1 and table.tokens[-1] == 16 and table.junk.count == 0
 
 

@@ -14,6 +14,7 @@ import json
 import numpy as np
 import pytest
 
+from _data import skip_without_data
 from normscope.report import ReportConfig, Sizes, run_report
 
 SIZES = Sizes(words=60, probe_items=24, probe_batches=4, probe_batch_size=8, n_boot=200, n_perm=200)
@@ -30,7 +31,7 @@ def probe_run(tmp_path_factory, bundled_encoder):
 
     d = shared_data_dir()
     if d is None or not (d / "wordnet-3.0").exists():
-        pytest.skip("WordNet is not in the shared data folder")
+        skip_without_data("WordNet is not in the shared data folder")
     mp = pytest.MonkeyPatch()
     real = normscope.pairs.load_pairs
     mp.setattr(normscope.pairs, "load_pairs", lambda spec: real("wordnet:v") if spec == "wordnet" else real(spec))

@@ -22,6 +22,7 @@ ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip ins
 from normscope.cli import run  # noqa: E402
 from normscope.engine import embed_input  # noqa: E402
 from normscope.engine.shards import MANIFEST, read_table  # noqa: E402
+from _close import assert_vectors_close  # noqa: E402
 
 BATCH = 16
 
@@ -102,7 +103,8 @@ def test_ray_engine_equals_local_engine(local_result, ray_result):
     rt = _by_local_order(written, lt.ids)  # the same ids: junk left out alike
     assert rt.texts == lt.texts  # titles joined alike
     assert rt.fingerprint == lt.fingerprint
-    np.testing.assert_allclose(rt.vectors, lt.vectors, rtol=0, atol=1e-6)
+    # another process, other batches of Ray Data blocks: float32 rounding (tests/_close.py says why)
+    assert_vectors_close(rt.vectors, lt.vectors)
     np.testing.assert_array_equal(rt.tokens, lt.tokens)
     norms = pq.read_table(out, columns=["norm"]).column("norm").to_numpy()
     np.testing.assert_allclose(norms, written.norms, rtol=1e-6)
@@ -117,8 +119,8 @@ def test_ray_engine_equals_local_engine(local_result, ray_result):
     for q, v in rs["norm_quantiles"].items():  # the sketch's guarantee: relative error <= 1e-3
         true = np.quantile(r, float(q), method="lower")
         assert abs(v - true) <= rs["norm_quantile_rel_error"] * true * (1 + 1e-9), q
-    for key in ("norm_mean", "norm_std", "norm_min", "norm_max"):  # and the local engine's, to its vectors' 1e-6
-        assert rs[key] == pytest.approx(ls[key], rel=1e-6), key
+    for key in ("norm_mean", "norm_std", "norm_min", "norm_max"):  # and the local engine's, to float32 rounding
+        assert rs[key] == pytest.approx(ls[key], rel=1e-5), key
     assert (rs["engine"], rs["workers"], rs["threads_per_worker"]) == ("ray", 2, 1)
     assert json.loads((out / MANIFEST).read_text())["n"] == 62
 
@@ -139,7 +141,7 @@ def test_a_rerun_reuses_the_finished_batches(corpus, cluster, ray_result, local_
     assert after == shards  # the same batches, found by their content digest
     assert {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in kept} == before  # not re-encoded nor rewritten
     t = _by_local_order(read_table(out), local_result[1].ids)
-    np.testing.assert_allclose(t.vectors, local_result[1].vectors, atol=1e-6)
+    assert_vectors_close(t.vectors, local_result[1].vectors)  # actors vs this process
     assert not list(out.parent.glob(f".{out.name}.*"))  # no temporary directories left
 
 
@@ -155,7 +157,7 @@ def test_in_memory_texts_on_the_actor_pool(cluster, local_result):
     ref = embed_texts(texts, ids, encoder=enc, batch_size=8, cache=False)
     assert got.ids == ref.ids and got.junk.ids == ref.junk.ids == ["t30"]
     np.testing.assert_array_equal(got.tokens, ref.tokens)
-    np.testing.assert_allclose(got.vectors, ref.vectors, rtol=0, atol=1e-6)
+    assert_vectors_close(got.vectors, ref.vectors)  # actors vs this process
 
 
 def test_worker_junk_rule_in_process(cluster):
@@ -207,4 +209,9 @@ def test_retrieval_on_the_ray_engine_equals_local(corpus, cluster, local_result,
     assert far.junk == loc.junk and far.junk["documents"]["ids"] == ["junk-a", "junk-b"]
     pd_l = loc.items.sort_values(["scorer", "query_id", "rank"]).reset_index(drop=True)
     pd_r = far.items.sort_values(["scorer", "query_id", "rank"]).reset_index(drop=True)
+    # the actors' vectors differ from this process's by float32 rounding (~1e-7 of the norm, tests/_close.py);
+    # rankings and metrics can then be compared exactly only because no two adjacent scores of this corpus
+    # are that close: checked here, so that a near-tie fails as what it is, not as an engine difference
+    gaps = pd_l.groupby(["scorer", "query_id"])["score"].apply(lambda s: (s.iloc[:-1].to_numpy() - s.iloc[1:].to_numpy()))
+    assert min(float(g.min()) for g in gaps if len(g)) > 1e-5
     assert pd_l["doc_id"].tolist() == pd_r["doc_id"].tolist()

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 
+from _data import data_required
 from normscope.report import Sizes, parse_stages
 from normscope.report import ReportConfig, run_report
 
@@ -37,7 +38,11 @@ def _scifact():
     from normscope.datasets import shared_data_dir
 
     d = shared_data_dir()
-    return d / "scifact" if d is not None and (d / "scifact").is_dir() else None
+    if d is not None and (d / "scifact").is_dir():
+        return d / "scifact"
+    if data_required():
+        pytest.fail("SciFact is not in the shared data folder (NORMSCOPE_REQUIRE_DATA=1)", pytrace=False)
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +130,7 @@ def test_norm_numbers_equal_embed_command(small_run, tmp_path, bundled_encoder):
     assert got["n"] == ref["n"] == TINY.words
     assert got["dim"] == ref["dim"] == 384
     for k in ("norm_mean", "norm_std", "norm_min", "norm_max"):
-        assert got[k] == pytest.approx(ref[k], rel=1e-6), k
+        assert got[k] == pytest.approx(ref[k], rel=1e-5), k  # float32 rounding across paths (tests/_close.py)
     # an independent recomputation: the norms of the same words from the encoder directly
     from normscope.datasets import wordfreq_words
 
