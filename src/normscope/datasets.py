@@ -1,23 +1,55 @@
 """Dataset locators and loaders: shared-data directory, wordfreq word lists.
 
-``shared_data_dir()`` finds ``../shared/data`` (or ``$NORMSCOPE_DATA``); tests and
-commands that need it skip or say so when it is absent.
+``shared_data_dir()`` finds the data folder given by ``--data`` (:func:`data_root`), else
+``$NORMSCOPE_DATA``, else ``../shared/data``; tests and commands that need it skip or say so when it
+is absent.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["shared_data_dir", "wordfreq_words"]
+__all__ = ["shared_data_dir", "data_root", "data_root_given", "wordfreq_words"]
+
+_ROOT: contextvars.ContextVar[Path | None] = contextvars.ContextVar("normscope_data_root", default=None)
+
+
+@contextlib.contextmanager
+def data_root(path: str | os.PathLike | None) -> Iterator[None]:
+    """Inside the block, :func:`shared_data_dir` is ``path`` (``--data DIR``; None changes nothing).
+
+    A context variable, like ``--offline`` and ``--mirror`` (:func:`normscope.data.settings`): the
+    process environment is not touched.
+    """
+    if path is None:
+        yield
+        return
+    token = _ROOT.set(Path(path).resolve())
+    try:
+        yield
+    finally:
+        _ROOT.reset(token)
+
+
+def data_root_given() -> Path | None:
+    """The folder set by :func:`data_root` (``--data``) in this context, or None."""
+    return _ROOT.get()
 
 
 def shared_data_dir() -> Path | None:
     """The shared real-data directory, or None when absent.
 
-    Looks at ``$NORMSCOPE_DATA``, then ``../shared/data`` relative to the current
-    directory and to the repository root of this source tree.
+    Looks at the ``--data`` folder (:func:`data_root`), then ``$NORMSCOPE_DATA``, then
+    ``../shared/data`` relative to the current directory and to the repository root of this
+    source tree.
     """
+    root = _ROOT.get()
+    if root is not None:
+        return root if root.is_dir() else None
     env = os.environ.get("NORMSCOPE_DATA")
     candidates = [Path(env)] if env else []
     candidates += [Path.cwd().parent / "shared" / "data", Path(__file__).resolve().parents[3] / "shared" / "data"]

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from normscope._format import ci, duration, num
 from normscope.cli import app
 from normscope.cli._options import Address, Engine, Precision
 from normscope.encoders import DEFAULT_MODEL
@@ -79,58 +80,60 @@ def report(
 
 def print_summary(result, console: Console) -> None:
     """One-screen text summary: one row per section with its headline figure, then the report path."""
-    from normscope.report.config import SECTIONS
-    from normscope.report.text import fmt_duration
+    from normscope.report.stages import STAGES  # imports torch: the CLI's start-up stays light
 
     s = result.summary
-    ran = s["report"].get("stages_run") or []
-    n_cached = sum(bool((s["report"].get("stage_cached") or {}).get(st)) for st in ran)
+    rep = s["report"]
+    ran = rep["stages_run"]
+    n_cached = sum(bool(rep["stage_cached"][st]) for st in ran)
     cached = f"; {n_cached} of {len(ran)} stage(s) from the cache" if n_cached else ""
-    table = Table(title=f"normscope report: {s['report']['model']} ({s['report']['preset']} sizes, "
-                        f"{fmt_duration(s['report'].get('seconds') or 0)}{cached})", show_lines=False)
+    table = Table(title=f"normscope report: {rep['model']} ({rep['preset']} sizes, "
+                        f"{duration(rep['seconds'] or 0)}{cached})", show_lines=False)
     table.add_column("section")
     table.add_column("status")
     table.add_column("headline")
-    for key, title in SECTIONS.items():
-        sec = s.get(key, {})
-        status = sec.get("status", "?")
-        if status == "ok":
-            says = (s.get("what_this_says") or {}).get(key) or []
-            head = headline(key, sec) or (says[0] if says else "")
-        else:
-            head = str(sec.get("reason") or "")
-        style = {"ok": "green", "failed": "red"}.get(status, "yellow")
-        table.add_row(title, f"[{style}]{status}[/]", head)
+    for st in STAGES:
+        rec = result.records[st.name]
+        for key, title in st.sections.items():
+            sec = rec.sections[key]
+            if sec.ok:
+                says = s["what_this_says"].get(key) or []
+                head = st.headline(sec) or (says[0] if says else "")
+            else:
+                head = str(sec.reason or "")
+            if rec.kept:
+                head = f"(kept from an earlier run) {head}"
+            style = {"ok": "green", "failed": "red"}.get(sec.status.value, "yellow")
+            table.add_row(title, f"[{style}]{sec.status.value}[/]", head)
     console.print(table)
-    print_claims(s.get("claims") or [], console)
+    print_claims(s["claims"], console)
     console.print(f"report: [bold]{result.index.resolve()}[/]")
     console.print(f"numbers: {result.summary_path.resolve()}")
 
 
+def _claim_cell(r: dict | None, failed: bool) -> str:
+    if r is None:
+        return "model failed" if failed else "not run"
+    fig = "" if r["measured"] is None else num(r["measured"])
+    if r["ci"]:
+        fig += f" {ci(r['ci'])}"
+    return f"{fig} {r['verdict']}".strip()
+
+
 def print_multi_summary(result, console: Console) -> None:
     """The scorecard of a side-by-side report: one row per claim, one column per model (figure [CI] verdict)."""
-    from normscope.report.claims import CLAIMS
-    from normscope.report.text import fmt, fmt_duration
+    from normscope.report.claims import CLAIMS  # the report package imports torch: the CLI's start-up stays light
 
     s = result.summary
     models = s["report"]["models"]
     table = Table(title=f"normscope report: {len(models)} models side by side ({s['report']['preset']} sizes, "
-                        f"{fmt_duration(s['report'].get('seconds'))})")
+                        f"{duration(s['report']['seconds'])})")
     table.add_column("claim")
     for m in models:
         table.add_column(m)
     for key, (claim, _) in CLAIMS.items():
-        cells = []
-        for m in models:
-            r = next((c for c in (s["claims"].get(m) or []) if c["key"] == key), None)
-            if r is None:
-                cells.append("model failed" if m in result.errors else "not run")
-                continue
-            fig = "" if r.get("measured") is None else fmt(r["measured"])
-            if r.get("ci"):
-                fig += f" [{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]"
-            cells.append(f"{fig} {r['verdict']}".strip())
-        table.add_row(claim, *cells)
+        rows = {m: next((c for c in s["claims"].get(m) or [] if c["key"] == key), None) for m in models}
+        table.add_row(claim, *[_claim_cell(rows[m], m in result.errors) for m in models])
     console.print(table)
     for m, e in result.errors.items():
         console.print(f"[red]{m}[/]: {e}")
@@ -140,8 +143,6 @@ def print_multi_summary(result, console: Console) -> None:
 
 def print_claims(claims: list[dict], console: Console) -> None:
     """The claims scorecard as a table: claim, paper, normscope's figure with its CI, verdict and why."""
-    from normscope.report.text import fmt
-
     if not claims:
         return
     table = Table(title="claims scorecard (verdicts computed from this run's figures and CIs)", show_lines=False)
@@ -149,12 +150,11 @@ def print_claims(claims: list[dict], console: Console) -> None:
         table.add_column(col)
     colour = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow"}
     for c in claims:
-        fig = "n/a" if c.get("measured") is None else fmt(c["measured"])
-        stat = _lead(str(c.get("what") or ""))  # e.g. "Pearson r(R, heat Σ²) over the probe items"
-        ci = f"[{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]" if c.get("ci") else ""
-        v = c.get("verdict", "")
-        table.add_row(c.get("claim", ""), c.get("paper", ""), f"{stat}: {fig}" if stat else fig, ci,
-                      f"[{colour.get(v, 'dim')}]{v}[/]", str(c.get("why", "")))
+        fig = num(c["measured"])
+        stat = _lead(str(c["what"] or ""))  # e.g. "Pearson r(R, heat Σ²) over the probe items"
+        v = c["verdict"]
+        table.add_row(c["claim"], c["paper"], f"{stat}: {fig}" if stat else fig, ci(c["ci"]) if c["ci"] else "",
+                      f"[{colour.get(v, 'dim')}]{v}[/]", str(c["why"]))
     console.print(table)
 
 
@@ -169,51 +169,3 @@ def _lead(text: str) -> str:
         elif ch in ",;" and depth == 0:
             return text[:i].strip()
     return text.strip()
-
-
-def _rho_ci(c: dict | None, key: str = "spearman") -> str:
-    from normscope.report.text import fmt
-
-    if not isinstance(c, dict) or c.get(key) is None:
-        return "n/a"
-    ci = c.get(f"{key}_ci") or (c.get("ci") or {})
-    if isinstance(ci, dict):
-        ci = ci.get(key)
-    if isinstance(ci, (list, tuple)) and len(ci) == 2 and ci[0] is not None:
-        return f"{fmt(c[key])} [{fmt(ci[0])}, {fmt(ci[1])}]"
-    return fmt(c[key])
-
-
-def headline(key: str, sec: dict) -> str:
-    """Short headline figures of a section, from its numbers."""
-    from normscope.report.text import fmt
-
-    r = sec.get("result") or {}
-    if key == "setup":
-        fp = r.get("fingerprint") or {}
-        return (f"{r.get('model')} (d = {r.get('dim')}, {fp.get('pooling')} pooling, dropped: "
-                f"{', '.join(fp.get('dropped_modules') or []) or 'none'}); {r.get('preset')} sizes")
-    if key == "norm_distribution":
-        return (f"n = {fmt(r.get('n'))}: mean ||z|| {fmt(r.get('norm_mean'))}, sd {fmt(r.get('norm_std'))}, "
-                f"range {fmt(r.get('norm_min'))} to {fmt(r.get('norm_max'))}")
-    if key == "equilibrium_theory":
-        req = r.get((sec.get("derived") or {}).get("prediction_key") or "corr_req_norm") or {}
-        return (f"Spearman R_eq vs R {_rho_ci(req)} (n = {req.get('n')}; CIs over batches and items); "
-                f"Spearman R vs heat {_rho_ci(r.get('corr_norm_heat'))}; "
-                f"Spearman R vs drift {_rho_ci(r.get('corr_norm_drift'))}; q<0: {r.get('n_negative_q')}")
-    if key == "training_lab":
-        gate = (r.get("gate") or {}).get("passed")
-        return (f"mean |rel. error| {fmt(r.get('mean_abs_rel_error'))}, median {fmt(r.get('median_rel_error'))}, "
-                f"Pearson {fmt(r.get('pearson'))}: gate {'passed' if gate else 'not passed'}")
-    if key == "semantic_signals":
-        return "; ".join(f"{k} Spearman \u03c1 {_rho_ci(v)}" for k, v in r.items() if isinstance(v, dict))
-    if key == "retrieval":
-        parts = []
-        for name, v in (r.get("scorers") or {}).items():
-            p = v.get("p_value")
-            parts.append(f"{name} {fmt(v.get('ndcg@10'))}" + (f" (p {fmt(p)})" if p is not None else ""))
-        return "nDCG@10: " + ", ".join(parts)
-    if key == "calibration":
-        return "AUROC: " + ", ".join(f"{k} {fmt(v.get('auroc'))}" for k, v in r.items() if isinstance(v, dict))
-    rows = sec.get("key_numbers") or []
-    return "; ".join(f"{label} {fmt(value) if isinstance(value, float) else value}" for label, value, _ in rows[:3])

@@ -1,17 +1,17 @@
-"""What a report stage sees (:class:`StageContext`) and how it says it cannot run (:class:`StageUnavailable`)."""
+"""What a report stage sees while it runs (:class:`StageContext`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from normscope.report.config import ReportConfig, Sizes
+from normscope.datasets import shared_data_dir
+from normscope.encoders import load_encoder
 
-__all__ = ["StageContext", "StageUnavailable"]
+if TYPE_CHECKING:  # the config module sits above the stages (it validates --only against them)
+    from normscope.report.config import ReportConfig
 
-
-class StageUnavailable(Exception):
-    """Raised by a stage that cannot run here; the message says why (shown on the page)."""
-
+__all__ = ["StageContext"]
 
 
 class StageContext:
@@ -25,34 +25,24 @@ class StageContext:
         stderr console (progress and notes).
     """
 
-    def __init__(self, config: ReportConfig, console) -> None:
+    def __init__(self, config: ReportConfig, console, encoder=None) -> None:
         self.config = config
         self.out = config.out
         self.console = console
-        self._encoder = None
-
-    @property
-    def sizes(self) -> Sizes:
-        return self.config.sizes  # type: ignore[return-value]
+        self._encoder = encoder
 
     def encoder(self):
         """The report's encoder, loaded once (``normscope.load_encoder(model, device=..., precision=...)``)."""
         if self._encoder is None:
-            from normscope.encoders import load_encoder
-
             with self.console.status(f"loading model {self.config.model} ..."):
                 self._encoder = load_encoder(self.config.model, device=self.config.device,
                                              precision=self.config.precision)
         return self._encoder
 
     def data_dir(self) -> Path | None:
-        """The shared-data directory in use, or None."""
-        if self.config.data is not None:
-            return self.config.data
-        from normscope.datasets import shared_data_dir
-
-        return shared_data_dir()
+        """The data folder in use (``--data``, else ``$NORMSCOPE_DATA`` / the shared folder), or None."""
+        return self.config.data if self.config.data is not None else shared_data_dir()
 
     def figure_path(self, name: str) -> Path:
+        """Where figure ``name`` is written: in the report folder."""
         return self.out / name
-

@@ -20,12 +20,18 @@ import dataclasses
 import time
 from pathlib import Path
 
+from rich.console import Console
+
 from normscope._io import output_set, write_json
 from normscope.encoders import model_slug
 from normscope.errors import InputError, NormscopeError
+from normscope._plot import pyplot, save_figure
 from normscope.report.claims import CLAIMS
-from normscope.report.config import SECTIONS, ReportConfig
+from normscope.report.config import ReportConfig
+from normscope.report.html import render_multi_report
 from normscope.report.runner import ReportResult, run_report
+from normscope.report.stage import StageRecord
+from normscope.report.stages import STAGES
 from normscope.validate import check_output_path
 
 __all__ = ["MultiReportResult", "run_multi_report", "side_by_side", "plot_forest"]
@@ -65,38 +71,31 @@ class MultiReportResult:
         return out
 
 
-def side_by_side(summaries: dict[str, dict], records: dict[str, dict]) -> dict[str, dict]:
+def side_by_side(records: dict[str, dict[str, StageRecord]]) -> dict[str, dict]:
     """Per section, the key numbers of every model: ``{section: {"status": {model: status}, "rows": [[label, v_A, v_B...]]}}``.
+
+    Rows are joined on each key number's :attr:`~normscope.report.stage.KeyNumber.key` (a field path),
+    never on its label, which may hold per-model details (``n = 120``): a row is labelled as the first
+    model that has it labels it, and a number only some models have shows ``None`` for the others.
 
     Parameters
     ----------
-    summaries : dict
-        Model name -> summary.json content.
     records : dict
-        Model name -> stage records (stage name -> record), whose sections hold ``key_numbers``.
-
-    Returns
-    -------
-    dict
-        Rows keep the first model's label order; a label only some models have shows ``None`` for the others.
+        Model name -> stage records (stage name -> :class:`~normscope.report.stage.StageRecord`).
     """
-    models = list(summaries)
+    models = list(records)
     out: dict[str, dict] = {}
-    for sec in SECTIONS:
-        status = {m: (summaries[m].get(sec) or {}).get("status", "not run") for m in models}
-        labels: list[str] = []
-        values: dict[str, dict[str, object]] = {}
-        for m in models:
-            view = {}
-            for rec in (records.get(m) or {}).values():
-                view = (rec.get("sections") or {}).get(sec) or view
-            for row in view.get("key_numbers") or []:
-                label = str(row[0]) + (f" ({row[2]})" if len(row) > 2 and row[2] else "")
-                if label not in values:
-                    labels.append(label)
-                    values[label] = {}
-                values[label][m] = row[1]
-        out[sec] = {"status": status, "rows": [[lab] + [values[lab].get(m) for m in models] for lab in labels]}
+    for st in STAGES:
+        for sec in st.sections:
+            status, labels, values = {}, {}, {}
+            for m in models:
+                rec = records[m].get(st.name)
+                section = rec.sections[sec] if rec is not None else None
+                status[m] = section.status.value if section is not None else "not_run"
+                for k in (section.key_numbers if section is not None else ()):
+                    labels.setdefault(k.key, k.label + (f" ({k.unit})" if k.unit else ""))
+                    values.setdefault(k.key, {})[m] = k.value
+            out[sec] = {"status": status, "rows": [[labels[k]] + [values[k].get(m) for m in models] for k in labels]}
     return out
 
 
@@ -115,8 +114,6 @@ def plot_forest(claims: dict[str, list[dict]], path: str | Path) -> Path | None:
     Path or None
         None when no claim has a figure for any model.
     """
-    from normscope._plot import pyplot, save_figure
-
     models = list(claims)
     keys = [k for k in CLAIMS if any(_row(claims[m], k).get("measured") is not None for m in models)]
     if not keys:
@@ -179,10 +176,6 @@ def run_multi_report(config: ReportConfig, models: list[str], *, console=None, p
         Fewer than two models, a model named twice, two models with the same folder name, or an
         output place that cannot be written (checked before any model runs).
     """
-    from rich.console import Console
-
-    from normscope.report.html import render_multi_report
-
     t0 = time.perf_counter()
     console = console or Console(stderr=True)
     models = [str(m) for m in models]
@@ -226,7 +219,7 @@ def run_multi_report(config: ReportConfig, models: list[str], *, console=None, p
             "failed_models": errors,
         },
         "claims": claims,
-        "side_by_side": side_by_side(summaries, records),
+        "side_by_side": side_by_side(records),
         "models": {m: summaries.get(m, {"error": errors.get(m)}) for m in models},
     }
     summary_path, index = out / "summary.json", out / "index.html"

@@ -1,10 +1,10 @@
 """Gathering the claims scorecard (``summary.json["claims"]``, the page's first section).
 
-Each stage puts the rows of the claims it tests under ``"claims"`` in its section dicts
-(:func:`normscope.report.claims.claim_row`). :func:`gather_claims` returns one row per claim of
+Each stage puts the rows of the claims it tests in its sections (:attr:`Section.claims`, built by
+:mod:`normscope.report.claims`). :func:`gather_claims` returns one row per claim of
 :data:`~normscope.report.claims.CLAIMS`, in that order: the stage's row when it ran, otherwise a
-``not testable here`` row that says why (the stage was not run, was unavailable, or failed),
-taken from the same stage record.
+``not testable here`` row that says why (the stage was not run, was unavailable, or failed), taken
+from the record of the stage that tests the claim (:attr:`Stage.claim_keys`).
 """
 
 from __future__ import annotations
@@ -12,34 +12,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from normscope.report.claims import CLAIMS, claim_row
+from normscope.report.stage import StageRecord
+from normscope.report.stages import STAGES
+from normscope.values import Status
 
-__all__ = ["CLAIM_SECTIONS", "gather_claims"]
-
-#: The page section whose stage tests each claim (where a missing row's reason is read).
-CLAIM_SECTIONS: dict[str, str] = {
-    "theorem1_lab": "training_lab",
-    "theorem1_transformer": "transformer_lab",
-    "corr_norm_heat": "equilibrium_theory",
-    "corr_norm_drift": "equilibrium_theory",
-    "req_predicts_norm": "equilibrium_theory",
-    "specificity": "semantic_signals",
-    "uncertainty": "semantic_signals",
-    "similarity_gain": "retrieval",
-    "similarity_pairs": "similarity",
-    "calibration": "calibration",
-}
-
-_STATUS_WORDS = {"not_run": "not run", "unavailable": "not available", "failed": "failed"}
+__all__ = ["gather_claims"]
 
 
-def gather_claims(sections: Mapping[str, Mapping]) -> list[dict]:
+def gather_claims(records: Mapping[str, StageRecord]) -> list[dict]:
     """One scorecard row per claim, in :data:`CLAIMS` order.
 
     Parameters
     ----------
-    sections : mapping of section key -> section dict
-        The sections of the stage records (each may hold ``"claims"``, a list of rows, and
-        ``"status"`` / ``"reason"``).
+    records : mapping of stage name -> StageRecord
 
     Returns
     -------
@@ -49,22 +34,25 @@ def gather_claims(sections: Mapping[str, Mapping]) -> list[dict]:
         that would have tested it.
     """
     found: dict[str, dict] = {}
-    for sec in sections.values():
-        for row in (sec or {}).get("claims") or []:
-            found.setdefault(row["key"], dict(row))
+    where: dict[str, tuple[StageRecord | None, str]] = {}
+    for st in STAGES:
+        rec = records.get(st.name)
+        where.update({key: (rec, sec) for key, sec in st.claim_keys.items()})
+        for sec in (rec.sections.values() if rec is not None else ()):
+            for row in sec.claims:
+                found.setdefault(row["key"], dict(row))
     rows = []
     for key in CLAIMS:
         if key in found:
             rows.append(found[key])
             continue
-        sec_key = CLAIM_SECTIONS.get(key, "")
-        sec = sections.get(sec_key) or {}
-        status = sec.get("status")
-        if status in _STATUS_WORDS:
-            why = f"section {_STATUS_WORDS[status]}: {sec.get('reason') or 'no reason given'}"
-        elif status == "ok":
+        rec, sec_key = where.get(key, (None, ""))
+        sec = rec.sections.get(sec_key) if rec is not None else None
+        if sec is None:
+            why = "no stage of this run tests it"
+        elif sec.status is Status.OK:
             why = "the section ran but reported no figure for this claim"
         else:
-            why = "no stage of this run tests it"
+            why = f"section {sec.status.words}: {sec.reason or 'no reason given'}"
         rows.append(claim_row(key, measured=None, ci=None, verdict="not testable here", why=why, section=sec_key))
     return rows

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
-__all__ = ["SIGNALS", "CONTROLS", "MIN_VALID", "COVARIATE_LABEL", "covariate_label", "model_name"]
+import typing
+from typing import Literal
 
-SIGNALS = ("specificity", "frequency", "concreteness", "uncertainty")
+__all__ = ["Signal", "SIGNALS", "SIGNAL_DATASETS", "SIGNAL_WORDS", "CONTROLS", "MIN_VALID", "COVARIATE_LABEL",
+           "covariate_label", "model_name"]
+
+#: The semantic signals, in the report's order (the one definition: the CLI, the report and the checks read it).
+Signal = Literal["frequency", "specificity", "concreteness", "uncertainty"]
+SIGNALS: tuple[str, ...] = typing.get_args(Signal)
+#: The dataset (:mod:`normscope.data` name) each signal reads by default (frequency: wordfreq, a package).
+SIGNAL_DATASETS = {"specificity": "wordnet", "concreteness": "concreteness", "uncertainty": "chaosnli"}
+#: How a sentence names each signal's covariate.
+SIGNAL_WORDS = {
+    "frequency": "Zipf frequency",
+    "specificity": "WordNet specificity (hypernym depth)",
+    "concreteness": "concreteness rating",
+    "uncertainty": "human label entropy",
+}
 CONTROLS = ("frequency", "length", "words")
 #: Fewest items with a covariate value (per source too) for a correlation.
 MIN_VALID = 10

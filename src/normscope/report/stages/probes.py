@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
-from normscope.report.config import FULL
-from normscope.report.context import StageContext, StageUnavailable
-from normscope.report.stages._common import ci_text
+import numpy as np
 
-__all__ = ["stage_probes", "probe_claims", "prediction_reading", "probe_words", "POPULATION"]
+from normscope._format import MISSING, ci as ci_text, fixed, num
+from normscope._io import atomic_path
+from normscope.datasets import wordfreq_words
+from normscope.errors import NormscopeError
+from normscope.pairs import load_pairs
+from normscope.probes import ProbeResult, plot_heat_drift, plot_predicted_vs_observed, run_probe
+from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
+from normscope.report.sizes import FULL
+from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
+from normscope.report.text import ci_excludes_zero, correlation_sentence, corr_parts, strength
+from normscope.request import Precision, Request, param
+
+__all__ = ["ProbesStage", "ProbesRequest", "probe_claims", "prediction_reading", "probe_words", "POPULATION",
+           "equilibrium_sentences"]
 
 SECTION = "equilibrium_theory"
 #: The probed population: the 1,000 most frequent English words (wordfreq). P of them are drawn at
@@ -17,6 +32,25 @@ SECTION = "equilibrium_theory"
 POPULATION = 1000
 #: File (in the report folder) with the drawn probe words, one JSON object ``{id, text}`` per line.
 WORDS_FILE = "probe_words.jsonl"
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbesRequest(Request):
+    """P probe words drawn from the :data:`POPULATION` most frequent words, K batches of B pairs.
+
+    ``pairs`` ``"auto"``: WordNet (term, gloss) pairs, else SciFact train pairs (the run resolves it and
+    its commands name the source used). ``batch_size`` None: the probe's default.
+    """
+
+    model: str
+    precision: Precision = "fp32"
+    device: str = "cpu"
+    items: int = param(1000, min=2)
+    batches: int = param(16, min=2)
+    batch_size: int | None = param(None, min=2)
+    pairs: Literal["auto", "wordnet", "scifact"] = "auto"
+    n_boot: int = param(1000, min=1)
+    seed: int = 0
 
 
 def probe_words(P: int, seed: int) -> tuple[list[str], list[str]]:
@@ -28,27 +62,21 @@ def probe_words(P: int, seed: int) -> tuple[list[str], list[str]]:
     ids, texts : list of str
         ``ids`` are the words' 0-based frequency ranks.
     """
-    import numpy as np
-
-    from normscope.datasets import wordfreq_words
-
     words = wordfreq_words(max(P, POPULATION))
     ranks = np.arange(len(words)) if P >= len(words) else np.sort(
         np.random.default_rng(seed).choice(len(words), size=P, replace=False))
     return [str(int(i)) for i in ranks], [words[int(i)] for i in ranks]
 
 
-def _pair_source(ctx: StageContext):
-    """WordNet (term, gloss) pairs, else SciFact train pairs; StageUnavailable when neither exists."""
-    from normscope.errors import NormscopeError
-    from normscope.pairs import load_pairs
-
+def _pair_source(spec: str):
+    """``(spec, pairs)``: WordNet (term, gloss) pairs, else SciFact train pairs for ``"auto"``;
+    StageUnavailable when none of the candidates loads."""
     reasons = []
-    for spec in ("wordnet", "scifact"):
+    for cand in (("wordnet", "scifact") if spec == "auto" else (spec,)):
         try:
-            return spec, load_pairs(spec)
+            return cand, load_pairs(cand)
         except (NormscopeError, OSError, LookupError) as exc:
-            reasons.append(f"{spec}: {exc}".splitlines()[0])
+            reasons.append(f"{cand}: {exc}".splitlines()[0])
     raise StageUnavailable("no training-like pairs: " + "; ".join(reasons))
 
 
@@ -88,8 +116,6 @@ def probe_claims(res: dict, design_note: str = "") -> list[dict]:
     when that CI includes 0, that the heat correlation may be mechanical. ``design_note`` (e.g. the
     design is below the sign-stable sizes) is appended to every row's reason.
     """
-    from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
-
     rows = []
     src = "95% CI over batches and items (two-stage bootstrap)"
     opt = str(((res.get("training") or {}).get("optimizer") or {}).get("value") or "")
@@ -128,7 +154,84 @@ def probe_claims(res: dict, design_note: str = "") -> list[dict]:
     return rows
 
 
-def _table_rows(res) -> list[list]:
+def _excluded_text(block: dict, total) -> str:
+    """Which items a correlation left out and why, as a sentence, from the block's own mask counts."""
+    n_ex = int(block.get("n_excluded") or 0)
+    if not n_ex:
+        return f"All {num(total)} items enter this check (no root of (E7) is undefined)."
+    why = "; ".join(f"{num(v)} with {k}" for k, v in (block.get("excluded") or {}).items())
+    return f"{num(n_ex)} of {num(total)} items are left out of this check because their R_eq is undefined ({why})."
+
+
+def _prediction_sentence(res: ProbeResult, key: str, reading: str | None) -> str | None:
+    """The first sentence: does R_eq predict R (or why the comparison could not be made)."""
+    req = getattr(res, key)
+    rho, ci, m = corr_parts(req)
+    if rho is None:
+        if not isinstance(req, dict):
+            return None
+        why = (f"the fitted decay c_fit = {num(res.c_fit)} is not positive, so (E7) predicts no finite norm"
+               if res.c_fit is not None and res.c_fit <= 0 else (req.get("note") or "too few items have a prediction"))
+        return (f"The predicted-vs-observed comparison could not be made on this model: {why} "
+                f"({num(req.get('n', 0))} items with a prediction).")
+    stats = f"{m} = {num(rho)}, {_ci_words(ci)} (CI over batches and items), n = {num(req.get('n'))}"
+    if ci_excludes_zero(ci) and ci[1] < 0:
+        sent = f"The prediction fails on this model: the norm predicted by (E7) falls as the observed norm rises ({stats})."
+    elif ci_excludes_zero(ci):
+        sent = f"The observed norm rises with the norm predicted by (E7) ({strength(rho)}; {stats})."
+    else:
+        sent = f"No evidence that the norm predicted by (E7) tracks the observed norm: the CI includes 0 ({stats})."
+    if reading:
+        sent += f" Reading: {reading}."
+    sent += " " + _excluded_text(req, res.n_items)
+    opt = (res.training or {}).get("optimizer") or ""
+    opt = str(opt.get("value") or "") if isinstance(opt, dict) else str(opt)
+    if opt.lower().startswith("adam"):
+        sent += (f" This model was trained with {opt}, for which the SGD form of Theorem 1 is not expected to "
+                 "hold quantitatively: read this as a rank statistic.")
+    return sent
+
+
+def _ci_words(ci) -> str:
+    return "no CI" if ci_excludes_zero(ci) is None else f"95% CI {num(ci[0])} to {num(ci[1])}"
+
+
+def equilibrium_sentences(result: dict | None, derived: dict | None = None) -> list[str]:
+    """Sentences of the probes section, every number from the correlation block it describes.
+
+    The prediction comes first; when its CI lies below 0 the first words say that it fails on this
+    model. Each correlation's sentence uses its own ``n``; "left out" counts come from the same
+    mask as the statistic (``n_excluded``, ``excluded``).
+    """
+    res = ProbeResult.from_dict(result)
+    derived = derived or {}
+    first = _prediction_sentence(res, derived.get("prediction_key") or "corr_req_norm", derived.get("prediction_reading"))
+    out = [first] if first else []
+    rho_h, ci_h, mh = corr_parts(res.corr_norm_heat)
+    if rho_h is not None:
+        out.append(correlation_sentence("the norm", "the heat \u03a3\u00b2", rho_h, ci_h, res.corr_norm_heat.get("n"),
+                                        method=mh)
+                   + " Heat \u03a3\u00b2 = R\u00b2 E||\u0394||\u00b2 contains R\u00b2 by construction:"
+                   " the R-free displacement below is the fair test.")
+    rho_d, ci_d, md = corr_parts(res.corr_norm_displacement)
+    if rho_d is not None:
+        s = correlation_sentence("the norm", "the R-free displacement E||a||\u00b2", rho_d, ci_d,
+                                 res.corr_norm_displacement.get("n"), method=md)
+        if ci_excludes_zero(ci_h) and ci_excludes_zero(ci_d) is False:
+            s += (" Since heat contains R\u00b2 by definition, the heat correlation above may be mechanical: "
+                  "the R-free quantity shows no relation.")
+        out.append(s)
+    rho_dr, ci_dr, mdr = corr_parts(res.corr_norm_drift)
+    if rho_dr is not None:
+        out.append(correlation_sentence("the norm", "the radial drift D~", rho_dr, ci_dr, res.corr_norm_drift.get("n"),
+                                        method=mdr))
+    if res.n_negative_q:
+        out.append(f"{num(res.n_negative_q)} items have q < 0 (their measured radial motion is inward even without "
+                   "decay); (E7) still has a positive root for them, so they stay in the prediction check.")
+    return out
+
+
+def _table_rows(res: ProbeResult) -> list[list]:
     rows = []
     for _, label, c in res.correlations():
         ci = c.get("ci") or {}
@@ -137,71 +240,45 @@ def _table_rows(res) -> list[list]:
     return rows
 
 
-def _k_rows(res) -> tuple[list[str], list[list]]:
+def _k_table(res: ProbeResult) -> list[Table]:
     kc = res.k_convergence or {}
     if not kc.get("rows"):
-        return [], []
+        return []
     heads = [k for k in kc["rows"][0] if k != "batches"]
     labels = res.labels()
     cols = ["batches K"] + [f"{labels[h][0]}: Spearman \u03c1 [95% CI]" for h in heads]
     rows = [[row["batches"], *[f"{_fmt(row[h]['spearman'])} {ci_text(row[h]['ci'])}" for h in heads]]
             for row in kc["rows"]]
-    return cols, rows
+    return [Table("Convergence in the number of batches K (the first K/4, K/2, K batches)", cols, rows)]
 
 
-def stage_probes(ctx: StageContext) -> dict:
-    from normscope import probes
-
-    s = ctx.sizes
-    seed = ctx.config.seed
-    spec, pairs = _pair_source(ctx)
-    P = s.probe_items or 1000
-    K = s.probe_batches or 16
-    n_boot = s.n_boot
-    ids, texts = probe_words(P, seed)
-    res = probes.run_probe(ctx.encoder(), texts, pairs, batch_size=s.probe_batch_size, batches=K, seed=seed,
-                           progress=True, ids=ids, n_boot=n_boot, precision=ctx.config.precision)
-    summary = res.to_dict()
-    if P < POPULATION:  # the drawn words, so that the command below reproduces the section
-        import json
-
-        from normscope._io import atomic_path
-
-        with atomic_path(ctx.out / WORDS_FILE) as tmp:
-            Path(tmp).write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(ids, texts)))
-    cmd = f"normscope probe {WORDS_FILE if P < POPULATION else f'wordfreq:{P}'} --pairs {spec} --batches {K}"
-    if s.probe_batch_size is not None:
-        cmd += f" --batch-size {s.probe_batch_size}"
-    cmd += f" --n-boot {n_boot} --seed {seed}" + (f" --precision {ctx.config.precision}" if ctx.config.precision != "fp32" else "")
-    cmd += " --json probe.json"
-    figs = []
-    p1 = probes.plot_predicted_vs_observed(res, ctx.figure_path("equilibrium_predicted_vs_observed.png"))
-    figs.append({"file": Path(p1).name, "caption": "Predicted norm R_eq(x; c_fit) from the probed heat and drift "
-                 "(E7) against the observed raw norm R = ||z||, one point per word; dashed: y = x."})
-    p2 = probes.plot_heat_drift(res, ctx.figure_path("equilibrium_heat_drift.png"))
-    figs.append({"file": Path(p2).name, "caption": "Heat \u03a3\u00b2, radial drift D~ and the R-free displacement "
-                 "E||a||\u00b2 against the observed norm R (the last panel guards against the circularity of heat, "
-                 "which contains R\u00b2)."})
+def _key_numbers(res: ProbeResult, key: str) -> list[KeyNumber]:
     labels = res.labels()
-    key, reading = prediction_reading(summary)
     req = getattr(res, key) or {}
     fd = res.fd or {}
     chk = fd.get("check") or {}
-    key_numbers = [
-        [f"Spearman \u03c1, {labels[key][0]}", req.get("spearman"), ""],
-        ["95% CI (batches and items)", ci_text((req.get("ci") or {}).get("spearman")), ""],
-        ["items in the prediction check / left out (no (E7) root)", f"{req.get('n')} / {req.get('n_excluded')}", "items"],
-        [labels["heat_cancelled_by_d2"][0], res.heat_cancelled_by_d2, ""],
-        [labels["n_negative_q"][0], res.n_negative_q, "items"],
-        [labels["n_negative_lambda_rad"][0], res.n_negative_lambda_rad, "items"],
-        [labels["c_fit"][0], res.c_fit, labels["c_fit"][1]],
-        ["probe batch size B / batches K / \u03c4", f"{res.batch_size} / {res.batches} / {res.tau}", ""],
-        ["\u03b7 / \u03bb used", f"{res.lr} / {res.weight_decay}", ""],
-        ["D2 finite differences", f"{fd.get('dtype')}, step target {fd.get('target')}"
-         + (f"; float64 spot check: median {chk['median_rel_diff']:.2%}, max {chk['max_rel_diff']:.2%} of mean |D2|"
-            if chk else ""), ""],
-        [labels["junk"][0], (res.junk or {}).get("count"), "items"],
+    spot = (f"; float64 spot check: median {chk['median_rel_diff']:.2%}, max {chk['max_rel_diff']:.2%} of mean |D2|"
+            if chk else "")
+    return [
+        KeyNumber(f"{key}.spearman", f"Spearman \u03c1, {labels[key][0]}", req.get("spearman")),
+        KeyNumber(f"{key}.ci.spearman", "95% CI (batches and items)", ci_text((req.get("ci") or {}).get("spearman"))),
+        KeyNumber(f"{key}.n,n_excluded", "items in the prediction check / left out (no (E7) root)",
+                  f"{req.get('n')} / {req.get('n_excluded')}", "items"),
+        KeyNumber("heat_cancelled_by_d2", labels["heat_cancelled_by_d2"][0], res.heat_cancelled_by_d2),
+        KeyNumber("n_negative_q", labels["n_negative_q"][0], res.n_negative_q, "items"),
+        KeyNumber("n_negative_lambda_rad", labels["n_negative_lambda_rad"][0], res.n_negative_lambda_rad, "items"),
+        KeyNumber("c_fit", labels["c_fit"][0], res.c_fit, labels["c_fit"][1]),
+        KeyNumber("batch_size,batches,tau", "probe batch size B / batches K / \u03c4",
+                  f"{res.batch_size} / {res.batches} / {res.tau}"),
+        KeyNumber("lr,weight_decay", "\u03b7 / \u03bb used", f"{res.lr} / {res.weight_decay}"),
+        KeyNumber("fd", "D2 finite differences", f"{fd.get('dtype')}, step target {fd.get('target')}{spot}"),
+        KeyNumber("junk.count", labels["junk"][0], (res.junk or {}).get("count"), "items"),
     ]
+
+
+def _notes(res: ProbeResult, reading: str, P: int, K: int) -> tuple[list[str], str]:
+    """The caveats and the design note appended to every claim row (below the sign-stable sizes)."""
+    labels = res.labels()
     notes = [f"prediction reading: {reading}"] + list(res.caveats or [])
     design_note = ""
     if P < FULL.probe_items or K < FULL.probe_batches:
@@ -215,31 +292,96 @@ def stage_probes(ctx: StageContext) -> dict:
     for k, v in (res.training or {}).items():
         if isinstance(v, dict) and v.get("value") is not None:
             notes.append(f"training {k}: {v['value']} (source: {v['source']})")
-    k_cols, k_rows = _k_rows(res)
-    tables = [{"title": "Correlations with the observed norm (95% CIs over batches and items, and over items only) and "
+    return notes, design_note
+
+
+class ProbesStage(Stage[ProbesRequest]):
+    """Heat and radial drift of the report's model by K virtual SGD steps; R_eq (E7) against the observed norm."""
+
+    name = "probes"
+    sections = {SECTION: "Equilibrium theory: predicted vs observed norm"}
+    aliases = ("probe",)
+    size_names = ("probe_items", "probe_batches", "probe_batch_size", "n_boot")
+    explains = "the equilibrium theory"
+    reads = ("wordnet",)
+    claim_keys = {"corr_norm_heat": SECTION, "corr_norm_drift": SECTION, "req_predicts_norm": SECTION}
+
+    def request(self, config) -> ProbesRequest:
+        s = config.sizes
+        return ProbesRequest(model=config.model, precision=config.precision, device=config.device,
+                             items=s.probe_items or POPULATION, batches=s.probe_batches or 16,
+                             batch_size=s.probe_batch_size, n_boot=s.n_boot, seed=config.seed)
+
+    def commands(self, request: ProbesRequest) -> list[Command]:
+        items = WORDS_FILE if request.items < POPULATION else f"wordfreq:{request.items}"
+        argv = ["normscope", "probe", items, "--model", request.model, "--pairs", request.pairs,
+                "--batches", str(request.batches)]
+        if request.batch_size is not None:
+            argv += ["--batch-size", str(request.batch_size)]
+        argv += ["--n-boot", str(request.n_boot), "--seed", str(request.seed), "--precision", request.precision]
+        if request.device != "cpu":
+            argv += ["--device", request.device]
+        return [Command(tuple(argv + ["--json", "probe.json"]))]
+
+    def run(self, ctx, request: ProbesRequest) -> dict[str, Section]:
+        spec, pairs = _pair_source(request.pairs)
+        request = request.replace(pairs=spec)
+        P, K = request.items, request.batches
+        ids, texts = probe_words(P, request.seed)
+        res = run_probe(ctx.encoder(), texts, pairs, batch_size=request.batch_size, batches=K, seed=request.seed,
+                        progress=True, ids=ids, n_boot=request.n_boot, precision=request.precision)
+        summary = res.to_dict()
+        if P < POPULATION:  # the drawn words, so that the command reproduces the section
+            with atomic_path(ctx.out / WORDS_FILE) as tmp:
+                Path(tmp).write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(ids, texts)))
+        p1 = plot_predicted_vs_observed(res, ctx.figure_path("equilibrium_predicted_vs_observed.png"))
+        p2 = plot_heat_drift(res, ctx.figure_path("equilibrium_heat_drift.png"))
+        figs = [Figure(Path(p1).name, "Predicted norm R_eq(x; c_fit) from the probed heat and drift (E7) against the "
+                       "observed raw norm R = ||z||, one point per word; dashed: y = x."),
+                Figure(Path(p2).name, "Heat \u03a3\u00b2, radial drift D~ and the R-free displacement E||a||\u00b2 "
+                       "against the observed norm R (the last panel guards against the circularity of heat, which "
+                       "contains R\u00b2).")]
+        key, reading = prediction_reading(summary)
+        notes, design_note = _notes(res, reading, P, K)
+        tables = [Table("Correlations with the observed norm (95% CIs over batches and items, and over items only) and "
                         "circularity guards",
-               "columns": ["comparison", "Pearson r", "95% CI (batches+items)", "Spearman \u03c1",
-                           "95% CI (batches+items)", "Spearman 95% CI (items only)", "n", "p (items permuted)"],
-               "rows": _table_rows(res)}]
-    if k_rows:
-        tables.append({"title": "Convergence in the number of batches K (the first K/4, K/2, K batches)",
-                       "columns": k_cols, "rows": k_rows})
-    drawn = (f"drawn at random (seed {seed}) from the {POPULATION:,} most frequent English words (wordfreq); "
-             f"{WORDS_FILE} holds them" if P < POPULATION else "the most frequent English words (wordfreq)")
-    sizes = (f"P = {res.n_items} probe words {drawn}, K = {res.batches} virtual SGD batches of "
-             f"B = {res.batch_size} {spec} pairs ({res.pairs}); {n_boot} bootstrap replicates per CI")
-    return {
-        SECTION: {
-            "status": "ok",
-            "reason": None,
-            "command": cmd,
-            "sizes": sizes,
-            "result": summary,
-            "derived": {"pairs_spec": spec, "prediction_key": key, "prediction_reading": reading},
-            "key_numbers": key_numbers,
-            "tables": tables,
-            "figures": figs,
-            "notes": notes,
-            "claims": probe_claims(summary, design_note),
-        }
-    }
+                        ["comparison", "Pearson r", "95% CI (batches+items)", "Spearman \u03c1",
+                         "95% CI (batches+items)", "Spearman 95% CI (items only)", "n", "p (items permuted)"],
+                        _table_rows(res))] + _k_table(res)
+        drawn = (f"drawn at random (seed {request.seed}) from the {POPULATION:,} most frequent English words (wordfreq); "
+                 f"{WORDS_FILE} holds them" if P < POPULATION else "the most frequent English words (wordfreq)")
+        sizes = (f"P = {res.n_items} probe words {drawn}, K = {res.batches} virtual SGD batches of "
+                 f"B = {res.batch_size} {spec} pairs ({res.pairs}); {request.n_boot} bootstrap replicates per CI")
+        return {SECTION: Section(
+            SECTION, commands=self.commands(request), sizes=sizes, result=summary,
+            derived={"pairs_spec": spec, "prediction_key": key, "prediction_reading": reading},
+            key_numbers=_key_numbers(res, key), tables=tables, figures=figs, notes=notes,
+            claims=probe_claims(summary, design_note))}
+
+    def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
+        return equilibrium_sentences(section.result, section.derived)
+
+    def headline(self, section: Section) -> str:
+        res = ProbeResult.from_dict(section.result)
+        req = getattr(res, (section.derived or {}).get("prediction_key") or "corr_req_norm") or {}
+        return (f"Spearman R_eq vs R {_rho_ci(req)} (n = {req.get('n')}; CIs over batches and items); "
+                f"Spearman R vs heat {_rho_ci(res.corr_norm_heat)}; "
+                f"Spearman R vs drift {_rho_ci(res.corr_norm_drift)}; q<0: {res.n_negative_q}")
+
+    def sizes_used(self, sizes, request: ProbesRequest, sections) -> dict[str, int]:
+        used = super().sizes_used(sizes, request, sections)
+        sec = sections[SECTION]
+        if sec.ok and sec.result:
+            res = ProbeResult.from_dict(sec.result)
+            for size, value in (("probe_items", res.n_items), ("probe_batches", res.batches),
+                                ("probe_batch_size", res.batch_size)):
+                if isinstance(value, int) and not isinstance(value, bool):
+                    used[size] = value
+        return used
+
+
+def _rho_ci(c: dict | None) -> str:
+    rho, ci, _ = corr_parts(c)
+    if rho is None:
+        return MISSING
+    return f"{num(rho)} {ci_text(ci)}" if ci_excludes_zero(ci) is not None else num(rho)

@@ -1,30 +1,49 @@
-"""Report stages ``retrieval`` and ``calibration`` (``normscope retrieval``), with their claims rows."""
+"""Report stage ``retrieval`` (sections ``retrieval`` and ``calibration``: ``normscope retrieval``), with its claims rows."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
+from normscope._format import ci as ci_text, num, pct
+from normscope._io import to_jsonable
+from normscope.data import data_path
+from normscope.errors import DataError
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
-from normscope.report.context import StageContext, StageUnavailable
-from normscope.report.stages._common import ci_text, jsonable
-from normscope.report.text import pct
+from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
+from normscope.report.text import ci_excludes_zero, ci_words
+from normscope.request import Engine, Precision, Request, param
+from normscope.retrieval import RetrievalResult, run_retrieval
+from normscope.retrieval.figures import plot_reliability, plot_risk_coverage
+from normscope.retrieval.result import SCORER_LABELS, SIGNAL_LABELS
 
-__all__ = ["stage_retrieval", "similarity_gain_claim", "calibration_claim"]
+__all__ = ["RetrievalStage", "RetrievalRequest", "similarity_gain_claim", "calibration_claim", "retrieval_sentences",
+           "calibration_sentences"]
 
 #: The scorer the paper's gain claim is about: cos / (1 + alpha ||z||).
 CLAIM_SCORER = "inverse_norm"
 #: The norm signal of the calibration claim (the query's own norm), in its pre-specified direction.
 CLAIM_SIGNAL = "query_norm"
+#: Per-signal curves of the command's JSON that the page draws instead of listing.
+_CURVES = ("reliability", "risk_coverage")
 
 
-def _scifact_dir(ctx: StageContext) -> Path:
-    from normscope.data import data_path
-    from normscope.errors import DataError
+@dataclasses.dataclass(frozen=True)
+class RetrievalRequest(Request):
+    """``normscope retrieval`` on SciFact: scorers fitted on train, evaluated on test; None sizes: all."""
 
-    try:
-        return data_path("scifact")  # --data / shared copy, else fetched; offline: names the fetch command
-    except DataError as exc:
-        raise StageUnavailable(str(exc)) from None
+    model: str
+    precision: Precision = "fp32"
+    device: str = "cpu"
+    engine: Engine = "local"
+    address: str | None = None
+    dataset: Literal["scifact"] = "scifact"
+    docs: int | None = param(None, min=2)
+    queries: int | None = param(None, min=1)
+    n_boot: int = param(1000, min=10)
+    seed: int = 0
 
 
 def similarity_gain_claim(summary: dict) -> dict:
@@ -65,32 +84,118 @@ def calibration_claim(summary: dict) -> dict:
                      n=(summary.get("n_queries") or {}).get("eval"), what=what)
 
 
+def _scorer_sentence(name: str, s: dict, base: float) -> str | None:
+    """nDCG@10 difference of one scorer to cosine: a direction only when the paired CI over queries excludes 0
+    and the paired p < 0.05; when they disagree, no firm evidence."""
+    nd, d, p = s["ndcg@10"], s["delta"], s["p_value"]
+    if nd is None:
+        return None
+    d = nd - base if d is None else d
+    ci = s["delta_ci"]
+    how = (f" ({s['param_name']} fixed at {num(s['param'])}, not fitted)"
+           if s["param_source"] == "fixed (not fitted)" else "")
+    stats = (f"{num(nd)} vs {num(base)}, \u0394 {num(d)}, {ci_words(ci)} over queries, relative {pct(s['relative'])}"
+             + (f", paired p = {num(p)}" if p is not None else ""))
+    ex = ci_excludes_zero(ci)
+    if ex is None:
+        return f"Scorer {name}{how}: nDCG@10 {stats}; no CI, so no claim about the sign."
+    if ex and p is not None and p >= 0.05:
+        return (f"For the {name} scorer{how} the bootstrap CI of the nDCG@10 difference to cosine excludes 0 but the "
+                f"paired test does not reject equality (p = {num(p)} >= 0.05): no firm evidence of a difference ({stats}).")
+    if ex:
+        return (f"The {name} scorer{how} {'improves' if d > 0 else 'lowers'} test nDCG@10 over cosine ({stats}); the CI "
+                "excludes 0" + (" and the paired p < 0.05." if p is not None else "."))
+    return (f"For the {name} scorer{how} the CI of the nDCG@10 difference to cosine includes 0: no evidence of a "
+            f"difference ({stats}).")
+
+
+def _strata_sentence(rows: list[dict]) -> str:
+    """The pre-specified strata of inverse_norm (Holm-corrected)."""
+    sig = [r for r in rows if r["p_holm"] is not None and r["p_holm"] < 0.05]
+    where = "(quartiles of query norm, query word frequency and top-1 document norm)"
+    if sig:
+        listed = "; ".join(f"{r['stratifier']} Q{r['quartile']}: \u0394 {num(r['mean_delta'])} ({pct(r['relative'])}, "
+                           f"Holm p = {num(r['p_holm'])})" for r in sig)
+        return (f"In the pre-specified strata {where}, {len(sig)} of {len(rows)} differ from cosine after Holm "
+                f"correction: {listed}.")
+    ps = [r["p_holm"] for r in rows if r["p_holm"] is not None]
+    return (f"In none of the {len(rows)} pre-specified strata {where} does inverse_norm differ from cosine after Holm "
+            "correction" + (f" (smallest adjusted p = {num(min(ps))})." if ps else "."))
+
+
+def retrieval_sentences(result: dict | None) -> list[str]:
+    """One sentence per norm-aware scorer (its nDCG@10 difference to cosine), and one on the pre-specified strata."""
+    res = RetrievalResult.from_dict(result)
+    scorers = res.scorers or {}
+    if "cosine" not in scorers or scorers["cosine"]["ndcg@10"] is None:
+        return []
+    base = scorers["cosine"]["ndcg@10"]
+    out = [s for name, sc in scorers.items() if name != "cosine" for s in [_scorer_sentence(name, sc, base)] if s]
+    rows = ((res.strata or {}).get("scorers") or {}).get("inverse_norm")
+    if rows:
+        out.append(_strata_sentence(rows))
+    return out
+
+
+def calibration_sentences(result: dict | None) -> list[str]:
+    """One sentence per confidence signal, chosen by whether the AUROC CI (bootstrap over queries) excludes 0.5.
+
+    Raw signals are judged by ``auroc_raw`` (the signal in its pre-specified direction), learned ones by ``auroc``.
+    """
+    out = []
+    for name, c in (result or {}).items():
+        if c.get("status", "ok") != "ok":
+            out.append(f"{name}: not computed ({c.get('reason')}).")
+            continue
+        raw = c.get("auroc_raw") is not None
+        auc = c.get("auroc_raw") if raw else c.get("auroc")
+        if auc is None:
+            continue
+        ci = c.get("auroc_raw_ci") if raw else c.get("auroc_ci")
+        mapped = (c.get("fit") or {}).get("mapping") == "platt"
+        cal = f"; calibrated map AUROC {num(c['auroc'])}" if mapped and c.get("auroc") is not None else ""
+        flag = (c.get("ece_bins") or {}).get("flag") or ""
+        ece_txt = f"; ECE {num(c['ece'])}" + (f" ({flag})" if flag else "") if c.get("ece") is not None else ""
+        if ci_excludes_zero(ci) is None:
+            out.append(f"{name}: AUROC {num(auc)} for a relevant top-1 (0.5 = chance; no CI, so no claim){ece_txt}.")
+            continue
+        stats = f"AUROC {num(auc)}, 95% CI {num(ci[0])} to {num(ci[1])}{cal}{ece_txt}"
+        if ci[0] > 0.5:
+            out.append(f"{name} predicts a relevant top-1 better than chance ({stats}).")
+        elif ci[1] < 0.5:
+            out.append(f"{name} ranks relevant top-1 results below chance in its pre-specified direction ({stats}): "
+                       "it works the other way round.")
+        else:
+            out.append(f"For {name} the AUROC CI includes 0.5: no evidence that it predicts a relevant top-1 ({stats}).")
+    return out
+
+
+def _param_value(r: dict) -> str:
+    p = r["param"]
+    if r["param_name"] is None:
+        return "none"
+    if isinstance(p, list):
+        return ", ".join(f"{x:.3g}" for x in p) + f" (mean {r['param_mean']:.3g})"
+    return f"{p:.4g}"
+
+
 def _scorer_rows(summary: dict) -> list:
     rows = []
     for name, r in summary["scorers"].items():
-        p = r.get("param")
-        if r.get("param_name") is None:
-            value = "none"
-        elif isinstance(p, list):
-            value = ", ".join(f"{x:.3g}" for x in p) + f" (mean {r['param_mean']:.3g})"
-        else:
-            value = f"{p:.4g}"
-        fitted = {"fitted": r.get("fitted_on"), "fixed (not fitted)": "not fitted (fixed)"}.get(r.get("param_source"), "-")
-        rows.append([name, r.get("param_name") or "none", value, fitted, r.get("ndcg@10"), r.get("mrr@10"),
-                     r.get("recall@100"), r.get("delta"), ci_text(r.get("delta_ci")),
-                     None if r.get("relative") is None else pct(r["relative"]), r.get("p_value"),
-                     r.get("p_value_randomization")])
+        fitted = {"fitted": r["fitted_on"], "fixed (not fitted)": "not fitted (fixed)"}.get(r["param_source"], "-")
+        rows.append([name, r["param_name"] or "none", _param_value(r), fitted, r["ndcg@10"], r["mrr@10"],
+                     r["recall@100"], r["delta"], ci_text(r["delta_ci"]),
+                     None if r["relative"] is None else pct(r["relative"]), r["p_value"], r["p_value_randomization"]])
     return rows
 
 
-def _excluded_table(summary: dict) -> dict:
-    exc = summary.get("excluded_queries") or {}
-    names = {"eval": f"evaluation ('{summary.get('split')}')", "fit": f"fitting ('{summary.get('fit_split')}')"}
+def _excluded_table(summary: dict) -> Table:
+    exc = summary["excluded_queries"] or {}
+    names = {"eval": f"evaluation ('{summary['split']}')", "fit": f"fitting ('{summary['fit_split']}')"}
     cols = [k for k in ("eval", "fit") if exc.get(k)]
     keys = list(dict.fromkeys(k for c in cols for k in exc[c]))
-    return {"title": "Queries judged, evaluated and excluded, per split",
-            "columns": ["count"] + [names[c] for c in cols],
-            "rows": [[k.replace("_", " ")] + [exc[c].get(k) for c in cols] for k in keys]}
+    return Table("Queries judged, evaluated and excluded, per split", ["count"] + [names[c] for c in cols],
+                 [[k.replace("_", " ")] + [exc[c].get(k) for c in cols] for k in keys])
 
 
 def _examples(res) -> list:
@@ -101,76 +206,52 @@ def _examples(res) -> list:
              "yes" if int(t.top1_relevant) else "no"] for t in pick]
 
 
-def stage_retrieval(ctx: StageContext) -> dict:
-    d = _scifact_dir(ctx)
-    from normscope.retrieval.figures import plot_reliability, plot_risk_coverage
-    from normscope.retrieval.pipeline import run_retrieval
-    from normscope.retrieval.result import SCORER_LABELS, SIGNAL_LABELS
+def _retrieval_tables(summary: dict, res) -> list[Table]:
+    tables = [Table("Scorers on the evaluation queries (parameters fitted on other queries; \u0394 and p vs cosine on nDCG@10)",
+                    ["scorer", "parameter", "value", "fitted on"] + [SCORER_LABELS[k] for k in (
+                        "ndcg@10", "mrr@10", "recall@100", "delta", "delta_ci", "relative", "p_value",
+                        "p_value_randomization")], _scorer_rows(summary))]
+    st = summary["strata"] or {}
+    for scorer, rows in (st.get("scorers") or {}).items():
+        tables.append(Table(f"{scorer} vs cosine in the pre-specified strata ({st['correction']}; CI over the stratum's queries)",
+                            ["stratifier", "quartile", "range", "n", "cosine nDCG@10", f"{scorer} nDCG@10", "\u0394",
+                             "95% CI", "relative \u0394", "p (Holm)"],
+                            [[r["stratifier"], f"Q{r['quartile']}", ci_text(r["range"]), r["n"], r["baseline_mean"],
+                              r["scorer_mean"], r["mean_delta"], ci_text(r["mean_delta_ci"]), pct(r["relative"]),
+                              r["p_holm"]] for r in rows]))
+    return tables + [_excluded_table(summary),
+                     Table("Lowest- and highest-norm queries (cosine top-1)",
+                           ["query", "||q||", "top-1 document (title, id)", "top-1 relevant"], _examples(res))]
 
-    s = ctx.sizes
-    seed = ctx.config.seed
-    res = run_retrieval(d, encoder=ctx.encoder(), max_docs=s.retrieval_docs, max_queries=s.retrieval_queries, seed=seed,
-                        n_boot=s.n_boot, progress=True, device=ctx.config.device, engine=ctx.config.engine,
-                        address=ctx.config.address)
-    summary = jsonable(res.to_dict())
-    cmd = f"normscope retrieval --dataset {d}"
-    if s.retrieval_docs is not None:
-        cmd += f" --max-docs {s.retrieval_docs}"
-    if s.retrieval_queries is not None:
-        cmd += f" --max-queries {s.retrieval_queries}"
-    cmd += f" --n-boot {s.n_boot} --seed {seed} --json retrieval.json"
-    nq = summary["n_queries"]
-    sizes = (f"SciFact: {summary['n_docs']} documents, {nq['eval']} '{summary['split']}' queries evaluated, parameters "
-             f"fitted on {nq['fit']} queries of '{summary['fit_split']}'")
+
+def _retrieval_notes(summary: dict) -> list[str]:
     notes = [f"Tie rule: {summary['tie_rule']}; {summary['relevance']} relevance; self-hits "
-             f"{'left out' if summary['ignore_identical_ids'] else 'kept'} ({summary['identical_ids'].get(summary['split'], 0)} "
+             f"{'left out' if summary['ignore_identical_ids'] else 'kept'} "
+             f"({summary['identical_ids'][summary['split']] if summary['split'] in summary['identical_ids'] else 0} "
              "evaluation queries share an id with a document)."]
     for name, r in summary["scorers"].items():
         if r.get("param_at_grid_edge"):
-            notes.append(f"{name}: the fitted {r.get('param_name')} lies at the edge of its search grid.")
+            notes.append(f"{name}: the fitted {r['param_name']} lies at the edge of its search grid.")
     for side, j in summary["junk"].items():
         if j["count"]:
             notes.append(f"{j['count']} junk {side} left out of every statistic (ids {', '.join(j['ids'][:5])}).")
     sig = summary["significance"]
-    notes += [f"p (paired t): {sig['p_value']}", f"p (randomisation): {sig['p_value_randomization']}",
-              f"\u0394 CI: {sig['delta_ci']}"]
-    tables = [
-        {"title": "Scorers on the evaluation queries (parameters fitted on other queries; \u0394 and p vs cosine on nDCG@10)",
-         "columns": ["scorer", "parameter", "value", "fitted on"] + [SCORER_LABELS[k] for k in
-                                                                     ("ndcg@10", "mrr@10", "recall@100", "delta", "delta_ci",
-                                                                      "relative", "p_value", "p_value_randomization")],
-         "rows": _scorer_rows(summary)},
-    ]
-    st = summary.get("strata") or {}
-    for scorer, rows in (st.get("scorers") or {}).items():
-        tables.append({"title": f"{scorer} vs cosine in the pre-specified strata ({st['correction']}; CI over the stratum's queries)",
-                       "columns": ["stratifier", "quartile", "range", "n", "cosine nDCG@10", f"{scorer} nDCG@10",
-                                   "\u0394", "95% CI", "relative \u0394", "p (Holm)"],
-                       "rows": [[r["stratifier"], f"Q{r['quartile']}", ci_text(r["range"]), r["n"], r["baseline_mean"],
-                                 r["scorer_mean"], r["mean_delta"], ci_text(r["mean_delta_ci"]), pct(r["relative"]),
-                                 r["p_holm"]] for r in rows]})
-    tables += [_excluded_table(summary),
-               {"title": "Lowest- and highest-norm queries (cosine top-1)",
-                "columns": ["query", "||q||", "top-1 document (title, id)", "top-1 relevant"], "rows": _examples(res)}]
-    retrieval = {
-        "status": "ok", "reason": None, "command": cmd, "sizes": sizes,
-        "result": {k: v for k, v in summary.items() if k not in ("calibration", "calibration_info")},
-        "derived": {"delta_ndcg10_vs_cosine": {n: r.get("delta") for n, r in summary["scorers"].items()}},
-        "key_numbers": [[f"nDCG@10, {n}", r.get("ndcg@10"), ""] for n, r in summary["scorers"].items()],
-        "tables": tables, "figures": [], "notes": notes, "claims": [similarity_gain_claim(summary)],
-    }
+    return notes + [f"p (paired t): {sig['p_value']}", f"p (randomisation): {sig['p_value_randomization']}",
+                    f"\u0394 CI: {sig['delta_ci']}"]
 
+
+def _calibration_section(ctx, summary: dict, result: dict, commands: list[Command], n_boot: int) -> Section:
     cal, info = summary["calibration"], summary["calibration_info"]
-    cal_rows, flags = [], []
+    rows, flags = [], []
     for name, c in cal.items():
         if c["status"] != "ok":
-            cal_rows.append([name, "-", f"not computed: {c['reason']}", None, None, None, None, None, None, None])
+            rows.append([name, "-", f"not computed: {c['reason']}", None, None, None, None, None, None, None])
             continue
         bins = c["ece_bins"]
-        cal_rows.append([name, c["fit"].get("direction") or "-", c.get("auroc_raw"), ci_text(c.get("auroc_raw_ci")),
-                         c.get("auroc"), ci_text(c.get("auroc_ci")), c.get("ece"),
-                         f"{bins['populated_bins']} of {info['ece_bins']}" + (" (!)" if bins["flag"] else ""),
-                         c.get("aurc"), c.get("aurc_optimal")])
+        rows.append([name, c["fit"]["direction"] or "-", c["auroc_raw"], ci_text(c["auroc_raw_ci"]), c["auroc"],
+                     ci_text(c["auroc_ci"]), c["ece"],
+                     f"{bins['populated_bins']} of {info['ece_bins']}" + (" (!)" if bins["flag"] else ""),
+                     c["aurc"], c["aurc_optimal"]])
         if bins["flag"]:
             flags.append(f"{name}: {bins['flag']}.")
     computed = [n for n, c in cal.items() if c["status"] == "ok"]
@@ -178,28 +259,113 @@ def stage_retrieval(ctx: StageContext) -> dict:
     for i in range(0, len(computed), 2):
         name = "calibration_reliability.png" if i == 0 else f"calibration_reliability_{i // 2 + 1}.png"
         p = plot_reliability(cal, ctx.figure_path(name), signals=computed[i : i + 2], ncols=2)
-        figs.append({"file": Path(p).name, "caption": f"Reliability diagrams (15 bins) of {' and '.join(computed[i:i + 2])}: "
-                     "fraction of queries whose cosine top-1 is relevant per confidence bin (dashed: perfect calibration); "
-                     "below, the queries per bin."})
+        figs.append(Figure(Path(p).name, f"Reliability diagrams (15 bins) of {' and '.join(computed[i:i + 2])}: "
+                           "fraction of queries whose cosine top-1 is relevant per confidence bin (dashed: perfect "
+                           "calibration); below, the queries per bin."))
     if computed:
         p2 = plot_risk_coverage(cal, ctx.figure_path("calibration_risk_coverage.png"))
-        figs.append({"file": Path(p2).name, "caption": "Risk-coverage: error rate of the answered queries as queries "
-                     "with the lowest confidence are withheld (lower is better); AURC in the legend."})
-    calibration = {
-        "status": "ok", "reason": None, "command": cmd,
-        "sizes": f"{nq['eval']} evaluation queries; maps fitted on {info['fitted_on']}",
-        "result": {k: {kk: vv for kk, vv in v.items() if kk not in ("reliability", "risk_coverage")} for k, v in cal.items()},
-        "derived": {"info": info, "n_boot": s.n_boot},
-        "key_numbers": [["label", info["label"], ""], ["base rate (evaluation)", info["base_rate_eval"], ""],
-                        ["fitted on", info["fitted_on"], ""], ["ECE bins", info["ece_bins"], ""]],
-        "tables": [{"title": "Confidence signals for 'the top-1 is relevant' (AUROC 0.5 = chance; raw: direction x signal; "
-                             f"calibrated: the fitted map; CIs: {info['auroc_ci']})",
-                    "columns": ["signal", "direction"] + [SIGNAL_LABELS[k] for k in ("auroc_raw", "auroc_raw_ci", "auroc",
-                                                                                     "auroc_ci", "ece", "ece_bins", "aurc",
-                                                                                     "aurc_optimal")],
-                    "rows": cal_rows}],
-        "figures": figs,
-        "notes": [info["mapping"], info["direction"]["rule"]] + flags,
-        "claims": [calibration_claim(summary)],
-    }
-    return {"retrieval": retrieval, "calibration": calibration}
+        figs.append(Figure(Path(p2).name, "Risk-coverage: error rate of the answered queries as queries with the lowest "
+                           "confidence are withheld (lower is better); AURC in the legend."))
+    return Section(
+        "calibration", commands=commands, sizes=f"{summary['n_queries']['eval']} evaluation queries; maps fitted on "
+                                                 f"{info['fitted_on']}",
+        result=result, derived={"info": info, "n_boot": n_boot},
+        key_numbers=[KeyNumber("calibration_info.label", "label", info["label"]),
+                     KeyNumber("calibration_info.base_rate_eval", "base rate (evaluation)", info["base_rate_eval"]),
+                     KeyNumber("calibration_info.fitted_on", "fitted on", info["fitted_on"]),
+                     KeyNumber("calibration_info.ece_bins", "ECE bins", info["ece_bins"])],
+        tables=[Table("Confidence signals for 'the top-1 is relevant' (AUROC 0.5 = chance; raw: direction x signal; "
+                      f"calibrated: the fitted map; CIs: {info['auroc_ci']})",
+                      ["signal", "direction"] + [SIGNAL_LABELS[k] for k in ("auroc_raw", "auroc_raw_ci", "auroc", "auroc_ci",
+                                                                            "ece", "ece_bins", "aurc", "aurc_optimal")],
+                      rows)],
+        figures=figs, notes=[info["mapping"], info["direction"]["rule"]] + flags, claims=[calibration_claim(summary)])
+
+
+class RetrievalStage(Stage[RetrievalRequest]):
+    """Norm-aware scorers on SciFact (fitted on train, evaluated on test) and the norm as a confidence signal."""
+
+    name = "retrieval"
+    sections = {"retrieval": "Norm-aware retrieval", "calibration": "Calibration: the norm as a confidence signal"}
+    size_names = ("retrieval_docs", "retrieval_queries", "n_boot")
+    reads = ("scifact",)
+    claim_keys = {"similarity_gain": "retrieval", "calibration": "calibration"}
+
+    def request(self, config) -> RetrievalRequest:
+        s = config.sizes
+        return RetrievalRequest(model=config.model, precision=config.precision, device=config.device,
+                                engine=config.engine, address=config.address, docs=s.retrieval_docs,
+                                queries=s.retrieval_queries, n_boot=s.n_boot, seed=config.seed)
+
+    def key(self, request: RetrievalRequest, *, fingerprint, data_dir) -> str:
+        # the engine is not part of the key: the vectors are equal to 1e-6 on either engine (docs/scale.md)
+        return super().key(request.replace(engine="local", address=None), fingerprint=fingerprint, data_dir=data_dir)
+
+    def commands(self, request: RetrievalRequest) -> list[Command]:
+        argv = ["normscope", "retrieval", "--dataset", request.dataset, "--model", request.model,
+                "--precision", request.precision]
+        for flag, value in (("--max-docs", request.docs), ("--max-queries", request.queries)):
+            if value is not None:
+                argv += [flag, str(value)]
+        argv += ["--n-boot", str(request.n_boot), "--seed", str(request.seed)]
+        if request.engine != "local":
+            argv += ["--engine", request.engine] + (["--address", request.address] if request.address else [])
+        if request.device != "cpu":
+            argv += ["--device", request.device]
+        return [Command(tuple(argv + ["--json", "retrieval.json"]))]
+
+    def section_results(self, commands: Sequence[Command], outputs: Sequence[dict]) -> dict[str, dict]:
+        (out,) = outputs
+        return {"retrieval": {k: v for k, v in out.items() if k not in ("calibration", "calibration_info")},
+                "calibration": {k: {kk: vv for kk, vv in v.items() if kk not in _CURVES}
+                                for k, v in out["calibration"].items()}}
+
+    def run(self, ctx, request: RetrievalRequest) -> dict[str, Section]:
+        try:
+            d = data_path(request.dataset)  # --data / shared copy, else fetched; offline: names the fetch command
+        except DataError as exc:
+            raise StageUnavailable(str(exc)) from None
+        res = run_retrieval(d, encoder=ctx.encoder(), max_docs=request.docs, max_queries=request.queries,
+                            seed=request.seed, n_boot=request.n_boot, progress=True, device=request.device,
+                            engine=request.engine, address=request.address)
+        summary = to_jsonable(res.to_dict())
+        commands = self.commands(request)
+        results = self.section_results(commands, [summary])
+        nq = summary["n_queries"]
+        retrieval = Section(
+            "retrieval", commands=commands,
+            sizes=(f"SciFact: {summary['n_docs']} documents, {nq['eval']} '{summary['split']}' queries evaluated, "
+                   f"parameters fitted on {nq['fit']} queries of '{summary['fit_split']}'"),
+            result=results["retrieval"],
+            derived={"delta_ndcg10_vs_cosine": {n: r["delta"] for n, r in summary["scorers"].items()}},
+            key_numbers=[KeyNumber(f"scorers.{n}.ndcg@10", f"nDCG@10, {n}", r["ndcg@10"])
+                         for n, r in summary["scorers"].items()],
+            tables=_retrieval_tables(summary, res), notes=_retrieval_notes(summary),
+            claims=[similarity_gain_claim(summary)])
+        calibration = _calibration_section(ctx, summary, results["calibration"], commands, request.n_boot)
+        return {"retrieval": retrieval, "calibration": calibration}
+
+    def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
+        if section.key == "retrieval":
+            return retrieval_sentences(section.result)
+        return calibration_sentences(section.result)
+
+    def headline(self, section: Section) -> str:
+        if section.key == "calibration":
+            return "AUROC: " + ", ".join(f"{k} {num(v.get('auroc'))}" for k, v in (section.result or {}).items())
+        res = RetrievalResult.from_dict(section.result)
+        return "nDCG@10: " + ", ".join(
+            f"{name} {num(v['ndcg@10'])}" + (f" (p {num(v['p_value'])})" if v["p_value"] is not None else "")
+            for name, v in (res.scorers or {}).items())
+
+    def sizes_used(self, sizes, request: RetrievalRequest, sections) -> dict[str, int]:
+        used = super().sizes_used(sizes, request, sections)
+        sec = sections["retrieval"]
+        if sec.ok and sec.result:
+            res = RetrievalResult.from_dict(sec.result)
+            if isinstance(res.n_docs, int):
+                used["retrieval_docs"] = res.n_docs
+            if isinstance((res.n_queries or {}).get("eval"), int):
+                used["retrieval_queries"] = res.n_queries["eval"]
+        return used
+

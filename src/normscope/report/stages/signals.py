@@ -2,15 +2,44 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
+from normscope._format import ci as ci_text, join_and, num
+from normscope.errors import NormscopeError
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
-from normscope.report.context import StageContext, StageUnavailable
-from normscope.report.stages._common import ci_text
+from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
+from normscope.report.text import ci_excludes_zero, ci_words, correlation_sentence, corr_parts
+from normscope.request import Precision, Request, param
+from normscope.signals import CorrelateResult, plot_signal, run_correlate
+from normscope.signals.labels import SIGNAL_DATASETS, SIGNAL_WORDS, SIGNALS, Signal
 
-__all__ = ["stage_signals", "SIGNAL_ORDER", "signal_claims"]
+__all__ = ["SignalsStage", "SignalsRequest", "signal_claims", "semantic_signal_sentences"]
 
-SIGNAL_ORDER = ("frequency", "specificity", "concreteness", "uncertainty")
+SECTION = "semantic_signals"
+#: Most specificity items (the WordNet nouns among the most frequent words run out beyond this).
+SPECIFICITY_MAX = 2000
+
+
+@dataclasses.dataclass(frozen=True)
+class SignalsRequest(Request):
+    """``normscope correlate`` once per signal; ``items`` None: each signal's default item set."""
+
+    model: str
+    precision: Precision = "fp32"
+    device: str = "cpu"
+    signals: tuple[Signal, ...] = SIGNALS
+    items: int | None = param(None, min=10)
+    n_boot: int = param(2000, min=0)
+    n_perm: int = param(2000, min=0)
+    seed: int = 0
+
+    def n_items(self, signal: str) -> int | None:
+        """The item count of ``signal`` (specificity at most :data:`SPECIFICITY_MAX`)."""
+        if self.items is not None and signal == "specificity":
+            return min(self.items, SPECIFICITY_MAX)
+        return self.items
 
 
 def _controlled(r: dict) -> tuple:
@@ -35,7 +64,7 @@ def signal_claims(results: dict[str, dict], unavailable: dict[str, str]) -> list
         r = results.get(key)
         if r is None:
             verdict, why = verdict_not_testable(f"the {key} signal did not run ({unavailable.get(key, 'not run')})")
-            rows.append(claim_row(key, measured=None, ci=None, verdict=verdict, why=why, section="semantic_signals"))
+            rows.append(claim_row(key, measured=None, ci=None, verdict=verdict, why=why, section=SECTION))
             continue
         est, ci, n, what = _controlled(r)
         if sign:
@@ -46,9 +75,74 @@ def signal_claims(results: dict[str, dict], unavailable: dict[str, str]) -> list
                 why = f"the 95% CI [{ci[0]:.3g}, {ci[1]:.3g}] excludes 0 (the claim names no direction)"
         for s in r.get("strata") or []:
             why += f"; {s['name']}: \u03c1 = {s['spearman']:.3g}" if s.get("spearman") is not None else ""
-        rows.append(claim_row(key, measured=est, ci=ci, verdict=verdict, why=why, section="semantic_signals",
-                              n=n, what=what))
+        rows.append(claim_row(key, measured=est, ci=ci, verdict=verdict, why=why, section=SECTION, n=n, what=what))
     return rows
+
+
+def _stratified_signal_sentence(name: str, s: CorrelateResult) -> str:
+    """Sentence of a signal pooled from several sources: per source, then the source-controlled partial."""
+    word = SIGNAL_WORDS.get(name, name)
+    parts = []
+    for st in s.strata or []:
+        if st["spearman"] is None:
+            parts.append(f"{st['name']}: not estimated (n = {num(st['n'])})")
+        else:
+            parts.append(f"{st['name']}: \u03c1 = {num(st['spearman'])}, {ci_words(st['spearman_ci'])}, n = {num(st['n'])}")
+    out = (f"The items come from {len(parts)} sources, so the pooled Spearman \u03c1 = {num(s.spearman)} "
+           f"({ci_words(s.spearman_ci)}) mixes them; per source, norm vs {word}: " + "; ".join(parts) + ".")
+    p = s.partial_spearman
+    if isinstance(p, dict) and p["rho"] is not None:
+        out += " " + correlation_sentence("the raw norm", f"{word} controlling for {join_and(p['controls'] or [])}",
+                                          p["rho"], p["ci"], p["n"], method="partial \u03c1")
+        out += f" Its CI and p-value resample and permute items within each {s.by or 'source'}."
+    return out
+
+
+def _partial_sentence(s: CorrelateResult, ci) -> str:
+    """How the partial correlation (controls actually partialled out) compares with the marginal one."""
+    p = s.partial_spearman
+    if not isinstance(p, dict):
+        return ""
+    prho, pci = p.get("estimate", p.get("rho")), p.get("ci")
+    ctrl = join_and(list(p.get("controls") or s.controls or [])) or "the controls"
+    ex = ci_excludes_zero(pci)
+    if ex is True:
+        # "stays" only when the marginal's CI lies on the same side of 0 (signs from the CIs)
+        p_up = pci[0] > 0
+        m_ex = ci_excludes_zero(ci)
+        verb = "it stays" if m_ex and (ci[0] > 0) == p_up else "it turns" if m_ex else "it is"
+        return f" Controlling for {ctrl} {verb} {'positive' if p_up else 'negative'} (partial \u03c1 = {num(prho)}, {ci_words(pci)})."
+    if ex is False:
+        return f" Controlling for {ctrl}, the CI includes 0 (partial \u03c1 = {num(prho)}, {ci_words(pci)})."
+    return f" Partial \u03c1 controlling for {ctrl} = {num(prho)} (no CI)." if prho is not None else ""
+
+
+def semantic_signal_sentences(result: dict | None) -> list[str]:
+    """One sentence per signal that ran, chosen by the sign and CI of its (partial) correlation."""
+    out = []
+    for name, d in (result or {}).items():
+        if not isinstance(d, dict) or d.get("status", "ok") != "ok":
+            continue
+        s = CorrelateResult.from_dict(d)
+        rho, ci, m = corr_parts(d)
+        if rho is None:
+            continue
+        if s.strata:
+            sentence = _stratified_signal_sentence(name, s)
+        else:
+            sentence = correlation_sentence("the raw norm", SIGNAL_WORDS.get(name, name), rho, ci, s.n, method=m)
+            sentence += _partial_sentence(s, ci)
+        if s.controls_dropped:
+            sentence += (f" {', '.join(s.controls_dropped).capitalize()} is constant over these items, so it was not"
+                         " controlled" + ("." if isinstance(s.partial_spearman, dict) else
+                                          " and no partial correlation was computed."))
+        nl = s.norm_length
+        if isinstance(nl, dict) and nl.get("spearman") is not None:
+            unit = "tokens the model saw" if str(nl.get("length", "")).startswith("tokens") else "words"
+            sentence += (f" For comparison, the norm and the length ({unit}) have Spearman \u03c1 = "
+                         f"{num(nl['spearman'])} ({ci_words(nl.get('spearman_ci'))}).")
+        out.append(sentence)
+    return out
 
 
 def _row(sig: str, r: dict) -> list:
@@ -61,47 +155,17 @@ def _row(sig: str, r: dict) -> list:
             r.get("n_truncated")]
 
 
-def stage_signals(ctx: StageContext) -> dict:
-    from normscope.errors import NormscopeError
-    from normscope.signals import plot_signal, run_correlate
+def _strata_rows(sig: str, r: dict) -> list[list]:
+    rows = []
+    for st in r.get("strata") or []:
+        p = st.get("partial_spearman") or {}
+        rows.append([sig, st["name"], st["n"], st["spearman"], ci_text(st["spearman_ci"]), p.get("rho"),
+                     ci_text(p.get("ci")), ", ".join(p.get("controls") or []), st["norm_length_spearman"],
+                     st["mean_length"], st["mean_covariate"]])
+    return rows
 
-    s = ctx.sizes
-    seed = ctx.config.seed
-    enc = ctx.encoder()
-    results: dict[str, dict] = {}
-    unavailable: dict[str, str] = {}
-    commands: dict[str, str] = {}
-    figs, rows, strata_rows = [], [], []
-    for sig in SIGNAL_ORDER:
-        if sig not in ctx.config.signals:
-            unavailable[sig] = "not selected"
-            continue
-        n = s.signal_items
-        if n is not None and sig == "specificity":
-            n = min(n, 2000)
-        ctx.console.print(f"signals: {sig}")
-        try:
-            res = run_correlate(sig, encoder=enc, model=ctx.config.model, n=n, seed=seed, n_boot=s.n_boot,
-                                n_perm=s.n_perm, progress=True, device=ctx.config.device)
-        except (NormscopeError, FileNotFoundError, LookupError) as exc:
-            unavailable[sig] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            continue
-        r = res.to_dict()
-        results[sig] = r
-        cmd = f"normscope correlate --signal {sig}" + (f" --n {n}" if n is not None else "")
-        commands[sig] = cmd + f" --n-boot {s.n_boot} --n-perm {s.n_perm} --seed {seed} --json {sig}.json"
-        fig = plot_signal(res, ctx.figure_path(f"semantic_signals_{sig}.png"))
-        per_source = " per source" if res.strata else ""
-        figs.append({"file": Path(fig).name, "caption": f"Raw norm vs {res.covariate}: items (points), "
-                     f"equal-count binned means{per_source} with 95% CIs; {res.dataset}."})
-        rows.append(_row(sig, r))
-        for st in r.get("strata") or []:
-            p = st.get("partial_spearman") or {}
-            strata_rows.append([sig, st["name"], st["n"], st["spearman"], ci_text(st["spearman_ci"]), p.get("rho"),
-                                ci_text(p.get("ci")), ", ".join(p.get("controls") or []), st["norm_length_spearman"],
-                                st["mean_length"], st["mean_covariate"]])
-    if not results:
-        raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
+
+def _notes(results: dict[str, dict], unavailable: dict[str, str]) -> list[str]:
     notes = [f"{k}: not available ({v})" for k, v in unavailable.items()]
     for sig, r in results.items():
         notes += [f"{sig}: {x}" for x in r.get("notes") or []]
@@ -110,37 +174,111 @@ def stage_signals(ctx: StageContext) -> dict:
                          f"(e.g. {', '.join(map(str, (r.get('missing_examples') or [])[:5]))}).")
         if (r.get("junk") or {}).get("count"):
             notes.append(f"{sig}: {r['junk']['count']} junk item(s) left out (ids {', '.join(r['junk']['ids'][:5])}).")
-    key_numbers = []
+    return notes
+
+
+def _key_numbers(results: dict[str, dict]) -> list[KeyNumber]:
+    out = []
     for k, r in results.items():
         est, _, n, what = _controlled(r)
-        key_numbers.append([f"Spearman \u03c1, norm vs {k} (n = {r.get('n')}{', pooled over sources' if r.get('strata') else ''})",
-                            r.get("spearman"), ""])
+        pooled = ", pooled over sources" if r.get("strata") else ""
+        out.append(KeyNumber(f"{k}.spearman", f"Spearman \u03c1, norm vs {k} (n = {r.get('n')}{pooled})", r.get("spearman")))
         if est is not None and est != r.get("spearman"):
-            key_numbers.append([f"{what} (n = {n})", est, ""])
-    sizes = "; ".join(f"{k}: {r.get('dataset')}" for k, r in results.items())
-    sizes += f"; {s.n_boot} bootstrap resamples, {s.n_perm} permutations"
-    tables = [{"title": "One row per signal (95% bootstrap CIs, permutation p; length = tokens the model saw)",
-               "columns": ["signal", "items", "n", "missing", "Spearman \u03c1", "95% CI", "p", "partial \u03c1",
-                           "95% CI", "controls", "\u03c1(norm, length)", "truncated"],
-               "rows": rows}]
+            out.append(KeyNumber(f"{k}.partial_spearman.rho", f"{what} (n = {n})", est))
+    return out
+
+
+def _tables(rows: list[list], strata_rows: list[list]) -> list[Table]:
+    tables = [Table("One row per signal (95% bootstrap CIs, permutation p; length = tokens the model saw)",
+                    ["signal", "items", "n", "missing", "Spearman \u03c1", "95% CI", "p", "partial \u03c1", "95% CI",
+                     "controls", "\u03c1(norm, length)", "truncated"], rows)]
     if strata_rows:
-        tables.append({"title": "Per source (the pooled figure mixes sources; partial \u03c1 controls length and "
-                                "frequency within the source)",
-                       "columns": ["signal", "source", "n", "Spearman \u03c1", "95% CI", "partial \u03c1", "95% CI",
-                                   "controls", "\u03c1(norm, length)", "mean length (tokens)", "mean covariate"],
-                       "rows": strata_rows})
-    return {
-        "semantic_signals": {
-            "status": "ok",
-            "reason": None,
-            "command": " ; ".join(commands.values()),
-            "sizes": sizes,
-            "result": results,
-            "derived": {"unavailable": unavailable, "commands": commands},
-            "key_numbers": key_numbers,
-            "tables": tables,
-            "figures": figs,
-            "notes": notes,
-            "claims": signal_claims(results, unavailable),
-        }
-    }
+        tables.append(Table("Per source (the pooled figure mixes sources; partial \u03c1 controls length and "
+                            "frequency within the source)",
+                            ["signal", "source", "n", "Spearman \u03c1", "95% CI", "partial \u03c1", "95% CI",
+                             "controls", "\u03c1(norm, length)", "mean length (tokens)", "mean covariate"], strata_rows))
+    return tables
+
+
+class SignalsStage(Stage[SignalsRequest]):
+    """The raw norm against Zipf frequency, WordNet specificity, concreteness and human label entropy."""
+
+    name = "signals"
+    sections = {SECTION: "Semantic signals"}
+    aliases = ("signal",)
+    size_names = ("signal_items", "n_boot", "n_perm")
+    explains = "the semantic signals"
+    claim_keys = {"specificity": SECTION, "uncertainty": SECTION}
+
+    def datasets(self, config) -> list[tuple[str, str]]:
+        return [(SIGNAL_DATASETS[s], f"signals ({s})") for s in SIGNALS if s in config.signals and s in SIGNAL_DATASETS]
+
+    def request(self, config) -> SignalsRequest:
+        s = config.sizes
+        return SignalsRequest(model=config.model, precision=config.precision, device=config.device,
+                              signals=tuple(x for x in SIGNALS if x in config.signals), items=s.signal_items,
+                              n_boot=s.n_boot, n_perm=s.n_perm, seed=config.seed)
+
+    def commands(self, request: SignalsRequest) -> list[Command]:
+        out = []
+        for sig in request.signals:
+            argv = ["normscope", "correlate", "--signal", sig, "--model", request.model, "--precision", request.precision]
+            if request.n_items(sig) is not None:
+                argv += ["--n-items", str(request.n_items(sig))]
+            argv += ["--n-boot", str(request.n_boot), "--n-perm", str(request.n_perm), "--seed", str(request.seed)]
+            if request.device != "cpu":
+                argv += ["--device", request.device]
+            out.append(Command(tuple(argv + ["--json", f"{sig}.json"]), part=sig))
+        return out
+
+    def run(self, ctx, request: SignalsRequest) -> dict[str, Section]:
+        enc = ctx.encoder()
+        results: dict[str, dict] = {}
+        unavailable = {sig: "not selected" for sig in SIGNALS if sig not in request.signals}
+        figs, rows, strata_rows = [], [], []
+        for sig in request.signals:
+            ctx.console.print(f"signals: {sig}")
+            try:
+                res = run_correlate(sig, encoder=enc, model=request.model, n=request.n_items(sig), seed=request.seed,
+                                    n_boot=request.n_boot, n_perm=request.n_perm, progress=True, device=request.device)
+            except (NormscopeError, FileNotFoundError, LookupError) as exc:
+                unavailable[sig] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                continue
+            r = res.to_dict()
+            results[sig] = r
+            fig = plot_signal(res, ctx.figure_path(f"semantic_signals_{sig}.png"))
+            per_source = " per source" if res.strata else ""
+            figs.append(Figure(Path(fig).name, f"Raw norm vs {res.covariate}: items (points), equal-count binned "
+                                               f"means{per_source} with 95% CIs; {res.dataset}."))
+            rows.append(_row(sig, r))
+            strata_rows += _strata_rows(sig, r)
+        if not results:
+            raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
+        sizes = "; ".join(f"{k}: {r.get('dataset')}" for k, r in results.items())
+        sizes += f"; {request.n_boot} bootstrap resamples, {request.n_perm} permutations"
+        commands = [c for c in self.commands(request) if c.part in results]
+        return {SECTION: Section(
+            SECTION, commands=commands, sizes=sizes, result=results,
+            derived={"unavailable": dict(sorted(unavailable.items(), key=lambda kv: SIGNALS.index(kv[0]))),
+                     "commands": {c.part: c.text for c in commands}},
+            key_numbers=_key_numbers(results), tables=_tables(rows, strata_rows), figures=figs,
+            notes=_notes(results, unavailable), claims=signal_claims(results, unavailable))}
+
+    def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
+        return semantic_signal_sentences(section.result)
+
+    def headline(self, section: Section) -> str:
+        parts = []
+        for k, v in (section.result or {}).items():
+            rho, ci, _ = corr_parts(v)
+            parts.append(f"{k} Spearman \u03c1 {num(rho)} {ci_text(ci)}" if ci_excludes_zero(ci) is not None
+                         else f"{k} Spearman \u03c1 {num(rho)}")
+        return "; ".join(parts)
+
+    def sizes_used(self, sizes, request: SignalsRequest, sections) -> dict[str, int]:
+        used = {k: v for k, v in super().sizes_used(sizes, request, sections).items() if k != "signal_items"}
+        sec = sections[SECTION]
+        for sig, r in ((sec.result or {}).items() if sec.ok else ()):
+            if isinstance(r, dict) and isinstance(r.get("n_items"), int):
+                used[f"signal_items.{sig}"] = r["n_items"]
+        return used

@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
+from normscope._format import ci as ci_text, num
+from normscope.data import data_path
+from normscope.errors import DataError
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
-from normscope.report.context import StageContext, StageUnavailable
-from normscope.report.stages._common import ci_text
+from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
+from normscope.report.text import ci_words, ci_excludes_zero
+from normscope.request import Precision, Request, param
+from normscope.similarity import SimilarityResult, plot_similarity, run_similarity
 
-__all__ = ["stage_similarity", "similarity_claim"]
+__all__ = ["SimilarityStage", "SimilarityRequest", "similarity_claim", "similarity_sentences"]
+
+SECTION = "similarity"
+
+
+@dataclasses.dataclass(frozen=True)
+class SimilarityRequest(Request):
+    """``normscope similarity`` on SimLex-999: parameters fitted on a seeded half, evaluated on the other."""
+
+    model: str
+    precision: Precision = "fp32"
+    device: str = "cpu"
+    dataset: Literal["simlex-999"] = "simlex-999"
+    n_boot: int = param(2000, min=0)
+    seed: int = 0
 
 
 def similarity_claim(result: dict | None, reason: str | None = None) -> dict:
@@ -42,51 +64,90 @@ def similarity_claim(result: dict | None, reason: str | None = None) -> dict:
                            "for fitting; paired bootstrap CI over the evaluated pairs (parameter held fixed)"))
 
 
-def stage_similarity(ctx: StageContext) -> dict:
-    from normscope.similarity import plot_similarity, run_similarity
+def similarity_sentences(result: dict | None) -> list[str]:
+    """Norm-aware similarity on human-rated pairs: each scorer's Spearman gain over cosine, by its paired CI."""
+    res = SimilarityResult.from_dict(result)
+    cos = (res.scorers or {}).get("cosine")
+    if cos is None or cos["spearman"] is None:
+        return []
+    fit = res.fit or {}
+    out = [f"On {num(res.n_pairs)} evaluated pairs, cosine similarity has Spearman \u03c1 = {num(cos['spearman'])} "
+           f"({ci_words(cos['spearman_ci'])}) with the human scores; parameters were fitted on "
+           f"{num(fit.get('n_pairs'))} other pairs ({fit.get('source', 'fit pairs')})."]
+    for name, s in res.scorers.items():
+        if name == "cosine" or s["delta_spearman"] is None:
+            continue
+        d, ci = s["delta_spearman"], s["delta_ci"]
+        par = f"{s['param_name']} = {num(s['param'])}, " if s["param_name"] else ""
+        stats = f"\u0394\u03c1 = {num(d)}, paired {ci_words(ci)}"
+        ex = ci_excludes_zero(ci)
+        if ex is None:
+            out.append(f"{name} ({par}{stats}): no CI, so no claim about the difference.")
+        elif not ex:
+            out.append(f"For {name} ({par}{stats}) the CI includes 0: no evidence of a difference from cosine.")
+        else:
+            out.append(f"{name} {'improves on' if d > 0 else 'is worse than'} cosine ({par}{stats}); the CI excludes 0.")
+    return out
 
-    from normscope.data import data_path
-    from normscope.errors import DataError
 
-    try:
-        path = data_path("simlex-999")  # --data / shared copy, else fetched; offline: names the fetch command
-    except DataError as exc:
-        raise StageUnavailable(str(exc)) from None
-    s, seed = ctx.sizes, ctx.config.seed
-    res = run_similarity(path, encoder=ctx.encoder(), seed=seed, n_boot=s.n_boot, progress=True)
-    r = res.to_dict()
-    fig = plot_similarity(res, ctx.figure_path("norm_aware_similarity.png"))
-    rows = []
-    for name, sc in r["scorers"].items():
-        rows.append([name, "\u2014" if sc["param"] is None else f"{sc['param_name']} = {sc['param']:.4g}",
-                     sc["fit_spearman"], sc["spearman"], ci_text(sc["spearman_ci"]), sc["pearson"],
-                     None if name == "cosine" else sc["delta_spearman"], ci_text(sc["delta_ci"])])
-    fit = r["fit"]
-    key_numbers = [[f"Spearman \u03c1, cosine vs human scores (n = {r['n_pairs']} pairs)",
-                    r["scorers"]["cosine"]["spearman"], ""]]
-    for name in ("inverse_norm", "power"):
-        if name in r["scorers"]:
-            key_numbers.append([f"\u0394 Spearman \u03c1, {name} minus cosine", r["scorers"][name]["delta_spearman"], ""])
-    return {
-        "similarity": {
-            "status": "ok",
-            "reason": None,
-            "command": f"normscope similarity --n-boot {s.n_boot} --seed {seed} --json similarity.json  (--dataset: SimLex-999, {path})",
-            "sizes": (f"SimLex-999: {fit['n_pairs']} fit pairs, {r['n_pairs']} evaluated pairs ({fit['source']}, seed "
-                      f"{seed}); {r['n_texts']} distinct words; {s.n_boot} bootstrap resamples"),
-            "result": r,
-            "derived": {},
-            "key_numbers": key_numbers,
-            "tables": [{"title": "One row per scorer: parameter fitted on the fit pairs, statistics on the evaluated "
-                                 "pairs (95% bootstrap CIs; \u0394: paired bootstrap)",
-                        "columns": ["scorer", "parameter", "Spearman \u03c1 (fit pairs)", "Spearman \u03c1", "95% CI",
-                                    "Pearson r", "\u0394 Spearman vs cosine", "95% CI"],
-                        "rows": rows}],
-            "figures": [{"file": Path(fig).name,
-                         "caption": "Left: Spearman \u03c1 on the fit pairs against each scorer's parameter (dashed: "
-                                    "fitted value; grey: cosine). Right: Spearman difference to cosine on the evaluated "
-                                    "pairs with paired bootstrap 95% CIs."}],
-            "notes": list(r["notes"]),
-            "claims": [similarity_claim(r)],
-        }
-    }
+class SimilarityStage(Stage[SimilarityRequest]):
+    """Norm-aware pair scorers against SimLex-999's human ratings, fitted on other pairs."""
+
+    name = "similarity"
+    sections = {SECTION: "Norm-aware similarity"}
+    size_names = ("n_boot",)
+    reads = ("simlex-999",)
+    claim_keys = {"similarity_pairs": SECTION}
+
+    def request(self, config) -> SimilarityRequest:
+        return SimilarityRequest(model=config.model, precision=config.precision, device=config.device,
+                                 n_boot=config.sizes.n_boot, seed=config.seed)
+
+    def commands(self, request: SimilarityRequest) -> list[Command]:
+        argv = ["normscope", "similarity", "--dataset", request.dataset, "--model", request.model, "--precision",
+                request.precision, "--n-boot", str(request.n_boot), "--seed", str(request.seed)]
+        if request.device != "cpu":
+            argv += ["--device", request.device]
+        return [Command(tuple(argv + ["--json", "similarity.json"]))]
+
+    def run(self, ctx, request: SimilarityRequest) -> dict[str, Section]:
+        try:
+            path = data_path(request.dataset)  # --data / shared copy, else fetched; offline: names the fetch command
+        except DataError as exc:
+            raise StageUnavailable(str(exc)) from None
+        res = run_similarity(path, encoder=ctx.encoder(), seed=request.seed, n_boot=request.n_boot, progress=True)
+        r = res.to_dict()
+        fig = plot_similarity(res, ctx.figure_path("norm_aware_similarity.png"))
+        rows = [[name, "\u2014" if sc["param"] is None else f"{sc['param_name']} = {sc['param']:.4g}",
+                 sc["fit_spearman"], sc["spearman"], ci_text(sc["spearman_ci"]), sc["pearson"],
+                 None if name == "cosine" else sc["delta_spearman"], ci_text(sc["delta_ci"])]
+                for name, sc in r["scorers"].items()]
+        key_numbers = [KeyNumber("scorers.cosine.spearman", f"Spearman \u03c1, cosine vs human scores (n = {r['n_pairs']} pairs)",
+                                 r["scorers"]["cosine"]["spearman"])]
+        key_numbers += [KeyNumber(f"scorers.{name}.delta_spearman", f"\u0394 Spearman \u03c1, {name} minus cosine",
+                                  r["scorers"][name]["delta_spearman"])
+                        for name in ("inverse_norm", "power") if name in r["scorers"]]
+        fit = r["fit"]
+        return {SECTION: Section(
+            SECTION, commands=self.commands(request),
+            sizes=(f"SimLex-999: {fit['n_pairs']} fit pairs, {r['n_pairs']} evaluated pairs ({fit['source']}, seed "
+                   f"{request.seed}); {r['n_texts']} distinct words; {request.n_boot} bootstrap resamples"),
+            result=r, derived={}, key_numbers=key_numbers,
+            tables=[Table("One row per scorer: parameter fitted on the fit pairs, statistics on the evaluated pairs "
+                          "(95% bootstrap CIs; \u0394: paired bootstrap)",
+                          ["scorer", "parameter", "Spearman \u03c1 (fit pairs)", "Spearman \u03c1", "95% CI",
+                           "Pearson r", "\u0394 Spearman vs cosine", "95% CI"], rows)],
+            figures=[Figure(Path(fig).name, "Left: Spearman \u03c1 on the fit pairs against each scorer's parameter "
+                            "(dashed: fitted value; grey: cosine). Right: Spearman difference to cosine on the "
+                            "evaluated pairs with paired bootstrap 95% CIs.")],
+            notes=list(r["notes"]), claims=[similarity_claim(r)])}
+
+    def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
+        return similarity_sentences(section.result)
+
+    def headline(self, section: Section) -> str:
+        res = SimilarityResult.from_dict(section.result)
+        parts = [f"{name} {num(s['spearman'])}" + ("" if name == "cosine" else f" (\u0394 {num(s['delta_spearman'])} "
+                                                                                 f"{ci_text(s['delta_ci'])})")
+                 for name, s in (res.scorers or {}).items()]
+        return f"Spearman \u03c1 with human scores, n = {num(res.n_pairs)} pairs: " + ", ".join(parts)

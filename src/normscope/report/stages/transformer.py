@@ -2,20 +2,43 @@
 
 Runs the transformer lab once per optimizer (SGD, heavy-ball momentum, AdamW) on the report's model
 with WordNet noun (term, gloss) pairs, the same held-out probe set and the same seed; each run is
-checkpointed under ``<out>/transformer_lab/`` so a killed report resumes it.
+checkpointed under ``<out>/transformer_lab/`` so a killed report resumes it. The lab trains in fp32
+whatever the report's ``--precision`` (which sets the other stages' forward passes).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Literal
 
+from normscope._format import ci as ci_text, sig3
+from normscope.errors import DataError
+from normscope.lab import (TransformerLabResult, plot_optimizer_comparison, plot_predicted_vs_final,
+                           plot_transformer_trajectories, run_transformer_lab)
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
-from normscope.report.context import StageContext, StageUnavailable
-from normscope.report.stages._common import ci_text, sig3
+from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
+from normscope.request import Request, param
 
-__all__ = ["stage_transformer", "transformer_claim", "OPTIMIZERS"]
+__all__ = ["TransformerStage", "TransformerRequest", "transformer_claim", "OPTIMIZERS"]
 
+SECTION = "transformer_lab"
 OPTIMIZERS = ("sgd", "momentum", "adamw")
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerRequest(Request):
+    """The transformer lab on the report's model, once per optimizer of :data:`OPTIMIZERS`."""
+
+    model: str
+    device: str = "cpu"
+    pairs: Literal["wordnet"] = "wordnet"
+    steps: int = param(150, min=2)
+    probe_items: int = param(32, min=4)
+    probe_batches: int = param(16, min=2)
+    n_boot: int = param(2000, min=1)
+    seed: int = 0
+    quick: bool = False
 
 
 def transformer_claim(res) -> dict:
@@ -55,107 +78,134 @@ def transformer_claim(res) -> dict:
                     "(not stationary), so this compares directions of motion")
         else:
             why += "; the run is shorter than one relaxation time before its window, so this compares directions of motion"
-    return claim_row("theorem1_transformer", measured=rho, ci=ci, verdict=verdict, why=why, section="transformer_lab",
+    return claim_row("theorem1_transformer", measured=rho, ci=ci, verdict=verdict, why=why, section=SECTION,
                      n=m.get("n_partial"),
                      what=(f"partial Spearman rho(R_eq at step 0, R_T | R_0) over held-out probe items, {res.model}, SGD "
                            f"eta={res.lr:g}, lambda={res.weight_decay:g}, {res.steps} steps; CI: bootstrap over probe items"))
 
 
-def stage_transformer(ctx: StageContext) -> dict:
-    from normscope import lab
-    from normscope.errors import DataError
-
-    s = ctx.sizes
-    seed = ctx.config.seed
-    quick = ctx.config.preset == "quick"
-    ck_dir = ctx.out / "transformer_lab"
-    ck_dir.mkdir(exist_ok=True)
-    encoder = ctx.encoder()
-    results = []
-    for opt in OPTIMIZERS:
-        try:
-            res = lab.run_transformer_lab(
-                encoder=encoder, pairs="wordnet", optimizer=opt, steps=s.transformer_steps,
-                probe_items=s.transformer_probe_items, probe_batches=s.transformer_probe_batches, seed=seed,
-                device=ctx.config.device, precision=ctx.config.precision, checkpoint=ck_dir / f"{opt}.ckpt", n_boot=s.n_boot, progress=True)
-        except DataError as exc:
-            raise StageUnavailable(f"WordNet pairs unavailable: {exc}") from None
-        results.append(res)
-    sgd = results[0]
-    figs = []
-    p = lab.plot_transformer_trajectories(sgd, ctx.figure_path("transformer_lab_trajectories.png"))
-    figs.append({"file": Path(p).name, "caption": (
-        f"Transformer lab (SGD): norm R_t of six held-out probe items over {sgd.steps} training steps, each with its "
-        "step-0 predicted R_eq (dashed, same colour); the window start (dotted) and one relaxation time "
-        "1/(2 eta lambda_rad) (dash-dot) are marked.")})
-    p = lab.plot_predicted_vs_final(sgd, ctx.figure_path("transformer_lab_predicted_vs_final.png"))
-    figs.append({"file": Path(p).name, "caption": (
-        "Transformer lab (SGD): step-0 predicted R_eq (x) against each probe item's norm at step 0 (hollow) and at the "
-        "end (filled); grey lines join the two; dashed: R = R_eq. Items without a prediction are not shown.")})
-    p = lab.plot_optimizer_comparison(results, ctx.figure_path("transformer_lab_optimizers.png"))
-    figs.append({"file": Path(p).name, "caption": (
-        "Transformer lab, optimizer comparison on the same model, pairs and probe set: median R_t/R_0 (left); "
-        "Spearman(step-0 R_eq, final R) with bootstrap CI over probe items, and the fraction of items moved toward "
-        "R_eq with its Wilson interval (right).")})
-    labels = type(sgd).label
-    rows = []
-    for r in results:
-        m = r.motion or {}
-        tm = r.timings
-        rows.append([r.optimizer, r.lr, r.weight_decay, r.steps, sig3(r.relaxation_steps), sig3(r.q_over_c_mean),
-                     sig3(r.q_over_c_median),
-                     f"{sig3(r.fraction_moved_toward_req)} {ci_text(r.fraction_moved_toward_req_ci)}",
-                     f"{sig3(r.spearman_predicted_vs_final)} {ci_text(r.spearman_predicted_vs_final_ci)}",
-                     f"{sig3(m.get('partial_spearman_predicted_vs_final_given_start'))} "
-                     f"{ci_text(m.get('partial_spearman_predicted_vs_final_given_start_ci'))}",
-                     f"{sig3(m.get('fraction_moved_toward_common_target'))}",
-                     sig3(r.pearson_final_vs_req_trajectory),
-                     sig3(tm.get("s_per_step")) if tm.get("steps_run") else "(from checkpoint)"])
-    key_numbers = [
-        [labels("relaxation_steps") + " (SGD)", sgd.relaxation_steps, "steps"],
-        [labels("long_enough") + " (SGD)", "yes" if sgd.long_enough else "no", ""],
-        ["norms stationary over the window, measured (SGD)", "yes" if (sgd.trajectory or {}).get("stationary") else "no", ""],
-        [labels("q_over_c_median") + " (SGD)", sgd.q_over_c_median, ""],
-        [labels("fraction_moved_toward_req") + " (SGD)", sgd.fraction_moved_toward_req, ""],
-        [labels("spearman_predicted_vs_final") + " (SGD)", sgd.spearman_predicted_vs_final, ""],
-        ["partial Spearman \u03c1, step-0 R_eq vs final R given R_0 (SGD)",
-         (sgd.motion or {}).get("partial_spearman_predicted_vs_final_given_start"), ""],
-        ["fraction moved toward a common target, the median R_eq (SGD, baseline)",
-         (sgd.motion or {}).get("fraction_moved_toward_common_target"), ""],
-        [labels("probe_items"), sgd.probe_items, "items"],
+def _figures(ctx, sgd, results) -> list[Figure]:
+    p1 = plot_transformer_trajectories(sgd, ctx.figure_path("transformer_lab_trajectories.png"))
+    p2 = plot_predicted_vs_final(sgd, ctx.figure_path("transformer_lab_predicted_vs_final.png"))
+    p3 = plot_optimizer_comparison(results, ctx.figure_path("transformer_lab_optimizers.png"))
+    return [
+        Figure(Path(p1).name, f"Transformer lab (SGD): norm R_t of six held-out probe items over {sgd.steps} training "
+               "steps, each with its step-0 predicted R_eq (dashed, same colour); the window start (dotted) and one "
+               "relaxation time 1/(2 eta lambda_rad) (dash-dot) are marked."),
+        Figure(Path(p2).name, "Transformer lab (SGD): step-0 predicted R_eq (x) against each probe item's norm at step 0 "
+               "(hollow) and at the end (filled); grey lines join the two; dashed: R = R_eq. Items without a prediction "
+               "are not shown."),
+        Figure(Path(p3).name, "Transformer lab, optimizer comparison on the same model, pairs and probe set: median "
+               "R_t/R_0 (left); Spearman(step-0 R_eq, final R) with bootstrap CI over probe items, and the fraction of "
+               "items moved toward R_eq with its Wilson interval (right)."),
     ]
-    notes = []
-    if not sgd.long_enough:
-        notes.insert(0, f"{'Quick preset: e' if quick else 'E'}ach run has {sgd.steps} steps, shorter than one relaxation "
-                     f"time ({sig3(sgd.relaxation_steps)} steps for SGD) so that the report stays affordable on a CPU: the "
-                     "numbers show the first directions of motion, not stationary norms. The long runs are in docs/lab.md "
-                     "(normscope lab --encoder transformer --steps 2000, or scripts/lab_transformer_gpu.sh).")
-    for r in results:
-        notes += [f"{r.optimizer}: {c}" for c in r.caveats]
-    cmd = (f"normscope lab --encoder transformer --model {ctx.config.model} --pairs wordnet --optimizer OPT "
-           f"--steps {s.transformer_steps} --probe-items {s.transformer_probe_items} --probe-batches "
-           f"{s.transformer_probe_batches} --seed {seed} --json transformer_OPT.json  (OPT = sgd, momentum, adamw)")
-    sizes = (f"{'QUICK (short) ' if quick else ''}{sgd.steps} steps per optimizer, B = {sgd.batch_size} WordNet noun "
-             f"(term, gloss) pairs of at most {sgd.max_tokens} tokens, {sgd.probe_items} held-out probe items, step-0 "
-             f"probe K = {sgd.probe_batches}")
-    return {
-        "transformer_lab": {
-            "status": "ok",
-            "reason": None,
-            "command": cmd,
-            "sizes": sizes,
-            "result": {r.optimizer: r.to_dict() for r in results},
-            "derived": {"quick": quick},
-            "key_numbers": key_numbers,
-            "tables": [{"title": "Optimizer comparison (same model, pairs, probe set, seed)",
-                        "columns": ["optimizer", "\u03b7", "\u03bb", "steps", "relaxation time (steps)", "mean q/c",
-                                    "median q/c", "fraction toward R_eq [95% Wilson]",
-                                    "Spearman(R_eq0, R_T) [95% CI]", "partial Spearman(R_eq0, R_T | R_0) [95% CI]",
-                                    "fraction toward the median R_eq (baseline)",
-                                    "Pearson(R_T, window R_eq)", "s / step"],
-                        "rows": rows}],
-            "figures": figs,
-            "notes": notes,
-            "claims": [transformer_claim(sgd)],
-        }
-    }
+
+
+def _row(r) -> list:
+    m = r.motion or {}
+    tm = r.timings
+    return [r.optimizer, r.lr, r.weight_decay, r.steps, sig3(r.relaxation_steps), sig3(r.q_over_c_mean),
+            sig3(r.q_over_c_median),
+            f"{sig3(r.fraction_moved_toward_req)} {ci_text(r.fraction_moved_toward_req_ci)}",
+            f"{sig3(r.spearman_predicted_vs_final)} {ci_text(r.spearman_predicted_vs_final_ci)}",
+            f"{sig3(m.get('partial_spearman_predicted_vs_final_given_start'))} "
+            f"{ci_text(m.get('partial_spearman_predicted_vs_final_given_start_ci'))}",
+            f"{sig3(m.get('fraction_moved_toward_common_target'))}",
+            sig3(r.pearson_final_vs_req_trajectory),
+            sig3(tm.get("s_per_step")) if tm.get("steps_run") else "(from checkpoint)"]
+
+
+def _key_numbers(sgd) -> list[KeyNumber]:
+    label = type(sgd).label
+    m = sgd.motion or {}
+    return [
+        KeyNumber("sgd.relaxation_steps", label("relaxation_steps") + " (SGD)", sgd.relaxation_steps, "steps"),
+        KeyNumber("sgd.long_enough", label("long_enough") + " (SGD)", "yes" if sgd.long_enough else "no"),
+        KeyNumber("sgd.trajectory.stationary", "norms stationary over the window, measured (SGD)",
+                  "yes" if (sgd.trajectory or {}).get("stationary") else "no"),
+        KeyNumber("sgd.q_over_c_median", label("q_over_c_median") + " (SGD)", sgd.q_over_c_median),
+        KeyNumber("sgd.fraction_moved_toward_req", label("fraction_moved_toward_req") + " (SGD)",
+                  sgd.fraction_moved_toward_req),
+        KeyNumber("sgd.spearman_predicted_vs_final", label("spearman_predicted_vs_final") + " (SGD)",
+                  sgd.spearman_predicted_vs_final),
+        KeyNumber("sgd.motion.partial_spearman_predicted_vs_final_given_start",
+                  "partial Spearman \u03c1, step-0 R_eq vs final R given R_0 (SGD)",
+                  m.get("partial_spearman_predicted_vs_final_given_start")),
+        KeyNumber("sgd.motion.fraction_moved_toward_common_target",
+                  "fraction moved toward a common target, the median R_eq (SGD, baseline)",
+                  m.get("fraction_moved_toward_common_target")),
+        KeyNumber("sgd.probe_items", label("probe_items"), sgd.probe_items, "items"),
+    ]
+
+
+class TransformerStage(Stage[TransformerRequest]):
+    """Theorem 1 on the report's own model: short continued training per optimizer, tracked norms."""
+
+    name = "transformer"
+    sections = {SECTION: "Theorem 1 on a real transformer"}
+    size_names = ("transformer_steps", "transformer_probe_items", "transformer_probe_batches", "n_boot")
+    reads = ("wordnet",)
+    claim_keys = {"theorem1_transformer": SECTION}
+
+    def request(self, config) -> TransformerRequest:
+        s = config.sizes
+        return TransformerRequest(model=config.model, device=config.device, steps=s.transformer_steps,
+                                  probe_items=s.transformer_probe_items, probe_batches=s.transformer_probe_batches,
+                                  n_boot=s.n_boot, seed=config.seed, quick=config.preset == "quick")
+
+    def commands(self, request: TransformerRequest) -> list[Command]:
+        out = []
+        for opt in OPTIMIZERS:
+            argv = ["normscope", "lab", "--encoder", "transformer", "--model", request.model, "--pairs", request.pairs,
+                    "--optimizer", opt, "--steps", str(request.steps), "--probe-items", str(request.probe_items),
+                    "--probe-batches", str(request.probe_batches), "--n-boot", str(request.n_boot),
+                    "--seed", str(request.seed)]
+            if request.device != "cpu":
+                argv += ["--device", request.device]
+            out.append(Command(tuple(argv + ["--json", f"transformer_{opt}.json"]), part=opt))
+        return out
+
+    def run(self, ctx, request: TransformerRequest) -> dict[str, Section]:
+        ck_dir = ctx.out / "transformer_lab"
+        ck_dir.mkdir(exist_ok=True)
+        encoder = ctx.encoder().at_precision("fp32")  # the lab trains in fp32 (module docstring)
+        results = []
+        for opt in OPTIMIZERS:
+            try:
+                res = run_transformer_lab(
+                    encoder=encoder, pairs=request.pairs, optimizer=opt, steps=request.steps,
+                    probe_items=request.probe_items, probe_batches=request.probe_batches, seed=request.seed,
+                    device=request.device, precision="fp32", checkpoint=ck_dir / f"{opt}.ckpt", n_boot=request.n_boot,
+                    progress=True)
+            except DataError as exc:
+                raise StageUnavailable(f"WordNet pairs unavailable: {exc}") from None
+            results.append(res)
+        sgd = results[0]
+        notes = []
+        if not sgd.long_enough:
+            notes.append(f"{'Quick preset: e' if request.quick else 'E'}ach run has {sgd.steps} steps, shorter than one "
+                         f"relaxation time ({sig3(sgd.relaxation_steps)} steps for SGD) so that the report stays affordable "
+                         "on a CPU: the numbers show the first directions of motion, not stationary norms. The long runs "
+                         "are in docs/lab.md (normscope lab --encoder transformer --steps 2000, or "
+                         "scripts/lab_transformer_gpu.sh).")
+        for r in results:
+            notes += [f"{r.optimizer}: {c}" for c in r.caveats]
+        sizes = (f"{'QUICK (short) ' if request.quick else ''}{sgd.steps} steps per optimizer, B = {sgd.batch_size} "
+                 f"WordNet noun (term, gloss) pairs of at most {sgd.max_tokens} tokens, {sgd.probe_items} held-out probe "
+                 f"items, step-0 probe K = {sgd.probe_batches}")
+        table = Table("Optimizer comparison (same model, pairs, probe set, seed)",
+                      ["optimizer", "\u03b7", "\u03bb", "steps", "relaxation time (steps)", "mean q/c", "median q/c",
+                       "fraction toward R_eq [95% Wilson]", "Spearman(R_eq0, R_T) [95% CI]",
+                       "partial Spearman(R_eq0, R_T | R_0) [95% CI]", "fraction toward the median R_eq (baseline)",
+                       "Pearson(R_T, window R_eq)", "s / step"], [_row(r) for r in results])
+        return {SECTION: Section(
+            SECTION, commands=self.commands(request), sizes=sizes, result={r.optimizer: r.to_dict() for r in results},
+            derived={"quick": request.quick}, key_numbers=_key_numbers(sgd), tables=[table],
+            figures=_figures(ctx, sgd, results), notes=notes, claims=[transformer_claim(sgd)])}
+
+    def headline(self, section: Section) -> str:
+        sgd = TransformerLabResult.from_dict((section.result or {}).get("sgd"))
+        m = sgd.motion or {}
+        return (f"SGD: partial Spearman(R_eq0, R_T | R_0) {sig3(m.get('partial_spearman_predicted_vs_final_given_start'))} "
+                f"{ci_text(m.get('partial_spearman_predicted_vs_final_given_start_ci'))}, {sgd.steps} steps "
+                f"({'after' if sgd.long_enough else 'before'} one relaxation time)")

@@ -1,0 +1,181 @@
+"""Typed requests: frozen dataclasses whose fields are checked once, at construction.
+
+A request says everything a run depends on. Its fields are annotated with the types the run accepts
+(``Literal`` choices, ``int``, ``float``, ``Path``, ``tuple[...]``, ``X | None``) and, where a number
+has bounds, :func:`param` records them; :class:`Request.__post_init__` checks every field against
+both, like scikit-learn's ``validate_params``, and raises one :class:`~normscope.errors.InputError`
+naming the field, what it accepts and what it got. The cache key of a report stage and the command
+that reproduces it are both derived from the request (:meth:`Request.to_json`), so they cannot drift
+apart. :class:`Resampling` is the one value shared by every stage that resamples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+from normscope._io import to_jsonable
+from normscope.errors import InputError
+
+__all__ = ["Request", "Resampling", "param", "check_value", "Precision", "PRECISIONS", "Engine", "ENGINES"]
+
+#: Precision of a model's forward passes (docs/embed.md).
+Precision = Literal["fp32", "bf16"]
+PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
+#: Where a corpus is embedded (docs/scale.md).
+Engine = Literal["local", "ray"]
+ENGINES: tuple[str, ...] = typing.get_args(Engine)
+
+
+def param(default: Any = dataclasses.MISSING, *, min: float | None = None, max: float | None = None,
+          below: float | None = None, above: float | None = None, help: str = "") -> Any:
+    """A request field with bounds: ``min <= value <= max``, ``above < value < below`` (None: unbounded).
+
+    ``help`` is the option's help where a command shows it.
+    """
+    meta = {k: v for k, v in (("min", min), ("max", max), ("below", below), ("above", above)) if v is not None}
+    meta["help"] = help
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("a request default must be immutable (use a tuple)")
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _name(tp) -> str:
+    if typing.get_origin(tp) is Literal:
+        return " | ".join(repr(a) for a in typing.get_args(tp))
+    if tp is type(None):
+        return "None"
+    return getattr(tp, "__name__", str(tp))
+
+
+def check_value(name: str, value: Any, tp: Any) -> Any:
+    """``value`` checked against the annotation ``tp`` (converted where that is lossless: str -> Path,
+    int -> float, list -> tuple). Raises :class:`InputError` naming ``name``."""
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise InputError(f"{name} must be one of {', '.join(map(str, allowed))}, got {value!r}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return check_value(name, value, a)
+            except InputError as exc:
+                errors.append(str(exc))
+        raise InputError(errors[0] if len(errors) == 1 else
+                         f"{name} must be {' or '.join(_name(a) for a in args)}, got {value!r}")
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if not isinstance(value, (tuple, list)):
+            raise InputError(f"{name} must be a sequence, got {value!r}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(check_value(f"{name}[{i}]", v, args[0]) for i, v in enumerate(value))
+        if len(args) != len(value):
+            raise InputError(f"{name} must have {len(args)} elements, got {len(value)}")
+        return tuple(check_value(f"{name}[{i}]", v, a) for i, (v, a) in enumerate(zip(value, args)))
+    if tp is Any:
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise InputError(f"{name} must be true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"{name} must be an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError(f"{name} must be a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise InputError(f"{name} must be a string, got {value!r}")
+        return value
+    if tp is Path:
+        if not isinstance(value, (str, Path)):
+            raise InputError(f"{name} must be a path, got {value!r}")
+        return Path(value)
+    if isinstance(tp, type) and not isinstance(value, tp):
+        raise InputError(f"{name} must be a {tp.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _check_bounds(name: str, value: Any, meta) -> None:
+    if value is None or isinstance(value, (bool, str, tuple, Path)) or not isinstance(value, (int, float)):
+        return
+    if "min" in meta and value < meta["min"]:
+        raise InputError(f"{name} must be >= {meta['min']}, got {value!r}")
+    if "max" in meta and value > meta["max"]:
+        raise InputError(f"{name} must be <= {meta['max']}, got {value!r}")
+    if "above" in meta and not value > meta["above"]:
+        raise InputError(f"{name} must be > {meta['above']}, got {value!r}")
+    if "below" in meta and not value < meta["below"]:
+        raise InputError(f"{name} must be < {meta['below']}, got {value!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls) -> dict:
+    return typing.get_type_hints(cls)
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """Base of every request (see the module docstring). Subclasses are frozen dataclasses."""
+
+    def __post_init__(self) -> None:
+        hints = _hints(type(self))
+        for f in dataclasses.fields(self):
+            value = check_value(f.name, getattr(self, f.name), hints[f.name])
+            _check_bounds(f.name, value, f.metadata)
+            object.__setattr__(self, f.name, value)
+
+    def replace(self, **changes) -> Request:
+        """A copy with ``changes`` (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> dict:
+        """Every field as strict JSON (paths as strings, tuples as lists, nested requests as dicts)."""
+        return {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Field name -> default (what a command shows as its option's default)."""
+        return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+
+    @classmethod
+    def help(cls, name: str) -> str:
+        """The ``help`` recorded for field ``name`` by :func:`param` ("" when none)."""
+        return next((f.metadata.get("help", "") for f in dataclasses.fields(cls) if f.name == name), "")
+
+
+@dataclasses.dataclass(frozen=True)
+class Resampling(Request):
+    """How a stage resamples: bootstrap CIs, permutation p-values, the seed of both, the confidence level.
+
+    Attributes
+    ----------
+    n_boot : int
+        Bootstrap resamples of every confidence interval (0: no CI).
+    n_perm : int
+        Permutations of every permutation p-value (0: none).
+    seed : int
+        Seed of every random choice (subsets, batches, resamples).
+    level : float
+        Confidence level of every interval (0.95: 95 % intervals).
+    """
+
+    n_boot: int = param(1000, min=0, help="Bootstrap resamples of every confidence interval.")
+    n_perm: int = param(0, min=0, help="Permutations of every p-value (0: no permutation p-value).")
+    seed: int = param(0, help="Seed of every random choice (subsets, batches, resamples).")
+    level: float = param(0.95, above=0.0, below=1.0, help="Confidence level of every interval.")
