@@ -13,7 +13,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["shared_data_dir", "data_root", "data_root_given", "wordfreq_words"]
+from normscope.errors import InputError
+
+__all__ = ["shared_data_dir", "data_root", "set_data_root", "data_root_given", "wordfreq_words", "wordfreq_spec"]
 
 _ROOT: contextvars.ContextVar[Path | None] = contextvars.ContextVar("normscope_data_root", default=None)
 
@@ -33,6 +35,20 @@ def data_root(path: str | os.PathLike | None) -> Iterator[None]:
         yield
     finally:
         _ROOT.reset(token)
+
+
+def set_data_root(path: str | os.PathLike) -> None:
+    """:func:`shared_data_dir` is ``path`` for the rest of the current context (the CLI's global ``--data``;
+    each command runs in its own :mod:`contextvars` context).
+
+    Raises
+    ------
+    InputError
+        ``path`` is not a directory.
+    """
+    if not Path(path).is_dir():
+        raise InputError(f"--data directory does not exist: {path}")
+    _ROOT.set(Path(path).resolve())
 
 
 def data_root_given() -> Path | None:
@@ -79,3 +95,20 @@ def wordfreq_words(n: int, *, lang: str = "en", alphabetic: bool = True, min_len
     if alphabetic:
         words = [w for w in words if w.isalpha() and len(w) >= min_len]
     return words[:n]
+
+
+def wordfreq_spec(spec: str | os.PathLike) -> int | None:
+    """N of an items spec ``wordfreq:N`` (the N most frequent English words), None for any other spec (a path).
+
+    Raises
+    ------
+    InputError
+        ``wordfreq:`` followed by anything but a positive integer.
+    """
+    spec = str(spec)
+    if not spec.startswith("wordfreq:"):
+        return None
+    n = spec.split(":", 1)[1]
+    if not n.isdigit() or int(n) < 1:
+        raise InputError(f"wordfreq:N needs a positive integer N, got {spec!r}")
+    return int(n)

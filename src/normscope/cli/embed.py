@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
-from normscope.cli._options import Address, Engine, JunkError, Precision, Workers
+from normscope.cli._options import (Address, BatchSize, Device, Engine, JunkError, Model, Precision, TrustRemoteCode,
+                                    Workers)
+from normscope.datasets import wordfreq_spec
 from normscope.encoders import DEFAULT_MODEL
 
 
@@ -25,34 +27,24 @@ def embed(
                      "(with --engine ray: a directory of parquet shards)."),
     ],
     input: Annotated[
-        Optional[Path],
+        str,
         typer.Argument(
             help="Text file (one item per line), .jsonl[.gz] (text, id/_id, BEIR title), .csv (text, id), "
-            "a BEIR corpus directory, a folder of PNG/JPEG images (image models: hf-clip:...), or .npy/.parquet "
-            "of precomputed vectors. Required unless --wordfreq-top is given.",
+            "a BEIR corpus directory, a folder of PNG/JPEG images (image models: hf-clip:...), .npy/.parquet "
+            "of precomputed vectors, or wordfreq:N (the N most frequent English words of wordfreq).",
             show_default=False,
             metavar="INPUT",
         ),
-    ] = None,
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model", "-m", help="Model: bundled default, ST dir/hub id, hf:<name>, hf-clip:<name>, open_clip:<arch>/<pretrained>."
-        ),
-    ] = DEFAULT_MODEL,
+    ],
+    model: Model = DEFAULT_MODEL,
     backend: Annotated[
         str, typer.Option("--backend", help="auto | sentence-transformers | huggingface | open_clip | hf-clip | precomputed.")
     ] = "auto",
     pooling: Annotated[Optional[str], typer.Option("--pooling", help="mean | cls (huggingface backend).")] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Texts per model call and cache shard.")] = 64,
-    device: Annotated[str, typer.Option("--device", help="Torch device.")] = "cpu",
+    batch_size: BatchSize = 64,
+    device: Device = "cpu",
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the norm summary as JSON.")] = None,
-    wordfreq_top: Annotated[
-        int, typer.Option("--wordfreq-top", min=0, help="Embed the top-N English words of wordfreq instead of INPUT.")
-    ] = 0,
-    trust_remote_code: Annotated[
-        bool, typer.Option("--trust-remote-code", help="Let the model repository run its own code.")
-    ] = False,
+    trust_remote_code: TrustRemoteCode = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")] = False,
     junk_error: JunkError = False,
     precision: Precision = "fp32",
@@ -60,15 +52,13 @@ def embed(
     address: Address = None,
     workers: Workers = None,
 ) -> None:
-    """Embed items with a real model and write raw vectors and norms.
-
-    Give INPUT, or --wordfreq-top N instead of it (not both); -o OUT.parquet is required.
-    """
-    from normscope.engine import embed_input
+    """Embed items with a real model and write raw vectors and norms (-o OUT.parquet is required)."""
+    from normscope.engine import embed_input  # imports torch: the CLI's start-up stays light
 
     console = Console(stderr=True)
+    top = wordfreq_spec(input)
     summary, _ = embed_input(
-        input,
+        None if top else Path(input),
         out=out,
         json_path=json_path,
         model=model,
@@ -76,7 +66,7 @@ def embed(
         pooling=pooling,
         batch_size=batch_size,
         device=device,
-        wordfreq_top=wordfreq_top,
+        wordfreq_top=top or 0,
         cache=not no_cache,
         progress=True,
         trust_remote_code=trust_remote_code,

@@ -16,13 +16,18 @@ from rich.table import Table
 
 from normscope._io import write_json, write_outputs
 from normscope.cli import app
-from normscope.cli._options import Device, JsonOut, Seed, TableOut
+from normscope.cli._options import Device, FigOut, JsonOut, Seed, TableOut
 from normscope.errors import InputError
-from normscope.validate import check_outputs
+from normscope.validate import check_output_path, check_outputs
 
 
 def _fmt(x, spec=".4g"):
     return "n/a" if x is None else format(x, spec)
+
+
+def _beside(fig: Path, name: str) -> Path:
+    """Where a command's second figure goes: ``<stem>_<name>.png`` beside ``--fig``."""
+    return fig.with_name(f"{fig.stem}_{name}{fig.suffix or '.png'}")
 
 
 def _ci(ci) -> str:
@@ -32,7 +37,7 @@ def _ci(ci) -> str:
 @app.command()
 def lab(
     encoder: Annotated[str, typer.Option("--encoder", help="table (free embeddings, k=1), mlp (two-tower bias-free ReLU MLP, k=2) or transformer (continue training a pretrained encoder).")] = "table",
-    data: Annotated[Optional[str], typer.Option("--data", help="table/mlp: synthetic (controlled ambiguity, default) or wordnet (WordNet 3.0 nouns).")] = None,
+    dataset: Annotated[Optional[str], typer.Option("--dataset", help="table/mlp: synthetic (controlled ambiguity, default) or wordnet (WordNet 3.0 nouns).")] = None,
     optimizer: Annotated[str, typer.Option("--optimizer", help="sgd, momentum (heavy ball, beta 0.9) or adamw; decay always decoupled.")] = "sgd",
     lr: Annotated[Optional[float], typer.Option("--lr", help="Learning rate eta (default per encoder/optimizer).")] = None,
     weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="Decoupled weight decay lambda.")] = None,
@@ -43,6 +48,7 @@ def lab(
     snapshots: Annotated[Optional[int], typer.Option("--snapshots", min=1, help="Snapshot estimator: number of states S.")] = None,
     probe_batches: Annotated[Optional[int], typer.Option("--probe-batches", min=1, help="Virtual batches K: per snapshot state (table/mlp) or of the step-0 probe (transformer, default 32).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="transformer: model name or path (default: the bundled all-MiniLM-L6-v2).")] = None,
+    n_boot: Annotated[Optional[int], typer.Option("--n-boot", min=1, help="transformer: bootstrap resamples of every confidence interval (default 2000).")] = None,
     pairs: Annotated[Optional[str], typer.Option("--pairs", help="transformer: training pairs: wordnet (default), scifact[:split], beir:DIR[:split] or a 2-column .tsv/.csv.")] = None,
     probe_items: Annotated[Optional[str], typer.Option("--probe-items", help="transformer: N held-out items drawn from the pairs (default 64) or an items file.")] = None,
     precision: Annotated[Optional[str], typer.Option("--precision", help="transformer: fp32 (default) or bf16 training forward/backward; tracking is always fp32.")] = None,
@@ -55,27 +61,27 @@ def lab(
     device: Device = "cpu",
     json_path: JsonOut = None,
     out: TableOut = None,
-    fig_dir: Annotated[Optional[Path], typer.Option("--fig-dir", help="Write the figures here.")] = None,
+    fig: FigOut = None,
 ) -> None:
     """Train a contrastive model, track every item's norm, heat and drift, and compare R with R_eq (E7)."""
     if encoder not in ("table", "mlp", "transformer"):
         raise InputError(f"--encoder must be table, mlp or transformer, got {encoder!r}")
     check_outputs(out=out, json_path=json_path)
-    if fig_dir is not None and not fig_dir.is_dir():
-        raise InputError(f"--fig-dir does not exist: {fig_dir}")
+    if fig is not None:
+        check_output_path(fig, "--fig")
     given = {"--model": model, "--pairs": pairs, "--probe-items": probe_items, "--precision": precision,
              "--batch-size": batch_size, "--tau": tau, "--decay-mask": decay_mask, "--dropout": dropout,
-             "--max-tokens": max_tokens, "--checkpoint": checkpoint}
+             "--max-tokens": max_tokens, "--checkpoint": checkpoint, "--n-boot": n_boot}
     if encoder != "transformer":
         bad = [k for k, v in given.items() if v is not None]
         if bad:
             raise InputError(f"{bad[0]} applies to --encoder transformer only")
         if device != "cpu":
             raise InputError(f"the table and mlp labs run on cpu only, got --device {device}")
-        return _small_lab(encoder=encoder, data=data or "synthetic", optimizer=optimizer, lr=lr, weight_decay=weight_decay,
-                          steps=steps, burn_in=burn_in, seed=seed, estimator=estimator, snapshots=snapshots,
-                          probe_batches=probe_batches, json_path=json_path, out=out, fig_dir=fig_dir)
-    for name, v in (("--data", data), ("--estimator", estimator), ("--snapshots", snapshots)):
+        return _small_lab(encoder=encoder, data=dataset or "synthetic", optimizer=optimizer, lr=lr,
+                          weight_decay=weight_decay, steps=steps, burn_in=burn_in, seed=seed, estimator=estimator,
+                          snapshots=snapshots, probe_batches=probe_batches, json_path=json_path, out=out, fig=fig)
+    for name, v in (("--dataset", dataset), ("--estimator", estimator), ("--snapshots", snapshots)):
         if v is not None:
             raise InputError(f"{name} applies to --encoder table/mlp only (the transformer lab uses the trajectory estimator)")
     n_items = probe_items if probe_items is not None else "64"
@@ -85,7 +91,7 @@ def lab(
         burn_in=burn_in, seed=seed, probe_batches=probe_batches or 32, probe_items=items_arg, precision=precision or "fp32",
         batch_size=batch_size or 32, tau=tau if tau is not None else 0.05, decay_mask=decay_mask or "all",
         dropout=bool(dropout), max_tokens=max_tokens if max_tokens is not None else 16, checkpoint=checkpoint,
-        device=device, json_path=json_path, out=out, fig_dir=fig_dir)
+        device=device, n_boot=n_boot if n_boot is not None else 2000, json_path=json_path, out=out, fig=fig)
 
 
 def _write(res, json_path, out) -> list:
@@ -96,7 +102,7 @@ def _write(res, json_path, out) -> list:
 
 
 def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed, estimator, snapshots, probe_batches,
-               json_path, out, fig_dir) -> None:
+               json_path, out, fig) -> None:
     from normscope.lab import plot_predicted_vs_observed, plot_trajectories, run_lab
 
     console = Console()
@@ -142,15 +148,15 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
     tm = res.timings
     console.print(f"wall time {tm['wall_s']:.1f} s ({tm['steps_per_s']:.0f} training steps/s with tracking)")
     written = _write(res, json_path, out)
-    if fig_dir is not None:
-        written.append(plot_trajectories(res, fig_dir / "lab_trajectories.png"))
-        written.append(plot_predicted_vs_observed(res, fig_dir / "lab_predicted_vs_observed.png"))
+    if fig is not None:  # --fig: predicted vs observed; the trajectories beside it
+        written.append(plot_predicted_vs_observed(res, fig))
+        written.append(plot_trajectories(res, _beside(fig, "trajectories")))
     if written:
         err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
     err.print(f"done in {tm['wall_s']:.1f} s")
 
 
-def _transformer_lab(*, json_path, out, fig_dir, **kw) -> None:
+def _transformer_lab(*, json_path, out, fig, **kw) -> None:
     from normscope.lab import plot_predicted_vs_final, plot_transformer_trajectories, run_transformer_lab
 
     console = Console()
@@ -196,9 +202,9 @@ def _transformer_lab(*, json_path, out, fig_dir, **kw) -> None:
         console.print(f"{tm['s_per_step']:.3f} s per step with tracking ({tm['steps_run']} steps run here), "
                       f"step-0 probe {tm['probe0_s']:.1f} s")
     written = _write(res, json_path, out)
-    if fig_dir is not None and res.norms is not None:
-        written.append(plot_transformer_trajectories(res, fig_dir / f"lab_transformer_{res.optimizer}_trajectories.png"))
-        written.append(plot_predicted_vs_final(res, fig_dir / f"lab_transformer_{res.optimizer}_predicted_vs_final.png"))
+    if fig is not None and res.norms is not None:  # --fig: the trajectories; predicted vs final beside it
+        written.append(plot_transformer_trajectories(res, fig))
+        written.append(plot_predicted_vs_final(res, _beside(fig, "predicted_vs_final")))
     if written:
         err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
     err.print(f"done in {tm['wall_s']:.1f} s")

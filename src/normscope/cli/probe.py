@@ -9,9 +9,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from normscope._format import ci_fixed, count, fixed
 from normscope.cli import app
-from normscope.cli._options import DEFAULT_MODEL, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut, TrustRemoteCode
+from normscope.cli._outputs import Row, Rows
+from normscope.cli._options import (Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed, TableOut,
+                                    TrustRemoteCode, models_of)
+from normscope.datasets import wordfreq_spec, wordfreq_words
 from normscope.errors import InputError
+from normscope.inputs import read_items
 
 
 def load_probe_items(spec: str) -> tuple[list[str], list[str]]:
@@ -27,49 +32,28 @@ def load_probe_items(spec: str) -> tuple[list[str], list[str]]:
     InputError
         Malformed ``wordfreq:N`` or an unreadable items file.
     """
-    if spec.startswith("wordfreq:"):
-        n = spec.split(":", 1)[1]
-        if not n.isdigit() or int(n) < 1:
-            raise InputError(f"wordfreq:N needs a positive integer N, got {spec!r}")
-        from normscope.datasets import wordfreq_words
-
-        texts = wordfreq_words(int(n))
+    n = wordfreq_spec(spec)
+    if n is not None:
+        texts = wordfreq_words(n)
         return [str(i) for i in range(len(texts))], texts
-    from normscope.inputs import read_items
-
     return read_items(spec)
 
 
-def _ci(ci) -> str:
-    if not ci or ci[0] is None:
-        return "n/a"
-    return f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
-
-
-def _num(x) -> str:
-    return "n/a" if x is None else f"{x:+.2f}"
-
-
-def _probe_table(res) -> Table:
+def _probe_table(res) -> Rows:
     """The correlations with the observed norm (labels from :class:`~normscope.probes.ProbeResult`)."""
-    eta = f"{res.lr:.3g}" if res.lr is not None else "n/a"
-    t = Table(title=f"probe: {res.model} | {res.n_items} items | K={res.batches} B={res.batch_size} tau={res.tau} eta={eta}")
-    t.add_column("comparison")
-    t.add_column("Pearson")
-    t.add_column("Spearman")
-    t.add_column("95% CI (batches+items)")
-    t.add_column("95% CI (items only)")
-    t.add_column("n", justify="right")
-    t.add_column("p (items perm.)")
-    for _, label, c in res.correlations():
-        t.add_row(label, _num(c.get("pearson")), _num(c.get("spearman")), _ci(c["ci"]["spearman"]),
-                  _ci(c["ci_items_only"]["spearman"]), str(c.get("n", "n/a")), c.get("p_text", "no p-value"))
-    return t
+    eta = fixed(res.lr, ".3g")
+    rows = tuple(Row(field, label, (fixed(c["pearson"], "+.2f"), fixed(c["spearman"], "+.2f"),
+                                    ci_fixed(c["ci"]["spearman"], "+.2f"), ci_fixed(c["ci_items_only"]["spearman"], "+.2f"),
+                                    str(c["n"]), c.get("p_text") or "no p-value"))
+                 for field, label, c in res.correlations())
+    return Rows(f"probe: {res.model} | {res.n_items} items | K={res.batches} B={res.batch_size} tau={res.tau} eta={eta}",
+                ("comparison", "Pearson", "Spearman", "95% CI (batches+items)", "95% CI (items only)", "n",
+                 "p (items perm.)"), rows)
 
 
 def print_probe(res, console: Console) -> None:
     """The probe's console output: correlations, the K-convergence table, the reading of lambda, and the caveats."""
-    console.print(_probe_table(res))
+    console.print(_probe_table(res).table())
     kc = res.k_convergence or {}
     if kc.get("rows"):
         k = Table(title="Spearman rho by number of batches (first K/4, K/2, K; 95% CI over batches and items)")
@@ -79,13 +63,12 @@ def print_probe(res, console: Console) -> None:
         for key in heads:
             k.add_column(labels[key][0])
         for row in kc["rows"]:
-            k.add_row(str(row["batches"]), *[f"{_num(row[h]['spearman'])} {_ci(row[h]['ci'])}" for h in heads])
+            k.add_row(str(row["batches"]), *[f"{fixed(row[h]['spearman'], '+.2f')} {ci_fixed(row[h]['ci'], '+.2f')}"
+                                             for h in heads])
         console.print(k)
-    c_fit = f"{res.c_fit:.3g}" if res.c_fit is not None else "n/a"
-    hc = f"{res.heat_cancelled_by_d2:.2f}" if res.heat_cancelled_by_d2 is not None else "n/a"
-    console.print(f"heat cancelled by D2 (median): {hc} | q<0: {res.n_negative_q} | "
-                  f"lambda_rad/lambda<0: {res.n_negative_lambda_rad} | c_fit: {c_fit} | "
-                  f"junk left out: {res.junk['count']} | truncated: {res.n_truncated if res.n_truncated is not None else 'n/a'}")
+    console.print(f"heat cancelled by D2 (median): {fixed(res.heat_cancelled_by_d2, '.2f')} | q<0: {res.n_negative_q} | "
+                  f"lambda_rad/lambda<0: {res.n_negative_lambda_rad} | c_fit: {fixed(res.c_fit, '.3g')} | "
+                  f"junk left out: {res.junk['count']} | truncated: {count(res.n_truncated)}")
     console.print(f"weight decay: {res.weight_decay_source}")
     for c in res.caveats:
         console.print(f"[yellow]caveat:[/] {c}")
@@ -104,13 +87,13 @@ def probe(
     decay_mask: Annotated[str, typer.Option("--decay-mask", help="matrices (ndim>=2, no biases/LayerNorm) or all.")] = "matrices",
     fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences: float64 (a float64 copy, step 3e-3) or float32 (step 1e-2, with a float64 spot check); auto = float64.")] = "float64",
     chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Most probe items per JVP chunk.")] = 128,
-    n_boot: Annotated[int, typer.Option("--n-boot", min=1, help="Bootstrap replicates of every CI.")] = 1000,
+    n_boot: NBoot = 1000,
     seed: Seed = 0,
     device: Device = "cpu",
     precision: Precision = "fp32",
     json_path: JsonOut = None,
     out: TableOut = None,
-    fig: Annotated[Optional[Path], typer.Option("--fig", help="PNG: predicted vs observed norm (a _heat_drift.png beside it).")] = None,
+    fig: FigOut = None,
     junk_error: JunkError = False,
     trust_remote_code: TrustRemoteCode = False,
 ) -> None:
@@ -128,7 +111,7 @@ def probe(
     check_probe_options(batches=batches, batch_size=batch_size, tau=tau, lr=lr, weight_decay=weight_decay,
                         decay_mask=decay_mask, fd_dtype=fd_dtype, chunk_size=chunk_size, n_boot=n_boot, junk=junk,
                         precision=precision)
-    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    models = models_of(model)
     for m in models:
         if resolve_backend(m)[0] == "precomputed":
             raise InputError(f"--model {m}: precomputed vectors cannot be probed (the probe differentiates the model's weights); give a model")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,23 +12,22 @@ from rich.table import Table
 
 from normscope._format import ci, duration, num
 from normscope.cli import app
-from normscope.cli._options import Address, Engine, Precision
-from normscope.encoders import DEFAULT_MODEL
+from normscope.cli._options import Address, Device, Engine, Models, Precision, Seed, models_of, split_list
+from normscope.datasets import wordfreq_spec
+from normscope.validate import check_output_path
 
 
 @app.command()
 def report(
-    model: Annotated[Optional[list[str]], typer.Option("--model", "-m", metavar="MODEL", help="Model name or path; give --model "
-                     "several times for one page with the models side by side (each model's own report in OUT/models/).")] = None,
+    model: Models = None,
     out: Annotated[Path, typer.Option("-o", "--out", help="Output directory (index.html, summary.json, *.png, stages/).")] = Path("out/report"),
     quick: Annotated[bool, typer.Option("--quick", help="Subsets so the whole run takes < 5 min on 2 CPU cores (sizes stated on the page).")] = False,
-    data: Annotated[Optional[Path], typer.Option("--data", help="Data folder searched first (default: $NORMSCOPE_DATA, else ../shared/data); absent datasets are fetched into $NORMSCOPE_CACHE/data (docs/data.md).")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    device: Annotated[str, typer.Option("--device")] = "cpu",
-    only: Annotated[Optional[str], typer.Option("--only", help="Comma-separated stages: setup,norms,probes,lab,transformer,signals,similarity,retrieval.")] = None,
-    items: Annotated[Optional[Path], typer.Option("--items", help="Norm distribution of this file's items instead of wordfreq words.")] = None,
-    words: Annotated[Optional[int], typer.Option("--words", min=10, help="Override the number of wordfreq words of the norm distribution.")] = None,
-    signals: Annotated[str, typer.Option("--signals", help="Semantic signals to run (comma-separated).")] = "frequency,specificity,concreteness,uncertainty",
+    data: Annotated[Optional[Path], typer.Option("--data", metavar="DIR", help="Data folder searched first (default: $NORMSCOPE_DATA, else ../shared/data); absent datasets are fetched into $NORMSCOPE_CACHE/data (docs/data.md). Same as `normscope --data DIR report`.")] = None,
+    seed: Seed = 0,
+    device: Device = "cpu",
+    only: Annotated[Optional[list[str]], typer.Option("--only", callback=split_list, metavar="STAGE", help="Stages to run (repeatable or a comma list): setup, norms, probes, lab, transformer, signals, similarity, retrieval. The other sections keep what an earlier run wrote in OUT.")] = None,
+    items: Annotated[Optional[str], typer.Option("--items", help="Items of the norm distribution: a file (.txt one per line, .jsonl, .csv) or wordfreq:N (default: wordfreq:5000, --quick wordfreq:2000).")] = None,
+    signals: Annotated[Optional[list[str]], typer.Option("--signals", callback=split_list, metavar="SIGNAL", help="Semantic signals to run (repeatable or a comma list; default all): frequency, specificity, concreteness, uncertainty.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Ignore cached stage results in OUT/stages.")] = False,
     offline: Annotated[bool, typer.Option("--offline", help="Never download a dataset (a section that needs an absent "
                                           "one says which `normscope data fetch` to run); same as `normscope --offline report`.")] = False,
@@ -37,31 +37,28 @@ def report(
     address: Address = None,
 ) -> None:
     """Reproduce the whole analysis for one model (or several, side by side): HTML report, summary.json and figures."""
-    import dataclasses
-
-    from normscope.validate import check_output_path
-    from normscope.report import FULL, QUICK, STAGES, ReportConfig, run_report
+    from normscope.data import settings
+    from normscope.report import FULL, QUICK, STAGE_NAMES, ReportConfig, run_report  # torch: start-up stays light
+    from normscope.signals.labels import SIGNALS
 
     err = Console(stderr=True)
     if json_path is not None:
         check_output_path(json_path, "--json")
     sizes = QUICK if quick else FULL
+    words = wordfreq_spec(items) if items is not None else None
     if words is not None:
         sizes = dataclasses.replace(sizes, words=words)
-    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    models = models_of(model)
     config = ReportConfig(
-        out=out, model=models[0], quick=quick, data=data, seed=seed, device=device,
-        only=tuple(only.split(",")) if only else STAGES, sizes=sizes, items=items, force=force,
-        signals=tuple(x.strip() for x in signals.split(",") if x.strip()), precision=precision,
-        engine=engine, address=address,
+        out=out, model=models[0], quick=quick, data=data, seed=seed, device=device, only=tuple(only or STAGE_NAMES),
+        sizes=sizes, items=Path(items) if items is not None and words is None else None, force=force,
+        signals=tuple(signals or SIGNALS), precision=precision, engine=engine, address=address,
     )
-    from normscope.data import settings
-
     out_console = Console()
     if not out_console.is_terminal:
         out_console = Console(width=140)
     if len(models) > 1:
-        from normscope.report.multi import run_multi_report
+        from normscope.report.multi import run_multi_report  # torch: start-up stays light
 
         with settings(offline=True if offline else None):
             multi = run_multi_report(config, models, console=err, json_path=json_path)

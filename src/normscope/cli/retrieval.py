@@ -10,33 +10,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from normscope._format import MISSING, ci_fixed, fixed, p_value
 from normscope.cli import app
-from normscope.cli._options import (Address, BatchSize, DEFAULT_MODEL, Device, Engine, JsonOut, JunkError, Models,
-                                    Precision, Seed, TableOut, Workers)
-
-
-def fmt_p(p) -> str:
-    """A p-value for the table: 3 decimals (``1.000``, ``0.042``), scientific below 0.001, ``-`` when None."""
-    if p is None:
-        return "-"
-    return f"{p:.3f}" if p >= 1e-3 else f"{p:.1e}"
-
-
-def _f(x, spec: str = ".4f") -> str:
-    """``x`` formatted, ``-`` for None; a value that rounds to zero loses its minus sign."""
-    if x is None:
-        return "-"
-    t = format(float(x), spec)
-    return t[1:] if t.startswith("-") and not t.strip("-0.") else t
-
-
-def _ci(ci, spec: str = ".3f") -> str:
-    return "-" if not ci else f"[{_f(ci[0], spec)}, {_f(ci[1], spec)}]"
+from normscope.cli._outputs import Row, Rows
+from normscope.cli._options import (Address, BatchSize, Device, Engine, JsonOut, JunkError, Models, Precision, Seed,
+                                    TableOut, Workers, models_of, split_list)
 
 
 def _param_text(r: dict) -> str:
     if r["param_name"] is None:
-        return "-"
+        return MISSING
     p = r["param"]
     if isinstance(p, list):
         return f"{r['param_name']} per fold {', '.join(f'{x:.3g}' for x in p)} (mean {r['param_mean']:.3g})"
@@ -44,33 +27,28 @@ def _param_text(r: dict) -> str:
 
 
 def _fitted_text(r: dict) -> str:
-    return {"fitted": "fitted", "fixed (not fitted)": "not fitted (fixed)"}.get(r["param_source"], "-")
+    return {"fitted": "fitted", "fixed (not fitted)": "not fitted (fixed)"}.get(r["param_source"], MISSING)
 
 
-def _scorer_table(res) -> Table:
+def _scorer_table(res) -> Rows:
     """The scorers' metrics against cosine (one row per scorer)."""
-    from normscope.retrieval.result import SCORER_LABELS
+    from normscope.retrieval.result import SCORER_LABELS  # retrieval/ imports torch and faiss: start-up stays light
 
-    t = Table(title=f"{res.dataset_name} / {res.split} ({res.n_queries['eval']} queries, {res.n_docs} docs); "
-                    f"parameters fitted on {res.fit_split}; {res.relevance} relevance")
     keys = ("ndcg@10", "mrr@10", "recall@100", "delta", "delta_ci", "relative", "p_value", "p_value_randomization")
-    t.add_column("scorer", no_wrap=True)
-    t.add_column("parameter")
-    t.add_column("fitted?")
-    for c in [SCORER_LABELS[k] for k in keys]:
-        t.add_column(c)
-    for name, r in res.scorers.items():
-        t.add_row(name, _param_text(r), _fitted_text(r), _f(r["ndcg@10"]), _f(r["mrr@10"]), _f(r["recall@100"]), _f(r["delta"]),
-                  _ci(r["delta_ci"], ".4f"), "-" if r["relative"] is None else f"{100 * r['relative']:+.2f} %",
-                  fmt_p(r["p_value"]), fmt_p(r["p_value_randomization"]))
-    return t
+    rows = tuple(Row(f"scorers.{name}", name, (
+        _param_text(r), _fitted_text(r), fixed(r["ndcg@10"]), fixed(r["mrr@10"]), fixed(r["recall@100"]),
+        fixed(r["delta"]), ci_fixed(r["delta_ci"], ".4f"), MISSING if r["relative"] is None else f"{100 * r['relative']:+.2f} %",
+        p_value(r["p_value"]), p_value(r["p_value_randomization"]))) for name, r in res.scorers.items())
+    return Rows(f"{res.dataset_name} / {res.split} ({res.n_queries['eval']} queries, {res.n_docs} docs); "
+                f"parameters fitted on {res.fit_split}; {res.relevance} relevance",
+                ("scorer", "parameter", "fitted?", *[SCORER_LABELS[k] for k in keys]), rows)
 
 
 def print_result(res, console: Console, err: Console) -> None:
     """The tables and lines of ``normscope retrieval`` for a :class:`~normscope.retrieval.RetrievalResult`."""
-    from normscope.retrieval.result import SIGNAL_LABELS
+    from normscope.retrieval.result import SIGNAL_LABELS  # retrieval/ imports torch and faiss: start-up stays light
 
-    console.print(_scorer_table(res))
+    console.print(_scorer_table(res).table())
     st = res.strata
     for scorer, rows in (st.get("scorers") or {}).items():
         s = Table(title=f"{scorer} vs cosine by pre-specified stratum (nDCG@10; CI over the stratum's queries; "
@@ -78,9 +56,9 @@ def print_result(res, console: Console, err: Console) -> None:
         for c in ("stratifier", "quartile (range)", "n", "\u0394", "95% CI", "relative \u0394", "p (Holm)"):
             s.add_column(c)
         for r in rows:
-            rel = "-" if r["relative"] is None else f"{100 * r['relative']:+.1f} %"
+            rel = MISSING if r["relative"] is None else f"{100 * r['relative']:+.1f} %"
             s.add_row(r["stratifier"], f"Q{r['quartile']} ({r['range'][0]:.3g}-{r['range'][1]:.3g})", str(r["n"]),
-                      _f(r["mean_delta"]), _ci(r["mean_delta_ci"], ".4f"), rel, fmt_p(r["p_holm"]))
+                      fixed(r["mean_delta"]), ci_fixed(r["mean_delta_ci"], ".4f"), rel, p_value(r["p_holm"]))
         console.print(s)
     info = res.calibration_info
     c = Table(title=f"confidence that the cosine top-1 is relevant (base rate {info['base_rate_eval']:.3f}; maps fitted on "
@@ -91,14 +69,14 @@ def print_result(res, console: Console, err: Console) -> None:
     flags = []
     for name, e in res.calibration.items():
         if e["status"] != "ok":
-            c.add_row(name, "-", f"not computed: {e['reason']}", "", "", "", "", "", "", "")
+            c.add_row(name, MISSING, f"not computed: {e['reason']}", "", "", "", "", "", "", "")
             continue
         d = e["fit"]["direction"]
         bins = e["ece_bins"]
-        c.add_row(name, "-" if d is None else f"{d:+d}", _f(e.get("auroc_raw"), ".3f"), _ci(e.get("auroc_raw_ci")),
-                  _f(e["auroc"], ".3f"), _ci(e["auroc_ci"]), _f(e["ece"], ".3f"),
-                  f"{bins['populated_bins']}" + (" (!)" if bins["flag"] else ""), _f(e["aurc"], ".3f"),
-                  _f(e["aurc_optimal"], ".3f"))
+        c.add_row(name, MISSING if d is None else f"{d:+d}", fixed(e.get("auroc_raw"), ".3f"), ci_fixed(e.get("auroc_raw_ci")),
+                  fixed(e["auroc"], ".3f"), ci_fixed(e["auroc_ci"]), fixed(e["ece"], ".3f"),
+                  f"{bins['populated_bins']}" + (" (!)" if bins["flag"] else ""), fixed(e["aurc"], ".3f"),
+                  fixed(e["aurc_optimal"], ".3f"))
         if bins["flag"]:
             flags.append(f"{name}: {bins['flag']}")
         if e.get("auroc_note"):
@@ -129,7 +107,7 @@ def print_result(res, console: Console, err: Console) -> None:
 def retrieval(
     dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory (corpus.jsonl[.gz], queries.jsonl[.gz], qrels/*.tsv[.gz]), scifact or nfcorpus (fetched if absent, docs/data.md), or hf:BeIR/<name>.")],
     model: Models = None,
-    scorer: Annotated[Optional[list[str]], typer.Option("--scorer", help="cosine|dot|inverse_norm|power (repeatable; default all).")] = None,
+    scorer: Annotated[Optional[list[str]], typer.Option("--scorer", callback=split_list, help="cosine, dot, inverse_norm, power (repeatable or a comma list; default all).")] = None,
     fit_split: Annotated[str, typer.Option("--fit-split", help="Split fitting alpha/beta and confidence maps ('cv': 5-fold cross-validation).")] = "train",
     split: Annotated[str, typer.Option("--split", help="Evaluation split.")] = "test",
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Evaluate inverse_norm at this fixed alpha (not fitted), e.g. a paper's setting.")] = None,
@@ -139,7 +117,7 @@ def retrieval(
     junk_error: JunkError = False,
     max_docs: Annotated[Optional[int], typer.Option("--max-docs", min=2, help="Subsample the corpus (documents relevant to kept queries stay).")] = None,
     max_queries: Annotated[Optional[int], typer.Option("--max-queries", min=1, help="Subsample each split's queries.")] = None,
-    n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of the CIs (queries resampled).")] = 1000,
+    n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of every confidence interval (queries resampled).")] = 1000,
     seed: Seed = 0,
     device: Device = "cpu",
     precision: Precision = "fp32",
@@ -172,7 +150,7 @@ def retrieval(
                             n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device, precision=precision,
                             engine=engine, address=address, workers=workers)
 
-    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    models = models_of(model)
     if len(models) > 1:
         from normscope.cli._outputs import compare_models
 

@@ -31,6 +31,7 @@ from normscope.errors import InputError
 from normscope.lab.data import PairData, synthetic_data, wordnet_data
 from normscope.lab.encoders import MLPTwoTower, TableEncoder
 from normscope.lab.optim import DEFAULTS, make_optimizer
+from normscope._progress import Tracker
 from normscope.lab.result import LabResult
 
 __all__ = ["LabResult", "run_lab", "plot_trajectories", "plot_predicted_vs_observed", "GATE"]
@@ -259,14 +260,7 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
         rec_steps.append(t)
         rec_vals.append([float(r[m].mean()) for m in gmask])
 
-    bar = None
-    if progress:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        bar = Progress(TextColumn("lab {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-                       TimeElapsedColumn(), TimeRemainingColumn(), transient=True)
-        bar.start()
-        task = bar.add_task(f"{encoder}/{optimizer}", total=steps)
+    bar = Tracker(f"lab {encoder}/{optimizer}", steps, unit="steps").start() if progress else None
     t0 = time.perf_counter()
     c0_cpu = time.process_time()
     try:
@@ -310,7 +304,7 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
                     e5_resid = max(e5_resid, float(((pred - r2_new).abs() / r2_new).max()))
                 z = z_new
             if bar is not None and (t % 50 == 0 or t == steps - 1):
-                bar.update(task, completed=t + 1)
+                bar.update(t + 1)
     finally:
         if bar is not None:
             bar.stop()

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._progress import Tracker
 from normscope.errors import InputError, ModelError
 from normscope.lab.checkpoint import load_checkpoint, save_checkpoint, settings_key
 from normscope.lab.optim import make_optimizer
@@ -183,14 +184,7 @@ def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_de
 
     bar = None
     if progress and start < steps:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        bar = Progress(TextColumn("lab transformer/" + optimizer), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-                       TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TimeRemainingColumn(), transient=True,
-                       console=Console(stderr=True))
-        bar.start()
-        task = bar.add_task("train", total=steps, completed=start, loss="")
+        bar = Tracker("lab transformer/" + optimizer, steps, unit="steps", completed=start).start()
     autocast = (torch.autocast(device_type=torch.device(enc.device).type, dtype=torch.bfloat16)
                 if precision == "bf16" else None)
     buf = {k: torch.empty_like(v) for k, v in theta.items()} if track else None
@@ -256,7 +250,7 @@ def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_de
             if checkpoint is not None and ((t + 1) % checkpoint_every == 0 or t + 1 == steps):
                 save(t + 1)
             if bar is not None:
-                bar.update(task, completed=t + 1, loss=f"{rec['loss'][t]:.3f}")
+                bar.update(t + 1, loss=f"{rec['loss'][t]:.3f}")
     finally:
         if bar is not None:
             bar.stop()

@@ -89,7 +89,7 @@ class NormsStage(Stage[NormsRequest]):
                             items_sha256=file_sha256(items) if items is not None else None)
 
     def commands(self, request: NormsRequest) -> list[Command]:
-        what = [str(request.items)] if request.items is not None else ["--wordfreq-top", str(request.words)]
+        what = [str(request.items)] if request.items is not None else [f"wordfreq:{request.words}"]
         stem = "items" if request.items is not None else "words"
         argv = ["normscope", "embed", *what, "--model", request.model, "--precision", request.precision]
         if request.device != "cpu":

@@ -248,7 +248,7 @@ def _calibration_section(ctx, summary: dict, result: dict, commands: list[Comman
             rows.append([name, "-", f"not computed: {c['reason']}", None, None, None, None, None, None, None])
             continue
         bins = c["ece_bins"]
-        rows.append([name, c["fit"]["direction"] or "-", c["auroc_raw"], ci_text(c["auroc_raw_ci"]), c["auroc"],
+        rows.append([name, c["fit"].get("direction") or "-", c.get("auroc_raw"), ci_text(c.get("auroc_raw_ci")), c["auroc"],
                      ci_text(c["auroc_ci"]), c["ece"],
                      f"{bins['populated_bins']} of {info['ece_bins']}" + (" (!)" if bins["flag"] else ""),
                      c["aurc"], c["aurc_optimal"]])
@@ -322,10 +322,11 @@ class RetrievalStage(Stage[RetrievalRequest]):
 
     def run(self, ctx, request: RetrievalRequest) -> dict[str, Section]:
         try:
-            d = data_path(request.dataset)  # --data / shared copy, else fetched; offline: names the fetch command
+            data_path(request.dataset)  # --data / shared copy, else fetched; offline: names the fetch command
         except DataError as exc:
             raise StageUnavailable(str(exc)) from None
-        res = run_retrieval(d, encoder=ctx.encoder(), max_docs=request.docs, max_queries=request.queries,
+        # by name, as the command names it (found the same way), so that its JSON names no machine's path
+        res = run_retrieval(request.dataset, encoder=ctx.encoder(), max_docs=request.docs, max_queries=request.queries,
                             seed=request.seed, n_boot=request.n_boot, progress=True, device=request.device,
                             engine=request.engine, address=request.address)
         summary = to_jsonable(res.to_dict())
