@@ -110,9 +110,9 @@ def test_values_on_the_page_render_as_tables():
 @pytest.mark.parametrize("seconds, text", [(0.0213, "0.02 s"), (12.34, "12.3 s"), (2040.2, "34 min 00 s"), (119.6, "2 min 00 s"), (7199, "2 h 00 min"),
                                            (3725, "1 h 02 min"), (None, "n/a")])
 def test_durations(seconds, text):
-    from normscope.report.text import fmt_duration
+    from normscope._format import duration
 
-    assert fmt_duration(seconds) == text
+    assert duration(seconds) == text
 
 
 def test_cached_rerun_summary_line(tmp_path):

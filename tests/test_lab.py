@@ -163,7 +163,7 @@ def test_wordnet_missing_is_a_user_error(tmp_path, monkeypatch):
     monkeypatch.setenv("NORMSCOPE_WORDNET", str(tmp_path / "nowhere"))
     with pytest.raises(NormscopeError, match="NORMSCOPE_WORDNET"):
         wordnet_data(16)
-    assert run(["lab", "--data", "wordnet", "--steps", "10"]) == 2
+    assert run(["lab", "--dataset", "wordnet", "--steps", "10"]) == 2
 
 
 # ---------------------------------------------------------------- end to end
@@ -231,13 +231,13 @@ def test_cli_lab_writes_outputs(tmp_path, capsys):
 
     js, pq = tmp_path / "s.json", tmp_path / "items.parquet"
     rc = run(["lab", "--steps", "400", "--burn-in", "100", "--snapshots", "4", "--probe-batches", "20",
-              "--json", str(js), "-o", str(pq), "--fig-dir", str(tmp_path)])
+              "--json", str(js), "-o", str(pq), "--fig", str(tmp_path / "lab.png")])
     assert rc == 0
     s = json.loads(js.read_text())
     items = pd.read_parquet(pq)
     assert len(items) == s["n_items"] == 256
     assert s["mean_abs_rel_error"] == pytest.approx(np.mean(np.abs(items["rel_error"])), rel=1e-12)
-    assert (tmp_path / "lab_trajectories.png").stat().st_size > 1000
+    assert (tmp_path / "lab_trajectories.png").stat().st_size > 1000 and (tmp_path / "lab.png").stat().st_size > 1000
     cap = capsys.readouterr()
     assert f"wrote {js}, {pq}, " in cap.err
     assert "lab_predicted_vs_observed.png" in cap.err

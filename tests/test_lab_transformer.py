@@ -349,7 +349,7 @@ def test_cli_transformer_outputs_and_errors(tiny, tmp_path, capsys):
     js, pq = tmp_path / "t.json", tmp_path / "t.parquet"
     argv = ["lab", "--encoder", "transformer", "--model", str(model), "--pairs", str(pairs), "--probe-items", str(probes),
             "--steps", "4", "--probe-batches", "2", "--batch-size", "8", "--lr", "0.05", "--weight-decay", "0.5",
-            "--max-tokens", "32", "--precision", "bf16", "--json", str(js), "-o", str(pq), "--fig-dir", str(tmp_path)]
+            "--max-tokens", "32", "--precision", "bf16", "--json", str(js), "-o", str(pq), "--fig", str(tmp_path / "t.png")]
     assert run(argv) == 0
     s = _strict(js.read_text())
     for k in ISSUE_KEYS:
@@ -360,14 +360,18 @@ def test_cli_transformer_outputs_and_errors(tiny, tmp_path, capsys):
     items = pd.read_parquet(pq)
     assert list(items["text"]) == PROBES
     assert s["q_over_c_median"] == pytest.approx(float(np.nanmedian(items["q_over_c"])), rel=1e-12)
-    assert (tmp_path / "lab_transformer_sgd_trajectories.png").stat().st_size > 1000
+    assert (tmp_path / "t.png").stat().st_size > 1000 and (tmp_path / "t_predicted_vs_final.png").stat().st_size > 1000
     err = capsys.readouterr().err
     assert f"wrote {js}, {pq}" in err
     # options of the other lab, and bad values: one-line error, exit 2
-    assert run(["lab", "--encoder", "transformer", "--data", "wordnet"]) == 2
+    assert run(["lab", "--encoder", "transformer", "--dataset", "wordnet"]) == 2
     assert run(["lab", "--encoder", "table", "--pairs", "wordnet"]) == 2
-    assert run(argv[:-6] + ["--precision", "fp8"]) == 2
+    bad = argv[:-6]
+    bad[bad.index("--precision") + 1] = "fp8"
+    assert run(bad) == 2
     assert "error: unknown precision 'fp8'" in capsys.readouterr().err
+    assert run(bad + ["--precision", "fp32"]) == 2  # a repeated single-value option is a usage error
+    assert "--precision given 2 times" in capsys.readouterr().err
 
 
 def test_small_lab_json_results_are_byte_reproducible(tmp_path):

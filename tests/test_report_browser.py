@@ -64,8 +64,7 @@ def test_report_renders_in_headless_chromium(tmp_path, bundled_encoder):
     sizes = Sizes(words=50, lab_steps=300, lab_snapshots=8, lab_probe_batches=10)
     cfg = ReportConfig(out=out, sizes=sizes, only=("setup", "norms", "lab"), items=items)
     res = run_report(cfg, progress=False, encoder=bundled_encoder)
-    n_figures = sum(len(sec.get("figures") or []) for rec in res.records.values()
-                    for sec in (rec.get("sections") or {}).values())
+    n_figures = sum(len(rec.figures()) for rec in res.records.values())
     assert n_figures >= 3
 
     requests: list[str] = []

@@ -8,6 +8,7 @@ theorem's gate). When a number is missing the sentence says so instead of guessi
 from __future__ import annotations
 
 from normscope._format import finite, num
+from normscope.values import Interval
 
 __all__ = ["strength", "ci_excludes_zero", "ci_words", "corr_parts", "correlation_sentence"]
 
@@ -26,7 +27,7 @@ def strength(rho: float) -> str:
 
 def ci_excludes_zero(ci) -> bool | None:
     """True if the interval ``[lo, hi]`` excludes 0, False if it contains 0, None if unknown."""
-    if ci is None or not isinstance(ci, (list, tuple)) or len(ci) != 2:
+    if ci is None or not isinstance(ci, (list, tuple, Interval)) or len(ci) != 2:
         return None
     lo, hi = finite(ci[0]), finite(ci[1])
     if lo is None or hi is None:
@@ -42,16 +43,15 @@ def ci_words(ci) -> str:
 
 
 def corr_parts(c) -> tuple:
-    """``(rho, ci, method)`` from a correlation block of any stage (Spearman preferred): a probe block
-    (``spearman`` and ``ci: {spearman: [..]}``), a correlate result (``spearman`` and ``spearman_ci``) or
-    a plain ``{estimate, ci}``."""
-    if not isinstance(c, dict):
+    """``(rho, ci, method)`` of a correlation, Spearman preferred: a probe correlation
+    (:class:`~normscope.probes.ProbeCorrelation`: ``spearman`` and ``ci.spearman``), a correlate result
+    (``spearman`` and ``spearman_ci``, as an object or its JSON), or None (``(None, None, ...)``)."""
+    if c is None:
         return None, None, "Spearman \u03c1"
-    for key, method in (("spearman", "Spearman \u03c1"), ("pearson", "Pearson r")):
-        if key in c:
-            ci = c.get(f"{key}_ci", c.get("ci"))
-            return c[key], (ci.get(key) if isinstance(ci, dict) else ci), method
-    return c.get("estimate"), c.get("ci"), "\u03c1"
+    if isinstance(c, dict):
+        return c.get("spearman"), c.get("spearman_ci"), "Spearman \u03c1"
+    ci = c.ci.spearman if getattr(c, "ci", None) is not None else getattr(c, "spearman_ci", None)
+    return c.spearman, (list(ci) if ci is not None else None), "Spearman \u03c1"
 
 
 def correlation_sentence(

@@ -10,12 +10,12 @@ from typing import Literal
 
 import numpy as np
 
-from normscope._format import MISSING, ci as ci_text, fixed, num
+from normscope._format import MISSING, ci as ci_text, num
 from normscope._io import atomic_path
 from normscope.datasets import wordfreq_words
 from normscope.errors import NormscopeError
 from normscope.pairs import load_pairs
-from normscope.probes import ProbeResult, plot_heat_drift, plot_predicted_vs_observed, run_probe
+from normscope.probes import ProbeCorrelation, ProbeResult, plot_heat_drift, plot_predicted_vs_observed, run_probe
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.sizes import FULL
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
@@ -154,13 +154,19 @@ def probe_claims(res: dict, design_note: str = "") -> list[dict]:
     return rows
 
 
-def _excluded_text(block: dict, total) -> str:
+def _excluded_text(block: ProbeCorrelation, total) -> str:
     """Which items a correlation left out and why, as a sentence, from the block's own mask counts."""
-    n_ex = int(block.get("n_excluded") or 0)
+    n_ex = int(block.n_excluded or 0)
     if not n_ex:
         return f"All {num(total)} items enter this check (no root of (E7) is undefined)."
-    why = "; ".join(f"{num(v)} with {k}" for k, v in (block.get("excluded") or {}).items())
+    why = "; ".join(f"{num(v)} with {k}" for k, v in (block.excluded or {}).items())
     return f"{num(n_ex)} of {num(total)} items are left out of this check because their R_eq is undefined ({why})."
+
+
+def _optimizer(res: ProbeResult) -> str:
+    """The optimizer the checkpoint was trained with, when the training values say (``""`` otherwise)."""
+    opt = (res.training or {}).get("optimizer") or ""
+    return str(opt.get("value") or "") if isinstance(opt, dict) else str(opt)
 
 
 def _prediction_sentence(res: ProbeResult, key: str, reading: str | None) -> str | None:
@@ -168,13 +174,13 @@ def _prediction_sentence(res: ProbeResult, key: str, reading: str | None) -> str
     req = getattr(res, key)
     rho, ci, m = corr_parts(req)
     if rho is None:
-        if not isinstance(req, dict):
+        if req is None:
             return None
         why = (f"the fitted decay c_fit = {num(res.c_fit)} is not positive, so (E7) predicts no finite norm"
-               if res.c_fit is not None and res.c_fit <= 0 else (req.get("note") or "too few items have a prediction"))
+               if res.c_fit is not None and res.c_fit <= 0 else (req.note or "too few items have a prediction"))
         return (f"The predicted-vs-observed comparison could not be made on this model: {why} "
-                f"({num(req.get('n', 0))} items with a prediction).")
-    stats = f"{m} = {num(rho)}, {_ci_words(ci)} (CI over batches and items), n = {num(req.get('n'))}"
+                f"({num(req.n or 0)} items with a prediction).")
+    stats = f"{m} = {num(rho)}, {_ci_words(ci)} (CI over batches and items), n = {num(req.n)}"
     if ci_excludes_zero(ci) and ci[1] < 0:
         sent = f"The prediction fails on this model: the norm predicted by (E7) falls as the observed norm rises ({stats})."
     elif ci_excludes_zero(ci):
@@ -184,8 +190,7 @@ def _prediction_sentence(res: ProbeResult, key: str, reading: str | None) -> str
     if reading:
         sent += f" Reading: {reading}."
     sent += " " + _excluded_text(req, res.n_items)
-    opt = (res.training or {}).get("optimizer") or ""
-    opt = str(opt.get("value") or "") if isinstance(opt, dict) else str(opt)
+    opt = _optimizer(res)
     if opt.lower().startswith("adam"):
         sent += (f" This model was trained with {opt}, for which the SGD form of Theorem 1 is not expected to "
                  "hold quantitatively: read this as a rank statistic.")
@@ -196,6 +201,11 @@ def _ci_words(ci) -> str:
     return "no CI" if ci_excludes_zero(ci) is None else f"95% CI {num(ci[0])} to {num(ci[1])}"
 
 
+def _correlation_sentence(x: str, y: str, c: ProbeCorrelation | None) -> str | None:
+    rho, ci, m = corr_parts(c)
+    return None if rho is None else correlation_sentence(x, y, rho, ci, c.n, method=m)
+
+
 def equilibrium_sentences(result: dict | None, derived: dict | None = None) -> list[str]:
     """Sentences of the probes section, every number from the correlation block it describes.
 
@@ -204,27 +214,21 @@ def equilibrium_sentences(result: dict | None, derived: dict | None = None) -> l
     mask as the statistic (``n_excluded``, ``excluded``).
     """
     res = ProbeResult.from_dict(result)
-    derived = derived or {}
-    first = _prediction_sentence(res, derived.get("prediction_key") or "corr_req_norm", derived.get("prediction_reading"))
-    out = [first] if first else []
-    rho_h, ci_h, mh = corr_parts(res.corr_norm_heat)
-    if rho_h is not None:
-        out.append(correlation_sentence("the norm", "the heat \u03a3\u00b2", rho_h, ci_h, res.corr_norm_heat.get("n"),
-                                        method=mh)
-                   + " Heat \u03a3\u00b2 = R\u00b2 E||\u0394||\u00b2 contains R\u00b2 by construction:"
-                   " the R-free displacement below is the fair test.")
-    rho_d, ci_d, md = corr_parts(res.corr_norm_displacement)
-    if rho_d is not None:
-        s = correlation_sentence("the norm", "the R-free displacement E||a||\u00b2", rho_d, ci_d,
-                                 res.corr_norm_displacement.get("n"), method=md)
-        if ci_excludes_zero(ci_h) and ci_excludes_zero(ci_d) is False:
-            s += (" Since heat contains R\u00b2 by definition, the heat correlation above may be mechanical: "
-                  "the R-free quantity shows no relation.")
-        out.append(s)
-    rho_dr, ci_dr, mdr = corr_parts(res.corr_norm_drift)
-    if rho_dr is not None:
-        out.append(correlation_sentence("the norm", "the radial drift D~", rho_dr, ci_dr, res.corr_norm_drift.get("n"),
-                                        method=mdr))
+    key, reading = ("corr_req_norm", None) if not derived else (derived["prediction_key"], derived["prediction_reading"])
+    out = [s for s in [_prediction_sentence(res, key, reading)] if s]
+    heat = _correlation_sentence("the norm", "the heat \u03a3\u00b2", res.corr_norm_heat)
+    if heat:
+        out.append(heat + " Heat \u03a3\u00b2 = R\u00b2 E||\u0394||\u00b2 contains R\u00b2 by construction:"
+                          " the R-free displacement below is the fair test.")
+    disp = _correlation_sentence("the norm", "the R-free displacement E||a||\u00b2", res.corr_norm_displacement)
+    if disp:
+        if ci_excludes_zero(corr_parts(res.corr_norm_heat)[1]) and ci_excludes_zero(corr_parts(res.corr_norm_displacement)[1]) is False:
+            disp += (" Since heat contains R\u00b2 by definition, the heat correlation above may be mechanical: "
+                     "the R-free quantity shows no relation.")
+        out.append(disp)
+    drift = _correlation_sentence("the norm", "the radial drift D~", res.corr_norm_drift)
+    if drift:
+        out.append(drift)
     if res.n_negative_q:
         out.append(f"{num(res.n_negative_q)} items have q < 0 (their measured radial motion is inward even without "
                    "decay); (E7) still has a positive root for them, so they stay in the prediction check.")
@@ -232,12 +236,10 @@ def equilibrium_sentences(result: dict | None, derived: dict | None = None) -> l
 
 
 def _table_rows(res: ProbeResult) -> list[list]:
-    rows = []
-    for _, label, c in res.correlations():
-        ci = c.get("ci") or {}
-        rows.append([label, c.get("pearson"), ci_text(ci.get("pearson")), c.get("spearman"), ci_text(ci.get("spearman")),
-                     ci_text((c.get("ci_items_only") or {}).get("spearman")), c.get("n"), c.get("p_text")])
-    return rows
+    return [[label, c.pearson, ci_text(c.ci.pearson if c.ci else None), c.spearman,
+             ci_text(c.ci.spearman if c.ci else None),
+             ci_text(c.ci_items_only.spearman if c.ci_items_only else None), c.n, c.p_text]
+            for _, label, c in res.correlations()]
 
 
 def _k_table(res: ProbeResult) -> list[Table]:
@@ -254,16 +256,16 @@ def _k_table(res: ProbeResult) -> list[Table]:
 
 def _key_numbers(res: ProbeResult, key: str) -> list[KeyNumber]:
     labels = res.labels()
-    req = getattr(res, key) or {}
+    req = getattr(res, key) or ProbeCorrelation()
     fd = res.fd or {}
     chk = fd.get("check") or {}
     spot = (f"; float64 spot check: median {chk['median_rel_diff']:.2%}, max {chk['max_rel_diff']:.2%} of mean |D2|"
             if chk else "")
     return [
-        KeyNumber(f"{key}.spearman", f"Spearman \u03c1, {labels[key][0]}", req.get("spearman")),
-        KeyNumber(f"{key}.ci.spearman", "95% CI (batches and items)", ci_text((req.get("ci") or {}).get("spearman"))),
+        KeyNumber(f"{key}.spearman", f"Spearman \u03c1, {labels[key][0]}", req.spearman),
+        KeyNumber(f"{key}.ci.spearman", "95% CI (batches and items)", ci_text(req.ci.spearman if req.ci else None)),
         KeyNumber(f"{key}.n,n_excluded", "items in the prediction check / left out (no (E7) root)",
-                  f"{req.get('n')} / {req.get('n_excluded')}", "items"),
+                  f"{req.n} / {req.n_excluded}", "items"),
         KeyNumber("heat_cancelled_by_d2", labels["heat_cancelled_by_d2"][0], res.heat_cancelled_by_d2),
         KeyNumber("n_negative_q", labels["n_negative_q"][0], res.n_negative_q, "items"),
         KeyNumber("n_negative_lambda_rad", labels["n_negative_lambda_rad"][0], res.n_negative_lambda_rad, "items"),
@@ -363,8 +365,8 @@ class ProbesStage(Stage[ProbesRequest]):
 
     def headline(self, section: Section) -> str:
         res = ProbeResult.from_dict(section.result)
-        req = getattr(res, (section.derived or {}).get("prediction_key") or "corr_req_norm") or {}
-        return (f"Spearman R_eq vs R {_rho_ci(req)} (n = {req.get('n')}; CIs over batches and items); "
+        req = getattr(res, section.derived["prediction_key"]) or ProbeCorrelation()
+        return (f"Spearman R_eq vs R {_rho_ci(req)} (n = {req.n}; CIs over batches and items); "
                 f"Spearman R vs heat {_rho_ci(res.corr_norm_heat)}; "
                 f"Spearman R vs drift {_rho_ci(res.corr_norm_drift)}; q<0: {res.n_negative_q}")
 
@@ -380,7 +382,7 @@ class ProbesStage(Stage[ProbesRequest]):
         return used
 
 
-def _rho_ci(c: dict | None) -> str:
+def _rho_ci(c: ProbeCorrelation | None) -> str:
     rho, ci, _ = corr_parts(c)
     if rho is None:
         return MISSING

@@ -17,7 +17,7 @@ from normscope.report.text import ci_excludes_zero, ci_words
 from normscope.request import Engine, Precision, Request, param
 from normscope.retrieval import RetrievalResult, run_retrieval
 from normscope.retrieval.figures import plot_reliability, plot_risk_coverage
-from normscope.retrieval.result import SCORER_LABELS, SIGNAL_LABELS
+from normscope.retrieval.result import SCORER_LABELS, SIGNAL_LABELS, ScorerEval, SignalCalibration
 
 __all__ = ["RetrievalStage", "RetrievalRequest", "similarity_gain_claim", "calibration_claim", "retrieval_sentences",
            "calibration_sentences"]
@@ -84,17 +84,16 @@ def calibration_claim(summary: dict) -> dict:
                      n=(summary.get("n_queries") or {}).get("eval"), what=what)
 
 
-def _scorer_sentence(name: str, s: dict, base: float) -> str | None:
+def _scorer_sentence(name: str, s: ScorerEval, base: float) -> str | None:
     """nDCG@10 difference of one scorer to cosine: a direction only when the paired CI over queries excludes 0
     and the paired p < 0.05; when they disagree, no firm evidence."""
-    nd, d, p = s["ndcg@10"], s["delta"], s["p_value"]
+    nd, d, p = s.ndcg10, s.delta, s.p_value
     if nd is None:
         return None
     d = nd - base if d is None else d
-    ci = s["delta_ci"]
-    how = (f" ({s['param_name']} fixed at {num(s['param'])}, not fitted)"
-           if s["param_source"] == "fixed (not fitted)" else "")
-    stats = (f"{num(nd)} vs {num(base)}, \u0394 {num(d)}, {ci_words(ci)} over queries, relative {pct(s['relative'])}"
+    ci = list(s.delta_ci) if s.delta_ci is not None else None
+    how = f" ({s.param_name} fixed at {num(s.param)}, not fitted)" if s.param_source == "fixed (not fitted)" else ""
+    stats = (f"{num(nd)} vs {num(base)}, \u0394 {num(d)}, {ci_words(ci)} over queries, relative {pct(s.relative)}"
              + (f", paired p = {num(p)}" if p is not None else ""))
     ex = ci_excludes_zero(ci)
     if ex is None:
@@ -126,15 +125,36 @@ def _strata_sentence(rows: list[dict]) -> str:
 def retrieval_sentences(result: dict | None) -> list[str]:
     """One sentence per norm-aware scorer (its nDCG@10 difference to cosine), and one on the pre-specified strata."""
     res = RetrievalResult.from_dict(result)
-    scorers = res.scorers or {}
-    if "cosine" not in scorers or scorers["cosine"]["ndcg@10"] is None:
+    cos = res.scorers.get("cosine")
+    if cos is None or cos.ndcg10 is None:
         return []
-    base = scorers["cosine"]["ndcg@10"]
-    out = [s for name, sc in scorers.items() if name != "cosine" for s in [_scorer_sentence(name, sc, base)] if s]
-    rows = ((res.strata or {}).get("scorers") or {}).get("inverse_norm")
+    out = [s for name, sc in res.scorers.items() if name != "cosine" for s in [_scorer_sentence(name, sc, cos.ndcg10)] if s]
+    rows = ((res.strata or {}).get("scorers") or {}).get(CLAIM_SCORER)
     if rows:
         out.append(_strata_sentence(rows))
     return out
+
+
+def _signal_sentence(name: str, c: SignalCalibration) -> str | None:
+    if not c.ok:
+        return f"{name}: not computed ({c.reason})."
+    raw = c.auroc_raw is not None
+    auc, ci = (c.auroc_raw, c.auroc_raw_ci) if raw else (c.auroc, c.auroc_ci)
+    if auc is None:
+        return None
+    cal = f"; calibrated map AUROC {num(c.auroc)}" if (c.fit or {}).get("mapping") == "platt" and c.auroc is not None else ""
+    flag = (c.ece_bins or {}).get("flag") or ""
+    ece_txt = f"; ECE {num(c.ece)}" + (f" ({flag})" if flag else "") if c.ece is not None else ""
+    ci = list(ci) if ci is not None else None
+    if ci_excludes_zero(ci) is None:
+        return f"{name}: AUROC {num(auc)} for a relevant top-1 (0.5 = chance; no CI, so no claim){ece_txt}."
+    stats = f"AUROC {num(auc)}, 95% CI {num(ci[0])} to {num(ci[1])}{cal}{ece_txt}"
+    if ci[0] > 0.5:
+        return f"{name} predicts a relevant top-1 better than chance ({stats})."
+    if ci[1] < 0.5:
+        return (f"{name} ranks relevant top-1 results below chance in its pre-specified direction ({stats}): it works "
+                "the other way round.")
+    return f"For {name} the AUROC CI includes 0.5: no evidence that it predicts a relevant top-1 ({stats})."
 
 
 def calibration_sentences(result: dict | None) -> list[str]:
@@ -142,56 +162,31 @@ def calibration_sentences(result: dict | None) -> list[str]:
 
     Raw signals are judged by ``auroc_raw`` (the signal in its pre-specified direction), learned ones by ``auroc``.
     """
-    out = []
-    for name, c in (result or {}).items():
-        if c.get("status", "ok") != "ok":
-            out.append(f"{name}: not computed ({c.get('reason')}).")
-            continue
-        raw = c.get("auroc_raw") is not None
-        auc = c.get("auroc_raw") if raw else c.get("auroc")
-        if auc is None:
-            continue
-        ci = c.get("auroc_raw_ci") if raw else c.get("auroc_ci")
-        mapped = (c.get("fit") or {}).get("mapping") == "platt"
-        cal = f"; calibrated map AUROC {num(c['auroc'])}" if mapped and c.get("auroc") is not None else ""
-        flag = (c.get("ece_bins") or {}).get("flag") or ""
-        ece_txt = f"; ECE {num(c['ece'])}" + (f" ({flag})" if flag else "") if c.get("ece") is not None else ""
-        if ci_excludes_zero(ci) is None:
-            out.append(f"{name}: AUROC {num(auc)} for a relevant top-1 (0.5 = chance; no CI, so no claim){ece_txt}.")
-            continue
-        stats = f"AUROC {num(auc)}, 95% CI {num(ci[0])} to {num(ci[1])}{cal}{ece_txt}"
-        if ci[0] > 0.5:
-            out.append(f"{name} predicts a relevant top-1 better than chance ({stats}).")
-        elif ci[1] < 0.5:
-            out.append(f"{name} ranks relevant top-1 results below chance in its pre-specified direction ({stats}): "
-                       "it works the other way round.")
-        else:
-            out.append(f"For {name} the AUROC CI includes 0.5: no evidence that it predicts a relevant top-1 ({stats}).")
-    return out
+    out = [_signal_sentence(name, SignalCalibration.from_json(c)) for name, c in (result or {}).items()]
+    return [s for s in out if s]
 
 
-def _param_value(r: dict) -> str:
-    p = r["param"]
-    if r["param_name"] is None:
+def _param_value(r: ScorerEval) -> str:
+    if r.param_name is None:
         return "none"
-    if isinstance(p, list):
-        return ", ".join(f"{x:.3g}" for x in p) + f" (mean {r['param_mean']:.3g})"
-    return f"{p:.4g}"
+    if isinstance(r.param, list):
+        return ", ".join(f"{x:.3g}" for x in r.param) + f" (mean {r.param_mean:.3g})"
+    return f"{r.param:.4g}"
 
 
-def _scorer_rows(summary: dict) -> list:
+def _scorer_rows(res: RetrievalResult) -> list:
     rows = []
-    for name, r in summary["scorers"].items():
-        fitted = {"fitted": r["fitted_on"], "fixed (not fitted)": "not fitted (fixed)"}.get(r["param_source"], "-")
-        rows.append([name, r["param_name"] or "none", _param_value(r), fitted, r["ndcg@10"], r["mrr@10"],
-                     r["recall@100"], r["delta"], ci_text(r["delta_ci"]),
-                     None if r["relative"] is None else pct(r["relative"]), r["p_value"], r["p_value_randomization"]])
+    for name, r in res.scorers.items():
+        fitted = {"fitted": r.fitted_on, "fixed (not fitted)": "not fitted (fixed)"}.get(r.param_source, "-")
+        rows.append([name, r.param_name or "none", _param_value(r), fitted, r.ndcg10, r.mrr10, r.recall100, r.delta,
+                     ci_text(r.delta_ci), None if r.relative is None else pct(r.relative), r.p_value,
+                     r.p_value_randomization])
     return rows
 
 
-def _excluded_table(summary: dict) -> Table:
-    exc = summary["excluded_queries"] or {}
-    names = {"eval": f"evaluation ('{summary['split']}')", "fit": f"fitting ('{summary['fit_split']}')"}
+def _excluded_table(res: RetrievalResult) -> Table:
+    exc = res.excluded_queries or {}
+    names = {"eval": f"evaluation ('{res.split}')", "fit": f"fitting ('{res.fit_split}')"}
     cols = [k for k in ("eval", "fit") if exc.get(k)]
     keys = list(dict.fromkeys(k for c in cols for k in exc[c]))
     return Table("Queries judged, evaluated and excluded, per split", ["count"] + [names[c] for c in cols],
@@ -206,12 +201,12 @@ def _examples(res) -> list:
              "yes" if int(t.top1_relevant) else "no"] for t in pick]
 
 
-def _retrieval_tables(summary: dict, res) -> list[Table]:
+def _retrieval_tables(res: RetrievalResult) -> list[Table]:
     tables = [Table("Scorers on the evaluation queries (parameters fitted on other queries; \u0394 and p vs cosine on nDCG@10)",
                     ["scorer", "parameter", "value", "fitted on"] + [SCORER_LABELS[k] for k in (
                         "ndcg@10", "mrr@10", "recall@100", "delta", "delta_ci", "relative", "p_value",
-                        "p_value_randomization")], _scorer_rows(summary))]
-    st = summary["strata"] or {}
+                        "p_value_randomization")], _scorer_rows(res))]
+    st = res.strata or {}
     for scorer, rows in (st.get("scorers") or {}).items():
         tables.append(Table(f"{scorer} vs cosine in the pre-specified strata ({st['correction']}; CI over the stratum's queries)",
                             ["stratifier", "quartile", "range", "n", "cosine nDCG@10", f"{scorer} nDCG@10", "\u0394",
@@ -219,42 +214,44 @@ def _retrieval_tables(summary: dict, res) -> list[Table]:
                             [[r["stratifier"], f"Q{r['quartile']}", ci_text(r["range"]), r["n"], r["baseline_mean"],
                               r["scorer_mean"], r["mean_delta"], ci_text(r["mean_delta_ci"]), pct(r["relative"]),
                               r["p_holm"]] for r in rows]))
-    return tables + [_excluded_table(summary),
+    return tables + [_excluded_table(res),
                      Table("Lowest- and highest-norm queries (cosine top-1)",
                            ["query", "||q||", "top-1 document (title, id)", "top-1 relevant"], _examples(res))]
 
 
-def _retrieval_notes(summary: dict) -> list[str]:
-    notes = [f"Tie rule: {summary['tie_rule']}; {summary['relevance']} relevance; self-hits "
-             f"{'left out' if summary['ignore_identical_ids'] else 'kept'} "
-             f"({summary['identical_ids'][summary['split']] if summary['split'] in summary['identical_ids'] else 0} "
-             "evaluation queries share an id with a document)."]
-    for name, r in summary["scorers"].items():
-        if r.get("param_at_grid_edge"):
-            notes.append(f"{name}: the fitted {r['param_name']} lies at the edge of its search grid.")
-    for side, j in summary["junk"].items():
-        if j["count"]:
-            notes.append(f"{j['count']} junk {side} left out of every statistic (ids {', '.join(j['ids'][:5])}).")
-    sig = summary["significance"]
+def _retrieval_notes(res: RetrievalResult) -> list[str]:
+    self_hits = (res.identical_ids or {}).get(res.split, 0)
+    notes = [f"Tie rule: {res.tie_rule}; {res.relevance} relevance; self-hits "
+             f"{'left out' if res.ignore_identical_ids else 'kept'} ({self_hits} evaluation queries share an id with a "
+             "document)."]
+    notes += [f"{name}: the fitted {r.param_name} lies at the edge of its search grid."
+              for name, r in res.scorers.items() if r.param_at_grid_edge]
+    notes += [f"{j['count']} junk {side} left out of every statistic (ids {', '.join(j['ids'][:5])})."
+              for side, j in res.junk.items() if j["count"]]
+    sig = res.significance
     return notes + [f"p (paired t): {sig['p_value']}", f"p (randomisation): {sig['p_value_randomization']}",
                     f"\u0394 CI: {sig['delta_ci']}"]
 
 
-def _calibration_section(ctx, summary: dict, result: dict, commands: list[Command], n_boot: int) -> Section:
-    cal, info = summary["calibration"], summary["calibration_info"]
+def _calibration_rows(res: RetrievalResult) -> tuple[list, list[str]]:
+    info = res.calibration_info
     rows, flags = [], []
-    for name, c in cal.items():
-        if c["status"] != "ok":
-            rows.append([name, "-", f"not computed: {c['reason']}", None, None, None, None, None, None, None])
+    for name, c in res.calibration.items():
+        if not c.ok:
+            rows.append([name, "-", f"not computed: {c.reason}", None, None, None, None, None, None, None])
             continue
-        bins = c["ece_bins"]
-        rows.append([name, c["fit"].get("direction") or "-", c.get("auroc_raw"), ci_text(c.get("auroc_raw_ci")), c["auroc"],
-                     ci_text(c["auroc_ci"]), c["ece"],
+        bins = c.ece_bins
+        rows.append([name, c.fit.get("direction") or "-", c.auroc_raw, ci_text(c.auroc_raw_ci), c.auroc,
+                     ci_text(c.auroc_ci), c.ece,
                      f"{bins['populated_bins']} of {info['ece_bins']}" + (" (!)" if bins["flag"] else ""),
-                     c["aurc"], c["aurc_optimal"]])
+                     c.aurc, c.aurc_optimal])
         if bins["flag"]:
             flags.append(f"{name}: {bins['flag']}.")
-    computed = [n for n, c in cal.items() if c["status"] == "ok"]
+    return rows, flags
+
+
+def _calibration_figures(ctx, res: RetrievalResult, cal: dict) -> list[Figure]:
+    computed = [n for n, c in res.calibration.items() if c.ok]
     figs = []
     for i in range(0, len(computed), 2):
         name = "calibration_reliability.png" if i == 0 else f"calibration_reliability_{i // 2 + 1}.png"
@@ -266,9 +263,16 @@ def _calibration_section(ctx, summary: dict, result: dict, commands: list[Comman
         p2 = plot_risk_coverage(cal, ctx.figure_path("calibration_risk_coverage.png"))
         figs.append(Figure(Path(p2).name, "Risk-coverage: error rate of the answered queries as queries with the lowest "
                            "confidence are withheld (lower is better); AURC in the legend."))
+    return figs
+
+
+def _calibration_section(ctx, res: RetrievalResult, summary: dict, result: dict, commands: list[Command],
+                         n_boot: int) -> Section:
+    info = res.calibration_info
+    rows, flags = _calibration_rows(res)
     return Section(
-        "calibration", commands=commands, sizes=f"{summary['n_queries']['eval']} evaluation queries; maps fitted on "
-                                                 f"{info['fitted_on']}",
+        "calibration", commands=commands,
+        sizes=f"{res.n_queries['eval']} evaluation queries; maps fitted on {info['fitted_on']}",
         result=result, derived={"info": info, "n_boot": n_boot},
         key_numbers=[KeyNumber("calibration_info.label", "label", info["label"]),
                      KeyNumber("calibration_info.base_rate_eval", "base rate (evaluation)", info["base_rate_eval"]),
@@ -279,7 +283,8 @@ def _calibration_section(ctx, summary: dict, result: dict, commands: list[Comman
                       ["signal", "direction"] + [SIGNAL_LABELS[k] for k in ("auroc_raw", "auroc_raw_ci", "auroc", "auroc_ci",
                                                                             "ece", "ece_bins", "aurc", "aurc_optimal")],
                       rows)],
-        figures=figs, notes=[info["mapping"], info["direction"]["rule"]] + flags, claims=[calibration_claim(summary)])
+        figures=_calibration_figures(ctx, res, summary["calibration"]), notes=[info["mapping"], info["direction"]["rule"]] + flags,
+        claims=[calibration_claim(summary)])
 
 
 class RetrievalStage(Stage[RetrievalRequest]):
@@ -332,18 +337,14 @@ class RetrievalStage(Stage[RetrievalRequest]):
         summary = to_jsonable(res.to_dict())
         commands = self.commands(request)
         results = self.section_results(commands, [summary])
-        nq = summary["n_queries"]
         retrieval = Section(
             "retrieval", commands=commands,
-            sizes=(f"SciFact: {summary['n_docs']} documents, {nq['eval']} '{summary['split']}' queries evaluated, "
-                   f"parameters fitted on {nq['fit']} queries of '{summary['fit_split']}'"),
-            result=results["retrieval"],
-            derived={"delta_ndcg10_vs_cosine": {n: r["delta"] for n, r in summary["scorers"].items()}},
-            key_numbers=[KeyNumber(f"scorers.{n}.ndcg@10", f"nDCG@10, {n}", r["ndcg@10"])
-                         for n, r in summary["scorers"].items()],
-            tables=_retrieval_tables(summary, res), notes=_retrieval_notes(summary),
-            claims=[similarity_gain_claim(summary)])
-        calibration = _calibration_section(ctx, summary, results["calibration"], commands, request.n_boot)
+            sizes=(f"SciFact: {res.n_docs} documents, {res.n_queries['eval']} '{res.split}' queries evaluated, "
+                   f"parameters fitted on {res.n_queries['fit']} queries of '{res.fit_split}'"),
+            result=results["retrieval"], derived={"delta_ndcg10_vs_cosine": {n: r.delta for n, r in res.scorers.items()}},
+            key_numbers=[KeyNumber(f"scorers.{n}.ndcg@10", f"nDCG@10, {n}", r.ndcg10) for n, r in res.scorers.items()],
+            tables=_retrieval_tables(res), notes=_retrieval_notes(res), claims=[similarity_gain_claim(summary)])
+        calibration = _calibration_section(ctx, res, summary, results["calibration"], commands, request.n_boot)
         return {"retrieval": retrieval, "calibration": calibration}
 
     def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
@@ -353,11 +354,11 @@ class RetrievalStage(Stage[RetrievalRequest]):
 
     def headline(self, section: Section) -> str:
         if section.key == "calibration":
-            return "AUROC: " + ", ".join(f"{k} {num(v.get('auroc'))}" for k, v in (section.result or {}).items())
+            return "AUROC: " + ", ".join(f"{k} {num(SignalCalibration.from_json(v).auroc)}"
+                                         for k, v in (section.result or {}).items())
         res = RetrievalResult.from_dict(section.result)
-        return "nDCG@10: " + ", ".join(
-            f"{name} {num(v['ndcg@10'])}" + (f" (p {num(v['p_value'])})" if v["p_value"] is not None else "")
-            for name, v in (res.scorers or {}).items())
+        return "nDCG@10: " + ", ".join(f"{name} {num(v.ndcg10)}" + (f" (p {num(v.p_value)})" if v.p_value is not None else "")
+                                       for name, v in res.scorers.items())
 
     def sizes_used(self, sizes, request: RetrievalRequest, sections) -> dict[str, int]:
         used = super().sizes_used(sizes, request, sections)

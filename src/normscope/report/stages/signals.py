@@ -82,18 +82,15 @@ def signal_claims(results: dict[str, dict], unavailable: dict[str, str]) -> list
 def _stratified_signal_sentence(name: str, s: CorrelateResult) -> str:
     """Sentence of a signal pooled from several sources: per source, then the source-controlled partial."""
     word = SIGNAL_WORDS.get(name, name)
-    parts = []
-    for st in s.strata or []:
-        if st["spearman"] is None:
-            parts.append(f"{st['name']}: not estimated (n = {num(st['n'])})")
-        else:
-            parts.append(f"{st['name']}: \u03c1 = {num(st['spearman'])}, {ci_words(st['spearman_ci'])}, n = {num(st['n'])}")
+    parts = [f"{st.name}: not estimated (n = {num(st.n)})" if st.spearman is None else
+             f"{st.name}: \u03c1 = {num(st.spearman)}, {ci_words(st.spearman_ci)}, n = {num(st.n)}"
+             for st in s.strata or []]
     out = (f"The items come from {len(parts)} sources, so the pooled Spearman \u03c1 = {num(s.spearman)} "
            f"({ci_words(s.spearman_ci)}) mixes them; per source, norm vs {word}: " + "; ".join(parts) + ".")
     p = s.partial_spearman
-    if isinstance(p, dict) and p["rho"] is not None:
-        out += " " + correlation_sentence("the raw norm", f"{word} controlling for {join_and(p['controls'] or [])}",
-                                          p["rho"], p["ci"], p["n"], method="partial \u03c1")
+    if p is not None and p.rho is not None:
+        out += " " + correlation_sentence("the raw norm", f"{word} controlling for {join_and(p.controls or [])}",
+                                          p.rho, p.ci, p.n, method="partial \u03c1")
         out += f" Its CI and p-value resample and permute items within each {s.by or 'source'}."
     return out
 
@@ -101,89 +98,86 @@ def _stratified_signal_sentence(name: str, s: CorrelateResult) -> str:
 def _partial_sentence(s: CorrelateResult, ci) -> str:
     """How the partial correlation (controls actually partialled out) compares with the marginal one."""
     p = s.partial_spearman
-    if not isinstance(p, dict):
+    if p is None:
         return ""
-    prho, pci = p.get("estimate", p.get("rho")), p.get("ci")
-    ctrl = join_and(list(p.get("controls") or s.controls or [])) or "the controls"
+    pci = list(p.ci) if p.ci is not None else None
+    ctrl = join_and(list(p.controls or s.controls or [])) or "the controls"
     ex = ci_excludes_zero(pci)
     if ex is True:
         # "stays" only when the marginal's CI lies on the same side of 0 (signs from the CIs)
         p_up = pci[0] > 0
         m_ex = ci_excludes_zero(ci)
         verb = "it stays" if m_ex and (ci[0] > 0) == p_up else "it turns" if m_ex else "it is"
-        return f" Controlling for {ctrl} {verb} {'positive' if p_up else 'negative'} (partial \u03c1 = {num(prho)}, {ci_words(pci)})."
+        return f" Controlling for {ctrl} {verb} {'positive' if p_up else 'negative'} (partial \u03c1 = {num(p.rho)}, {ci_words(pci)})."
     if ex is False:
-        return f" Controlling for {ctrl}, the CI includes 0 (partial \u03c1 = {num(prho)}, {ci_words(pci)})."
-    return f" Partial \u03c1 controlling for {ctrl} = {num(prho)} (no CI)." if prho is not None else ""
+        return f" Controlling for {ctrl}, the CI includes 0 (partial \u03c1 = {num(p.rho)}, {ci_words(pci)})."
+    return f" Partial \u03c1 controlling for {ctrl} = {num(p.rho)} (no CI)." if p.rho is not None else ""
+
+
+def _signal_sentence(name: str, s: CorrelateResult) -> str | None:
+    rho, ci, m = corr_parts(s)
+    if rho is None:
+        return None
+    if s.strata:
+        sentence = _stratified_signal_sentence(name, s)
+    else:
+        sentence = correlation_sentence("the raw norm", SIGNAL_WORDS.get(name, name), rho, ci, s.n, method=m)
+        sentence += _partial_sentence(s, ci)
+    if s.controls_dropped:
+        sentence += (f" {', '.join(s.controls_dropped).capitalize()} is constant over these items, so it was not"
+                     " controlled" + ("." if s.partial_spearman is not None else " and no partial correlation was computed."))
+    nl = s.norm_length
+    if nl is not None and nl.spearman is not None:
+        unit = "tokens the model saw" if str(nl.length or "").startswith("tokens") else "words"
+        sentence += (f" For comparison, the norm and the length ({unit}) have Spearman \u03c1 = "
+                     f"{num(nl.spearman)} ({ci_words(nl.spearman_ci)}).")
+    return sentence
 
 
 def semantic_signal_sentences(result: dict | None) -> list[str]:
     """One sentence per signal that ran, chosen by the sign and CI of its (partial) correlation."""
-    out = []
-    for name, d in (result or {}).items():
-        if not isinstance(d, dict) or d.get("status", "ok") != "ok":
-            continue
-        s = CorrelateResult.from_dict(d)
-        rho, ci, m = corr_parts(d)
-        if rho is None:
-            continue
-        if s.strata:
-            sentence = _stratified_signal_sentence(name, s)
-        else:
-            sentence = correlation_sentence("the raw norm", SIGNAL_WORDS.get(name, name), rho, ci, s.n, method=m)
-            sentence += _partial_sentence(s, ci)
-        if s.controls_dropped:
-            sentence += (f" {', '.join(s.controls_dropped).capitalize()} is constant over these items, so it was not"
-                         " controlled" + ("." if isinstance(s.partial_spearman, dict) else
-                                          " and no partial correlation was computed."))
-        nl = s.norm_length
-        if isinstance(nl, dict) and nl.get("spearman") is not None:
-            unit = "tokens the model saw" if str(nl.get("length", "")).startswith("tokens") else "words"
-            sentence += (f" For comparison, the norm and the length ({unit}) have Spearman \u03c1 = "
-                         f"{num(nl['spearman'])} ({ci_words(nl.get('spearman_ci'))}).")
-        out.append(sentence)
-    return out
+    out = [_signal_sentence(name, CorrelateResult.from_dict(d)) for name, d in (result or {}).items()]
+    return [s for s in out if s]
 
 
-def _row(sig: str, r: dict) -> list:
-    part = r.get("partial_spearman") or {}
-    nl = r.get("norm_length") or {}
-    controls = ", ".join(part.get("controls") or []) + "".join(
-        f"{'; ' if part.get('controls') else ''}{c} not controlled (constant)" for c in r.get("controls_dropped") or [])
-    return [sig, r.get("dataset"), r.get("n"), r.get("n_missing"), r.get("spearman"), ci_text(r.get("spearman_ci")),
-            r.get("p_value"), part.get("rho"), ci_text(part.get("ci")), controls, nl.get("spearman"),
-            r.get("n_truncated")]
+def _row(sig: str, r: CorrelateResult) -> list:
+    part = r.partial_spearman
+    controls = ", ".join(part.controls or []) if part is not None else ""
+    controls += "".join(f"{'; ' if controls else ''}{c} not controlled (constant)" for c in r.controls_dropped or [])
+    return [sig, r.dataset, r.n, r.n_missing, r.spearman, ci_text(r.spearman_ci), r.p_value,
+            part.rho if part is not None else None, ci_text(part.ci if part is not None else None), controls,
+            r.norm_length.spearman if r.norm_length is not None else None, r.n_truncated]
 
 
-def _strata_rows(sig: str, r: dict) -> list[list]:
+def _strata_rows(sig: str, r: CorrelateResult) -> list[list]:
     rows = []
-    for st in r.get("strata") or []:
-        p = st.get("partial_spearman") or {}
-        rows.append([sig, st["name"], st["n"], st["spearman"], ci_text(st["spearman_ci"]), p.get("rho"),
-                     ci_text(p.get("ci")), ", ".join(p.get("controls") or []), st["norm_length_spearman"],
-                     st["mean_length"], st["mean_covariate"]])
+    for st in r.strata or []:
+        p = st.partial_spearman
+        rows.append([sig, st.name, st.n, st.spearman, ci_text(st.spearman_ci), p.rho if p else None,
+                     ci_text(p.ci if p else None), ", ".join(p.controls or []) if p else "", st.norm_length_spearman,
+                     st.mean_length, st.mean_covariate])
     return rows
 
 
-def _notes(results: dict[str, dict], unavailable: dict[str, str]) -> list[str]:
+def _notes(results: dict[str, CorrelateResult], unavailable: dict[str, str]) -> list[str]:
     notes = [f"{k}: not available ({v})" for k, v in unavailable.items()]
     for sig, r in results.items():
-        notes += [f"{sig}: {x}" for x in r.get("notes") or []]
-        if r.get("n_missing"):
-            notes.append(f"{sig}: {r['n_missing']} of {r.get('n_items')} items have no value and are excluded "
-                         f"(e.g. {', '.join(map(str, (r.get('missing_examples') or [])[:5]))}).")
-        if (r.get("junk") or {}).get("count"):
-            notes.append(f"{sig}: {r['junk']['count']} junk item(s) left out (ids {', '.join(r['junk']['ids'][:5])}).")
+        notes += [f"{sig}: {x}" for x in r.notes or []]
+        if r.n_missing:
+            notes.append(f"{sig}: {r.n_missing} of {r.n_items} items have no value and are excluded "
+                         f"(e.g. {', '.join(map(str, (r.missing_examples or [])[:5]))}).")
+        if r.junk["count"]:
+            notes.append(f"{sig}: {r.junk['count']} junk item(s) left out (ids {', '.join(r.junk['ids'][:5])}).")
     return notes
 
 
-def _key_numbers(results: dict[str, dict]) -> list[KeyNumber]:
+def _key_numbers(results: dict[str, CorrelateResult]) -> list[KeyNumber]:
     out = []
     for k, r in results.items():
-        est, _, n, what = _controlled(r)
-        pooled = ", pooled over sources" if r.get("strata") else ""
-        out.append(KeyNumber(f"{k}.spearman", f"Spearman \u03c1, norm vs {k} (n = {r.get('n')}{pooled})", r.get("spearman")))
-        if est is not None and est != r.get("spearman"):
+        est, _, n, what = _controlled(r.to_dict())
+        pooled = ", pooled over sources" if r.strata else ""
+        out.append(KeyNumber(f"{k}.spearman", f"Spearman \u03c1, norm vs {k} (n = {r.n}{pooled})", r.spearman))
+        if est is not None and est != r.spearman:
             out.append(KeyNumber(f"{k}.partial_spearman.rho", f"{what} (n = {n})", est))
     return out
 
@@ -233,9 +227,9 @@ class SignalsStage(Stage[SignalsRequest]):
 
     def run(self, ctx, request: SignalsRequest) -> dict[str, Section]:
         enc = ctx.encoder()
-        results: dict[str, dict] = {}
+        results: dict[str, CorrelateResult] = {}
         unavailable = {sig: "not selected" for sig in SIGNALS if sig not in request.signals}
-        figs, rows, strata_rows = [], [], []
+        figs = []
         for sig in request.signals:
             ctx.console.print(f"signals: {sig}")
             try:
@@ -244,25 +238,24 @@ class SignalsStage(Stage[SignalsRequest]):
             except (NormscopeError, FileNotFoundError, LookupError) as exc:
                 unavailable[sig] = f"{type(exc).__name__}: {exc}".splitlines()[0]
                 continue
-            r = res.to_dict()
-            results[sig] = r
+            results[sig] = res
             fig = plot_signal(res, ctx.figure_path(f"semantic_signals_{sig}.png"))
             per_source = " per source" if res.strata else ""
             figs.append(Figure(Path(fig).name, f"Raw norm vs {res.covariate}: items (points), equal-count binned "
                                                f"means{per_source} with 95% CIs; {res.dataset}."))
-            rows.append(_row(sig, r))
-            strata_rows += _strata_rows(sig, r)
         if not results:
             raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
-        sizes = "; ".join(f"{k}: {r.get('dataset')}" for k, r in results.items())
+        sizes = "; ".join(f"{k}: {r.dataset}" for k, r in results.items())
         sizes += f"; {request.n_boot} bootstrap resamples, {request.n_perm} permutations"
         commands = [c for c in self.commands(request) if c.part in results]
+        dicts = {k: r.to_dict() for k, r in results.items()}
         return {SECTION: Section(
-            SECTION, commands=commands, sizes=sizes, result=results,
+            SECTION, commands=commands, sizes=sizes, result=dicts,
             derived={"unavailable": dict(sorted(unavailable.items(), key=lambda kv: SIGNALS.index(kv[0]))),
                      "commands": {c.part: c.text for c in commands}},
-            key_numbers=_key_numbers(results), tables=_tables(rows, strata_rows), figures=figs,
-            notes=_notes(results, unavailable), claims=signal_claims(results, unavailable))}
+            key_numbers=_key_numbers(results), tables=_tables([_row(k, r) for k, r in results.items()],
+                                                              [x for k, r in results.items() for x in _strata_rows(k, r)]),
+            figures=figs, notes=_notes(results, unavailable), claims=signal_claims(dicts, unavailable))}
 
     def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
         return semantic_signal_sentences(section.result)
@@ -270,7 +263,7 @@ class SignalsStage(Stage[SignalsRequest]):
     def headline(self, section: Section) -> str:
         parts = []
         for k, v in (section.result or {}).items():
-            rho, ci, _ = corr_parts(v)
+            rho, ci, _ = corr_parts(CorrelateResult.from_dict(v))
             parts.append(f"{k} Spearman \u03c1 {num(rho)} {ci_text(ci)}" if ci_excludes_zero(ci) is not None
                          else f"{k} Spearman \u03c1 {num(rho)}")
         return "; ".join(parts)
@@ -278,7 +271,8 @@ class SignalsStage(Stage[SignalsRequest]):
     def sizes_used(self, sizes, request: SignalsRequest, sections) -> dict[str, int]:
         used = {k: v for k, v in super().sizes_used(sizes, request, sections).items() if k != "signal_items"}
         sec = sections[SECTION]
-        for sig, r in ((sec.result or {}).items() if sec.ok else ()):
-            if isinstance(r, dict) and isinstance(r.get("n_items"), int):
-                used[f"signal_items.{sig}"] = r["n_items"]
+        for sig, d in ((sec.result or {}).items() if sec.ok else ()):
+            n = CorrelateResult.from_dict(d).n_items
+            if isinstance(n, int):
+                used[f"signal_items.{sig}"] = n
         return used

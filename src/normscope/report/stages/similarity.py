@@ -15,6 +15,7 @@ from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, S
 from normscope.report.text import ci_words, ci_excludes_zero
 from normscope.request import Precision, Request, param
 from normscope.similarity import SimilarityResult, plot_similarity, run_similarity
+from normscope.similarity.result import PairScorerEval
 
 __all__ = ["SimilarityStage", "SimilarityRequest", "similarity_claim", "similarity_sentences"]
 
@@ -64,30 +65,30 @@ def similarity_claim(result: dict | None, reason: str | None = None) -> dict:
                            "for fitting; paired bootstrap CI over the evaluated pairs (parameter held fixed)"))
 
 
+def _scorer_sentence(name: str, s: PairScorerEval) -> str:
+    d, ci = s.delta_spearman, list(s.delta_ci) if s.delta_ci is not None else None
+    par = f"{s.param_name} = {num(s.param)}, " if s.param_name else ""
+    stats = f"\u0394\u03c1 = {num(d)}, paired {ci_words(ci)}"
+    ex = ci_excludes_zero(ci)
+    if ex is None:
+        return f"{name} ({par}{stats}): no CI, so no claim about the difference."
+    if not ex:
+        return f"For {name} ({par}{stats}) the CI includes 0: no evidence of a difference from cosine."
+    return f"{name} {'improves on' if d > 0 else 'is worse than'} cosine ({par}{stats}); the CI excludes 0."
+
+
 def similarity_sentences(result: dict | None) -> list[str]:
     """Norm-aware similarity on human-rated pairs: each scorer's Spearman gain over cosine, by its paired CI."""
     res = SimilarityResult.from_dict(result)
-    cos = (res.scorers or {}).get("cosine")
-    if cos is None or cos["spearman"] is None:
+    cos = res.scorers.get("cosine")
+    if cos is None or cos.spearman is None:
         return []
     fit = res.fit or {}
-    out = [f"On {num(res.n_pairs)} evaluated pairs, cosine similarity has Spearman \u03c1 = {num(cos['spearman'])} "
-           f"({ci_words(cos['spearman_ci'])}) with the human scores; parameters were fitted on "
-           f"{num(fit.get('n_pairs'))} other pairs ({fit.get('source', 'fit pairs')})."]
-    for name, s in res.scorers.items():
-        if name == "cosine" or s["delta_spearman"] is None:
-            continue
-        d, ci = s["delta_spearman"], s["delta_ci"]
-        par = f"{s['param_name']} = {num(s['param'])}, " if s["param_name"] else ""
-        stats = f"\u0394\u03c1 = {num(d)}, paired {ci_words(ci)}"
-        ex = ci_excludes_zero(ci)
-        if ex is None:
-            out.append(f"{name} ({par}{stats}): no CI, so no claim about the difference.")
-        elif not ex:
-            out.append(f"For {name} ({par}{stats}) the CI includes 0: no evidence of a difference from cosine.")
-        else:
-            out.append(f"{name} {'improves on' if d > 0 else 'is worse than'} cosine ({par}{stats}); the CI excludes 0.")
-    return out
+    out = [f"On {num(res.n_pairs)} evaluated pairs, cosine similarity has Spearman \u03c1 = {num(cos.spearman)} "
+           f"({ci_words(list(cos.spearman_ci) if cos.spearman_ci else None)}) with the human scores; parameters were "
+           f"fitted on {num(fit.get('n_pairs'))} other pairs ({fit.get('source', 'fit pairs')})."]
+    return out + [_scorer_sentence(name, s) for name, s in res.scorers.items()
+                  if name != "cosine" and s.delta_spearman is not None]
 
 
 class SimilarityStage(Stage[SimilarityRequest]):
@@ -118,20 +119,19 @@ class SimilarityStage(Stage[SimilarityRequest]):
         res = run_similarity(path, encoder=ctx.encoder(), seed=request.seed, n_boot=request.n_boot, progress=True)
         r = res.to_dict()
         fig = plot_similarity(res, ctx.figure_path("norm_aware_similarity.png"))
-        rows = [[name, "\u2014" if sc["param"] is None else f"{sc['param_name']} = {sc['param']:.4g}",
-                 sc["fit_spearman"], sc["spearman"], ci_text(sc["spearman_ci"]), sc["pearson"],
-                 None if name == "cosine" else sc["delta_spearman"], ci_text(sc["delta_ci"])]
-                for name, sc in r["scorers"].items()]
-        key_numbers = [KeyNumber("scorers.cosine.spearman", f"Spearman \u03c1, cosine vs human scores (n = {r['n_pairs']} pairs)",
-                                 r["scorers"]["cosine"]["spearman"])]
+        rows = [[name, "\u2014" if sc.param is None else f"{sc.param_name} = {sc.param:.4g}", sc.fit_spearman,
+                 sc.spearman, ci_text(sc.spearman_ci), sc.pearson, None if name == "cosine" else sc.delta_spearman,
+                 ci_text(sc.delta_ci)] for name, sc in res.scorers.items()]
+        key_numbers = [KeyNumber("scorers.cosine.spearman", f"Spearman \u03c1, cosine vs human scores (n = {res.n_pairs} pairs)",
+                                 res.scorers["cosine"].spearman)]
         key_numbers += [KeyNumber(f"scorers.{name}.delta_spearman", f"\u0394 Spearman \u03c1, {name} minus cosine",
-                                  r["scorers"][name]["delta_spearman"])
-                        for name in ("inverse_norm", "power") if name in r["scorers"]]
-        fit = r["fit"]
+                                  res.scorers[name].delta_spearman)
+                        for name in ("inverse_norm", "power") if name in res.scorers]
+        fit = res.fit
         return {SECTION: Section(
             SECTION, commands=self.commands(request),
-            sizes=(f"SimLex-999: {fit['n_pairs']} fit pairs, {r['n_pairs']} evaluated pairs ({fit['source']}, seed "
-                   f"{request.seed}); {r['n_texts']} distinct words; {request.n_boot} bootstrap resamples"),
+            sizes=(f"SimLex-999: {fit['n_pairs']} fit pairs, {res.n_pairs} evaluated pairs ({fit['source']}, seed "
+                   f"{request.seed}); {res.n_texts} distinct words; {request.n_boot} bootstrap resamples"),
             result=r, derived={}, key_numbers=key_numbers,
             tables=[Table("One row per scorer: parameter fitted on the fit pairs, statistics on the evaluated pairs "
                           "(95% bootstrap CIs; \u0394: paired bootstrap)",
@@ -140,14 +140,14 @@ class SimilarityStage(Stage[SimilarityRequest]):
             figures=[Figure(Path(fig).name, "Left: Spearman \u03c1 on the fit pairs against each scorer's parameter "
                             "(dashed: fitted value; grey: cosine). Right: Spearman difference to cosine on the "
                             "evaluated pairs with paired bootstrap 95% CIs.")],
-            notes=list(r["notes"]), claims=[similarity_claim(r)])}
+            notes=list(res.notes), claims=[similarity_claim(r)])}
 
     def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
         return similarity_sentences(section.result)
 
     def headline(self, section: Section) -> str:
         res = SimilarityResult.from_dict(section.result)
-        parts = [f"{name} {num(s['spearman'])}" + ("" if name == "cosine" else f" (\u0394 {num(s['delta_spearman'])} "
-                                                                                 f"{ci_text(s['delta_ci'])})")
-                 for name, s in (res.scorers or {}).items()]
+        parts = [f"{name} {num(s.spearman)}" + ("" if name == "cosine" else f" (\u0394 {num(s.delta_spearman)} "
+                                                                           f"{ci_text(s.delta_ci)})")
+                 for name, s in res.scorers.items()]
         return f"Spearman \u03c1 with human scores, n = {num(res.n_pairs)} pairs: " + ", ".join(parts)
