@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     th64 = {k: v.double() for k, v in ad64.parameters().items()}
     names = list(theta)
     t_naive = 0.0
-    for k, idx in enumerate(sample_pair_batches(len(pairs), B, K, 0)):
+    for idx in sample_pair_batches(len(pairs), B, K, 0):
         t0 = time.perf_counter()
         th = {n: v.detach().clone().requires_grad_(True) for n, v in theta.items()}
         loss = symmetric_info_nce(ad.embed(th, ad.features(pairs.left, idx, "query"), "query"),

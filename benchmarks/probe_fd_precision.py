@@ -63,10 +63,10 @@ def main(argv=None) -> None:
             for name, texts in sets.items():
                 idx = range(len(texts))
                 f32, f64 = ad.features(texts, idx, "query"), ad64.features(texts, idx, "query")
-                z, a = jvp(lambda q: ad.embed(q, f32, "query"), (th,), (v,))
+                z, a = jvp(lambda q, f=f32: ad.embed(q, f, "query"), (th,), (v,))
                 rel = float(torch.median(a.norm(dim=1) / z.norm(dim=1)))
 
-                def d2(adapter, theta, vv, f, target):
+                def d2(adapter, theta, vv, f, target, rel=rel):
                     eps = target / rel
                     with torch.no_grad():
                         t0 = time.perf_counter()

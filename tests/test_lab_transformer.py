@@ -215,7 +215,7 @@ def _replay(tiny, res, *, lr, lam, tau=0.05):
         loss.backward()
         shifted = copy.deepcopy(st)
         with torch.no_grad():
-            for (n, p), (_, q) in zip(st.named_parameters(), shifted.named_parameters()):
+            for (_, p), (_, q) in zip(st.named_parameters(), shifted.named_parameters()):
                 if p.grad is not None:
                     q -= lr * p.grad
             z_free = emb(shifted, feats).double()

@@ -52,61 +52,65 @@ def _name(tp) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+def _literal(name: str, value: Any, tp: Any) -> Any:
+    allowed = typing.get_args(tp)
+    if value not in allowed:
+        raise InputError(f"{name} must be one of {', '.join(map(str, allowed))}, got {value!r}")
+    return value
+
+
+def _union(name: str, value: Any, tp: Any) -> Any:
+    args = typing.get_args(tp)
+    if value is None and type(None) in args:
+        return None
+    errors = []
+    for a in args:
+        if a is type(None):
+            continue
+        try:
+            return check_value(name, value, a)
+        except InputError as exc:
+            errors.append(str(exc))
+    raise InputError(errors[0] if len(errors) == 1 else f"{name} must be {' or '.join(_name(a) for a in args)}, got {value!r}")
+
+
+def _tuple(name: str, value: Any, tp: Any) -> tuple:
+    args = typing.get_args(tp)
+    if not isinstance(value, (tuple, list)):
+        raise InputError(f"{name} must be a sequence, got {value!r}")
+    if len(args) == 2 and args[1] is Ellipsis:
+        return tuple(check_value(f"{name}[{i}]", v, args[0]) for i, v in enumerate(value))
+    if len(args) != len(value):
+        raise InputError(f"{name} must have {len(args)} elements, got {len(value)}")
+    return tuple(check_value(f"{name}[{i}]", v, a) for i, (v, a) in enumerate(zip(value, args)))
+
+
+#: Scalar types: (what the value may be, what to call it, how to convert it).
+_SCALARS: dict[type, tuple[tuple[type, ...], str, Any]] = {
+    bool: ((bool,), "true or false", bool),
+    int: ((int,), "an integer", int),
+    float: ((int, float), "a number", float),
+    str: ((str,), "a string", str),
+    Path: ((str, Path), "a path", Path),
+}
+
+
 def check_value(name: str, value: Any, tp: Any) -> Any:
     """``value`` checked against the annotation ``tp`` (converted where that is lossless: str -> Path,
     int -> float, list -> tuple). Raises :class:`InputError` naming ``name``."""
     origin = typing.get_origin(tp)
     if origin is Literal:
-        allowed = typing.get_args(tp)
-        if value not in allowed:
-            raise InputError(f"{name} must be one of {', '.join(map(str, allowed))}, got {value!r}")
-        return value
+        return _literal(name, value, tp)
     if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for a in args:
-            if a is type(None):
-                continue
-            try:
-                return check_value(name, value, a)
-            except InputError as exc:
-                errors.append(str(exc))
-        raise InputError(errors[0] if len(errors) == 1 else
-                         f"{name} must be {' or '.join(_name(a) for a in args)}, got {value!r}")
+        return _union(name, value, tp)
     if origin is tuple:
-        args = typing.get_args(tp)
-        if not isinstance(value, (tuple, list)):
-            raise InputError(f"{name} must be a sequence, got {value!r}")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(check_value(f"{name}[{i}]", v, args[0]) for i, v in enumerate(value))
-        if len(args) != len(value):
-            raise InputError(f"{name} must have {len(args)} elements, got {len(value)}")
-        return tuple(check_value(f"{name}[{i}]", v, a) for i, (v, a) in enumerate(zip(value, args)))
-    if tp is Any:
-        return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise InputError(f"{name} must be true or false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"{name} must be an integer, got {value!r}")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InputError(f"{name} must be a number, got {value!r}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise InputError(f"{name} must be a string, got {value!r}")
-        return value
-    if tp is Path:
-        if not isinstance(value, (str, Path)):
-            raise InputError(f"{name} must be a path, got {value!r}")
-        return Path(value)
-    if isinstance(tp, type) and not isinstance(value, tp):
+        return _tuple(name, value, tp)
+    if tp in _SCALARS:
+        ok, what, conv = _SCALARS[tp]
+        if not isinstance(value, ok) or (isinstance(value, bool) and tp is not bool):
+            raise InputError(f"{name} must be {what}, got {value!r}")
+        return conv(value)
+    if isinstance(tp, type) and tp is not Any and not isinstance(value, tp):
         raise InputError(f"{name} must be a {tp.__name__}, got {type(value).__name__}")
     return value
 

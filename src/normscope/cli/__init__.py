@@ -35,7 +35,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from normscope.datasets import set_data_root
-from normscope.errors import InputError, NormscopeError
+from normscope.errors import NormscopeError
 
 
 @functools.lru_cache(maxsize=1)

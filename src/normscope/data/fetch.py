@@ -401,7 +401,7 @@ def fetch_dataset(name: str, *, dest: str | os.PathLike | None = None, mirror: s
         if mirror and ds.shared:
             candidates.append((f"shared-data layout at {mirror}", lambda p=None: _run_shared(ds, target, mirror, p)))
         with _progress(progress) as prog:
-            for label, run in candidates:
+            for label, run in candidates:  # noqa: B007 (label is read after the loop: the source that answered)
                 try:
                     urls, nbytes = run(p=prog)
                     break

@@ -34,7 +34,8 @@ from normscope.report.stage import StageRecord
 from normscope.report.stages import STAGES
 from normscope.validate import check_output_path
 
-__all__ = ["MultiReportResult", "run_multi_report", "side_by_side", "plot_forest"]
+__all__ = ["MultiReportResult", "run_multi_report", "side_by_side", "forest_data", "plot_forest", "ForestPanel",
+           "ForestRow"]
 
 
 @dataclasses.dataclass
@@ -99,8 +100,50 @@ def side_by_side(records: dict[str, dict[str, StageRecord]]) -> dict[str, dict]:
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class ForestRow:
+    """One model's estimate of one claim in the forest plot (``ci`` None: no interval; ``estimate`` None: not measured)."""
+
+    model: str
+    estimate: float | None
+    ci: tuple[float, float] | None
+    refuted: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class ForestPanel:
+    """One panel of the forest plot: a claim, what its statistic is, one row per model (in the models' order)."""
+
+    key: str
+    title: str
+    what: str
+    rows: tuple[ForestRow, ...]
+
+
+def forest_data(claims: dict[str, list[dict]]) -> list[ForestPanel]:
+    """What the forest plot draws: one panel per claim (in :data:`CLAIMS` order) that some model measured.
+
+    Parameters
+    ----------
+    claims : dict
+        Model name -> scorecard rows (``key``, ``measured``, ``ci``, ``verdict``, ``what``).
+    """
+    models = list(claims)
+    panels = []
+    for key in CLAIMS:
+        rows = [_row(claims[m], key) for m in models]
+        if all(r.get("measured") is None for r in rows):
+            continue
+        what = next((r.get("what") for r in rows if r.get("what")), "") or ""
+        panels.append(ForestPanel(key, CLAIMS[key][0], what, tuple(
+            ForestRow(m, r.get("measured"), tuple(r["ci"]) if r.get("ci") else None, r.get("verdict") == "refuted")
+            for m, r in zip(models, rows))))
+    return panels
+
+
 def plot_forest(claims: dict[str, list[dict]], path: str | Path) -> Path | None:
-    """Forest plot of the headline statistics: one panel per claim, one estimate with its 95% CI per model.
+    """Forest plot of the headline statistics (:func:`forest_data`): one panel per claim, one estimate with its 95%
+    CI per model.
 
     Parameters
     ----------
@@ -114,33 +157,27 @@ def plot_forest(claims: dict[str, list[dict]], path: str | Path) -> Path | None:
     Path or None
         None when no claim has a figure for any model.
     """
-    models = list(claims)
-    keys = [k for k in CLAIMS if any(_row(claims[m], k).get("measured") is not None for m in models)]
-    if not keys:
+    panels = forest_data(claims)
+    if not panels:
         return None
+    models = list(claims)
     plt = pyplot()
-    fig, axes = plt.subplots(len(keys), 1, figsize=(8.5, 1.1 + 0.55 * len(models) * len(keys) + 0.5 * len(keys)),
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8.5, 1.1 + 0.55 * len(models) * len(panels) + 0.5 * len(panels)),
                              squeeze=False)
-    for ax, key in zip(axes[:, 0], keys):
-        ys, what = [], ""
-        for y, m in enumerate(models):
-            r = _row(claims[m], key)
-            what = what or r.get("what") or ""
-            est = r.get("measured")
-            if est is None:
+    for ax, panel in zip(axes[:, 0], panels):
+        for y, row in enumerate(panel.rows):
+            if row.estimate is None:
                 ax.text(0.0, y, "  not measured", va="center", fontsize=8, color="0.4", transform=ax.get_yaxis_transform())
                 continue
-            ci = r.get("ci")
-            if ci:
-                ax.plot(ci, [y, y], color="C0", lw=2)
-            ax.plot([est], [y], "o", color="C3" if r.get("verdict") == "refuted" else "C0", ms=6)
-            ys.append(y)
+            if row.ci is not None:
+                ax.plot(row.ci, [y, y], color="C0", lw=2)
+            ax.plot([row.estimate], [y], "o", color="C3" if row.refuted else "C0", ms=6)
         ax.axvline(0.0, color="0.5", lw=0.8, ls="--")
         ax.set_yticks(range(len(models)))
         ax.set_yticklabels(models, fontsize=8)
         ax.set_ylim(-0.6, len(models) - 0.4)
         ax.invert_yaxis()
-        ax.set_title(f"{CLAIMS[key][0]}" + (f"\n{what}" if what else ""), fontsize=9, loc="left")
+        ax.set_title(panel.title + (f"\n{panel.what}" if panel.what else ""), fontsize=9, loc="left")
         ax.tick_params(axis="x", labelsize=8)
     fig.tight_layout()
     return save_figure(fig, Path(path), dpi=110)

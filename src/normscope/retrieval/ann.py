@@ -217,9 +217,9 @@ class FoldedAnnIndex:
         if k < 1:
             raise InputError(f"k must be >= 1, got {k}")
         k = min(int(k), len(self.doc_ids))
-        _, I = self.search_folded(Qf, min(len(self.doc_ids), k + _SLACK), ef_search=ef_search, nprobe=nprobe)
+        _, ids = self.search_folded(Qf, min(len(self.doc_ids), k + _SLACK), ef_search=ef_search, nprobe=nprobe)
         run = {}
-        for q, qf, cand in zip(query_ids, Qf, I):
+        for q, qf, cand in zip(query_ids, Qf, ids):
             cand = cand[cand >= 0]
             scores = pair_dot(self.index.reconstruct_batch(cand), qf[None, :]) if cand.size else []
             run[q] = {self.doc_ids[i]: float(s) for i, s in zip(cand, scores)}
@@ -530,7 +530,7 @@ def compare_with_exact(ann: FoldedAnnIndex, Q, *, k: int = 10, repeats: int = 3,
     try:
         rows = []
         for setting in settings or [{}]:
-            t_ann, (s_ann, i_ann) = _best_of(lambda: ann.search_folded(Qf, k, **setting), repeats)
+            t_ann, (s_ann, i_ann) = _best_of(lambda setting=setting: ann.search_folded(Qf, k, **setting), repeats)
             s_ann = np.where(i_ann >= 0, s_ann, 0.0).astype(np.float64)  # faiss pads missing results with -1
             ratio = float(np.mean(s_ann[:, :k].sum(1) / s_exact[:, :k].astype(np.float64).sum(1)))
             rows.append({"kind": ann.params.kind, **setting, "k": k, "n_queries": len(Qf),

@@ -161,9 +161,9 @@ class FoldedIndex:
             S_all, I_all = self.index.search(Qf[todo], fetch)  # one faiss call per round: its batches are efficient
             for c0 in range(0, todo.size, chunk):
                 rows = todo[c0 : c0 + chunk]
-                S, I = S_all[c0 : c0 + chunk], I_all[c0 : c0 + chunk]
-                valid = (I >= 0) & (I != excl[rows, None])
-                Ic = np.where(valid, I, 0)
+                S, ids = S_all[c0 : c0 + chunk], I_all[c0 : c0 + chunk]
+                valid = (ids >= 0) & (ids != excl[rows, None])
+                Ic = np.where(valid, ids, 0)
                 s64 = np.where(valid, pair_dot(self.vectors[Ic], Qf[rows][:, None, :]), -np.inf)
                 order = _rule_order(s64, np.where(valid, self._id_rank[Ic], -1))
                 for j, r in enumerate(rows):
