@@ -210,7 +210,7 @@ def test_read_only_output_places_stop_before_any_work(tmp_path, words_file, priv
         assert "not writable" in err and str(ro) in err
         assert _embed(words_file, ok / "o.parquet", ro / "o.json") == 2
         assert "--json" in _one_line_error(capsys)
-        assert run(["report", "--only", "norms", "--words", "40", "--out", str(ro / "report")]) == 2
+        assert run(["report", "--only", "norms", "--items", "wordfreq:40", "--out", str(ro / "report")]) == 2
         assert "not writable" in _one_line_error(capsys)
     assert not list(ok.iterdir()) and not list(ro.iterdir())
     assert _shards(private_cache) == []  # nothing was embedded

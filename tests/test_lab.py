@@ -240,7 +240,7 @@ def test_cli_lab_writes_outputs(tmp_path, capsys):
     assert (tmp_path / "lab_trajectories.png").stat().st_size > 1000 and (tmp_path / "lab.png").stat().st_size > 1000
     cap = capsys.readouterr()
     assert f"wrote {js}, {pq}, " in cap.err
-    assert "lab_predicted_vs_observed.png" in cap.err
+    assert f"{tmp_path / 'lab.png'}, {tmp_path / 'lab_trajectories.png'}" in cap.err
     # heat and drift with 3 significant digits (3 decimals made the groups look identical)
     for g in s["groups"]:
         assert format(g["heat"], ".3g") in cap.out and format(g["drift"], ".3g") in cap.out

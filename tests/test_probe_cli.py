@@ -40,7 +40,7 @@ def files(tmp_path):
 def test_bad_input_exit_2(files, capsys, extra, message):
     items, pairs, one, _ = files
     extra = [str(one) if e == "ONE" else e for e in extra]
-    argv = ["probe", str(items), "--pairs", str(pairs), *extra]
+    argv = ["probe", str(items), *([] if "--pairs" in extra else ["--pairs", str(pairs)]), *extra]
     assert run(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and message in err and "Traceback" not in err
