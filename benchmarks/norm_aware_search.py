@@ -59,7 +59,7 @@ def _scifact_vectors():
 def main() -> None:
     import faiss
 
-    from normscope.retrieval.scoring import fold_documents, fold_queries
+    from normscope.scoring import fold_documents, fold_queries
     from normscope.retrieval.search import FoldedIndex
 
     ap = argparse.ArgumentParser()

@@ -23,22 +23,24 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PRESENTATION = ["tests/test_presentation.py"]
-#: The unit tests of the sentences and claims rows (not those that run a report).
-SENTENCES = ["tests/test_report.py", "tests/test_probe_text.py", "tests/test_retrieval_report.py",
-             "tests/test_report_similarity.py", "-k", "(sentence or claim or parse_stages or guards or direction or "
-             "partial or prediction or reading or disagreeing) and not scorecard"]
+#: The presentation tests (one pytest run).
+PRESENTATION = (("tests/test_presentation.py",),)
+#: The unit tests of the sentences and claims rows (not those that run a report): one pytest run.
+SENTENCES = (("tests/test_report.py", "tests/test_probe_text.py", "tests/test_retrieval_report.py",
+              "tests/test_report_similarity.py", "-k", "(sentence or claim or parse_stages or guards or direction "
+              "or partial or prediction or reading or disagreeing) and not scorecard"),)
 
 
 @dataclasses.dataclass(frozen=True)
 class Mutant:
-    """One planted mutant: in ``path`` replace ``old`` (found exactly once) by ``new``; ``tests`` are pytest arguments."""
+    """One planted mutant: in ``path`` replace ``old`` (found exactly once) by ``new``; ``tests``: the pytest runs
+    (each a tuple of arguments) that should catch it."""
 
     name: str
     path: str
     old: str
     new: str
-    tests: tuple[str, ...] = tuple(PRESENTATION)
+    tests: tuple[tuple[str, ...], ...] = PRESENTATION
 
 
 MUTANTS = (
@@ -61,10 +63,10 @@ MUTANTS = (
            'argv += ["--engine", request.engine] + (["--address", request.address] if request.address else [])',
            'argv += []'),
     Mutant("size word threshold moved", "src/normscope/report/text.py", "    if a < 0.3:", "    if a < 0.35:",
-           tuple(PRESENTATION) + tuple(SENTENCES)),
+           PRESENTATION + SENTENCES),
     Mutant("correlation sentence flips the direction", "src/normscope/report/text.py",
            'direction = "rises" if up else "falls"', 'direction = "falls" if up else "rises"',
-           tuple(SENTENCES)),
+           SENTENCES),
     Mutant("forest plot marks no refuted model", "src/normscope/report/multi.py",
            'r.get("verdict") == "refuted")', 'False)'),
     Mutant("forest plot drops the CI", "src/normscope/report/multi.py",
@@ -84,9 +86,9 @@ MUTANTS = (
     Mutant("negative zero keeps its minus sign", "src/normscope/_format.py",
            'return t[1:] if t.startswith("-") and not t.strip("-0.") else t', "return t"),
     Mutant("normalised-model test threshold", "src/normscope/report/stages/norms.py",
-           "if cv is not None and cv < 1e-3:", "if cv is not None and cv < 1e-9:", tuple(SENTENCES)),
+           "if cv is not None and cv < 1e-3:", "if cv is not None and cv < 1e-9:", SENTENCES),
     Mutant("calibration sentence better-than-chance side", "src/normscope/report/stages/retrieval.py",
-           "    if ci[0] > 0.5:", "    if ci[1] > 0.5:", tuple(SENTENCES)),
+           "    if ci[0] > 0.5:", "    if ci[1] > 0.5:", SENTENCES),
 )
 
 
@@ -99,13 +101,17 @@ def run_mutant(m: Mutant, timeout: float) -> tuple[bool, float]:
     t0 = time.perf_counter()
     try:
         path.write_text(original.replace(m.old, m.new), encoding="utf-8")
-        cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *m.tests]
-        try:
-            r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                               env=dict(os.environ, OMP_NUM_THREADS="1"))
-            killed = r.returncode != 0
-        except subprocess.TimeoutExpired:
-            killed = True  # a mutant that hangs the tests is caught
+        killed = False
+        for args in m.tests:
+            cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *args]
+            try:
+                r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                                   env=dict(os.environ, OMP_NUM_THREADS="1"))
+                killed = r.returncode != 0
+            except subprocess.TimeoutExpired:
+                killed = True  # a mutant that hangs the tests is caught
+            if killed:
+                break
     finally:
         path.write_text(original, encoding="utf-8")
     return killed, time.perf_counter() - t0

@@ -13,7 +13,7 @@ from _retrieval_data import LookupEncoder, planted
 from normscope.errors import InputError, ModelError
 from normscope.retrieval import NormAwareMTEBModel, evaluate_mteb, load_beir, run_retrieval
 from normscope.retrieval.mteb_model import mteb_name
-from normscope.retrieval.scoring import score
+from normscope.scoring import score
 
 mteb = pytest.importorskip("mteb")  # installed by the test extra; a bare install skips
 

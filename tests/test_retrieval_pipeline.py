@@ -14,7 +14,7 @@ from _retrieval_data import GRIDS, planted, run_dict, write_beir
 
 from normscope.errors import InputError
 from normscope.retrieval import run_retrieval
-from normscope.retrieval.scoring import score
+from normscope.scoring import score
 
 FAST = {"n_permutations": 500, "n_boot": 100, "grids": GRIDS}
 

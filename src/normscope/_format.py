@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["MISSING", "finite", "num", "ci", "pct", "sig3", "count", "fixed", "ci_fixed", "p_value", "duration"]
+__all__ = ["MISSING", "finite", "num", "ci", "pct", "sig3", "count", "fixed", "ci_fixed", "p_value", "p_text", "duration",
+           "join_and"]
 
 #: How every missing value is written.
 MISSING = "n/a"
@@ -112,6 +113,28 @@ def p_value(p) -> str:
     if v is None:
         return MISSING
     return f"{v:.3f}" if v >= 1e-3 else f"{v:.1e}"
+
+
+def p_text(p: float | None, n_perm: int) -> str:
+    """A permutation p-value as text: ``p < 1/(n_perm+1)`` at the floor, never as an exact value there.
+
+    Parameters
+    ----------
+    p : float or None
+        ``(1 + #{|T*| >= |T|}) / (n_perm + 1)``, as :func:`correlation` returns it.
+    n_perm : int
+        Permutations behind ``p`` (0: an analytic p, printed as it is).
+
+    Returns
+    -------
+    str
+        ``"p < 1/2001"``, ``"p = 0.0123"`` or ``"no p-value"``.
+    """
+    if p is None or not math.isfinite(p):
+        return "no p-value"
+    if n_perm > 0 and p <= 1.0 / (n_perm + 1) * (1 + 1e-9):
+        return f"p < 1/{n_perm + 1}"
+    return f"p = {p:.3g}"
 
 
 def duration(seconds) -> str:

@@ -34,6 +34,9 @@ from pathlib import Path
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+from normscope import __version__
+from normscope.cli import _options
+from normscope.data import set_defaults
 from normscope.datasets import set_data_root
 from normscope.errors import NormscopeError
 
@@ -41,8 +44,6 @@ from normscope.errors import NormscopeError
 @functools.lru_cache(maxsize=1)
 def _shared_help() -> dict[str, str]:
     """Parameter name -> help of the options declared once in :mod:`normscope.cli._options`."""
-    from normscope.cli import _options
-
     out = {}
     for name in _options.__all__:
         for info in typing.get_args(getattr(_options, name))[1:]:
@@ -131,8 +132,6 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from normscope import __version__
-
         typer.echo(f"normscope {__version__}")
         raise typer.Exit()
 
@@ -150,8 +149,6 @@ def _root(
                                                  "exists); see docs/data.md.")] = None,
 ) -> None:
     """The embedding norm as a measured, theory-backed signal."""
-    from normscope.data import set_defaults
-
     set_defaults(offline=True if offline else None, mirror=mirror)
     if data is not None:
         set_data_root(data)

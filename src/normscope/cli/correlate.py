@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.console import Console
 
 from normscope.cli import app
 from normscope._format import MISSING, ci_fixed, fixed
@@ -18,12 +19,14 @@ from normscope.cli._outputs import Row, Rows, compare_models, write_outputs
 from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed,
                                     TableOut, models_of, split_list)
 from normscope.errors import InputError
-from normscope.stats import p_text
+from normscope.inputs import read_items
+from normscope.signals.labels import SIGNALS
+from normscope._format import p_text
 from normscope.validate import check_output_path, check_outputs
 
 
 def _p(p, n_perm: int = 0) -> str:
-    """Permutation p for the table: ``< 1/(n_perm+1)`` at the floor (:func:`normscope.stats.p_text`)."""
+    """Permutation p for the table: ``< 1/(n_perm+1)`` at the floor (:func:`normscope._format.p_text`)."""
     return MISSING if p is None else p_text(p, n_perm).removeprefix("p = ").removeprefix("p ")
 
 
@@ -98,12 +101,9 @@ def correlate(
     junk_error: JunkError = False,
 ) -> None:
     """Correlate raw embedding norms with a semantic signal (rho, bootstrap CI, permutation p, partial rho)."""
-    from rich.console import Console
-
-    from normscope.inputs import read_items
+    # signals/ imports torch (the encoders): imported here so that the CLI's start-up stays light
     from normscope.signals import plot_signal, run_correlate
     from normscope.signals.items import read_covariate_file, read_item_column
-    from normscope.signals.labels import SIGNALS
 
     if signal not in SIGNALS:
         raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS)}")

@@ -10,7 +10,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from normscope._io import write_json
 from normscope.cli import app
+from normscope.data import (data_path, dataset_names, dataset_status, fetch_dataset, fmt_bytes, get_dataset, offline,
+                            settings)
+from normscope.validate import check_output_path
 from normscope.errors import DataError, InputError
 
 data_app = typer.Typer(
@@ -34,10 +38,6 @@ def list_datasets(
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the list as (strict) JSON to this path.")] = None,
 ) -> None:
     """One row per dataset: what it is, licence, download size, origin, and whether a copy is here."""
-    from normscope._io import write_json
-    from normscope.data import dataset_names, dataset_status, settings
-    from normscope.validate import check_output_path
-
     if json_path is not None:
         check_output_path(json_path)
     with settings(dest=dir):
@@ -66,8 +66,6 @@ def fetch(
                                         "(replaced only once the new copy is verified).")] = False,
 ) -> None:
     """Download, verify (pinned sha256, row counts, known records) and install datasets atomically."""
-    from normscope.data import dataset_names, fetch_dataset, fmt_bytes, get_dataset, offline
-
     if all_ and names:
         raise InputError("give dataset names or --all, not both")
     if not all_ and not names:
@@ -104,8 +102,6 @@ def path(
     dir: DirOpt = None,
 ) -> None:
     """Print the local path of a dataset (what normscope reads); exit 2 with the fetch command if absent."""
-    from normscope.data import data_path, settings
-
     with settings(dest=dir):
         p = data_path(name, fetch=False)
     typer.echo(str(p))

@@ -103,7 +103,7 @@ def _write(res, json_path, out) -> list:
 
 def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed, estimator, snapshots, probe_batches,
                json_path, out, fig) -> None:
-    from normscope.lab import plot_predicted_vs_observed, plot_trajectories, run_lab
+    from normscope.lab import plot_predicted_vs_observed, plot_trajectories, run_lab  # torch: start-up stays light
 
     console = Console()
     err = Console(stderr=True)
@@ -157,7 +157,7 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
 
 
 def _transformer_lab(*, json_path, out, fig, **kw) -> None:
-    from normscope.lab import plot_predicted_vs_final, plot_transformer_trajectories, run_transformer_lab
+    from normscope.lab import plot_predicted_vs_final, plot_transformer_trajectories, run_transformer_lab  # torch
 
     console = Console()
     err = Console(stderr=True)

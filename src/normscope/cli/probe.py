@@ -11,7 +11,9 @@ from rich.table import Table
 
 from normscope._format import ci_fixed, count, fixed
 from normscope.cli import app
-from normscope.cli._outputs import Row, Rows
+from normscope.cli._outputs import Row, Rows, compare_models, write_outputs
+from normscope.encoders import load_encoder, model_slug, resolve_backend
+from normscope.validate import check_output_path, check_outputs
 from normscope.cli._options import (Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed, TableOut,
                                     TrustRemoteCode, models_of)
 from normscope.datasets import wordfreq_spec, wordfreq_words
@@ -98,11 +100,8 @@ def probe(
     trust_remote_code: TrustRemoteCode = False,
 ) -> None:
     """Estimate heat and radial drift per item by virtual SGD steps and compare R_eq with the norm."""
-    from normscope.cli._outputs import compare_models, write_outputs
-    from normscope.encoders import load_encoder, model_slug, resolve_backend
-    from normscope.pairs import load_pairs
+    from normscope.pairs import load_pairs  # pairs/ and probes/ import torch: the CLI's start-up stays light
     from normscope.probes import check_probe_options, plot_heat_drift, plot_predicted_vs_observed, run_probe
-    from normscope.validate import check_output_path, check_outputs
 
     check_outputs(out=out, json_path=json_path)
     if fig is not None:

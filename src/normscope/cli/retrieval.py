@@ -12,7 +12,9 @@ from rich.table import Table
 
 from normscope._format import MISSING, ci_fixed, fixed, p_value
 from normscope.cli import app
-from normscope.cli._outputs import Row, Rows
+from normscope._io import write_json, write_outputs
+from normscope.cli._outputs import Row, Rows, compare_models
+from normscope.validate import check_outputs
 from normscope.cli._options import (Address, BatchSize, Device, Engine, JsonOut, JunkError, Models, Precision, Seed,
                                     TableOut, Workers, models_of, split_list)
 
@@ -130,9 +132,7 @@ def retrieval(
 ) -> None:
     """Fit norm-aware scorers on a train split, evaluate them against cosine on a test split (overall and in
     pre-specified strata), and calibrate confidence signals of the cosine top-1."""
-    from normscope._io import write_json, write_outputs
-    from normscope.retrieval import SCORERS, run_retrieval
-    from normscope.validate import check_outputs
+    from normscope.retrieval import SCORERS, run_retrieval  # torch and faiss: the CLI's start-up stays light
 
     err = Console(stderr=True)
     check_outputs(out=out, json_path=json_path)
@@ -152,8 +152,6 @@ def retrieval(
 
     models = models_of(model)
     if len(models) > 1:
-        from normscope.cli._outputs import compare_models
-
         compare_models(models, call, _scorer_table, title=f"{Path(str(dataset)).name}: {len(models)} models side by side",
                        console=err, out=out, json_path=json_path, width=max(Console().width, 160))
         return
@@ -174,7 +172,7 @@ def beir_convert(
     qrels: Annotated[str, typer.Option("--qrels", help="Judgement variant: {split}.<variant>.qrel (NFCorpus: 3-2-1 or 2-1-0).")] = "3-2-1",
 ) -> None:
     """Convert a TREC-style release (e.g. the original NFCorpus) to the BEIR layout that --dataset reads."""
-    from normscope.retrieval.trec import convert_trec
+    from normscope.retrieval.trec import convert_trec  # retrieval/ imports torch and faiss: start-up stays light
 
     info = convert_trec(src, out, queries=queries, qrels=qrels)
     err = Console(stderr=True)

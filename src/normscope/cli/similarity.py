@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.console import Console
 
 from normscope.cli import app
 from normscope._format import MISSING, ci_fixed, fixed
@@ -60,9 +61,7 @@ def similarity(
     junk_error: JunkError = False,
 ) -> None:
     """Score human-rated pairs with norm-aware similarities fitted on other pairs; Spearman, Pearson, gain over cosine."""
-    from rich.console import Console
-
-    from normscope.similarity import PAIR_SCORERS, plot_similarity, run_similarity
+    from normscope.similarity import PAIR_SCORERS, plot_similarity, run_similarity  # torch: start-up stays light
 
     check_outputs(out=out, json_path=json_path)
     if fig is not None:

@@ -1,9 +1,9 @@
 """Approximate norm-aware search for large corpora: faiss HNSW and IVF over folded document vectors.
 
 Every normscope scorer is an inner product of a folded query and a folded document
-(:func:`~normscope.retrieval.scoring.fold_documents`), so a norm-aware index is an ordinary
+(:func:`~normscope.scoring.fold_documents`), so a norm-aware index is an ordinary
 maximum-inner-product index over the folded vectors; nothing changes at query time but
-:func:`~normscope.retrieval.scoring.fold_queries`. Three kinds, all with
+:func:`~normscope.scoring.fold_queries`. Three kinds, all with
 ``faiss.METRIC_INNER_PRODUCT``:
 
 ========  ==========================================  ==========================================
@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from normscope.errors import InputError
-from normscope.retrieval.scoring import PARAM_NAMES, check_scorer, fold_documents, fold_queries, pair_dot, validate_param
+from normscope.scoring import PARAM_NAMES, check_scorer, fold_documents, fold_queries, pair_dot, validate_param
 from normscope.retrieval.search import _check_ids, order_run
 
 __all__ = ["ANN_KINDS", "AnnParams", "FoldedAnnIndex", "build_ann_index", "check_index_out", "compare_with_exact",
@@ -133,7 +133,7 @@ class FoldedAnnIndex:
 
     Build one with :func:`build_ann_index`, or :meth:`load` a saved one. :meth:`search` returns
     runs in the format of :meth:`normscope.retrieval.search.FoldedIndex.search`: candidates found by
-    faiss, scored by :func:`~normscope.retrieval.scoring.pair_dot` of the folded float32 vectors
+    faiss, scored by :func:`~normscope.scoring.pair_dot` of the folded float32 vectors
     (reconstructed from the index) and ordered by :data:`~normscope.retrieval.search.TIE_RULE`.
 
     Attributes
@@ -341,7 +341,7 @@ def build_ann_index(
 
     Pass 1 computes every norm (8 bytes a document) to validate the scorer's parameter on the whole
     corpus before anything is built, and draws the IVF training sample; pass 2 folds each chunk
-    (:func:`~normscope.retrieval.scoring.fold_documents`) and adds it. Peak memory is the index
+    (:func:`~normscope.scoring.fold_documents`) and adds it. Peak memory is the index
     itself plus one chunk.
 
     Parameters
@@ -465,7 +465,7 @@ def time_exact(exact, Qf: np.ndarray, k: int, *, repeats: int = 3, threads: int 
     exact : faiss.Index
         Exact inner-product index over folded documents (``IndexFlatIP``).
     Qf : ndarray of shape (n_queries, d), float32
-        Folded queries (:func:`~normscope.retrieval.scoring.fold_queries`).
+        Folded queries (:func:`~normscope.scoring.fold_queries`).
 
     Returns
     -------

@@ -10,7 +10,7 @@
 - :class:`NormAwareMTEBModel` and :func:`evaluate_mteb` (MTEB 2.x) live in
   :mod:`normscope.retrieval.mteb_model` and are re-exported here.
 
-The scores are those of :mod:`normscope.retrieval.scoring`, computed in torch (float32, or
+The scores are those of :mod:`normscope.scoring`, computed in torch (float32, or
 the input dtype when floating) for use inside sentence-transformers pipelines.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from normscope.errors import InputError
 from normscope.retrieval.mteb_model import NormAwareMTEBModel, evaluate_mteb  # re-exported (the MTEB wrapper lives there)
-from normscope.retrieval.scoring import check_param, check_scorer
+from normscope.scoring import check_param, check_scorer
 
 __all__ = [
     "asymmetric_norm_similarity",
@@ -48,7 +48,7 @@ def _to_tensor(x):
     return x
 
 
-_param = check_param  # the parameter rule of every scorer (normscope.retrieval.scoring)
+_param = check_param  # the parameter rule of every scorer (normscope.scoring)
 
 
 def _factor(scorer: str, param: float | None, norms):

@@ -20,7 +20,7 @@ from normscope.retrieval.calibration import N_BINS
 from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
 from normscope.retrieval.evaluate import METRICS, RELEVANCE, compare_to_baseline, default_grid, fit_parameter, per_query_scores
 from normscope.retrieval.result import RetrievalResult
-from normscope.retrieval.scoring import NEUTRAL_PARAM, PARAM_NAMES, SCORERS, check_scorer, validate_param
+from normscope.scoring import NEUTRAL_PARAM, PARAM_NAMES, SCORERS, check_scorer, validate_param
 from normscope.retrieval.search import TIE_RULE, FoldedIndex, run_to_frame
 from normscope.retrieval.strata import quartiles, query_zipf, strata_study
 

@@ -17,7 +17,7 @@ entry point of ``normscope correlate``.
 """
 
 from normscope.signals.concreteness import concreteness, concreteness_words, load_concreteness
-from normscope.signals.frequency import load_subtlex, subtlex_zipf, zipf_frequency
+from normscope.lexicons.frequency import load_subtlex, subtlex_zipf, zipf_frequency
 from normscope.signals.length import word_count
 from normscope.signals.figure import plot_signal
 from normscope.signals.result import CorrelateResult
