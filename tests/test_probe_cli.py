@@ -53,9 +53,9 @@ def test_bad_wordfreq_spec(capsys):
 
 def test_small_real_run_writes_consistent_outputs(files, bundled_encoder, monkeypatch, capsys):
     items, pairs, _, tmp = files
-    import normscope.encoders
+    import normscope.cli.probe
 
-    monkeypatch.setattr(normscope.encoders, "load_encoder", lambda *a, **k: bundled_encoder)
+    monkeypatch.setattr(normscope.cli.probe, "load_encoder", lambda *a, **k: bundled_encoder)
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -90,9 +90,9 @@ def test_out_must_end_in_parquet(files, capsys):
 
 def test_table_shows_n_and_c_fit_and_lr_source_says_where_eta_came_from(files, bundled_encoder, monkeypatch, capsys):
     items, pairs, _, tmp = files
-    import normscope.encoders
+    import normscope.cli.probe
 
-    monkeypatch.setattr(normscope.encoders, "load_encoder", lambda *a, **k: bundled_encoder)
+    monkeypatch.setattr(normscope.cli.probe, "load_encoder", lambda *a, **k: bundled_encoder)
     monkeypatch.setenv("COLUMNS", "250")
     n = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -136,7 +136,7 @@ def correlate(
     if res.n_missing:
         console.print(f"[yellow]{res.n_missing} of {res.n_items} items have no {signal} value "
                       f"(excluded), e.g. {res.missing_examples[:5]}[/]")
-    if res.junk.get("count"):
+    if res.junk and res.junk["count"]:
         console.print(f"[yellow]{res.junk['count']} junk item(s) left out: ids {', '.join(res.junk['ids'][:5])}[/]")
     if res.n_truncated:
         console.print(f"{res.n_truncated} item(s) were cut at the model's maximum sequence length; the length "

@@ -12,11 +12,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from normscope._format import fixed
 from normscope.cli import app
 from normscope.cli._options import (Address, BatchSize, Device, Engine, JunkError, Model, Precision, TrustRemoteCode,
                                     Workers)
 from normscope.datasets import wordfreq_spec
 from normscope.encoders import DEFAULT_MODEL
+from normscope.encoders.summary import EmbedSummary
 
 
 @app.command()
@@ -76,40 +78,41 @@ def embed(
         address=address,
         workers=workers,
     )
-    fp = summary["fingerprint"]
+    s = EmbedSummary.from_json(summary)
+    fp = s.fingerprint
     tbl = Table(title="raw embedding norms ||z||", title_justify="left")
     tbl.add_column("quantity")
     tbl.add_column("value", justify="right")
     rows = [
-        ("items n", str(summary["n"])),
-        ("dimension d", str(summary["dim"])),
-        ("model", str(summary["model"])),
+        ("items n", str(s.n)),
+        ("dimension d", str(s.dim)),
+        ("model", str(s.model)),
         ("backend, pooling", f"{fp['backend']}, {fp['pooling']}"),
         ("revision", str(fp["revision"])),
-        ("precision", str(fp.get("precision", "fp32"))),
+        ("precision", str(fp["precision"] if "precision" in fp else "fp32")),
         ("dropped modules", ", ".join(fp["dropped_modules"]) or "none"),
-        ("norm mean", f"{summary['norm_mean']:.4f}"),
-        ("norm sd", f"{summary['norm_std']:.4f}"),
-        ("norm min", f"{summary['norm_min']:.4f}"),
-        ("norm max", f"{summary['norm_max']:.4f}"),
+        ("norm mean", fixed(s.norm_mean)),
+        ("norm sd", fixed(s.norm_std)),
+        ("norm min", fixed(s.norm_min)),
+        ("norm max", fixed(s.norm_max)),
     ]
-    err = summary.get("norm_rel_error_vs_fp32")
+    err = s.norm_rel_error_vs_fp32
     if err:
         rows.append((f"norm rel. error vs fp32 (median / max, {err['n_sample']} items)",
                      f"{err['median']:.1e} / {err['max']:.1e}"))
-    if summary.get("norm_quantiles"):
-        qs = summary["norm_quantiles"]
-        rows.append((f"norm quantiles 5/50/95% (sketch, rel. error {summary['norm_quantile_rel_error']:g})",
-                     f"{qs['0.05']:.4f} / {qs['0.5']:.4f} / {qs['0.95']:.4f}"))
-    if summary.get("n_truncated") is not None:
-        rows.append(("truncated items (cut at max length)", str(summary["n_truncated"])))
-    junk = summary.get("junk") or {}
-    if junk.get("count"):
+    if s.norm_quantiles:
+        qs = s.norm_quantiles
+        rows.append((f"norm quantiles 5/50/95% (sketch, rel. error {s.norm_quantile_rel_error:g})",
+                     " / ".join(fixed(qs[q]) for q in ("0.05", "0.5", "0.95"))))
+    if s.n_truncated is not None:
+        rows.append(("truncated items (cut at max length)", str(s.n_truncated)))
+    junk = s.junk or {"count": 0}
+    if junk["count"]:
         shown = ", ".join(junk["ids"][:5]) + (f" (and {junk['count'] - 5} more)" if junk["count"] > 5 else "")
         rows.append(("junk items left out", f"{junk['count']}: ids {shown}"))
     for k, v in rows:
         tbl.add_row(k, v)
     Console().print(tbl)
-    for warning in summary.get("warnings") or []:
+    for warning in s.warnings or []:
         console.print(f"[yellow]warning: {warning}[/]")
     console.print(f"wrote {out}" + (f" and {json_path}" if json_path else ""))

@@ -46,7 +46,7 @@ def _probe_table(res) -> Rows:
     eta = fixed(res.lr, ".3g")
     rows = tuple(Row(field, label, (fixed(c["pearson"], "+.2f"), fixed(c["spearman"], "+.2f"),
                                     ci_fixed(c["ci"]["spearman"], "+.2f"), ci_fixed(c["ci_items_only"]["spearman"], "+.2f"),
-                                    str(c["n"]), c.get("p_text") or "no p-value"))
+                                    str(c.n), c.p_text or "no p-value"))
                  for field, label, c in res.correlations())
     return Rows(f"probe: {res.model} | {res.n_items} items | K={res.batches} B={res.batch_size} tau={res.tau} eta={eta}",
                 ("comparison", "Pearson", "Spearman", "95% CI (batches+items)", "95% CI (items only)", "n",
@@ -57,7 +57,7 @@ def print_probe(res, console: Console) -> None:
     """The probe's console output: correlations, the K-convergence table, the reading of lambda, and the caveats."""
     console.print(_probe_table(res).table())
     kc = res.k_convergence or {}
-    if kc.get("rows"):
+    if "rows" in kc and kc["rows"]:
         k = Table(title="Spearman rho by number of batches (first K/4, K/2, K; 95% CI over batches and items)")
         k.add_column("K", justify="right")
         heads = [key for key in kc["rows"][0] if key != "batches"]

@@ -52,7 +52,7 @@ def print_result(res, console: Console, err: Console) -> None:
 
     console.print(_scorer_table(res).table())
     st = res.strata
-    for scorer, rows in (st.get("scorers") or {}).items():
+    for scorer, rows in (st["scorers"] if st and "scorers" in st else {}).items():
         s = Table(title=f"{scorer} vs cosine by pre-specified stratum (nDCG@10; CI over the stratum's queries; "
                         f"p Holm-corrected over the {len(rows)} strata)")
         for c in ("stratifier", "quartile (range)", "n", "\u0394", "95% CI", "relative \u0394", "p (Holm)"):
@@ -75,13 +75,13 @@ def print_result(res, console: Console, err: Console) -> None:
             continue
         d = e["fit"]["direction"]
         bins = e["ece_bins"]
-        c.add_row(name, MISSING if d is None else f"{d:+d}", fixed(e.get("auroc_raw"), ".3f"), ci_fixed(e.get("auroc_raw_ci")),
+        c.add_row(name, MISSING if d is None else f"{d:+d}", fixed(e.auroc_raw, ".3f"), ci_fixed(e.auroc_raw_ci),
                   fixed(e["auroc"], ".3f"), ci_fixed(e["auroc_ci"]), fixed(e["ece"], ".3f"),
                   f"{bins['populated_bins']}" + (" (!)" if bins["flag"] else ""), fixed(e["aurc"], ".3f"),
                   fixed(e["aurc_optimal"], ".3f"))
         if bins["flag"]:
             flags.append(f"{name}: {bins['flag']}")
-        if e.get("auroc_note"):
+        if e.auroc_note:
             flags.append(f"{name}: AUROC {e['auroc_note']}")
     console.print(c)
     err.print(f"calibration direction: {info['direction']['rule']}; AUROC (calibrated) is that of the fitted map "

@@ -81,7 +81,7 @@ def similarity(
         return
     res = call(models[0])
     Console().print(_table(res).table())
-    if res.junk.get("count"):
+    if res.junk and res.junk["count"]:
         console.print(f"[yellow]{res.junk['count']} junk text(s) left out with their {res.n_pairs_junk} evaluated "
                       f"pair(s): {', '.join(res.junk['ids'][:5])}[/]")
     if res.n_truncated:

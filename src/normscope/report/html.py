@@ -225,10 +225,11 @@ def render_html(summary: dict, records: dict[str, StageRecord], out_dir: str | P
             wide[f.file] = _png_aspect(p.read_bytes()[:32]) > 1.9
     env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
     return env.from_string(TEMPLATE).render(
-        css=Markup(_CSS), report=summary.get("report", {}), run_sizes=summary.get("report", {}).get("sizes") or {}, summary=summary,
+        css=Markup(_CSS), report=summary["report"], run_sizes=summary["report"]["sizes"], summary=summary,
         sections=SECTIONS, views=views, images=images, wide=wide, records=records,
         kept={key: True for rec in records.values() if rec.kept for key in rec.sections},
-        says=summary.get("what_this_says") or {}, status_words=_STATUS_WORDS, num=_num, is_num=_is_num,
+        says=summary["what_this_says"] if "what_this_says" in summary else {}, status_words=_STATUS_WORDS,
+        num=_num, is_num=_is_num,
         cell=render_value, duration=duration,
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
@@ -319,8 +320,8 @@ def render_multi_report(summary: dict, records: dict, out_dir: str | Path, path:
     Path
     """
     out_dir = Path(out_dir)
-    report = summary.get("report", {})
-    models = list(report.get("models") or [])
+    report = summary["report"]
+    models = list(report["models"])
     figures: dict[str, dict[str, dict[str, str]]] = {}
     for m, recs in records.items():
         folder = out_dir / report["folders"][m]
@@ -330,10 +331,10 @@ def render_multi_report(summary: dict, records: dict, out_dir: str | Path, path:
                     p = folder / f.file
                     if p.is_file():
                         figures.setdefault(key, {}).setdefault(f.file, {})[m] = _image_uri(p)
-    claim_cells = {m: {r["key"]: r for r in (summary.get("claims") or {}).get(m) or []} for m in models}
+    claim_cells = {m: {r["key"]: r for r in summary["claims"][m] if m in summary["claims"]} for m in models}
     env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
     text = env.from_string(MULTI_TEMPLATE).render(
-        css=Markup(_CSS), report=report, models=models, sections=SECTIONS, side=summary.get("side_by_side") or {},
+        css=Markup(_CSS), report=report, models=models, sections=SECTIONS, side=summary["side_by_side"],
         claim_names=CLAIMS, claim_cells=claim_cells, figures=figures,
         forest=_image_uri(forest) if forest is not None and Path(forest).is_file() else None,
         status_words=_STATUS_WORDS, num=_num, is_num=_is_num, duration=duration,

@@ -243,7 +243,7 @@ def run_multi_report(config: ReportConfig, models: list[str], *, console=None, p
             console.print(f"model {m}: failed: {errors[m]}")
     summaries = {m: r.summary for m, r in results.items()}
     records = {m: r.records for m, r in results.items()}
-    claims = {m: s.get("claims") or [] for m, s in summaries.items()}
+    claims = {m: s["claims"] for m, s in summaries.items()}
     forest = plot_forest(claims, out / "forest.png") if claims else None
     summary = {
         "report": {

@@ -44,7 +44,7 @@ from normscope.report.html import render_report
 from normscope.report.runlog import dedupe, quiet_libraries, stage_log
 from normscope.report.scorecard import gather_claims
 from normscope.report.sizes import Sizes
-from normscope.report.stage import RecordError, Stage, StageRecord, StageUnavailable
+from normscope.report.stage import RecordError, Stage, StageRecord, StageUnavailable, is_current
 from normscope.report.stages import STAGES
 from normscope.validate import check_output_path
 from normscope.values import Status
@@ -65,7 +65,10 @@ def read_record(out: Path, stage: Stage, console=None) -> StageRecord | None:
     if not p.is_file():
         return None
     try:
-        rec = StageRecord.from_json(json.loads(p.read_text(encoding="utf-8")), stage)
+        d = json.loads(p.read_text(encoding="utf-8"))
+        if not is_current(d):
+            return None  # written by an earlier normscope: recomputed without a word
+        rec = StageRecord.from_json(d, stage)
     except (OSError, ValueError) as exc:
         why = str(exc) if isinstance(exc, RecordError) else f"unreadable ({type(exc).__name__})"
         if console is not None:

@@ -30,7 +30,7 @@ from normscope.request import Request
 from normscope.values import Status
 
 __all__ = ["Figure", "Table", "KeyNumber", "Command", "Section", "StageRecord", "Stage", "StageUnavailable",
-           "RecordError", "STAGE_VERSION"]
+           "RecordError", "STAGE_VERSION", "is_current"]
 
 #: Bump when a stage's computation or record layout changes: invalidates cached records.
 STAGE_VERSION = 4
@@ -44,12 +44,42 @@ class RecordError(ValueError):
     """A stage record read from disk is not a well-formed record of its stage (the message says why)."""
 
 
-def _list(value, what: str) -> list:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise RecordError(f"{what} is not a list")
-    return value
+def is_current(d) -> bool:
+    """Whether the JSON ``d`` is a record of this record layout (:data:`STAGE_VERSION`): a record an earlier
+    normscope wrote is stale, not damaged (its key cannot match either)."""
+    return not isinstance(d, dict) or "stage" not in d or ("version" in d and d["version"] == STAGE_VERSION)
+
+
+class _Reader:
+    """Checked reads of one JSON object of a stage record: each accessor says what type it expects and raises
+    :class:`RecordError` naming the key when the value is of another type (an absent key reads as None)."""
+
+    def __init__(self, d, where: str) -> None:
+        if not isinstance(d, dict):
+            raise RecordError(f"{where} is not an object")
+        self.d, self.where = d, where
+
+    def _value(self, key: str, types: tuple, what: str):
+        v = self.d[key] if key in self.d else None
+        if v is not None and not isinstance(v, types):
+            raise RecordError(f"{self.where}: {key} is not {what}")
+        return v
+
+    def text(self, key: str) -> str | None:
+        return self._value(key, (str,), "a string")
+
+    def items(self, key: str) -> list:
+        return self._value(key, (list,), "a list") or []
+
+    def obj(self, key: str) -> dict | None:
+        return self._value(key, (dict,), "an object")
+
+    def number(self, key: str) -> float | None:
+        v = self._value(key, (int, float), "a number")
+        return None if v is None else float(v)
+
+    def any(self, key: str):
+        return self.d[key] if key in self.d else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,9 +94,14 @@ class Figure:
 
     @classmethod
     def from_json(cls, d) -> Figure:
-        if not isinstance(d, dict) or not isinstance(d.get("file"), str) or Path(d["file"]).name != d["file"]:
+        try:
+            r = _Reader(d, "a figure entry")
+            file = r.text("file")
+        except RecordError:
+            file = None
+        if not file or Path(file).name != file:
             raise RecordError("a figure entry is malformed")
-        return cls(d["file"], str(d.get("caption") or ""))
+        return cls(file, r.text("caption") or "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,10 +122,12 @@ class Table:
 
     @classmethod
     def from_json(cls, d) -> Table:
-        if not isinstance(d, dict) or not isinstance(d.get("rows", []), list):
-            raise RecordError("a table is malformed")
-        return cls(str(d.get("title") or ""), _list(d.get("columns"), "table columns"),
-                   [r if isinstance(r, list) else [r] for r in d.get("rows") or []])
+        try:
+            r = _Reader(d, "a table")
+            rows = r.items("rows")
+        except RecordError:
+            raise RecordError("a table is malformed") from None
+        return cls(r.text("title") or "", r.items("columns"), [row if isinstance(row, list) else [row] for row in rows])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,9 +159,10 @@ class KeyNumber:
 
     @classmethod
     def from_json(cls, d) -> KeyNumber:
-        if not isinstance(d, dict) or "key" not in d or "label" not in d:
+        r = _Reader(d, "a key number")
+        if r.text("key") is None or r.text("label") is None:
             raise RecordError("a key number is malformed")
-        return cls(str(d["key"]), str(d["label"]), d.get("value"), str(d.get("unit") or ""))
+        return cls(r.text("key"), r.text("label"), r.any("value"), r.text("unit") or "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,9 +197,10 @@ class Command:
 
     @classmethod
     def from_json(cls, d) -> Command:
-        if not isinstance(d, dict) or not isinstance(d.get("argv"), list):
+        r = _Reader(d, "a command")
+        if not r.items("argv"):
             raise RecordError("a command is malformed")
-        return cls(tuple(str(a) for a in d["argv"]), d.get("part"))
+        return cls(tuple(str(a) for a in r.items("argv")), r.text("part"))
 
 
 @dataclasses.dataclass
@@ -226,23 +265,19 @@ class Section:
 
     @classmethod
     def from_json(cls, key: str, d) -> Section:
-        if not isinstance(d, dict):
-            raise RecordError(f"section {key} is not an object")
+        r = _Reader(d, f"section {key}")
         try:
-            status = Status.of(d.get("status"))
+            status = Status.of(r.text("status"))
         except ValueError:
-            raise RecordError(f"section {key}: unknown status {d.get('status')!r}") from None
-        if d.get("result") is not None and not isinstance(d["result"], dict):
-            raise RecordError(f"section {key}: result is not an object")
+            raise RecordError(f"section {key}: unknown status {r.any('status')!r}") from None
         try:
-            return cls(key=key, status=status, reason=d.get("reason"),
-                       commands=[Command.from_json(c) for c in _list(d.get("commands"), f"section {key}: commands")],
-                       sizes=d.get("sizes"), result=d.get("result"), derived=d.get("derived"),
-                       key_numbers=[KeyNumber.from_json(k) for k in _list(d.get("key_numbers"), f"section {key}: key_numbers")],
-                       tables=[Table.from_json(t) for t in _list(d.get("tables"), f"section {key}: tables")],
-                       figures=[Figure.from_json(f) for f in _list(d.get("figures"), f"section {key}: figures")],
-                       notes=_list(d.get("notes"), f"section {key}: notes"),
-                       claims=_list(d.get("claims"), f"section {key}: claims"))
+            return cls(key=key, status=status, reason=r.text("reason"),
+                       commands=[Command.from_json(c) for c in r.items("commands")], sizes=r.text("sizes"),
+                       result=r.obj("result"), derived=r.obj("derived"),
+                       key_numbers=[KeyNumber.from_json(k) for k in r.items("key_numbers")],
+                       tables=[Table.from_json(t) for t in r.items("tables")],
+                       figures=[Figure.from_json(f) for f in r.items("figures")],
+                       notes=r.items("notes"), claims=r.items("claims"))
         except RecordError as exc:
             msg = str(exc)
             raise RecordError(msg if msg.startswith("section ") else f"section {key}: {msg}") from None
@@ -294,7 +329,8 @@ class StageRecord:
         return self.status is not Status.NOT_RUN and not self.kept
 
     def to_json(self) -> dict:
-        out = {"stage": self.stage, "key": self.key, "request": self.request, "status": self.status.value,
+        out = {"stage": self.stage, "version": STAGE_VERSION, "key": self.key, "request": self.request,
+               "status": self.status.value,
                "reason": self.reason, "seconds": self.seconds, "sections": self.sections}
         if self.warnings:
             out["warnings"] = self.warnings
@@ -304,7 +340,7 @@ class StageRecord:
 
     @classmethod
     def from_json(cls, d, stage: Stage) -> StageRecord:
-        """The record of ``stage`` in ``d`` (a stage cache file's JSON).
+        """The record of ``stage`` in ``d`` (a stage cache file's JSON; see :func:`is_current` for its version).
 
         Raises
         ------
@@ -314,20 +350,22 @@ class StageRecord:
         """
         if not isinstance(d, dict):
             raise RecordError(f"not a JSON object but {type(d).__name__ if d is not None else 'null'}")
-        if not isinstance(d.get("key"), str) or not isinstance(d.get("status"), str):
+        r = _Reader(d, "the record")
+        try:
+            key, status_name, secs = r.text("key"), r.text("status"), r.obj("sections")
+        except RecordError:
+            key = status_name = None
+        if key is None or status_name is None:
             raise RecordError("no key or status")
-        secs = d.get("sections")
-        if not isinstance(secs, dict) or set(secs) != set(stage.sections):
+        if secs is None or set(secs) != set(stage.sections):
             raise RecordError(f"sections are not {', '.join(stage.sections)}")
         try:
-            status = Status.of(d["status"])
+            status = Status.of(status_name)
         except ValueError:
-            raise RecordError(f"unknown status {d['status']!r}") from None
-        seconds = d.get("seconds")
+            raise RecordError(f"unknown status {status_name!r}") from None
         return cls(stage=stage.name, status=status, sections={k: Section.from_json(k, secs[k]) for k in stage.sections},
-                   key=d["key"], request=d.get("request") if isinstance(d.get("request"), dict) else None,
-                   reason=d.get("reason"), seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
-                   warnings=[str(w) for w in _list(d.get("warnings"), "warnings")], traceback=d.get("traceback"))
+                   key=key, request=r.obj("request"), reason=r.text("reason"), seconds=r.number("seconds"),
+                   warnings=[str(w) for w in r.items("warnings")], traceback=r.text("traceback"))
 
     @classmethod
     def not_run(cls, stage: Stage, reason: str) -> StageRecord:

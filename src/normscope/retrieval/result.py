@@ -85,6 +85,7 @@ class SignalCalibration(Record):
     ece_bins: dict | None = None
     aurc: float | None = None
     aurc_optimal: float | None = None
+    auroc_note: str | None = None
 
     @property
     def ok(self) -> bool:

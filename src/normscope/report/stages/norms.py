@@ -11,6 +11,7 @@ import numpy as np
 from normscope._format import count, fixed, num
 from normscope._io import to_jsonable
 from normscope.encoders.embed import embed_input
+from normscope.encoders.summary import EmbedSummary
 from normscope.report.figures import plot_norm_distribution
 from normscope.report.stage import Command, KeyNumber, Section, Stage, Table, Figure
 from normscope.request import Precision, Request, param
@@ -33,26 +34,10 @@ class NormsRequest(Request):
     items_sha256: str | None = None
 
 
-@dataclasses.dataclass(frozen=True)
-class _Norms:
-    """The numbers of ``normscope embed --json`` that the page reads."""
-
-    n: int | None
-    norm_mean: float | None
-    norm_std: float | None
-    norm_min: float | None
-    norm_max: float | None
-
-    @classmethod
-    def of(cls, result: dict | None) -> _Norms:
-        r = result or {}
-        return cls(*(r.get(f.name) for f in dataclasses.fields(cls)))
-
-
 def norm_distribution_sentences(result: dict | None, explained_by: Sequence[str] | None = None) -> list[str]:
     """Norm-distribution sentences from ``normscope embed --json``; ``explained_by`` names the stages that
     ran and try to explain the spread ("the training lab"), None when not known."""
-    r = _Norms.of(result)
+    r = EmbedSummary.from_json(result or {})
     if r.norm_mean is None:
         return []
     cv = r.norm_std / r.norm_mean if (r.norm_std is not None and r.norm_mean) else None
@@ -140,12 +125,12 @@ class NormsStage(Stage[NormsRequest]):
         return norm_distribution_sentences(section.result, explained_by=list(explained_by))
 
     def headline(self, section: Section) -> str:
-        r = _Norms.of(section.result)
+        r = EmbedSummary.from_json(section.result or {})
         return (f"n = {num(r.n)}: mean ||z|| {num(r.norm_mean)}, sd {num(r.norm_std)}, "
                 f"range {num(r.norm_min)} to {num(r.norm_max)}")
 
     def sizes_used(self, sizes, request: NormsRequest, sections) -> dict[str, int]:
         if request.items is None:
             return {"words": request.words}
-        n = _Norms.of(sections[SECTION].result).n if sections[SECTION].ok else None
+        n = EmbedSummary.from_json(sections[SECTION].result or {}).n if sections[SECTION].ok else None
         return {"items": n} if isinstance(n, int) else {}
