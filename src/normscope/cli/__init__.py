@@ -67,6 +67,8 @@ class _HelpParams:
                 elif p.metavar is None:  # argparse's convention (--out OUT), not typer's <path>
                     long = next((o for o in p.opts if o.startswith("--")), "--" + (p.name or "value"))
                     p.metavar = long[2:].upper().replace("-", "_")
+            elif isinstance(p, TyperArgument):  # "INPUT  Text file ...", not typer's "INPUT <str>"
+                p.display_type_rich = lambda ctx=None: None
                 if not p.help and p.name in shared:
                     p.help = shared[p.name]
         return params
