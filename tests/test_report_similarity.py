@@ -33,7 +33,11 @@ def test_similarity_stage_equals_the_command(tmp_path, shared_data, bundled_enco
     digests = [hashlib.sha256(f"0\x1f{a}\x1f{b}".encode()).hexdigest() for a, b in zip(pairs.text1, pairs.text2)]
     perm = sorted(range(len(pairs)), key=lambda i: digests[i])
     ev = np.sort(perm[len(pairs) // 2:])
-    items = run_similarity(shared_data / "simlex999" / "SimLex-999.txt", encoder=bundled_encoder, n_boot=0).items
+    from normscope.requests import Resampling
+    from normscope.similarity import SimilarityRequest
+
+    items = run_similarity(SimilarityRequest(dataset=str(shared_data / "simlex999" / "SimLex-999.txt"),
+                                             resampling=Resampling(n_boot=0)), encoder=bundled_encoder).items
     items = items[items["split"] == "eval"]
     assert items["id"].tolist() == [pairs.ids[i] for i in ev] and ref["n_pairs"] == len(ev) == 500
     sample = items.iloc[::12]

@@ -18,6 +18,8 @@ from normscope.cli._outputs import Row, Rows, compare_models, write_outputs
 from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed,
                                     TableOut, models_of, split_list)
 from normscope.data import dataset_path
+from normscope.requests import Embedding, Resampling
+from normscope.requests.similarity import SimilarityRequest
 from normscope.validate import check_output_path, check_outputs
 
 
@@ -42,36 +44,42 @@ def _table(res) -> Rows:
                 tuple(rows), caption=fit_txt)
 
 
+_DEFAULT = SimilarityRequest()
+
+
 @app.command()
 def similarity(
-    dataset: Annotated[str, typer.Option("--dataset", help="Evaluated pairs: simlex-999 (found or fetched: normscope data path simlex-999), an STS-B file (sts-dev.csv, sts-test.csv) or a word-similarity list (SimLex-999.txt, WS-353, MEN, RW).")] = "simlex-999",
+    dataset: Annotated[str, typer.Option("--dataset", help="Evaluated pairs: simlex-999 (found or fetched: normscope data path simlex-999), an STS-B file (sts-dev.csv, sts-test.csv) or a word-similarity list (SimLex-999.txt, WS-353, MEN, RW).")] = _DEFAULT.dataset,
     fit: Annotated[Optional[Path], typer.Option("--fit", help="Fit the scorers' parameters on this pair file (default: sts-train.csv beside an STS-B file, else a seeded random half of --dataset).")] = None,
     scorer: Annotated[Optional[list[str]], typer.Option("--scorer", callback=split_list, help="cosine, dot, inverse_norm, power (repeatable or a comma list; default all; cosine is always the baseline).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="Format of --dataset: auto, sts or words.")] = "auto",
-    fit_format: Annotated[str, typer.Option("--fit-format", help="Format of --fit: auto, sts or words.")] = "auto",
+    fmt: Annotated[str, typer.Option("--format", help="Format of --dataset: auto, sts or words.")] = _DEFAULT.fmt,
+    fit_format: Annotated[str, typer.Option("--fit-format", help="Format of --fit: auto, sts or words.")] = _DEFAULT.fit_format,
     model: Models = None,
-    seed: Seed = 0,
-    n_boot: NBoot = 2000,
-    batch_size: BatchSize = 64,
-    device: Device = "cpu",
-    precision: Precision = "fp32",
+    seed: Seed = _DEFAULT.resampling.seed,
+    n_boot: NBoot = _DEFAULT.resampling.n_boot,
+    batch_size: BatchSize = _DEFAULT.embedding.batch_size,
+    device: Device = _DEFAULT.embedding.device,
+    precision: Precision = _DEFAULT.embedding.precision,
     json_path: JsonOut = None,
     out: TableOut = None,
     fig: FigOut = None,
     junk_error: JunkError = False,
 ) -> None:
     """Score human-rated pairs with norm-aware similarities fitted on other pairs; Spearman, Pearson, gain over cosine."""
-    from normscope.similarity import PAIR_SCORERS, plot_similarity, run_similarity  # torch: start-up stays light
+    from normscope.similarity import plot_similarity, run_similarity  # torch: start-up stays light
 
     check_outputs(out=out, json_path=json_path)
     if fig is not None:
         check_output_path(fig, "--fig")
-    dataset = dataset_path(dataset)
+    request = SimilarityRequest(dataset=dataset, fit=None if fit is None else str(fit),
+                                scorers=tuple(scorer) if scorer else _DEFAULT.scorers, fmt=fmt, fit_format=fit_format,
+                                resampling=Resampling(n_boot=n_boot, seed=seed))
+    dataset = dataset_path(dataset)  # found (or fetched) once, before any model runs
 
     def call(m):
-        return run_similarity(dataset, fit=fit, scorers=scorer or list(PAIR_SCORERS), fmt=fmt,
-                             fit_format=fit_format, model=m, seed=seed, n_boot=n_boot, batch_size=batch_size,
-                             device=device, precision=precision, progress=True, junk="error" if junk_error else "drop")
+        emb = Embedding(model=m, device=device, precision=precision, batch_size=batch_size,
+                        junk="error" if junk_error else "drop")
+        return run_similarity(request.replace(dataset=str(dataset), embedding=emb), progress=True)
 
     models = models_of(model)
     console = Console(stderr=True)

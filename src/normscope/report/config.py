@@ -10,7 +10,7 @@ from normscope.engine import check_engine
 from normscope.errors import InputError
 from normscope.report.sizes import FULL, QUICK, Sizes
 from normscope.report.stages import STAGE_NAMES, STAGES, parse_stages
-from normscope.request import ENGINES, PRECISIONS, check_value
+from normscope.requests import ENGINES, PRECISIONS, check_value
 from normscope.signals.labels import SIGNALS, Signal
 from normscope.validate import check_choice
 

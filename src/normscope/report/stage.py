@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from normscope._format import num
-from normscope.request import Request
+from normscope.requests import Request
 from normscope.values import Status
 
 __all__ = ["Figure", "Table", "KeyNumber", "Command", "Section", "StageRecord", "Stage", "StageUnavailable",

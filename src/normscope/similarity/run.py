@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import hashlib
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from normscope.data import dataset_path
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
 from normscope.similarity.fit import fit_pair_param, pair_grid
 from normscope.similarity.formats import PairSet, read_pairs, read_sts, sts_train_split
+from normscope.requests.similarity import SimilarityRequest
 from normscope.similarity.result import SimilarityResult
-from normscope.similarity.scorers import PAIR_PARAM_NAMES, PAIR_SCORERS, check_pair_scorer, pair_scores
+from normscope.similarity.scorers import PAIR_PARAM_NAMES, check_pair_scorer, pair_scores
 
 __all__ = ["run_similarity", "MIN_PAIRS"]
 
@@ -62,51 +63,25 @@ def _keys(s: PairSet) -> list[tuple[str, str]]:
     return [tuple(sorted((a, b))) for a, b in zip(s.text1, s.text2)]
 
 
-def run_similarity(
-    dataset: str | Path,
-    *,
-    fit: str | Path | None = None,
-    scorers: Sequence[str] = PAIR_SCORERS,
-    fmt: str = "auto",
-    fit_format: str = "auto",
-    encoder=None,
-    model: str = DEFAULT_MODEL,
-    seed: int = 0,
-    n_boot: int = 2000,
-    batch_size: int = 64,
-    device: str = "cpu",
-    precision: str = "fp32",
-    progress: bool = False,
-    junk: str = "drop",
-) -> SimilarityResult:
+def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, progress: bool = False) -> SimilarityResult:
     """Fit norm-aware pair scorers on fit pairs and compare them with cosine on the evaluated pairs.
 
     Parameters
     ----------
-    dataset : path-like
-        Evaluated pairs: an STS-B file or a word-similarity list
-        (:mod:`normscope.similarity.formats`).
-    fit : path-like, optional, keyword-only
-        Fit pairs (any supported format; pairs that are also evaluated are dropped from it). Default:
-        ``sts-train.csv`` beside an STS-B dev/test file, else a random half of ``dataset`` (seeded;
-        the other half is evaluated).
-    scorers : sequence of str, keyword-only
-        Of :data:`normscope.similarity.scorers.PAIR_SCORERS`; ``cosine`` (the baseline of the
-        differences) is always included.
-    fmt, fit_format : {"auto", "sts", "words"}, keyword-only
-        Formats of ``dataset`` and ``fit``.
+    request : SimilarityRequest, optional
+        What to run (:class:`~normscope.similarity.request.SimilarityRequest`: the evaluated and fit pairs,
+        their formats, the scorers, the model and its forward passes, the bootstrap); default: SimLex-999
+        with the bundled model. ``cosine`` (the baseline of the differences) is always included. Its
+        ``resampling.seed`` seeds the random half and the bootstrap; ``resampling.n_boot`` resamples the
+        evaluated pairs (CIs of each Spearman / Pearson and of each difference; the same resamples for every
+        scorer). Junk texts (:func:`normscope.inputs.find_junk`) are left out with their pairs, or an error
+        (``embedding.junk``).
     encoder : Encoder, optional, keyword-only
-        Default ``load_encoder(model, device=device, precision=precision)``.
-    precision : {"fp32", "bf16"}, optional
-        Precision of the default encoder's forward passes; a given ``encoder`` keeps its own. The
-        result reports it and, for bf16, the norm error measured on a sample against fp32.
-    seed : int, keyword-only
-        Seeds the random half and the bootstrap.
-    n_boot : int, keyword-only
-        Bootstrap resamples of the evaluated pairs (CIs of each Spearman / Pearson and of each
-        difference; the same resamples for every scorer).
-    junk : {"drop", "error"}, keyword-only
-        Junk texts (:func:`normscope.inputs.find_junk`) are left out with their pairs, or an error.
+        Default ``load_encoder(request.embedding.model, device=..., precision=...)``; a given encoder keeps
+        its own precision. The result reports it and, for bf16, the norm error measured on a sample against
+        fp32.
+    progress : bool, keyword-only
+        Progress on stderr.
 
     Returns
     -------
@@ -115,20 +90,23 @@ def run_similarity(
     Raises
     ------
     InputError
-        Unreadable files, an unknown scorer or format, ``fit`` equal to ``dataset``, fewer than 10
-        fit or evaluated pairs, vectors that were already normalised.
+        Unreadable files, ``fit`` equal to ``dataset``, fewer than 10 fit or evaluated pairs, vectors that
+        were already normalised.
+    DataError
+        ``dataset`` names a registry dataset that is absent and cannot be fetched.
     """
+    r = request if request is not None else SimilarityRequest()
+    dataset, fit, scorers, fmt, fit_format = dataset_path(r.dataset), r.fit, r.scorers, r.fmt, r.fit_format
+    e = r.embedding
+    model, device, precision, batch_size, junk = e.model or DEFAULT_MODEL, e.device, e.precision, e.batch_size, e.junk
+    seed, n_boot = r.resampling.seed, r.resampling.n_boot
     from normscope.encoders import load_encoder
     from normscope.encoders.embed import embed_texts
     from normscope.stats import correlation
     from normscope.stats_designs import correlation_difference
     from normscope.table import require_raw_norms
-    from normscope.validate import check_int
 
     names = ["cosine"] + [check_pair_scorer(s) for s in dict.fromkeys(scorers) if s != "cosine"]
-    check_int("--n-boot", n_boot, minimum=0)
-    if junk not in ("drop", "error"):
-        raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
     fit_set, eval_set, fit_info = _fit_set(read_pairs(dataset, fmt), fit, fit_format, seed)
     ev_keys = set(_keys(eval_set))
     overlap = [i for i, k in enumerate(_keys(fit_set)) if k in ev_keys]

@@ -13,7 +13,7 @@ from normscope._format import num, sig3
 from normscope.lab import LabResult, plot_predicted_vs_observed, plot_trajectories, run_lab
 from normscope.report.claims import claim_row
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, Table
-from normscope.request import Request, param
+from normscope.requests import Request, param
 
 __all__ = ["LabStage", "LabRequest", "lab_claim", "training_lab_sentences"]
 

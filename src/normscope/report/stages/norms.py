@@ -14,7 +14,7 @@ from normscope.encoders.embed import embed_input
 from normscope.encoders.summary import EmbedSummary
 from normscope.report.figures import plot_norm_distribution
 from normscope.report.stage import Command, KeyNumber, Section, Stage, Table, Figure
-from normscope.request import Precision, Request, param
+from normscope.requests import Precision, Request, param
 from normscope.table import file_sha256
 
 __all__ = ["NormsStage", "NormsRequest", "norm_distribution_sentences"]

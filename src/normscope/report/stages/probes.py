@@ -20,7 +20,7 @@ from normscope.report.claims import claim_row, verdict_not_testable, verdict_sig
 from normscope.report.sizes import FULL
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
 from normscope.report.text import ci_excludes_zero, correlation_sentence, corr_parts, strength
-from normscope.request import Precision, Request, param
+from normscope.requests import Precision, Request, param
 
 __all__ = ["ProbesStage", "ProbesRequest", "probe_claims", "prediction_reading", "probe_words", "POPULATION",
            "equilibrium_sentences"]

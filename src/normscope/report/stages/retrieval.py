@@ -14,7 +14,7 @@ from normscope.errors import DataError
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
 from normscope.report.text import ci_excludes_zero, ci_words
-from normscope.request import Engine, Precision, Request, param
+from normscope.requests import Engine, Precision, Request, param
 from normscope.retrieval import RetrievalResult, run_retrieval
 from normscope.retrieval.figures import plot_reliability, plot_risk_coverage
 from normscope.retrieval.result import SCORER_LABELS, SIGNAL_LABELS, ScorerEval, SignalCalibration

@@ -12,7 +12,7 @@ from normscope import __version__
 from normscope.data import data_path, dataset_names, dataset_status, datasets_here
 from normscope.errors import DataError
 from normscope.report.stage import Command, KeyNumber, Section, Stage, Table
-from normscope.request import Request
+from normscope.requests import Request
 
 __all__ = ["SetupStage", "SetupRequest"]
 

@@ -11,7 +11,7 @@ from normscope.errors import NormscopeError
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
 from normscope.report.text import ci_excludes_zero, ci_words, correlation_sentence, corr_parts
-from normscope.request import Precision, Request, param
+from normscope.requests import Precision, Request, param
 from normscope.signals import CorrelateResult, plot_signal, run_correlate
 from normscope.signals.labels import SIGNAL_DATASETS, SIGNAL_WORDS, SIGNALS, Signal
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 from normscope._format import ci as ci_text, num
 from normscope.data import data_path
@@ -13,25 +11,14 @@ from normscope.errors import DataError
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
 from normscope.report.text import ci_words, ci_excludes_zero
-from normscope.request import Precision, Request, param
+from normscope.requests import Embedding, Resampling
+from normscope.requests.similarity import SimilarityRequest
 from normscope.similarity import SimilarityResult, plot_similarity, run_similarity
 from normscope.similarity.result import PairScorerEval
 
 __all__ = ["SimilarityStage", "SimilarityRequest", "similarity_claim", "similarity_sentences"]
 
 SECTION = "similarity"
-
-
-@dataclasses.dataclass(frozen=True)
-class SimilarityRequest(Request):
-    """``normscope similarity`` on SimLex-999: parameters fitted on a seeded half, evaluated on the other."""
-
-    model: str
-    precision: Precision = "fp32"
-    device: str = "cpu"
-    dataset: Literal["simlex-999"] = "simlex-999"
-    n_boot: int = param(2000, min=0)
-    seed: int = 0
 
 
 def similarity_claim(result: dict | None, reason: str | None = None) -> dict:
@@ -101,22 +88,21 @@ class SimilarityStage(Stage[SimilarityRequest]):
     claim_keys = {"similarity_pairs": SECTION}
 
     def request(self, config) -> SimilarityRequest:
-        return SimilarityRequest(model=config.model, precision=config.precision, device=config.device,
-                                 n_boot=config.sizes.n_boot, seed=config.seed)
+        """SimLex-999: parameters fitted on a seeded half of the pairs, evaluated on the other."""
+        return SimilarityRequest(dataset="simlex-999", embedding=Embedding(model=config.model, device=config.device,
+                                                                           precision=config.precision),
+                                 resampling=Resampling(n_boot=config.sizes.n_boot, seed=config.seed))
 
     def commands(self, request: SimilarityRequest) -> list[Command]:
-        argv = ["normscope", "similarity", "--dataset", request.dataset, "--model", request.model, "--precision",
-                request.precision, "--n-boot", str(request.n_boot), "--seed", str(request.seed)]
-        if request.device != "cpu":
-            argv += ["--device", request.device]
-        return [Command(tuple(argv + ["--json", "similarity.json"]))]
+        return [Command(tuple(request.argv() + ["--json", "similarity.json"]))]
 
     def run(self, ctx, request: SimilarityRequest) -> dict[str, Section]:
         try:
             path = data_path(request.dataset)  # --data / shared copy, else fetched; offline: names the fetch command
         except DataError as exc:
             raise StageUnavailable(str(exc)) from None
-        res = run_similarity(path, encoder=ctx.encoder(), seed=request.seed, n_boot=request.n_boot, progress=True)
+        res = run_similarity(request.replace(dataset=str(path)), encoder=ctx.encoder(), progress=True)
+        n_boot, seed = request.resampling.n_boot, request.resampling.seed
         r = res.to_dict()
         fig = plot_similarity(res, ctx.figure_path("norm_aware_similarity.png"))
         rows = [[name, "\u2014" if sc.param is None else f"{sc.param_name} = {sc.param:.4g}", sc.fit_spearman,
@@ -131,7 +117,7 @@ class SimilarityStage(Stage[SimilarityRequest]):
         return {SECTION: Section(
             SECTION, commands=self.commands(request),
             sizes=(f"SimLex-999: {fit['n_pairs']} fit pairs, {res.n_pairs} evaluated pairs ({fit['source']}, seed "
-                   f"{request.seed}); {res.n_texts} distinct words; {request.n_boot} bootstrap resamples"),
+                   f"{seed}); {res.n_texts} distinct words; {n_boot} bootstrap resamples"),
             result=r, derived={}, key_numbers=key_numbers,
             tables=[Table("One row per scorer: parameter fitted on the fit pairs, statistics on the evaluated pairs "
                           "(95% bootstrap CIs; \u0394: paired bootstrap)",

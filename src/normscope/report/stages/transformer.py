@@ -18,7 +18,7 @@ from normscope.lab import (TransformerLabResult, plot_optimizer_comparison, plot
                            plot_transformer_trajectories, run_transformer_lab)
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
-from normscope.request import Request, param
+from normscope.requests import Request, param
 
 __all__ = ["TransformerStage", "TransformerRequest", "transformer_claim", "OPTIMIZERS"]
 

@@ -1,5 +1,10 @@
 """Typed requests: frozen dataclasses whose fields are checked once, at construction.
 
+This package holds the base (:class:`Request`, :func:`param`) and the values every stage shares
+(:class:`Resampling`, :class:`Embedding`); each stage's own request is in a module of it
+(:mod:`normscope.requests.similarity` ...). They are plain data: importing them costs nothing (no
+torch), so the CLI reads its defaults from them.
+
 A request says everything a run depends on. Its fields are annotated with the types the run accepts
 (``Literal`` choices, ``int``, ``float``, ``Path``, ``tuple[...]``, ``X | None``) and, where a number
 has bounds, :func:`param` records them; :class:`Request.__post_init__` checks every field against
@@ -21,7 +26,8 @@ from typing import Any, Literal
 from normscope._io import to_jsonable
 from normscope.errors import InputError
 
-__all__ = ["Request", "Resampling", "param", "check_value", "Precision", "PRECISIONS", "Engine", "ENGINES"]
+__all__ = ["Request", "Resampling", "Embedding", "param", "check_value", "Precision", "PRECISIONS", "Engine",
+           "ENGINES", "Junk"]
 
 #: Precision of a model's forward passes (docs/embed.md).
 Precision = Literal["fp32", "bf16"]
@@ -29,6 +35,8 @@ PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
 #: Where a corpus is embedded (docs/scale.md).
 Engine = Literal["local", "ray"]
 ENGINES: tuple[str, ...] = typing.get_args(Engine)
+#: What happens to junk items (empty, or special tokens only: :func:`normscope.inputs.find_junk`).
+Junk = Literal["drop", "error"]
 
 
 def param(default: Any = dataclasses.MISSING, *, min: float | None = None, max: float | None = None,
@@ -183,3 +191,44 @@ class Resampling(Request):
     n_perm: int = param(0, min=0, help="Permutations of every p-value (0: no permutation p-value).")
     seed: int = param(0, help="Seed of every random choice (subsets, batches, resamples).")
     level: float = param(0.95, above=0.0, below=1.0, help="Confidence level of every interval.")
+
+    def argv(self) -> list[str]:
+        """The command-line options that set these values (``--n-perm`` only when it is not 0)."""
+        out = ["--n-boot", str(self.n_boot)]
+        if self.n_perm:
+            out += ["--n-perm", str(self.n_perm)]
+        return out + ["--seed", str(self.seed)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Embedding(Request):
+    """How a stage embeds its texts: the model and its forward passes.
+
+    Attributes
+    ----------
+    model : str or None
+        Model name or path (:func:`normscope.load_encoder`); None: the bundled all-MiniLM-L6-v2.
+    device : str
+        Torch device.
+    precision : {"fp32", "bf16"}
+        Precision of the forward passes (docs/embed.md).
+    batch_size : int
+        Texts per model call and per cache shard.
+    junk : {"drop", "error"}
+        Junk items are left out and listed, or stop the run.
+    """
+
+    model: str | None = param(None, help="Model (default: the bundled all-MiniLM-L6-v2).")
+    device: str = param("cpu", help="Torch device (cpu, cuda, cuda:N, mps).")
+    precision: Precision = "fp32"
+    batch_size: int = param(64, min=1, help="Texts per model call and per cache shard.")
+    junk: Junk = "drop"
+
+    def argv(self, model: str) -> list[str]:
+        """The command-line options that set these values (``model``: the name to print for a None model)."""
+        out = ["--model", self.model or model, "--precision", self.precision]
+        if self.device != "cpu":
+            out += ["--device", self.device]
+        if self.batch_size != 64:
+            out += ["--batch-size", str(self.batch_size)]
+        return out + (["--junk-error"] if self.junk == "error" else [])
