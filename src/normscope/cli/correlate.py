@@ -20,6 +20,8 @@ from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkErro
                                     TableOut, models_of, split_list)
 from normscope.errors import InputError
 from normscope.inputs import read_items
+from normscope.requests import Embedding, Resampling
+from normscope.requests.correlate import CorrelateRequest
 from normscope.signals.labels import SIGNALS
 from normscope._format import p_text
 from normscope.validate import check_output_path, check_outputs
@@ -75,6 +77,9 @@ def _table(res) -> Rows:
                 ("statistic", "value", f"{int(res.ci_level * 100)}% CI", "p", "n"), tuple(rows), caption=res.dataset)
 
 
+_DEFAULT = CorrelateRequest(signal="frequency")
+
+
 @app.command()
 def correlate(
     signal: Annotated[str, typer.Option("--signal", "-s", help="specificity, frequency, concreteness or uncertainty.")],
@@ -84,17 +89,17 @@ def correlate(
     control: Annotated[Optional[list[str]], typer.Option("--control", callback=split_list, help="Controls (repeatable or a comma list): frequency, length, words or covariate-file columns; '' for none.  [default: frequency, length]")] = None,
     by: Annotated[Optional[str], typer.Option("--by", help="Column giving each item's source (of the .csv/.jsonl items file or the covariate file): report per source, control the source when pooled.")] = None,
     covariate_file: Annotated[Optional[Path], typer.Option("--covariate-file", help="CSV with columns item,value (+ extra control or --by columns).")] = None,
-    measure: Annotated[str, typer.Option("--measure", help="Specificity measure: min_depth, max_depth, n_hyponyms, n_senses.")] = "min_depth",
-    dataset: Annotated[str, typer.Option("--dataset", help="Uncertainty dataset: chaosnli or cifar10h.")] = "chaosnli",
+    measure: Annotated[str, typer.Option("--measure", help="Specificity measure: min_depth, max_depth, n_hyponyms, n_senses.")] = _DEFAULT.measure,
+    dataset: Annotated[str, typer.Option("--dataset", help="Uncertainty dataset: chaosnli or cifar10h.")] = _DEFAULT.dataset,
     images: Annotated[Optional[Path], typer.Option("--images", help="CIFAR-10 test images (.npy, test_batch, or a folder of 10000 PNG/JPEG named by position) for --dataset cifar10h.")] = None,
     subtlex: Annotated[Optional[Path], typer.Option("--subtlex", help="SUBTLEX-US file: use its Zipf values for frequency.")] = None,
     wordnet: Annotated[Optional[Path], typer.Option("--wordnet", help="WordNet directory or .tgz (default: $NORMSCOPE_WORDNET, NLTK data, shared data).")] = None,
-    seed: Seed = 0,
-    n_boot: NBoot = 2000,
-    n_perm: Annotated[int, typer.Option("--n-perm", min=0, help="Permutations of every p-value (0: no p-value).")] = 2000,
-    batch_size: BatchSize = 64,
-    device: Device = "cpu",
-    precision: Precision = "fp32",
+    seed: Seed = _DEFAULT.resampling.seed,
+    n_boot: NBoot = _DEFAULT.resampling.n_boot,
+    n_perm: Annotated[int, typer.Option("--n-perm", min=0, help="Permutations of every p-value (0: no p-value).")] = _DEFAULT.resampling.n_perm,
+    batch_size: BatchSize = _DEFAULT.embedding.batch_size,
+    device: Device = _DEFAULT.embedding.device,
+    precision: Precision = _DEFAULT.embedding.precision,
     json_path: JsonOut = None,
     out: TableOut = None,
     fig: FigOut = None,
@@ -107,6 +112,11 @@ def correlate(
 
     if signal not in SIGNALS:
         raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS)}")
+    request = CorrelateRequest(
+        signal=signal, n=n, controls=_DEFAULT.controls if control is None else tuple(control), by=by, measure=measure,
+        dataset=dataset, subtlex=None if subtlex is None else str(subtlex),
+        wordnet=None if wordnet is None else str(wordnet), images=None if images is None else str(images),
+        resampling=Resampling(n_boot=n_boot, n_perm=n_perm, seed=seed))
     check_outputs(out=out, json_path=json_path)
     if fig is not None:
         check_output_path(fig, "--fig")
@@ -116,14 +126,12 @@ def correlate(
     cov = read_covariate_file(covariate_file, signal) if covariate_file is not None else None
     if by is not None and items_path is not None and not (cov is not None and by in cov.columns):
         strata = read_item_column(items_path, by, len(items))
+
     def call(m):
-        return run_correlate(
-            signal, model=m, items=items, ids=ids, n=n, controls=["frequency", "length"] if control is None else control,
-            by=by, strata=strata,
-            seed=seed, progress=True, covariates=cov, measure=measure, dataset=dataset, subtlex=subtlex,
-            wordnet=wordnet, images=images, n_boot=n_boot, n_perm=n_perm, batch_size=batch_size, device=device, precision=precision,
-            junk="error" if junk_error else "drop",
-        )
+        emb = Embedding(model=m, device=device, precision=precision, batch_size=batch_size,
+                        junk="error" if junk_error else "drop")
+        return run_correlate(request.replace(embedding=emb), items=items, ids=ids, strata=strata, covariates=cov,
+                             progress=True)
 
     models = models_of(model)
     console = Console(stderr=True)

@@ -63,7 +63,7 @@ def _name(tp) -> str:
 def _literal(name: str, value: Any, tp: Any) -> Any:
     allowed = typing.get_args(tp)
     if value not in allowed:
-        raise InputError(f"{name} must be one of {', '.join(map(str, allowed))}, got {value!r}")
+        raise InputError(f"unknown {name} {value!r}; choose from {', '.join(map(str, allowed))}")
     return value
 
 
@@ -192,10 +192,10 @@ class Resampling(Request):
     seed: int = param(0, help="Seed of every random choice (subsets, batches, resamples).")
     level: float = param(0.95, above=0.0, below=1.0, help="Confidence level of every interval.")
 
-    def argv(self) -> list[str]:
-        """The command-line options that set these values (``--n-perm`` only when it is not 0)."""
+    def argv(self, *, perm: bool = False) -> list[str]:
+        """The command-line options that set these values (``--n-perm`` for a command that has it: ``perm``)."""
         out = ["--n-boot", str(self.n_boot)]
-        if self.n_perm:
+        if perm:
             out += ["--n-perm", str(self.n_perm)]
         return out + ["--seed", str(self.seed)]
 

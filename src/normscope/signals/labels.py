@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import typing
-from typing import Literal
+from normscope.requests.correlate import SIGNALS, Signal  # the signals, in the report's order: defined with the request
 
 __all__ = ["Signal", "SIGNALS", "SIGNAL_DATASETS", "SIGNAL_WORDS", "CONTROLS", "MIN_VALID", "COVARIATE_LABEL",
            "covariate_label", "model_name"]
 
-#: The semantic signals, in the report's order (the one definition: the CLI, the report and the checks read it).
-Signal = Literal["frequency", "specificity", "concreteness", "uncertainty"]
-SIGNALS: tuple[str, ...] = typing.get_args(Signal)
 #: The dataset (:mod:`normscope.data` name) each signal reads by default (frequency: wordfreq, a package).
 SIGNAL_DATASETS = {"specificity": "wordnet", "concreteness": "concreteness", "uncertainty": "chaosnli"}
 #: How a sentence names each signal's covariate.

@@ -11,7 +11,8 @@ from normscope.errors import NormscopeError
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
 from normscope.report.text import ci_excludes_zero, ci_words, correlation_sentence, corr_parts
-from normscope.requests import Precision, Request, param
+from normscope.requests import Embedding, Request, Resampling, param
+from normscope.requests.correlate import CorrelateRequest
 from normscope.signals import CorrelateResult, plot_signal, run_correlate
 from normscope.signals.labels import SIGNAL_DATASETS, SIGNAL_WORDS, SIGNALS, Signal
 
@@ -24,22 +25,23 @@ SPECIFICITY_MAX = 2000
 
 @dataclasses.dataclass(frozen=True)
 class SignalsRequest(Request):
-    """``normscope correlate`` once per signal; ``items`` None: each signal's default item set."""
+    """``normscope correlate`` once per signal (:meth:`correlate`); ``items`` None: each signal's default item set."""
 
-    model: str
-    precision: Precision = "fp32"
-    device: str = "cpu"
     signals: tuple[Signal, ...] = SIGNALS
     items: int | None = param(None, min=10)
-    n_boot: int = param(2000, min=0)
-    n_perm: int = param(2000, min=0)
-    seed: int = 0
+    embedding: Embedding = Embedding()
+    resampling: Resampling = Resampling(n_boot=2000, n_perm=2000)
 
     def n_items(self, signal: str) -> int | None:
         """The item count of ``signal`` (specificity at most :data:`SPECIFICITY_MAX`)."""
         if self.items is not None and signal == "specificity":
             return min(self.items, SPECIFICITY_MAX)
         return self.items
+
+    def correlate(self, signal: str) -> CorrelateRequest:
+        """The request of one signal's ``normscope correlate``."""
+        return CorrelateRequest(signal=signal, n=self.n_items(signal), embedding=self.embedding,
+                                resampling=self.resampling)
 
 
 def _controlled(r: dict) -> tuple:
@@ -209,21 +211,13 @@ class SignalsStage(Stage[SignalsRequest]):
 
     def request(self, config) -> SignalsRequest:
         s = config.sizes
-        return SignalsRequest(model=config.model, precision=config.precision, device=config.device,
-                              signals=tuple(x for x in SIGNALS if x in config.signals), items=s.signal_items,
-                              n_boot=s.n_boot, n_perm=s.n_perm, seed=config.seed)
+        return SignalsRequest(signals=tuple(x for x in SIGNALS if x in config.signals), items=s.signal_items,
+                              embedding=Embedding(model=config.model, device=config.device, precision=config.precision),
+                              resampling=Resampling(n_boot=s.n_boot, n_perm=s.n_perm, seed=config.seed))
 
     def commands(self, request: SignalsRequest) -> list[Command]:
-        out = []
-        for sig in request.signals:
-            argv = ["normscope", "correlate", "--signal", sig, "--model", request.model, "--precision", request.precision]
-            if request.n_items(sig) is not None:
-                argv += ["--n-items", str(request.n_items(sig))]
-            argv += ["--n-boot", str(request.n_boot), "--n-perm", str(request.n_perm), "--seed", str(request.seed)]
-            if request.device != "cpu":
-                argv += ["--device", request.device]
-            out.append(Command(tuple(argv + ["--json", f"{sig}.json"]), part=sig))
-        return out
+        return [Command(tuple(request.correlate(sig).argv() + ["--json", f"{sig}.json"]), part=sig)
+                for sig in request.signals]
 
     def run(self, ctx, request: SignalsRequest) -> dict[str, Section]:
         enc = ctx.encoder()
@@ -233,8 +227,7 @@ class SignalsStage(Stage[SignalsRequest]):
         for sig in request.signals:
             ctx.console.print(f"signals: {sig}")
             try:
-                res = run_correlate(sig, encoder=enc, model=request.model, n=request.n_items(sig), seed=request.seed,
-                                    n_boot=request.n_boot, n_perm=request.n_perm, progress=True, device=request.device)
+                res = run_correlate(request.correlate(sig), encoder=enc, progress=True)
             except (NormscopeError, FileNotFoundError, LookupError) as exc:
                 unavailable[sig] = f"{type(exc).__name__}: {exc}".splitlines()[0]
                 continue
@@ -246,7 +239,7 @@ class SignalsStage(Stage[SignalsRequest]):
         if not results:
             raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
         sizes = "; ".join(f"{k}: {r.dataset}" for k, r in results.items())
-        sizes += f"; {request.n_boot} bootstrap resamples, {request.n_perm} permutations"
+        sizes += f"; {request.resampling.n_boot} bootstrap resamples, {request.resampling.n_perm} permutations"
         commands = [c for c in self.commands(request) if c.part in results]
         dicts = {k: r.to_dict() for k, r in results.items()}
         return {SECTION: Section(
