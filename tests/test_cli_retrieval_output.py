@@ -30,7 +30,7 @@ def planted_cli(tmp_path, rng, monkeypatch):
 
 def test_cli_outputs_and_log(planted_cli, tmp_path, capsys):
     from normscope.cli import run
-    from normscope.retrieval import run_retrieval
+    from _retrieval_call import run_retrieval
 
     ddir, enc = planted_cli
     js, out = tmp_path / "s.json", tmp_path / "run.parquet"

@@ -191,7 +191,7 @@ def test_cache_key_and_command_follow_the_request(tmp_path):
     the key nor the numbers (vectors equal to 1e-6 on either engine) but is on the command line."""
     st = get_stage("retrieval")
     a = st.request(_config(tmp_path))
-    b = a.replace(n_boot=300)
+    b = a.replace(resampling=a.resampling.replace(n_boot=300))
     fp = {"name": "m", "revision": "r"}
     assert st.key(a, fingerprint=fp, data_dir="d") != st.key(b, fingerprint=fp, data_dir="d")
     assert st.commands(a) != st.commands(b)

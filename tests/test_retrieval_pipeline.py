@@ -13,7 +13,7 @@ import pytest
 from _retrieval_data import GRIDS, planted, run_dict, write_beir
 
 from normscope.errors import InputError
-from normscope.retrieval import run_retrieval
+from _retrieval_call import run_retrieval
 from normscope.scoring import score
 
 FAST = {"n_permutations": 500, "n_boot": 100, "grids": GRIDS}

@@ -14,6 +14,8 @@ from normscope._format import MISSING, ci_fixed, fixed, p_value
 from normscope.cli import app
 from normscope._io import write_json, write_outputs
 from normscope.cli._outputs import Row, Rows, compare_models
+from normscope.requests import Embedding, Resampling
+from normscope.requests.retrieval import RetrievalRequest
 from normscope.validate import check_outputs
 from normscope.cli._options import (Address, BatchSize, Device, Engine, JsonOut, JunkError, Models, Precision, Seed,
                                     TableOut, Workers, models_of, split_list)
@@ -105,50 +107,57 @@ def print_result(res, console: Console, err: Console) -> None:
                   soft_wrap=True)
 
 
+_DEFAULT = RetrievalRequest()
+
+
 @app.command()
 def retrieval(
     dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory (corpus.jsonl[.gz], queries.jsonl[.gz], qrels/*.tsv[.gz]), scifact or nfcorpus (fetched if absent, docs/data.md), or hf:BeIR/<name>.")],
     model: Models = None,
     scorer: Annotated[Optional[list[str]], typer.Option("--scorer", callback=split_list, help="cosine, dot, inverse_norm, power (repeatable or a comma list; default all).")] = None,
-    fit_split: Annotated[str, typer.Option("--fit-split", help="Split fitting alpha/beta and confidence maps ('cv': 5-fold cross-validation).")] = "train",
-    split: Annotated[str, typer.Option("--split", help="Evaluation split.")] = "test",
+    fit_split: Annotated[str, typer.Option("--fit-split", help="Split fitting alpha/beta and confidence maps ('cv': 5-fold cross-validation).")] = _DEFAULT.fit_split,
+    split: Annotated[str, typer.Option("--split", help="Evaluation split.")] = _DEFAULT.split,
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Evaluate inverse_norm at this fixed alpha (not fitted), e.g. a paper's setting.")] = None,
     beta: Annotated[Optional[float], typer.Option("--beta", help="Evaluate power at this fixed beta (not fitted).")] = None,
-    relevance: Annotated[str, typer.Option("--relevance", help="graded (nDCG gains are the judgement scores, as BEIR) or binary (score >= 1 counts 1).")] = "graded",
-    ignore_identical_ids: Annotated[bool, typer.Option("--ignore-identical-ids/--keep-identical-ids", help="Leave out a document whose id equals the query id (BEIR's default).")] = True,
+    relevance: Annotated[str, typer.Option("--relevance", help="graded (nDCG gains are the judgement scores, as BEIR) or binary (score >= 1 counts 1).")] = _DEFAULT.relevance,
+    ignore_identical_ids: Annotated[bool, typer.Option("--ignore-identical-ids/--keep-identical-ids", help="Leave out a document whose id equals the query id (BEIR's default).")] = _DEFAULT.ignore_identical_ids,
     junk_error: JunkError = False,
     max_docs: Annotated[Optional[int], typer.Option("--max-docs", min=2, help="Subsample the corpus (documents relevant to kept queries stay).")] = None,
     max_queries: Annotated[Optional[int], typer.Option("--max-queries", min=1, help="Subsample each split's queries.")] = None,
-    n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of every confidence interval (queries resampled).")] = 1000,
-    seed: Seed = 0,
-    device: Device = "cpu",
-    precision: Precision = "fp32",
-    engine: Engine = "local",
+    n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of every confidence interval (queries resampled).")] = _DEFAULT.resampling.n_boot,
+    seed: Seed = _DEFAULT.resampling.seed,
+    device: Device = _DEFAULT.embedding.device,
+    precision: Precision = _DEFAULT.embedding.precision,
+    engine: Engine = _DEFAULT.engine,
     address: Address = None,
     workers: Workers = None,
-    batch_size: BatchSize = 64,
+    batch_size: BatchSize = _DEFAULT.embedding.batch_size,
     json_path: JsonOut = None,
     out: TableOut = None,
 ) -> None:
     """Fit norm-aware scorers on a train split, evaluate them against cosine on a test split (overall and in
     pre-specified strata), and calibrate confidence signals of the cosine top-1."""
-    from normscope.retrieval import SCORERS, run_retrieval  # torch and faiss: the CLI's start-up stays light
+    from normscope.retrieval import run_retrieval  # torch and faiss: the CLI's start-up stays light
 
     err = Console(stderr=True)
     check_outputs(out=out, json_path=json_path)
-    scorers = list(scorer or SCORERS)
+    scorers = list(scorer or _DEFAULT.scorers)
     params = {}
     for name, value in (("inverse_norm", alpha), ("power", beta)):
         if value is not None:
             params[name] = value
             if name not in scorers:
                 scorers.append(name)
+    request = RetrievalRequest(
+        dataset=dataset, scorers=tuple(scorers), fit_split=fit_split, split=split,
+        params=tuple(params.items()), relevance=relevance, ignore_identical_ids=ignore_identical_ids,
+        max_docs=max_docs, max_queries=max_queries, engine=engine, address=address, workers=workers,
+        resampling=Resampling(n_boot=n_boot, n_perm=_DEFAULT.resampling.n_perm, seed=seed))
+
     def call(m):
-        return run_retrieval(dataset, model=m, scorers=scorers, fit_split=fit_split, split=split, params=params,
-                            relevance=relevance, ignore_identical_ids=ignore_identical_ids,
-                            junk="error" if junk_error else "drop", max_docs=max_docs, max_queries=max_queries,
-                            n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device, precision=precision,
-                            engine=engine, address=address, workers=workers)
+        emb = Embedding(model=m, device=device, precision=precision, batch_size=batch_size,
+                        junk="error" if junk_error else "drop")
+        return run_retrieval(request.replace(embedding=emb), progress=True)
 
     models = models_of(model)
     if len(models) > 1:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 from normscope._format import ci as ci_text, num, pct
 from normscope._io import to_jsonable
@@ -14,7 +12,8 @@ from normscope.errors import DataError
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
 from normscope.report.text import ci_excludes_zero, ci_words
-from normscope.requests import Engine, Precision, Request, param
+from normscope.requests import Embedding, Resampling
+from normscope.requests.retrieval import RetrievalRequest
 from normscope.retrieval import RetrievalResult, run_retrieval
 from normscope.retrieval.figures import plot_reliability, plot_risk_coverage
 from normscope.retrieval.result import SCORER_LABELS, SIGNAL_LABELS, ScorerEval, SignalCalibration
@@ -28,22 +27,6 @@ CLAIM_SCORER = "inverse_norm"
 CLAIM_SIGNAL = "query_norm"
 #: Per-signal curves of the command's JSON that the page draws instead of listing.
 _CURVES = ("reliability", "risk_coverage")
-
-
-@dataclasses.dataclass(frozen=True)
-class RetrievalRequest(Request):
-    """``normscope retrieval`` on SciFact: scorers fitted on train, evaluated on test; None sizes: all."""
-
-    model: str
-    precision: Precision = "fp32"
-    device: str = "cpu"
-    engine: Engine = "local"
-    address: str | None = None
-    dataset: Literal["scifact"] = "scifact"
-    docs: int | None = param(None, min=2)
-    queries: int | None = param(None, min=1)
-    n_boot: int = param(1000, min=10)
-    seed: int = 0
 
 
 def similarity_gain_claim(summary: dict) -> dict:
@@ -297,27 +280,20 @@ class RetrievalStage(Stage[RetrievalRequest]):
     claim_keys = {"similarity_gain": "retrieval", "calibration": "calibration"}
 
     def request(self, config) -> RetrievalRequest:
+        """SciFact: scorers fitted on train, evaluated on test (None sizes: all documents and queries)."""
         s = config.sizes
-        return RetrievalRequest(model=config.model, precision=config.precision, device=config.device,
-                                engine=config.engine, address=config.address, docs=s.retrieval_docs,
-                                queries=s.retrieval_queries, n_boot=s.n_boot, seed=config.seed)
+        return RetrievalRequest(dataset="scifact", max_docs=s.retrieval_docs, max_queries=s.retrieval_queries,
+                                engine=config.engine, address=config.address,
+                                embedding=Embedding(model=config.model, device=config.device, precision=config.precision),
+                                resampling=Resampling(n_boot=s.n_boot, n_perm=10000, seed=config.seed))
 
     def key(self, request: RetrievalRequest, *, fingerprint, data_dir) -> str:
         # the engine is not part of the key: the vectors are equal to 1e-6 on either engine (docs/scale.md)
-        return super().key(request.replace(engine="local", address=None), fingerprint=fingerprint, data_dir=data_dir)
+        return super().key(request.replace(engine="local", address=None, workers=None), fingerprint=fingerprint,
+                           data_dir=data_dir)
 
     def commands(self, request: RetrievalRequest) -> list[Command]:
-        argv = ["normscope", "retrieval", "--dataset", request.dataset, "--model", request.model,
-                "--precision", request.precision]
-        for flag, value in (("--max-docs", request.docs), ("--max-queries", request.queries)):
-            if value is not None:
-                argv += [flag, str(value)]
-        argv += ["--n-boot", str(request.n_boot), "--seed", str(request.seed)]
-        if request.engine != "local":
-            argv += ["--engine", request.engine] + (["--address", request.address] if request.address else [])
-        if request.device != "cpu":
-            argv += ["--device", request.device]
-        return [Command(tuple(argv + ["--json", "retrieval.json"]))]
+        return [Command(tuple(request.argv() + ["--json", "retrieval.json"]))]
 
     def section_results(self, commands: Sequence[Command], outputs: Sequence[dict]) -> dict[str, dict]:
         (out,) = outputs
@@ -331,9 +307,7 @@ class RetrievalStage(Stage[RetrievalRequest]):
         except DataError as exc:
             raise StageUnavailable(str(exc)) from None
         # by name, as the command names it (found the same way), so that its JSON names no machine's path
-        res = run_retrieval(request.dataset, encoder=ctx.encoder(), max_docs=request.docs, max_queries=request.queries,
-                            seed=request.seed, n_boot=request.n_boot, progress=True, device=request.device,
-                            engine=request.engine, address=request.address)
+        res = run_retrieval(request, encoder=ctx.encoder(), progress=True)
         summary = to_jsonable(res.to_dict())
         commands = self.commands(request)
         results = self.section_results(commands, [summary])
@@ -344,7 +318,7 @@ class RetrievalStage(Stage[RetrievalRequest]):
             result=results["retrieval"], derived={"delta_ndcg10_vs_cosine": {n: r.delta for n, r in res.scorers.items()}},
             key_numbers=[KeyNumber(f"scorers.{n}.ndcg@10", f"nDCG@10, {n}", r.ndcg10) for n, r in res.scorers.items()],
             tables=_retrieval_tables(res), notes=_retrieval_notes(res), claims=[similarity_gain_claim(summary)])
-        calibration = _calibration_section(ctx, res, summary, results["calibration"], commands, request.n_boot)
+        calibration = _calibration_section(ctx, res, summary, results["calibration"], commands, request.resampling.n_boot)
         return {"retrieval": retrieval, "calibration": calibration}
 
     def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:

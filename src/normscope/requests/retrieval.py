@@ -1,0 +1,97 @@
+"""What ``normscope retrieval`` runs (:class:`RetrievalRequest`): checked once, at construction."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from normscope.encoders.bundled import DEFAULT_MODEL
+from normscope.errors import InputError
+from normscope.requests import Embedding, Engine, Request, Resampling, param
+from normscope.scoring import PARAM_NAMES, SCORERS
+
+__all__ = ["RetrievalRequest", "Relevance"]
+
+#: How judgement scores become nDCG gains (:func:`normscope.retrieval.evaluate.relevance_qrels`).
+Relevance = Literal["graded", "binary"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RetrievalRequest(Request):
+    """Norm-aware scorers fitted on one split and evaluated against cosine on another (:func:`run_retrieval`).
+
+    Attributes
+    ----------
+    dataset : str
+        A BEIR directory, ``scifact`` / ``nfcorpus`` (found or fetched), or ``hf:BeIR/<name>``.
+    scorers : tuple of str
+        Of :data:`normscope.scoring.SCORERS`; cosine always runs (the baseline).
+    fit_split : str or None
+        Split whose queries fit the parameters and confidence maps (``train`` falls back to ``dev``, then to
+        5-fold cross-validation; ``cv`` or None asks for cross-validation).
+    split : str
+        Evaluation split.
+    params : tuple of (scorer, value)
+        Fixed parameters, evaluated as given and marked "not fitted" (e.g. a paper's alpha).
+    relevance : {"graded", "binary"}
+    ignore_identical_ids : bool
+        Leave out a document whose id equals the query id (BEIR's default).
+    max_docs, max_queries : int or None
+        Seeded subsamples (relevant documents of kept queries always kept).
+    k : int
+        Depth of the evaluated runs (>= 10; 100 for Recall@100).
+    grids : tuple of (scorer, values)
+        Parameter grids replacing :func:`normscope.scoring.default_grid`.
+    engine, address, workers
+        Where the documents are embedded (:mod:`normscope.engine`).
+    embedding : Embedding
+    resampling : Resampling
+        ``n_boot`` bootstrap resamples of every CI (queries, >= 10), ``n_perm`` permutations of the paired
+        randomisation tests; ``seed`` seeds subsampling, folds, tests and bootstraps.
+    """
+
+    dataset: str = param("scifact", help="BEIR directory, scifact or nfcorpus, or hf:BeIR/<name>.")
+    scorers: tuple[str, ...] = SCORERS
+    fit_split: str | None = "train"
+    split: str = "test"
+    params: tuple[tuple[str, float], ...] = ()
+    relevance: Relevance = "graded"
+    ignore_identical_ids: bool = True
+    max_docs: int | None = param(None, min=2)
+    max_queries: int | None = param(None, min=1)
+    k: int = param(100, min=10)
+    grids: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    engine: Engine = "local"
+    address: str | None = None
+    workers: int | None = param(None, min=1)
+    embedding: Embedding = Embedding()
+    resampling: Resampling = Resampling(n_boot=1000, n_perm=10000)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for s in (*self.scorers, *dict(self.params), *dict(self.grids)):
+            if s not in SCORERS:
+                raise InputError(f"unknown scorer '{s}'; choose one of {', '.join(SCORERS)}")
+        if not self.scorers:
+            raise InputError("no scorer given")
+        if self.resampling.n_boot < 10:
+            raise InputError(f"n_boot must be >= 10, got {self.resampling.n_boot}")
+
+    def argv(self) -> list[str]:
+        """``normscope retrieval ...`` with every setting of this request (a fixed parameter as ``--alpha``/``--beta``)."""
+        out = ["normscope", "retrieval", "--dataset", self.dataset] + self.embedding.argv(DEFAULT_MODEL)
+        if tuple(self.scorers) != SCORERS:
+            out += ["--scorer", ",".join(self.scorers)]
+        for flag, value, default in (("--fit-split", self.fit_split, "train"), ("--split", self.split, "test"),
+                                     ("--relevance", self.relevance, "graded"), ("--max-docs", self.max_docs, None),
+                                     ("--max-queries", self.max_queries, None)):
+            if value != default:
+                out += [flag, "cv" if value is None else str(value)]
+        out += [f"--{PARAM_NAMES[s]}={v!r}" for s, v in self.params]
+        if not self.ignore_identical_ids:
+            out.append("--keep-identical-ids")
+        out += self.resampling.argv()
+        if self.engine != "local":
+            out += ["--engine", self.engine] + (["--address", self.address] if self.address else [])
+            out += ["--workers", str(self.workers)] if self.workers else []
+        return out
