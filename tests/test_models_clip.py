@@ -279,7 +279,8 @@ def test_probe_jvp_through_the_text_tower(clip):
 
 def test_probe_jvp_through_the_image_tower(clip):
     """Two towers: probe items are images (query = image tower), pairs are image-text as in CLIP training."""
-    from normscope.probes import ModuleAdapter, probe_moments, run_probe
+    from _probe_call import run_probe
+    from normscope.probes import ModuleAdapter, probe_moments
 
     pixels = clip.pixel_values(_images(6, seed=5))
     ids = clip.tokenize(TEXTS)["input_ids"]

@@ -16,13 +16,13 @@ import torch
 from scipy import stats as sps
 from torch.func import functional_call, jvp
 
+from _probe_call import run_probe
 from normscope import theory
 from normscope.errors import InputError, ModelError
 from normscope.probes import (
     ModuleAdapter,
     decay_mask_for,
     probe_moments,
-    run_probe,
     sample_pair_batches,
     symmetric_info_nce,
 )

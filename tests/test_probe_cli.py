@@ -34,7 +34,7 @@ def files(tmp_path):
         (["--pairs", "ONE"], "line 1 has 1 column"),
         (["--batch-size", "1"], "--batch-size must be >= 2"),
         (["--json", "/no/such/dir/s.json"], "output directory does not exist"),
-        (["--decay-mask", "biases"], "--decay-mask"),
+        (["--decay-mask", "biases"], "unknown decay mask 'biases'"),
     ],
 )
 def test_bad_input_exit_2(files, capsys, extra, message):

@@ -19,6 +19,8 @@ from normscope.cli._options import (Device, FigOut, JsonOut, JunkError, Models, 
 from normscope.datasets import wordfreq_spec, wordfreq_words
 from normscope.errors import InputError
 from normscope.inputs import read_items
+from normscope.requests import Resampling
+from normscope.requests.probe import ProbeRequest
 
 
 def load_probe_items(spec: str) -> tuple[list[str], list[str]]:
@@ -76,23 +78,26 @@ def print_probe(res, console: Console) -> None:
         console.print(f"[yellow]caveat:[/] {c}")
 
 
+_DEFAULT = ProbeRequest()
+
+
 @app.command()
 def probe(
     items: Annotated[str, typer.Argument(help="Items file (.txt one per line, .jsonl, .csv, BEIR dir) or wordfreq:N.")],
     model: Models = None,
     pairs: Annotated[str, typer.Option("--pairs", help="Pair source: wordnet[:pos], scifact[:split], beir:DIR[:split], or a 2-column .tsv/.csv.")] = "wordnet",
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Probe batch size B (default: training B if known, capped at 64).")] = None,
-    batches: Annotated[int, typer.Option("--batches", help="Number of probe batches K (>= 2).")] = 16,
+    batches: Annotated[int, typer.Option("--batches", help="Number of probe batches K (>= 2).")] = _DEFAULT.batches,
     lr: Annotated[Optional[float], typer.Option("--lr", help="Learning rate eta (default: known training value, else fitted by E11).")] = None,
     weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="What-if weight decay lambda (the user's value, not the checkpoint's). Default: the checkpoint's training value when known and > 0; otherwise lambda_rad, q/c and R_eq(lambda_rad) are not computed.")] = None,
     tau: Annotated[Optional[float], typer.Option("--tau", help="InfoNCE temperature (default: the temperature the checkpoint stores (CLIP), else its known training value, else 0.05).")] = None,
-    decay_mask: Annotated[str, typer.Option("--decay-mask", help="matrices (ndim>=2, no biases/LayerNorm) or all.")] = "matrices",
-    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences: float64 (a float64 copy, step 3e-3) or float32 (step 1e-2, with a float64 spot check); auto = float64.")] = "float64",
-    chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Most probe items per JVP chunk.")] = 128,
-    n_boot: NBoot = 1000,
-    seed: Seed = 0,
+    decay_mask: Annotated[str, typer.Option("--decay-mask", help="matrices (ndim>=2, no biases/LayerNorm) or all.")] = _DEFAULT.decay_mask,
+    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences: float64 (a float64 copy, step 3e-3) or float32 (step 1e-2, with a float64 spot check); auto = float64.")] = _DEFAULT.fd_dtype,
+    chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Most probe items per JVP chunk.")] = _DEFAULT.chunk_size,
+    n_boot: NBoot = _DEFAULT.resampling.n_boot,
+    seed: Seed = _DEFAULT.resampling.seed,
     device: Device = "cpu",
-    precision: Precision = "fp32",
+    precision: Precision = _DEFAULT.precision,
     json_path: JsonOut = None,
     out: TableOut = None,
     fig: FigOut = None,
@@ -101,15 +106,15 @@ def probe(
 ) -> None:
     """Estimate heat and radial drift per item by virtual SGD steps and compare R_eq with the norm."""
     from normscope.pairs import load_pairs  # pairs/ and probes/ import torch: the CLI's start-up stays light
-    from normscope.probes import check_probe_options, plot_heat_drift, plot_predicted_vs_observed, run_probe
+    from normscope.probes import plot_heat_drift, plot_predicted_vs_observed, run_probe
 
     check_outputs(out=out, json_path=json_path)
     if fig is not None:
         check_output_path(fig, "--fig")
-    junk = "error" if junk_error else "drop"
-    check_probe_options(batches=batches, batch_size=batch_size, tau=tau, lr=lr, weight_decay=weight_decay,
-                        decay_mask=decay_mask, fd_dtype=fd_dtype, chunk_size=chunk_size, n_boot=n_boot, junk=junk,
-                        precision=precision)
+    request = ProbeRequest(batch_size=batch_size, batches=batches, tau=tau, lr=lr, weight_decay=weight_decay,
+                           decay_mask=decay_mask, chunk_size=chunk_size, fd_dtype=fd_dtype,
+                           junk="error" if junk_error else "drop", precision=precision,
+                           resampling=Resampling(n_boot=n_boot, seed=seed))  # checked before any model or data
     models = models_of(model)
     for m in models:
         if resolve_backend(m)[0] == "precomputed":
@@ -122,11 +127,7 @@ def probe(
 
     def call(m):
         encoder = load_encoder(m, device=device, trust_remote_code=trust_remote_code)
-        return run_probe(
-            encoder, texts, pair_source, batch_size=batch_size, batches=batches, tau=tau, lr=lr,
-            weight_decay=weight_decay, decay_mask=decay_mask, seed=seed, progress=True, ids=ids,
-            chunk_size=chunk_size, fd_dtype=fd_dtype, n_boot=n_boot, junk=junk, precision=precision,
-        )
+        return run_probe(encoder, texts, pair_source, request, ids=ids, progress=True)
 
     def plot(result, path):  # the heat/drift panels go beside --fig (one per model when several)
         part = f".{model_slug(result.model)}" if len(models) > 1 else ""

@@ -31,7 +31,8 @@ from normscope.probes.figures import plot_heat_drift, plot_predicted_vs_observed
 from normscope.probes.moments import ProbeMoments, decay_mask_for, probe_moments, symmetric_info_nce
 from normscope.probes.result import CorrelationCI, ProbeCorrelation, ProbeResult
 from normscope.probes.quantities import item_quantities
-from normscope.probes.run import check_probe_options, run_probe
+from normscope.probes.run import run_probe
+from normscope.requests.probe import ProbeRequest
 from normscope.probes.summary import summarize_probe
 from normscope.probes.training import DEFAULT_PROBE_BATCH, KNOWN_TRAINING, TrainingFacts, training_for
 from normscope.probes.uncertainty import crossed_bootstrap
@@ -54,7 +55,7 @@ __all__ = [
     "ProbeCorrelation",
     "CorrelationCI",
     "run_probe",
-    "check_probe_options",
+    "ProbeRequest",
     "item_quantities",
     "crossed_bootstrap",
     "summarize_probe",

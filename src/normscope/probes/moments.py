@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from normscope.requests.probe import FD_DTYPES as _FD_DTYPES
 from normscope.errors import InputError, ModelError
 from normscope.pairs import sample_pair_batches
 
 __all__ = ["decay_mask_for", "symmetric_info_nce", "ProbeMoments", "probe_moments", "TOKEN_BUDGET", "FD_DTYPES"]
 
 #: Precisions of the D2 finite differences (``fd_dtype``; ``auto`` is float64).
-FD_DTYPES = ("float64", "float32", "auto")
+FD_DTYPES = _FD_DTYPES  # defined with the probe's request (normscope.requests.probe)
 #: Default step target ``eps ||a|| / R`` per precision (docs/theory.md section 6: 1e-3..1e-2).
 FD_TARGET = {"float64": 3e-3, "float32": 1e-2}
 

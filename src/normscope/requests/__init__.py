@@ -9,7 +9,7 @@ A request says everything a run depends on. Its fields are annotated with the ty
 (``Literal`` choices, ``int``, ``float``, ``Path``, ``tuple[...]``, ``X | None``) and, where a number
 has bounds, :func:`param` records them; :class:`Request.__post_init__` checks every field against
 both, like scikit-learn's ``validate_params``, and raises one :class:`~normscope.errors.InputError`
-naming the field, what it accepts and what it got. The cache key of a report stage and the command
+naming the field as the option that sets it (``--batch-size``), what it accepts and what it got. The cache key of a report stage and the command
 that reproduces it are both derived from the request (:meth:`Request.to_json`), so they cannot drift
 apart. :class:`Resampling` is the one value shared by every stage that resamples.
 """
@@ -63,7 +63,7 @@ def _name(tp) -> str:
 def _literal(name: str, value: Any, tp: Any) -> Any:
     allowed = typing.get_args(tp)
     if value not in allowed:
-        raise InputError(f"unknown {name} {value!r}; choose from {', '.join(map(str, allowed))}")
+        raise InputError(f"unknown {name.lstrip('-').replace('-', ' ')} {value!r}; choose from {', '.join(map(str, allowed))}")
     return value
 
 
@@ -148,8 +148,9 @@ class Request:
     def __post_init__(self) -> None:
         hints = _hints(type(self))
         for f in dataclasses.fields(self):
-            value = check_value(f.name, getattr(self, f.name), hints[f.name])
-            _check_bounds(f.name, value, f.metadata)
+            name = "--" + f.name.replace("_", "-")  # errors name the option that sets the field
+            value = check_value(name, getattr(self, f.name), hints[f.name])
+            _check_bounds(name, value, f.metadata)
             object.__setattr__(self, f.name, value)
 
     def replace(self, **changes) -> Request:

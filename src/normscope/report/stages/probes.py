@@ -20,7 +20,8 @@ from normscope.report.claims import claim_row, verdict_not_testable, verdict_sig
 from normscope.report.sizes import FULL
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
 from normscope.report.text import ci_excludes_zero, correlation_sentence, corr_parts, strength
-from normscope.requests import Precision, Request, param
+from normscope.requests import Request, Resampling, param
+from normscope.requests.probe import ProbeRequest
 
 __all__ = ["ProbesStage", "ProbesRequest", "probe_claims", "prediction_reading", "probe_words", "POPULATION",
            "equilibrium_sentences"]
@@ -36,21 +37,18 @@ WORDS_FILE = "probe_words.jsonl"
 
 @dataclasses.dataclass(frozen=True)
 class ProbesRequest(Request):
-    """P probe words drawn from the :data:`POPULATION` most frequent words, K batches of B pairs.
+    """The probe (``probe``: K batches of B pairs, resampling) of the report's model on P probe words drawn from
+    the :data:`POPULATION` most frequent words.
 
     ``pairs`` ``"auto"``: WordNet (term, gloss) pairs, else SciFact train pairs (the run resolves it and
-    its commands name the source used). ``batch_size`` None: the probe's default.
+    its commands name the source used).
     """
 
     model: str
-    precision: Precision = "fp32"
     device: str = "cpu"
     items: int = param(1000, min=2)
-    batches: int = param(16, min=2)
-    batch_size: int | None = param(None, min=2)
     pairs: Literal["auto", "wordnet", "scifact"] = "auto"
-    n_boot: int = param(1000, min=1)
-    seed: int = 0
+    probe: ProbeRequest = ProbeRequest()
 
 
 def probe_words(P: int, seed: int) -> tuple[list[str], list[str]]:
@@ -310,17 +308,13 @@ class ProbesStage(Stage[ProbesRequest]):
 
     def request(self, config) -> ProbesRequest:
         s = config.sizes
-        return ProbesRequest(model=config.model, precision=config.precision, device=config.device,
-                             items=s.probe_items or POPULATION, batches=s.probe_batches or 16,
-                             batch_size=s.probe_batch_size, n_boot=s.n_boot, seed=config.seed)
+        probe = ProbeRequest(batches=s.probe_batches or 16, batch_size=s.probe_batch_size, precision=config.precision,
+                             resampling=Resampling(n_boot=s.n_boot, seed=config.seed))
+        return ProbesRequest(model=config.model, device=config.device, items=s.probe_items or POPULATION, probe=probe)
 
     def commands(self, request: ProbesRequest) -> list[Command]:
         items = WORDS_FILE if request.items < POPULATION else f"wordfreq:{request.items}"
-        argv = ["normscope", "probe", items, "--model", request.model, "--pairs", request.pairs,
-                "--batches", str(request.batches)]
-        if request.batch_size is not None:
-            argv += ["--batch-size", str(request.batch_size)]
-        argv += ["--n-boot", str(request.n_boot), "--seed", str(request.seed), "--precision", request.precision]
+        argv = ["normscope", "probe", items, "--model", request.model, "--pairs", request.pairs, *request.probe.argv()]
         if request.device != "cpu":
             argv += ["--device", request.device]
         return [Command(tuple(argv + ["--json", "probe.json"]))]
@@ -328,10 +322,9 @@ class ProbesStage(Stage[ProbesRequest]):
     def run(self, ctx, request: ProbesRequest) -> dict[str, Section]:
         spec, pairs = _pair_source(request.pairs)
         request = request.replace(pairs=spec)
-        P, K = request.items, request.batches
-        ids, texts = probe_words(P, request.seed)
-        res = run_probe(ctx.encoder(), texts, pairs, batch_size=request.batch_size, batches=K, seed=request.seed,
-                        progress=True, ids=ids, n_boot=request.n_boot, precision=request.precision)
+        P, K, seed, n_boot = request.items, request.probe.batches, request.probe.resampling.seed, request.probe.resampling.n_boot
+        ids, texts = probe_words(P, seed)
+        res = run_probe(ctx.encoder(), texts, pairs, request.probe, ids=ids, progress=True)
         summary = res.to_dict()
         if P < POPULATION:  # the drawn words, so that the command reproduces the section
             with atomic_path(ctx.out / WORDS_FILE) as tmp:
@@ -350,10 +343,10 @@ class ProbesStage(Stage[ProbesRequest]):
                         ["comparison", "Pearson r", "95% CI (batches+items)", "Spearman \u03c1",
                          "95% CI (batches+items)", "Spearman 95% CI (items only)", "n", "p (items permuted)"],
                         _table_rows(res))] + _k_table(res)
-        drawn = (f"drawn at random (seed {request.seed}) from the {POPULATION:,} most frequent English words (wordfreq); "
+        drawn = (f"drawn at random (seed {seed}) from the {POPULATION:,} most frequent English words (wordfreq); "
                  f"{WORDS_FILE} holds them" if P < POPULATION else "the most frequent English words (wordfreq)")
         sizes = (f"P = {res.n_items} probe words {drawn}, K = {res.batches} virtual SGD batches of "
-                 f"B = {res.batch_size} {spec} pairs ({res.pairs}); {request.n_boot} bootstrap replicates per CI")
+                 f"B = {res.batch_size} {spec} pairs ({res.pairs}); {n_boot} bootstrap replicates per CI")
         return {SECTION: Section(
             SECTION, commands=self.commands(request), sizes=sizes, result=summary,
             derived={"pairs_spec": spec, "prediction_key": key, "prediction_reading": reading},
