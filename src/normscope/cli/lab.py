@@ -18,6 +18,7 @@ from normscope._io import write_json, write_outputs
 from normscope.cli import app
 from normscope.cli._options import Device, FigOut, JsonOut, Seed, TableOut
 from normscope.errors import InputError
+from normscope.requests.lab import LabRequest
 from normscope.validate import check_output_path, check_outputs
 
 
@@ -34,16 +35,19 @@ def _ci(ci) -> str:
     return "" if not ci or None in ci else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+_DEFAULT = LabRequest()
+
+
 @app.command()
 def lab(
-    encoder: Annotated[str, typer.Option("--encoder", help="table (free embeddings, k=1), mlp (two-tower bias-free ReLU MLP, k=2) or transformer (continue training a pretrained encoder).")] = "table",
+    encoder: Annotated[str, typer.Option("--encoder", help="table (free embeddings, k=1), mlp (two-tower bias-free ReLU MLP, k=2) or transformer (continue training a pretrained encoder).")] = _DEFAULT.encoder,
     dataset: Annotated[Optional[str], typer.Option("--dataset", help="table/mlp: synthetic (controlled ambiguity, default) or wordnet (WordNet 3.0 nouns).")] = None,
-    optimizer: Annotated[str, typer.Option("--optimizer", help="sgd, momentum (heavy ball, beta 0.9) or adamw; decay always decoupled.")] = "sgd",
+    optimizer: Annotated[str, typer.Option("--optimizer", help="sgd, momentum (heavy ball, beta 0.9) or adamw; decay always decoupled.")] = _DEFAULT.optimizer,
     lr: Annotated[Optional[float], typer.Option("--lr", help="Learning rate eta (default per encoder/optimizer).")] = None,
     weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="Decoupled weight decay lambda.")] = None,
     steps: Annotated[Optional[int], typer.Option("--steps", min=2, help="Training steps (table 12000, mlp 8000, transformer 1000).")] = None,
     burn_in: Annotated[Optional[int], typer.Option("--burn-in", min=0, help="Steps before the measurement window (transformer: steps // 2).")] = None,
-    seed: Seed = 0,
+    seed: Seed = _DEFAULT.seed,
     estimator: Annotated[Optional[str], typer.Option("--estimator", help="table/mlp: snapshot (default for table) or trajectory (default for mlp).")] = None,
     snapshots: Annotated[Optional[int], typer.Option("--snapshots", min=1, help="Snapshot estimator: number of states S.")] = None,
     probe_batches: Annotated[Optional[int], typer.Option("--probe-batches", min=1, help="Virtual batches K: per snapshot state (table/mlp) or of the step-0 probe (transformer, default 32).")] = None,
@@ -107,9 +111,9 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
 
     console = Console()
     err = Console(stderr=True)
-    res = run_lab(encoder=encoder, data=data, optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps,
-                  burn_in=burn_in, seed=seed, estimator=estimator, snapshots=snapshots, probe_batches=probe_batches,
-                  progress=True)
+    res = run_lab(LabRequest(encoder=encoder, dataset=data, optimizer=optimizer, lr=lr, weight_decay=weight_decay,
+                             steps=steps, burn_in=burn_in, seed=seed, estimator=estimator, snapshots=snapshots,
+                             probe_batches=probe_batches), progress=True)
     title = (f"{res.encoder} / {res.data} / {res.optimizer}: eta={res.lr:g}, lambda={res.weight_decay:g}, "
              f"{res.steps} steps (window {res.steps - res.burn_in}), estimator {res.estimator}")
     t = Table(title=title)

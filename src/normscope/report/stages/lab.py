@@ -5,35 +5,26 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
 from normscope._format import num, sig3
-from normscope.lab import LabResult, plot_predicted_vs_observed, plot_trajectories, run_lab
+from normscope.lab import LabRequest, LabResult, plot_predicted_vs_observed, plot_trajectories, run_lab
 from normscope.report.claims import claim_row
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, Table
 from normscope.requests import Request, param
 
-__all__ = ["LabStage", "LabRequest", "lab_claim", "training_lab_sentences"]
+__all__ = ["LabStage", "LabCheckRequest", "lab_claim", "training_lab_sentences"]
 
 SECTION = "training_lab"
 
 
 @dataclasses.dataclass(frozen=True)
-class LabRequest(Request):
-    """The free-table SGD lab on synthetic pairs; None sizes are ``normscope lab``'s defaults.
+class LabCheckRequest(Request):
+    """The free-table SGD lab on synthetic pairs (``lab``; None sizes are ``normscope lab``'s defaults) and the
+    bootstrap resamples of the scorecard row's CI over items (``n_boot``, :func:`lab_claim`)."""
 
-    ``n_boot`` resamples the items of the scorecard row's CI (:func:`lab_claim`).
-    """
-
-    encoder: Literal["table"] = "table"
-    optimizer: Literal["sgd"] = "sgd"
-    dataset: Literal["synthetic"] = "synthetic"
-    steps: int | None = param(None, min=2)
-    snapshots: int | None = param(None, min=1)
-    probe_batches: int | None = param(None, min=1)
-    seed: int = 0
+    lab: LabRequest = LabRequest()
     n_boot: int = param(2000, min=1)
 
 
@@ -110,7 +101,7 @@ def _key_numbers(res: LabResult) -> list[KeyNumber]:
     ]
 
 
-class LabStage(Stage[LabRequest]):
+class LabStage(Stage[LabCheckRequest]):
     """Trains the free embedding table with SGD and compares the measured stationary norms with (E7)."""
 
     name = "lab"
@@ -120,25 +111,16 @@ class LabStage(Stage[LabRequest]):
     explains = "the training lab"
     claim_keys = {"theorem1_lab": SECTION}
 
-    def request(self, config) -> LabRequest:
+    def request(self, config) -> LabCheckRequest:
         s = config.sizes
-        return LabRequest(steps=s.lab_steps, snapshots=s.lab_snapshots, probe_batches=s.lab_probe_batches,
-                          seed=config.seed, n_boot=s.n_boot)
+        return LabCheckRequest(lab=LabRequest(steps=s.lab_steps, snapshots=s.lab_snapshots,
+                                              probe_batches=s.lab_probe_batches, seed=config.seed), n_boot=s.n_boot)
 
-    def commands(self, request: LabRequest) -> list[Command]:
-        argv = ["normscope", "lab", "--encoder", request.encoder, "--optimizer", request.optimizer,
-                "--dataset", request.dataset, "--seed", str(request.seed)]
-        for flag, value in (("--steps", request.steps), ("--snapshots", request.snapshots),
-                            ("--probe-batches", request.probe_batches)):
-            if value is not None:
-                argv += [flag, str(value)]
-        return [Command(tuple(argv + ["--json", "lab.json"]))]
+    def commands(self, request: LabCheckRequest) -> list[Command]:
+        return [Command(tuple(request.lab.argv() + ["--json", "lab.json"]))]
 
-    def run(self, ctx, request: LabRequest) -> dict[str, Section]:
-        sizes = {k: v for k, v in (("steps", request.steps), ("snapshots", request.snapshots),
-                                   ("probe_batches", request.probe_batches)) if v is not None}
-        res = run_lab(encoder=request.encoder, optimizer=request.optimizer, data=request.dataset, seed=request.seed,
-                      progress=True, **sizes)
+    def run(self, ctx, request: LabCheckRequest) -> dict[str, Section]:
+        res = run_lab(request.lab, progress=True)
         p1 = plot_predicted_vs_observed(res, ctx.figure_path("training_lab_predicted_vs_observed.png"))
         p2 = plot_trajectories(res, ctx.figure_path("training_lab_trajectories.png"))
         figs = [Figure(Path(p1).name, "Training lab: predicted stationary norm R_eq (E7, from measured heat and drift) "
@@ -160,7 +142,7 @@ class LabStage(Stage[LabRequest]):
             tables=[Table("Per ambiguity group (means)",
                           ["ambiguity (concepts)", "items", "observed R", "predicted R_eq", "heat \u03a3\u00b2",
                            "drift D~", "mean |rel. error|"], rows)],
-            figures=figs, notes=notes, claims=[lab_claim(res, n_boot=request.n_boot, seed=request.seed)])}
+            figures=figs, notes=notes, claims=[lab_claim(res, n_boot=request.n_boot, seed=request.lab.seed)])}
 
     def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
         return training_lab_sentences(LabResult.from_dict(section.result))
@@ -170,7 +152,7 @@ class LabStage(Stage[LabRequest]):
         return (f"mean |rel. error| {num(r.mean_abs_rel_error)}, median {num(r.median_rel_error)}, "
                 f"Pearson {num(r.pearson)}: gate {'passed' if (r.gate or {}).get('passed') else 'not passed'}")
 
-    def sizes_used(self, sizes, request: LabRequest, sections) -> dict[str, int]:
+    def sizes_used(self, sizes, request: LabCheckRequest, sections) -> dict[str, int]:
         used = super().sizes_used(sizes, request, sections)
         sec = sections[SECTION]
         if sec.ok and sec.result:  # sizes left to `normscope lab`'s defaults: the values it used
