@@ -21,7 +21,18 @@ import torch
 from normscope.errors import InputError
 from normscope.lab.analysis import wilson_interval
 from normscope.lab.trajectory import TrajectoryRecord, motion, trajectory_estimates
-from normscope.lab.transformer import run_transformer_lab
+from normscope.lab.transformer import run_transformer_lab as _run_transformer_lab
+
+
+def run_transformer_lab(*, encoder=None, checkpoint=None, progress=False, seed=0, n_boot=2000, **kw):
+    """``run_transformer_lab(TransformerLabRequest(...), encoder=, checkpoint=)`` from flat keywords."""
+    from normscope.requests import Resampling
+    from normscope.requests.lab import TransformerLabRequest
+
+    if kw.get("probe_items") is not None and not isinstance(kw["probe_items"], int):
+        kw["probe_items"] = str(kw["probe_items"])
+    request = TransformerLabRequest(resampling=Resampling(n_boot=n_boot, seed=seed), **kw)
+    return _run_transformer_lab(request, encoder=encoder, checkpoint=checkpoint, progress=progress)
 
 WORDS = ("cat dog bird fish tree rock river cloud house car road book pen cup door wall hand foot star moon sun rain "
          "snow wind fire").split()
@@ -321,9 +332,9 @@ def test_resume_equals_uninterrupted_and_checks_settings(tiny, sgd_run, tmp_path
 
 
 def test_bad_input_is_refused_before_any_work(tiny, tmp_path):
-    for over, match in (({"optimizer": "lbfgs"}, "optimizer"), ({"lr": -1.0}, "lr"), ({"burn_in": 6}, "burn_in"),
+    for over, match in (({"optimizer": "lbfgs"}, "optimizer"), ({"lr": -1.0}, "lr"), ({"burn_in": 6}, "burn-in"),
                         ({"precision": "fp16"}, "precision"), ({"probe_items": tmp_path / "none.txt"}, "does not exist"),
-                        ({"probe_items": 2}, "probe_items"), ({"decay_mask": "some"}, "decay mask"),
+                        ({"probe_items": 2}, "probe-items"), ({"decay_mask": "some"}, "decay mask"),
                         ({"lr": 2.0, "weight_decay": 0.6}, "lr \\* weight_decay"),
                         ({"checkpoint": tmp_path / "no" / "c.ckpt"}, "does not exist")):
         with pytest.raises(InputError, match=match):

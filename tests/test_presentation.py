@@ -167,7 +167,7 @@ def test_reproduce_commands_carry_every_setting(stage, tmp_path):
         if "device" in p and stage != "lab":  # the table lab runs on the cpu only
             assert p["device"] == "cuda"
         if "n_boot" in p and stage != "lab":  # the table lab's n_boot is the scorecard row's, not the command's
-            inner = getattr(req, "probe", req)  # the report's probes request holds the probe's own
+            inner = getattr(req, "probe", getattr(req, "lab", req))  # the report's requests hold the command's
             assert p["n_boot"] == getattr(inner, "resampling", inner).n_boot == 200
         if stage not in ("lab", "transformer"):  # the labs train in fp32 (docs/report.md)
             assert p["precision"] == "bf16"

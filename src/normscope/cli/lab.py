@@ -18,7 +18,8 @@ from normscope._io import write_json, write_outputs
 from normscope.cli import app
 from normscope.cli._options import Device, FigOut, JsonOut, Seed, TableOut
 from normscope.errors import InputError
-from normscope.requests.lab import LabRequest
+from normscope.requests import Resampling
+from normscope.requests.lab import LabRequest, TransformerLabRequest
 from normscope.validate import check_output_path, check_outputs
 
 
@@ -36,6 +37,7 @@ def _ci(ci) -> str:
 
 
 _DEFAULT = LabRequest()
+_TRANSFORMER = TransformerLabRequest()
 
 
 @app.command()
@@ -88,14 +90,16 @@ def lab(
     for name, v in (("--dataset", dataset), ("--estimator", estimator), ("--snapshots", snapshots)):
         if v is not None:
             raise InputError(f"{name} applies to --encoder table/mlp only (the transformer lab uses the trajectory estimator)")
-    n_items = probe_items if probe_items is not None else "64"
-    items_arg = int(n_items) if n_items.isdigit() else Path(n_items)
-    return _transformer_lab(
-        model=model, pairs=pairs or "wordnet", optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps or 1000,
-        burn_in=burn_in, seed=seed, probe_batches=probe_batches or 32, probe_items=items_arg, precision=precision or "fp32",
-        batch_size=batch_size or 32, tau=tau if tau is not None else 0.05, decay_mask=decay_mask or "all",
-        dropout=bool(dropout), max_tokens=max_tokens if max_tokens is not None else 16, checkpoint=checkpoint,
-        device=device, n_boot=n_boot if n_boot is not None else 2000, json_path=json_path, out=out, fig=fig)
+    given = {k: v for k, v in dict(
+        model=model, pairs=pairs, optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps, burn_in=burn_in,
+        probe_batches=probe_batches, precision=precision, batch_size=batch_size, tau=tau, decay_mask=decay_mask,
+        dropout=dropout, max_tokens=max_tokens, device=device).items() if v is not None}
+    if probe_items is not None:
+        given["probe_items"] = int(probe_items) if probe_items.isdigit() else probe_items
+    t = _TRANSFORMER.resampling
+    request = TransformerLabRequest(**given, resampling=Resampling(n_boot=t.n_boot if n_boot is None else n_boot,
+                                                                   seed=seed))
+    return _transformer_lab(request, checkpoint=checkpoint, json_path=json_path, out=out, fig=fig)
 
 
 def _write(res, json_path, out) -> list:
@@ -160,12 +164,12 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
     err.print(f"done in {tm['wall_s']:.1f} s")
 
 
-def _transformer_lab(*, json_path, out, fig, **kw) -> None:
+def _transformer_lab(request, *, checkpoint, json_path, out, fig) -> None:
     from normscope.lab import plot_predicted_vs_final, plot_transformer_trajectories, run_transformer_lab  # torch
 
     console = Console()
     err = Console(stderr=True)
-    res = run_transformer_lab(**kw, progress=True)
+    res = run_transformer_lab(request, checkpoint=checkpoint, progress=True)
     t = Table(title=(f"transformer lab: {res.model} | {res.optimizer} eta={res.lr:g} lambda={res.weight_decay:g} | "
                      f"{res.steps} steps, B={res.batch_size}, tau={res.tau:g}, decay mask {res.decay_mask}, "
                      f"dropout {'on' if res.dropout else 'off'}, {res.precision}"))

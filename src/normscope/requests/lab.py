@@ -1,4 +1,5 @@
-"""What ``normscope lab --encoder table|mlp`` runs (:class:`LabRequest`): checked once, at construction."""
+"""What ``normscope lab`` runs: the small labs (:class:`LabRequest`) and the transformer lab
+(:class:`TransformerLabRequest`), each checked once, at construction."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import dataclasses
 from typing import Literal
 
 from normscope.errors import InputError
-from normscope.requests import Request, param
+from normscope.requests import Precision, Request, Resampling, param
 
-__all__ = ["LabRequest", "LabEncoder", "LabData", "Optimizer", "Estimator"]
+__all__ = ["LabRequest", "TransformerLabRequest", "LabEncoder", "LabData", "Optimizer", "Estimator"]
 
 #: The small labs' encoders: a free embedding table (k=1) or a two-tower bias-free ReLU MLP (k=2).
 LabEncoder = Literal["table", "mlp"]
@@ -84,3 +85,88 @@ class LabRequest(Request):
             if value is not None:
                 out += [flag, str(value)]
         return out
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerLabRequest(Request):
+    """Continued contrastive training of a pretrained encoder, tracked (:func:`normscope.lab.run_transformer_lab`).
+
+    Attributes
+    ----------
+    model : str or None
+        Model name or path (None: the bundled all-MiniLM-L6-v2); a private copy is trained.
+    pairs : str
+        ``wordnet`` (WordNet 3.0 noun (term, gloss) pairs), ``scifact[:split]``, ``beir:DIR[:split]`` or a
+        two-column file (:func:`normscope.pairs.load_pairs`).
+    optimizer : {"sgd", "momentum", "adamw"}
+    lr, weight_decay : float or None
+        eta and lambda (None: the lab's defaults per optimizer); ``lr * weight_decay < 1``.
+    steps, burn_in : int
+        Training steps and the start of the measurement window (None: ``steps // 2``).
+    batch_size, tau, beta : numbers
+        B pairs per step, the InfoNCE temperature, the momentum coefficient.
+    decay_mask : {"all", "matrices"}
+    dropout : bool
+        Train with the model's dropout.
+    probe_items : int or str
+        N held-out items drawn from the pairs, or an items file.
+    probe_batches : int
+        K of the step-0 probe.
+    max_tokens : int or None
+        Keep pairs whose members have at most this many tokens (None: all).
+    precision : {"fp32", "bf16"}
+        Of the training forward/backward passes (tracking is always fp32).
+    device : str
+    checkpoint_every, lambda_every : int
+        Steps between checkpoints and between lambda_rad measurements.
+    track : bool
+    resampling : Resampling
+        ``n_boot`` bootstrap resamples of every CI over probe items; ``seed`` of the pairs, the probe set,
+        the batches and the bootstraps.
+    """
+
+    model: str | None = None
+    pairs: str = "wordnet"
+    optimizer: Optimizer = "sgd"
+    lr: float | None = param(None, above=0.0)
+    weight_decay: float | None = param(None, min=0.0)
+    steps: int = param(1000, min=2)
+    burn_in: int | None = param(None, min=0)
+    batch_size: int = param(32, min=2)
+    tau: float = param(0.05, above=0.0)
+    beta: float = param(0.9, min=0.0, below=1.0)
+    decay_mask: Literal["all", "matrices"] = "all"
+    dropout: bool = False
+    probe_items: int | str = 64
+    probe_batches: int = param(32, min=2)
+    max_tokens: int | None = param(16, min=3)
+    precision: Precision = "fp32"
+    device: str = "cpu"
+    checkpoint_every: int = param(100, min=1)
+    lambda_every: int = param(50, min=1)
+    track: bool = True
+    resampling: Resampling = Resampling(n_boot=2000)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.burn_in is not None and self.burn_in >= self.steps:
+            raise InputError(f"--burn-in must be < --steps, got {self.burn_in} >= {self.steps}")
+        if isinstance(self.probe_items, int) and self.probe_items < 3:
+            raise InputError(f"--probe-items must be >= 3, got {self.probe_items}")
+
+    def argv(self, model: str) -> list[str]:
+        """``normscope lab --encoder transformer ...`` with every setting of this request (``model``: the name to
+        print for a None model)."""
+        out = ["normscope", "lab", "--encoder", "transformer", "--model", self.model or model, "--pairs", self.pairs,
+               "--optimizer", self.optimizer, "--steps", str(self.steps), "--probe-items", str(self.probe_items),
+               "--probe-batches", str(self.probe_batches)]
+        for flag, value, default in (("--lr", self.lr, None), ("--weight-decay", self.weight_decay, None),
+                                     ("--burn-in", self.burn_in, None), ("--batch-size", self.batch_size, 32),
+                                     ("--tau", self.tau, 0.05), ("--decay-mask", self.decay_mask, "all"),
+                                     ("--max-tokens", self.max_tokens, 16), ("--precision", self.precision, "fp32"),
+                                     ("--device", self.device, "cpu")):
+            if value != default:
+                out += [flag, str(value)]
+        if self.dropout:
+            out.append("--dropout")
+        return out + self.resampling.argv()

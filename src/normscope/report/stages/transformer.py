@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Literal
 
 from normscope._format import ci as ci_text, sig3
 from normscope.errors import DataError
@@ -18,7 +17,9 @@ from normscope.lab import (TransformerLabResult, plot_optimizer_comparison, plot
                            plot_transformer_trajectories, run_transformer_lab)
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
-from normscope.requests import Request, param
+from normscope.encoders import DEFAULT_MODEL
+from normscope.requests import Request, Resampling
+from normscope.requests.lab import TransformerLabRequest
 
 __all__ = ["TransformerStage", "TransformerRequest", "transformer_claim", "OPTIMIZERS"]
 
@@ -28,17 +29,15 @@ OPTIMIZERS = ("sgd", "momentum", "adamw")
 
 @dataclasses.dataclass(frozen=True)
 class TransformerRequest(Request):
-    """The transformer lab on the report's model, once per optimizer of :data:`OPTIMIZERS`."""
+    """The transformer lab on the report's model (``lab``), once per optimizer of :data:`OPTIMIZERS`
+    (:meth:`runs`); ``quick`` says the sizes are the quick preset's (the page says so)."""
 
-    model: str
-    device: str = "cpu"
-    pairs: Literal["wordnet"] = "wordnet"
-    steps: int = param(150, min=2)
-    probe_items: int = param(32, min=4)
-    probe_batches: int = param(16, min=2)
-    n_boot: int = param(2000, min=1)
-    seed: int = 0
+    lab: TransformerLabRequest = TransformerLabRequest()
     quick: bool = False
+
+    def runs(self) -> list[TransformerLabRequest]:
+        """The request of each optimizer's run, in :data:`OPTIMIZERS` order."""
+        return [self.lab.replace(optimizer=opt) for opt in OPTIMIZERS]
 
 
 def transformer_claim(res) -> dict:
@@ -149,34 +148,24 @@ class TransformerStage(Stage[TransformerRequest]):
 
     def request(self, config) -> TransformerRequest:
         s = config.sizes
-        return TransformerRequest(model=config.model, device=config.device, steps=s.transformer_steps,
-                                  probe_items=s.transformer_probe_items, probe_batches=s.transformer_probe_batches,
-                                  n_boot=s.n_boot, seed=config.seed, quick=config.preset == "quick")
+        lab = TransformerLabRequest(model=config.model, device=config.device, pairs="wordnet", steps=s.transformer_steps,
+                                    probe_items=s.transformer_probe_items, probe_batches=s.transformer_probe_batches,
+                                    resampling=Resampling(n_boot=s.n_boot, seed=config.seed))  # trains in fp32
+        return TransformerRequest(lab=lab, quick=config.preset == "quick")
 
     def commands(self, request: TransformerRequest) -> list[Command]:
-        out = []
-        for opt in OPTIMIZERS:
-            argv = ["normscope", "lab", "--encoder", "transformer", "--model", request.model, "--pairs", request.pairs,
-                    "--optimizer", opt, "--steps", str(request.steps), "--probe-items", str(request.probe_items),
-                    "--probe-batches", str(request.probe_batches), "--n-boot", str(request.n_boot),
-                    "--seed", str(request.seed)]
-            if request.device != "cpu":
-                argv += ["--device", request.device]
-            out.append(Command(tuple(argv + ["--json", f"transformer_{opt}.json"]), part=opt))
-        return out
+        return [Command(tuple(r.argv(DEFAULT_MODEL) + ["--json", f"transformer_{r.optimizer}.json"]), part=r.optimizer)
+                for r in request.runs()]
 
     def run(self, ctx, request: TransformerRequest) -> dict[str, Section]:
         ck_dir = ctx.out / "transformer_lab"
         ck_dir.mkdir(exist_ok=True)
         encoder = ctx.encoder().at_precision("fp32")  # the lab trains in fp32 (module docstring)
         results = []
-        for opt in OPTIMIZERS:
+        for run in request.runs():
             try:
-                res = run_transformer_lab(
-                    encoder=encoder, pairs=request.pairs, optimizer=opt, steps=request.steps,
-                    probe_items=request.probe_items, probe_batches=request.probe_batches, seed=request.seed,
-                    device=request.device, precision="fp32", checkpoint=ck_dir / f"{opt}.ckpt", n_boot=request.n_boot,
-                    progress=True)
+                res = run_transformer_lab(run, encoder=encoder, checkpoint=ck_dir / f"{run.optimizer}.ckpt",
+                                          progress=True)
             except DataError as exc:
                 raise StageUnavailable(f"WordNet pairs unavailable: {exc}") from None
             results.append(res)
