@@ -14,7 +14,7 @@ __all__ = ["CorrelateRequest", "Signal", "SIGNALS", "Measure", "MEASURES", "Unce
 #: The semantic signals, in the report's order (the one definition: the CLI, the report and the checks read it).
 Signal = Literal["frequency", "specificity", "concreteness", "uncertainty"]
 SIGNALS: tuple[str, ...] = typing.get_args(Signal)
-#: WordNet specificity measures (:mod:`normscope.signals.wordnet`).
+#: WordNet specificity measures (:mod:`normscope.lexicons.wordnet`).
 Measure = Literal["min_depth", "max_depth", "n_hyponyms", "n_senses"]
 MEASURES: tuple[str, ...] = typing.get_args(Measure)
 #: Datasets of human label uncertainty.

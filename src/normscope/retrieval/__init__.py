@@ -3,7 +3,7 @@
 - :mod:`normscope.scoring` (a core module, shared with the similarity stage and the indexes): cosine, dot,
   inverse-norm discount, power family; exact folding.
 - :mod:`~normscope.retrieval.search`: faiss exact search on folded vectors, re-ranking, the tie rule.
-- :mod:`~normscope.retrieval.beir`: BEIR directory / hub loaders; :mod:`~normscope.retrieval.trec`:
+- :mod:`~normscope.data.beir`: BEIR directory / hub loaders; :mod:`~normscope.retrieval.trec`:
   TREC-style (original NFCorpus) to BEIR conversion.
 - :mod:`~normscope.retrieval.evaluate`: trec_eval metrics (pytrec_eval) of the run's own order, paired tests and CIs,
   parameter fitting.
@@ -16,7 +16,7 @@
   a :class:`RetrievalResult`; :mod:`~normscope.retrieval.figures`: its figures.
 """
 
-from normscope.retrieval.beir import BeirDataset, load_beir, load_beir_hub, load_qrels
+from normscope.data.beir import BeirDataset, load_beir, load_beir_hub, load_qrels
 from normscope.retrieval.calibration import aurc, ece, reliability_data, risk_coverage
 from normscope.retrieval.confidence import evaluate_signals
 from normscope.retrieval.evaluate import METRICS, compare_to_baseline, evaluate_run, fit_parameter, per_query_scores

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from normscope.errors import DataError, InputError
-from normscope.retrieval.beir import BeirDataset, SplitQueries, load_dataset_any
+from normscope.data.beir import BeirDataset, SplitQueries, load_dataset_any
 from normscope.retrieval.calibration import N_BINS
 from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
 from normscope.retrieval.evaluate import METRICS, compare_to_baseline, default_grid, fit_parameter, per_query_scores

@@ -217,7 +217,7 @@ def run_correlate(
         (``embedding``; ``embedding.junk``: junk items, :func:`normscope.inputs.find_junk`, are left out and
         listed, or an error), and the bootstrap resamples and permutations (``resampling``; its seed also
         seeds item sampling). Default item sets: specificity = the top-``n`` wordfreq words that are mainly
-        nouns in WordNet (:func:`normscope.signals.wordnet_nouns`, n=2000); frequency = top-``n``
+        nouns in WordNet (:func:`normscope.lexicons.wordnet_nouns`, n=2000); frequency = top-``n``
         wordfreq words (n=5000); concreteness = a seeded sample of ``n`` single words of
         Brysbaert et al. 2014 (n=5000; ``n=0`` for all 37,058); uncertainty = ChaosNLI SNLI +
         MNLI-m pairs (all 3,113, or a seeded sample of ``n``), embedded as ``"premise [SEP] hypothesis"``,
