@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from normscope.errors import InputError
-from normscope.retrieval.qpp import QPP_SIGNALS, QPP_SPECS
+from normscope.retrieval.qpp import QPP_SIGNALS, QPP_SPECS, qpp_signals
 
 __all__ = [
     "FORMAT",
@@ -54,6 +54,7 @@ __all__ = [
     "keep_stats",
     "load_calibrator",
     "check_fingerprint",
+    "apply_to_run",
 ]
 
 FORMAT = "normscope-calibrator"
@@ -454,3 +455,53 @@ def score_threshold(run, qrels, query_ids: Sequence[str], *, precision: float = 
             "guarantee": None,
             "why": "measured on the calibration queries only: documents of one query share it and are not exchangeable "
                    "units, so no per-document finite-sample guarantee is claimed"}
+
+
+def apply_to_run(cal: Calibrator, run, *, fingerprint, query_ids: Sequence[str] | None = None, query_texts=None,
+                 query_norms=None, doc_ids=None, doc_norms=None, corpus_score=None, n_docs: int | None = None):
+    """P(relevant), the answer decision and the kept documents of every query of a ranked cosine run.
+
+    Parameters
+    ----------
+    cal : Calibrator
+    run : dict of {qid: {docid: score}}
+        Cosine scores, inner dicts in rank order, at least ``cal.depth`` results per query (fewer only when
+        the corpus has fewer documents, ``n_docs``).
+    fingerprint : Encoder, ModelFingerprint or dict, keyword-only
+        The model that embedded queries and documents; a calibrator fitted for another is refused.
+    query_ids : sequence of str, keyword-only, optional
+        Row order (default: the run's).
+    query_texts, query_norms, doc_ids, doc_norms, corpus_score : keyword-only, optional
+        What the calibrator's signals need (:data:`normscope.retrieval.qpp.QPP_SPECS` ``needs``).
+    n_docs : int, keyword-only, optional
+        Corpus size (a run shorter than ``cal.depth`` is accepted when it holds the whole corpus).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per query: ``query_id``, the signals, ``p_relevant``, ``answer`` (P >= the Learn-then-Test
+        threshold; False for every query when the calibrator has none: abstain), ``kept`` (the document ids whose cosine reaches the
+        document threshold, among the top ``keep_documents.k``; None when it has none).
+
+    Raises
+    ------
+    InputError
+        Another model's calibrator, a signal whose input is missing, a run shorter than the signals need.
+    """
+    check_fingerprint(cal, fingerprint)
+    qids = list(run) if query_ids is None else [str(q) for q in query_ids]
+    need = cal.depth if n_docs is None else min(cal.depth, int(n_docs))
+    short = next((q for q in qids if len(run.get(q) or {}) < need), None)
+    if short is not None:
+        raise InputError(f"query '{short}' has {len(run.get(short) or {})} results; this calibrator's signals "
+                         f"({', '.join(cal.signals)}) use the top {cal.depth}: search with top_k >= {cal.depth}")
+    feats = qpp_signals(run, query_ids=qids, query_texts=query_texts, query_norms=query_norms, doc_ids=doc_ids,
+                        doc_norms=doc_norms, corpus_score=corpus_score, signals=cal.signals)
+    p = cal.predict_proba(feats)
+    lam = (cal.thresholds.get("answer") or {}).get("threshold")
+    kd = cal.thresholds.get("keep_documents") or {}
+    t, k = kd.get("threshold"), kd.get("k", 10)
+    feats["p_relevant"] = p
+    feats["answer"] = [lam is not None and bool(x >= lam) for x in p]
+    feats["kept"] = ([[d for d, s in list(run[q].items())[:k] if s >= t] for q in qids] if t is not None else None)
+    return feats
