@@ -109,19 +109,40 @@ def test_another_models_calibrator_is_refused_in_one_line(tmp_path):
         load_calibrator(tmp_path / "bad.json")
 
 
-def test_cli_refuses_a_calibrator_of_another_fingerprint(tmp_path, bundled_encoder):
-    from _retrieval_data import write_beir
+def _vectors_parquet(path, *tables):
+    merged = {t: v for tab in tables for t, v in tab.items()}  # shared names (noise documents): the last table's vector
+    rows = [{"id": f"v{i}", "text": t, "vector": np.asarray(v, dtype=np.float32).tolist()}
+            for i, (t, v) in enumerate(merged.items())]
+    pd.DataFrame(rows).to_parquet(path, index=False)
+    return path
 
+
+def test_cli_writes_the_set_and_refuses_another_fingerprint_in_one_line(tmp_path, capsys):
     from normscope.cli import run
 
-    d = write_beir(tmp_path / "tiny", [{"_id": f"d{i}", "title": "", "text": f"document {i}"} for i in range(4)],
-                   [{"_id": "q0", "text": "a query"}], {"test": [("q0", "d0", 1)]})
-    df, y = _features(3, n=60)
-    fp = bundled_encoder.fingerprint.to_dict()
-    cal = fit_calibrator(df, y, model={**fp, "revision": "0" * 64})
-    cal.save(tmp_path / "cal.json")
-    code = run(["calibrate", "--dataset", str(d), "--apply", str(tmp_path / "cal.json")])
-    assert code == 2
+    d1, e1 = calibration_beir(tmp_path / "a", np.random.default_rng(0), n_train=120, n_test=80)
+    d2, e2 = calibration_beir(tmp_path / "b", np.random.default_rng(1), easy=0.08, n_train=10, n_test=60,
+                              split_names=("x", "y"))
+    model = _vectors_parquet(tmp_path / "vectors.parquet", e1.table, e2.table)
+    cal, js, fig, tab = (tmp_path / n for n in ("cal.json", "fit.json", "rel.png", "q.parquet"))
+    code = run(["calibrate", "--dataset", str(d1), "--model", str(model), "-c", str(cal), "--json", str(js), "--fig",
+                str(fig), "-o", str(tab), "--n-boot", "50", "--answer-at", "0.7"])
+    assert code == 0 and fig.stat().st_size > 0
+    summary, written = json.loads(js.read_text()), json.loads(cal.read_text())
+    assert summary["calibrator"] == written and written["model"]["name"] == "precomputed:vectors.parquet"
+    assert len(pd.read_parquet(tab)) == 200 and summary["heldout"]["answer_at"][0]["threshold"] == 0.7
+    capsys.readouterr()
+    code = run(["calibrate", "--dataset", str(d2), "--split", "y", "--model", str(model), "--apply", str(cal), "--json",
+                str(tmp_path / "shift.json"), "--n-boot", "50"])
+    shift = json.loads((tmp_path / "shift.json").read_text())
+    assert code == 0 and shift["mode"] == "apply" and shift["parts"] == {"held-out": 60}
+    other = _vectors_parquet(tmp_path / "other.parquet", e1.table, e2.table, {"extra": np.ones(16)})
+    capsys.readouterr()
+    code = run(["calibrate", "--dataset", str(d2), "--split", "y", "--model", str(other), "--apply", str(cal)])
+    full = capsys.readouterr().err
+    err = [x for x in full.strip().splitlines() if not x.startswith("calibrate: ")]  # phase lines
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: this calibrator was fitted for model")
+    assert "embedding" not in full  # refused before any embedding
 
 
 def test_fit_evaluate_and_every_part_is_disjoint(tmp_path):

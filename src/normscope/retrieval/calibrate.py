@@ -220,7 +220,7 @@ def run_calibrate(
     for t in answer_at:
         if not 0 <= float(t) <= 1:
             raise InputError(f"a threshold on P(relevant) must lie in [0, 1], got {t}")
-    ph = _Phases(progress)
+    ph = _Phases(progress, "calibrate")
     rng = np.random.default_rng(seed)
 
     with ph("loading the dataset", str(dataset_dir)):

@@ -34,8 +34,9 @@ N_FOLDS = 5
 class _Phases:
     """Start and end lines with elapsed time (so a redirected log is never silent), and the timings."""
 
-    def __init__(self, show: bool):
+    def __init__(self, show: bool, name: str = "retrieval"):
         self.timings: dict[str, float] = {}
+        self.name = name
         self.console = None
         if show:
             from rich.console import Console
@@ -48,13 +49,13 @@ class _Phases:
         @contextlib.contextmanager
         def phase():
             if self.console is not None:
-                self.console.print(f"retrieval: {name}{f' ({detail})' if detail else ''} ...")
+                self.console.print(f"{self.name}: {name}{f' ({detail})' if detail else ''} ...")
             t0 = time.perf_counter()
             yield
             dt = time.perf_counter() - t0
             self.timings[name] = round(dt, 3)
             if self.console is not None:
-                self.console.print(f"retrieval: {name} done in {dt:.1f} s")
+                self.console.print(f"{self.name}: {name} done in {dt:.1f} s")
 
         return phase()
 
