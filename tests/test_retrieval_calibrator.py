@@ -235,3 +235,30 @@ def test_integrations_agree_with_the_pipeline(tmp_path):
                     fingerprint=enc.fingerprint.to_dict()).save(tmp_path / "idx2")
     with pytest.raises(InputError, match="scores with inverse_norm"):
         calibrate_index_search(cal, run_to_frame(run), index_dir=tmp_path / "idx2")
+
+
+def test_a_run_file_and_qrels_give_the_same_calibrator_as_the_dataset_cv_path(tmp_path):
+    """A TREC run written from the dataset's own cosine run, with its qrels, reproduces the 40/30/30 cross-fitted path."""
+    from normscope.retrieval.calibrate import read_run
+
+    d, enc = calibration_beir(tmp_path / "a", np.random.default_rng(0), n_train=10, n_test=200)
+    ref = run_calibrate(d, encoder=enc, fit_split="cv", signals=["top1_score", "margin", "sigma_k"], n_boot=100)
+    items = ref.items.set_index("query_id")
+    from normscope.retrieval.search import FoldedIndex
+
+    docs = [json.loads(x)["_id"] for x in (d / "corpus.jsonl").read_text().splitlines()]
+    qids = sorted(f"test-q{i}" for i in range(200))
+    run = FoldedIndex(np.stack([enc.table[x] for x in docs]).astype(np.float32), docs, "cosine").search(
+        np.stack([enc.table[q] for q in qids]).astype(np.float32), qids, k=100)
+    lines = [f"{q} Q0 {doc} {r + 1} {sc!r} test" for q in qids[::-1] for r, (doc, sc) in enumerate(run[q].items())]
+    (tmp_path / "run.trec").write_text("\n".join(lines) + "\n")
+    back, _ = read_run(tmp_path / "run.trec")
+    assert back == run
+    res = run_calibrate(None, encoder=enc, run_file=tmp_path / "run.trec", qrels_file=d / "qrels" / "test.tsv",
+                        signals=["top1_score", "margin", "sigma_k"], n_boot=100)
+    assert res.parts == ref.parts and res.calibrator["thresholds"] == ref.calibrator["thresholds"]
+    got = res.items.set_index("query_id").loc[items.index]
+    np.testing.assert_allclose(got["p_relevant"], items["p_relevant"], atol=1e-12)
+    assert list(got["part"]) == list(items["part"])
+    with pytest.raises(InputError, match="corpus score or the query text"):
+        run_calibrate(None, encoder=enc, run_file=tmp_path / "run.trec", qrels_file=d / "qrels" / "test.tsv", signals=["nqc"])

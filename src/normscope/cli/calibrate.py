@@ -69,7 +69,9 @@ def print_result(res, console: Console, err: Console) -> None:
 
 @app.command()
 def calibrate(
-    dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory, scifact or nfcorpus (docs/data.md), or hf:BeIR/<name>.")],
+    dataset: Annotated[Optional[str], typer.Option("--dataset", help="BEIR directory, scifact or nfcorpus (docs/data.md), or hf:BeIR/<name>.")] = None,
+    run_file: Annotated[Optional[Path], typer.Option("--run", help="Instead of --dataset: a cosine run (TREC run text, or the -o parquet of `normscope retrieval` / `index search`), with --qrels and --model.")] = None,
+    qrels: Annotated[Optional[Path], typer.Option("--qrels", help="Judgements of --run (BEIR TSV or TREC qrels).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model (default: the bundled MiniLM; with --apply, the calibrator's model).")] = None,
     signal: Annotated[Optional[list[str]], typer.Option("--signal", help="Signal of the map (repeatable; default top1_score and margin): query_length, query_norm, top1_score, margin, nqc, wig, smv, sigma_k, sigma_max, top_doc_norm, doc_norm_spread.")] = None,
     method: Annotated[str, typer.Option("--method", help="isotonic or platt (CalibratedClassifierCV, cross-fitted).")] = "isotonic",
@@ -108,6 +110,8 @@ def calibrate(
     for p, opt in ((calibrator_out, "--calibrator"), (fig, "--fig")):
         if p is not None:
             check_output_path(p, opt)
+    if (dataset is None) == (run_file is None):
+        raise InputError("give --dataset, or --run with --qrels")
     if apply is not None and calibrator_out is not None:
         raise InputError("--apply evaluates an existing calibrator; --calibrator writes a new one: give one of them")
     if apply is not None and signal:
@@ -116,7 +120,7 @@ def calibrate(
                         fit_split=fit_split, split=split, precision_target=target_precision, delta=delta,
                         answer_at=list(answer_at or []), keep_k=keep_k, calibration_fraction=calibration_fraction,
                         apply=apply, max_docs=max_docs, max_queries=max_queries, seed=seed, n_boot=n_boot, progress=True,
-                        batch_size=batch_size, device=device, precision=precision)
+                        batch_size=batch_size, device=device, precision=precision, run_file=run_file, qrels_file=qrels)
     panel = {f"P({res.target}), held-out": {"status": "ok", **res.heldout}}
     write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p),
                    calibrator_out: lambda p: write_json(res.calibrator, p),

@@ -31,7 +31,7 @@ from normscope.retrieval.calibrator import (DEFAULT_SIGNALS, METHODS, Calibrator
                                             target_labels, target_name)
 from normscope.retrieval.qpp import QPP_SIGNALS, QPP_SPECS, corpus_scores, qpp_signals
 
-__all__ = ["run_calibrate", "CalibrateResult", "CV_PARTS", "evaluate_calibrator"]
+__all__ = ["run_calibrate", "CalibrateResult", "CV_PARTS", "evaluate_calibrator", "read_run"]
 
 #: Fit / calibration / held-out fractions when the dataset has only one split.
 CV_PARTS = (0.4, 0.3, 0.3)
@@ -144,6 +144,8 @@ def run_calibrate(
     batch_size: int = 64,
     device: str = "cpu",
     precision: str = "fp32",
+    run_file=None,
+    qrels_file=None,
 ) -> CalibrateResult:
     """Fit a calibrator for "the top-1 (or some top-K document) is relevant", or evaluate a fitted one.
 
@@ -178,6 +180,13 @@ def run_calibrate(
         a calibrator fitted for another model fingerprint is refused).
     max_docs, max_queries, seed, n_boot, progress, batch_size, device, precision :
         As :func:`normscope.retrieval.run_retrieval`.
+    run_file, qrels_file : str or Path, keyword-only, optional
+        Instead of a dataset: a cosine run (:func:`read_run`: TREC run text, or a parquet with ``query_id,
+        doc_id, score`` and optional ``scorer``, ``query_norm``, ``doc_norm`` columns) and its qrels (BEIR TSV or
+        TREC). Its judged queries are cut into fit / calibration / held-out parts (:data:`CV_PARTS`); the
+        signals are those a run can give (no corpus score: not nqc, wig, smv; no text: not query_length; the
+        norms only from the parquet's norm columns). ``model`` (required) names the model that made the run: its
+        fingerprint goes into the file.
 
     Returns
     -------
@@ -188,13 +197,9 @@ def run_calibrate(
     InputError
         Bad options, a calibrator file for another model, too few queries or labels of one class to fit.
     DataError
-        Missing or malformed dataset or split.
+        Missing or malformed dataset, split or qrels.
     """
-    from normscope.retrieval.beir import load_dataset_any
-    from normscope.retrieval.pipeline import (_Phases, _drop_junk, _embed, _junk_entry, _resolve_fit_split, _sorted_split,
-                                              _subsample_docs, _subsample_queries)
-    from normscope.retrieval.search import FoldedIndex
-    from normscope.table import require_raw_norms
+    from normscope.retrieval.pipeline import _Phases
     from normscope.validate import check_int
 
     cal_in = None
@@ -222,6 +227,33 @@ def run_calibrate(
             raise InputError(f"a threshold on P(relevant) must lie in [0, 1], got {t}")
     ph = _Phases(progress, "calibrate")
     rng = np.random.default_rng(seed)
+
+    if (run_file is None) != (qrels_file is None):
+        raise InputError("give a run file and its qrels together")
+    if run_file is not None:
+        if model is None and encoder is None:
+            raise InputError("with a run file, name the model that produced it (--model): its fingerprint goes into the "
+                             "calibrator")
+        src = _from_run_file(run_file, qrels_file, signals=signals, target_k=target_k, max_queries=max_queries, rng=rng,
+                             ph=ph, model=model, encoder=encoder, device=device, precision=precision, cal_in=cal_in)
+    else:
+        src = _from_dataset(dataset_dir, encoder=encoder, model=model, signals=signals, target_k=target_k,
+                            fit_split=fit_split, split=split, max_docs=max_docs, max_queries=max_queries, rng=rng, ph=ph,
+                            device=device, precision=precision, batch_size=batch_size, progress=progress, cal_in=cal_in)
+    return _fit_and_evaluate(src, cal_in=cal_in, dataset=str(run_file or dataset_dir), signals=signals, method=method,
+                             target_k=target_k, precision_target=precision_target, delta=delta, answer_at=answer_at,
+                             keep_k=keep_k, calibration_fraction=calibration_fraction, seed=seed, n_boot=n_boot, rng=rng,
+                             ph=ph)
+
+
+def _from_dataset(dataset_dir, *, encoder, model, signals, target_k, fit_split, split, max_docs, max_queries, rng, ph,
+                  device, precision, batch_size, progress, cal_in) -> dict:
+    """Load, embed and search a BEIR dataset: the splits' runs, signals and labels."""
+    from normscope.retrieval.beir import load_dataset_any
+    from normscope.retrieval.pipeline import (_drop_junk, _embed, _junk_entry, _resolve_fit_split, _sorted_split,
+                                              _subsample_docs, _subsample_queries)
+    from normscope.retrieval.search import FoldedIndex
+    from normscope.table import require_raw_norms
 
     with ph("loading the dataset", str(dataset_dir)):
         ds = load_dataset_any(dataset_dir)
@@ -269,10 +301,126 @@ def run_calibrate(
     with ph("searching and computing the signals", f"{', '.join(signals)}; top {DEPTH}"):
         run_ev, f_ev, y_ev = split_signals(ev)
         run_fit, f_fit, y_fit = split_signals(fit) if fit else (None, None, None)
+    return {"name": ds.name, "ev": ev, "fit": fit, "run_ev": run_ev, "f_ev": f_ev, "y_ev": y_ev, "run_fit": run_fit,
+            "f_fit": f_fit, "y_fit": y_fit, "fp": encoder.fingerprint,
+            "junk": {"documents": dtab.junk.to_dict(), "queries": _junk_entry(qtabs)}}
+
+
+def read_run(path) -> tuple[dict, dict]:
+    """A ranked run from a file, with the norms it carries.
+
+    Parameters
+    ----------
+    path : str or Path
+        TREC run text (``qid Q0 docid rank score tag`` per line), or a parquet with ``query_id, doc_id, score``
+        (``normscope retrieval -o``: only its ``cosine`` rows; ``normscope index search -o``) and optional
+        ``query_norm`` / ``doc_norm`` columns.
+
+    Returns
+    -------
+    run : dict of {qid: {docid: score}}
+        Inner dicts in the tie rule's rank order (:func:`normscope.retrieval.search.order_run`).
+    norms : dict
+        ``query_norm`` ({qid: float}) and ``doc_norm`` ({docid: float}) when the parquet has them.
+
+    Raises
+    ------
+    InputError
+        Missing file, malformed line (numbered), missing columns, a parquet without cosine rows.
+    """
+    from pathlib import Path
 
     import pandas as pd
 
-    fp = encoder.fingerprint
+    from normscope.inputs import read_text, split_lines
+    from normscope.retrieval.search import order_run
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"run file not found: {p}")
+    norms: dict = {}
+    if p.suffix.lower() == ".parquet":
+        try:
+            df = pd.read_parquet(p)
+        except Exception as exc:  # noqa: BLE001 - any pyarrow failure is one line
+            raise InputError(f"cannot read {p} as parquet ({type(exc).__name__})") from None
+        missing = {"query_id", "doc_id", "score"} - set(df.columns)
+        if missing:
+            raise InputError(f"{p} lacks column(s) {', '.join(sorted(missing))}")
+        if "scorer" in df.columns:
+            df = df[df["scorer"] == "cosine"]
+            if df.empty:
+                raise InputError(f"{p} has no cosine rows (the calibrator is fitted on cosine runs)")
+        run: dict = {}
+        for q, d, sc in zip(df["query_id"].astype(str), df["doc_id"].astype(str), df["score"].astype(float)):
+            run.setdefault(q, {})[d] = sc
+        if "query_norm" in df.columns:
+            norms["query_norm"] = dict(zip(df["query_id"].astype(str), df["query_norm"].astype(float)))
+        if "doc_norm" in df.columns:
+            norms["doc_norm"] = dict(zip(df["doc_id"].astype(str), df["doc_norm"].astype(float)))
+        return order_run(run), norms
+    run = {}
+    for n, line in enumerate(split_lines(read_text(p)), start=1):
+        if not line.strip():
+            continue
+        f = line.split()
+        if len(f) != 6:
+            raise InputError(f"{p}, line {n}: a TREC run line has 6 fields (qid Q0 docid rank score tag), got {len(f)}")
+        try:
+            run.setdefault(f[0], {})[f[2]] = float(f[4])
+        except ValueError:
+            raise InputError(f"{p}, line {n}: score '{f[4]}' is not a number") from None
+    return order_run(run), norms
+
+
+def _from_run_file(run_file, qrels_file, *, signals, target_k, max_queries, rng, ph, model, encoder, device, precision,
+                   cal_in) -> dict:
+    """A run file and its qrels: one part of judged queries, its signals and labels."""
+    from normscope.retrieval.beir import SplitQueries, load_qrels
+
+    no = [s for s in signals if {"corpus_score", "query_text"} & set(QPP_SPECS[s].needs)]
+    if no:
+        raise InputError(f"signal(s) {', '.join(no)} need the corpus score or the query text, which a run file does not "
+                         "carry; use a BEIR dataset or other signals")
+    if encoder is None:
+        from normscope.encoders import load_encoder
+
+        with ph("loading the model (for its fingerprint)", model):
+            encoder = load_encoder(model, device=device, precision=precision)
+    if cal_in is not None:
+        check_fingerprint(cal_in, encoder)
+    with ph("reading the run and its qrels", f"{run_file}, {qrels_file}"):
+        run, norms = read_run(run_file)
+        qrels = load_qrels(qrels_file)
+        ids = sorted(q for q in run if any(v >= 1 for v in (qrels.get(q) or {}).values()))
+        if not ids:
+            raise InputError(f"no query of {run_file} has a relevant judgement in {qrels_file}")
+        if max_queries is not None and max_queries < len(ids):
+            ids = [ids[i] for i in np.sort(rng.choice(len(ids), size=max_queries, replace=False))]
+        kw = {}
+        if any("query_norm" in QPP_SPECS[s].needs for s in signals):
+            if "query_norm" not in norms:
+                raise InputError(f"{run_file} has no query_norm column (needed by the query_norm signal)")
+            kw["query_norms"] = [norms["query_norm"][q] for q in ids]
+        if any("doc_norms" in QPP_SPECS[s].needs for s in signals):
+            if "doc_norm" not in norms:
+                raise InputError(f"{run_file} has no doc_norm column (needed by {', '.join(signals)})")
+            kw.update(doc_ids=list(norms["doc_norm"]), doc_norms=list(norms["doc_norm"].values()))
+        feats = qpp_signals(run, query_ids=ids, signals=signals, **kw)
+        ev = SplitQueries("run", ids, [""] * len(ids), {q: qrels[q] for q in ids},
+                          {"judged": len(qrels), "evaluated": len(ids)})
+    return {"name": str(run_file), "ev": ev, "fit": None, "run_ev": run, "f_ev": feats,
+            "y_ev": target_labels(run, qrels, ids, target_k), "run_fit": None, "f_fit": None, "y_fit": None,
+            "fp": encoder.fingerprint, "junk": {}}
+
+
+def _fit_and_evaluate(src: dict, *, cal_in, dataset, signals, method, target_k, precision_target, delta, answer_at,
+                      keep_k, calibration_fraction, seed, n_boot, rng, ph) -> CalibrateResult:
+    """Fit on the fit part, choose thresholds on the calibration part, measure on the held-out part."""
+    import pandas as pd
+
+    ev, fit, fp = src["ev"], src["fit"], src["fp"]
+    run_ev, f_ev, y_ev, run_fit, f_fit, y_fit = (src[k] for k in ("run_ev", "f_ev", "y_ev", "run_fit", "f_fit", "y_fit"))
     part_of = {}
     if cal_in is not None:
         cal, held = cal_in, np.arange(len(ev.query_ids))
@@ -288,7 +436,7 @@ def run_calibrate(
                 src_run, src_f, src_y, src_sq = run_ev, f_ev, y_ev, ev
             ids_fit = [src_sq.query_ids[i] for i in fit_idx]
             ids_cal = [src_sq.query_ids[i] for i in cal_idx]
-            fitted_on = {"dataset": str(dataset_dir), "dataset_name": ds.name, "split": src_sq.split,
+            fitted_on = {"dataset": dataset, "dataset_name": src["name"], "split": src_sq.split,
                          "n_fit": len(ids_fit), "n_calibration": len(ids_cal), "seed": int(seed),
                          "queries": "drawn (seeded, from the queries in id order) into fit and calibration parts"}
             cal = fit_calibrator(src_f.iloc[fit_idx], src_y[fit_idx], signals=signals, method=method, seed=seed,
@@ -328,14 +476,14 @@ def run_calibrate(
 
     shift = None
     if cal_in is not None:
-        src = cal_in.fitted_on or {}
-        shift = {"fitted_on": src, "evaluated_on": {"dataset": str(dataset_dir), "dataset_name": ds.name, "split": ev.split},
-                 "same_dataset": src.get("dataset_name") == ds.name,
+        fitted = cal_in.fitted_on or {}
+        shift = {"fitted_on": fitted, "evaluated_on": {"dataset": dataset, "dataset_name": src["name"], "split": ev.split},
+                 "same_dataset": fitted.get("dataset_name") == src["name"],
                  "note": "thresholds chosen on the calibrator's own calibration queries; a Learn-then-Test guarantee "
                          "holds only for queries exchangeable with those, so out of domain the held-out precision is "
                          "a measurement, not a guaranteed value"}
     return CalibrateResult(
-        mode="apply" if cal_in is not None else "fit", dataset=str(dataset_dir), dataset_name=ds.name, model=fp.name,
+        mode="apply" if cal_in is not None else "fit", dataset=dataset, dataset_name=src["name"], model=fp.name,
         fingerprint={**fp.to_dict(), "key": fp.key}, target=target_name(target_k), signals=list(signals), method=method,
         split=ev.split, parts=parts, seed=int(seed), calibrator=cal.to_dict(), heldout=heldout, shift=shift,
-        junk={"documents": dtab.junk.to_dict(), "queries": _junk_entry(qtabs)}, items=items, timings=ph.timings)
+        junk=src["junk"], items=items, timings=ph.timings)
