@@ -149,3 +149,33 @@ def test_incremental_value_is_deterministic_and_checks_its_input():
         incremental_value(df, baseline=["a"], added=["a"], top1_relevant=y)
     with pytest.raises(InputError, match="unknown signal"):
         incremental_value(df, baseline=["a"], added=["b"], top1_relevant=y)
+
+
+def test_retrieval_json_carries_the_contract_and_the_per_query_predictors(tmp_path):
+    """``calibration_incremental`` has the fields the scorecard reads; the per-query table holds every predictor, equal
+    to recomputing it from the run; qpp's AUROC is that of the per-query column."""
+    from _retrieval_data import calibration_beir
+    from sklearn.metrics import roc_auc_score
+
+    from normscope.retrieval import run_retrieval
+    from normscope.retrieval.qpp import QPP_DIRECTION
+
+    d, enc = calibration_beir(tmp_path, np.random.default_rng(2), n_train=20, n_test=60)
+    res = run_retrieval(d, encoder=enc, scorers=["cosine"], n_boot=50, n_permutations=100)
+    inc = res.to_dict()["calibration_incremental"]
+    for k in ("task", "baseline", "added", "auroc_without", "auroc_with", "diff", "ci", "resamples", "folds", "n_queries",
+              "seed"):
+        assert k in inc, k
+    assert inc["task"] == "top1_relevant" and inc["resamples"] == "queries" and inc["n_queries"] == 60
+    assert inc["added"] == ["query_norm", "top_doc_norm", "doc_norm_spread"] and "margin" in inc["baseline"]
+    assert inc["ndcg@10"]["task"] == "ndcg@10" and len(inc["single_baselines"]) == len(inc["baseline"])
+    pq = res.per_query
+    for s in QPP_SIGNALS:
+        assert s in pq.columns
+        assert res.qpp[s]["auroc"] == pytest.approx(roc_auc_score(pq["top1_relevant"], QPP_DIRECTION[s] * pq[s]))
+    from _retrieval_data import run_dict
+
+    run = run_dict(res.items, "cosine")
+    S, _ = score_matrix(run, list(pq["query_id"]))
+    np.testing.assert_allclose(pq["nqc"], nqc(S, pq["corpus_score"]), rtol=1e-12)
+    np.testing.assert_allclose(pq["sigma_max"], sigma_max(S), rtol=1e-12)

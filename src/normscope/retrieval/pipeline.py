@@ -499,9 +499,13 @@ def qpp_info(*, n_boot: int, smv_cut: int, depth: int) -> dict:
     }
 
 
+#: Fold draws of each single-baseline comparison (the joint one uses incremental.FOLD_DRAWS = 20).
+SINGLE_FOLD_DRAWS = 5
+
+
 def incremental_study(qpp_df, top1_relevant, ndcg, *, n_boot: int, seed: int) -> dict:
     """``calibration_incremental``: the norm signals added to every free baseline at once (top-1 and nDCG@10),
-    then to each baseline alone (top-1 task; ``single_baselines``, ``best_single``).
+    then to each baseline alone (top-1 task, :data:`SINGLE_FOLD_DRAWS` fold draws; ``single_baselines``, ``best_single``).
 
     Never raises on a design that cannot be fitted (too few queries, one class): the entry is then
     ``status: "not computed"`` with the reason and the contract's fields set to None.
@@ -518,8 +522,8 @@ def incremental_study(qpp_df, top1_relevant, ndcg, *, n_boot: int, seed: int) ->
     if out.get("status") == "ok":
         for b in BASELINE_SIGNALS:
             r = incremental_value(qpp_df, baseline=[b], added=NORM_SIGNALS, top1_relevant=top1_relevant, n_boot=n_boot,
-                                  seed=seed)
-            singles.append({k: r[k] for k in ("baseline", "auroc_without", "auroc_with", "diff", "ci")})
+                                  seed=seed, fold_draws=SINGLE_FOLD_DRAWS)
+            singles.append({k: r[k] for k in ("baseline", "auroc_without", "auroc_with", "diff", "ci", "fold_draws")})
     out["single_baselines"] = singles
     best = max(singles, key=lambda r: r["auroc_without"], default=None)
     out["best_single"] = best and {**best, "note": "the single baseline with the highest cross-fitted AUROC (chosen on "
