@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMANDS = [[], ["embed"], ["probe"], ["correlate"], ["report"], ["lab"], ["retrieval"],
+COMMANDS = [[], ["embed"], ["probe"], ["correlate"], ["report"], ["lab"], ["retrieval"], ["calibrate"], ["similarity"],
+            ["index"], ["index", "build"], ["index", "search"],
             ["data"], ["data", "list"], ["data", "fetch"], ["data", "path"]]
 
 

@@ -148,6 +148,8 @@ def test_retrieval_sizes_and_figures(small_run, shared_data):
     cfg, res = small_run
     s = json.loads((cfg.out / "summary.json").read_text())
     assert s["retrieval"]["status"] == "ok" and s["calibration"]["status"] == "ok"
+    for k in ("qpp", "qpp_info", "calibration_incremental"):  # the calibration section carries the QPP study
+        assert k in s["calibration"]["derived"]
     assert s["retrieval"]["result"]["n_docs"] == TINY.retrieval_docs
     for f in ("calibration_reliability.png", "calibration_risk_coverage.png"):
         assert (cfg.out / f).is_file()

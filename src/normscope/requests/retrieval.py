@@ -1,4 +1,5 @@
-"""What ``normscope retrieval`` runs (:class:`RetrievalRequest`): checked once, at construction."""
+"""What ``normscope retrieval`` (:class:`RetrievalRequest`) and ``normscope calibrate`` (:class:`CalibrateRequest`)
+run: checked once, at construction."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from normscope.errors import InputError
 from normscope.requests import Embedding, Engine, Request, Resampling, param
 from normscope.scoring import PARAM_NAMES, SCORERS
 
-__all__ = ["RetrievalRequest", "Relevance"]
+__all__ = ["RetrievalRequest", "CalibrateRequest", "Relevance"]
 
 #: How judgement scores become nDCG gains (:func:`normscope.retrieval.evaluate.relevance_qrels`).
 Relevance = Literal["graded", "binary"]
@@ -95,3 +96,70 @@ class RetrievalRequest(Request):
             out += ["--engine", self.engine] + (["--address", self.address] if self.address else [])
             out += ["--workers", str(self.workers)] if self.workers else []
         return out
+
+
+@dataclasses.dataclass(frozen=True)
+class CalibrateRequest(Request):
+    """A calibrator of P(relevant) fitted and thresholded on train queries, measured on held-out ones
+    (:func:`normscope.retrieval.calibrate.run_calibrate`), or a fitted one applied elsewhere (``apply``).
+
+    Attributes
+    ----------
+    dataset : str or None
+        A BEIR directory, ``scifact`` / ``nfcorpus``, or ``hf:BeIR/<name>``; or instead ``run_file`` (a cosine
+        run: TREC text or a parquet) with ``qrels_file``.
+    signals : tuple of str
+        Features of the map (:data:`normscope.retrieval.qpp.QPP_SIGNALS`); with ``apply``, the calibrator's.
+    method : {"isotonic", "platt"}
+    target_k : int
+        1: the top-1 is relevant; K: some document of the top K is (K <= 100).
+    fit_split, split : str
+        Split of the fit and calibration queries (``cv``: one split cut in three) and the held-out split.
+    precision_target, delta : float
+        "precision >= precision_target with probability >= 1 - delta" (Learn-then-Test).
+    answer_at : tuple of float
+        Thresholds on P(relevant) to report on the held-out queries.
+    keep_k : int
+        Documents per query the document threshold considers (<= 100).
+    calibration_fraction : float
+        Share of the fitting split's queries kept for choosing thresholds.
+    apply : str or None
+        A calibrator file to evaluate instead of fitting one.
+    max_docs, max_queries : int or None
+        Seeded subsamples.
+    embedding : Embedding
+        ``model`` None: the calibrator's model with ``apply``, else the bundled MiniLM.
+    resampling : Resampling
+        ``n_boot`` (>= 10) bootstrap resamples of every CI (queries); ``seed`` of subsamples, splits and bootstraps.
+    """
+
+    dataset: str | None = None
+    run_file: str | None = None
+    qrels_file: str | None = None
+    signals: tuple[str, ...] = ("top1_score", "margin")
+    method: Literal["isotonic", "platt"] = "isotonic"
+    target_k: int = param(1, min=1, max=100)
+    fit_split: str | None = "train"
+    split: str = "test"
+    precision_target: float = param(0.8, above=0.0, below=1.0)
+    delta: float = param(0.1, above=0.0, below=1.0)
+    answer_at: tuple[float, ...] = ()
+    keep_k: int = param(10, min=1, max=100)
+    calibration_fraction: float = param(0.5, above=0.0, below=1.0)
+    apply: str | None = None
+    max_docs: int | None = param(None, min=2)
+    max_queries: int | None = param(None, min=1)
+    embedding: Embedding = Embedding()
+    resampling: Resampling = Resampling(n_boot=1000)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (self.dataset is None) == (self.run_file is None):
+            raise InputError("give --dataset, or --run with --qrels")
+        if (self.run_file is None) != (self.qrels_file is None):
+            raise InputError("give a run file and its qrels together")
+        if self.resampling.n_boot < 10:
+            raise InputError(f"--n-boot must be >= 10, got {self.resampling.n_boot}")
+        bad = [t for t in self.answer_at if not 0 <= t <= 1]
+        if bad:
+            raise InputError(f"a threshold on P(relevant) must lie in [0, 1], got {bad[0]}")

@@ -25,6 +25,8 @@ __all__ = ["RetrievalStage", "RetrievalRequest", "similarity_gain_claim", "calib
 CLAIM_SCORER = "inverse_norm"
 #: The norm signal of the calibration claim (the query's own norm), in its pre-specified direction.
 CLAIM_SIGNAL = "query_norm"
+#: Keys of the command's JSON that the calibration section shows (the retrieval section shows the others).
+_CALIBRATION_KEYS = ("calibration", "calibration_info", "qpp", "qpp_info")
 #: Per-signal curves of the command's JSON that the page draws instead of listing.
 _CURVES = ("reliability", "risk_coverage")
 
@@ -149,6 +151,63 @@ def calibration_sentences(result: dict | None) -> list[str]:
     return [s for s in out if s]
 
 
+def qpp_tables(summary: dict) -> list[Table]:
+    """The QPP baselines beside the norm signals (two tasks, CIs over queries) and the cross-fitted incremental value."""
+    q, qi, inc = summary.get("qpp") or {}, summary.get("qpp_info") or {}, summary.get("calibration_incremental") or {}
+    tables = []
+    if q:
+        rows = []
+        for name, e in q.items():
+            if e.get("status") != "ok":
+                rows.append([name, e.get("kind"), e.get("direction"), f"not computed: {e.get('reason')}", None, None, None,
+                             None, None, None, e.get("formula")])
+                continue
+            rows.append([name, e.get("kind"), e.get("direction"), e.get("auroc"), ci_text(e.get("auroc_ci")), e.get("aurc"),
+                         e.get("kendall_tau"), ci_text(e.get("kendall_tau_ci")), e.get("spearman_rho"),
+                         ci_text(e.get("spearman_rho_ci")), f"{e.get('formula')} ({e.get('reference')})"])
+        tables.append(Table("Query performance predictors beside the norm signals, each in its pre-specified direction "
+                            f"(top-1 relevant: AUROC, AURC; nDCG@10: Kendall tau-b, Spearman rho; {qi.get('ci', '')})",
+                            ["signal", "kind", "direction", "AUROC", "95% CI", "AURC", "Kendall tau", "95% CI",
+                             "Spearman rho", "95% CI", "formula (reference)"], rows))
+    if inc.get("status") == "ok":
+        base = ", ".join(inc["baseline"])
+        rows = [["top-1 relevant (AUROC)", base, inc["auroc_without"], inc["auroc_with"], inc["diff"], ci_text(inc["ci"])]]
+        nd = inc.get("ndcg@10") or {}
+        if nd.get("status") == "ok":
+            rows.append(["nDCG@10 (Kendall tau)", base, nd["tau_without"], nd["tau_with"], nd["diff"], ci_text(nd["ci"])])
+        for r in inc.get("single_baselines") or []:
+            rows.append(["top-1 relevant (AUROC)", ", ".join(r["baseline"]), r["auroc_without"], r["auroc_with"], r["diff"],
+                         ci_text(r["ci"])])
+        tables.append(Table(f"Incremental value of the norm signals ({', '.join(inc['added'])}): cross-fitted models "
+                            f"with and without them ({inc['folds']} folds x {inc['fold_draws']} fold draws, fixed before "
+                            f"fitting; CI: {inc['ci_covers']})",
+                            ["task", "baseline signals", "without norms", "with norms", "difference", "95% CI"], rows))
+    return tables
+
+
+def incremental_notes(summary: dict) -> list:
+    """One sentence on the norm's incremental value, chosen by whether its CI excludes 0 (the table's numbers)."""
+    inc = summary.get("calibration_incremental") or {}
+    if inc.get("status") != "ok":
+        return [f"Incremental value of the norm signals: not computed ({inc.get('reason')})."] if inc else []
+    out = []
+    for what, e, stat in (("the cross-fitted AUROC for a relevant top-1", inc, "auroc"),
+                          ("the cross-fitted Kendall tau with nDCG@10", inc.get("ndcg@10") or {}, "tau")):
+        if e.get("status") != "ok" or not e.get("ci"):
+            continue
+        lo, hi = e["ci"]
+        nums = (f"{e[stat + '_without']:.3f} without, {e[stat + '_with']:.3f} with, difference {e['diff']:+.3f}, "
+                f"95% CI [{lo:+.3f}, {hi:+.3f}]")
+        if lo > 0:
+            out.append(f"Adding the norm signals to every free baseline raises {what} ({nums}).")
+        elif hi < 0:
+            out.append(f"Adding the norm signals to every free baseline lowers {what} ({nums}): they add noise, not "
+                       "information.")
+        else:
+            out.append(f"Adding the norm signals to every free baseline does not measurably change {what} ({nums}).")
+    return out
+
+
 def _param_value(r: ScorerEval) -> str:
     if r.param_name is None:
         return "none"
@@ -256,7 +315,9 @@ def _calibration_section(ctx, res: RetrievalResult, summary: dict, result: dict,
     return Section(
         "calibration", commands=commands,
         sizes=f"{res.n_queries['eval']} evaluation queries; maps fitted on {info['fitted_on']}",
-        result=result, derived={"info": info, "n_boot": n_boot},
+        result=result, derived={"info": info, "n_boot": n_boot, "qpp": summary.get("qpp"),
+                                "qpp_info": summary.get("qpp_info"),
+                                "calibration_incremental": summary.get("calibration_incremental")},
         key_numbers=[KeyNumber("calibration_info.label", "label", info["label"]),
                      KeyNumber("calibration_info.base_rate_eval", "base rate (evaluation)", info["base_rate_eval"]),
                      KeyNumber("calibration_info.fitted_on", "fitted on", info["fitted_on"]),
@@ -265,8 +326,9 @@ def _calibration_section(ctx, res: RetrievalResult, summary: dict, result: dict,
                       f"calibrated: the fitted map; CIs: {info['auroc_ci']})",
                       ["signal", "direction"] + [SIGNAL_LABELS[k] for k in ("auroc_raw", "auroc_raw_ci", "auroc", "auroc_ci",
                                                                             "ece", "ece_bins", "aurc", "aurc_optimal")],
-                      rows)],
-        figures=_calibration_figures(ctx, res, summary["calibration"]), notes=[info["mapping"], info["direction"]["rule"]] + flags,
+                      rows)] + qpp_tables(summary),
+        figures=_calibration_figures(ctx, res, summary["calibration"]),
+        notes=[info["mapping"], info["direction"]["rule"]] + flags + incremental_notes(summary),
         claims=[calibration_claim(summary)])
 
 
@@ -297,7 +359,7 @@ class RetrievalStage(Stage[RetrievalRequest]):
 
     def section_results(self, commands: Sequence[Command], outputs: Sequence[dict]) -> dict[str, dict]:
         (out,) = outputs
-        return {"retrieval": {k: v for k, v in out.items() if k not in ("calibration", "calibration_info")},
+        return {"retrieval": {k: v for k, v in out.items() if k not in _CALIBRATION_KEYS},
                 "calibration": {k: {kk: vv for kk, vv in v.items() if kk not in _CURVES}
                                 for k, v in out["calibration"].items()}}
 
