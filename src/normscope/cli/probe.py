@@ -87,6 +87,10 @@ def print_probe(res, console: Console) -> None:
                   f"lambda_rad/lambda<0: {res.n_negative_lambda_rad} | c_fit: {c_fit} | "
                   f"junk left out: {res.junk['count']} | truncated: {res.n_truncated if res.n_truncated is not None else 'n/a'}")
     console.print(f"weight decay: {res.weight_decay_source}")
+    so = res.second_order or {}
+    chk = so.get("check")
+    console.print(f"D2 second-order term: {so.get('description')}"
+                  + (f"; float64 check ({chk['items']} items): max {chk['max_rel_diff']:.1e} of mean |D2|" if chk else ""))
     for c in res.caveats:
         console.print(f"[yellow]caveat:[/] {c}")
 
@@ -102,7 +106,8 @@ def probe(
     weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="What-if weight decay lambda (the user's value, not the checkpoint's). Default: the checkpoint's training value when known and > 0; otherwise lambda_rad, q/c and R_eq(lambda_rad) are not computed.")] = None,
     tau: Annotated[Optional[float], typer.Option("--tau", help="InfoNCE temperature (default: the temperature the checkpoint stores (CLIP), else its known training value, else 0.05).")] = None,
     decay_mask: Annotated[str, typer.Option("--decay-mask", help="matrices (ndim>=2, no biases/LayerNorm) or all.")] = "matrices",
-    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences: float64 (a float64 copy, step 3e-3) or float32 (step 1e-2, with a float64 spot check); auto = float64.")] = "float64",
+    second_order: Annotated[str, typer.Option("--second-order", help="Second-order radial term of D2: jvp (forward-over-forward AD, exact, checked against float64 differences on one chunk), fd (finite differences, --fd-dtype), auto = jvp where the model supports it, else fd.")] = "auto",
+    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences when used: float64 (a float64 copy, step 3e-3) or float32 (step 1e-2, with a float64 spot check); auto = float64.")] = "float64",
     chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Most probe items per JVP chunk.")] = 128,
     n_boot: Annotated[int, typer.Option("--n-boot", min=1, help="Bootstrap replicates of every CI.")] = 1000,
     seed: Seed = 0,
@@ -127,7 +132,7 @@ def probe(
     junk = "error" if junk_error else "drop"
     check_probe_options(batches=batches, batch_size=batch_size, tau=tau, lr=lr, weight_decay=weight_decay,
                         decay_mask=decay_mask, fd_dtype=fd_dtype, chunk_size=chunk_size, n_boot=n_boot, junk=junk,
-                        precision=precision)
+                        precision=precision, second_order=second_order)
     models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
     for m in models:
         if resolve_backend(m)[0] == "precomputed":
@@ -143,7 +148,8 @@ def probe(
         return run_probe(
             encoder, texts, pair_source, batch_size=batch_size, batches=batches, tau=tau, lr=lr,
             weight_decay=weight_decay, decay_mask=decay_mask, seed=seed, progress=True, ids=ids,
-            chunk_size=chunk_size, fd_dtype=fd_dtype, n_boot=n_boot, junk=junk, precision=precision,
+            chunk_size=chunk_size, second_order=second_order, fd_dtype=fd_dtype, n_boot=n_boot, junk=junk,
+            precision=precision,
         )
 
     def plot(result, path):  # the heat/drift panels go beside --fig (one per model when several)

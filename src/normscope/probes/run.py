@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from normscope._progress import progress_bar
 from normscope.errors import InputError
 from normscope.probes.adapters import as_adapter
-from normscope.probes.moments import FD_DTYPES, _as_pairs, _pair_len, probe_moments
+from normscope.probes.moments import FD_DTYPES, SECOND_ORDER, _as_pairs, _pair_len, probe_moments
 from normscope.probes.result import ProbeResult
 from normscope.probes.summary import summarize_probe
 from normscope.probes.training import resolve_settings, training_for
@@ -18,7 +18,7 @@ __all__ = ["run_probe", "check_probe_options"]
 def check_probe_options(*, batches: int, batch_size: int | None = None, tau: float | None = None,
                         lr: float | None = None, weight_decay: float | None = None, decay_mask="matrices",
                         fd_dtype: str = "float64", chunk_size: int = 128, n_boot: int = 1000, junk: str = "drop",
-                        precision: str = "fp32") -> None:
+                        precision: str = "fp32", second_order: str = "auto") -> None:
     """Check the probe's options before any work (the CLI calls this before loading model and pairs).
 
     Raises
@@ -26,7 +26,8 @@ def check_probe_options(*, batches: int, batch_size: int | None = None, tau: flo
     InputError
         ``batches < 2`` (standard errors, split-half reliability and the batch bootstrap need two),
         ``batch_size < 2`` (in-batch negatives), non-positive tau or lr, negative weight decay,
-        unknown decay mask, FD precision or junk mode, ``chunk_size < 1``, ``n_boot < 1``.
+        unknown decay mask, second-order method, FD precision or junk mode, ``chunk_size < 1``,
+        ``n_boot < 1``.
     """
     from normscope.validate import check_choice, check_int, check_positive
 
@@ -41,6 +42,7 @@ def check_probe_options(*, batches: int, batch_size: int | None = None, tau: flo
         check_positive("--weight-decay", weight_decay, allow_zero=True)
     if not callable(decay_mask):
         check_choice("--decay-mask", decay_mask, ("matrices", "all"))
+    check_choice("--second-order", second_order, SECOND_ORDER)
     check_choice("--fd-dtype", fd_dtype, FD_DTYPES)
     check_int("--chunk-size", chunk_size, minimum=1)
     check_int("n_boot", n_boot, minimum=1)
@@ -63,6 +65,7 @@ def run_probe(
     progress: bool = False,
     ids: Sequence[str] | None = None,
     chunk_size: int = 128,
+    second_order: str = "auto",
     fd_dtype: str = "float64",
     fd_target: float | None = None,
     symmetric: bool = True,
@@ -110,9 +113,14 @@ def run_probe(
         Item ids (default ``"0".."P-1"``); the per-item table is keyed by them.
     chunk_size : int, keyword-only
         Most probe items per JVP chunk.
+    second_order : {'auto', 'jvp', 'fd'}, keyword-only
+        How the second-order radial term of D2 is computed (:func:`~normscope.probes.moments.probe_moments`):
+        ``jvp`` forward-over-forward AD, exact, checked on one chunk against float64 differences
+        (``second_order['check']``); ``fd`` finite differences in ``fd_dtype``; ``auto`` (default)
+        ``jvp`` where the model supports it, else ``fd`` (``second_order['fallback']`` says why).
     fd_dtype : {'float64', 'float32', 'auto'}, keyword-only
-        Precision of the D2 finite differences (:func:`~normscope.probes.moments.probe_moments`;
-        ``auto`` is float64). float32 adds a float64 spot check (``fd['check']``).
+        Precision of the D2 finite differences when they are used (``auto`` is float64). float32 adds
+        a float64 spot check (``fd['check']``).
     fd_target : float, optional, keyword-only
         ``eps ||a|| / R`` of the finite-difference step (default 3e-3 in float64, 1e-2 in float32).
     symmetric : bool, keyword-only
@@ -139,7 +147,8 @@ def run_probe(
         Bad options (:func:`check_probe_options`), fewer than 3 items after junk, junk with
         ``junk='error'``, too few pairs for B, ids of another length.
     ModelError
-        A model with no trainable parameters or without forward-mode AD.
+        A model with no trainable parameters or without forward-mode AD; with ``second_order='jvp'``,
+        one without nested forward-mode AD or failing the float64 check.
     """
     import torch
 
@@ -147,7 +156,7 @@ def run_probe(
 
     check_probe_options(batches=batches, batch_size=batch_size, tau=tau, lr=lr, weight_decay=weight_decay,
                         decay_mask=decay_mask, fd_dtype=fd_dtype, chunk_size=chunk_size, n_boot=n_boot, junk=junk,
-                        precision=precision)
+                        precision=precision, second_order=second_order)
     is_tensor = isinstance(items, torch.Tensor)
     texts = None if is_tensor else check_items(items)
     n = len(items)
@@ -199,7 +208,8 @@ def run_probe(
         with progress_bar(progress, batches + 1, label="probe") as advance:
             m = probe_moments(
                 adapter, probe_items, (left, right), batch_size=settings.batch_size, batches=batches, tau=settings.tau,
-                decay_mask=decay_mask, seed=seed, chunk_size=chunk_size, fd_dtype=fd_dtype, fd_target=fd_target,
+                decay_mask=decay_mask, seed=seed, chunk_size=chunk_size, second_order=second_order,
+                fd_dtype=fd_dtype, fd_target=fd_target,
                 symmetric=symmetric, grad_precision=precision, progress=lambda done, total: advance(),
             )
         fields["grad_error_vs_fp32"] = m.grad_check

@@ -106,9 +106,10 @@ def stage_settings(stage: str, config: ReportConfig, fingerprint=None) -> dict:
 
             base["items"] = {"path": str(config.items), "sha256": file_sha256(config.items)}
     elif stage == "probes":
-        # probe_code: bump when the probe's computation changes (2: per-item alignment, batch-aware CIs)
+        # probe_code: bump when the probe's computation changes (2: per-item alignment, batch-aware CIs;
+        # 3: second-order term by a nested JVP)
         base.update(items=s.probe_items, batches=s.probe_batches, batch_size=s.probe_batch_size, n_boot=s.n_boot,
-                    probe_code=2)
+                    probe_code=3)
     elif stage == "lab":
         base.update(steps=s.lab_steps, snapshots=s.lab_snapshots, probe_batches=s.lab_probe_batches)
     elif stage == "transformer":

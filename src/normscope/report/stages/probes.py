@@ -185,8 +185,8 @@ def stage_probes(ctx: StageContext) -> dict:
     labels = res.labels()
     key, reading = prediction_reading(summary)
     req = getattr(res, key) or {}
-    fd = res.fd or {}
-    chk = fd.get("check") or {}
+    so = res.second_order or {}
+    chk = so.get("check") or (res.fd or {}).get("check") or {}
     key_numbers = [
         [f"Spearman \u03c1, {labels[key][0]}", req.get("spearman"), ""],
         ["95% CI (batches and items)", ci_text((req.get("ci") or {}).get("spearman")), ""],
@@ -197,7 +197,7 @@ def stage_probes(ctx: StageContext) -> dict:
         [labels["c_fit"][0], res.c_fit, labels["c_fit"][1]],
         ["probe batch size B / batches K / \u03c4", f"{res.batch_size} / {res.batches} / {res.tau}", ""],
         ["\u03b7 / \u03bb used", f"{res.lr} / {res.weight_decay}", ""],
-        ["D2 finite differences", f"{fd.get('dtype')}, step target {fd.get('target')}"
+        ["D2 second-order term", (so.get("description") or "")
          + (f"; float64 spot check: median {chk['median_rel_diff']:.2%}, max {chk['max_rel_diff']:.2%} of mean |D2|"
             if chk else ""), ""],
         [labels["junk"][0], (res.junk or {}).get("count"), "items"],
