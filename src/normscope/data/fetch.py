@@ -364,8 +364,8 @@ def convert_sdist(sdist: Path, target: Path, src: Source, *, name: str = "") -> 
     Only regular members named ``src.prefix + <name>`` for a ``<name>`` of ``src.converted`` are
     read; nothing else of the archive is extracted or written (no code of the sdist runs). The
     archive is read as a stream: reading stops with an error as soon as the decompressed bytes pass
-    ``src.max_unpacked``, a member's raw bytes pass twice its pinned size, or its converted bytes pass
-    its pinned size.
+    ``src.max_unpacked`` (the tar stream's decompressed size), a member's raw bytes pass twice its
+    pinned size, or its converted bytes pass its pinned size.
 
     Parameters
     ----------
