@@ -234,6 +234,22 @@ def _short(exc: BaseException) -> str:
     return text if len(text) < 160 else text[:157] + "..."
 
 
+def merge_causes(causes: Iterable[str]) -> str:
+    """The causes of the sources tried, as one clause: repeats dropped, and the hosts of the same failure
+    named together (``"cannot resolve a.org, b.org (no DNS answer: no network?)"``)."""
+    import re
+
+    out: dict[str, list[str]] = {}
+    for cause in dict.fromkeys(causes):
+        parts = cause.split("; ") if "; " in cause else [cause]
+        for part in parts:
+            m = re.fullmatch(r"(cannot resolve|cannot connect to|no route to) (\S+)( .*)?", part)
+            key = f"{m.group(1)}\0{m.group(3) or ''}" if m else part
+            out.setdefault(key, []).extend([m.group(2)] if m else [])
+    return "; ".join(f"{k.split(chr(0))[0]} {', '.join(dict.fromkeys(h))}{k.split(chr(0))[1]}" if h else k
+                     for k, h in out.items())
+
+
 def net_cause(exc: BaseException | str, url: str) -> str:
     """Why a connection to ``url`` failed, in a few words, without the network stack's exception text.
 
@@ -276,8 +292,7 @@ def _first_present(urls, out: Path, known_hash: str | None, mirror: str | None, 
             return url, _download(url, out, known_hash, progress)
         except _Absent as exc:
             misses.append(exc)
-    raise _Absent("; ".join(map(str, misses)), "; ".join(dict.fromkeys(m.cause for m in misses)),
-                  "; ".join(m.detail for m in misses))
+    raise _Absent("; ".join(map(str, misses)), merge_causes(m.cause for m in misses), "; ".join(m.detail for m in misses))
 
 
 # ------------------------------------------------------------------------------------- sources
@@ -717,8 +732,7 @@ def fetch_dataset(name: str, *, dest: str | os.PathLike | None = None, mirror: s
                 from normscope.errors import DataMissing
 
                 raise DataMissing(f"{ds.title} not found: {'; '.join(map(str, tried))}", dataset=ds.name, title=ds.title,
-                                  cause="; ".join(dict.fromkeys(t.cause for t in tried)),
-                                  detail="; ".join(t.detail for t in tried))
+                                  cause=merge_causes(t.cause for t in tried), detail="; ".join(t.detail for t in tried))
         try:
             checked = verify(ds, target)
         except DataError as exc:

@@ -119,9 +119,9 @@ def availability(summary: Mapping, sections: Mapping[str, str]) -> dict:
             add(entry["dataset"], entry, _SIGNAL_LABEL.format(sig), [k for k in in_sec if k == sig])
     for d in by_data.values():
         n = len(d["claims"])
-        d["line"] = (f"{d['title']} is {_cause(d['cause'])} -> {', '.join(d['sections'])} not run"
-                     f"{f', {n} claim(s) not tested' if n else ''}; get it with `normscope data fetch {d['dataset']}` "
-                     f"(network), {WAYS}")
+        d["line"] = (f"{d['title']} is {_cause(d['cause'])}: {', '.join(d['sections'])} not run"
+                     f"{f', {n} claim(s) not tested' if n else ''}. Get it: `normscope data fetch {d['dataset']}` "
+                     "(network) | --data DIR or NORMSCOPE_DATA=DIR (local copy) | --mirror URL|DIR")
     return {
         "claims_tested": {"total": len(claims), "tested": len(claims) - len(untested),
                           "not_tested": [c["key"] for c in untested], "verdicts": verdicts},
