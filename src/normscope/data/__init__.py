@@ -6,7 +6,7 @@ Public API
   function every loader of normscope calls for its default data file;
 - :func:`fetch_dataset` -- download, verify and install one dataset (``normscope data fetch``);
 - :func:`dataset_status` -- where a dataset is and how its copy was verified (``normscope data list``);
-- :func:`settings` -- a context manager for ``offline``, ``mirror`` and ``dest``;
+- :func:`settings` -- a context manager for ``offline``, ``mirror``, ``dest`` and ``verify``;
 - :data:`DATASETS` -- the registry (origins, licences, pinned sha256, sizes).
 
 - :func:`how_to_get` -- the three ways to get an absent dataset, as one clause.

