@@ -118,10 +118,10 @@ def availability(summary: Mapping, sections: Mapping[str, str]) -> dict:
         for sig, entry in ((sec.get("derived") or {}).get("missing") or {}).items():
             add(entry["dataset"], entry, _SIGNAL_LABEL.format(sig), [k for k in in_sec if k == sig])
     for d in by_data.values():
-        n = len(d["claims"])
-        d["line"] = (f"{d['title']} is {_cause(d['cause'])}: {', '.join(d['sections'])} not run"
-                     f"{f', {n} claim(s) not tested' if n else ''}. Get it: `normscope data fetch {d['dataset']}` "
-                     "(network) | --data DIR or NORMSCOPE_DATA=DIR (local copy) | --mirror URL|DIR")
+        blocked = f", claims not tested: {', '.join(d['claims'])}" if d["claims"] else ""
+        d["line"] = (f"{d['title']} is {_cause(d['cause'])}: {', '.join(d['sections'])} not run{blocked}. "
+                     f"Get it: `normscope data fetch {d['dataset']}` (network) | --data DIR or NORMSCOPE_DATA=DIR "
+                     "(local copy) | --mirror URL|DIR")
     return {
         "claims_tested": {"total": len(claims), "tested": len(claims) - len(untested),
                           "not_tested": [c["key"] for c in untested], "verdicts": verdicts},
