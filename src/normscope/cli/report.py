@@ -189,6 +189,7 @@ def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> N
     tail = [m["line"] for m in missing]
     tail += [f"failed: {st}: {str(rec.get('reason') or '')[:160]} (see the page and {result.index.parent}/stages/{st}.json)"
              for st, rec in result.records.items() if rec.get("status") == "failed"]
+    tail = [_fit(t, 400).rstrip() for t in tail]  # one line each, at most 400 characters
     ends = [f"report: {result.index.resolve()}", f"numbers: {result.summary_path.resolve()}"]
     rows = lambda line: max(1, -(-len(str(line)) // width))  # noqa: E731 - screen rows of a line the terminal wraps
     room = max_lines - sum(map(rows, lines)) - sum(map(rows, ends))
