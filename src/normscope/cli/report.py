@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from normscope.cli import app
 from normscope.cli._options import Address, Engine, Precision
@@ -77,34 +76,132 @@ def report(
         raise typer.Exit(1)
 
 
-def print_summary(result, console: Console) -> None:
-    """One-screen text summary: one row per section with its headline figure, then the report path."""
+#: The final summary of ``normscope report`` fits one screen, whatever happened.
+SUMMARY_LINES = 40
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` on one line of exactly ``width`` characters: cut with an ellipsis, or padded."""
+    text = " ".join(str(text).split())
+    return (text[: width - 1] + "\u2026" if len(text) > width else text).ljust(width)
+
+
+class _Rows:
+    """Rows of fixed-width cells, one line each (never wrapped): the widths are set from the console's
+    width, fixed columns first, the flexible ones sharing the rest by weight (each within its bounds)."""
+
+    def __init__(self, width: int, columns: list[tuple[str, int, int, float]]):
+        # columns: (header, min width, max width, weight); weight 0 = fixed at its min width
+        room = max(width - 2 * (len(columns) - 1), sum(c[1] for c in columns))
+        widths = [c[1] for c in columns]
+        flex = [i for i, c in enumerate(columns) if c[3] > 0]
+        spare = room - sum(widths)
+        while spare > 0 and flex:
+            total = sum(columns[i][3] for i in flex)
+            grown = False
+            for i in list(flex):
+                add = min(max(int(spare * columns[i][3] / total), 1), columns[i][2] - widths[i], spare)
+                widths[i] += add
+                spare -= add
+                grown |= add > 0
+                if widths[i] >= columns[i][2]:
+                    flex.remove(i)
+            if not grown:
+                break
+        self.widths = widths
+        self.headers = [c[0] for c in columns]
+
+    def line(self, cells, styles=()):
+        from rich.text import Text
+
+        out = Text()
+        for i, (cell, w) in enumerate(zip(cells, self.widths)):
+            out.append(("  " if i else "") + _fit(cell, w), style=styles[i] if i < len(styles) and styles[i] else "")
+        out.rstrip()
+        return out
+
+    def header(self):
+        from rich.text import Text
+
+        head = self.line(self.headers, ["bold"] * len(self.headers))
+        return [head, Text("\u2500" * (sum(self.widths) + 2 * (len(self.widths) - 1)))]
+
+
+def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> None:
+    """One-screen text summary (at most ``max_lines`` lines, whatever happened).
+
+    The title; one row per section (status and headline figure, or what it lacks); the claims count
+    and one row per claim (figure, CI, verdict; the reasons are on the page); one line per missing
+    dataset (what it stopped and the three ways to get it: ``summary["missing_data"]``); one line per
+    failed stage; the paths of the page and of summary.json. Table rows are cut to the console's
+    width with an ellipsis, never wrapped; the missing-data and failure lines (which the terminal may
+    wrap: each counts for the screen rows it takes) are cut to the rows left.
+    """
     from normscope.report.config import SECTIONS
-    from normscope.report.text import fmt_duration
+    from normscope.report.text import fmt, fmt_duration
 
     s = result.summary
+    width = max(console.width, 60)
     ran = s["report"].get("stages_run") or []
     n_cached = sum(bool((s["report"].get("stage_cached") or {}).get(st)) for st in ran)
     cached = f"; {n_cached} of {len(ran)} stage(s) from the cache" if n_cached else ""
-    table = Table(title=f"normscope report: {s['report']['model']} ({s['report']['preset']} sizes, "
-                        f"{fmt_duration(s['report'].get('seconds') or 0)}{cached})", show_lines=False)
-    table.add_column("section")
-    table.add_column("status")
-    table.add_column("headline")
-    for key, title in SECTIONS.items():
+    missing = s.get("missing_data") or []
+    lacking = [sec for m in missing for sec in m["sections"]]
+    lines: list = [f"normscope report: {s['report']['model']} ({s['report']['preset']} sizes, "
+                   f"{fmt_duration(s['report'].get('seconds') or 0)}{cached})"]
+    names = {k: t.split(":")[0] for k, t in SECTIONS.items()}
+    table = _Rows(width, [("section", 18, max(map(len, names.values())), 1), ("status", 11, 11, 0),
+                          ("headline", 20, 400, 3)])
+    lines += table.header()
+    for key in SECTIONS:
         sec = s.get(key, {})
         status = sec.get("status", "?")
         if status == "ok":
             says = (s.get("what_this_says") or {}).get(key) or []
             head = headline(key, sec) or (says[0] if says else "")
+            if any(x.startswith(names[key] + " (") for x in lacking):
+                head = "some parts lack data (below); " + head
+        elif sec.get("missing"):
+            head = "lacks " + ", ".join(m["title"] for m in sec["missing"].values()) + " (below)"
         else:
             head = str(sec.get("reason") or "")
         style = {"ok": "green", "failed": "red"}.get(status, "yellow")
-        table.add_row(title, f"[{style}]{status}[/]", head)
-    console.print(table)
-    print_claims(s.get("claims") or [], console)
-    console.print(f"report: [bold]{result.index.resolve()}[/]")
-    console.print(f"numbers: {result.summary_path.resolve()}")
+        lines.append(table.line([names[key], status, head], ["", style, ""]))
+    claims = s.get("claims") or []
+    if claims:
+        ct = s.get("claims_tested") or {}
+        counts = ", ".join(f"{n} {v}" for v, n in (ct.get("verdicts") or {}).items() if v != "not testable here")
+        untested = len(ct.get("not_tested") or [])
+        lines.append(f"claims: {ct.get('tested', '?')} of {ct.get('total', len(claims))} tested here"
+                     f"{f' ({counts})' if counts else ''}; {untested} not testable here"
+                     f"{' (the page says why)' if untested else ''}")
+        ctab = _Rows(width, [("claim", 16, 62, 2), ("this run: statistic", 12, 60, 2), ("[95% CI]", 16, 20, 0),
+                             ("verdict", 17, 17, 0)])
+        lines += ctab.header()
+        colour = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow"}
+        for c in claims:
+            fig = "n/a" if c.get("measured") is None else fmt(c["measured"])
+            stat = _lead(str(c.get("what") or ""))
+            ci = f"[{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]" if c.get("ci") else ""
+            v = c.get("verdict", "")
+            lines.append(ctab.line([c.get("claim", ""), f"{stat}: {fig}" if stat else fig, ci, v],
+                                   ["", "", "", colour.get(v, "dim")]))
+    tail = [m["line"] for m in missing]
+    tail += [f"failed: {st}: {str(rec.get('reason') or '')[:160]} (see the page and {result.index.parent}/stages/{st}.json)"
+             for st, rec in result.records.items() if rec.get("status") == "failed"]
+    tail = [_fit(t, 400).rstrip() for t in tail]  # one line each, at most 400 characters
+    ends = [f"report: {result.index.resolve()}", f"numbers: {result.summary_path.resolve()}"]
+    rows = lambda line: max(1, -(-len(str(line)) // width))  # noqa: E731 - screen rows of a line the terminal wraps
+    room = max_lines - sum(map(rows, lines)) - sum(map(rows, ends))
+    kept = []
+    for i, line in enumerate(tail):
+        more = f"... and {len(tail) - i} more (see the page)"
+        if sum(map(rows, kept)) + rows(line) + (rows(more) if i < len(tail) - 1 else 0) > room:
+            kept.append(more)
+            break
+        kept.append(line)
+    for line in lines + kept + ends:  # printed as is (soft_wrap): rich inserts no line breaks
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 def print_multi_summary(result, console: Console) -> None:
@@ -114,11 +211,11 @@ def print_multi_summary(result, console: Console) -> None:
 
     s = result.summary
     models = s["report"]["models"]
-    table = Table(title=f"normscope report: {len(models)} models side by side ({s['report']['preset']} sizes, "
-                        f"{fmt_duration(s['report'].get('seconds'))})")
-    table.add_column("claim")
-    for m in models:
-        table.add_column(m)
+    console.print(f"normscope report: {len(models)} models side by side ({s['report']['preset']} sizes, "
+                  f"{fmt_duration(s['report'].get('seconds'))})", soft_wrap=True, highlight=False)
+    table = _Rows(max(console.width, 60), [("claim", 20, 50, 1)] + [(m, 14, 60, 1) for m in models])
+    for line in table.header():
+        console.print(line, soft_wrap=True)
     for key, (claim, _) in CLAIMS.items():
         cells = []
         for m in models:
@@ -130,32 +227,14 @@ def print_multi_summary(result, console: Console) -> None:
             if r.get("ci"):
                 fig += f" [{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]"
             cells.append(f"{fig} {r['verdict']}".strip())
-        table.add_row(claim, *cells)
-    console.print(table)
-    for m, e in result.errors.items():
-        console.print(f"[red]{m}[/]: {e}")
+        console.print(table.line([claim, *cells]), soft_wrap=True)  # one line per claim: fits one screen
+    errors = list(result.errors.items())
+    for m, e in errors[:5]:
+        console.print(f"{m}: {str(e)[:200]}", soft_wrap=True, markup=False, highlight=False)
+    if len(errors) > 5:
+        console.print(f"... and {len(errors) - 5} more failed models (see the page)", highlight=False)
     console.print(f"report: [bold]{result.index.resolve()}[/]")
     console.print(f"numbers: {result.summary_path.resolve()}")
-
-
-def print_claims(claims: list[dict], console: Console) -> None:
-    """The claims scorecard as a table: claim, paper, normscope's figure with its CI, verdict and why."""
-    from normscope.report.text import fmt
-
-    if not claims:
-        return
-    table = Table(title="claims scorecard (verdicts computed from this run's figures and CIs)", show_lines=False)
-    for col in ("claim", "paper", "this run: statistic", "[95% CI]", "verdict", "why"):
-        table.add_column(col)
-    colour = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow"}
-    for c in claims:
-        fig = "n/a" if c.get("measured") is None else fmt(c["measured"])
-        stat = _lead(str(c.get("what") or ""))  # e.g. "Pearson r(R, heat Σ²) over the probe items"
-        ci = f"[{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]" if c.get("ci") else ""
-        v = c.get("verdict", "")
-        table.add_row(c.get("claim", ""), c.get("paper", ""), f"{stat}: {fig}" if stat else fig, ci,
-                      f"[{colour.get(v, 'dim')}]{v}[/]", str(c.get("why", "")))
-    console.print(table)
 
 
 def _lead(text: str) -> str:

@@ -261,10 +261,11 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
 
     bar = None
     if progress:
+        from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
         bar = Progress(TextColumn("lab {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-                       TimeElapsedColumn(), TimeRemainingColumn(), transient=True)
+                       TimeElapsedColumn(), TimeRemainingColumn(), transient=True, console=Console(stderr=True))
         bar.start()
         task = bar.add_task(f"{encoder}/{optimizer}", total=steps)
     t0 = time.perf_counter()

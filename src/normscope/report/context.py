@@ -10,8 +10,23 @@ __all__ = ["StageContext", "StageUnavailable"]
 
 
 class StageUnavailable(Exception):
-    """Raised by a stage that cannot run here; the message says why (shown on the page)."""
+    """Raised by a stage that cannot run here; the message says why (shown on the page).
 
+    Parameters
+    ----------
+    reason : str
+        One line, shown on the page and in the summary.
+    missing : dict, keyword-only
+        ``{dataset name: {"title", "cause"}}`` of the datasets whose absence stops the stage (built by
+        :func:`normscope.report.missing.data_unavailable`); the report counts the claims they block.
+    detail : str, keyword-only
+        The full error text (library messages included), kept in the stage record, never printed.
+    """
+
+    def __init__(self, reason: str, *, missing: dict | None = None, detail: str = "") -> None:
+        super().__init__(reason)
+        self.missing = dict(missing or {})
+        self.detail = detail
 
 
 class StageContext:

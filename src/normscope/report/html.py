@@ -80,6 +80,11 @@ TEMPLATE = r"""<!DOCTYPE html>
 confidence interval on this model and data (reproduced: the CI excludes 0 on the claimed side; refuted: it excludes 0
 on the other side; inconclusive: it includes 0; not testable here: this run cannot measure it, with the reason).
 No verdict is written in advance.</p>
+{% set ct = summary.get('claims_tested') %}{% if ct %}<p class="count"><b>{{ ct.tested }} of {{ ct.total }} claims tested
+here</b>{% for v, n in (ct.verdicts or {}).items() if v != 'not testable here' %}{% if loop.first %} ({% endif %}{{ n }} {{ v }}{% if not loop.last %}, {% else %}){% endif %}{% endfor %};
+{{ ct.not_tested|length }} not testable here.</p>{% endif %}
+{% if summary.get('missing_data') %}<p class="why">Missing data (one line per dataset: what it stopped and how to get it):</p>
+<ul class="notes">{% for m in summary.missing_data %}<li>{{ m.line }}</li>{% endfor %}</ul>{% endif %}
 <table class="claims">
 <tr><th>claim</th><th>paper</th><th>normscope (this run)</th><th>95% CI</th><th>n</th><th>verdict</th><th>why</th><th>section</th></tr>
 {% for c in summary.get('claims') or [] %}<tr class="verdict-{{ c.verdict|replace(' ', '-') }}"><td>{{ c.claim }}</td><td>{{ c.paper }}</td>

@@ -44,9 +44,10 @@ from normscope.data import datasets_here
 from normscope.validate import check_output_path
 from normscope.errors import InputError, OutputError
 from normscope.report.stages import STAGE_FUNCS
-from normscope.report.config import MODEL_STAGES, STAGE_SECTIONS, STAGES, ReportConfig, sizes_used
+from normscope.report.config import MODEL_STAGES, SECTIONS, STAGE_SECTIONS, STAGES, ReportConfig, sizes_used
 from normscope.report.context import StageContext, StageUnavailable
 from normscope.report.html import render_report
+from normscope.report.missing import availability
 from normscope.report.scorecard import gather_claims
 from normscope.report.runlog import dedupe, quiet_libraries, stage_log
 from normscope.report.text import fmt_duration
@@ -373,6 +374,12 @@ def _run_stage(stage: str, ctx: StageContext, fingerprint, heartbeat: float | No
             sections = func(ctx)
         except StageUnavailable as exc:
             rec = _error_record(stage, "unavailable", str(exc), key, settings, time.perf_counter() - ts)
+            if exc.missing:  # the datasets it lacks: the summary says once what they stop and how to get them
+                rec["missing"] = exc.missing
+                for sec in rec["sections"].values():
+                    sec["missing"] = exc.missing
+            if exc.detail:  # library text of the failed fetches: kept here, never printed
+                rec["detail"] = exc.detail
         except OutputError:  # a read-only place or a full disk: every later write would fail too
             raise
         except Exception as exc:  # recorded on the page, never hides the rest of the report
@@ -428,10 +435,11 @@ def assemble_summary(config: ReportConfig, records: dict[str, dict]) -> dict:
         rec = records.get(stage) or _not_run_record(stage, "not run")
         for sec in STAGE_SECTIONS[stage]:
             s = rec["sections"].get(sec) or {"status": rec.get("status"), "reason": rec.get("reason")}
-            entry = {k: s.get(k) for k in ("status", "reason", "command", "sizes", "result", "derived", "key_numbers")
-                     if s.get(k) is not None}
+            entry = {k: s.get(k) for k in ("status", "reason", "missing", "command", "sizes", "result", "derived",
+                                           "key_numbers") if s.get(k) is not None}
             entry.setdefault("status", "ok")
             summary[sec] = entry
             sections[sec] = s
     summary["claims"] = gather_claims(sections)
+    summary.update(availability(summary, SECTIONS))  # claims_tested, missing_data (one line per missing dataset)
     return summary

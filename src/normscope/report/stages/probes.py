@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from normscope.report.config import FULL
-from normscope.report.context import StageContext, StageUnavailable
+from normscope.report.context import StageContext
 from normscope.report.stages._common import ci_text
 
 __all__ = ["stage_probes", "probe_claims", "prediction_reading", "probe_words", "POPULATION"]
@@ -39,17 +39,20 @@ def probe_words(P: int, seed: int) -> tuple[list[str], list[str]]:
 
 
 def _pair_source(ctx: StageContext):
-    """WordNet (term, gloss) pairs, else SciFact train pairs; StageUnavailable when neither exists."""
-    from normscope.errors import NormscopeError
+    """WordNet (term, gloss) pairs, else SciFact train pairs; StageUnavailable (naming both) when neither exists."""
+    from normscope.errors import DataError, NormscopeError
     from normscope.pairs import load_pairs
+    from normscope.report.missing import data_unavailable
 
-    reasons = []
+    errors: list[DataError] = []
     for spec in ("wordnet", "scifact"):
         try:
             return spec, load_pairs(spec)
+        except DataError as exc:
+            errors.append(exc)
         except (NormscopeError, OSError, LookupError) as exc:
-            reasons.append(f"{spec}: {exc}".splitlines()[0])
-    raise StageUnavailable("no training-like pairs: " + "; ".join(reasons))
+            errors.append(DataError(f"{spec}: {exc}".splitlines()[0]))
+    raise data_unavailable(errors, "its training-like pairs")
 
 
 #: Why R_eq(x; c_fit) is the reading of the prediction, by ``decay_reading``.

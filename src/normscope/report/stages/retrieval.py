@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
-from normscope.report.context import StageContext, StageUnavailable
+from normscope.report.context import StageContext
 from normscope.report.stages._common import ci_text, jsonable
 from normscope.report.text import pct
 
@@ -24,7 +24,9 @@ def _scifact_dir(ctx: StageContext) -> Path:
     try:
         return data_path("scifact")  # --data / shared copy, else fetched; offline: names the fetch command
     except DataError as exc:
-        raise StageUnavailable(str(exc)) from None
+        from normscope.report.missing import data_unavailable
+
+        raise data_unavailable([exc]) from None
 
 
 def similarity_gain_claim(summary: dict) -> dict:

@@ -11,7 +11,8 @@ __all__ = ["stage_setup", "needed_datasets"]
 
 
 #: Datasets each stage reads (the probes fall back to SciFact pairs without WordNet).
-STAGE_DATA = {"probes": ("wordnet",), "retrieval": ("scifact",)}
+STAGE_DATA = {"probes": ("wordnet",), "transformer": ("wordnet",), "similarity": ("simlex-999",),
+              "retrieval": ("scifact",)}
 SIGNAL_DATA = {"specificity": "wordnet", "concreteness": "concreteness", "uncertainty": "chaosnli"}
 
 

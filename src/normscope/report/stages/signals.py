@@ -62,7 +62,8 @@ def _row(sig: str, r: dict) -> list:
 
 
 def stage_signals(ctx: StageContext) -> dict:
-    from normscope.errors import NormscopeError
+    from normscope.errors import DataMissing, NormscopeError
+    from normscope.report.missing import missing_entry, missing_reason
     from normscope.signals import plot_signal, run_correlate
 
     s = ctx.sizes
@@ -70,6 +71,7 @@ def stage_signals(ctx: StageContext) -> dict:
     enc = ctx.encoder()
     results: dict[str, dict] = {}
     unavailable: dict[str, str] = {}
+    missing: dict[str, dict] = {}  # signal -> the dataset it lacks (the report says once how to get it)
     commands: dict[str, str] = {}
     figs, rows, strata_rows = [], [], []
     for sig in SIGNAL_ORDER:
@@ -83,6 +85,10 @@ def stage_signals(ctx: StageContext) -> dict:
         try:
             res = run_correlate(sig, encoder=enc, model=ctx.config.model, n=n, seed=seed, n_boot=s.n_boot,
                                 n_perm=s.n_perm, progress=True, device=ctx.config.device)
+        except DataMissing as exc:
+            unavailable[sig] = missing_reason({exc.dataset: missing_entry(exc)})
+            missing[sig] = {"dataset": exc.dataset, **missing_entry(exc)}
+            continue
         except (NormscopeError, FileNotFoundError, LookupError) as exc:
             unavailable[sig] = f"{type(exc).__name__}: {exc}".splitlines()[0]
             continue
@@ -101,7 +107,10 @@ def stage_signals(ctx: StageContext) -> dict:
                                 ci_text(p.get("ci")), ", ".join(p.get("controls") or []), st["norm_length_spearman"],
                                 st["mean_length"], st["mean_covariate"]])
     if not results:
-        raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
+        raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()),
+                               missing={m["dataset"]: {"title": m["title"], "cause": m["cause"],
+                                                       "claims": [g for g, x in missing.items() if x["dataset"] == m["dataset"]]}
+                                        for m in missing.values()})
     notes = [f"{k}: not available ({v})" for k, v in unavailable.items()]
     for sig, r in results.items():
         notes += [f"{sig}: {x}" for x in r.get("notes") or []]
@@ -136,7 +145,7 @@ def stage_signals(ctx: StageContext) -> dict:
             "command": " ; ".join(commands.values()),
             "sizes": sizes,
             "result": results,
-            "derived": {"unavailable": unavailable, "commands": commands},
+            "derived": {"unavailable": unavailable, "missing": missing, "commands": commands},
             "key_numbers": key_numbers,
             "tables": tables,
             "figures": figs,

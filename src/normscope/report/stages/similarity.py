@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
-from normscope.report.context import StageContext, StageUnavailable
+from normscope.report.context import StageContext
 from normscope.report.stages._common import ci_text
 
 __all__ = ["stage_similarity", "similarity_claim"]
@@ -51,7 +51,9 @@ def stage_similarity(ctx: StageContext) -> dict:
     try:
         path = data_path("simlex-999")  # --data / shared copy, else fetched; offline: names the fetch command
     except DataError as exc:
-        raise StageUnavailable(str(exc)) from None
+        from normscope.report.missing import data_unavailable
+
+        raise data_unavailable([exc]) from None
     s, seed = ctx.sizes, ctx.config.seed
     res = run_similarity(path, encoder=ctx.encoder(), seed=seed, n_boot=s.n_boot, progress=True)
     r = res.to_dict()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
-from normscope.report.context import StageContext, StageUnavailable
+from normscope.report.context import StageContext
 from normscope.report.stages._common import ci_text, sig3
 
 __all__ = ["stage_transformer", "transformer_claim", "OPTIMIZERS"]
@@ -79,7 +79,9 @@ def stage_transformer(ctx: StageContext) -> dict:
                 probe_items=s.transformer_probe_items, probe_batches=s.transformer_probe_batches, seed=seed,
                 device=ctx.config.device, precision=ctx.config.precision, checkpoint=ck_dir / f"{opt}.ckpt", n_boot=s.n_boot, progress=True)
         except DataError as exc:
-            raise StageUnavailable(f"WordNet pairs unavailable: {exc}") from None
+            from normscope.report.missing import data_unavailable
+
+            raise data_unavailable([exc], "its WordNet (term, gloss) pairs") from None
         results.append(res)
     sgd = results[0]
     figs = []
