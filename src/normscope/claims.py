@@ -399,7 +399,7 @@ def size_verdict(ci: Sequence[float] | None, size: Size, sign: int | None = None
         return "undetermined", "no 95% CI to compare with the claimed size"
     lo, hi = float(ci[0]), float(ci[1])
     txt = f"the 95% CI {_ci_text((lo, hi), size)}"
-    claimed = f"the claimed {size.text()}"
+    claimed = _claimed(size)
     if size.kind == "at_most":
         if hi <= size.high:
             return "consistent", f"{txt} lies within {claimed}"
@@ -419,6 +419,11 @@ def size_verdict(ci: Sequence[float] | None, size: Size, sign: int | None = None
     if lo > b:
         return ("smaller" if neg else "larger"), f"{txt} lies wholly {'on the zero side of' if neg else 'above'} {claimed}"
     return "consistent", f"{txt} meets {claimed}"
+
+
+def _claimed(size: Size) -> str:
+    """``the claimed size (+1.2 to +2.3 %)`` / ``the claimed bound (at most 0.001)``."""
+    return f"the claimed {'bound' if size.kind in ('at_most', 'at_least') else 'size'} ({size.text()})"
 
 
 def _contradicts(size: Size, s: str) -> bool:
@@ -476,14 +481,15 @@ def _short(verdict: str, direction: str, size_v: str, claim: Claim, gate: Gate |
         if direction == "refuted":
             return "the CI excludes 0 on the side opposite to the claim"
         if size.kind == "at_most":
-            return f"the whole CI lies above the claimed {size.text()}"
+            return f"the whole CI lies above {_claimed(size)}"
         if size.kind == "at_least":
-            return f"the whole CI lies below the claimed {size.text()}"
-        zero = " (even though it includes 0)" if direction == "inconclusive" else ""
-        return f"the CI lies wholly below the claimed {size.text()}{zero}"
+            return f"the whole CI lies below {_claimed(size)}"
+        zero = ", even though it includes 0" if direction == "inconclusive" else ""
+        side = "on the zero side of" if (claim.sign or 0) < 0 else "below"
+        return f"the CI lies wholly {side} {_claimed(size)}{zero}"
     if verdict == "reproduced":
         if direction == "no direction claimed":
-            return f"the whole CI lies within the claimed {size.text()}"
+            return f"the whole CI lies within {_claimed(size)}"
         tail = {"consistent": " and meets the claimed size", "larger": ", larger than the claimed size",
                 "undetermined": "; its size is undetermined", "no size claimed": ""}.get(size_v, "")
         return ("the CI excludes 0" if claim.sign == 0 else "the CI excludes 0 on the claimed side") + tail
@@ -492,7 +498,7 @@ def _short(verdict: str, direction: str, size_v: str, claim: Claim, gate: Gate |
     if direction == "inconclusive":
         return "the CI includes 0" + (" and meets the claimed size" if size_v == "consistent" else "")
     if size_v == "undetermined":
-        return f"the CI straddles the claimed {size.text()}"
+        return f"the CI straddles {_claimed(size)}"
     return "the data cannot decide"
 
 
@@ -538,7 +544,9 @@ def judge(claim: Claim | str, estimate, ci: Sequence[float] | None, *, p: float 
     why = []
     if gate is not None and not gate.passed:
         why.append(f"not decided: {gate.reason}" + (f"; would decide it: {gate.needs}" if gate.needs else ""))
-    why += [f"direction {d}: {d_why}", f"size {s}: {s_why}" + (f" ({c.size.basis})" if c.size.basis else "")]
+    why.append("direction: none claimed" if d == "no direction claimed" else f"direction {d}: {d_why}")
+    why.append("size: none claimed" if s == "no size claimed" else
+               f"size {s}: {s_why}" + (f" ({c.size.basis})" if c.size.basis else ""))
     if conditions_met is False:
         why.append("a condition of the reproduction fails (see below)")
     return {"verdict": v, "direction": d, "size": s, "reason": _short(v, d, s, c, gate, conditions_met),
@@ -547,7 +555,8 @@ def judge(claim: Claim | str, estimate, ci: Sequence[float] | None, *, p: float 
 
 def claim_row(key: str, *, measured, ci: Sequence[float] | None, judged: dict, section: str | None = None,
               n: int | None = None, what: str = "", statistic: str | None = None, details: Mapping | None = None,
-              note: str = "", tested_on: str = "", beside: str = "", needs: str = "") -> dict:
+              note: str = "", tested_on: str = "", beside: str = "", needs: str = "", percent: bool | None = None
+              ) -> dict:
     """One scorecard row (a JSON object of ``claims`` in ``summary.json`` and in a command's ``--json``).
 
     Parameters
@@ -579,12 +588,15 @@ def claim_row(key: str, *, measured, ci: Sequence[float] | None, judged: dict, s
         A figure shown beside ``measured`` (e.g. the raw correlation next to the R-free one).
     needs : str
         What would decide the claim when this run cannot.
+    percent : bool, optional
+        ``measured`` and ``ci`` are fractions to show as percentages (default: when the claimed size is
+        in percent).
 
     Returns
     -------
     dict
-        Keys ``key, claim, paper, claimed_size, tested_on, measured, ci, beside, verdict, direction,
-        size, reason, why, needs, section, n, what, statistic, details``.
+        Keys ``key, claim, paper, claimed_size, tested_on, measured, ci, percent, beside, verdict,
+        direction, size, reason, why, needs, section, n, what, statistic, details``.
 
     Raises
     ------
@@ -599,7 +611,8 @@ def claim_row(key: str, *, measured, ci: Sequence[float] | None, judged: dict, s
     why = judged["why"] + (f"; {note}" if note else "")
     return {"key": key, "claim": c.claim, "paper": c.paper, "claimed_size": c.size.text(), "tested_on": tested_on,
             "measured": float(measured) if _finite(measured) else None,
-            "ci": [float(ci[0]), float(ci[1])] if _ci_ok(ci) else None, "beside": beside,
+            "ci": [float(ci[0]), float(ci[1])] if _ci_ok(ci) else None,
+            "percent": bool(c.size.percent if percent is None else percent), "beside": beside,
             "verdict": judged["verdict"], "direction": judged["direction"], "size": judged["size"],
             "reason": judged["reason"], "why": why, "needs": needs, "section": section or c.section, "n": n,
             "what": what, "statistic": statistic, "details": dict(details or {})}

@@ -109,8 +109,8 @@ def print_summary(result, console: Console) -> None:
 
 def print_multi_summary(result, console: Console) -> None:
     """The scorecard of a side-by-side report: one row per claim, one column per model (figure [CI] verdict)."""
-    from normscope.report.claims import CLAIMS
-    from normscope.report.text import fmt, fmt_duration
+    from normscope.claims import CLAIMS
+    from normscope.report.text import fmt_duration
 
     s = result.summary
     models = s["report"]["models"]
@@ -119,18 +119,16 @@ def print_multi_summary(result, console: Console) -> None:
     table.add_column("claim")
     for m in models:
         table.add_column(m)
-    for key, (claim, _) in CLAIMS.items():
+    for key, claim in CLAIMS.items():
         cells = []
         for m in models:
             r = next((c for c in (s["claims"].get(m) or []) if c["key"] == key), None)
             if r is None:
                 cells.append("model failed" if m in result.errors else "not run")
                 continue
-            fig = "" if r.get("measured") is None else fmt(r["measured"])
-            if r.get("ci"):
-                fig += f" [{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]"
-            cells.append(f"{fig} {r['verdict']}".strip())
-        table.add_row(claim, *cells)
+            fig = "" if r.get("measured") is None else figure_text(r)
+            cells.append(f"{fig} {r['verdict']}".strip() + (f"\n[dim]{r['reason']}[/]" if r.get("reason") else ""))
+        table.add_row(claim.claim, *cells)
     console.print(table)
     for m, e in result.errors.items():
         console.print(f"[red]{m}[/]: {e}")
@@ -139,23 +137,37 @@ def print_multi_summary(result, console: Console) -> None:
 
 
 def print_claims(claims: list[dict], console: Console) -> None:
-    """The claims scorecard as a table: claim, paper, normscope's figure with its CI, verdict and why."""
-    from normscope.report.text import fmt
+    """The claims scorecard, one line per claim: claim, the paper's figure, this run's figure [95% CI], verdict
+    (direction / size beneath) and a one-line reason; the full reasoning is in summary.json and on the page."""
+    from normscope.claims import HEADLINE_RULE
 
     if not claims:
         return
     table = Table(title="claims scorecard (verdicts computed from this run's figures and CIs)", show_lines=False)
-    for col in ("claim", "paper", "this run: statistic", "[95% CI]", "verdict", "why"):
+    for col in ("claim", "paper", "this run: statistic [95% CI]", "verdict", "reason"):
         table.add_column(col)
     colour = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow"}
     for c in claims:
-        fig = "n/a" if c.get("measured") is None else fmt(c["measured"])
-        stat = _lead(str(c.get("what") or ""))  # e.g. "Pearson r(R, heat Σ²) over the probe items"
-        ci = f"[{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]" if c.get("ci") else ""
         v = c.get("verdict", "")
-        table.add_row(c.get("claim", ""), c.get("paper", ""), f"{stat}: {fig}" if stat else fig, ci,
-                      f"[{colour.get(v, 'dim')}]{v}[/]", str(c.get("why", "")))
+        sub = f"\n[dim]direction {c.get('direction')}, size {c.get('size')}[/]" if c.get("direction") else ""
+        stat = _lead(str(c.get("what") or ""))  # e.g. "Pearson r(R, D~) over the probe items"
+        fig = figure_text(c)
+        table.add_row(c.get("claim", ""), c.get("paper", ""), f"{stat}: {fig}" if stat and fig != "n/a" else fig,
+                      f"[{colour.get(v, 'dim')}]{v}[/]{sub}",
+                      str(c.get("reason") or c.get("why") or ""))
     console.print(table)
+    console.print(f"[dim]{HEADLINE_RULE}[/]", soft_wrap=True)
+
+
+def figure_text(c: dict) -> str:
+    """This run's figure of a scorecard row with its CI (percentages for claims sized in %), or n/a."""
+    from normscope.report.text import fmt
+
+    if c.get("measured") is None:
+        return "n/a"
+    f = (lambda x: f"{100 * x:+.2f} %") if c.get("percent") else fmt
+    ci = f" [{f(c['ci'][0])}, {f(c['ci'][1])}]" if c.get("ci") else ""
+    return f"{f(c['measured'])}{ci}"
 
 
 def _lead(text: str) -> str:

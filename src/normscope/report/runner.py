@@ -56,7 +56,7 @@ __all__ = ["ReportResult", "run_report", "assemble_summary", "stage_settings", "
            "check_record", "STAGE_VERSION"]
 
 #: Bump when a stage's computation or record layout changes: invalidates cached records.
-STAGE_VERSION = 3
+STAGE_VERSION = 4
 
 
 # ---------------------------------------------------------------------------------------------
@@ -432,5 +432,5 @@ def assemble_summary(config: ReportConfig, records: dict[str, dict]) -> dict:
             entry.setdefault("status", "ok")
             summary[sec] = entry
             sections[sec] = s
-    summary["claims"] = gather_claims(sections)
+    summary["claims"] = gather_claims(sections, model=config.model)
     return summary

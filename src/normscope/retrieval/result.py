@@ -73,6 +73,8 @@ class RetrievalResult(StageResult):
     calibration: dict = summary_field("calibration of the cosine top-1")
     calibration_info: dict = summary_field("calibration set-up")
     doc_norm_range: list = summary_field("document norm range", unit="||z||")
+    #: The scorecard rows this run feeds (:func:`normscope.retrieval.claims.retrieval_claims`).
+    claims: list = summary_field("claims scorecard rows", default_factory=list)
     items: Any = None
     per_query: Any = None
     doc_titles: dict = dataclasses.field(default_factory=dict)
