@@ -619,16 +619,16 @@ def claim_row(key: str, *, measured, ci: Sequence[float] | None, judged: dict, s
 
 
 def not_testable_row(key: str, reason: str, *, section: str | None = None, what: str = "", needs: str = "",
-                     verdict: str = "not testable here", tested_on: str = "") -> dict:
+                     verdict: str = "not testable here", tested_on: str = "", note: str = "") -> dict:
     """A row whose claim this run cannot judge: ``reason`` says why, ``needs`` (default the claim's
-    ``how_to_test``) what would test it."""
+    ``how_to_test``) what would test it; ``verdict`` may be ``"not decided at this size"``."""
     c = CLAIMS[key]
     needs = needs or c.how_to_test
     judged = {"verdict": verdict, "direction": "not tested", "size": "undetermined" if c.size.kind != "none"
               else "no size claimed", "reason": reason,
               "why": reason + (f"; would test it: {needs}" if needs else "")}
     return claim_row(key, measured=None, ci=None, judged=judged, section=section, what=what, needs=needs,
-                     tested_on=tested_on)
+                     tested_on=tested_on, note=note)
 
 
 #: Names of the paper's models as they appear in model ids.

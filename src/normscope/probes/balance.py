@@ -54,7 +54,9 @@ def balance_statistics(q: dict) -> np.ndarray:
         disp = np.where(c > 0, np.mean(np.abs(qq / np.where(c_col > 0, c_col, np.nan) - 1.0), axis=-1), np.nan)
         neg = np.mean(qq < 0, axis=-1)
         rel = np.abs(np.asarray(q["r_eq_cfit"], dtype=float) - r) / r
-        err = np.nanmean(np.where(np.isfinite(rel), rel, np.nan), axis=-1)
+        fin = np.isfinite(rel)
+        cnt = fin.sum(axis=-1)
+        err = np.where(cnt > 0, np.where(fin, rel, 0.0).sum(axis=-1) / np.maximum(cnt, 1), np.nan)
         r2 = r * r
         rho_h = np.asarray(q["heat"], dtype=float) / (2.0 * r2 * r2)
         rho_d = np.asarray(q["drift"], dtype=float) / r2

@@ -124,9 +124,12 @@ def _balance_row(summary: dict, design: Gate, opt: str, adam_note: str, tested: 
     if not b:
         return not_testable_row("req_predicts_norm", "the probe summary has no balance test (an older probe)", what=what)
     if b.get("c_fit") is None or b["c_fit"] <= 0:
-        return not_testable_row(
-            "req_predicts_norm", f"the median implied decay q is {fmt_value(b.get('c_fit'))}, not positive: no single "
-            "positive decay balances the median item, so Theorem 1 predicts no finite norm", what=what, tested_on=tested)
+        why = (f"the median implied decay q is {fmt_value(b.get('c_fit'))}, not positive: no single positive decay "
+               "balances the median item, so Theorem 1 predicts no finite norm")
+        if not design.passed:
+            return not_testable_row("req_predicts_norm", design.reason, what=what, tested_on=tested, needs=design.needs,
+                                    verdict=design.verdict, note=why)
+        return not_testable_row("req_predicts_norm", why, what=what, tested_on=tested)
     n_perm = int(b.get("n_perm") or 0)
     pb, pa = (b.get("p_below") or {}).get("dispersion"), (b.get("p_above") or {}).get("dispersion")
     direction = permutation_direction(pb, pa, n_perm, f"the dispersion {fmt_value(st.get('dispersion'))}")
