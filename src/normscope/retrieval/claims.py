@@ -59,6 +59,11 @@ def gain_claim(summary: dict) -> dict:
     if not r:
         return not_testable_row("similarity_gain", f"the {CLAIM_SCORER} scorer was not run", what=_GAIN_WHAT)
     j = judge("similarity_gain", r.get("relative"), r.get("relative_ci"), p=r.get("p_value"))
+    rows = ((summary.get("strata") or {}).get("scorers") or {}).get(CLAIM_SCORER) or []
+    sig = [x for x in rows if x.get("p_holm") is not None and x["p_holm"] < 0.05]
+    strata = (f"pre-specified strata: {len(sig)} of {len(rows)} differ from cosine at Holm-adjusted p < 0.05"
+              + (" (" + ", ".join(f"{x['stratifier']} Q{x['quartile']} {_pct(x.get('relative'))}" for x in sig) + ")"
+                 if sig else "") if rows else "strata not computed")
     p = r.get("param")
     param = (f"\u03b1 per fold {', '.join(fmt_value(x) for x in p)}" if isinstance(p, list)
              else f"\u03b1 = {fmt_value(p)}")
@@ -70,7 +75,8 @@ def gain_claim(summary: dict) -> dict:
                      details={"parameter": param, "nDCG@10 (scorer)": r.get("ndcg@10"),
                               "nDCG@10 (cosine)": ((summary.get("scorers") or {}).get("cosine") or {}).get("ndcg@10"),
                               "delta nDCG@10": r.get("delta"), "delta 95% CI": r.get("delta_ci"),
-                              "p (paired t)": r.get("p_value"), "p (randomisation)": r.get("p_value_randomization")})
+                              "p (paired t)": r.get("p_value"), "p (randomisation)": r.get("p_value_randomization")},
+                     note=strata)
 
 
 def high_frequency_claim(summary: dict) -> dict:
@@ -141,7 +147,7 @@ def retrieval_claims(summary: dict) -> list[dict]:
     """The rows a retrieval run feeds: ``similarity_gain``, ``gain_high_frequency``, ``gain_low_quality``,
     ``calibration_discrimination``, ``calibration_incremental`` (in that order)."""
     return [gain_claim(summary), high_frequency_claim(summary),
-            not_testable_row("gain_low_quality", f"{summary.get('dataset_name')} has no per-item quality label"),
+            not_testable_row("gain_low_quality", "the dataset has no per-item quality label", tested_on=_tested(summary)),
             discrimination_claim(summary), incremental_claim(summary)]
 
 
