@@ -183,6 +183,9 @@ def retrieval(
     write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p)},
                   options={out: "-o/--out", json_path: "--json"})
     print_result(res, Console(width=max(Console().width, 160)), err)
+    from normscope.cli._outputs import print_claim_lines
+
+    print_claim_lines(res.claims, err)
     written = [str(p) for p in (json_path, out) if p is not None]
     if written:
         err.print("wrote " + ", ".join(written), soft_wrap=True, markup=False)
