@@ -1,7 +1,7 @@
 """Scorecard rows of the training labs' claims (verdict rules: :mod:`normscope.claims`).
 
 - ``theorem1_lab``: mean |R_eq - R| / R of a free-table or MLP lab run against the 5 % gate
-  (docs/theory.md 7A), with a bootstrap CI over items; the row names what ran (a free table
+  (the gate of docs/theory.md section 7), with a bootstrap CI over items; the row names what ran (a free table
   satisfies the theorem's assumptions A1-A3 by construction, so it checks the balance and its
   estimator, not a network).
 - ``optimizer_momentum`` / ``optimizer_adamw``: the limits of the SGD form, from lab runs with
@@ -58,7 +58,7 @@ def lab_claim(res, *, n_boot: int, seed: int) -> dict:
     """Row ``theorem1_lab`` from a free-table or MLP :class:`LabResult` (SGD).
 
     The statistic is the mean |relative error| of R_eq with a percentile bootstrap CI over items;
-    the size is the 7A gate's 0.05 (``reproduced`` when the whole CI is within it, ``refuted`` when
+    the size is the gate's 0.05 (docs/theory.md section 7) (``reproduced`` when the whole CI is within it, ``refuted`` when
     the whole CI exceeds it); the gate's other parts (|median| <= 0.02, Pearson >= 0.95) must hold
     for ``reproduced``.
     """

@@ -9,7 +9,7 @@ Pure functions of :meth:`ProbeResult.to_dict` (``normscope probe --json``); the 
   includes 0 the row is *not decided*: the raw correlation may be only the R^2 inside heat.
 - ``corr_norm_drift``: Pearson r(R, D~) against the paper's -0.58.
 - ``req_predicts_norm``: the theorem's own requirement, q(x) = c for every item
-  (:mod:`normscope.probes.balance`): the dispersion mean |q/c_fit - 1| against a permutation null
+  (:mod:`normscope.probes.balance`): the dispersion mean |q/c - 1| (c = median q) against a permutation null
   (direction) and against 0.20 (size). The rank correlation of R_eq with R is shown in the
   details, not judged: when heat is a negligible share of the balance it ranks items as drift does
   and is the drift row's statistic again.
@@ -157,9 +157,9 @@ def _balance_row(summary: dict, design: Gate, opt: str, adam_note: str, tested: 
     return claim_row(
         "req_predicts_norm", measured=st.get("dispersion"), ci=ci.get("dispersion"), judged=j, n=b.get("n_items"),
         tested_on=tested, needs=design.needs if not design.passed else "",
-        statistic="probe: mean |q/c_fit - 1| vs permutation null", what=what,
+        statistic="probe: mean |q/c - 1| (c = median q) vs permutation null", what=what,
         beside=f"permutation null mean {fmt_value((null.get('dispersion') or {}).get('mean'))}",
-        details={"c_fit (median q, per step)": b.get("c_fit"), "heat share of the balance (median)": share,
+        details={"c = median q (per step)": b.get("c_fit"), "heat share of the balance (median)": share,
                  "share of items with q < 0": st.get("share_negative_q"),
                  "mean |R_eq - R| / R": st.get("mean_abs_rel_error"),
                  "Spearman rho(R_eq, R) (not judged here)": req.get("spearman"),

@@ -45,6 +45,7 @@ _CSS = r"""<style>
  .status-failed { background: #f8e0e0; color: #8a1c1c; }
  table { max-width: 100%; }
  td, th { overflow-wrap: anywhere; }
+ td.num { overflow-wrap: normal; }
  table.claims { table-layout: fixed; width: 100%; }
  table.claims td { font-size: 0.95em; }
  details summary { cursor: pointer; }
@@ -94,7 +95,7 @@ numbers on this model and data, for the claim's direction and for its size; none
 <tr><th>claim</th><th>paper</th><th>this run [95% CI]</th><th>verdict</th><th>reason</th></tr>
 {% for c in summary.get('claims') or [] %}<tr class="verdict-{{ c.verdict|replace(' ', '-') }}"><td>{{ c.claim }}</td><td>{{ c.paper }}</td>
 <td class="num">{{ figure(c) }}{% if c.beside %}<br><span class="meta">{{ c.beside }}</span>{% endif %}</td>
-<td><b>{{ c.verdict }}</b>{% if c.direction %}<br><span class="meta">direction: {{ c.direction }}<br>size: {{ c.size }}</span>{% endif %}</td>
+<td><b>{{ c.verdict }}</b>{% if c.measured is not none and c.direction %}<br><span class="meta">direction: {{ c.direction|replace('no direction claimed', 'none claimed') }}; size: {{ c.size|replace('no size claimed', 'none claimed') }}</span>{% endif %}</td>
 <td><details><summary>{{ c.reason or c.why }}</summary><div class="more">
 <p>{{ c.why }}</p>
 {% if c.needs %}<p><b>Would decide it:</b> {{ c.needs }}</p>{% endif %}
