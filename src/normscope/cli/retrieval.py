@@ -59,10 +59,14 @@ def _scorer_table(res) -> Table:
     t.add_column("fitted?")
     for c in [SCORER_LABELS[k] for k in keys]:
         t.add_column(c)
+    from normscope.stats import p_text
+
+    n_perm = int((res.significance or {}).get("n_permutations") or 0)
     for name, r in res.scorers.items():
         t.add_row(name, _param_text(r), _fitted_text(r), _f(r["ndcg@10"]), _f(r["mrr@10"]), _f(r["recall@100"]), _f(r["delta"]),
                   _ci(r["delta_ci"], ".4f"), "-" if r["relative"] is None else f"{100 * r['relative']:+.2f} %",
-                  fmt_p(r["p_value"]), fmt_p(r["p_value_randomization"]))
+                  fmt_p(r["p_value"]), "-" if r["p_value_randomization"] is None
+                  else p_text(r["p_value_randomization"], n_perm).removeprefix("p = "))
     return t
 
 

@@ -46,6 +46,9 @@ def measure_cost(res, encoder, summary: dict) -> tuple[dict | None, str]:
 
 
 def _scorer_rows(summary: dict) -> list:
+    from normscope.stats import p_text
+
+    n_perm = int((summary.get("significance") or {}).get("n_permutations") or 0)
     rows = []
     for name, r in summary["scorers"].items():
         p = r.get("param")
@@ -59,7 +62,7 @@ def _scorer_rows(summary: dict) -> list:
         rows.append([name, r.get("param_name") or "none", value, fitted, r.get("ndcg@10"), r.get("mrr@10"),
                      r.get("recall@100"), r.get("delta"), ci_text(r.get("delta_ci")),
                      None if r.get("relative") is None else pct(r["relative"]), r.get("p_value"),
-                     r.get("p_value_randomization")])
+                     None if r.get("p_value_randomization") is None else p_text(r["p_value_randomization"], n_perm)])
     return rows
 
 
