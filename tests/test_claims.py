@@ -242,6 +242,7 @@ def test_lab_rows(rng):
     boot = np.abs(rel)[np.random.default_rng(0).integers(0, 256, size=(500, 256))].mean(axis=1)
     assert row["ci"] == pytest.approx(list(np.percentile(boot, [2.5, 97.5])), abs=1e-12)
     assert row["verdict"] == "reproduced" and "free embedding table" in row["tested_on"]
+    assert row["beside"] == "ran: free embedding table, sgd"
     assert lab_claim(_lab(rel, pearson=0.5), n_boot=200, seed=0)["verdict"] == "inconclusive"
     mom = optimizer_claim(_lab(rel, optimizer="momentum", unc=-0.68 + rel), n_boot=200, seed=0)
     assert mom["key"] == "optimizer_momentum" and mom["verdict"] == "reproduced" and mom["measured"] > 0.6

@@ -23,8 +23,10 @@ import numpy as np
 
 from normscope.claims import Gate, claim_row, fmt_value, judge, not_testable_row
 
-__all__ = ["lab_claim", "optimizer_claim", "transformer_claim", "ENCODER_NAMES"]
+__all__ = ["lab_claim", "optimizer_claim", "transformer_claim", "ENCODER_NAMES", "SHORT_NAMES"]
 
+#: Short names of the lab encoders (shown beside the row's figure: what actually ran).
+SHORT_NAMES = {"table": "free embedding table", "mlp": "two-tower MLP"}
 #: What each lab encoder is, for the row's "tested on".
 ENCODER_NAMES = {
     "table": "a free embedding table (k = 1): the theorem's assumptions A1-A3 hold by construction, so this checks "
@@ -47,6 +49,10 @@ def _boot_mean(v: np.ndarray, n_boot: int, seed: int) -> list[float] | None:
     rng = np.random.default_rng(seed)
     boot = v[rng.integers(0, v.size, size=(n_boot, v.size))].mean(axis=1)
     return [float(x) for x in np.percentile(boot, [2.5, 97.5])]
+
+
+def _ran(res) -> str:
+    return f"ran: {SHORT_NAMES.get(res.encoder, res.encoder)}, {res.optimizer}"
 
 
 def _tested_on(res) -> str:
@@ -73,6 +79,7 @@ def lab_claim(res, *, n_boot: int, seed: int) -> dict:
     j = judge("theorem1_lab", res.mean_abs_rel_error, ci, conditions_met=others)
     return claim_row(
         "theorem1_lab", measured=res.mean_abs_rel_error, ci=ci, judged=j, n=int(rel.size), tested_on=_tested_on(res),
+        beside=_ran(res),
         statistic=f"lab {res.encoder}/{res.optimizer}: mean |rel. error|", what=what + f" ({n_boot} resamples)",
         details={"median relative error (gate |.| <= 0.02)": res.median_rel_error,
                  "Pearson r(R_eq, R) (gate >= 0.95)": res.pearson, "gate passed": bool(gate.get("passed"))},
@@ -105,6 +112,7 @@ def optimizer_claim(res, *, n_boot: int, seed: int) -> dict:
         note = (f"with the (E12) correction the error is {fmt_value(res.mean_abs_rel_error)} (gate "
                 f"{'passed' if (res.gate or {}).get('passed') else 'not passed'})")
     return claim_row(key, measured=float(rel.mean()), ci=ci, judged=j, n=int(rel.size), tested_on=_tested_on(res),
+                     beside=_ran(res),
                      statistic=f"lab {res.encoder}/{res.optimizer}: mean |rel. error| of the SGD formula", what=what,
                      details=details, note=note)
 
