@@ -21,7 +21,7 @@ def _summary(rel, rel_ci, strata_p=(0.5,) * 12):
 def test_similarity_gain_claim_verdicts():
     up = similarity_gain_claim(_summary(0.02, [0.012, 0.03], strata_p=(0.01,) + (0.6,) * 11))
     assert up["verdict"] == "reproduced" and up["measured"] == 0.02 and up["n"] == 300 and up["size"] == "consistent"
-    assert "+2.00 %" in up["beside"] and "1 of 12 differ" in up["why"] and "query_zipf Q1 +3.00 %" in up["why"]
+    assert up["beside"] == "paired t p = 0.01" and "1 of 12 differ" in up["why"] and "query_zipf Q1 +3.00 %" in up["why"]
     flat = similarity_gain_claim(_summary(0.0017, [-0.0047, 0.0088]))  # SciFact: includes 0, below the claimed range
     assert (flat["verdict"], flat["direction"], flat["size"]) == ("refuted", "inconclusive", "smaller")
     assert "includes 0" in flat["why"] and "0 of 12" in flat["why"]

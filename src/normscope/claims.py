@@ -246,7 +246,7 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           "low-quality samples", +1, _GAIN, "retrieval",
           how_to_test="items with a quality label (e.g. degraded images, noisy or machine-translated text) and the "
                       "same stratified paired test as the high-frequency row; none of this run's datasets has one"),
-    Claim("similarity_pairs", "Norm-aware similarity gains on human-rated word pairs (SimLex-999)", "+1.2 to +2.3 %",
+    Claim("similarity_pairs", "Norm-aware similarity gains on human-rated pairs", "+1.2 to +2.3 %",
           +1, _GAIN, "similarity"),
     Claim("calibration_discrimination", "The norm is a free calibration signal: it tells right from wrong results",
           "no figure", +1, Size(), "calibration"),
@@ -554,8 +554,8 @@ def judge(claim: Claim | str, estimate, ci: Sequence[float] | None, *, p: float 
 
 def claim_row(key: str, *, measured, ci: Sequence[float] | None, judged: dict, section: str | None = None,
               n: int | None = None, what: str = "", statistic: str | None = None, details: Mapping | None = None,
-              note: str = "", tested_on: str = "", beside: str = "", needs: str = "", percent: bool | None = None
-              ) -> dict:
+              note: str = "", tested_on: str = "", beside: str = "", needs: str = "", percent: bool | None = None,
+              label: str = "") -> dict:
     """One scorecard row (a JSON object of ``claims`` in ``summary.json`` and in a command's ``--json``).
 
     Parameters
@@ -590,12 +590,14 @@ def claim_row(key: str, *, measured, ci: Sequence[float] | None, judged: dict, s
     percent : bool, optional
         ``measured`` and ``ci`` are fractions to show as percentages (default: when the claimed size is
         in percent).
+    label : str
+        The statistic's short name, shown above the figure (e.g. ``"Pearson r(R, D~)"``).
 
     Returns
     -------
     dict
-        Keys ``key, claim, paper, claimed_size, tested_on, measured, ci, percent, beside, verdict,
-        direction, size, reason, why, needs, section, n, what, statistic, details``.
+        Keys ``key, claim, paper, claimed_size, tested_on, label, measured, ci, percent, beside,
+        verdict, direction, size, reason, why, needs, section, n, what, statistic, details``.
 
     Raises
     ------
@@ -609,7 +611,7 @@ def claim_row(key: str, *, measured, ci: Sequence[float] | None, judged: dict, s
         raise ValueError(f"unknown verdict {judged['verdict']!r}")
     why = judged["why"] + (f"; {note}" if note else "")
     return {"key": key, "claim": c.claim, "paper": c.paper, "claimed_size": c.size.text(), "tested_on": tested_on,
-            "measured": float(measured) if _finite(measured) else None,
+            "label": label, "measured": float(measured) if _finite(measured) else None,
             "ci": [float(ci[0]), float(ci[1])] if _ci_ok(ci) else None,
             "percent": bool(c.size.percent if percent is None else percent), "beside": beside,
             "verdict": judged["verdict"], "direction": judged["direction"], "size": judged["size"],

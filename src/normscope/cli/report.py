@@ -150,7 +150,7 @@ def print_claims(claims: list[dict], console: Console) -> None:
     for c in claims:
         v = c.get("verdict", "")
         sub = f"\n[dim]direction {c.get('direction')}, size {c.get('size')}[/]" if c.get("direction") else ""
-        stat = _lead(str(c.get("what") or ""))  # e.g. "Pearson r(R, D~) over the probe items"
+        stat = c.get("label") or _lead(str(c.get("what") or ""))  # e.g. "Pearson r(R, D~)"
         fig = figure_text(c)
         table.add_row(c.get("claim", ""), c.get("paper", ""), f"{stat}: {fig}" if stat and fig != "n/a" else fig,
                       f"[{colour.get(v, 'dim')}]{v}[/]{sub}",

@@ -79,7 +79,7 @@ def lab_claim(res, *, n_boot: int, seed: int) -> dict:
     j = judge("theorem1_lab", res.mean_abs_rel_error, ci, conditions_met=others)
     return claim_row(
         "theorem1_lab", measured=res.mean_abs_rel_error, ci=ci, judged=j, n=int(rel.size), tested_on=_tested_on(res),
-        beside=_ran(res),
+        beside=_ran(res), label="mean |R_eq \u2212 R| / R",
         statistic=f"lab {res.encoder}/{res.optimizer}: mean |rel. error|", what=what + f" ({n_boot} resamples)",
         details={"median relative error (gate |.| <= 0.02)": res.median_rel_error,
                  "Pearson r(R_eq, R) (gate >= 0.95)": res.pearson, "gate passed": bool(gate.get("passed"))},
@@ -112,7 +112,7 @@ def optimizer_claim(res, *, n_boot: int, seed: int) -> dict:
         note = (f"with the (E12) correction the error is {fmt_value(res.mean_abs_rel_error)} (gate "
                 f"{'passed' if (res.gate or {}).get('passed') else 'not passed'})")
     return claim_row(key, measured=float(rel.mean()), ci=ci, judged=j, n=int(rel.size), tested_on=_tested_on(res),
-                     beside=_ran(res),
+                     beside=_ran(res), label="mean |R_eq \u2212 R| / R, SGD formula",
                      statistic=f"lab {res.encoder}/{res.optimizer}: mean |rel. error| of the SGD formula", what=what,
                      details=details, note=note)
 
@@ -165,6 +165,7 @@ def transformer_claim(res) -> dict:
     if None not in (r0, rt, req):
         notes.append(f"the median norm went from {r0:.4g} to {rt:.4g} against a median step-0 R_eq of {req:.4g}")
     return claim_row("theorem1_transformer", measured=rho, ci=ci, judged=j, n=m.get("n_partial"), tested_on=tested,
+                     label="partial Spearman \u03c1(R_eq, R_T | R_0)",
                      statistic="transformer lab: partial Spearman rho(R_eq0, R_T | R_0)", what=what,
                      needs=gate.needs if not gate.passed else "",
                      details={"relaxation time (steps)": relax, "long enough": r.get("long_enough"),

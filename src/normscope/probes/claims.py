@@ -88,9 +88,10 @@ def probe_claims(summary: dict) -> list[dict]:
         gate = Gate(False, "the R-free statistic's CI includes 0: the raw correlation may be only the R\u00b2 inside "
                            "heat", "an R-free CI that excludes 0 (more probe items and batches)")
     j = judge("corr_norm_heat", free.get("spearman"), fci, size_ci=hci, gate=gate)
-    raw = f"raw Pearson r(R, \u03a3\u00b2) {fmt_value(heat.get('pearson'), sign=True)} {_fmt_ci(hci)}"
+    raw = f"size from the raw Pearson r(R, \u03a3\u00b2) {fmt_value(heat.get('pearson'), sign=True)} {_fmt_ci(hci)}"
     rows.append(claim_row(
         "corr_norm_heat", measured=free.get("spearman"), ci=fci, judged=j, n=free.get("n"), beside=raw,
+        label="R-free Spearman \u03c1(R, E||a||\u00b2)",
         tested_on=tested, needs=gate.needs if not gate.passed else "",
         statistic="probe: Spearman rho(R, E||a||^2)",
         what=(f"direction: Spearman \u03c1(R, E||a||\u00b2), the R-free displacement (heat = R\u00b2 E||a||\u00b2 without "
@@ -105,6 +106,7 @@ def probe_claims(summary: dict) -> list[dict]:
     j = judge("corr_norm_drift", drift.get("pearson"), dci, gate=design)
     rows.append(claim_row(
         "corr_norm_drift", measured=drift.get("pearson"), ci=dci, judged=j, n=drift.get("n"), tested_on=tested,
+        label="Pearson r(R, D~)",
         needs=design.needs if not design.passed else "", statistic="probe: Pearson r(R, drift)",
         beside=f"Spearman {fmt_value(drift.get('spearman'), sign=True)} {_fmt_ci(_ci(drift, 'spearman'))}",
         what=f"Pearson r(R, D~) over the probe items (the paper does not name its coefficient); {_SRC}",
@@ -156,6 +158,7 @@ def _balance_row(summary: dict, design: Gate, opt: str, adam_note: str, tested: 
         notes.append(adam_note)
     return claim_row(
         "req_predicts_norm", measured=st.get("dispersion"), ci=ci.get("dispersion"), judged=j, n=b.get("n_items"),
+        label="mean |q/c \u2212 1|",
         tested_on=tested, needs=design.needs if not design.passed else "",
         statistic="probe: mean |q/c - 1| (c = median q) vs permutation null", what=what,
         beside=f"permutation null mean {fmt_value((null.get('dispersion') or {}).get('mean'))}",

@@ -43,10 +43,6 @@ def _pct(x) -> str:
     return "n/a" if x is None else f"{100 * x:+.2f} %"
 
 
-def _pct_ci(ci) -> str:
-    return "" if not ci or None in ci else f"[{100 * ci[0]:+.2f}, {100 * ci[1]:+.2f}] %"
-
-
 def _tested(summary: dict) -> str:
     n = (summary.get("n_queries") or {}).get("eval")
     return (f"{summary.get('model')}, {summary.get('dataset_name')} '{summary.get('split')}' ({n} queries), "
@@ -70,8 +66,7 @@ def gain_claim(summary: dict) -> dict:
     return claim_row("similarity_gain", measured=r.get("relative"), ci=r.get("relative_ci"), judged=j,
                      n=(summary.get("n_queries") or {}).get("eval"), what=_GAIN_WHAT, tested_on=_tested(summary),
                      statistic=f"retrieval: relative delta nDCG@10 {CLAIM_SCORER} ({summary.get('dataset_name')})",
-                     beside=f"{_pct(r.get('relative'))} {_pct_ci(r.get('relative_ci'))}; paired t p = "
-                            f"{fmt_value(r.get('p_value'))}",
+                     beside=f"paired t p = {fmt_value(r.get('p_value'))}", label="relative \u0394 nDCG@10",
                      details={"parameter": param, "nDCG@10 (scorer)": r.get("ndcg@10"),
                               "nDCG@10 (cosine)": ((summary.get("scorers") or {}).get("cosine") or {}).get("ndcg@10"),
                               "delta nDCG@10": r.get("delta"), "delta 95% CI": r.get("delta_ci"),
@@ -96,7 +91,8 @@ def high_frequency_claim(summary: dict) -> dict:
         "gain_high_frequency", measured=row["relative"], ci=row.get("relative_ci"), judged=j, n=row.get("n"),
         what=what, tested_on=_tested(summary) + f"; Zipf {fmt_value(row['range'][0])} to {fmt_value(row['range'][1])}",
         statistic=f"retrieval: relative delta nDCG@10 {CLAIM_SCORER}, {name} Q{q} ({summary.get('dataset_name')})",
-        beside=f"{_pct(row['relative'])} {_pct_ci(row.get('relative_ci'))}",
+        beside=f"{row.get('n')} queries, Zipf {fmt_value(row['range'][0])}-{fmt_value(row['range'][1])}",
+        label="relative \u0394 nDCG@10, top frequency quartile",
         details={"delta nDCG@10": row.get("mean_delta"), "delta 95% CI": row.get("mean_delta_ci"),
                  "p (randomisation, this stratum)": row.get("p"), "p (Holm over all strata)": row.get("p_holm")},
         note=("the claim names this stratum, so its own CI decides; over all 12 strata the Holm-adjusted p is "
@@ -117,7 +113,7 @@ def discrimination_claim(summary: dict) -> dict:
     return claim_row("calibration_discrimination", measured=a - 0.5, ci=[lo - 0.5, hi - 0.5], judged=j,
                      n=(summary.get("n_queries") or {}).get("eval"), what=what, tested_on=_tested(summary),
                      statistic=f"calibration: AUROC {CLAIM_SIGNAL} ({summary.get('dataset_name')})",
-                     beside=f"AUROC {a:.3f} [{lo:.3f}, {hi:.3f}] (0.5 = chance)",
+                     beside=f"AUROC {a:.3f} [{lo:.3f}, {hi:.3f}] (0.5 = chance)", label="AUROC \u2212 0.5, query norm",
                      details={"AUROC top_doc_norm": other.get("auroc_raw"), "its 95% CI": other.get("auroc_raw_ci"),
                               "AUROC margin (free)": ((summary.get("calibration") or {}).get("margin") or {}).get(
                                   "auroc_raw")})
@@ -139,6 +135,7 @@ def incremental_claim(summary: dict) -> dict:
               f"cross-fitted; paired CI resampling {inc.get('resamples')}"),
         tested_on=_tested(summary), statistic=f"calibration: incremental AUROC ({summary.get('dataset_name')})",
         beside=f"AUROC {fmt_value(inc.get('auroc_without'))} \u2192 {fmt_value(inc.get('auroc_with'))}",
+        label="\u0394 AUROC, with minus without the norm",
         details={"baseline signals": base, "added signals": added, "AUROC without": inc.get("auroc_without"),
                  "AUROC with": inc.get("auroc_with"), "folds": inc.get("folds"), "seed": inc.get("seed")})
 
@@ -162,7 +159,7 @@ def cost_claim(cost: dict | None, reason: str = "") -> dict:
               f"{cost.get('k')} candidate scores) over seconds of encoding the same items; median over "
               f"{cost.get('repeats')} repeats, with their range (timing noise, not a sampling CI)"),
         tested_on=f"{cost.get('model')}, {cost.get('n_items')} queries, {cost.get('threads')} thread(s)",
-        statistic="cost: norm-aware scoring / encoder",
+        statistic="cost: norm-aware scoring / encoder", label="cost ratio, norm-aware scoring / encoder",
         beside=f"encoder {fmt_value(cost.get('encoder_s_per_item'))} s/item, norm-aware scoring "
                f"{fmt_value(cost.get('norm_s_per_item'))} s/item",
         details={k: cost.get(k) for k in ("encoder_s_per_item", "norm_s_per_item", "ratios", "repeats", "device")})

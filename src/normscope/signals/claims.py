@@ -53,7 +53,7 @@ def signal_claims(results: Mapping[str, dict], unavailable: Mapping[str, str]) -
         j = judge(key, est, ci)
         strata = "; ".join(f"{s['name']}: \u03c1 = {s['spearman']:.3g}" for s in r.get("strata") or []
                            if s.get("spearman") is not None)
-        rows.append(claim_row(key, measured=est, ci=ci, judged=j, n=n, what=what,
+        rows.append(claim_row(key, measured=est, ci=ci, judged=j, n=n, what=what, label=what.split(";")[0].split(" |")[0],
                               tested_on=f"{r.get('model')}, {r.get('dataset')}",
                               statistic=f"signals: {what.split(';')[0]}",
                               beside=(f"plain Spearman {r['spearman']:+.3g}" if r.get("spearman") is not None

@@ -31,6 +31,7 @@ def similarity_claim(result: dict | None, reason: str | None = None) -> dict:
     rel = s.get("relative")
     return claim_row(
         "similarity_pairs", measured=s["delta_spearman"], ci=s["delta_ci"], judged=j, n=result["n_pairs"], percent=False,
+        label=f"\u0394 Spearman \u03c1, {best} \u2212 cosine",
         tested_on=f"{result.get('model')}, {name}",
         statistic=f"similarity: delta Spearman {best} - cosine ({name})",
         beside="" if rel is None else (f"relative {100 * rel:+.2f} %" + (
