@@ -134,8 +134,8 @@ def transformer_claim(res) -> dict:
     m = r.get("motion") or {}
     rho = m.get("partial_spearman_predicted_vs_final_given_start")
     ci = m.get("partial_spearman_predicted_vs_final_given_start_ci")
-    what = (f"partial Spearman \u03c1(R_eq at step 0, R_T | R_0) over held-out probe items; CI: bootstrap over probe "
-            f"items")
+    what = ("partial Spearman \u03c1(R_eq at step 0, R_T | R_0) over held-out probe items; CI: bootstrap over probe "
+            "items")
     tested = (f"{r.get('model')}, {r.get('optimizer')} \u03b7 = {fmt_value(r.get('lr'))}, \u03bb = "
               f"{fmt_value(r.get('weight_decay'))}, {r.get('steps')} steps, {r.get('probe_items')} probe items")
     if rho is None:

@@ -15,6 +15,7 @@ __all__ = ["stage_retrieval", "measure_cost", "COST_ITEMS", "COST_REPEATS"]
 COST_ITEMS = 128
 COST_REPEATS = 5
 
+
 def _scifact_dir(ctx: StageContext) -> Path:
     from normscope.data import data_path
     from normscope.errors import DataError
