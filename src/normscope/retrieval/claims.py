@@ -125,14 +125,17 @@ def incremental_claim(summary: dict) -> dict:
     what = ("cross-fitted AUROC with the norm signals minus without them (logistic regression, folds fixed first); "
             "paired CI")
     if not isinstance(inc, dict) or inc.get("diff") is None:
-        return not_testable_row("calibration_incremental", "this run has no cross-fitted comparison with and without "
-                                "the norm (calibration_incremental)", what=what)
+        why = (f"the cross-fitted comparison was not computed: {inc['reason']}" if isinstance(inc, dict)
+               and inc.get("reason") else "this run has no cross-fitted comparison with and without the norm "
+               "(calibration_incremental)")
+        return not_testable_row("calibration_incremental", why, what=what)
     j = judge("calibration_incremental", inc["diff"], inc.get("ci"))
     base, added = ", ".join(inc.get("baseline") or []), ", ".join(inc.get("added") or [])
     return claim_row(
         "calibration_incremental", measured=inc["diff"], ci=inc.get("ci"), judged=j, n=inc.get("n_queries"),
         what=(f"AUROC for '{inc.get('task')}' with {added} added to {base} minus without, {inc.get('folds')}-fold "
-              f"cross-fitted; paired CI resampling {inc.get('resamples')}"),
+              f"cross-fitted" + (f" over {inc['fold_draws']} fold draws" if inc.get("fold_draws") else "")
+              + f"; paired CI resampling {inc.get('ci_covers') or inc.get('resamples')}"),
         tested_on=_tested(summary), statistic=f"calibration: incremental AUROC ({summary.get('dataset_name')})",
         beside=f"AUROC {fmt_value(inc.get('auroc_without'))} \u2192 {fmt_value(inc.get('auroc_with'))}",
         label="\u0394 AUROC, with minus without the norm",
