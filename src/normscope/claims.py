@@ -51,6 +51,7 @@ __all__ = [
     "DIRECTION_VERDICTS",
     "SIZE_VERDICTS",
     "HEADLINE_RULE",
+    "HEADLINE_RULE_SHORT",
     "GLOSSARY",
     "direction_verdict",
     "permutation_direction",
@@ -81,6 +82,11 @@ HEADLINE_RULE = (
     "reproduced (or none is claimed) and the claimed size is not excluded; 'inconclusive' otherwise. A CI wholly "
     "outside the claimed range rejects that range as the two one-sided tests of equivalence testing do (Schuirmann "
     "1987; Lakens 2017).")
+
+#: The rule in one line (the CLI's scorecard footer; the full rule is :data:`HEADLINE_RULE`).
+HEADLINE_RULE_SHORT = ("refuted: the 95% CI excludes 0 on the other side, or excludes the paper's size on the side of "
+                       "zero (even if it includes 0); reproduced: the direction holds and the size is not excluded; not "
+                       "decided / not testable: the run cannot decide, and the row says what would (docs/report.md)")
 
 #: Terms of the scorecard explained for a newcomer (shown under the scorecard).
 GLOSSARY: dict[str, str] = {

@@ -139,7 +139,7 @@ def print_multi_summary(result, console: Console) -> None:
 def print_claims(claims: list[dict], console: Console) -> None:
     """The claims scorecard, one line per claim: claim, the paper's figure, this run's figure [95% CI], verdict
     (direction / size beneath) and a one-line reason; the full reasoning is in summary.json and on the page."""
-    from normscope.claims import HEADLINE_RULE
+    from normscope.claims import HEADLINE_RULE_SHORT
 
     if not claims:
         return
@@ -149,14 +149,16 @@ def print_claims(claims: list[dict], console: Console) -> None:
     colour = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow"}
     for c in claims:
         v = c.get("verdict", "")
-        sub = f"\n[dim]direction {c.get('direction')}, size {c.get('size')}[/]" if c.get("direction") else ""
+        d, z = (str(c.get(k) or "").replace("no direction claimed", "none claimed").replace("no size claimed", "none claimed")
+                for k in ("direction", "size"))
+        sub = f"\n[dim]direction {d}, size {z}[/]" if c.get("measured") is not None and d else ""
         stat = c.get("label") or _lead(str(c.get("what") or ""))  # e.g. "Pearson r(R, D~)"
         fig = figure_text(c)
         table.add_row(c.get("claim", ""), c.get("paper", ""), f"{stat}: {fig}" if stat and fig != "n/a" else fig,
                       f"[{colour.get(v, 'dim')}]{v}[/]{sub}",
                       str(c.get("reason") or c.get("why") or ""))
     console.print(table)
-    console.print(f"[dim]{HEADLINE_RULE}[/]", soft_wrap=True)
+    console.print(f"[dim]{HEADLINE_RULE_SHORT}[/]", soft_wrap=True)
 
 
 def figure_text(c: dict) -> str:
