@@ -13,7 +13,6 @@ import time
 import numpy as np
 import pytest
 
-from normscope.encoders.base import Encoder
 from normscope.encoders.cache import _read_shard, encode_cached, model_cache_dir
 from normscope.table import ModelFingerprint
 

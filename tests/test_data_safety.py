@@ -8,7 +8,6 @@ folders built here, and the only connection is to a closed port on 127.0.0.1.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import zipfile

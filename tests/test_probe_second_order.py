@@ -22,7 +22,6 @@ import torch.nn.functional as F
 
 from normscope.errors import InputError, ModelError
 from normscope.probes import ModuleAdapter, probe_moments
-from normscope.probes import moments as moments_mod
 from normscope.probes.second_order import ComposedNorms, second_directional
 
 

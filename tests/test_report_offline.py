@@ -60,18 +60,19 @@ def test_offline_report_says_once_what_it_could_not_do(nothing_here, capsys):
         assert len(mine) == 1, (title, cap.out)  # once, in one line, with the three ways
         assert "--offline is set" in mine[0] and f"`normscope data fetch {name}`" in mine[0]
         assert "--data DIR or NORMSCOPE_DATA=DIR" in mine[0] and "--mirror URL|DIR" in mine[0]
-    assert "claims: 0 of 10 tested here; 10 not testable here" in cap.out
+    assert "claims: 0 of 19 tested here; 19 not testable here" in cap.out
     summary = json.loads((out / "summary.json").read_text())
     ct = summary["claims_tested"]
-    assert ct["total"] == 10 and ct["tested"] == 0 and len(ct["not_tested"]) == 10
+    assert ct["total"] == 19 and ct["tested"] == 0 and len(ct["not_tested"]) == 19
     blocked = {m["dataset"]: sorted(m["claims"]) for m in summary["missing_data"]}
     assert blocked == {"wordnet": ["corr_norm_drift", "corr_norm_heat", "req_predicts_norm", "specificity",
                                    "theorem1_transformer"],
-                       "scifact": ["calibration", "corr_norm_drift", "corr_norm_heat", "req_predicts_norm",
-                                   "similarity_gain"],
+                       "scifact": ["calibration_discrimination", "calibration_incremental", "corr_norm_drift",
+                                   "corr_norm_heat", "gain_high_frequency", "gain_low_quality", "inference_cost",
+                                   "req_predicts_norm", "similarity_gain"],
                        "concreteness": [], "chaosnli": ["uncertainty"], "simlex-999": ["similarity_pairs"]}
     html = (out / "index.html").read_text()
-    assert "0 of 10 claims tested" in html and html.count("is not here: --offline is set") >= 5
+    assert "0 of 19 claims tested" in html and html.count("is not here: --offline is set") >= 5
 
 
 def test_unreachable_origins_are_named_in_words_and_kept_in_the_record(nothing_here, monkeypatch, bundled_encoder,
@@ -112,7 +113,7 @@ def test_the_summary_fits_one_screen_whatever_happened(tmp_path):
     from rich.console import Console
 
     from normscope.cli.report import print_summary
-    from normscope.report.claims import CLAIMS, claim_row
+    from normscope.report.claims import CLAIMS, not_testable_row
     from normscope.report.config import SECTIONS, STAGES
     from normscope.report.missing import availability
     from normscope.report.runner import ReportResult
@@ -123,8 +124,7 @@ def test_the_summary_fits_one_screen_whatever_happened(tmp_path):
     for i, key in enumerate(SECTIONS):
         summary[key] = {"status": "unavailable" if i % 2 else "failed", "reason": long,
                         "missing": {f"data{i}": {"title": f"Dataset number {i} with a long title", "cause": long}}}
-    summary["claims"] = [claim_row(k, measured=None, ci=None, verdict="not testable here", why=long, section=sec)
-                         for k, sec in zip(CLAIMS, list(SECTIONS)[1:] * 2)]
+    summary["claims"] = [not_testable_row(k, long, section=sec) for k, sec in zip(CLAIMS, list(SECTIONS)[1:] * 3)]
     summary.update(availability(summary, SECTIONS))
     assert len(summary["missing_data"]) == 9
     records = {st: {"status": "failed", "reason": long} for st in STAGES}

@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from normscope.errors import DataError, InputError
+from normscope.errors import DataError
 from normscope.retrieval.beir import BeirDataWarning, doc_text, load_beir, load_beir_hub, load_qrels
 
 

@@ -140,3 +140,12 @@ def compare_models(models: Sequence[str], call: Callable[[str], object], table: 
     results, errors = run_models(models, call, console)
     Console(width=width).print(side_by_side({m: table(r) for m, r in results.items()}, errors=errors, title=title))
     write_multi_outputs(results, errors, console, out=out, json_path=json_path, fig=fig, plot=plot)
+
+
+def print_claim_lines(rows: Sequence[dict], console) -> None:
+    """One line per scorecard row a command feeds (its ``--json`` ``claims``): claim, verdict, the two verdicts and
+    the one-line reason (the same rows and words as ``normscope report``)."""
+    for r in rows or []:
+        console.print(f"claim: {r['claim']}: [bold]{r['verdict']}[/] (direction {r['direction']}, size {r['size']}): "
+                      f"{r['reason']}", soft_wrap=True, highlight=False)
+

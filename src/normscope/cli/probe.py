@@ -86,6 +86,16 @@ def print_probe(res, console: Console) -> None:
     console.print(f"heat cancelled by D2 (median): {hc} | q<0: {res.n_negative_q} | "
                   f"lambda_rad/lambda<0: {res.n_negative_lambda_rad} | c_fit: {c_fit} | "
                   f"junk left out: {res.junk['count']} | truncated: {res.n_truncated if res.n_truncated is not None else 'n/a'}")
+    b = res.balance or {}
+    if (b.get("statistics") or {}).get("dispersion") is not None:
+        from normscope.stats import p_text
+
+        st, null = b["statistics"], (b.get("null") or {}).get("dispersion") or {}
+        console.print(f"Theorem 1's requirement q(x) = c: dispersion mean |q/c_fit - 1| = {st['dispersion']:.3g} "
+                      f"(permutation null mean {null.get('mean', float('nan')):.3g}, "
+                      f"{p_text((b.get('p_below') or {}).get('dispersion'), int(b.get('n_perm') or 0))} below); "
+                      f"q < 0: {st['share_negative_q']:.1%} of items; heat share of the balance {st['heat_share']:.2%}",
+                      soft_wrap=True, highlight=False)
     console.print(f"weight decay: {res.weight_decay_source}")
     so = res.second_order or {}
     chk = so.get("check")

@@ -131,14 +131,15 @@ def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> N
     """One-screen text summary (at most ``max_lines`` lines, whatever happened).
 
     The title; one row per section (status and headline figure, or what it lacks); the claims count
-    and one row per claim (figure, CI, verdict; the reasons are on the page); one line per missing
+    and one row per claim (statistic, figure [CI], verdict, one-line reason; the full reasoning is on the page) and the verdict rule; one line per missing
     dataset (what it stopped and the three ways to get it: ``summary["missing_data"]``); one line per
     failed stage; the paths of the page and of summary.json. Table rows are cut to the console's
     width with an ellipsis, never wrapped; the missing-data and failure lines (which the terminal may
     wrap: each counts for the screen rows it takes) are cut to the rows left.
     """
+    from normscope.claims import HEADLINE_RULE_SHORT
     from normscope.report.config import SECTIONS
-    from normscope.report.text import fmt, fmt_duration
+    from normscope.report.text import fmt_duration
 
     s = result.summary
     width = max(console.width, 60)
@@ -168,30 +169,39 @@ def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> N
         style = {"ok": "green", "failed": "red"}.get(status, "yellow")
         lines.append(table.line([names[key], status, head], ["", style, ""]))
     claims = s.get("claims") or []
+    tested = [c for c in claims if c.get("verdict") != "not testable here"]
+    rows = lambda line: max(1, -(-len(str(line)) // width))  # noqa: E731 - screen rows of a line the terminal wraps
+    tail = [m["line"] for m in missing]
+    tail += [f"failed: {st}: {str(rec.get('reason') or '')[:160]} (see the page and {result.index.parent}/stages/{st}.json)"
+             for st, rec in result.records.items() if rec.get("status") == "failed"]
+    tail = [_fit(t, 400).rstrip() for t in tail]  # one line each, at most 400 characters
+    ends = [f"report: {result.index.resolve()}", f"numbers: {result.summary_path.resolve()}"]
     if claims:
         ct = s.get("claims_tested") or {}
         counts = ", ".join(f"{n} {v}" for v, n in (ct.get("verdicts") or {}).items() if v != "not testable here")
         untested = len(ct.get("not_tested") or [])
         lines.append(f"claims: {ct.get('tested', '?')} of {ct.get('total', len(claims))} tested here"
                      f"{f' ({counts})' if counts else ''}; {untested} not testable here"
-                     f"{' (the page says why)' if untested else ''}")
-        ctab = _Rows(width, [("claim", 16, 62, 2), ("this run: statistic", 12, 60, 2), ("[95% CI]", 16, 20, 0),
-                             ("verdict", 17, 17, 0)])
-        lines += ctab.header()
+                     f"{' (each row on the page says why)' if untested else ''}")
+    if tested:  # one row per tested claim; the untested ones are counted above (their reasons: the page, the lines below)
+        ctab = _Rows(width, [("claim", 16, 50, 2), ("this run: statistic [95% CI]", 20, 60, 2),
+                             ("verdict", 17, 17, 0), ("reason", 12, 200, 3)])
         colour = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow"}
-        for c in claims:
-            fig = "n/a" if c.get("measured") is None else fmt(c["measured"])
-            stat = _lead(str(c.get("what") or ""))
-            ci = f"[{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]" if c.get("ci") else ""
+        crow = []
+        for c in tested:
+            fig = figure_text(c)
+            stat = c.get("label") or _lead(str(c.get("what") or ""))  # e.g. "Pearson r(R, D~)"
             v = c.get("verdict", "")
-            lines.append(ctab.line([c.get("claim", ""), f"{stat}: {fig}" if stat else fig, ci, v],
-                                   ["", "", "", colour.get(v, "dim")]))
-    tail = [m["line"] for m in missing]
-    tail += [f"failed: {st}: {str(rec.get('reason') or '')[:160]} (see the page and {result.index.parent}/stages/{st}.json)"
-             for st, rec in result.records.items() if rec.get("status") == "failed"]
-    tail = [_fit(t, 400).rstrip() for t in tail]  # one line each, at most 400 characters
-    ends = [f"report: {result.index.resolve()}", f"numbers: {result.summary_path.resolve()}"]
-    rows = lambda line: max(1, -(-len(str(line)) // width))  # noqa: E731 - screen rows of a line the terminal wraps
+            crow.append(ctab.line([c.get("claim", ""), f"{stat}: {fig}" if stat and fig != "n/a" else fig, v,
+                                   str(c.get("reason") or c.get("why") or "")],
+                                  ["", "", colour.get(v, "dim"), ""]))
+        rule = _fit(HEADLINE_RULE_SHORT, 400).rstrip()
+        # the claim rows give way to the missing-data and failure lines (at least the first of them)
+        room = (max_lines - sum(map(rows, lines)) - sum(map(rows, ends)) - 2 - rows(rule)
+                - (rows(tail[0]) + (1 if len(tail) > 1 else 0) if tail else 0))
+        if len(crow) > room:
+            crow = crow[: max(room - 1, 0)] + [f"... and {len(crow) - max(room - 1, 0)} more claims (see the page)"]
+        lines += ctab.header() + crow + [rule]
     room = max_lines - sum(map(rows, lines)) - sum(map(rows, ends))
     kept = []
     for i, line in enumerate(tail):
@@ -206,8 +216,8 @@ def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> N
 
 def print_multi_summary(result, console: Console) -> None:
     """The scorecard of a side-by-side report: one row per claim, one column per model (figure [CI] verdict)."""
-    from normscope.report.claims import CLAIMS
-    from normscope.report.text import fmt, fmt_duration
+    from normscope.claims import CLAIMS
+    from normscope.report.text import fmt_duration
 
     s = result.summary
     models = s["report"]["models"]
@@ -216,18 +226,16 @@ def print_multi_summary(result, console: Console) -> None:
     table = _Rows(max(console.width, 60), [("claim", 20, 50, 1)] + [(m, 14, 60, 1) for m in models])
     for line in table.header():
         console.print(line, soft_wrap=True)
-    for key, (claim, _) in CLAIMS.items():
+    for key, claim in CLAIMS.items():
         cells = []
         for m in models:
             r = next((c for c in (s["claims"].get(m) or []) if c["key"] == key), None)
             if r is None:
                 cells.append("model failed" if m in result.errors else "not run")
                 continue
-            fig = "" if r.get("measured") is None else fmt(r["measured"])
-            if r.get("ci"):
-                fig += f" [{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]"
+            fig = "" if r.get("measured") is None else figure_text(r)
             cells.append(f"{fig} {r['verdict']}".strip())
-        console.print(table.line([claim, *cells]), soft_wrap=True)  # one line per claim: fits one screen
+        console.print(table.line([claim.claim, *cells]), soft_wrap=True)  # one line per claim: fits one screen
     errors = list(result.errors.items())
     for m, e in errors[:5]:
         console.print(f"{m}: {str(e)[:200]}", soft_wrap=True, markup=False, highlight=False)
@@ -235,6 +243,17 @@ def print_multi_summary(result, console: Console) -> None:
         console.print(f"... and {len(errors) - 5} more failed models (see the page)", highlight=False)
     console.print(f"report: [bold]{result.index.resolve()}[/]")
     console.print(f"numbers: {result.summary_path.resolve()}")
+
+
+def figure_text(c: dict) -> str:
+    """This run's figure of a scorecard row with its CI (percentages for claims sized in %), or n/a."""
+    from normscope.report.text import fmt
+
+    if c.get("measured") is None:
+        return "n/a"
+    f = (lambda x: f"{100 * x:+.2f} %") if c.get("percent") else fmt
+    ci = f" [{f(c['ci'][0])}, {f(c['ci'][1])}]" if c.get("ci") else ""
+    return f"{f(c['measured'])}{ci}"
 
 
 def _lead(text: str) -> str:

@@ -59,10 +59,14 @@ def _scorer_table(res) -> Table:
     t.add_column("fitted?")
     for c in [SCORER_LABELS[k] for k in keys]:
         t.add_column(c)
+    from normscope.stats import p_text
+
+    n_perm = int((res.significance or {}).get("n_permutations") or 0)
     for name, r in res.scorers.items():
         t.add_row(name, _param_text(r), _fitted_text(r), _f(r["ndcg@10"]), _f(r["mrr@10"]), _f(r["recall@100"]), _f(r["delta"]),
                   _ci(r["delta_ci"], ".4f"), "-" if r["relative"] is None else f"{100 * r['relative']:+.2f} %",
-                  fmt_p(r["p_value"]), fmt_p(r["p_value_randomization"]))
+                  fmt_p(r["p_value"]), "-" if r["p_value_randomization"] is None
+                  else p_text(r["p_value_randomization"], n_perm).removeprefix("p = "))
     return t
 
 
@@ -183,6 +187,9 @@ def retrieval(
     write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p)},
                   options={out: "-o/--out", json_path: "--json"})
     print_result(res, Console(width=max(Console().width, 160)), err)
+    from normscope.cli._outputs import print_claim_lines
+
+    print_claim_lines(res.claims, err)
     written = [str(p) for p in (json_path, out) if p is not None]
     if written:
         err.print("wrote " + ", ".join(written), soft_wrap=True, markup=False)

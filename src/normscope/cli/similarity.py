@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from normscope.cli import app
-from normscope.cli._outputs import compare_models, write_outputs
+from normscope.cli._outputs import compare_models, print_claim_lines, write_outputs
 from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut
 from normscope.encoders import DEFAULT_MODEL
 from normscope.validate import check_output_path, check_outputs
@@ -90,4 +90,5 @@ def similarity(
         console.print(f"{res.n_truncated} text(s) were cut at the model's maximum sequence length")
     for note in res.notes:
         console.print(f"note: {note}")
+    print_claim_lines(res.claims, console)
     write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot_similarity)

@@ -36,7 +36,8 @@ class LabResult(StageResult):
     ----------
     items : pandas.DataFrame
         One row per item: ``item, name, ambiguity, r_obs, r_final, heat, drift, r_eq, rel_error,
-        q, q_over_c`` (and ``heat_se``, ``drift_se`` for the snapshot estimator).
+        q, q_over_c`` (and ``heat_se``, ``drift_se`` for the snapshot estimator; with momentum also
+        ``rel_error_uncorrected``, the SGD formula's error without the (E12) correction).
     trajectories : pandas.DataFrame
         Long table ``step, ambiguity, r_mean`` (mean norm per ambiguity group over the whole run).
     timings : dict

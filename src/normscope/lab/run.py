@@ -374,7 +374,9 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
         summary["probe_batches"] = int(probe_batches)
         summary["single_snapshot"] = _agreement(single, r_obs)
         if optimizer == "momentum":
-            summary["uncorrected"] = _agreement(theory.equilibrium_radius(sd.mean(0), heat_raw, c=c_used), r_obs)
+            r_unc = theory.equilibrium_radius(sd.mean(0), heat_raw, c=c_used)
+            summary["uncorrected"] = _agreement(r_unc, r_obs)
+            items["rel_error_uncorrected"] = (r_unc - r_obs) / r_obs
         if encoder == "mlp":
             caveats.append("snapshot estimator on a network: drift is dominated by momentary motion (docs/theory.md B3); "
                            "per-item agreement needs many snapshots or the trajectory estimator")

@@ -82,6 +82,8 @@ class ProbeResult(StageResult):
     q_over_c_mean: float | None = summary_field("mean q/c", default=None)
     q_over_c: dict = summary_field("q/c", default=None)
     r_eq_cfit_mean_abs_rel_error: float | None = summary_field("mean |R_eq(c_fit) \u2212 R| / R", default=None)
+    balance: dict = summary_field("Theorem 1's requirement q(x) = c for every item, against a permutation null",
+                                  default=None)
     fit_e11: dict = summary_field("(E11) least-squares \u03bb_rad and \u03b7", default=None)
     lambda_rad_per_lambda: dict = summary_field("\u03bb_rad/\u03bb over items", default=None)
     reliability: dict = summary_field("split-half reliability", default=None)

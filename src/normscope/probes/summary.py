@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from normscope.errors import InputError
+from normscope.probes.balance import balance_test
 from normscope.probes.moments import ProbeMoments
 from normscope.probes.quantities import item_quantities
 from normscope.probes.uncertainty import (
@@ -214,6 +215,7 @@ def summarize_probe(
         heat_cancelled_by_d2=hc, n_negative_q=neg_q, n_negative_lambda_rad=neg_lam,
         c_fit=c_fit, q_over_c_mean=qc["mean"], q_over_c=qc,
         r_eq_cfit_mean_abs_rel_error=float(np.nanmean(np.abs(rel_err))) if np.isfinite(rel_err).any() else None,
+        balance=balance_test(m, eta=eta_used, n_perm=n_boot, n_boot=n_boot if k >= 2 else 0, seed=seed),
         fit_e11=fit_d,
         lambda_rad_per_lambda={"median": float(np.median(q["lambda_rad_per_lambda"])),
                                "min": float(np.min(q["lambda_rad_per_lambda"])),

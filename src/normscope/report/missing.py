@@ -118,7 +118,8 @@ def availability(summary: Mapping, sections: Mapping[str, str]) -> dict:
         for sig, entry in ((sec.get("derived") or {}).get("missing") or {}).items():
             add(entry["dataset"], entry, _SIGNAL_LABEL.format(sig), [k for k in in_sec if k == sig])
     for d in by_data.values():
-        blocked = f", claims not tested: {', '.join(d['claims'])}" if d["claims"] else ""
+        n = len(d["claims"])  # the keys are in ``claims``; the line counts them so it stays one line
+        blocked = f", {n} claim{'s' if n != 1 else ''} left untested" if n else ""
         d["line"] = (f"{d['title']} is {_cause(d['cause'])}: {', '.join(d['sections'])} not run{blocked}. "
                      f"Get it: `normscope data fetch {d['dataset']}` (network) | --data DIR or NORMSCOPE_DATA=DIR "
                      "(local copy) | --mirror URL|DIR")

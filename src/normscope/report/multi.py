@@ -143,7 +143,7 @@ def plot_forest(claims: dict[str, list[dict]], path: str | Path) -> Path | None:
         ax.set_yticklabels(models, fontsize=8)
         ax.set_ylim(-0.6, len(models) - 0.4)
         ax.invert_yaxis()
-        ax.set_title(f"{CLAIMS[key][0]}" + (f"\n{what}" if what else ""), fontsize=9, loc="left")
+        ax.set_title(f"{CLAIMS[key].claim}" + (f"\n{what}" if what else ""), fontsize=9, loc="left")
         ax.tick_params(axis="x", labelsize=8)
     fig.tight_layout()
     return save_figure(fig, Path(path), dpi=110)

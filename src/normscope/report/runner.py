@@ -57,7 +57,7 @@ __all__ = ["ReportResult", "run_report", "assemble_summary", "stage_settings", "
            "check_record", "STAGE_VERSION"]
 
 #: Bump when a stage's computation or record layout changes: invalidates cached records.
-STAGE_VERSION = 3
+STAGE_VERSION = 4
 
 
 # ---------------------------------------------------------------------------------------------
@@ -440,6 +440,6 @@ def assemble_summary(config: ReportConfig, records: dict[str, dict]) -> dict:
             entry.setdefault("status", "ok")
             summary[sec] = entry
             sections[sec] = s
-    summary["claims"] = gather_claims(sections)
+    summary["claims"] = gather_claims(sections, model=config.model)
     summary.update(availability(summary, SECTIONS))  # claims_tested, missing_data (one line per missing dataset)
     return summary

@@ -17,6 +17,7 @@ import numpy as np
 from normscope.errors import DataError, InputError
 from normscope.retrieval.beir import BeirDataset, SplitQueries, load_dataset_any
 from normscope.retrieval.calibration import N_BINS
+from normscope.retrieval.claims import retrieval_claims
 from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
 from normscope.retrieval.evaluate import METRICS, RELEVANCE, compare_to_baseline, default_grid, fit_parameter, per_query_scores
 from normscope.retrieval.incremental import FOLD_DRAWS, FOLDS, incremental_value
@@ -439,7 +440,7 @@ def run_retrieval(
         frames.append(df)
     import pandas as pd
 
-    return RetrievalResult(
+    res = RetrievalResult(
         dataset=str(dataset_dir), dataset_name=ds.name,
         model=fp.name if fp is not None else type(encoder).__name__, model_revision=getattr(fp, "revision", None),
         split=split, fit_split=fitted_on, fit_mode=mode, seed=int(seed), k=int(k), relevance=relevance, tie_rule=TIE_RULE,
@@ -481,6 +482,8 @@ def run_retrieval(
         doc_titles=_titles(ds, doc_ids),
         timings=ph.timings,
     )
+    res.claims = retrieval_claims(res.to_dict())
+    return res
 
 
 def qpp_info(*, n_boot: int, smv_cut: int, depth: int) -> dict:

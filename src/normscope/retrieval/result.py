@@ -76,6 +76,8 @@ class RetrievalResult(StageResult):
     qpp_info: dict = summary_field("QPP set-up")
     calibration_incremental: dict = summary_field("incremental value of the norm signals (cross-fitted)")
     doc_norm_range: list = summary_field("document norm range", unit="||z||")
+    #: The scorecard rows this run feeds (:func:`normscope.retrieval.claims.retrieval_claims`).
+    claims: list = summary_field("claims scorecard rows", default_factory=list)
     items: Any = None
     per_query: Any = None
     doc_titles: dict = dataclasses.field(default_factory=dict)

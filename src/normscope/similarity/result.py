@@ -38,6 +38,9 @@ class SimilarityResult(StageResult):
     items : pandas.DataFrame
         One row per pair: ``split`` (``fit``/``eval``), ``id`` (line number in its file), ``text1``,
         ``text2``, ``human``, ``norm1``, ``norm2`` (||z||) and ``score_<scorer>``.
+    claims : list of dict
+        The scorecard row this run feeds (``similarity_pairs``,
+        :func:`normscope.similarity.claims.similarity_claim`): the same verdict the report gives.
     """
 
     dataset: str = summary_field("dataset")
@@ -60,4 +63,5 @@ class SimilarityResult(StageResult):
     norm_mean: float | None = summary_field("mean norm", unit="||z||", default=None)
     norm_sd: float | None = summary_field("sd of the norm", unit="||z||", default=None)
     notes: list = summary_field("notes", default_factory=list)
+    claims: list = summary_field("claims scorecard rows (normscope.claims)", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame, repr=False)

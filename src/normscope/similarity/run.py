@@ -18,6 +18,7 @@ import pandas as pd
 
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
+from normscope.similarity.claims import similarity_claim
 from normscope.similarity.fit import fit_pair_param, pair_grid
 from normscope.similarity.formats import PairSet, read_pairs, read_sts, sts_train_split
 from normscope.similarity.result import SimilarityResult
@@ -175,6 +176,8 @@ def run_similarity(
         out[name] = {"param_name": PAIR_PARAM_NAMES[name], "param": param, "spearman": r["spearman"],
                      "spearman_ci": r["spearman_ci"], "pearson": r["pearson"], "pearson_ci": r["pearson_ci"],
                      "delta_spearman": 0.0 if d is None else d.delta, "delta_ci": None if d is None else list(d.ci),
+                     "relative": 0.0 if d is None else d.to_dict()["relative"],
+                     "relative_ci": None if d is None else d.to_dict()["relative_ci"],
                      "fit_spearman": max(c["spearman"] for c in curve if np.isfinite(c["spearman"])),
                      "curve": curve}
     shared = len(set(fit_set.text1 + fit_set.text2) & set(eval_set.text1 + eval_set.text2))
@@ -191,7 +194,7 @@ def run_similarity(
                      f"other {len(eval_set)} pairs; the halves share {shared} texts")
     notes.append("CIs resample the evaluated pairs with the fitted parameters held fixed: they leave out the "
                  "uncertainty of the fit, and treat pairs as independent although some share a text")
-    return SimilarityResult(
+    res = SimilarityResult(
         dataset=str(eval_set.path), format=eval_set.format, model=table.fingerprint.name, n_pairs=len(eval_set),
         fit=fit_info, scorers=out, n_texts=len(table), n_truncated=table.n_truncated, junk=table.junk.to_dict(),
         precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=table.norm_rel_error_vs_fp32,
@@ -201,3 +204,6 @@ def run_similarity(
         n_boot=n_boot, seed=seed, norm_mean=float(norms.mean()), norm_sd=float(norms.std(ddof=1)) if len(norms) > 1 else None,
         notes=notes, items=items,
     )
+    res.claims = [similarity_claim(res.to_dict())]
+    return res
+

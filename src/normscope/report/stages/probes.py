@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from normscope.probes.claims import probe_claims
 from normscope.report.config import FULL
 from normscope.report.context import StageContext
 from normscope.report.stages._common import ci_text
 
-__all__ = ["stage_probes", "probe_claims", "prediction_reading", "probe_words", "POPULATION"]
+__all__ = ["stage_probes", "prediction_reading", "probe_words", "POPULATION"]
 
 SECTION = "equilibrium_theory"
 #: The probed population: the 1,000 most frequent English words (wordfreq). P of them are drawn at
@@ -83,51 +84,26 @@ def _fmt(x) -> str:
     return "n/a" if x is None else f"{x:+.3f}"
 
 
-def probe_claims(res: dict, design_note: str = "") -> list[dict]:
-    """Scorecard rows ``corr_norm_heat``, ``corr_norm_drift``, ``req_predicts_norm`` from a probe summary dict.
+def _balance_numbers(b: dict) -> list[list]:
+    """Key-number rows of Theorem 1's requirement q(x) = c (:mod:`normscope.probes.balance`)."""
+    from normscope.stats import p_text
 
-    Each verdict comes from :func:`normscope.report.claims.verdict_sign` on the estimate and its 95% CI
-    over batches and items; the heat row says what the R-free displacement gives (circularity) and,
-    when that CI includes 0, that the heat correlation may be mechanical. ``design_note`` (e.g. the
-    design is below the sign-stable sizes) is appended to every row's reason.
-    """
-    from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
-
+    st, null = b.get("statistics") or {}, b.get("null") or {}
     rows = []
-    src = "95% CI over batches and items (two-stage bootstrap)"
-    opt = str(((res.get("training") or {}).get("optimizer") or {}).get("value") or "")
-    adam = (f"; trained with {opt}: the SGD form of Theorem 1 is not expected to hold quantitatively "
-            "(docs/theory.md C3), so only the sign is read") if opt.lower().startswith("adam") else ""
-    for key, what, sign in (("corr_norm_heat", "heat \u03a3\u00b2", +1), ("corr_norm_drift", "drift D~", -1)):
-        c = res.get(key) or {}
-        ci = (c.get("ci") or {}).get("pearson")
-        verdict, why = verdict_sign(c.get("pearson"), ci, sign)
-        if key == "corr_norm_heat":
-            d = res.get("corr_norm_displacement") or {}
-            dci = (d.get("ci") or {}).get("spearman") or [None, None]
-            why += (f"; heat = R\u00b2 E||a||\u00b2 contains R\u00b2 by construction: the R-free displacement gives "
-                    f"Spearman {_fmt(d.get('spearman'))} [{_fmt(dci[0])}, {_fmt(dci[1])}]")
-            if None not in dci and dci[0] <= 0 <= dci[1]:
-                why += (", a CI that includes 0: the heat correlation may be mechanical (R\u00b2 inside heat), not "
-                        "evidence that heat sets the norm")
-        rows.append(claim_row(key, measured=c.get("pearson"), ci=ci, verdict=verdict, why=why + adam + design_note, section=SECTION,
-                              n=c.get("n"), what=f"Pearson r(R, {what}) over the probe items, {src}"))
-    key, reading = prediction_reading(res)
-    c = res.get(key) or {}
-    ci = (c.get("ci") or {}).get("spearman")
-    if c.get("spearman") is None:
-        c_fit = res.get("c_fit")
-        reason = (f"c_fit = median q = {c_fit:.3g} is not positive: no single decay balances the median item, so (E7) "
-                  "predicts no finite norm" if isinstance(c_fit, (int, float)) and c_fit <= 0
-                  else c.get("note") or "no R_eq could be computed")
-        verdict, why = verdict_not_testable(reason)
-    else:
-        verdict, why = verdict_sign(c.get("spearman"), ci, +1)
-        err = res.get("r_eq_cfit_mean_abs_rel_error") if key == "corr_req_norm" else None
-        why += "; a test of the sign of the rank correlation only" + (
-            f" (mean |R_eq - R| / R = {err:.3g})" if isinstance(err, (int, float)) else "") + f"; reading: {reading}"
-    rows.append(claim_row("req_predicts_norm", measured=c.get("spearman"), ci=ci, verdict=verdict, why=why + adam + design_note,
-                          section=SECTION, n=c.get("n"), what=f"Spearman \u03c1(R_eq, R), {src}; {reading}"))
+    for name, label in (("dispersion", "dispersion of the implied decay, mean |q/c_fit − 1| (0 = one decay "
+                                       "balances every item)"),
+                        ("share_negative_q", "share of items with q < 0"),
+                        ("mean_abs_rel_error", "mean |R_eq(c_fit) − R| / R")):
+        if st.get(name) is None:
+            continue
+        n = null.get(name) or {}
+        ci = (b.get("ci") or {}).get(name)
+        p = p_text((b.get("p_below") or {}).get(name), int(b.get("n_perm") or 0))
+        rows.append([label, f"{st[name]:.3g} {ci_text(ci)}; permutation null mean {n.get('mean', float('nan')):.3g}, "
+                            f"{p} (one-sided, below)" if n else f"{st[name]:.3g} {ci_text(ci)}", ""])
+    if st.get("heat_share") is not None:
+        rows.append(["median heat share of the balance, Σ²/2R⁴ over |D~|/R² + Σ²/2R⁴",
+                     st["heat_share"], ""])
     return rows
 
 
@@ -198,6 +174,7 @@ def stage_probes(ctx: StageContext) -> dict:
         [labels["n_negative_q"][0], res.n_negative_q, "items"],
         [labels["n_negative_lambda_rad"][0], res.n_negative_lambda_rad, "items"],
         [labels["c_fit"][0], res.c_fit, labels["c_fit"][1]],
+        *_balance_numbers(res.balance or {}),
         ["probe batch size B / batches K / \u03c4", f"{res.batch_size} / {res.batches} / {res.tau}", ""],
         ["\u03b7 / \u03bb used", f"{res.lr} / {res.weight_decay}", ""],
         ["D2 second-order term", (so.get("description") or "")
@@ -206,13 +183,11 @@ def stage_probes(ctx: StageContext) -> dict:
         [labels["junk"][0], (res.junk or {}).get("count"), "items"],
     ]
     notes = [f"prediction reading: {reading}"] + list(res.caveats or [])
-    design_note = ""
     if P < FULL.probe_items or K < FULL.probe_batches:
         notes.insert(0, f"P = {P} items and K = {K} batches are below the report's default P = {FULL.probe_items}, "
                         f"K = {FULL.probe_batches}, the smallest sizes at which the headline signs were stable on "
-                        "all-MiniLM-L6-v2 (docs/probe.md): weak correlations may change sign between runs")
-        design_note = (f"; P = {P}, K = {K} is below the sign-stable design (P = {FULL.probe_items}, "
-                       f"K = {FULL.probe_batches}): the sign may change between runs")
+                        "all-MiniLM-L6-v2 (docs/probe.md): weak correlations may change sign between runs, so the "
+                        "scorecard does not decide the probe's claims at this size")
     for k in ("batch_size_source", "tau_source", "lr_source", "weight_decay_source"):
         notes.append(f"{labels[k][0]}: {getattr(res, k)}")
     for k, v in (res.training or {}).items():
@@ -243,6 +218,6 @@ def stage_probes(ctx: StageContext) -> dict:
             "tables": tables,
             "figures": figs,
             "notes": notes,
-            "claims": probe_claims(summary, design_note),
+            "claims": probe_claims(summary),
         }
     }

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.context import StageContext
 from normscope.report.stages._common import ci_text, jsonable
 from normscope.report.text import pct
+from normscope.retrieval.claims import CLAIM_SCORER, cost_claim
 
-__all__ = ["stage_retrieval", "similarity_gain_claim", "calibration_claim"]
+__all__ = ["stage_retrieval", "measure_cost", "COST_ITEMS", "COST_REPEATS"]
 
-#: The scorer the paper's gain claim is about: cos / (1 + alpha ||z||).
-CLAIM_SCORER = "inverse_norm"
-#: The norm signal of the calibration claim (the query's own norm), in its pre-specified direction.
-CLAIM_SIGNAL = "query_norm"
+#: Items (evaluation queries) and repeats of the inference-cost measurement.
+COST_ITEMS = 128
+COST_REPEATS = 5
 
 
 def _scifact_dir(ctx: StageContext) -> Path:
@@ -29,42 +28,24 @@ def _scifact_dir(ctx: StageContext) -> Path:
         raise data_unavailable([exc]) from None
 
 
-def similarity_gain_claim(summary: dict) -> dict:
-    """Scorecard row of the paper's 1.2-2.3 % gain: relative delta nDCG@10 of inverse_norm vs cosine (paired CI over
-    queries); a direction only when the CI excludes 0 and the paired t-test gives p < 0.05."""
-    r = (summary.get("scorers") or {}).get(CLAIM_SCORER)
-    what = ("relative \u0394 nDCG@10 of cos/(1 + alpha||d||) vs cosine, mean(scorer)/mean(cosine) - 1; paired percentile "
-            "bootstrap CI resampling evaluation queries (parameter fitted on other queries)")
-    if not r:
-        v, why = verdict_not_testable(f"the {CLAIM_SCORER} scorer was not run")
-        return claim_row("similarity_gain", measured=None, ci=None, verdict=v, why=why, section="retrieval", what=what)
-    v, why = verdict_sign(r.get("relative"), r.get("relative_ci"), +1, p=r.get("p_value"))  # the page's sentence rule
-    rows = ((summary.get("strata") or {}).get("scorers") or {}).get(CLAIM_SCORER) or []
-    sig = [x for x in rows if x.get("p_holm") is not None and x["p_holm"] < 0.05]
-    strata = (f"; pre-specified strata: {len(sig)} of {len(rows)} differ from cosine at Holm-adjusted p < 0.05"
-              + (" (" + ", ".join(f"{x['stratifier']} Q{x['quartile']} {pct(x['relative'])}" for x in sig) + ")" if sig else "")
-              if rows else "; strata not computed")
-    return claim_row("similarity_gain", measured=r.get("relative"), ci=r.get("relative_ci"), verdict=v,
-                     why=f"{why} (paper: +1.2 to +2.3 %, measured {pct(r.get('relative'))}){strata}",
-                     section="retrieval", n=(summary.get("n_queries") or {}).get("eval"), what=what)
+def measure_cost(res, encoder, summary: dict) -> tuple[dict | None, str]:
+    """Time norm-aware scoring against the encoder on the first :data:`COST_ITEMS` evaluation queries
+    (:func:`normscope.retrieval.cost.norm_scoring_cost`); ``(cost, reason)``, cost None when it cannot be measured."""
+    import numpy as np
 
+    from normscope.retrieval.cost import norm_scoring_cost
 
-def calibration_claim(summary: dict) -> dict:
-    """Scorecard row of "the norm is a free calibration signal": AUROC of the query norm (pre-specified direction) minus 0.5."""
-    e = (summary.get("calibration") or {}).get(CLAIM_SIGNAL) or {}
-    what = (f"AUROC - 0.5 of {CLAIM_SIGNAL} for 'the cosine top-1 is relevant', a larger norm read as less reliable "
-            "(as the paper's cos/(1 + alpha||z||)); percentile bootstrap CI resampling evaluation queries")
-    if e.get("status") != "ok" or e.get("auroc_raw") is None or not e.get("auroc_raw_ci"):
-        v, why = verdict_not_testable(e.get("reason") or e.get("auroc_note") or f"{CLAIM_SIGNAL} AUROC not computed")
-        return claim_row("calibration", measured=None, ci=None, verdict=v, why=why, section="calibration", what=what)
-    a, (lo, hi) = e["auroc_raw"], e["auroc_raw_ci"]
-    v, why = verdict_sign(a - 0.5, [lo - 0.5, hi - 0.5], +1)
-    other = (summary.get("calibration") or {}).get("top_doc_norm") or {}
-    tail = (f"; top_doc_norm AUROC {other['auroc_raw']:.3f} {ci_text(other.get('auroc_raw_ci'))}"
-            if other.get("auroc_raw") is not None else "")
-    return claim_row("calibration", measured=a - 0.5, ci=[lo - 0.5, hi - 0.5], verdict=v,
-                     why=f"{why} (AUROC {a:.3f}, CI [{lo:.3f}, {hi:.3f}]; 0.5 = chance){tail}", section="calibration",
-                     n=(summary.get("n_queries") or {}).get("eval"), what=what)
+    r = (summary.get("scorers") or {}).get(CLAIM_SCORER) or {}
+    alpha = r.get("param_mean")
+    if alpha is None:
+        return None, f"the {CLAIM_SCORER} scorer was not run"
+    pq = res.per_query.head(COST_ITEMS)
+    cos = res.items[res.items["scorer"] == "cosine"]
+    groups = {q: g.sort_values("rank") for q, g in cos.groupby("query_id", sort=False)}
+    k = min(len(groups[q]) for q in pq["query_id"])
+    scores = np.stack([groups[q]["score"].to_numpy()[:k] for q in pq["query_id"]])
+    norms = np.stack([groups[q]["doc_norm"].to_numpy()[:k] for q in pq["query_id"]])
+    return norm_scoring_cost(encoder, list(pq["text"]), scores, norms, alpha=float(alpha), repeats=COST_REPEATS), ""
 
 
 def qpp_tables(summary: dict) -> list:
@@ -127,6 +108,9 @@ def incremental_notes(summary: dict) -> list:
 
 
 def _scorer_rows(summary: dict) -> list:
+    from normscope.stats import p_text
+
+    n_perm = int((summary.get("significance") or {}).get("n_permutations") or 0)
     rows = []
     for name, r in summary["scorers"].items():
         p = r.get("param")
@@ -140,7 +124,7 @@ def _scorer_rows(summary: dict) -> list:
         rows.append([name, r.get("param_name") or "none", value, fitted, r.get("ndcg@10"), r.get("mrr@10"),
                      r.get("recall@100"), r.get("delta"), ci_text(r.get("delta_ci")),
                      None if r.get("relative") is None else pct(r["relative"]), r.get("p_value"),
-                     r.get("p_value_randomization")])
+                     None if r.get("p_value_randomization") is None else p_text(r["p_value_randomization"], n_perm)])
     return rows
 
 
@@ -174,6 +158,7 @@ def stage_retrieval(ctx: StageContext) -> dict:
                         n_boot=s.n_boot, progress=True, device=ctx.config.device, engine=ctx.config.engine,
                         address=ctx.config.address)
     summary = jsonable(res.to_dict())
+    cost, why = measure_cost(res, ctx.encoder(), summary)
     cmd = f"normscope retrieval --dataset {d}"
     if s.retrieval_docs is not None:
         cmd += f" --max-docs {s.retrieval_docs}"
@@ -216,9 +201,11 @@ def stage_retrieval(ctx: StageContext) -> dict:
     retrieval = {
         "status": "ok", "reason": None, "command": cmd, "sizes": sizes,
         "result": {k: v for k, v in summary.items() if k not in ("calibration", "calibration_info", "qpp", "qpp_info")},
-        "derived": {"delta_ndcg10_vs_cosine": {n: r.get("delta") for n, r in summary["scorers"].items()}},
+        "derived": {"delta_ndcg10_vs_cosine": {n: r.get("delta") for n, r in summary["scorers"].items()},
+                    "inference_cost": cost},
         "key_numbers": [[f"nDCG@10, {n}", r.get("ndcg@10"), ""] for n, r in summary["scorers"].items()],
-        "tables": tables, "figures": [], "notes": notes, "claims": [similarity_gain_claim(summary)],
+        "tables": tables, "figures": [], "notes": notes,
+        "claims": [c for c in summary.get("claims") or [] if c["section"] != "calibration"] + [cost_claim(cost, why)],
     }
 
     cal, info = summary["calibration"], summary["calibration_info"]
@@ -262,6 +249,6 @@ def stage_retrieval(ctx: StageContext) -> dict:
                     "rows": cal_rows}] + qpp_tables(summary),
         "figures": figs,
         "notes": [info["mapping"], info["direction"]["rule"]] + flags + incremental_notes(summary),
-        "claims": [calibration_claim(summary)],
+        "claims": [c for c in summary.get("claims") or [] if c["section"] == "calibration"],
     }
     return {"retrieval": retrieval, "calibration": calibration}

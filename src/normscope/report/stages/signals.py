@@ -4,51 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.context import StageContext, StageUnavailable
 from normscope.report.stages._common import ci_text
+from normscope.signals.claims import controlled_figure as _controlled
+from normscope.signals.claims import signal_claims
+from normscope.stats import p_text
 
-__all__ = ["stage_signals", "SIGNAL_ORDER", "signal_claims"]
+__all__ = ["stage_signals", "SIGNAL_ORDER"]
 
 SIGNAL_ORDER = ("frequency", "specificity", "concreteness", "uncertainty")
-
-
-def _controlled(r: dict) -> tuple:
-    """(estimate, ci, n, what) of the figure a claim follows: the partial rho when there is one, else rho."""
-    part = r.get("partial_spearman") or {}
-    if part.get("rho") is not None:
-        within = f"; CI resamples items within each {r.get('by')}" if r.get("strata") else "; CI resamples items"
-        return part["rho"], part.get("ci"), part.get("n"), (
-            f"partial Spearman \u03c1(norm, {r['signal']}) | {', '.join(part.get('controls') or [])}{within}")
-    return r.get("spearman"), r.get("spearman_ci"), r.get("n"), f"Spearman \u03c1(norm, {r['signal']}); CI resamples items"
-
-
-def signal_claims(results: dict[str, dict], unavailable: dict[str, str]) -> list[dict]:
-    """Scorecard rows ``specificity`` and ``uncertainty``, following the controlled figure.
-
-    Specificity is claimed positive (more specific -> larger norm). Uncertainty is claimed as a
-    difference without a direction ("more uncertain -> different norm"), so its verdict is
-    ``reproduced`` when the CI excludes 0 on either side and ``inconclusive`` otherwise.
-    """
-    rows = []
-    for key, sign in (("specificity", +1), ("uncertainty", 0)):
-        r = results.get(key)
-        if r is None:
-            verdict, why = verdict_not_testable(f"the {key} signal did not run ({unavailable.get(key, 'not run')})")
-            rows.append(claim_row(key, measured=None, ci=None, verdict=verdict, why=why, section="semantic_signals"))
-            continue
-        est, ci, n, what = _controlled(r)
-        if sign:
-            verdict, why = verdict_sign(est, ci, sign)
-        else:
-            verdict, why = verdict_sign(est, ci, 1 if (est or 0) >= 0 else -1)
-            if verdict == "reproduced":
-                why = f"the 95% CI [{ci[0]:.3g}, {ci[1]:.3g}] excludes 0 (the claim names no direction)"
-        for s in r.get("strata") or []:
-            why += f"; {s['name']}: \u03c1 = {s['spearman']:.3g}" if s.get("spearman") is not None else ""
-        rows.append(claim_row(key, measured=est, ci=ci, verdict=verdict, why=why, section="semantic_signals",
-                              n=n, what=what))
-    return rows
 
 
 def _row(sig: str, r: dict) -> list:
@@ -57,7 +21,7 @@ def _row(sig: str, r: dict) -> list:
     controls = ", ".join(part.get("controls") or []) + "".join(
         f"{'; ' if part.get('controls') else ''}{c} not controlled (constant)" for c in r.get("controls_dropped") or [])
     return [sig, r.get("dataset"), r.get("n"), r.get("n_missing"), r.get("spearman"), ci_text(r.get("spearman_ci")),
-            r.get("p_value"), part.get("rho"), ci_text(part.get("ci")), controls, nl.get("spearman"),
+            p_text(r.get("p_value"), int(r.get("n_perm") or 0)), part.get("rho"), ci_text(part.get("ci")), controls, nl.get("spearman"),
             r.get("n_truncated")]
 
 

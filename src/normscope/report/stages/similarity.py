@@ -4,42 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.context import StageContext
 from normscope.report.stages._common import ci_text
 
-__all__ = ["stage_similarity", "similarity_claim"]
-
-
-def similarity_claim(result: dict | None, reason: str | None = None) -> dict:
-    """Scorecard row ``similarity_pairs``: the gain over cosine of the norm-aware scorer chosen on the fit pairs.
-
-    Of the parametric scorers (``inverse_norm``, ``power``) the one with the larger Spearman rho on
-    the **fit** pairs is the tested scorer (chosen without the evaluated pairs); its Spearman
-    difference to cosine on the evaluated pairs, with the paired bootstrap CI, gives the verdict
-    (claimed sign: positive).
-    """
-    if result is None:
-        verdict, why = verdict_not_testable(reason or "the similarity stage did not run")
-        return claim_row("similarity_pairs", measured=None, ci=None, verdict=verdict, why=why,
-                         section="similarity")
-    sc = result["scorers"]
-    cands = [k for k in ("inverse_norm", "power") if k in sc]
-    if not cands:
-        verdict, why = verdict_not_testable("no norm-aware scorer was evaluated")
-        return claim_row("similarity_pairs", measured=None, ci=None, verdict=verdict, why=why,
-                         section="similarity")
-    best = max(cands, key=lambda k: sc[k]["fit_spearman"])
-    s, cos = sc[best], sc["cosine"]
-    verdict, why = verdict_sign(s["delta_spearman"], s["delta_ci"], +1)
-    rel = 100.0 * s["delta_spearman"] / cos["spearman"] if cos["spearman"] else float("nan")
-    why += (f"; {best} ({s['param_name']} = {s['param']:.3g}, chosen by its Spearman on the {result['fit']['n_pairs']} "
-            f"fit pairs): Spearman {s['spearman']:.3f} vs cosine {cos['spearman']:.3f}, a relative change of "
-            f"{rel:+.2f} %")
-    return claim_row("similarity_pairs", measured=s["delta_spearman"], ci=s["delta_ci"], verdict=verdict, why=why,
-                     section="similarity", n=result["n_pairs"],
-                     what=(f"\u0394 Spearman \u03c1 with human scores, {best} minus cosine, on SimLex-999 pairs not used "
-                           "for fitting; paired bootstrap CI over the evaluated pairs (parameter held fixed)"))
+__all__ = ["stage_similarity"]
 
 
 def stage_similarity(ctx: StageContext) -> dict:
@@ -89,6 +57,6 @@ def stage_similarity(ctx: StageContext) -> dict:
                                     "fitted value; grey: cosine). Right: Spearman difference to cosine on the evaluated "
                                     "pairs with paired bootstrap 95% CIs."}],
             "notes": list(r["notes"]),
-            "claims": [similarity_claim(r)],
+            "claims": list(r["claims"]),  # the rows normscope similarity --json carries
         }
     }

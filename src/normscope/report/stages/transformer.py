@@ -9,56 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
+from normscope.lab.claims import transformer_claim
 from normscope.report.context import StageContext
 from normscope.report.stages._common import ci_text, sig3
 
-__all__ = ["stage_transformer", "transformer_claim", "OPTIMIZERS"]
+__all__ = ["stage_transformer", "OPTIMIZERS"]
 
 OPTIMIZERS = ("sgd", "momentum", "adamw")
-
-
-def transformer_claim(res) -> dict:
-    """The scorecard row ``theorem1_transformer`` from the SGD run (the theorem's own optimizer).
-
-    Rule (stated in the row): the statistic is the partial Spearman rho between each probe item's
-    step-0 predicted R_eq and its final norm R_T, with the starting norm R_0 partialled out (final norms
-    persist from the start, and a change-vs-change correlation would reward any common target), CI
-    by bootstrap over probe items; :func:`~normscope.report.claims.verdict_sign` with the claimed sign
-    +1 (reproduced when the CI excludes 0 above, refuted when it excludes 0 below, else inconclusive).
-    The fraction that moved toward R_eq, its common-target baseline and whether the run reached
-    stationarity are added to ``why``.
-    """
-    m = res.motion or {}
-    rho = m.get("partial_spearman_predicted_vs_final_given_start")
-    ci = m.get("partial_spearman_predicted_vs_final_given_start_ci")
-    if rho is None:
-        verdict, why = verdict_not_testable(
-            f"fewer than 4 probe items with a step-0 R_eq ({m.get('n_with_prediction', 0)} of {res.probe_items})")
-    else:
-        verdict, why = verdict_sign(rho, ci, +1)
-        frac, fci = res.fraction_moved_toward_req, res.fraction_moved_toward_req_ci
-        if frac is not None:
-            why += (f"; {m.get('n_toward')} of {m.get('n_decided')} items ({frac:.0%}, Wilson {ci_text(fci)}) moved "
-                    f"toward their step-0 R_eq")
-            fc = m.get("fraction_moved_toward_common_target")
-            if fc is not None:
-                why += f" ({fc:.0%} toward a common target, the median R_eq)"
-        r0, rt, req = ((m.get(k) or {}).get("median") for k in ("r0", "r_final", "r_eq0"))
-        if None not in (r0, rt, req):
-            why += f"; the median norm went from {r0:.3g} to {rt:.3g} against a median step-0 R_eq of {req:.3g}"
-        stationary = (res.trajectory or {}).get("stationary")
-        if res.long_enough and stationary:
-            why += "; the window starts after one relaxation time and its norms are stationary"
-        elif res.long_enough:
-            why += ("; the window starts after one relaxation time 1/(2 eta lambda_rad) but its norms are still moving "
-                    "(not stationary), so this compares directions of motion")
-        else:
-            why += "; the run is shorter than one relaxation time before its window, so this compares directions of motion"
-    return claim_row("theorem1_transformer", measured=rho, ci=ci, verdict=verdict, why=why, section="transformer_lab",
-                     n=m.get("n_partial"),
-                     what=(f"partial Spearman rho(R_eq at step 0, R_T | R_0) over held-out probe items, {res.model}, SGD "
-                           f"eta={res.lr:g}, lambda={res.weight_decay:g}, {res.steps} steps; CI: bootstrap over probe items"))
 
 
 def stage_transformer(ctx: StageContext) -> dict:
