@@ -8,8 +8,8 @@ checkpoint whose settings key equals its own; otherwise it stops with an error n
 settings that differ.
 
 No code runs from a checkpoint file: it is read with ``torch.load(weights_only=True)`` (tensors,
-dicts, lists, tuples, str, numbers, None only). numpy arrays of the record are stored as tensors
-tagged ``{"__ndarray__": tensor}`` and numpy scalars as Python numbers, so nothing needs a wider
+dicts, lists, tuples, str, numbers, None only). numpy arrays of the record are stored as tagged tensors
+(numeric) or nested lists with their dtype (strings), and numpy scalars as Python numbers, so nothing needs a wider
 unpickler; :func:`check_checkpoint_file` refuses, before any work, a file that names any other
 Python object (a crafted pickle) without unpickling it.
 """
@@ -30,7 +30,7 @@ __all__ = ["settings_key", "save_checkpoint", "load_checkpoint", "check_checkpoi
 
 #: 2: numpy arrays stored as tagged tensors, read with ``weights_only=True`` (format 1 needed full unpickling).
 FORMAT = 2
-_ND = "__ndarray__"
+_ND, _DT = "__ndarray__", "__dtype__"
 
 
 def settings_key(settings: dict) -> str:
@@ -44,9 +44,10 @@ def _to_safe(obj):
     import torch
 
     if isinstance(obj, np.ndarray):
-        if obj.dtype == object:
-            raise TypeError("object arrays cannot be checkpointed")
-        return {_ND: torch.from_numpy(np.ascontiguousarray(obj).copy())}
+        if obj.dtype.kind in "biufc":
+            return {_ND: torch.from_numpy(np.ascontiguousarray(obj).copy()), _DT: ""}
+        # strings (and object arrays of plain values): a nested list with the dtype
+        return {_ND: _to_safe(obj.tolist()), _DT: obj.dtype.str, "__shape__": list(obj.shape)}
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, dict):
@@ -59,8 +60,13 @@ def _to_safe(obj):
 def _from_safe(obj):
     """Inverse of :func:`_to_safe`."""
     if isinstance(obj, dict):
-        if len(obj) == 1 and _ND in obj:
-            return obj[_ND].numpy()
+        if _ND in obj and _DT in obj:
+            if not obj[_DT]:
+                return obj[_ND].numpy()
+            out = np.empty(tuple(obj["__shape__"]), dtype=np.dtype(obj[_DT]))
+            if out.size:
+                out[...] = _from_safe(obj[_ND])
+            return out
         return {k: _from_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return type(obj)(_from_safe(v) for v in obj)
