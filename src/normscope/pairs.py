@@ -23,7 +23,7 @@ import numpy as np
 
 from normscope.errors import DataError, InputError
 
-__all__ = ["PairSource", "sample_pair_batches", "beir_pairs", "wordnet_pairs", "file_pairs", "load_pairs"]
+__all__ = ["PairSource", "sample_pair_batches", "beir_pairs", "wordnet_pairs", "file_pairs", "load_pairs", "pair_source_path"]
 
 
 def sample_pair_batches(n_pairs: int, batch_size: int, batches: int, seed: int) -> list[np.ndarray]:
@@ -245,6 +245,20 @@ def file_pairs(path: str | Path, *, delimiter: str | None = None, header: bool |
     if not left:
         raise InputError(f"pair file {path} has no pairs")
     return PairSource(left, right, name=f"file:{path.name}")
+
+
+def pair_source_path(spec: str) -> Path | None:
+    """The file or directory a pair-source spec of :func:`load_pairs` reads, or None for a dataset name.
+
+    Used to check, before any work, that no output of a command names its pair file.
+    """
+    spec = str(spec)
+    if spec in ("wordnet", "scifact") or spec.startswith(("wordnet:", "scifact:")):
+        return None
+    if spec.startswith("beir:"):
+        rest = spec[5:]
+        return Path(rest.rpartition(":")[0] if rest.count(":") and not Path(rest).is_dir() else rest)
+    return Path(spec)
 
 
 def load_pairs(spec: str) -> PairSource:

@@ -14,11 +14,11 @@ from typing import Annotated, Optional
 import typer
 
 from normscope.cli import app
-from normscope.cli._outputs import compare_models, write_outputs
+from normscope.cli._outputs import compare_models, figure_outputs, write_outputs
 from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
-from normscope.validate import check_output_path, check_outputs
+from normscope.validate import check_paths
 
 
 def _fmt(v, nd=3) -> str:
@@ -108,9 +108,10 @@ def correlate(
 
     if signal not in SIGNALS:
         raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS)}")
-    check_outputs(out=out, json_path=json_path)
-    if fig is not None:
-        check_output_path(fig, "--fig")
+    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)],
+                inputs=[("--items", items_path), ("--covariate-file", covariate_file), ("--images", images),
+                        ("--subtlex", subtlex), ("--wordnet", wordnet)])
     ids = items = strata = None
     if items_path is not None:
         ids, items = read_items(items_path)
@@ -125,7 +126,6 @@ def correlate(
             junk="error" if junk_error else "drop",
         )
 
-    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
     console = Console(stderr=True)
     if len(models) > 1:
         compare_models(models, call, _table, title=f"norm vs {signal}: {len(models)} models side by side",

@@ -36,10 +36,9 @@ def list_datasets(
     """One row per dataset: what it is, licence, download size, origin, and whether a copy is here."""
     from normscope._io import write_json
     from normscope.data import dataset_names, dataset_status, settings
-    from normscope.validate import check_output_path
+    from normscope.validate import check_paths
 
-    if json_path is not None:
-        check_output_path(json_path)
+    check_paths([("--json", json_path, "json")])
     with settings(dest=dir):
         rows = [dataset_status(n) for n in dataset_names()]
     if json_path is not None:

@@ -56,7 +56,7 @@ def build(
     from normscope.errors import InputError
     from normscope.retrieval.ann import AnnParams, build_ann_index, check_index_out
     from normscope.retrieval.scoring import PARAM_NAMES, check_scorer
-    from normscope.validate import check_output_path
+    from normscope.validate import check_paths
 
     check_scorer(scorer)
     given = {"alpha": alpha, "beta": beta}
@@ -65,8 +65,7 @@ def build(
             raise InputError(f"--{name} applies to the {'inverse_norm' if name == 'alpha' else 'power'} scorer, not {scorer}")
     param = given.get(PARAM_NAMES[scorer]) if PARAM_NAMES[scorer] else None
     check_index_out(out)
-    if json_path is not None:
-        check_output_path(json_path, "--json")
+    check_paths([("-o/--out", out, "dir"), ("--json", json_path, "json")], inputs=[("VECTORS", vectors)])
     source = open_vectors(vectors)
     params = AnnParams(kind=kind, m=m, ef_construction=ef_construction, ef_search=ef_search, nlist=nlist,
                        nprobe=nprobe, train_size=train_size, seed=seed)
@@ -155,9 +154,10 @@ def search(
     from normscope._io import write_json, write_outputs
     from normscope.retrieval.ann import FoldedAnnIndex, compare_with_exact
     from normscope.retrieval.search import run_to_frame
-    from normscope.validate import check_outputs
+    from normscope.validate import check_paths
 
-    check_outputs(out=out, json_path=json_path)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")],
+                inputs=[("INDEX", index_dir), ("QUERIES", queries)])
     index = FoldedAnnIndex.load(index_dir)
     index.set_search(ef_search, nprobe)  # checked (e.g. nprobe <= nlist) before any embedding
     qids, Q, junk = _query_vectors(queries, index, batch_size, device)

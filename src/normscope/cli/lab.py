@@ -18,7 +18,7 @@ from normscope._io import write_json, write_outputs
 from normscope.cli import app
 from normscope.cli._options import Device, JsonOut, Seed, TableOut
 from normscope.errors import InputError
-from normscope.validate import check_outputs
+from normscope.validate import check_paths
 
 
 def _fmt(x, spec=".4g"):
@@ -60,9 +60,17 @@ def lab(
     """Train a contrastive model, track every item's norm, heat and drift, and compare R with R_eq (E7)."""
     if encoder not in ("table", "mlp", "transformer"):
         raise InputError(f"--encoder must be table, mlp or transformer, got {encoder!r}")
-    check_outputs(out=out, json_path=json_path)
-    if fig_dir is not None and not fig_dir.is_dir():
-        raise InputError(f"--fig-dir does not exist: {fig_dir}")
+    figs = []
+    if fig_dir is not None:
+        names = (("lab_trajectories.png", "lab_predicted_vs_observed.png") if encoder != "transformer" else
+                 (f"lab_transformer_{optimizer}_trajectories.png", f"lab_transformer_{optimizer}_predicted_vs_final.png"))
+        figs = [("--fig-dir", fig_dir, "folder")] + [(f"--fig-dir ({n})", fig_dir / n, "png") for n in names]
+    from normscope.pairs import pair_source_path
+
+    probe_file = probe_items if probe_items is not None and not probe_items.isdigit() else None
+    # the checkpoint is this run's own state (read to resume, then rewritten): an output, never another input
+    check_paths([("--json", json_path, "json"), ("-o/--out", out, "table"), ("--checkpoint", checkpoint, "file"), *figs],
+                inputs=[("--pairs", pair_source_path(pairs) if pairs else None), ("--probe-items", probe_file)])
     given = {"--model": model, "--pairs": pairs, "--probe-items": probe_items, "--precision": precision,
              "--batch-size": batch_size, "--tau": tau, "--decay-mask": decay_mask, "--dropout": dropout,
              "--max-tokens": max_tokens, "--checkpoint": checkpoint}
@@ -146,7 +154,7 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
         written.append(plot_trajectories(res, fig_dir / "lab_trajectories.png"))
         written.append(plot_predicted_vs_observed(res, fig_dir / "lab_predicted_vs_observed.png"))
     if written:
-        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
+        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True, markup=False)
     err.print(f"done in {tm['wall_s']:.1f} s")
 
 
@@ -200,5 +208,5 @@ def _transformer_lab(*, json_path, out, fig_dir, **kw) -> None:
         written.append(plot_transformer_trajectories(res, fig_dir / f"lab_transformer_{res.optimizer}_trajectories.png"))
         written.append(plot_predicted_vs_final(res, fig_dir / f"lab_transformer_{res.optimizer}_predicted_vs_final.png"))
     if written:
-        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
+        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True, markup=False)
     err.print(f"done in {tm['wall_s']:.1f} s")

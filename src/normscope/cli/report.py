@@ -38,12 +38,10 @@ def report(
     """Reproduce the whole analysis for one model (or several, side by side): HTML report, summary.json and figures."""
     import dataclasses
 
-    from normscope.validate import check_output_path
     from normscope.report import FULL, QUICK, STAGES, ReportConfig, run_report
+    from normscope.report.runner import check_report_inputs
 
     err = Console(stderr=True)
-    if json_path is not None:
-        check_output_path(json_path, "--json")
     sizes = QUICK if quick else FULL
     if words is not None:
         sizes = dataclasses.replace(sizes, words=words)
@@ -54,6 +52,7 @@ def report(
         signals=tuple(x.strip() for x in signals.split(",") if x.strip()), precision=precision,
         engine=engine, address=address,
     )
+    check_report_inputs(config, json_path)  # paths and --items, before any stage runs or anything is written
     from normscope.data import settings
 
     out_console = Console()

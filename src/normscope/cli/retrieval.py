@@ -154,10 +154,11 @@ def retrieval(
     pre-specified strata), and calibrate confidence signals of the cosine top-1."""
     from normscope._io import write_json, write_outputs
     from normscope.retrieval import SCORERS, run_retrieval
-    from normscope.validate import check_outputs
+    from normscope.validate import check_paths
 
     err = Console(stderr=True)
-    check_outputs(out=out, json_path=json_path)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")],
+                inputs=[("--dataset", dataset if Path(dataset).exists() else None)])
     scorers = list(scorer or SCORERS)
     params = {}
     for name, value in (("inverse_norm", alpha), ("power", beta)):

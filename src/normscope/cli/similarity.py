@@ -12,10 +12,10 @@ from typing import Annotated, Optional
 import typer
 
 from normscope.cli import app
-from normscope.cli._outputs import compare_models, write_outputs
+from normscope.cli._outputs import compare_models, figure_outputs, write_outputs
 from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut
 from normscope.encoders import DEFAULT_MODEL
-from normscope.validate import check_output_path, check_outputs
+from normscope.validate import check_paths
 
 
 def _f(v) -> str:
@@ -62,9 +62,9 @@ def similarity(
 
     from normscope.similarity import plot_similarity, run_similarity
 
-    check_outputs(out=out, json_path=json_path)
-    if fig is not None:
-        check_output_path(fig, "--fig")
+    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)],
+                inputs=[("--dataset", dataset), ("--fit", fit)])
     if dataset is None:
         from normscope.data import data_path
 
@@ -75,7 +75,6 @@ def similarity(
                              fit_format=fit_format, model=m, seed=seed, n_boot=n_boot, batch_size=batch_size,
                              device=device, precision=precision, progress=True, junk="error" if junk_error else "drop")
 
-    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
     console = Console(stderr=True)
     if len(models) > 1:
         compare_models(models, call, _table, title=f"{Path(dataset).name}: {len(models)} models side by side",

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from normscope._io import write_json, write_outputs
-from normscope.validate import check_outputs, check_room
+from normscope.validate import check_paths, check_room
 from normscope.encoders.base import Encoder
 from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.encoders.cache import encode_cached
@@ -193,7 +193,7 @@ def embed_input(
     from normscope.encoders import load_encoder
     from normscope.inputs import read_items
 
-    check_outputs(out=out, json_path=json_path)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")], inputs=[("INPUT", input)])
     if batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {batch_size}")
     if wordfreq_top and input is not None:
