@@ -36,7 +36,7 @@ from pathlib import Path
 from normscope.errors import InputError
 
 __all__ = [
-    "read_items", "read_text", "split_lines", "join_title", "detect_format", "check_items", "Junk", "find_junk", "junk_text_reason",
+    "read_items", "read_text", "split_lines", "csv_records", "join_title", "detect_format", "check_items", "Junk", "find_junk", "junk_text_reason",
     "TEXT_SUFFIXES", "FORMATS",
 ]
 
@@ -342,25 +342,67 @@ def _parse_jsonl(text: str, path: Path):
 
 
 def _parse_csv(text: str, path: Path):
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    fields = reader.fieldnames or []
+    """Rows of a CSV with a ``text`` column, read by :func:`csv_records` (strict; a text of any length:
+    the model truncates, and the truncation is counted)."""
+    rows = csv_records(text, path)
+    header = next(rows, None)
+    fields = header[1] if header is not None else []
     if "text" not in fields:
         raise InputError(f"{path}: CSV has no 'text' column (columns: {fields})")
+    col = {name: k for k, name in reversed(list(enumerate(fields)))}  # first column of a name, as DictReader
     id_col = "id" if "id" in fields else ("_id" if "_id" in fields else None)
     ids: list[str | None] = []
     texts: list[str] = []
     lines: list[int] = []
-    try:
-        for row in reader:
-            if not any((v or "").strip() for v in row.values() if isinstance(v, str)):
-                continue  # fully blank row
-            value = row.get("text")
-            texts.append(value if isinstance(value, str) else "")
-            ids.append(row.get(id_col) or None if id_col else None)
-            lines.append(reader.line_num)
-    except csv.Error as exc:
-        raise InputError(f"{path}: malformed CSV near line {reader.line_num} ({exc})") from None
+    for start, row in rows:
+        if not any(v.strip() for v in row):
+            continue  # fully blank row
+        if len(row) > len(fields):
+            raise InputError(f"{path}: line {start}: {len(row)} fields but the header has {len(fields)} "
+                             "(an unquoted comma in a text? quote the field)")
+        row = row + [""] * (len(fields) - len(row))
+        texts.append(row[col["text"]])
+        ids.append((row[col[id_col]] or None) if id_col else None)
+        lines.append(start)
     return _fill_ids(ids, lines, path), texts, lines
+
+
+def csv_records(text: str, path: str | Path, *, delimiter: str = ","):
+    """``(line the record starts on, fields)`` of each non-empty record of a CSV text, read strictly.
+
+    The one CSV reader of user files (items, ``--by`` columns, pair files): ``csv.reader(strict=True)``
+    with no field size limit. A quote that is never closed, or closed in the middle of a field, is an
+    :class:`~normscope.errors.InputError` naming the line where that record starts (a lenient reader
+    would silently swallow the rows after it).
+
+    Yields
+    ------
+    (int, list of str)
+    """
+    old_limit = csv.field_size_limit()
+    csv.field_size_limit(2**31 - 1)
+    try:
+        yield from _csv_records(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True), Path(path))
+    finally:
+        csv.field_size_limit(old_limit)
+
+
+def _csv_records(reader, path: Path):
+    """``(line the record starts on, fields)`` of each non-empty record of a strict ``csv.reader``."""
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            if "unexpected end of data" in str(exc):
+                raise InputError(f"{path}: line {start}: a quoted field opened in this record is never closed "
+                                 "(an unterminated quote would swallow every row after it)") from None
+            raise InputError(f"{path}: malformed CSV in the record starting on line {start} ({exc}; a quote inside a "
+                             "quoted field is written twice, \"\")") from None
+        if row:
+            yield start, row
 
 
 def _fill_ids(ids: list[str | None], lines: list[int], path: Path) -> list[str]:

@@ -223,7 +223,13 @@ def file_pairs(path: str | Path, *, delimiter: str | None = None, header: bool |
     name = path.name.removesuffix(".gz")
     if delimiter is None:
         delimiter = "\t" if name.endswith((".tsv", ".txt")) else ","
-    rows = [r for r in csv.reader(io.StringIO(text), delimiter=delimiter) if any(c.strip() for c in r)]
+    if delimiter == "\t":  # tab-separated pairs carry no quoting: a quote is text (it never joins lines)
+        rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
+                if any(c.strip() for c in r)]
+    else:
+        from normscope.inputs import csv_records
+
+        rows = [r for _, r in csv_records(text, path, delimiter=delimiter) if any(c.strip() for c in r)]
     if header is None:  # a header is recognised by its column names only (predictable, unlike sniffing)
         header = bool(rows) and len(rows[0]) >= 2 and all(c.strip().lower() in _HEADER_NAMES for c in rows[0][:2])
     first_line = 1

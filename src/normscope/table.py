@@ -293,6 +293,8 @@ class EmbeddingTable:
 def _vectors_from_arrow(col, path: Path) -> np.ndarray:
     import pyarrow as pa
 
+    if len(col) == 0:
+        raise InputError(f"{path} has no rows")
     col = col.combine_chunks()
     if pa.types.is_fixed_size_list(col.type):
         d = col.type.list_size

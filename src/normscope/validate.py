@@ -282,7 +282,8 @@ def write_failure(exc: BaseException, path: str | Path, option: str = "output") 
 
     A full disk (ENOSPC), a file size limit (EFBIG), a quota (EDQUOT), a read-only file system
     (EROFS) and missing permissions (EACCES, EPERM) are the user's environment, not a bug; pyarrow
-    and other C++ writers raise them as ``OSError`` without ``errno``, so their message is matched too.
+    and other C++ writers raise them as ``OSError`` without ``errno`` (faiss: ``RuntimeError``), so their
+    message is matched too.
 
     Parameters
     ----------
@@ -302,11 +303,11 @@ def write_failure(exc: BaseException, path: str | Path, option: str = "output") 
         reason = getattr(exc, "reason", None)
         if reason is None:
             return exc
-    elif not isinstance(exc, OSError):
+    elif not isinstance(exc, (OSError, RuntimeError)):  # C++ writers (faiss) raise RuntimeError("... (File too large)")
         return None
     else:
         text = str(exc).lower()
-        if exc.errno in _WRITE_ERRNOS:
+        if getattr(exc, "errno", None) in _WRITE_ERRNOS:
             reason = _reason(exc)
         elif any(t in text for t in _WRITE_TEXTS):
             reason = next(t for t in _WRITE_TEXTS if t in text)

@@ -56,7 +56,7 @@ def build(
     from normscope.errors import InputError
     from normscope.retrieval.ann import AnnParams, build_ann_index, check_index_out
     from normscope.retrieval.scoring import PARAM_NAMES, check_scorer
-    from normscope.validate import check_paths
+    from normscope.validate import check_paths, check_room
 
     check_scorer(scorer)
     given = {"alpha": alpha, "beta": beta}
@@ -67,6 +67,7 @@ def build(
     check_index_out(out)
     check_paths([("-o/--out", out, "dir"), ("--json", json_path, "json")], inputs=[("VECTORS", vectors)])
     source = open_vectors(vectors)
+    check_room(out, 4 * len(source) * int(source.dim), "-o/--out")  # the vectors alone, a lower bound
     params = AnnParams(kind=kind, m=m, ef_construction=ef_construction, ef_search=ef_search, nlist=nlist,
                        nprobe=nprobe, train_size=train_size, seed=seed)
     t0 = time.perf_counter()
@@ -76,7 +77,7 @@ def build(
     # staged directory replaces OUT; a failure before that leaves OUT and the JSON as they were
     staging = out.parent / f".{out.name}.staging-{time.time_ns()}"
     try:
-        index.save(staging)
+        index.save(staging, shown=out)
         size = sum(f.stat().st_size for f in staging.iterdir())
         summary = {"index": str(out), "vectors": str(vectors), "kind": kind, "n": len(index.doc_ids),
                    "dim": index.dim, "scorer": scorer, "param_name": PARAM_NAMES[scorer], "param": param,

@@ -135,6 +135,9 @@ def retrieval(
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Evaluate inverse_norm at this fixed alpha (not fitted), e.g. a paper's setting.")] = None,
     beta: Annotated[Optional[float], typer.Option("--beta", help="Evaluate power at this fixed beta (not fitted).")] = None,
     relevance: Annotated[str, typer.Option("--relevance", help="graded (nDCG gains are the judgement scores, as BEIR) or binary (score >= 1 counts 1).")] = "graded",
+    grade_scale: Annotated[int, typer.Option("--grade-scale", min=1, help="Read every relevance grade times this factor "
+                                             "(qrels such as 0.5 / 1.5 are refused otherwise, with the line named; "
+                                             "nDCG is unchanged by a common scale).")] = 1,
     ignore_identical_ids: Annotated[bool, typer.Option("--ignore-identical-ids/--keep-identical-ids", help="Leave out a document whose id equals the query id (BEIR's default).")] = True,
     junk_error: JunkError = False,
     max_docs: Annotated[Optional[int], typer.Option("--max-docs", min=2, help="Subsample the corpus (documents relevant to kept queries stay).")] = None,
@@ -168,7 +171,7 @@ def retrieval(
                 scorers.append(name)
     def call(m):
         return run_retrieval(dataset, model=m, scorers=scorers, fit_split=fit_split, split=split, params=params,
-                            relevance=relevance, ignore_identical_ids=ignore_identical_ids,
+                            relevance=relevance, grade_scale=grade_scale, ignore_identical_ids=ignore_identical_ids,
                             junk="error" if junk_error else "drop", max_docs=max_docs, max_queries=max_queries,
                             n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device, precision=precision,
                             engine=engine, address=address, workers=workers)

@@ -210,8 +210,13 @@ class FoldedAnnIndex:
         Raises
         ------
         InputError
-            ``k < 1``, ids of the wrong number or duplicated, bad search settings.
+            ``k < 1``, ids of the wrong number or duplicated, bad search settings, queries of another
+            dimension than the index's.
         """
+        Q = np.asarray(Q)
+        if Q.ndim != 2 or Q.shape[1] != self.dim:
+            raise InputError(f"the queries have dimension {Q.shape[-1] if Q.ndim else 0}, the index {self.dim}: "
+                             "embed them with the index's model")
         Qf = fold_queries(Q, self.scorer)
         query_ids = _check_ids(query_ids, Qf.shape[0], "query")
         if k < 1:
@@ -245,8 +250,15 @@ class FoldedAnnIndex:
         return flat
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | Path) -> Path:
-        """Write ``index.faiss``, ``ids.parquet`` and ``meta.json`` into the directory ``path`` (atomic)."""
+    def save(self, path: str | Path, *, shown: str | Path | None = None) -> Path:
+        """Write ``index.faiss``, ``ids.parquet`` and ``meta.json`` into the directory ``path`` (atomic).
+
+        Raises
+        ------
+        OutputError
+            A full disk, a file size limit or a read-only place (one line naming ``shown``, default
+            ``path``); nothing is left behind.
+        """
         import faiss
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -259,12 +271,19 @@ class FoldedAnnIndex:
         tmp = path.parent / f".{path.name}.tmp-{time.time_ns()}"
         tmp.mkdir()
         try:
-            faiss.write_index(self.index, str(tmp / "index.faiss"))
+            # serialised here and written by Python: faiss.write_index only prints a failed close (a full disk,
+            # a file size limit) and leaves a truncated file; Python's write raises
+            with open(tmp / "index.faiss", "wb") as f:
+                f.write(faiss.serialize_index(self.index).tobytes())
             pq.write_table(pa.table({"id": pa.array(self.doc_ids, type=pa.string())}), tmp / "ids.parquet")
             write_json({"kind": self.params.kind, "scorer": self.scorer, "param": self.param,
                         "param_name": PARAM_NAMES[self.scorer], "n": len(self.doc_ids), "dim": self.dim,
                         "params": asdict(self.params), "fingerprint": self.fingerprint}, tmp / "meta.json")
             replace_dir(tmp, path)
+        except (OSError, RuntimeError) as exc:  # faiss reports a full disk as a RuntimeError naming errno's text
+            from normscope.validate import write_failure
+
+            raise (write_failure(exc, shown or path, "-o/--out") or exc) from None
         finally:
             import shutil
 

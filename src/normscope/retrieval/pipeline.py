@@ -160,6 +160,7 @@ def run_retrieval(
     split: str = "test",
     params: Mapping[str, float] | None = None,
     relevance: str = "graded",
+    grade_scale: int = 1,
     ignore_identical_ids: bool = True,
     junk: str = "drop",
     max_docs: int | None = None,
@@ -212,6 +213,9 @@ def run_retrieval(
         marked "not fitted".
     relevance : {'graded', 'binary'}, keyword-only
         Gains of nDCG (see :func:`~normscope.retrieval.evaluate.relevance_qrels`); graded as BEIR.
+    grade_scale : int, keyword-only
+        Read every relevance grade times this factor (grades such as 0.5 are refused otherwise, with the
+        line named; :func:`~normscope.retrieval.beir.load_qrels`). nDCG is unchanged by the scale.
     ignore_identical_ids : bool, keyword-only
         Leave out a document whose id equals the query id (BEIR's default).
     junk : {'drop', 'error'}, keyword-only
@@ -268,6 +272,7 @@ def run_retrieval(
     order = ["cosine"] + [s for s in dict.fromkeys(scorers) if s != "cosine"]
     check_int("k", k, minimum=10)
     check_choice("relevance", relevance, RELEVANCE)
+    check_int("grade_scale", grade_scale, minimum=1)
     check_choice("junk", junk, ("drop", "error"))
     for name, v, lo in (("max_queries", max_queries, 1), ("max_docs", max_docs, 2)):
         if v is not None:
@@ -284,7 +289,7 @@ def run_retrieval(
     rng = np.random.default_rng(seed)
 
     with ph("loading the dataset", str(dataset_dir)):
-        ds = load_dataset_any(dataset_dir)
+        ds = load_dataset_any(dataset_dir, grade_scale=int(grade_scale))
         mode, fit_name = _resolve_fit_split(ds, fit_split, split)
         ev = _subsample_queries(_sorted_split(ds.split_queries(split)), max_queries, rng)
         fit = _subsample_queries(_sorted_split(ds.split_queries(fit_name)), max_queries, rng) if mode == "split" else None
@@ -430,7 +435,8 @@ def run_retrieval(
     return RetrievalResult(
         dataset=str(dataset_dir), dataset_name=ds.name,
         model=fp.name if fp is not None else type(encoder).__name__, model_revision=getattr(fp, "revision", None),
-        split=split, fit_split=fitted_on, fit_mode=mode, seed=int(seed), k=int(k), relevance=relevance, tie_rule=TIE_RULE,
+        split=split, fit_split=fitted_on, fit_mode=mode, seed=int(seed), k=int(k), relevance=relevance,
+        grade_scale=int(grade_scale), tie_rule=TIE_RULE,
         ignore_identical_ids=bool(ignore_identical_ids), identical_ids=identical,
         n_docs=len(doc_ids), docs={**doc_info, "n_docs": len(doc_ids), "junk_left_out": dtab.junk.count},
         n_queries={"eval": len(ev.query_ids), "fit": len(fit.query_ids) if fit else None},

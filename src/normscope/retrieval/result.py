@@ -55,6 +55,7 @@ class RetrievalResult(StageResult):
     seed: int = summary_field("seed")
     k: int = summary_field("depth k", unit="documents")
     relevance: str = summary_field("relevance levels")
+    grade_scale: int = summary_field("relevance grades read times")
     tie_rule: str = summary_field("tie rule")
     ignore_identical_ids: bool = summary_field("self-hits left out")
     identical_ids: dict = summary_field("queries whose id is a corpus id")

@@ -127,7 +127,7 @@ def convert_trec(src: str | Path, out: str | Path, *, queries: str = "titles", q
         if qf is None:
             raise DataError(f"{src}: split '{split}' has {rf.name} but no {split}.{queries}.queries")
         _merge(read_id_text(qf), qmap, qf, "query")
-        judged[split] = load_qrels(rf)
+        judged[split] = load_qrels(rf, trec=True)
     if not judged:
         raise DataError(f"{src}: no {{split}}.{qrels}.qrel file (grading variants present: "
                         f"{', '.join(sorted({p.name for p in src.glob('*.qrel*')}))})")
