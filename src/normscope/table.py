@@ -90,6 +90,12 @@ class ModelFingerprint:
     precision : {"fp32", "bf16"}
         Precision of the forward pass (``bf16``: matrix products under ``torch.autocast``); part
         of :attr:`key`, so a bf16 cache entry never serves an fp32 request.
+    config : str
+        ``sha256:<16 hex>`` of the configuration and tokenizer files (``config.json``,
+        ``sentence_bert_config.json``, ``modules.json``, ``tokenizer.json``, ``vocab.txt`` ...) and the
+        effective ``max_seq_length`` (:func:`normscope.encoders.sentence_transformers.config_hash`);
+        ``""`` where nothing but the weights determines the vectors (precomputed files). Part of
+        :attr:`key`: a changed ``max_seq_length`` or tokenizer never serves stale cached vectors.
     """
 
     name: str
@@ -98,6 +104,7 @@ class ModelFingerprint:
     dropped_modules: tuple[str, ...] = ()
     backend: str = "sentence-transformers"
     precision: str = "fp32"
+    config: str = ""
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -113,19 +120,22 @@ class ModelFingerprint:
             dropped_modules=tuple(d.get("dropped_modules", ())),
             backend=str(d.get("backend", "sentence-transformers")),
             precision=str(d.get("precision", "fp32")),
+            config=str(d.get("config", "")),
         )
 
     @property
     def key(self) -> str:
         """Hex sha256 of the canonical JSON form; the cache namespace of this model.
 
-        The default precision ``fp32`` is left out of the hashed form, so fp32 keys equal those of
-        fingerprints written before precision existed (existing caches stay valid); any other
-        precision is hashed in.
+        The default precision ``fp32`` and an empty ``config`` are left out of the hashed form, so
+        such keys equal those of fingerprints written before these fields existed; any other value
+        is hashed in.
         """
         d = self.to_dict()
         if d["precision"] == "fp32":
             del d["precision"]
+        if not d["config"]:
+            del d["config"]
         blob = json.dumps(d, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
 
