@@ -37,7 +37,7 @@ from normscope.errors import InputError
 
 __all__ = [
     "read_items", "read_text", "split_lines", "csv_records", "join_title", "detect_format", "check_items", "Junk", "find_junk", "junk_text_reason",
-    "TEXT_SUFFIXES", "FORMATS",
+    "TEXT_SUFFIXES", "FORMATS", "zero_vector_rows", "ZERO_NORM_FLOOR", "JUNK_ZERO",
 ]
 
 TEXT_SUFFIXES = (".txt", ".text", ".lines", "")
@@ -152,6 +152,9 @@ def check_items(texts) -> list[str]:
 #: Why an item is junk (the ``reason`` of :class:`Junk`).
 JUNK_EMPTY = "empty after NFKC normalisation and removal of whitespace and invisible format characters"
 JUNK_TOKENS = "tokenizes to special and unknown tokens only"
+#: Vectors whose norm is 0 or below this fraction of the median norm of their set are junk vectors.
+ZERO_NORM_FLOOR = 1e-3
+JUNK_ZERO = f"zero vector (norm 0 or below {ZERO_NORM_FLOOR:g} x the median norm)"
 
 
 def junk_text_reason(text: str) -> str | None:
@@ -179,7 +182,7 @@ class Junk:
     ids : list of str
         Their ids.
     reasons : list of str
-        One of :data:`JUNK_EMPTY`, :data:`JUNK_TOKENS` per item.
+        One of :data:`JUNK_EMPTY`, :data:`JUNK_TOKENS`, :data:`JUNK_ZERO` per item.
     """
 
     index: list[int] = field(default_factory=list)
@@ -205,9 +208,39 @@ class Junk:
         shown = ", ".join(self.ids[:_SHOW]) + (f" (and {self.count - _SHOW} more)" if self.count > _SHOW else "")
         return f"{self.count} junk {what} left out ({'; '.join(sorted(set(self.reasons)))}): ids {shown}"
 
+    def merged(self, index: Sequence[int], ids: Sequence[str], reason: str) -> "Junk":
+        """This junk plus the items at ``index`` (positions in the same input) for ``reason``, by position."""
+        rows = sorted({**{i: (d, r) for i, d, r in zip(self.index, self.ids, self.reasons)},
+                       **{int(i): (str(d), reason) for i, d in zip(index, ids)}}.items())
+        return Junk(index=[i for i, _ in rows], ids=[d for _, (d, _) in rows], reasons=[r for _, (_, r) in rows])
+
     def error(self, what: str = "items") -> InputError:
         """The :class:`InputError` raised when junk is an error (``--junk-error``)."""
         return InputError(self.message(what).replace("left out", "found", 1) + " (drop --junk-error to leave them out)")
+
+
+def zero_vector_rows(norms) -> "np.ndarray":
+    """Positions of the junk (zero) vectors among ``norms``: norm 0, not finite, or below
+    :data:`ZERO_NORM_FLOOR` times the median of the positive norms.
+
+    A zero vector has no direction: cosine scores are 0 (or NaN) against every document, so it would
+    be "ranked" in id order, and its norm is an outlier that moves every correlation. Such vectors come
+    from float16 underflow, placeholder rows of vector stores, or failed encodes.
+
+    Parameters
+    ----------
+    norms : array-like of shape (n,)
+
+    Returns
+    -------
+    ndarray of int64, increasing
+    """
+    import numpy as np
+
+    r = np.asarray(norms, dtype=np.float64)
+    pos = r[np.isfinite(r) & (r > 0)]
+    floor = ZERO_NORM_FLOOR * float(np.median(pos)) if pos.size else np.inf
+    return np.flatnonzero(~np.isfinite(r) | (r <= 0) | (r < floor)).astype(np.int64)
 
 
 def find_junk(texts: Sequence[str], ids: Sequence[str] | None = None, *, tokenizer=None) -> Junk:

@@ -53,9 +53,15 @@ def require_raw_norms(norms, what: str = "this analysis") -> None:
     ------
     InputError
         When :func:`norms_look_normalised` holds: the norms carry no information beyond float32
-        rounding, so a correlation, CI or p-value on them would describe rounding noise.
+        rounding, so a correlation, CI or p-value on them would describe rounding noise. Norms that are
+        all bitwise equal are copies of one vector (a repeated text), said so rather than "normalised".
     """
     r = np.asarray(norms, dtype=np.float64)
+    distinct = np.unique(r[np.isfinite(r)])
+    if r.size >= 2 and distinct.size == 1:  # bitwise one value: copies of one vector, not normalisation
+        raise InputError(
+            f"{what} needs norms that differ, but all {r.size} norms are exactly {float(distinct[0]):.6g}: the items "
+            "are copies of one vector (the same text repeated?); give distinct items")
     if r.size >= 2 and norms_look_normalised(r):
         raise InputError(
             f"{what} needs raw (un-normalised) vectors, but every norm is {float(np.median(r)):.6g} within "
@@ -219,9 +225,12 @@ class EmbeddingTable:
 
     def summary(self) -> dict:
         """Norm summary: ``n``, ``dim``, ``model``, ``norm_mean/std/min/max`` (float, units of ||z||),
-        ``n_truncated``, ``junk`` (:meth:`Junk.to_dict`), ``normalised`` (:func:`norms_look_normalised`),
-        ``precision`` (of the forward pass) and ``norm_rel_error_vs_fp32`` (None in fp32)."""
+        ``n_truncated``, ``junk`` (:meth:`Junk.to_dict`), ``normalised`` (:func:`norms_look_normalised` over
+        the distinct vectors; None with fewer than two), ``n_distinct`` (distinct vectors: exact copies, e.g.
+        a repeated text, count once), ``precision`` (of the forward pass) and ``norm_rel_error_vs_fp32``
+        (None in fp32)."""
         r = self.norms.astype(np.float64)
+        uniq = np.unique(self.vectors, axis=0, return_index=True)[1] if len(self) else np.empty(0, np.int64)
         return {
             "n": len(self),
             "dim": self.dim,
@@ -233,7 +242,8 @@ class EmbeddingTable:
             "norm_max": float(r.max()) if len(r) else float("nan"),
             "n_truncated": self.n_truncated,
             "junk": self.junk.to_dict(),
-            "normalised": norms_look_normalised(r) if len(r) > 1 else None,
+            "normalised": norms_look_normalised(r[uniq]) if uniq.size > 1 else None,
+            "n_distinct": int(uniq.size),
             "precision": self.fingerprint.precision,
             "norm_rel_error_vs_fp32": self.norm_rel_error_vs_fp32,
         }

@@ -80,6 +80,7 @@ def build(
         index.save(staging, shown=out)
         size = sum(f.stat().st_size for f in staging.iterdir())
         summary = {"index": str(out), "vectors": str(vectors), "kind": kind, "n": len(index.doc_ids),
+                   "junk_documents": index.junk.to_dict(),
                    "dim": index.dim, "scorer": scorer, "param_name": PARAM_NAMES[scorer], "param": param,
                    "params": asdict(index.params), "threads": threads, "build_seconds": build_s, "bytes": size}
         write_outputs({json_path: lambda p: write_json(summary, p)}, options={json_path: "--json"})
@@ -96,7 +97,10 @@ def build(
                  ("size on disk", f"{size / 2**20:.1f} MiB")):
         t.add_row(k, v)
     Console().print(t)
-    Console(stderr=True).print(f"wrote {out}" + (f" and {json_path}" if json_path else ""))
+    err = Console(stderr=True)
+    if index.junk:
+        err.print(index.junk.message("documents"), soft_wrap=True, markup=False, highlight=False)
+    err.print(f"wrote {out}" + (f" and {json_path}" if json_path else ""), soft_wrap=True, markup=False, highlight=False)
 
 
 def _query_vectors(queries: Path, index, batch_size: int, device: str):
@@ -105,6 +109,7 @@ def _query_vectors(queries: Path, index, batch_size: int, device: str):
 
     from normscope.engine.shards import open_vectors
     from normscope.errors import InputError, ModelError
+    from normscope.inputs import JUNK_ZERO, Junk, zero_vector_rows
 
     if queries.is_dir() or queries.suffix.lower() in (".parquet", ".npy"):
         src = open_vectors(queries)
@@ -115,7 +120,16 @@ def _query_vectors(queries: Path, index, batch_size: int, device: str):
         if src.fingerprint is not None and index.fingerprint and src.fingerprint.to_dict() != index.fingerprint:
             raise InputError(f"{queries} was embedded with {src.fingerprint.name}, the index with "
                              f"{index.fingerprint['name']} (another model or revision)")
-        return ids, np.concatenate(vecs), None
+        Q = np.concatenate(vecs)
+        if Q.ndim == 2 and Q.shape[1] != index.dim:
+            raise InputError(f"{queries} holds vectors of dimension {Q.shape[1]}, the index {index.dim}: embed the queries "
+                             "with the index's model")
+        zero = zero_vector_rows(np.linalg.norm(Q.astype(np.float64), axis=1))  # junk (zero) queries: listed, never ranked
+        if zero.size == len(ids):
+            raise InputError(f"every one of the {len(ids)} query vectors in {queries} is junk ({JUNK_ZERO})")
+        junk = Junk().merged(zero, [ids[i] for i in zero], JUNK_ZERO)
+        ok = np.setdiff1d(np.arange(len(ids)), zero)
+        return [ids[i] for i in ok], Q[ok], junk.to_dict()
     if not index.fingerprint:
         raise InputError("this index records no model (built from bare vectors): give QUERIES as vectors (.parquet/.npy)")
     from normscope.encoders import load_encoder
@@ -191,6 +205,11 @@ def search(
         t.add_row(f"score ratio@{k} vs exact", f"{c['score_ratio_at_k']:.5f}")
         t.add_row("QPS (faiss call) / exact", f"{c['qps']:.0f} / {c['qps_exact']:.0f} = {c['speedup_vs_exact']:.2f}x")
     Console().print(t)
+    err = Console(stderr=True)
+    if junk and junk.get("count"):
+        shown = ", ".join(junk["ids"][:5]) + (f" (and {junk['count'] - 5} more)" if junk["count"] > 5 else "")
+        err.print(f"{junk['count']} junk queries left out, not ranked ({'; '.join(junk['reasons'])}): ids {shown}",
+                  soft_wrap=True, markup=False, highlight=False)
     written = [str(p) for p in (out, json_path) if p is not None]
     if written:
-        Console(stderr=True).print("wrote " + ", ".join(written))
+        err.print("wrote " + ", ".join(written), soft_wrap=True, markup=False, highlight=False)

@@ -54,9 +54,10 @@ def embed_texts(
 ) -> EmbeddingTable:
     """Raw embeddings of ``texts``: the one path from texts to vectors (through the embedding cache).
 
-    Junk items (:func:`normscope.inputs.find_junk`, with the encoder's tokenizer) are left out of
-    the table and listed in ``table.junk``; the tokens each item gives the model after truncation
-    are counted (``table.tokens``, ``table.n_truncated``).
+    Junk items (:func:`normscope.inputs.find_junk`, with the encoder's tokenizer) and junk vectors
+    (zero or near zero, :func:`normscope.inputs.zero_vector_rows`) are left out of the table and
+    listed in ``table.junk``; the tokens each item gives the model after truncation are counted
+    (``table.tokens``, ``table.n_truncated``).
 
     Parameters
     ----------
@@ -98,7 +99,7 @@ def embed_texts(
         ``junk='error'``; every item junk; ``batch_size < 1``.
     """
     from normscope.encoders import load_encoder
-    from normscope.inputs import check_items, find_junk
+    from normscope.inputs import JUNK_ZERO, check_items, find_junk, zero_vector_rows
 
     if junk not in ("drop", "error"):
         raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
@@ -119,6 +120,19 @@ def embed_texts(
         tokens, raw = encoder.token_counts(kept_texts)
         n_truncated = int(np.sum(raw > tokens))
     vectors = (encode or encode_cached)(encoder, kept_texts, batch_size=batch_size, progress=progress, cache=cache)
+    zero = zero_vector_rows(np.linalg.norm(vectors.astype(np.float64), axis=1)) if len(vectors) else np.empty(0, np.int64)
+    if zero.size:  # junk vectors: left out and listed like junk texts
+        found = found.merged(keep[zero], [ids[i] for i in keep[zero]], JUNK_ZERO)
+        if junk == "error":
+            raise found.error(what)
+        if found.count == len(texts):
+            raise InputError(f"every one of the {len(texts)} {what} is junk ({'; '.join(sorted(set(found.reasons)))})")
+        ok = np.setdiff1d(np.arange(len(keep)), zero)
+        keep, vectors = keep[ok], vectors[ok]
+        kept_texts = [kept_texts[i] for i in ok]
+        if tokens is not None:
+            tokens = tokens[ok]
+            n_truncated = int(np.sum(raw[ok] > tokens))
     from normscope.encoders.precision import norm_error_vs_fp32
 
     error = norm_error_vs_fp32(encoder, kept_texts, vectors, sample=precision_sample, cache=cache)
@@ -235,7 +249,8 @@ def embed_input(
 
 
 def summary_warnings(summary: dict) -> list[str]:
-    """The ``warnings`` of an embed summary: one sentence when the vectors were normalised.
+    """The ``warnings`` of an embed summary: one sentence when items repeat a vector (duplicates), one when
+    the distinct vectors were normalised.
 
     Parameters
     ----------
@@ -246,11 +261,16 @@ def summary_warnings(summary: dict) -> list[str]:
     Returns
     -------
     list of str
-        Empty unless ``summary["normalised"]``.
+        Empty unless ``summary["n_distinct"] < summary["n"]`` or ``summary["normalised"]``.
     """
+    n, distinct = summary.get("n") or 0, summary.get("n_distinct")
+    out = []
+    if distinct is not None and distinct < n:
+        out.append(f"{n - distinct} of the {n} items repeat the vector of another item (the same text embedded twice, or "
+                   f"identical vectors): {distinct} distinct" + (": the norm has no spread to analyse" if distinct < 2 else ""))
     if not summary.get("normalised"):
-        return []
-    return [f"every norm is {summary['norm_mean']:.6g} within rounding (spread {summary['norm_max'] - summary['norm_min']:.2g}): "
+        return out
+    return out + [f"every norm is {summary['norm_mean']:.6g} within rounding (spread {summary['norm_max'] - summary['norm_min']:.2g}): "
             "these vectors were normalised (or have constant norm), so the norm carries no per-item information "
             "and normscope's norm analyses will refuse them; give raw vectors"]
 
