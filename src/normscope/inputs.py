@@ -38,6 +38,7 @@ from normscope.errors import InputError
 __all__ = [
     "read_items", "read_text", "split_lines", "csv_records", "join_title", "detect_format", "check_items", "Junk", "find_junk", "junk_text_reason",
     "TEXT_SUFFIXES", "FORMATS", "zero_vector_rows", "ZERO_NORM_FLOOR", "JUNK_ZERO",
+    "collapse_duplicates",
 ]
 
 TEXT_SUFFIXES = (".txt", ".text", ".lines", "")
@@ -219,7 +220,42 @@ class Junk:
         return InputError(self.message(what).replace("left out", "found", 1) + " (drop --junk-error to leave them out)")
 
 
-def zero_vector_rows(norms) -> "np.ndarray":
+def collapse_duplicates(keys: Sequence, ids: Sequence[str]) -> tuple[list[int], dict]:
+    """Exact duplicates of ``keys`` (e.g. texts): one position kept per distinct key.
+
+    The copy kept is the one with the smallest id (as a string), so the result does not depend on
+    the input order (per-item outputs stay permutation-equivariant).
+
+    Parameters
+    ----------
+    keys : sequence of hashable, length n
+        What makes two items the same (a text; ``(stratum, text)`` with strata).
+    ids : sequence of str, length n
+
+    Returns
+    -------
+    keep : list of int
+        Positions kept, increasing.
+    info : dict
+        ``count`` (items left out as copies), ``groups`` (distinct keys that had copies),
+        ``ids`` (the left-out ids, at most 20, sorted), ``kept_ids`` (the kept id of the first 20 groups).
+    """
+    best: dict = {}
+    size: dict = {}
+    for pos, (k, i) in enumerate(zip(keys, ids)):
+        size[k] = size.get(k, 0) + 1
+        if k not in best or str(i) < str(ids[best[k]]):
+            best[k] = pos
+    keep = sorted(best.values())
+    kept = set(keep)
+    dropped = sorted(str(ids[p]) for p in range(len(ids)) if p not in kept)
+    groups = [k for k, c in size.items() if c > 1]
+    info = {"count": len(dropped), "groups": len(groups), "ids": dropped[:20],
+            "kept_ids": sorted(str(ids[best[k]]) for k in groups)[:20]}
+    return keep, info
+
+
+def zero_vector_rows(norms):
     """Positions of the junk (zero) vectors among ``norms``: norm 0, not finite, or below
     :data:`ZERO_NORM_FLOOR` times the median of the positive norms.
 

@@ -157,8 +157,8 @@ def compare_models(models: Sequence[str], call: Callable[[str], object], table: 
     NormscopeError
         Every model failed (the first model's error).
     """
-    from rich.console import Console
+    from normscope.cli._console import make_console
 
     results, errors = run_models(models, call, console)
-    Console(width=width).print(side_by_side({m: table(r) for m, r in results.items()}, errors=errors, title=title))
+    make_console(width=width).print(side_by_side({m: table(r) for m, r in results.items()}, errors=errors, title=title))
     write_multi_outputs(results, errors, console, out=out, json_path=json_path, fig=fig, plot=plot)

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
+from normscope.cli._console import make_console
 from normscope.cli._options import BatchSize, Device, JsonOut, Seed
 
 index_app = typer.Typer(help="Norm-aware faiss indexes (HNSW, IVF, flat) over folded document vectors.",
@@ -96,8 +96,8 @@ def build(
                  ("build time", f"{build_s:.1f} s ({threads} thread{'s' if threads > 1 else ''})"),
                  ("size on disk", f"{size / 2**20:.1f} MiB")):
         t.add_row(k, v)
-    Console().print(t)
-    err = Console(stderr=True)
+    make_console().print(t)
+    err = make_console(stderr=True)
     if index.junk:
         err.print(index.junk.message("documents"), soft_wrap=True, markup=False, highlight=False)
     err.print(f"wrote {out}" + (f" and {json_path}" if json_path else ""), soft_wrap=True, markup=False, highlight=False)
@@ -204,8 +204,8 @@ def search(
         t.add_row(f"recall@{k} vs exact", f"{c['recall_at_k']:.4f}")
         t.add_row(f"score ratio@{k} vs exact", f"{c['score_ratio_at_k']:.5f}")
         t.add_row("QPS (faiss call) / exact", f"{c['qps']:.0f} / {c['qps_exact']:.0f} = {c['speedup_vs_exact']:.2f}x")
-    Console().print(t)
-    err = Console(stderr=True)
+    make_console().print(t)
+    err = make_console(stderr=True)
     if junk and junk.get("count"):
         shown = ", ".join(junk["ids"][:5]) + (f" (and {junk['count'] - 5} more)" if junk["count"] > 5 else "")
         err.print(f"{junk['count']} junk queries left out, not ranked ({'; '.join(junk['reasons'])}): ids {shown}",

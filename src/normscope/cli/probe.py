@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
+from normscope.cli._console import make_console, styled
 from normscope.cli._options import DEFAULT_MODEL, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut, TrustRemoteCode
 from normscope.errors import InputError
 
@@ -93,7 +94,7 @@ def print_probe(res, console: Console) -> None:
                   f"junk left out: {res.junk['count']} | truncated: {res.n_truncated if res.n_truncated is not None else 'n/a'}")
     console.print(f"weight decay: {res.weight_decay_source}")
     for c in res.caveats:
-        console.print(f"[yellow]caveat:[/] {c}")
+        console.print(styled("caveat:", "yellow"), c)
 
 
 @app.command()
@@ -138,7 +139,7 @@ def probe(
     for m in models:
         if resolve_backend(m)[0] == "precomputed":
             raise InputError(f"--model {m}: precomputed vectors cannot be probed (the probe differentiates the model's weights); give a model")
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     if len(models) == 1:
         load_encoder(models[0], device=device, trust_remote_code=trust_remote_code)  # a bad model fails before the items load
     ids, texts = load_probe_items(items)

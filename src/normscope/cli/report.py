@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
+from normscope.cli._console import make_console, styled
 from normscope.cli._options import Address, Engine, Precision
 from normscope.encoders import DEFAULT_MODEL
 
@@ -41,7 +42,7 @@ def report(
     from normscope.report import FULL, QUICK, STAGES, ReportConfig, run_report
     from normscope.report.runner import check_report_inputs
 
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     sizes = QUICK if quick else FULL
     if words is not None:
         sizes = dataclasses.replace(sizes, words=words)
@@ -55,9 +56,9 @@ def report(
     check_report_inputs(config, json_path)  # paths and --items, before any stage runs or anything is written
     from normscope.data import settings
 
-    out_console = Console()
+    out_console = make_console()
     if not out_console.is_terminal:
-        out_console = Console(width=140)
+        out_console = make_console(width=140)
     if len(models) > 1:
         from normscope.report.multi import run_multi_report
 
@@ -65,14 +66,14 @@ def report(
             multi = run_multi_report(config, models, console=err, json_path=json_path)
         print_multi_summary(multi, out_console)
         if multi.failed:
-            err.print(f"[red]failed: {'; '.join(multi.failed)}[/] (see the page and {out}/models/)")
+            err.print(styled(f"failed: {'; '.join(multi.failed)}", "red"), f"(see the page and {out}/models/)")
             raise typer.Exit(1)
         return
     with settings(offline=True if offline else None):
         result = run_report(config, console=err, json_path=json_path)
     print_summary(result, out_console)
     if result.failed:
-        err.print(f"[red]failed stages: {', '.join(result.failed)}[/] (see the page and {out}/stages/)")
+        err.print(styled(f"failed stages: {', '.join(result.failed)}", "red"), f"(see the page and {out}/stages/)")
         raise typer.Exit(1)
 
 
@@ -99,10 +100,10 @@ def print_summary(result, console: Console) -> None:
         else:
             head = str(sec.get("reason") or "")
         style = {"ok": "green", "failed": "red"}.get(status, "yellow")
-        table.add_row(title, f"[{style}]{status}[/]", head)
+        table.add_row(title, styled(status, style), head)
     console.print(table)
     print_claims(s.get("claims") or [], console)
-    console.print(f"report: [bold]{result.index.resolve()}[/]")
+    console.print("report:", styled(str(result.index.resolve()), "bold"))
     console.print(f"numbers: {result.summary_path.resolve()}")
 
 
@@ -132,8 +133,8 @@ def print_multi_summary(result, console: Console) -> None:
         table.add_row(claim, *cells)
     console.print(table)
     for m, e in result.errors.items():
-        console.print(f"[red]{m}[/]: {e}")
-    console.print(f"report: [bold]{result.index.resolve()}[/]")
+        console.print(styled(m, "red"), f": {e}", sep="")
+    console.print("report:", styled(str(result.index.resolve()), "bold"))
     console.print(f"numbers: {result.summary_path.resolve()}")
 
 
@@ -153,7 +154,7 @@ def print_claims(claims: list[dict], console: Console) -> None:
         ci = f"[{fmt(c['ci'][0])}, {fmt(c['ci'][1])}]" if c.get("ci") else ""
         v = c.get("verdict", "")
         table.add_row(c.get("claim", ""), c.get("paper", ""), f"{stat}: {fig}" if stat else fig, ci,
-                      f"[{colour.get(v, 'dim')}]{v}[/]", str(c.get("why", "")))
+                      styled(v, colour.get(v, "dim")), str(c.get("why", "")))
     console.print(table)
 
 

@@ -183,7 +183,7 @@ def run_multi_report(config: ReportConfig, models: list[str], *, console=None, p
     from normscope.report.html import render_multi_report
 
     t0 = time.perf_counter()
-    console = console or Console(stderr=True)
+    console = console or Console(stderr=True, markup=False)
     models = [str(m) for m in models]
     if len(models) < 2:
         raise InputError("a side-by-side report needs at least two --model")

@@ -307,7 +307,7 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     t0 = time.perf_counter()
-    console = console or Console(stderr=True)
+    console = console or Console(stderr=True, markup=False)
     out = config.out
     check_report_inputs(config, json_path)
     out.mkdir(exist_ok=True)
@@ -414,6 +414,8 @@ def _run_stage(stage: str, ctx: StageContext, fingerprint, heartbeat: float | No
         cached["cached"] = True
         console.print(f"{stage}: cached ({_stage_path(out, stage)})")
         return cached
+    from rich.text import Text
+
     func: Callable[[StageContext], dict] = STAGE_FUNCS[stage]
     ts = time.perf_counter()
     with stage_log(console, stage, heartbeat=heartbeat), quiet_libraries() as noise:
@@ -427,7 +429,7 @@ def _run_stage(stage: str, ctx: StageContext, fingerprint, heartbeat: float | No
             msg = f"{type(exc).__name__}: {exc}".splitlines()[0]
             rec = _error_record(stage, "failed", msg, key, settings, time.perf_counter() - ts)
             rec["traceback"] = traceback.format_exc()
-            console.print(f"[red]{stage} failed[/]: {msg}")
+            console.print(Text.assemble((f"{stage} failed", "red"), f": {msg}"))  # msg: user strings, no markup
         else:
             statuses = {s.get("status", "ok") for s in sections.values()}
             rec = {

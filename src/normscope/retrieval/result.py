@@ -61,6 +61,7 @@ class RetrievalResult(StageResult):
     identical_ids: dict = summary_field("queries whose id is a corpus id")
     n_docs: int = summary_field("documents", unit="documents")
     docs: dict = summary_field("corpus subsample")
+    duplicate_docs: dict = summary_field("exact duplicate documents")
     n_queries: dict = summary_field("queries evaluated", unit="queries")
     excluded_queries: dict = summary_field("queries excluded")
     junk: dict = summary_field("junk items left out")
