@@ -71,6 +71,8 @@ def lab(
     # the checkpoint is this run's own state (read to resume, then rewritten): an output, never another input
     check_paths([("--json", json_path, "json"), ("-o/--out", out, "table"), ("--checkpoint", checkpoint, "file"), *figs],
                 inputs=[("--pairs", pair_source_path(pairs) if pairs else None), ("--probe-items", probe_file)])
+    if fig_dir is not None and not fig_dir.is_dir():
+        raise InputError(f"--fig-dir does not exist: {fig_dir}")
     given = {"--model": model, "--pairs": pairs, "--probe-items": probe_items, "--precision": precision,
              "--batch-size": batch_size, "--tau": tau, "--decay-mask": decay_mask, "--dropout": dropout,
              "--max-tokens": max_tokens, "--checkpoint": checkpoint}

@@ -235,6 +235,9 @@ def embed_input(
         from normscope.encoders.images import embed_image_folder, is_image_folder
 
         if is_image_folder(input):  # a directory that is not a BEIR dataset: its PNG/JPEG images
+            from normscope.encoders.images import list_images
+
+            list_images(Path(input), hint=" (and no corpus.jsonl[.gz]: not a BEIR dataset either)")  # before the model
             encoder = load_encoder(model, backend=backend, pooling=pooling, device=device, trust_remote_code=trust_remote_code,
                                    precision=precision)
             table = embed_image_folder(input, encoder=encoder, batch_size=batch_size, cache=cache, progress=progress)

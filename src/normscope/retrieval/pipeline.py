@@ -40,12 +40,14 @@ class _Phases:
 
             self.console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
-    def __call__(self, name: str, detail: str = ""):
+    def __call__(self, name: str, detail: str = "", *, announce: bool = True):
+        """A phase; ``announce=False``: no start line (a phase that checks input: a bad input is then its
+        one error line, not a start line followed by the error)."""
         import contextlib
 
         @contextlib.contextmanager
         def phase():
-            if self.console is not None:
+            if self.console is not None and announce:
                 self.console.print(f"retrieval: {name}{f' ({detail})' if detail else ''} ...")
             t0 = time.perf_counter()
             yield
@@ -325,6 +327,10 @@ def run_retrieval(
     check_int("k", k, minimum=10)
     check_choice("relevance", relevance, RELEVANCE)
     check_int("grade_scale", grade_scale, minimum=1)
+    if encoder is None:
+        from normscope.table import PRECISIONS
+
+        check_choice("precision", precision, PRECISIONS)
     check_choice("junk", junk, ("drop", "error"))
     for name, v, lo in (("max_queries", max_queries, 1), ("max_docs", max_docs, 2)):
         if v is not None:
@@ -340,7 +346,7 @@ def run_retrieval(
     ph = _Phases(progress)
     rng = np.random.default_rng(seed)
 
-    with ph("loading the dataset", str(dataset_dir)):
+    with ph("loading the dataset", str(dataset_dir), announce=False):
         ds = load_dataset_any(dataset_dir, grade_scale=int(grade_scale))
         mode, fit_name = _resolve_fit_split(ds, fit_split, split)
         ev = _subsample_queries(_sorted_split(ds.split_queries(split)), max_queries, rng)

@@ -152,8 +152,13 @@ def run_similarity(
     from normscope.table import require_raw_norms
     from normscope.validate import check_int
 
+    from normscope.table import PRECISIONS
+    from normscope.validate import check_choice
+
     names = ["cosine"] + [check_pair_scorer(s) for s in dict.fromkeys(scorers) if s != "cosine"]
     check_int("--n-boot", n_boot, minimum=0)
+    if encoder is None:
+        check_choice("precision", precision, PRECISIONS)
     if junk not in ("drop", "error"):
         raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
     notes: list[str] = []
