@@ -198,3 +198,61 @@ def test_duplicate_documents_are_counted_and_collapsed_at_their_highest_grade():
     keep, (ev,), info = _duplicate_docs(ds, [0, 1, 2, 3, 4], [sq], dedupe=True)
     assert keep == [0, 1, 4] and info["collapsed"]
     assert ev.qrels == {"q": {"a": 2, "e": 1}}  # copies c (1) and d (2) are one document "a", judged 2
+
+
+def test_a_long_csv_text_is_read_and_its_neighbours_keep_their_lines(tmp_path):
+    from normscope.inputs import read_items
+
+    p = tmp_path / "long.csv"
+    p.write_text("id,text\na,short\nb," + "x" * 200_000 + "\nc,after\n")
+    ids, texts = read_items(p)
+    assert ids == ["a", "b", "c"] and [len(t) for t in texts] == [5, 200_000, 5]
+
+
+def test_float16_vectors_are_read_as_float32(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from normscope.encoders.precomputed import load_precomputed
+
+    v16 = np.random.default_rng(0).normal(size=(6, 8)).astype(np.float16)
+    np.save(tmp_path / "h.npy", v16)
+    flat = pa.array(v16.reshape(-1), pa.float16())
+    pq.write_table(pa.table({"id": [f"d{i}" for i in range(6)], "vector": pa.FixedSizeListArray.from_arrays(flat, 8)}),
+                   tmp_path / "h.parquet")
+    for name in ("h.npy", "h.parquet"):
+        t = load_precomputed(tmp_path / name)
+        assert t.vectors.dtype == np.float32
+        np.testing.assert_array_equal(t.vectors, v16.astype(np.float32))
+        np.testing.assert_allclose(t.norms, np.linalg.norm(v16.astype(np.float64), axis=1), rtol=1e-6)
+
+
+def test_markup_in_ids_and_file_names_prints_as_it_is(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    v = np.random.default_rng(0).normal(size=(4, 8)).astype(np.float32)
+    v[1] = 0.0  # a junk vector: its id is printed in the summary table
+    ids = ["a", "[/x]", "[bold]c", "d"]
+    pq.write_table(pa.table({"id": ids, "vector": [list(map(float, r)) for r in v]}), tmp_path / "v.parquet")
+    out_dir = tmp_path / "out[red]x"
+    out_dir.mkdir()
+    assert run(["embed", str(tmp_path / "v.parquet"), "-o", str(out_dir / "o.parquet")]) == 0
+    out, err = capsys.readouterr()
+    assert "[/x]" in out and f"wrote {out_dir / 'o.parquet'}" in err
+
+
+def test_beir_convert_onto_a_read_only_place_is_one_line(tmp_path, capsys):
+    from test_faults import read_only
+
+    src = tmp_path / "trec"
+    src.mkdir()
+    (src / "test.docs").write_text("MED-1\tfirst doc\n")
+    (src / "test.titles.queries").write_text("PLAIN-1\tfirst query\n")
+    (src / "test.3-2-1.qrel").write_text("PLAIN-1 0 MED-1 2\n")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    with read_only(ro):
+        code = run(["beir-convert", str(src), str(ro / "out")])
+    line = _one_line(capsys.readouterr().err)
+    assert code == 2 and "not writable" in line and not (ro / "out").exists()

@@ -15,14 +15,15 @@ __all__ = ["make_console", "styled"]
 
 
 def make_console(*, stderr: bool = False, width: int | None = None, wide: int | None = None) -> Console:
-    """A :class:`rich.console.Console` with markup off (stdout, or stderr with ``stderr=True``).
+    """A :class:`rich.console.Console` with markup off (stdout, or stderr with ``stderr=True``: its lines are
+    never wrapped, so a path or a message stays whole for grep and logs).
 
     ``wide``: at least this many columns (a terminal's width when wider; exactly ``wide`` when not a
     terminal), for tables that must not wrap.
     """
-    c = Console(stderr=stderr, width=width, markup=False)
+    c = Console(stderr=stderr, width=width, markup=False, soft_wrap=stderr)
     if wide is not None and width is None:
-        c = Console(stderr=stderr, width=max(c.width, wide) if c.is_terminal else wide, markup=False)
+        c = Console(stderr=stderr, width=max(c.width, wide) if c.is_terminal else wide, markup=False, soft_wrap=stderr)
     return c
 
 
