@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import resource
-import warnings
 
 import numpy as np
 import pytest
