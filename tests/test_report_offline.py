@@ -95,7 +95,8 @@ def test_unreachable_origins_are_named_in_words_and_kept_in_the_record(nothing_h
         "simlex-999": {"title": "SimLex-999", "cause": "127.0.0.1 refused the connection"}}
     assert sec["reason"].startswith("needs SimLex-999 (not here: 127.0.0.1 refused the connection); get it with "
                                     "`normscope data fetch simlex-999` (network)")
-    rec = json.loads((nothing_here / "r" / "stages" / "similarity.json").read_text())
+    # an unavailable stage is not cached: its record goes beside, never over, a finished stage record
+    rec = json.loads((nothing_here / "r" / "stages" / "similarity.failed.json").read_text())
     assert "ConnectionError" in rec["detail"] and "ConnectionError" not in rec["reason"]
     probes = res.summary["equilibrium_theory"]
     assert sorted(probes["missing"]) == ["scifact", "wordnet"] and "for its training-like pairs" in probes["reason"]

@@ -14,11 +14,12 @@ from typing import Annotated, Optional
 import typer
 
 from normscope.cli import app
-from normscope.cli._outputs import compare_models, write_outputs
+from normscope.cli._console import make_console, styled
+from normscope.cli._outputs import compare_models, figure_outputs, write_outputs
 from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
-from normscope.validate import check_output_path, check_outputs
+from normscope.validate import check_paths
 
 
 def _fmt(v, nd=3) -> str:
@@ -97,10 +98,10 @@ def correlate(
     out: TableOut = None,
     fig: Annotated[Optional[Path], typer.Option("--fig", help="Figure: norm vs covariate with binned means.")] = None,
     junk_error: JunkError = False,
+    keep_duplicates: Annotated[bool, typer.Option("--keep-duplicates", help="Keep items whose text repeats another "
+                                                  "item's (default: count each text once and say how many were left out).")] = False,
 ) -> None:
     """Correlate raw embedding norms with a semantic signal (rho, bootstrap CI, permutation p, partial rho)."""
-    from rich.console import Console
-
     from normscope.inputs import read_items
     from normscope.signals import plot_signal, run_correlate
     from normscope.signals.items import read_covariate_file, read_item_column
@@ -108,9 +109,10 @@ def correlate(
 
     if signal not in SIGNALS:
         raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS)}")
-    check_outputs(out=out, json_path=json_path)
-    if fig is not None:
-        check_output_path(fig, "--fig")
+    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)],
+                inputs=[("--items", items_path), ("--covariate-file", covariate_file), ("--images", images),
+                        ("--subtlex", subtlex), ("--wordnet", wordnet)])
     ids = items = strata = None
     if items_path is not None:
         ids, items = read_items(items_path)
@@ -122,22 +124,21 @@ def correlate(
             signal, model=m, items=items, ids=ids, n=n, controls=control.split(","), by=by, strata=strata,
             seed=seed, progress=True, covariates=cov, measure=measure, dataset=dataset, subtlex=subtlex,
             wordnet=wordnet, images=images, n_boot=n_boot, n_perm=n_perm, batch_size=batch_size, device=device, precision=precision,
-            junk="error" if junk_error else "drop",
+            junk="error" if junk_error else "drop", keep_duplicates=keep_duplicates,
         )
 
-    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     if len(models) > 1:
         compare_models(models, call, _table, title=f"norm vs {signal}: {len(models)} models side by side",
                        console=console, out=out, json_path=json_path, fig=fig, plot=plot_signal)
         return
     res = call(models[0])
-    Console().print(_table(res))
+    make_console().print(_table(res))
     if res.n_missing:
-        console.print(f"[yellow]{res.n_missing} of {res.n_items} items have no {signal} value "
-                      f"(excluded), e.g. {res.missing_examples[:5]}[/]")
+        console.print(styled(f"{res.n_missing} of {res.n_items} items have no {signal} value "
+                             f"(excluded), e.g. {res.missing_examples[:5]}", "yellow"))
     if res.junk.get("count"):
-        console.print(f"[yellow]{res.junk['count']} junk item(s) left out: ids {', '.join(res.junk['ids'][:5])}[/]")
+        console.print(styled(f"{res.junk['count']} junk item(s) left out: ids {', '.join(res.junk['ids'][:5])}", "yellow"))
     if res.n_truncated:
         console.print(f"{res.n_truncated} item(s) were cut at the model's maximum sequence length; the length "
                       "control counts the tokens the model saw")

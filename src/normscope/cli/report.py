@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from normscope.cli import app
+from normscope.cli._console import make_console, styled
 from normscope.cli._options import Address, Engine, Precision
 from normscope.encoders import DEFAULT_MODEL
 
@@ -37,12 +38,10 @@ def report(
     """Reproduce the whole analysis for one model (or several, side by side): HTML report, summary.json and figures."""
     import dataclasses
 
-    from normscope.validate import check_output_path
     from normscope.report import FULL, QUICK, STAGES, ReportConfig, run_report
+    from normscope.report.runner import check_report_inputs
 
-    err = Console(stderr=True)
-    if json_path is not None:
-        check_output_path(json_path, "--json")
+    err = make_console(stderr=True)
     sizes = QUICK if quick else FULL
     if words is not None:
         sizes = dataclasses.replace(sizes, words=words)
@@ -53,11 +52,12 @@ def report(
         signals=tuple(x.strip() for x in signals.split(",") if x.strip()), precision=precision,
         engine=engine, address=address,
     )
+    check_report_inputs(config, json_path)  # paths and --items, before any stage runs or anything is written
     from normscope.data import settings
 
-    out_console = Console()
+    out_console = make_console()
     if not out_console.is_terminal:
-        out_console = Console(width=140)
+        out_console = make_console(width=140)
     if len(models) > 1:
         from normscope.report.multi import run_multi_report
 
@@ -65,14 +65,14 @@ def report(
             multi = run_multi_report(config, models, console=err, json_path=json_path)
         print_multi_summary(multi, out_console)
         if multi.failed:
-            err.print(f"[red]failed: {'; '.join(multi.failed)}[/] (see the page and {out}/models/)")
+            err.print(styled(f"failed: {'; '.join(multi.failed)}", "red"), f"(see the page and {out}/models/)")
             raise typer.Exit(1)
         return
     with settings(offline=True if offline else None):
         result = run_report(config, console=err, json_path=json_path)
     print_summary(result, out_console)
     if result.failed:
-        err.print(f"[red]failed stages: {', '.join(result.failed)}[/] (see the page and {out}/stages/)")
+        err.print(styled(f"failed stages: {', '.join(result.failed)}", "red"), f"(see the page and {out}/stages/)")
         raise typer.Exit(1)
 
 
@@ -241,7 +241,7 @@ def print_multi_summary(result, console: Console) -> None:
         console.print(f"{m}: {str(e)[:200]}", soft_wrap=True, markup=False, highlight=False)
     if len(errors) > 5:
         console.print(f"... and {len(errors) - 5} more failed models (see the page)", highlight=False)
-    console.print(f"report: [bold]{result.index.resolve()}[/]")
+    console.print("report:", styled(str(result.index.resolve()), "bold"))
     console.print(f"numbers: {result.summary_path.resolve()}")
 
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope.cli import app
+from normscope.cli._console import make_console
 from normscope.cli._options import (Address, BatchSize, DEFAULT_MODEL, Device, Engine, JsonOut, JunkError, Models,
                                     Precision, Seed, TableOut, Workers)
 
@@ -139,6 +140,12 @@ def retrieval(
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Evaluate inverse_norm at this fixed alpha (not fitted), e.g. a paper's setting.")] = None,
     beta: Annotated[Optional[float], typer.Option("--beta", help="Evaluate power at this fixed beta (not fitted).")] = None,
     relevance: Annotated[str, typer.Option("--relevance", help="graded (nDCG gains are the judgement scores, as BEIR) or binary (score >= 1 counts 1).")] = "graded",
+    grade_scale: Annotated[int, typer.Option("--grade-scale", min=1, help="Read every relevance grade times this factor "
+                                             "(qrels such as 0.5 / 1.5 are refused otherwise, with the line named; "
+                                             "nDCG is unchanged by a common scale).")] = 1,
+    dedupe_docs: Annotated[bool, typer.Option("--dedupe-docs", help="Count each distinct document text once (copies "
+                                              "collapse to the smallest id, judged with their highest grade); without "
+                                              "it, duplicates are kept and counted in a warning.")] = False,
     ignore_identical_ids: Annotated[bool, typer.Option("--ignore-identical-ids/--keep-identical-ids", help="Leave out a document whose id equals the query id (BEIR's default).")] = True,
     junk_error: JunkError = False,
     max_docs: Annotated[Optional[int], typer.Option("--max-docs", min=2, help="Subsample the corpus (documents relevant to kept queries stay).")] = None,
@@ -158,10 +165,11 @@ def retrieval(
     pre-specified strata), and calibrate confidence signals of the cosine top-1."""
     from normscope._io import write_json, write_outputs
     from normscope.retrieval import SCORERS, run_retrieval
-    from normscope.validate import check_outputs
+    from normscope.validate import check_paths
 
-    err = Console(stderr=True)
-    check_outputs(out=out, json_path=json_path)
+    err = make_console(stderr=True)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")],
+                inputs=[("--dataset", dataset if Path(dataset).exists() else None)])
     scorers = list(scorer or SCORERS)
     params = {}
     for name, value in (("inverse_norm", alpha), ("power", beta)):
@@ -171,7 +179,7 @@ def retrieval(
                 scorers.append(name)
     def call(m):
         return run_retrieval(dataset, model=m, scorers=scorers, fit_split=fit_split, split=split, params=params,
-                            relevance=relevance, ignore_identical_ids=ignore_identical_ids,
+                            relevance=relevance, grade_scale=grade_scale, dedupe_docs=dedupe_docs, ignore_identical_ids=ignore_identical_ids,
                             junk="error" if junk_error else "drop", max_docs=max_docs, max_queries=max_queries,
                             n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device, precision=precision,
                             engine=engine, address=address, workers=workers)
@@ -181,12 +189,12 @@ def retrieval(
         from normscope.cli._outputs import compare_models
 
         compare_models(models, call, _scorer_table, title=f"{Path(str(dataset)).name}: {len(models)} models side by side",
-                       console=err, out=out, json_path=json_path, width=max(Console().width, 160))
+                       console=err, out=out, json_path=json_path, width=160)
         return
     res = call(models[0])
     write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p)},
                   options={out: "-o/--out", json_path: "--json"})
-    print_result(res, Console(width=max(Console().width, 160)), err)
+    print_result(res, make_console(wide=160), err)
     from normscope.cli._outputs import print_claim_lines
 
     print_claim_lines(res.claims, err)
@@ -206,6 +214,6 @@ def beir_convert(
     from normscope.retrieval.trec import convert_trec
 
     info = convert_trec(src, out, queries=queries, qrels=qrels)
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     err.print(f"{info['n_docs']:,} documents, {info['n_queries']:,} queries, judged queries per split "
               f"{info['splits']}; wrote {out}", soft_wrap=True, markup=False)

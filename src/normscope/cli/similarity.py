@@ -12,10 +12,11 @@ from typing import Annotated, Optional
 import typer
 
 from normscope.cli import app
-from normscope.cli._outputs import compare_models, print_claim_lines, write_outputs
+from normscope.cli._console import make_console, styled
+from normscope.cli._outputs import compare_models, figure_outputs, print_claim_lines, write_outputs
 from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut
 from normscope.encoders import DEFAULT_MODEL
-from normscope.validate import check_output_path, check_outputs
+from normscope.validate import check_paths
 
 
 def _f(v) -> str:
@@ -56,15 +57,15 @@ def similarity(
     out: TableOut = None,
     fig: Annotated[Optional[Path], typer.Option("--fig", help="Figure: fit curves and the difference to cosine with CIs.")] = None,
     junk_error: JunkError = False,
+    keep_duplicates: Annotated[bool, typer.Option("--keep-duplicates", help="Keep pairs that repeat another pair (same "
+                                                  "texts and score; default: count each once and say how many were left out).")] = False,
 ) -> None:
     """Score human-rated pairs with norm-aware similarities fitted on other pairs; Spearman, Pearson, gain over cosine."""
-    from rich.console import Console
-
     from normscope.similarity import plot_similarity, run_similarity
 
-    check_outputs(out=out, json_path=json_path)
-    if fig is not None:
-        check_output_path(fig, "--fig")
+    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)],
+                inputs=[("--dataset", dataset), ("--fit", fit)])
     if dataset is None:
         from normscope.data import data_path
 
@@ -73,19 +74,19 @@ def similarity(
     def call(m):
         return run_similarity(dataset, fit=fit, scorers=[s.strip() for s in scorer.split(",") if s.strip()], fmt=fmt,
                              fit_format=fit_format, model=m, seed=seed, n_boot=n_boot, batch_size=batch_size,
-                             device=device, precision=precision, progress=True, junk="error" if junk_error else "drop")
+                             device=device, precision=precision, progress=True, junk="error" if junk_error else "drop",
+                             keep_duplicates=keep_duplicates)
 
-    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     if len(models) > 1:
         compare_models(models, call, _table, title=f"{Path(dataset).name}: {len(models)} models side by side",
                        console=console, out=out, json_path=json_path, fig=fig, plot=plot_similarity)
         return
     res = call(models[0])
-    Console().print(_table(res))
+    make_console().print(_table(res))
     if res.junk.get("count"):
-        console.print(f"[yellow]{res.junk['count']} junk text(s) left out with their {res.n_pairs_junk} evaluated "
-                      f"pair(s): {', '.join(res.junk['ids'][:5])}[/]")
+        console.print(styled(f"{res.junk['count']} junk text(s) left out with their {res.n_pairs_junk} evaluated "
+                             f"pair(s): {', '.join(res.junk['ids'][:5])}", "yellow"))
     if res.n_truncated:
         console.print(f"{res.n_truncated} text(s) were cut at the model's maximum sequence length")
     for note in res.notes:

@@ -171,10 +171,10 @@ def _weights_stamp(name: str) -> tuple:
     p = Path(name)
     if not p.is_dir():
         return ()
-    from normscope.encoders.sentence_transformers import weight_files
+    from normscope.encoders.sentence_transformers import config_files, weight_files
 
     stamp = []
-    for f in [*weight_files(p), p / "modules.json", p / "config.json"]:
+    for f in [*weight_files(p), *config_files(p)]:
         try:
             st = os.stat(f)
         except OSError:

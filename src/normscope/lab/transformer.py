@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from normscope.errors import InputError, ModelError
-from normscope.lab.checkpoint import load_checkpoint, save_checkpoint, settings_key
+from normscope.lab.checkpoint import check_checkpoint_file, load_checkpoint, save_checkpoint, settings_key
 from normscope.lab.optim import make_optimizer
 from normscope.lab.trajectory import TrajectoryRecord
 from normscope.validate import check_choice, check_int, check_output_path, check_positive, check_range
@@ -88,6 +88,7 @@ def _validate(*, optimizer, lr, weight_decay, steps, burn_in, batch_size, tau, b
         raise InputError(f"--probe-items file does not exist: {probe_items}")
     if checkpoint is not None:
         check_output_path(checkpoint, "--checkpoint")
+        check_checkpoint_file(checkpoint)  # a crafted file is refused here, before any work, never unpickled
 
 
 class _Tracker:

@@ -25,8 +25,7 @@ from normscope.encoders import model_slug
 from normscope.errors import InputError, NormscopeError
 from normscope.report.claims import CLAIMS
 from normscope.report.config import SECTIONS, ReportConfig
-from normscope.report.runner import ReportResult, run_report
-from normscope.validate import check_output_path
+from normscope.report.runner import ReportResult, check_report_inputs, run_report
 
 __all__ = ["MultiReportResult", "run_multi_report", "side_by_side", "plot_forest"]
 
@@ -184,7 +183,7 @@ def run_multi_report(config: ReportConfig, models: list[str], *, console=None, p
     from normscope.report.html import render_multi_report
 
     t0 = time.perf_counter()
-    console = console or Console(stderr=True)
+    console = console or Console(stderr=True, markup=False)
     models = [str(m) for m in models]
     if len(models) < 2:
         raise InputError("a side-by-side report needs at least two --model")
@@ -194,11 +193,7 @@ def run_multi_report(config: ReportConfig, models: list[str], *, console=None, p
     if len(set(slugs.values())) != len(models):
         raise InputError("two models map to the same folder name: " + ", ".join(f"{m} -> {s}" for m, s in slugs.items()))
     out = Path(config.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out exists and is not a directory: {out}")
-    check_output_path(out / "index.html" if out.is_dir() else out, "--out")
-    if json_path is not None:
-        check_output_path(json_path, "--json")
+    check_report_inputs(config, json_path)
     (out / "models").mkdir(parents=True, exist_ok=True)
 
     results: dict[str, ReportResult] = {}

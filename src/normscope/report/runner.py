@@ -18,8 +18,10 @@ fingerprint (weights hash or hub revision, pooling, backend, precision) -- not i
 changed weights recompute. A cached record that is not a well-formed record of that stage (``null``,
 a list, missing sections) is recomputed, with one line saying so. A stage that cannot run (missing
 data, missing optional module) has status ``unavailable`` and says why; a stage that raises has
-status ``failed`` with the one-line error. Neither is cached. A write failure (read-only place, full
-disk) stops the run with one :class:`~normscope.errors.OutputError` line.
+status ``failed`` with the one-line error. Neither is cached: their record goes to
+``OUT/stages/<stage>.failed.json`` and never replaces a finished ``<stage>.json``. Paths and user
+files (``--items``) are checked before any stage runs (:func:`check_report_inputs`). A write failure
+(read-only place, full disk) stops the run with one :class:`~normscope.errors.OutputError` line.
 
 The log (:mod:`normscope.report.runlog`) has a line when each stage starts and ends, a heartbeat
 while it runs, and no library warnings: those are kept in the stage record (``warnings``).
@@ -54,7 +56,7 @@ from normscope.report.text import fmt_duration
 from normscope.report.text import what_this_says
 
 __all__ = ["ReportResult", "run_report", "assemble_summary", "stage_settings", "settings_key", "load_cached",
-           "check_record", "STAGE_VERSION"]
+           "check_record", "check_report_inputs", "STAGE_VERSION"]
 
 #: Bump when a stage's computation or record layout changes: invalidates cached records.
 STAGE_VERSION = 4
@@ -130,6 +132,11 @@ def stage_settings(stage: str, config: ReportConfig, fingerprint=None) -> dict:
 
 def _stage_path(out: Path, stage: str) -> Path:
     return out / "stages" / f"{stage}.json"
+
+
+def _failed_path(out: Path, stage: str) -> Path:
+    """Where a stage's last failed or unavailable record goes (never over a finished record)."""
+    return out / "stages" / f"{stage}.failed.json"
 
 
 def check_record(rec: Any, stage: str) -> str | None:
@@ -302,13 +309,9 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     t0 = time.perf_counter()
-    console = console or Console(stderr=True)
+    console = console or Console(stderr=True, markup=False)
     out = config.out
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out exists and is not a directory: {out}")
-    check_output_path(out / "index.html", "-o/--out") if out.is_dir() else check_output_path(out, "-o/--out")
-    if json_path is not None:
-        check_output_path(json_path, "--json")
+    check_report_inputs(config, json_path)
     out.mkdir(exist_ok=True)
     (out / "stages").mkdir(exist_ok=True)
     check_output_path(out / "stages" / "x.json", "-o/--out")
@@ -355,6 +358,52 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
                         seconds=time.perf_counter() - t0)
 
 
+def check_report_inputs(config: ReportConfig, json_path: str | Path | None = None, *, folder: str = "index.html") -> None:
+    """Check a report's paths and user files before any stage runs (and before anything is written).
+
+    Outputs (``OUT/index.html``, ``OUT/summary.json``, ``--json``) are checked with
+    :func:`normscope.validate.check_paths` against the inputs (``--items``, ``--data``); ``--items``
+    is read in full (:func:`normscope.inputs.read_items`, or the vectors file / image folder it
+    names), so an empty, non-UTF-8 or malformed file is one line before any stage runs and no
+    finished page or stage record is touched.
+
+    Raises
+    ------
+    InputError
+        A bad path, a ``--data`` that is not a folder, or a bad ``--items`` file.
+    OutputError
+        An output place is read-only.
+    """
+    from normscope.validate import check_paths
+
+    out = Path(config.out)
+    check_paths([("-o/--out", out, "folder"), ("-o/--out (index.html)", out / "index.html", "html"),
+                 ("-o/--out (summary.json)", out / "summary.json", "json"), ("--json", json_path, "json")],
+                inputs=[("--items", config.items), ("--data", config.data)])
+    if config.data is not None and not Path(config.data).is_dir():
+        raise InputError(f"--data is not a folder: {config.data}")
+    items = config.items
+    if items is None or "norms" not in config.only:
+        return
+    items = Path(items)
+    if not items.exists():
+        raise InputError(f"--items does not exist: {items}")
+    if items.is_file() and items.suffix.lower() in (".npy", ".parquet"):
+        from normscope.encoders.precomputed import load_precomputed
+
+        load_precomputed(items)
+        return
+    from normscope.encoders.images import is_image_folder
+
+    if items.is_dir() and is_image_folder(items):
+        return
+    from normscope.inputs import read_items
+
+    _, texts = read_items(items)
+    if not texts:
+        raise InputError(f"--items {items} holds no items")
+
+
 def _run_stage(stage: str, ctx: StageContext, fingerprint, heartbeat: float | None) -> dict:
     """Run (or load from the stage cache) one stage; its record, with ``cached`` set."""
     out = ctx.out
@@ -367,6 +416,8 @@ def _run_stage(stage: str, ctx: StageContext, fingerprint, heartbeat: float | No
         cached["cached"] = True
         console.print(f"{stage}: cached ({_stage_path(out, stage)})")
         return cached
+    from rich.text import Text
+
     func: Callable[[StageContext], dict] = STAGE_FUNCS[stage]
     ts = time.perf_counter()
     with stage_log(console, stage, heartbeat=heartbeat), quiet_libraries() as noise:
@@ -386,7 +437,7 @@ def _run_stage(stage: str, ctx: StageContext, fingerprint, heartbeat: float | No
             msg = f"{type(exc).__name__}: {exc}".splitlines()[0]
             rec = _error_record(stage, "failed", msg, key, settings, time.perf_counter() - ts)
             rec["traceback"] = traceback.format_exc()
-            console.print(f"[red]{stage} failed[/]: {msg}")
+            console.print(Text.assemble((f"{stage} failed", "red"), f": {msg}"))  # msg: user strings, no markup
         else:
             statuses = {s.get("status", "ok") for s in sections.values()}
             rec = {
@@ -402,7 +453,13 @@ def _run_stage(stage: str, ctx: StageContext, fingerprint, heartbeat: float | No
                 rec["reason"] = "; ".join(str(s.get("reason")) for s in sections.values() if s.get("reason"))
     if noise:
         rec["warnings"] = dedupe(noise)
-    write_json(rec, _stage_path(out, stage))
+    # a finished (ok) record is never replaced by a failed or unavailable one: those go beside it
+    failed_path = _failed_path(out, stage)
+    if rec["status"] == "ok":
+        write_json(rec, _stage_path(out, stage))
+        failed_path.unlink(missing_ok=True)
+    else:
+        write_json(rec, failed_path)
     rec["cached"] = False
     note = f" ({len(rec['warnings'])} library warnings kept in {_stage_path(out, stage)})" if noise else ""
     console.print(f"{stage}: {rec['status']} in {fmt_duration(rec.get('seconds') or 0)}{note}")

@@ -14,6 +14,7 @@ the source, not the signal.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -89,6 +90,32 @@ def _user_item_set(items, ids, covariates, strata, by, extra_cols) -> ItemSet:
         strata = np.asarray([str(v).strip() for v in strata], dtype=object)
     return ItemSet(ids=ids, texts=items, covariate=cov, strata=strata, extras=extras,
                    dataset="user covariate file" if covariates is not None else "user items")
+
+
+def _duplicates(iset: ItemSet, keep: bool, notes: list[str]) -> tuple[ItemSet, dict]:
+    """``iset`` with exact duplicates collapsed (unless ``keep``) and their report (:func:`normscope.inputs.collapse_duplicates`)."""
+    from normscope.inputs import collapse_duplicates
+
+    keys = iset.texts if iset.strata is None else list(zip(iset.strata.tolist(), iset.texts))
+    pos, info = collapse_duplicates(keys, iset.ids)
+    info["kept"] = bool(keep)
+    if not info["count"]:
+        return iset, info
+    where = " within a source" if iset.strata is not None else ""
+    if keep:
+        notes.append(f"{info['count']} item(s) repeat the text of another item{where} ({info['groups']} distinct texts "
+                     "with copies) and were kept (--keep-duplicates): every CI and p-value counts each copy as an "
+                     "independent item")
+        return iset, info
+    notes.append(f"{info['count']} exact duplicate item(s){where} left out: {info['groups']} text(s) had copies and each "
+                 "is counted once (the copy with the smallest id kept; --keep-duplicates keeps them all)")
+    idx = np.asarray(pos, dtype=np.intp)
+    return dataclasses.replace(
+        iset, ids=[iset.ids[i] for i in pos], texts=[iset.texts[i] for i in pos],
+        covariate=iset.covariate[idx] if iset.covariate is not None else None,
+        control_texts=[iset.control_texts[i] for i in pos] if iset.control_texts is not None else None,
+        strata=iset.strata[idx] if iset.strata is not None else None,
+        extras={k: np.asarray(v)[idx] for k, v in iset.extras.items()}), info
 
 
 def _controls(controls, ctexts, table, subtlex, extras, notes) -> tuple[dict, np.ndarray, str]:
@@ -220,6 +247,7 @@ def run_correlate(
     device: str = "cpu",
     precision: str = "fp32",
     junk: str = "drop",
+    keep_duplicates: bool = False,
 ) -> CorrelateResult:
     """Correlate raw embedding norms with a semantic covariate (bootstrap CIs, partial rho, per-source strata).
 
@@ -276,6 +304,11 @@ def run_correlate(
         Bootstrap resamples and permutations (:func:`normscope.stats.correlation`).
     junk : {"drop", "error"}
         Junk items (:func:`normscope.inputs.find_junk`) are left out and listed, or an error.
+    keep_duplicates : bool
+        Items whose text (and source, with strata) repeats another item's are exact duplicates: by
+        default each is counted once (the copy with the smallest id is kept; the others are listed in
+        ``duplicates``), since copies would be counted as independent evidence by every CI and p-value.
+        True keeps them (a note says so).
 
     Returns
     -------
@@ -317,6 +350,7 @@ def run_correlate(
         if iset.strata is not None and by is None:
             by = "stratum"
 
+    iset, duplicates = _duplicates(iset, keep_duplicates, notes)
     table = embed_texts(iset.texts, iset.ids, encoder=encoder, batch_size=batch_size, progress=progress, junk=junk)
     norm = table.norms.astype(np.float64)
     require_raw_norms(norm, "correlate")
@@ -396,7 +430,7 @@ def run_correlate(
         pearson_ci=res["pearson_ci"], p_value=res["p_value"], pearson_p=res["pearson_p"],
         partial_spearman=part["partial"], controls=part["used"], controls_dropped=part["dropped"],
         partial_reason=part["reason"], by=by, strata=strata_rows, norm_length=norm_length,
-        n_truncated=table.n_truncated, junk=table.junk.to_dict(),
+        n_truncated=table.n_truncated, junk=table.junk.to_dict(), duplicates=duplicates,
         precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=table.norm_rel_error_vs_fp32, ci_level=res["ci_level"],
         ci_method=res["ci_method"], p_method=res["p_method"], n_boot=n_boot, n_perm=res["n_perm"], seed=seed,
         norm_mean=float(np.mean(norm)), norm_sd=float(np.std(norm, ddof=1)) if len(norm) > 1 else None,

@@ -55,6 +55,7 @@ class SimilarityResult(StageResult):
     precision: str = summary_field("precision of the forward passes", default="fp32")
     norm_rel_error_vs_fp32: dict | None = summary_field("relative norm error vs fp32 (sample)", default=None)
     n_pairs_junk: int = summary_field("pairs left out for a junk text", unit="pairs", default=0)
+    duplicates: dict = summary_field("exact duplicate pairs of the evaluated file", default_factory=dict)
     ci_level: float = summary_field("confidence level", default=0.95)
     ci_method: str = summary_field("CI method", default="")
     delta_ci_method: str = summary_field("CI method of the differences", default="")

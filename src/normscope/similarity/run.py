@@ -63,6 +63,27 @@ def _keys(s: PairSet) -> list[tuple[str, str]]:
     return [tuple(sorted((a, b))) for a, b in zip(s.text1, s.text2)]
 
 
+def _collapse(s: PairSet, keep: bool, notes: list[str], where: str) -> tuple[PairSet, dict]:
+    """``s`` with exact duplicate pairs (same two texts in either order, same score) counted once, and the report."""
+    from normscope.inputs import collapse_duplicates
+
+    keys = [(k, float(x)) for k, x in zip(_keys(s), s.score)]
+    pos, info = collapse_duplicates(keys, s.ids)
+    info["kept"] = bool(keep)
+    same_texts = len(s) - len(set(_keys(s))) - info["count"]  # same texts, another score: not exact copies
+    if same_texts:
+        notes.append(f"{where}: {same_texts} pair(s) repeat the texts of another pair with another score: kept")
+    if not info["count"]:
+        return s, info
+    if keep:
+        notes.append(f"{where}: {info['count']} pair(s) repeat another pair (same texts and score) and were kept "
+                     "(--keep-duplicates): the CIs count each copy as an independent pair")
+        return s, info
+    notes.append(f"{where}: {info['count']} exact duplicate pair(s) left out ({info['groups']} pair(s) had copies; "
+                 "each is counted once, the copy with the smallest id kept; --keep-duplicates keeps them all)")
+    return s.subset(pos), info
+
+
 def run_similarity(
     dataset: str | Path,
     *,
@@ -79,6 +100,7 @@ def run_similarity(
     precision: str = "fp32",
     progress: bool = False,
     junk: str = "drop",
+    keep_duplicates: bool = False,
 ) -> SimilarityResult:
     """Fit norm-aware pair scorers on fit pairs and compare them with cosine on the evaluated pairs.
 
@@ -108,6 +130,11 @@ def run_similarity(
         difference; the same resamples for every scorer).
     junk : {"drop", "error"}, keyword-only
         Junk texts (:func:`normscope.inputs.find_junk`) are left out with their pairs, or an error.
+    keep_duplicates : bool, keyword-only
+        A pair whose two texts (in either order) and human score repeat another pair's is an exact
+        duplicate: by default each is counted once in its file (the copy with the smallest id kept,
+        the rest listed in ``duplicates``), since copies would count as independent pairs in every CI.
+        True keeps them (a note says so).
 
     Returns
     -------
@@ -126,11 +153,21 @@ def run_similarity(
     from normscope.table import require_raw_norms
     from normscope.validate import check_int
 
+    from normscope.table import PRECISIONS
+    from normscope.validate import check_choice
+
     names = ["cosine"] + [check_pair_scorer(s) for s in dict.fromkeys(scorers) if s != "cosine"]
     check_int("--n-boot", n_boot, minimum=0)
+    if encoder is None:
+        check_choice("precision", precision, PRECISIONS)
     if junk not in ("drop", "error"):
         raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
-    fit_set, eval_set, fit_info = _fit_set(read_pairs(dataset, fmt), fit, fit_format, seed)
+    notes: list[str] = []
+    eval_all, duplicates = _collapse(read_pairs(dataset, fmt), keep_duplicates, notes, "evaluated file")
+    fit_set, eval_set, fit_info = _fit_set(eval_all, fit, fit_format, seed)
+    if fit_info["source"] == "file":
+        fit_set, fit_dups = _collapse(fit_set, keep_duplicates, notes, "fit file")
+        fit_info["duplicates"] = fit_dups
     ev_keys = set(_keys(eval_set))
     overlap = [i for i, k in enumerate(_keys(fit_set)) if k in ev_keys]
     fit_set = fit_set.subset([i for i in range(len(fit_set)) if i not in set(overlap)])
@@ -186,7 +223,7 @@ def run_similarity(
                     criterion="largest Spearman rho with the human scores of the fit pairs, grid search "
                               "(ties: the value closest to cosine)")
     notes = [f"evaluated file: {n}" for n in eval_set.notes] + [f"fit file: {n}" for n in fit_set.notes
-                                                                 if fit_info["source"] != "random half"]
+                                                                 if fit_info["source"] != "random half"] + notes
     if overlap:
         notes.append(f"{len(overlap)} fit pair(s) are also evaluated pairs and were dropped from the fit set")
     if fit_info["source"] == "random half":
@@ -198,7 +235,7 @@ def run_similarity(
         dataset=str(eval_set.path), format=eval_set.format, model=table.fingerprint.name, n_pairs=len(eval_set),
         fit=fit_info, scorers=out, n_texts=len(table), n_truncated=table.n_truncated, junk=table.junk.to_dict(),
         precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=table.norm_rel_error_vs_fp32,
-        n_pairs_junk=eval_junk, ci_method=_CI_METHOD,
+        n_pairs_junk=eval_junk, duplicates=duplicates, ci_method=_CI_METHOD,
         delta_ci_method=("paired percentile bootstrap: the same resampled evaluated pairs for the scorer and for "
                          "cosine, the fitted parameter held fixed"),
         n_boot=n_boot, seed=seed, norm_mean=float(norms.mean()), norm_sd=float(norms.std(ddof=1)) if len(norms) > 1 else None,
