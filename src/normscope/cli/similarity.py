@@ -56,6 +56,8 @@ def similarity(
     out: TableOut = None,
     fig: Annotated[Optional[Path], typer.Option("--fig", help="Figure: fit curves and the difference to cosine with CIs.")] = None,
     junk_error: JunkError = False,
+    whiten: Annotated[str, typer.Option("--whiten", help="Comma-separated: zipf, uniform. Also score the pairs by the cosine of whitened vectors (Zipfian whitening, Yokoi et al. 2024: mean and covariance weighted by word frequency; or uniform), fitted on --whiten-vocab wordfreq words, never on the pairs.")] = "",
+    whiten_vocab: Annotated[int, typer.Option("--whiten-vocab", min=2, help="Words of the whitening vocabulary: the top-N alphabetic English words of wordfreq, embedded by the model.")] = 20000,
 ) -> None:
     """Score human-rated pairs with norm-aware similarities fitted on other pairs; Spearman, Pearson, gain over cosine."""
     from rich.console import Console
@@ -73,7 +75,8 @@ def similarity(
     def call(m):
         return run_similarity(dataset, fit=fit, scorers=[s.strip() for s in scorer.split(",") if s.strip()], fmt=fmt,
                              fit_format=fit_format, model=m, seed=seed, n_boot=n_boot, batch_size=batch_size,
-                             device=device, precision=precision, progress=True, junk="error" if junk_error else "drop")
+                             device=device, precision=precision, progress=True, junk="error" if junk_error else "drop",
+                             whiten=[w.strip() for w in whiten.split(",") if w.strip()], whiten_vocab=whiten_vocab)
 
     models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
     console = Console(stderr=True)

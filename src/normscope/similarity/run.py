@@ -78,6 +78,8 @@ def run_similarity(
     precision: str = "fp32",
     progress: bool = False,
     junk: str = "drop",
+    whiten: Sequence[str] = (),
+    whiten_vocab: int = 20000,
 ) -> SimilarityResult:
     """Fit norm-aware pair scorers on fit pairs and compare them with cosine on the evaluated pairs.
 
@@ -107,6 +109,13 @@ def run_similarity(
         difference; the same resamples for every scorer).
     junk : {"drop", "error"}, keyword-only
         Junk texts (:func:`normscope.inputs.find_junk`) are left out with their pairs, or an error.
+    whiten : sequence of {"zipf", "uniform"}, keyword-only
+        Also score the pairs by the cosine of whitened vectors (scorers ``zipf_whitened``,
+        ``uniform_whitened``; Yokoi et al. 2024, :mod:`normscope.similarity.whitening`), compared with
+        plain cosine like the other scorers. The whitening is fitted on a word vocabulary, never on the pairs.
+    whiten_vocab : int, keyword-only
+        Vocabulary of the whitening: the top ``whiten_vocab`` alphabetic English words of wordfreq,
+        embedded by the model, weighted by their wordfreq frequency (Zipfian) or uniformly.
 
     Returns
     -------
@@ -125,7 +134,15 @@ def run_similarity(
     from normscope.table import require_raw_norms
     from normscope.validate import check_int
 
+    from normscope.similarity.whitening import WHITENINGS, fit_whitening, reference_vocabulary
+
     names = ["cosine"] + [check_pair_scorer(s) for s in dict.fromkeys(scorers) if s != "cosine"]
+    whiten = list(dict.fromkeys(whiten or ()))
+    bad = [w for w in whiten if w not in WHITENINGS]
+    if bad:
+        raise InputError(f"unknown whitening {bad[0]!r}; choose from {', '.join(WHITENINGS)}")
+    if whiten:
+        check_int("--whiten-vocab", whiten_vocab, minimum=2)
     check_int("--n-boot", n_boot, minimum=0)
     if junk not in ("drop", "error"):
         raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
@@ -177,6 +194,30 @@ def run_similarity(
                      "delta_spearman": 0.0 if d is None else d.delta, "delta_ci": None if d is None else list(d.ci),
                      "fit_spearman": max(c["spearman"] for c in curve if np.isfinite(c["spearman"])),
                      "curve": curve}
+    whitening: dict = {}
+    if whiten:
+        words, wvec, freq = reference_vocabulary(encoder, whiten_vocab, batch_size=batch_size, progress=progress)
+        whitening = {"vocabulary": f"the top {len(words)} alphabetic English words of wordfreq embedded by the model "
+                                   f"(of {whiten_vocab} asked; the others were junk for this model)",
+                     "n_vocab": len(words), "weights": "zipf: wordfreq word_frequency(w, 'en') renormalised over the "
+                     "vocabulary; uniform: 1/|V|", "method": "Yokoi et al. 2024 (NeurIPS), Zipfian Whitening, "
+                     "Algorithm 1: centre by the p-weighted mean, rescale by V Sigma^-1 of the SVD of the "
+                     "sqrt(p)-weighted centred vectors; pairs scored by the cosine of whitened vectors"}
+        for kind in whiten:
+            w = fit_whitening(wvec, freq, kind=kind)
+            name = f"{kind}_whitened"
+            s_fit = pair_scores(w(af), w(bf), "cosine")
+            s_eval = pair_scores(w(ae), w(be), "cosine")
+            items[f"score_{name}"] = np.concatenate([s_fit, s_eval])
+            r = correlation(s_eval[canon], eval_set.score[canon], n_boot=n_boot, n_perm=0, seed=seed,
+                            min_n=MIN_PAIRS).to_dict()
+            d = correlation_difference(eval_set.score[canon], s_eval[canon], cos_eval[canon], method="spearman",
+                                       n_boot=n_boot, seed=seed, min_n=MIN_PAIRS)
+            fit_rho = correlation(s_fit, fit_set.score, n_boot=0, n_perm=0, min_n=MIN_PAIRS).to_dict()["spearman"]
+            out[name] = {"param_name": None, "param": None, "spearman": r["spearman"],
+                         "spearman_ci": r["spearman_ci"], "pearson": r["pearson"], "pearson_ci": r["pearson_ci"],
+                         "delta_spearman": d.delta, "delta_ci": list(d.ci), "fit_spearman": fit_rho, "curve": [],
+                         "whitening": {"kind": kind, "rank": w.rank, "n_vocab": w.n_vocab}}
     shared = len(set(fit_set.text1 + fit_set.text2) & set(eval_set.text1 + eval_set.text2))
     fit_info.update(n_pairs=len(fit_set), n_overlap_removed=len(overlap), n_shared_texts=shared,
                     n_pairs_junk=fit_junk, format=fit_set.format, norm_max=float(norms.max()),
@@ -189,6 +230,9 @@ def run_similarity(
     if fit_info["source"] == "random half":
         notes.append(f"parameters fitted on a random half ({len(fit_set)} pairs, seed {seed}) and evaluated on the "
                      f"other {len(eval_set)} pairs; the halves share {shared} texts")
+    if whitening:
+        notes.append(f"whitened scorers: fitted on {whitening['n_vocab']} wordfreq words embedded by the model, not on "
+                     "any pair; their CIs hold the whitening fixed")
     notes.append("CIs resample the evaluated pairs with the fitted parameters held fixed: they leave out the "
                  "uncertainty of the fit, and treat pairs as independent although some share a text")
     return SimilarityResult(
@@ -198,6 +242,6 @@ def run_similarity(
         n_pairs_junk=eval_junk, ci_method=_CI_METHOD,
         delta_ci_method=("paired percentile bootstrap: the same resampled evaluated pairs for the scorer and for "
                          "cosine, the fitted parameter held fixed"),
-        n_boot=n_boot, seed=seed, norm_mean=float(norms.mean()), norm_sd=float(norms.std(ddof=1)) if len(norms) > 1 else None,
+        n_boot=n_boot, seed=seed, whitening=whitening, norm_mean=float(norms.mean()), norm_sd=float(norms.std(ddof=1)) if len(norms) > 1 else None,
         notes=notes, items=items,
     )
