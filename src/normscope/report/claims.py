@@ -32,6 +32,8 @@ CLAIMS: dict[str, tuple[str, str]] = {
     "similarity_gain": ("norm-aware similarity gains 1.2-2.3 % (retrieval)", "+1.2 to +2.3 %"),
     "similarity_pairs": ("norm-aware similarity gains on human-rated pairs (SimLex-999)", "+1.2 to +2.3 %"),
     "calibration": ("the norm is a free calibration signal", "the norm predicts when a result is wrong"),
+    "unused_rows_decay": ("rows never sampled decay (no heat)",
+                          "mechanism: a row whose token never occurs gets no gradient, only decay"),
 }
 
 VERDICTS = ("reproduced", "refuted", "inconclusive", "not testable here")

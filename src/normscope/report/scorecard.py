@@ -27,6 +27,7 @@ CLAIM_SECTIONS: dict[str, str] = {
     "similarity_gain": "retrieval",
     "similarity_pairs": "similarity",
     "calibration": "calibration",
+    "unused_rows_decay": "token_table",
 }
 
 _STATUS_WORDS = {"not_run": "not run", "unavailable": "not available", "failed": "failed"}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from normscope.report.config import FULL
 from normscope.report.context import StageContext, StageUnavailable
-from normscope.report.stages._common import ci_text
+from normscope.report.stages._common import ci_text, refuse_static
 
 __all__ = ["stage_probes", "probe_claims", "prediction_reading", "probe_words", "POPULATION"]
 
@@ -152,6 +152,7 @@ def _k_rows(res) -> tuple[list[str], list[list]]:
 def stage_probes(ctx: StageContext) -> dict:
     from normscope import probes
 
+    refuse_static(ctx)  # GloVe: no network to differentiate
     s = ctx.sizes
     seed = ctx.config.seed
     spec, pairs = _pair_source(ctx)

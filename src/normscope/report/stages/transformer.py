@@ -11,7 +11,7 @@ from pathlib import Path
 
 from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
 from normscope.report.context import StageContext, StageUnavailable
-from normscope.report.stages._common import ci_text, sig3
+from normscope.report.stages._common import ci_text, refuse_static, sig3
 
 __all__ = ["stage_transformer", "transformer_claim", "OPTIMIZERS"]
 
@@ -65,6 +65,7 @@ def stage_transformer(ctx: StageContext) -> dict:
     from normscope import lab
     from normscope.errors import DataError
 
+    refuse_static(ctx)  # GloVe: no network to differentiate
     s = ctx.sizes
     seed = ctx.config.seed
     quick = ctx.config.preset == "quick"
