@@ -8,6 +8,7 @@ import json
 import pytest
 
 from normscope.report import ReportConfig, Sizes
+from normscope.report.claims import CLAIMS
 
 MODELS = ["sentence-transformers/all-MiniLM-L6-v2", "hf:sentence-transformers/all-MiniLM-L6-v2"]
 
@@ -55,7 +56,7 @@ def test_side_by_side_numbers_are_each_models_own(multi_run):
         assert v == pytest.approx(res.results[m].summary["norm_distribution"]["result"]["norm_mean"], rel=1e-12)
     assert mean_row[0] == pytest.approx(mean_row[1], rel=1e-5)
     assert s["side_by_side"]["norm_distribution"]["status"] == {m: "ok" for m in MODELS}
-    assert set(s["claims"]) == set(MODELS) and all(len(rows) == 10 for rows in s["claims"].values())
+    assert set(s["claims"]) == set(MODELS) and all(len(rows) == len(CLAIMS) for rows in s["claims"].values())
     page = (cfg.out / "index.html").read_text()
     for m in MODELS:
         assert f"<th>{m}</th>" in page
