@@ -122,3 +122,16 @@ def test_precomputed_vectors_have_no_table(tmp_path, capsys):
     np.save(tmp_path / "v.npy", np.ones((3, 4), np.float32))
     assert run(["tokens", "--model", str(tmp_path / "v.npy")]) == 2
     assert "no input embedding table" in capsys.readouterr().err
+
+
+def test_byte_pair_vocabularies_mark_words_by_their_boundary_marks():
+    from normscope.tokens.table import token_string, vocabulary_scheme
+
+    clip = ["dog</w>", "the</w>", "ing", "pho", "tosynthesis</w>", "<|endoftext|>"]
+    assert vocabulary_scheme(clip) == "clip-bpe"
+    assert classify_tokens(clip, ["<|endoftext|>"]).tolist() == ["word", "word", "subword", "subword", "word", "special"]
+    assert token_string("dog</w>", "word", "clip-bpe") == "dog"
+    gpt2 = ["\u0120dog", "\u0120the", "ing", "\u0120house"]
+    assert vocabulary_scheme(gpt2) == "gpt2-bpe" and classify_tokens(gpt2).tolist() == ["word", "word", "subword", "word"]
+    t = token_table(np.ones((4, 2)), gpt2)
+    assert np.isfinite(t["zipf"]).tolist() == [True, True, True, True]

@@ -14,14 +14,17 @@ Kinds (:data:`KINDS`):
   ``<s>``, ``</s>`` ...);
 - ``unused``: reserved placeholders the tokenizer never emits: ``[unused<N>]`` (BERT WordPiece
   vocabularies) and rows of the table beyond the vocabulary;
-- ``subword``: WordPiece continuation pieces (``##ing``);
+- ``subword``: pieces that continue a word: WordPiece ``##ing``; in a byte-pair vocabulary that marks
+  word ends (CLIP: ``dog</w>``) the entries without the mark, in one that marks word starts (GPT-2 /
+  RoBERTa ``Ġdog``, SentencePiece ``▁dog``) the entries without it (:func:`vocabulary_scheme`);
 - ``word``: every other entry (words, also punctuation, digits and single characters).
 
 Frequency: the wordfreq Zipf frequency of the token's string, ``log10`` of its occurrences per billion
 words of English (van Heuven et al. 2014; wordfreq 3, ``best`` list), read from wordfreq's frequency
 dictionary (not rounded). A ``##`` piece gets the frequency of its string *as a word* (``##ing`` ->
 ``ing``): a proxy that is not how often the piece occurs inside words, so it is reported apart from the
-words. Tokens wordfreq does not list have no frequency (NaN) and are left out of the correlations
+words. Word-boundary marks (``</w>``, ``Ġ``, ``▁``) are stripped before the lookup.
+Tokens wordfreq does not list have no frequency (NaN) and are left out of the correlations
 (counted). Special and unused tokens have none.
 """
 
@@ -35,11 +38,41 @@ import pandas as pd
 
 from normscope.errors import InputError, ModelError
 
-__all__ = ["KINDS", "UNUSED_RE", "classify_tokens", "token_zipf", "token_table", "embedding_table_of"]
+__all__ = ["KINDS", "UNUSED_RE", "vocabulary_scheme", "token_string", "classify_tokens", "token_zipf", "token_table",
+           "embedding_table_of"]
 
 KINDS: tuple[str, ...] = ("word", "subword", "special", "unused")
 #: Reserved placeholder tokens of BERT WordPiece vocabularies (``[unused0]`` ... ``[unused993]``).
 UNUSED_RE = re.compile(r"^\[unused\d+\]$")
+
+
+#: Word-boundary marks of byte-pair vocabularies: (scheme, mark, where).
+_MARKS = (("clip-bpe", "</w>", "end"), ("gpt2-bpe", "\u0120", "start"), ("sentencepiece", "\u2581", "start"))
+
+
+def vocabulary_scheme(tokens: Sequence[str | None]) -> str:
+    """``wordpiece`` (``##`` continuations), or a byte-pair scheme when over 10 % of the entries carry its
+    word-boundary mark: ``clip-bpe`` (``</w>`` at word ends), ``gpt2-bpe`` (``Ġ``) or ``sentencepiece``
+    (``▁``) at word starts."""
+    toks = [t for t in tokens if t]
+    for scheme, mark, where in _MARKS:
+        n = sum(1 for t in toks if (t.endswith(mark) if where == "end" else t.startswith(mark)))
+        if toks and n > 0.1 * len(toks):
+            return scheme
+    return "wordpiece"
+
+
+def token_string(token: str, kind: str, scheme: str = "wordpiece") -> str:
+    """The string a token's frequency is looked up by: without ``##`` or the word-boundary mark of ``scheme``."""
+    if kind == "subword" and scheme == "wordpiece":
+        return token[2:]
+    for name, mark, where in _MARKS:
+        if name == scheme:
+            if where == "end" and token.endswith(mark):
+                return token[: -len(mark)]
+            if where == "start" and token.startswith(mark):
+                return token[len(mark):]
+    return token
 
 
 def classify_tokens(tokens: Sequence[str | None], special: Sequence[str] = ()) -> np.ndarray:
@@ -56,16 +89,19 @@ def classify_tokens(tokens: Sequence[str | None], special: Sequence[str] = ()) -
     ndarray of shape (V,), object (str)
     """
     special = set(special)
+    scheme = vocabulary_scheme(tokens)
+    mark = {name: (m, where) for name, m, where in _MARKS}.get(scheme)
     out = np.empty(len(tokens), dtype=object)
     for i, t in enumerate(tokens):
         if t is None or UNUSED_RE.match(t):
             out[i] = "unused"
         elif t in special:
             out[i] = "special"
-        elif t.startswith("##") and len(t) > 2:
-            out[i] = "subword"
+        elif mark is None:
+            out[i] = "subword" if t.startswith("##") and len(t) > 2 else "word"
         else:
-            out[i] = "word"
+            marked = t.endswith(mark[0]) if mark[1] == "end" else t.startswith(mark[0])
+            out[i] = "word" if marked else "subword"
     return out
 
 
@@ -82,16 +118,17 @@ def token_zipf(tokens: Sequence[str | None], kinds: Sequence[str], *, lang: str 
     Returns
     -------
     ndarray of shape (V,), float64
-        ``log10(f * 1e9)`` with ``f`` wordfreq's frequency of the (``##``-stripped, lower-cased) string.
+        ``log10(f * 1e9)`` with ``f`` wordfreq's frequency of the lower-cased :func:`token_string`.
     """
     from wordfreq import get_frequency_dict
 
     freq = get_frequency_dict(lang, wordlist="best")
+    scheme = vocabulary_scheme(tokens)
     out = np.full(len(tokens), np.nan)
     for i, (t, k) in enumerate(zip(tokens, kinds)):
         if k not in ("word", "subword"):
             continue
-        f = freq.get((t[2:] if k == "subword" else t).lower())
+        f = freq.get(token_string(t, k, scheme).lower())
         if f:
             out[i] = np.log10(f) + 9.0
     return out
