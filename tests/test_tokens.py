@@ -86,6 +86,8 @@ def test_kinds_and_zipf_of_subword_pieces():
     toks = ["[PAD]", "[unused3]", "##ing", "dog", ".", "[CLS]", None, "##"]
     kinds = classify_tokens(toks, ["[PAD]", "[CLS]"])
     assert kinds.tolist() == ["special", "unused", "subword", "word", "word", "special", "unused", "word"]
+    # BERT's entries in a vocabulary whose tokenizer has other specials (MPNet: <s>, </s>) are never emitted
+    assert classify_tokens(["<s>", "[CLS]", "dog"], ["<s>"]).tolist() == ["special", "unused", "word"]
     t = token_table(np.ones((len(toks), 3)), toks, ["[PAD]", "[CLS]"])
     # wordfreq's own Zipf value (rounded to 2 decimals) of the string; a ## piece: of its string as a word
     assert t.loc[3, "zipf"] == pytest.approx(zipf_frequency("dog", "en"), abs=0.006)

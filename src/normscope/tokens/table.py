@@ -13,7 +13,8 @@ Kinds (:data:`KINDS`):
 - ``special``: the tokenizer's special tokens (``[PAD]``, ``[UNK]``, ``[CLS]``, ``[SEP]``, ``[MASK]``;
   ``<s>``, ``</s>`` ...);
 - ``unused``: reserved placeholders the tokenizer never emits: ``[unused<N>]`` (BERT WordPiece
-  vocabularies) and rows of the table beyond the vocabulary;
+  vocabularies), BERT's ``[CLS]``/``[SEP]``/``[PAD]``/``[MASK]``/``[UNK]`` entries in a vocabulary whose
+  tokenizer uses other special tokens (MPNet), and rows of the table beyond the vocabulary;
 - ``subword``: pieces that continue a word: WordPiece ``##ing``; in a byte-pair vocabulary that marks
   word ends (CLIP: ``dog</w>``) the entries without the mark, in one that marks word starts (GPT-2 /
   RoBERTa ``Ġdog``, SentencePiece ``▁dog``) the entries without it (:func:`vocabulary_scheme`);
@@ -44,6 +45,9 @@ __all__ = ["KINDS", "UNUSED_RE", "vocabulary_scheme", "token_string", "classify_
 KINDS: tuple[str, ...] = ("word", "subword", "special", "unused")
 #: Reserved placeholder tokens of BERT WordPiece vocabularies (``[unused0]`` ... ``[unused993]``).
 UNUSED_RE = re.compile(r"^\[unused\d+\]$")
+#: BERT's special entries; in a vocabulary whose tokenizer has other special tokens (MPNet's ``<s>``, ``</s>``
+#: ...) they are never emitted, so they count as ``unused``.
+_BERT_SPECIAL = frozenset({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"})
 
 
 #: Word-boundary marks of byte-pair vocabularies: (scheme, mark, where).
@@ -93,7 +97,7 @@ def classify_tokens(tokens: Sequence[str | None], special: Sequence[str] = ()) -
     mark = {name: (m, where) for name, m, where in _MARKS}.get(scheme)
     out = np.empty(len(tokens), dtype=object)
     for i, t in enumerate(tokens):
-        if t is None or UNUSED_RE.match(t):
+        if t is None or UNUSED_RE.match(t) or (t in _BERT_SPECIAL and t not in special):
             out[i] = "unused"
         elif t in special:
             out[i] = "special"
