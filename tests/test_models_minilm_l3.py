@@ -189,3 +189,21 @@ def test_a_changed_onnx_file_is_refused_before_conversion(onnx_path, tmp_path, m
         bundled.bundled_model_path(L3_MODEL)
     models = tmp_path / "cache" / "models"
     assert not models.exists() or not any(models.iterdir())
+
+
+def test_cli_embed_works_with_no_network(l3, tmp_path, monkeypatch):
+    import json
+    import socket
+
+    from normscope.cli import run
+
+    def refuse(self, *a, **k):
+        raise AssertionError(f"network access attempted: {a}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    words = tmp_path / "words.txt"
+    words.write_text("dog\ncat\nthe theory of relativity\n")
+    js = tmp_path / "e.json"
+    assert run(["embed", str(words), "--model", L3_MODEL, "-o", str(tmp_path / "e.parquet"), "--json", str(js)]) == 0
+    s = json.loads(js.read_text())
+    assert s["n"] == 3 and s["dim"] == 384 and s["fingerprint"]["revision"] == "sha256:b388816f4fe4becc"
