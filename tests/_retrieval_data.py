@@ -85,3 +85,42 @@ def run_dict(frame, scorer: str) -> dict[str, dict[str, float]]:
     """The run of one scorer from a ``-o`` table, inner dicts in the table's rank order."""
     r = frame[frame.scorer == scorer].sort_values(["query_id", "rank"])
     return {q: dict(zip(g["doc_id"], g["score"].astype(float))) for q, g in r.groupby("query_id", sort=False)}
+
+
+def _at_cosine(u, c, rng):
+    """A unit vector with cosine exactly ``c`` to the unit vector ``u``."""
+    w = rng.normal(size=u.size)
+    w -= (w @ u) * u
+    w /= np.linalg.norm(w)
+    return c * u + np.sqrt(1 - c * c) * w
+
+
+def calibration_beir(root: Path, rng, *, n_train=200, n_test=150, d=16, n_noise=200, easy=0.03, split_names=("train", "test")):
+    """Queries whose top-1 is right more often the larger the margin: P(right | margin m) = 0.3 + 0.65 (1 - exp(-m/easy)).
+
+    Each query has one relevant document at cosine c in [0.8, 0.9] and one distractor at c -/+ m (m = |N(0, 0.05)|:
+    below the relevant document when the top-1 is right, above it when wrong); noise documents are random
+    directions; every vector gets a random norm. Returns ``(root, LookupEncoder)``.
+    """
+    table, corpus, queries = {}, [], []
+    qrels: dict[str, list] = {s: [] for s in split_names}
+    for split, n in zip(split_names, (n_train, n_test)):
+        for i in range(n):
+            u = rng.normal(size=d)
+            u /= np.linalg.norm(u)
+            qn = f"{split}-q{i}"
+            table[qn] = u * rng.uniform(1.0, 3.0)
+            c = rng.uniform(0.8, 0.9)
+            m = abs(rng.normal(0, 0.05)) + 1e-4
+            right = rng.uniform() < 0.3 + 0.65 * (1 - np.exp(-m / easy))
+            for name, cos in ((f"{split}-g{i}", c), (f"{split}-b{i}", c - m if right else min(c + m, 0.999))):
+                table[name] = _at_cosine(u, cos, rng) * rng.uniform(1.0, 3.0)
+                corpus.append({"_id": name, "title": "", "text": name})
+            queries.append({"_id": qn, "text": qn})
+            qrels[split].append((qn, f"{split}-g{i}", 1))
+    for j in range(n_noise):
+        name = f"noise{j}"
+        table[name] = rng.normal(size=d)
+        corpus.append({"_id": name, "title": "", "text": name})
+    write_beir(root, corpus, queries, qrels)
+    return root, LookupEncoder(table)

@@ -198,7 +198,10 @@ def test_retrieval_numbers_equal_retrieval_command(small_run, shared_data, tmp_p
             "--max-queries", str(TINY.retrieval_queries), "--n-boot", str(TINY.n_boot), "--seed", "0", "--json", str(ref_path)]
     assert _cli(argv) == 0
     ref = json.loads(ref_path.read_text())
-    _same(s["retrieval"]["result"], {k: v for k, v in ref.items() if k not in ("calibration", "calibration_info")})
+    _same(s["retrieval"]["result"], {k: v for k, v in ref.items() if k not in ("calibration", "calibration_info", "qpp",
+                                                                                "qpp_info")})
+    for k in ("qpp", "qpp_info", "calibration_incremental"):  # the calibration section carries the QPP study
+        _same(s["calibration"]["derived"][k], ref[k])
     _same(s["calibration"]["result"], {k: {kk: vv for kk, vv in v.items() if kk not in ("reliability", "risk_coverage")}
                                        for k, v in ref["calibration"].items()})
     assert s["retrieval"]["result"]["n_docs"] == TINY.retrieval_docs

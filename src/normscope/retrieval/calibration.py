@@ -21,7 +21,8 @@ from scipy.stats import rankdata
 
 from normscope.errors import InputError
 
-__all__ = ["N_BINS", "ece", "ece_support", "reliability_data", "risk_coverage", "aurc", "auroc_bootstrap_ci", "check_pair"]
+__all__ = ["N_BINS", "ece", "ece_support", "reliability_data", "risk_coverage", "aurc", "auroc_bootstrap_ci", "ece_bootstrap_ci",
+           "check_pair"]
 
 N_BINS = 15
 
@@ -216,3 +217,36 @@ def auroc_bootstrap_ci(score, label, *, n_boot: int = 1000, seed: int = 0, level
         return None
     a = (1 - level) / 2
     return [float(np.quantile(auc, a)), float(np.quantile(auc, 1 - a))]
+
+
+def ece_bootstrap_ci(confidence, correct, *, n_bins: int = N_BINS, n_boot: int = 1000, seed: int = 0,
+                     level: float = 0.95) -> list | None:
+    """Percentile bootstrap CI of :func:`ece`, resampling items (queries); the confidences are held fixed.
+
+    Parameters
+    ----------
+    confidence : array-like of shape (n,), in [0, 1]
+    correct : array-like of shape (n,), 0/1
+    n_bins, n_boot, seed : int, keyword-only
+    level : float, keyword-only
+
+    Returns
+    -------
+    [lo, hi] or None (``n_boot`` < 10)
+    """
+    c, y = check_pair(confidence, correct)
+    if (c < 0).any() or (c > 1).any():
+        raise InputError(f"confidences must lie in [0, 1] (range {c.min():g}..{c.max():g})")
+    if n_boot < 10:
+        return None
+    b = _bin_index(c, n_bins)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, c.size, size=(n_boot, c.size))
+    offs = (np.arange(n_boot)[:, None] * n_bins + b[idx]).ravel()
+    size = n_boot * n_bins
+    cnt = np.bincount(offs, minlength=size).reshape(n_boot, n_bins)
+    sc = np.bincount(offs, weights=c[idx].ravel(), minlength=size).reshape(n_boot, n_bins)
+    sy = np.bincount(offs, weights=y[idx].ravel(), minlength=size).reshape(n_boot, n_bins)
+    e = np.abs(sy - sc).sum(axis=1) / c.size  # sum_m (n_m/n) |acc_m - conf_m| = sum_m |sum y - sum c| / n
+    a = (1 - level) / 2
+    return [float(np.quantile(e, a)), float(np.quantile(e, 1 - a))]

@@ -9,6 +9,11 @@
   ``norm_aware_similarity`` and ``norm_aware_similarity_pairwise`` are the former names (aliases).
 - :class:`NormAwareMTEBModel` and :func:`evaluate_mteb` (MTEB 2.x) live in
   :mod:`normscope.retrieval.mteb_model` and are re-exported here.
+- :func:`calibrate_semantic_search` and :func:`calibrate_index_search` apply a calibrator file written
+  by ``normscope calibrate`` (:mod:`normscope.retrieval.calibrator`) to the results of
+  sentence-transformers ``util.semantic_search`` and of ``normscope index search``: P(relevant) per
+  query, whether to answer, which documents to keep; a file fitted for another model fingerprint is
+  refused in one line.
 
 The scores are those of :mod:`normscope.retrieval.scoring`, computed in torch (float32, or
 the input dtype when floating) for use inside sentence-transformers pipelines.
@@ -31,6 +36,8 @@ __all__ = [
     "norm_aware_similarity_pairwise",
     "NormAwareMTEBModel",
     "evaluate_mteb",
+    "calibrate_semantic_search",
+    "calibrate_index_search",
 ]
 
 _EPS = 1e-12
@@ -141,3 +148,147 @@ def asymmetric_norm_similarity_pairwise(scorer: str = "inverse_norm", param: flo
 #: Former names of the asymmetric query-document scores (kept so existing code keeps working).
 norm_aware_similarity = asymmetric_norm_similarity
 norm_aware_similarity_pairwise = asymmetric_norm_similarity_pairwise
+
+
+def _calibrator(cal):
+    from normscope.retrieval.calibrator import Calibrator, load_calibrator
+
+    return cal if isinstance(cal, Calibrator) else load_calibrator(cal)
+
+
+def _np(x, what):
+    if x is None:
+        return None
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().float().numpy()
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2:
+        raise InputError(f"{what} must be a (n, d) matrix, got shape {a.shape}")
+    return a
+
+
+def calibrate_semantic_search(calibrator, hits, *, model, query_embeddings=None, corpus_embeddings=None,
+                              query_texts=None) -> list[dict]:
+    """Apply a calibrator to ``sentence_transformers.util.semantic_search`` results.
+
+    Parameters
+    ----------
+    calibrator : str, Path or Calibrator
+        A file written by ``normscope calibrate --calibrator`` (or the loaded object).
+    hits : list of list of dict
+        ``semantic_search``'s output: per query, ``{"corpus_id": int, "score": float}`` sorted by score, computed
+        with its default ``score_function=cos_sim`` (the calibrator is fitted on cosines), ``top_k`` >= the
+        calibrator's ``depth`` (2 for the default signals; 100 for nqc, smv, sigma_k, sigma_max).
+    model : Encoder, ModelFingerprint or dict, keyword-only
+        The model that made the embeddings, e.g. ``normscope.load_encoder(name)`` (whose ``encode`` gives the raw,
+        un-normalised vectors the norm signals need); another model's calibrator is refused.
+    query_embeddings : tensor or array of shape (n_queries, d), keyword-only, optional
+        Raw query vectors (needed for query_norm, nqc, wig, smv).
+    corpus_embeddings : tensor or array of shape (n_docs, d), keyword-only, optional
+        Raw corpus vectors, rows = ``corpus_id`` (needed for top_doc_norm, doc_norm_spread, nqc, wig, smv).
+    query_texts : sequence of str, keyword-only, optional
+        Needed for query_length.
+
+    Returns
+    -------
+    list of dict
+        Per query: ``p_relevant`` (float), ``answer`` (bool, P >= the Learn-then-Test threshold; False for every
+        query when the calibrator has none: abstain), ``hits``: the query's hits, each with ``keep`` added (score >= the document threshold, within its
+        top k; None without one).
+
+    Raises
+    ------
+    InputError
+        Another model's calibrator, a missing input, too few hits per query.
+    """
+    from normscope.retrieval.calibrator import apply_to_run
+    from normscope.retrieval.qpp import corpus_scores
+
+    cal = _calibrator(calibrator)
+    Q, C = _np(query_embeddings, "query_embeddings"), _np(corpus_embeddings, "corpus_embeddings")
+    qids = [str(i) for i in range(len(hits))]
+    run = {q: {str(h["corpus_id"]): float(h["score"]) for h in hs} for q, hs in zip(qids, hits)}
+    if Q is not None and len(Q) != len(hits):
+        raise InputError(f"{len(hits)} hit lists but {len(Q)} query embeddings")
+    kw = {}
+    if Q is not None:
+        kw["query_norms"] = np.linalg.norm(Q, axis=1)
+    if C is not None:
+        kw.update(doc_ids=[str(i) for i in range(len(C))], doc_norms=np.linalg.norm(C, axis=1), n_docs=len(C))
+        if Q is not None:
+            kw["corpus_score"] = corpus_scores(Q, C)
+    frame = apply_to_run(cal, run, fingerprint=model, query_ids=qids, query_texts=query_texts, **kw)
+    kd = cal.thresholds.get("keep_documents") or {}
+    t, k = kd.get("threshold"), kd.get("k", 10)
+    out = []
+    for i, hs in enumerate(hits):
+        out.append({"p_relevant": float(frame["p_relevant"].iloc[i]), "answer": bool(frame["answer"].iloc[i]),
+                    "hits": [{**h, "keep": None if t is None else bool(r < k and h["score"] >= t)} for r, h in enumerate(hs)]})
+    return out
+
+
+def calibrate_index_search(calibrator, run, *, index_dir, query_vectors=None, query_texts=None):
+    """Apply a calibrator to the run of ``normscope index search`` (its ``-o`` parquet, or that table).
+
+    The index must be a cosine index of the calibrator's model (its ``meta.json`` fingerprint and scorer).
+    Index output carries scores only, so the signals available are those of the ranked scores
+    (top1_score, margin, sigma_k, sigma_max), query_norm (with ``query_vectors``) and query_length
+    (with ``query_texts``); signals that need document norms or the corpus score are refused by name.
+
+    Parameters
+    ----------
+    calibrator : str, Path or Calibrator
+    run : str, Path or pandas.DataFrame
+        Columns ``query_id, rank, doc_id, score``.
+    index_dir : str or Path, keyword-only
+        The index directory (``normscope index build -o``).
+    query_vectors : array-like of shape (n_queries, d), keyword-only, optional
+        Raw query vectors in the order of the run's first appearance of each query id.
+    query_texts : sequence of str, keyword-only, optional
+        In the same order.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :func:`normscope.retrieval.calibrator.apply_to_run` output (``query_id``, signals, ``p_relevant``,
+        ``answer``, ``kept``).
+
+    Raises
+    ------
+    InputError
+        Another model's calibrator, an index of another scorer, a signal index output cannot give, bad tables.
+    """
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    from normscope.retrieval.calibrator import apply_to_run
+    from normscope.retrieval.qpp import QPP_SPECS
+
+    cal = _calibrator(calibrator)
+    meta_path = Path(index_dir) / "meta.json"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        raise InputError(f"{index_dir} is not a normscope index (no readable meta.json)") from None
+    if not meta.get("fingerprint"):
+        raise InputError(f"{index_dir} records no model (built from bare vectors): its calibrator cannot be checked")
+    if meta.get("scorer") != cal.scorer:
+        raise InputError(f"the index scores with {meta.get('scorer')}, the calibrator was fitted on {cal.scorer} scores")
+    no = [s for s in cal.signals if {"doc_norms", "corpus_score"} & set(QPP_SPECS[s].needs)]
+    if no:
+        raise InputError(f"signal(s) {', '.join(no)} need document norms or the corpus score, which index search "
+                         "output does not carry; fit a calibrator on other signals")
+    df = pd.read_parquet(run) if not isinstance(run, pd.DataFrame) else run
+    missing = {"query_id", "rank", "doc_id", "score"} - set(df.columns)
+    if missing:
+        raise InputError(f"the run table lacks column(s) {', '.join(sorted(missing))}")
+    qids = list(dict.fromkeys(df["query_id"].astype(str)))
+    df = df.sort_values(["query_id", "rank"], kind="stable")
+    runs = {str(q): dict(zip(g["doc_id"].astype(str), g["score"].astype(float))) for q, g in df.groupby("query_id", sort=False)}
+    Q = _np(query_vectors, "query_vectors")
+    kw = {"query_norms": np.linalg.norm(Q, axis=1)} if Q is not None else {}
+    return apply_to_run(cal, runs, fingerprint=meta["fingerprint"], query_ids=qids, query_texts=query_texts, **kw)

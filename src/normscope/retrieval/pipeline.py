@@ -19,6 +19,8 @@ from normscope.retrieval.beir import BeirDataset, SplitQueries, load_dataset_any
 from normscope.retrieval.calibration import N_BINS
 from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
 from normscope.retrieval.evaluate import METRICS, RELEVANCE, compare_to_baseline, default_grid, fit_parameter, per_query_scores
+from normscope.retrieval.incremental import FOLD_DRAWS, FOLDS, incremental_value
+from normscope.retrieval.qpp import BASELINE_SIGNALS, NORM_SIGNALS, QPP_SIGNALS, corpus_scores, evaluate_qpp, qpp_signals
 from normscope.retrieval.result import RetrievalResult
 from normscope.retrieval.scoring import NEUTRAL_PARAM, PARAM_NAMES, SCORERS, check_scorer, validate_param
 from normscope.retrieval.search import TIE_RULE, FoldedIndex, run_to_frame
@@ -32,8 +34,9 @@ N_FOLDS = 5
 class _Phases:
     """Start and end lines with elapsed time (so a redirected log is never silent), and the timings."""
 
-    def __init__(self, show: bool):
+    def __init__(self, show: bool, name: str = "retrieval"):
         self.timings: dict[str, float] = {}
+        self.name = name
         self.console = None
         if show:
             from rich.console import Console
@@ -46,13 +49,13 @@ class _Phases:
         @contextlib.contextmanager
         def phase():
             if self.console is not None:
-                self.console.print(f"retrieval: {name}{f' ({detail})' if detail else ''} ...")
+                self.console.print(f"{self.name}: {name}{f' ({detail})' if detail else ''} ...")
             t0 = time.perf_counter()
             yield
             dt = time.perf_counter() - t0
             self.timings[name] = round(dt, 3)
             if self.console is not None:
-                self.console.print(f"retrieval: {name} done in {dt:.1f} s")
+                self.console.print(f"{self.name}: {name} done in {dt:.1f} s")
 
         return phase()
 
@@ -408,10 +411,19 @@ def run_retrieval(
                                     doc_ids=doc_ids, doc_norms=doc_norms, qrels=fit.qrels)
         calibration, conf = calibration_study(sig_ev, sig_fit=sig_fit, folds=folds, n_boot=n_boot, seed=seed)
     y_ev = sig_ev["top1_relevant"].to_numpy()
+    with ph("QPP baselines and the norm's incremental value",
+            f"{len(QPP_SIGNALS)} predictors; {FOLDS}-fold cross-fitting x {FOLD_DRAWS} fold draws"):
+        s_corpus = corpus_scores(Qev, D)
+        qpp_df = qpp_signals(runs["cosine"], query_ids=ev.query_ids, query_texts=ev.texts, query_norms=qev_norms,
+                             doc_ids=doc_ids, doc_norms=doc_norms, corpus_score=s_corpus)
+        ndcg_cos = per["cosine"]["ndcg@10"]
+        qpp = evaluate_qpp(qpp_df, top1_relevant=y_ev, ndcg=ndcg_cos, n_boot=n_boot, seed=seed)
+        incremental = incremental_study(qpp_df, y_ev, ndcg_cos, n_boot=n_boot, seed=seed)
 
     fp = getattr(encoder, "fingerprint", None)
     counts = {sq.split: {k_: int(v) for k_, v in sq.counts.items()} for sq in [ev] + ([fit] if fit else [])}
-    per_query = sig_ev.assign(split=ev.split, text=ev.texts, query_zipf=covariates["query_zipf"],
+    per_query = sig_ev.assign(split=ev.split, text=ev.texts, query_zipf=covariates["query_zipf"], corpus_score=s_corpus,
+                              **{c: qpp_df[c].to_numpy() for c in QPP_SIGNALS if c not in sig_ev.columns},
                               **{f"ndcg@10_{s}": per[s]["ndcg@10"] for s in order},
                               **{f"confidence_{s}": c for s, c in conf.items()})
     if isinstance(strata.get("stratifiers"), dict):
@@ -461,11 +473,62 @@ def run_retrieval(
             "auroc_ci": f"percentile bootstrap over evaluation queries ({n_boot} resamples), maps held fixed",
             "base_rate_eval": float(y_ev.mean()),
             "base_rate_fit": float(sig_fit["top1_relevant"].mean()) if sig_fit is not None else None},
+        qpp=qpp,
+        qpp_info=qpp_info(n_boot=n_boot, smv_cut=int(qpp_df.attrs.get("smv_cut", 0)), depth=k),
+        calibration_incremental=incremental,
         doc_norm_range=[float(doc_norms.min()), float(doc_norms.max())],
         items=pd.concat(frames, ignore_index=True), per_query=per_query,
         doc_titles=_titles(ds, doc_ids),
         timings=ph.timings,
     )
+
+
+def qpp_info(*, n_boot: int, smv_cut: int, depth: int) -> dict:
+    """How the QPP table was computed (the ``qpp_info`` of the JSON)."""
+    return {
+        "run": f"the cosine run of the evaluation queries, depth {depth}",
+        "corpus_score": "s(C) = mean cosine of the query with every corpus document = <q/||q||, mean_j d_j/||d_j||>",
+        "adaptations": "scores are cosines, not log-probabilities: WIG without 1/sqrt(|q|); NQC and SMV divide by |s(C)|; "
+                       "SMV over the top-k documents with a positive cosine",
+        "smv_cut": smv_cut,
+        "direction": "fixed before any data: +1 score-based predictors and query_length, -1 the norms and their spread; "
+                     "every statistic is of direction x signal",
+        "tasks": "top-1 relevant (AUROC, AURC) and per-query nDCG@10 of the cosine run (Kendall tau-b, Spearman rho)",
+        "ci": f"percentile bootstrap over evaluation queries ({n_boot} resamples, one index set for every signal)",
+        "baselines": list(BASELINE_SIGNALS), "norm_signals": list(NORM_SIGNALS),
+    }
+
+
+#: Fold draws of each single-baseline comparison (the joint one uses incremental.FOLD_DRAWS = 20).
+SINGLE_FOLD_DRAWS = 5
+
+
+def incremental_study(qpp_df, top1_relevant, ndcg, *, n_boot: int, seed: int) -> dict:
+    """``calibration_incremental``: the norm signals added to every free baseline at once (top-1 and nDCG@10),
+    then to each baseline alone (top-1 task, :data:`SINGLE_FOLD_DRAWS` fold draws; ``single_baselines``, ``best_single``).
+
+    Never raises on a design that cannot be fitted (too few queries, one class): the entry is then
+    ``status: "not computed"`` with the reason and the contract's fields set to None.
+    """
+    base = {"task": "top1_relevant", "baseline": list(BASELINE_SIGNALS), "added": list(NORM_SIGNALS),
+            "auroc_without": None, "auroc_with": None, "diff": None, "ci": None, "resamples": "queries", "folds": FOLDS,
+            "fold_draws": FOLD_DRAWS, "n_queries": int(len(qpp_df)), "seed": int(seed)}
+    try:
+        out = incremental_value(qpp_df, baseline=BASELINE_SIGNALS, added=NORM_SIGNALS, top1_relevant=top1_relevant,
+                                ndcg=ndcg, n_boot=n_boot, seed=seed)
+    except InputError as exc:
+        return {**base, "status": "not computed", "reason": str(exc)}
+    singles = []
+    if out.get("status") == "ok":
+        for b in BASELINE_SIGNALS:
+            r = incremental_value(qpp_df, baseline=[b], added=NORM_SIGNALS, top1_relevant=top1_relevant, n_boot=n_boot,
+                                  seed=seed, fold_draws=SINGLE_FOLD_DRAWS)
+            singles.append({k: r[k] for k in ("baseline", "auroc_without", "auroc_with", "diff", "ci", "fold_draws")})
+    out["single_baselines"] = singles
+    best = max(singles, key=lambda r: r["auroc_without"], default=None)
+    out["best_single"] = best and {**best, "note": "the single baseline with the highest cross-fitted AUROC (chosen on "
+                                                  "the same queries; the norms are added to it in the same folds)"}
+    return out
 
 
 def _titles(ds: BeirDataset, doc_ids: Sequence[str]) -> dict[str, str]:

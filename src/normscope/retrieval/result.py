@@ -72,6 +72,9 @@ class RetrievalResult(StageResult):
     strata: dict = summary_field("strata (where the gain lies)")
     calibration: dict = summary_field("calibration of the cosine top-1")
     calibration_info: dict = summary_field("calibration set-up")
+    qpp: dict = summary_field("query performance predictors (QPP) and norm signals")
+    qpp_info: dict = summary_field("QPP set-up")
+    calibration_incremental: dict = summary_field("incremental value of the norm signals (cross-fitted)")
     doc_norm_range: list = summary_field("document norm range", unit="||z||")
     items: Any = None
     per_query: Any = None

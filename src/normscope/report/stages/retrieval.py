@@ -65,6 +65,65 @@ def calibration_claim(summary: dict) -> dict:
                      n=(summary.get("n_queries") or {}).get("eval"), what=what)
 
 
+def qpp_tables(summary: dict) -> list:
+    """The QPP baselines beside the norm signals (two tasks, CIs over queries) and the cross-fitted incremental value."""
+    q, qi, inc = summary.get("qpp") or {}, summary.get("qpp_info") or {}, summary.get("calibration_incremental") or {}
+    tables = []
+    if q:
+        rows = []
+        for name, e in q.items():
+            if e.get("status") != "ok":
+                rows.append([name, e.get("kind"), e.get("direction"), f"not computed: {e.get('reason')}", None, None, None,
+                             None, None, None, e.get("formula")])
+                continue
+            rows.append([name, e.get("kind"), e.get("direction"), e.get("auroc"), ci_text(e.get("auroc_ci")), e.get("aurc"),
+                         e.get("kendall_tau"), ci_text(e.get("kendall_tau_ci")), e.get("spearman_rho"),
+                         ci_text(e.get("spearman_rho_ci")), f"{e.get('formula')} ({e.get('reference')})"])
+        tables.append({"title": "Query performance predictors beside the norm signals, each in its pre-specified direction "
+                                f"(top-1 relevant: AUROC, AURC; nDCG@10: Kendall tau-b, Spearman rho; {qi.get('ci', '')})",
+                       "columns": ["signal", "kind", "direction", "AUROC", "95% CI", "AURC", "Kendall tau", "95% CI",
+                                   "Spearman rho", "95% CI", "formula (reference)"],
+                       "rows": rows})
+    if inc.get("status") == "ok":
+        base = ", ".join(inc["baseline"])
+        rows = [["top-1 relevant (AUROC)", base, inc["auroc_without"], inc["auroc_with"], inc["diff"], ci_text(inc["ci"])]]
+        nd = inc.get("ndcg@10") or {}
+        if nd.get("status") == "ok":
+            rows.append(["nDCG@10 (Kendall tau)", base, nd["tau_without"], nd["tau_with"], nd["diff"], ci_text(nd["ci"])])
+        for r in inc.get("single_baselines") or []:
+            rows.append(["top-1 relevant (AUROC)", ", ".join(r["baseline"]), r["auroc_without"], r["auroc_with"], r["diff"],
+                         ci_text(r["ci"])])
+        tables.append({"title": f"Incremental value of the norm signals ({', '.join(inc['added'])}): cross-fitted models "
+                                f"with and without them ({inc['folds']} folds x {inc['fold_draws']} fold draws, fixed before "
+                                f"fitting; CI: {inc['ci_covers']})",
+                       "columns": ["task", "baseline signals", "without norms", "with norms", "difference", "95% CI"],
+                       "rows": rows})
+    return tables
+
+
+def incremental_notes(summary: dict) -> list:
+    """One sentence on the norm's incremental value, chosen by whether its CI excludes 0 (the table's numbers)."""
+    inc = summary.get("calibration_incremental") or {}
+    if inc.get("status") != "ok":
+        return [f"Incremental value of the norm signals: not computed ({inc.get('reason')})."] if inc else []
+    out = []
+    for what, e, stat in (("the cross-fitted AUROC for a relevant top-1", inc, "auroc"),
+                          ("the cross-fitted Kendall tau with nDCG@10", inc.get("ndcg@10") or {}, "tau")):
+        if e.get("status") != "ok" or not e.get("ci"):
+            continue
+        lo, hi = e["ci"]
+        nums = (f"{e[stat + '_without']:.3f} without, {e[stat + '_with']:.3f} with, difference {e['diff']:+.3f}, "
+                f"95% CI [{lo:+.3f}, {hi:+.3f}]")
+        if lo > 0:
+            out.append(f"Adding the norm signals to every free baseline raises {what} ({nums}).")
+        elif hi < 0:
+            out.append(f"Adding the norm signals to every free baseline lowers {what} ({nums}): they add noise, not "
+                       "information.")
+        else:
+            out.append(f"Adding the norm signals to every free baseline does not measurably change {what} ({nums}).")
+    return out
+
+
 def _scorer_rows(summary: dict) -> list:
     rows = []
     for name, r in summary["scorers"].items():
@@ -154,7 +213,7 @@ def stage_retrieval(ctx: StageContext) -> dict:
                 "columns": ["query", "||q||", "top-1 document (title, id)", "top-1 relevant"], "rows": _examples(res)}]
     retrieval = {
         "status": "ok", "reason": None, "command": cmd, "sizes": sizes,
-        "result": {k: v for k, v in summary.items() if k not in ("calibration", "calibration_info")},
+        "result": {k: v for k, v in summary.items() if k not in ("calibration", "calibration_info", "qpp", "qpp_info")},
         "derived": {"delta_ndcg10_vs_cosine": {n: r.get("delta") for n, r in summary["scorers"].items()}},
         "key_numbers": [[f"nDCG@10, {n}", r.get("ndcg@10"), ""] for n, r in summary["scorers"].items()],
         "tables": tables, "figures": [], "notes": notes, "claims": [similarity_gain_claim(summary)],
@@ -189,7 +248,8 @@ def stage_retrieval(ctx: StageContext) -> dict:
         "status": "ok", "reason": None, "command": cmd,
         "sizes": f"{nq['eval']} evaluation queries; maps fitted on {info['fitted_on']}",
         "result": {k: {kk: vv for kk, vv in v.items() if kk not in ("reliability", "risk_coverage")} for k, v in cal.items()},
-        "derived": {"info": info, "n_boot": s.n_boot},
+        "derived": {"info": info, "n_boot": s.n_boot, "qpp": summary.get("qpp"), "qpp_info": summary.get("qpp_info"),
+                    "calibration_incremental": summary.get("calibration_incremental")},
         "key_numbers": [["label", info["label"], ""], ["base rate (evaluation)", info["base_rate_eval"], ""],
                         ["fitted on", info["fitted_on"], ""], ["ECE bins", info["ece_bins"], ""]],
         "tables": [{"title": "Confidence signals for 'the top-1 is relevant' (AUROC 0.5 = chance; raw: direction x signal; "
@@ -197,9 +257,9 @@ def stage_retrieval(ctx: StageContext) -> dict:
                     "columns": ["signal", "direction"] + [SIGNAL_LABELS[k] for k in ("auroc_raw", "auroc_raw_ci", "auroc",
                                                                                      "auroc_ci", "ece", "ece_bins", "aurc",
                                                                                      "aurc_optimal")],
-                    "rows": cal_rows}],
+                    "rows": cal_rows}] + qpp_tables(summary),
         "figures": figs,
-        "notes": [info["mapping"], info["direction"]["rule"]] + flags,
+        "notes": [info["mapping"], info["direction"]["rule"]] + flags + incremental_notes(summary),
         "claims": [calibration_claim(summary)],
     }
     return {"retrieval": retrieval, "calibration": calibration}

@@ -1,0 +1,132 @@
+"""``normscope calibrate``: fit a deployable calibrator of "the top-1 is relevant" on a BEIR dataset, with thresholds
+measured on held-out queries and a Learn-then-Test guarantee; or (``--apply``) evaluate a fitted one on another dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from normscope.cli import app
+from normscope.cli._options import BatchSize, Device, JsonOut, Precision, Seed, TableOut
+
+
+def _f(x, spec: str = ".3f") -> str:
+    return "-" if x is None else format(float(x), spec)
+
+
+def _ci(ci, spec: str = ".3f") -> str:
+    return "-" if not ci else f"[{_f(ci[0], spec)}, {_f(ci[1], spec)}]"
+
+
+def print_result(res, console: Console, err: Console) -> None:
+    """The tables of ``normscope calibrate`` for a :class:`~normscope.retrieval.calibrate.CalibrateResult`."""
+    h, cal = res.heldout, res.calibrator
+    parts = ", ".join(f"{v} {k}" for k, v in res.parts.items())
+    t = Table(title=f"{res.dataset_name} / {res.model}: P({res.target}) from {', '.join(res.signals)} ({res.method}); "
+                    f"queries: {parts}", title_justify="left")
+    t.add_column("held-out ('" + h["split"] + "')")
+    t.add_column("value", justify="right")
+    t.add_column("95% CI (bootstrap over queries)")
+    t.add_row("queries", str(h["n"]), "")
+    t.add_row("base rate", _f(h["base_rate"]), "")
+    t.add_row("mean P(relevant)", _f(h["mean_p"]), "")
+    t.add_row("AUROC", _f(h["auroc"]), _ci(h["auroc_ci"]))
+    t.add_row(f"ECE (15 bins, {h['ece_bins']['populated_bins']} populated)", _f(h["ece"]), _ci(h["ece_ci"]))
+    console.print(t)
+    th = Table(title="thresholds (chosen on the calibration queries; precision and coverage on held-out queries)",
+               title_justify="left")
+    for c in ("rule", "threshold", "held-out precision", "95% CI", "held-out coverage", "95% CI", "guarantee"):
+        th.add_column(c)
+    ans = cal["thresholds"].get("answer") or {}
+    a = h.get("answer")
+    th.add_row(f"answer when P >= lambda (target precision {_f(ans.get('precision'), '.2f')})", _f(ans.get("threshold"), ".2f"),
+               _f(a and a["precision"]), _ci(a and a.get("precision_ci")), _f(a and a["coverage"]),
+               _ci(a and a.get("coverage_ci")),
+               f"Learn-then-Test, 1 - delta = {1 - ans['delta']:g}" if ans.get("threshold") is not None else "none found")
+    for r in h.get("answer_at") or []:
+        th.add_row("answer when P >= p (asked)", _f(r["threshold"], ".2f"), _f(r["precision"]), _ci(r.get("precision_ci")),
+                   _f(r["coverage"]), _ci(r.get("coverage_ci")), "none (measured)")
+    kd = cal["thresholds"].get("keep_documents") or {}
+    k = h.get("keep_documents")
+    th.add_row(f"keep top-{kd.get('k', '-')} documents with cosine >= t", _f(kd.get("threshold")),
+               _f(k and k["precision"]), _ci(k and k.get("precision_ci")), _f(k and k["coverage"]),
+               _ci(k and k.get("coverage_ci")), "none (measured)")
+    console.print(th)
+    if ans.get("statement"):
+        err.print(f"guarantee: {ans['statement']}; assumption: {ans.get('assumption')}", soft_wrap=True, markup=False)
+    if h["ece_bins"].get("flag"):
+        err.print(f"(!) {h['ece_bins']['flag']}", soft_wrap=True, markup=False)
+    if res.shift:
+        s = res.shift
+        err.print(f"shift: fitted on {s['fitted_on'].get('dataset_name')} '{s['fitted_on'].get('split')}', evaluated on "
+                  f"{s['evaluated_on']['dataset_name']} '{s['evaluated_on']['split']}': {s['note']}", soft_wrap=True,
+                  markup=False)
+
+
+@app.command()
+def calibrate(
+    dataset: Annotated[Optional[str], typer.Option("--dataset", help="BEIR directory, scifact or nfcorpus (docs/data.md), or hf:BeIR/<name>.")] = None,
+    run_file: Annotated[Optional[Path], typer.Option("--run", help="Instead of --dataset: a cosine run (TREC run text, or the -o parquet of `normscope retrieval` / `index search`), with --qrels and --model.")] = None,
+    qrels: Annotated[Optional[Path], typer.Option("--qrels", help="Judgements of --run (BEIR TSV or TREC qrels).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model (default: the bundled MiniLM; with --apply, the calibrator's model).")] = None,
+    signal: Annotated[Optional[list[str]], typer.Option("--signal", help="Signal of the map (repeatable; default top1_score and margin): query_length, query_norm, top1_score, margin, nqc, wig, smv, sigma_k, sigma_max, top_doc_norm, doc_norm_spread.")] = None,
+    method: Annotated[str, typer.Option("--method", help="isotonic or platt (CalibratedClassifierCV, cross-fitted).")] = "isotonic",
+    target_k: Annotated[int, typer.Option("--target-k", min=1, max=100, help="1: P(the top-1 is relevant); K: P(some document of the top K is relevant).")] = 1,
+    fit_split: Annotated[str, typer.Option("--fit-split", help="Split of the fit and calibration queries ('cv': cut the evaluation split 40/30/30 into fit, calibration, held-out).")] = "train",
+    split: Annotated[str, typer.Option("--split", help="Held-out split.")] = "test",
+    target_precision: Annotated[float, typer.Option("--precision-target", help="Target precision 1 - alpha of the thresholds.")] = 0.8,
+    delta: Annotated[float, typer.Option("--delta", help="The Learn-then-Test guarantee holds with probability 1 - delta.")] = 0.1,
+    answer_at: Annotated[Optional[list[float]], typer.Option("--answer-at", help="Also report 'answer only when P(relevant) >= P' at this P (repeatable).")] = None,
+    keep_k: Annotated[int, typer.Option("--keep-k", min=1, max=100, help="Documents per query the document threshold considers.")] = 10,
+    calibration_fraction: Annotated[float, typer.Option("--calibration-fraction", help="Share of the fitting split's queries kept for choosing thresholds.")] = 0.5,
+    apply: Annotated[Optional[Path], typer.Option("--apply", help="Evaluate this calibrator file on --dataset/--split instead of fitting one (shift).")] = None,
+    calibrator_out: Annotated[Optional[Path], typer.Option("--calibrator", "-c", help="Write the fitted calibrator (JSON) here.")] = None,
+    fig: Annotated[Optional[Path], typer.Option("--fig", help="Reliability diagram of the held-out queries (PNG).")] = None,
+    max_docs: Annotated[Optional[int], typer.Option("--max-docs", min=2, help="Subsample the corpus (documents relevant to kept queries stay).")] = None,
+    max_queries: Annotated[Optional[int], typer.Option("--max-queries", min=1, help="Subsample each split's queries.")] = None,
+    n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of the CIs (queries resampled).")] = 1000,
+    seed: Seed = 0,
+    device: Device = "cpu",
+    precision: Precision = "fp32",
+    batch_size: BatchSize = 64,
+    json_path: JsonOut = None,
+    out: TableOut = None,
+) -> None:
+    """Fit P(relevant) from per-query signals on train queries, choose thresholds (Learn-then-Test for precision) on
+    other train queries, and measure all of it on held-out queries; --apply evaluates a fitted calibrator elsewhere."""
+    from normscope._io import write_json, write_outputs
+    from normscope.errors import InputError
+    from normscope.retrieval.calibrate import run_calibrate
+    from normscope.retrieval.calibrator import DEFAULT_SIGNALS
+    from normscope.retrieval.figures import plot_reliability
+    from normscope.validate import check_output_path, check_outputs
+
+    err = Console(stderr=True)
+    check_outputs(out=out, json_path=json_path)
+    for p, opt in ((calibrator_out, "--calibrator"), (fig, "--fig")):
+        if p is not None:
+            check_output_path(p, opt)
+    if (dataset is None) == (run_file is None):
+        raise InputError("give --dataset, or --run with --qrels")
+    if apply is not None and calibrator_out is not None:
+        raise InputError("--apply evaluates an existing calibrator; --calibrator writes a new one: give one of them")
+    if apply is not None and signal:
+        raise InputError("--signal cannot be given with --apply (the calibrator fixes its signals)")
+    res = run_calibrate(dataset, model=model, signals=list(signal or DEFAULT_SIGNALS), method=method, target_k=target_k,
+                        fit_split=fit_split, split=split, precision_target=target_precision, delta=delta,
+                        answer_at=list(answer_at or []), keep_k=keep_k, calibration_fraction=calibration_fraction,
+                        apply=apply, max_docs=max_docs, max_queries=max_queries, seed=seed, n_boot=n_boot, progress=True,
+                        batch_size=batch_size, device=device, precision=precision, run_file=run_file, qrels_file=qrels)
+    panel = {f"P({res.target}), held-out": {"status": "ok", **res.heldout}}
+    write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p),
+                   calibrator_out: lambda p: write_json(res.calibrator, p),
+                   fig: lambda p: plot_reliability(panel, p, ncols=1)},
+                  options={out: "-o/--out", json_path: "--json", calibrator_out: "--calibrator", fig: "--fig"})
+    print_result(res, Console(width=max(Console().width, 160)), err)
+    written = [str(p) for p in (calibrator_out, json_path, out, fig) if p is not None]
+    if written:
+        err.print("wrote " + ", ".join(written), soft_wrap=True, markup=False)
