@@ -240,6 +240,9 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           "R_eq = R", "no figure", +1,
           Size.at_most(0.20, basis="mean |q/c - 1| within 20 %: the 5 % gate on R is 20 % in the balance since "
                        "R ~ (heat/c)^(1/4) (docs/theory.md section 7)"), "equilibrium_theory", size_needs_sgd=True),
+    Claim("unused_rows_decay", "Theorem 1's mechanism: rows that get no gradient (never-used tokens) feel no heat, "
+          "only decay, so their norms are smaller", "no figure (follows from Theorem 1: no heat, R_eq = 0)", -1, Size(),
+          "token_table"),
     Claim("specificity", "More specific concepts have larger norms", "direction only", +1, Size(), "semantic_signals"),
     Claim("frequency", "The norm tracks token frequency", "no direction or figure", 0, Size(), "semantic_signals"),
     Claim("uncertainty", "The norm tracks human uncertainty", "no direction or figure", 0, Size(), "semantic_signals"),

@@ -117,6 +117,7 @@ from normscope.cli import retrieval as _retrieval  # noqa: E402,F401
 from normscope.cli import data as _data  # noqa: E402,F401
 from normscope.cli import similarity as _similarity  # noqa: E402,F401
 from normscope.cli import index as _index  # noqa: E402,F401
+from normscope.cli import tokens as _tokens  # noqa: E402,F401
 from normscope.cli import calibrate as _calibrate  # noqa: E402,F401
 
 

@@ -103,13 +103,14 @@ def calibrate(
     from normscope.retrieval.calibrate import run_calibrate
     from normscope.retrieval.calibrator import DEFAULT_SIGNALS
     from normscope.retrieval.figures import plot_reliability
-    from normscope.validate import check_output_path, check_outputs
+    from normscope.cli._console import make_console
+    from normscope.validate import check_paths
 
-    err = Console(stderr=True)
-    check_outputs(out=out, json_path=json_path)
-    for p, opt in ((calibrator_out, "--calibrator"), (fig, "--fig")):
-        if p is not None:
-            check_output_path(p, opt)
+    err = make_console(stderr=True)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), ("--calibrator", calibrator_out, "json"),
+                 ("--fig", fig, "figure")],
+                inputs=[("--dataset", dataset if dataset is not None and Path(dataset).exists() else None), ("--run", run_file),
+                        ("--qrels", qrels), ("--apply", apply)])
     if (dataset is None) == (run_file is None):
         raise InputError("give --dataset, or --run with --qrels")
     if apply is not None and calibrator_out is not None:
@@ -126,7 +127,7 @@ def calibrate(
                    calibrator_out: lambda p: write_json(res.calibrator, p),
                    fig: lambda p: plot_reliability(panel, p, ncols=1)},
                   options={out: "-o/--out", json_path: "--json", calibrator_out: "--calibrator", fig: "--fig"})
-    print_result(res, Console(width=max(Console().width, 160)), err)
+    print_result(res, make_console(wide=160), err)
     written = [str(p) for p in (calibrator_out, json_path, out, fig) if p is not None]
     if written:
         err.print("wrote " + ", ".join(written), soft_wrap=True, markup=False)

@@ -88,6 +88,13 @@ def lab(
     for name, v in (("--data", data), ("--estimator", estimator), ("--snapshots", snapshots)):
         if v is not None:
             raise InputError(f"{name} applies to --encoder table/mlp only (the transformer lab uses the trajectory estimator)")
+    if model is not None:
+        from normscope.encoders import resolve_backend
+
+        if resolve_backend(model)[0] == "static":  # GloVe: no network to train or differentiate
+            from normscope.encoders.glove import static_refusal
+
+            raise static_refusal(model)
     n_items = probe_items if probe_items is not None else "64"
     items_arg = int(n_items) if n_items.isdigit() else Path(n_items)
     return _transformer_lab(

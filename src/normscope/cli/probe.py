@@ -154,6 +154,10 @@ def probe(
     for m in models:
         if resolve_backend(m)[0] == "precomputed":
             raise InputError(f"--model {m}: precomputed vectors cannot be probed (the probe differentiates the model's weights); give a model")
+        if resolve_backend(m)[0] == "static":  # GloVe: no network to differentiate
+            from normscope.encoders.glove import static_refusal
+
+            raise static_refusal(m)
     console = make_console(stderr=True)
     if len(models) == 1:
         load_encoder(models[0], device=device, trust_remote_code=trust_remote_code)  # a bad model fails before the items load

@@ -23,7 +23,7 @@ def report(
     data: Annotated[Optional[Path], typer.Option("--data", help="Data folder searched first (default: $NORMSCOPE_DATA, else ../shared/data); absent datasets are fetched into $NORMSCOPE_CACHE/data (docs/data.md).")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     device: Annotated[str, typer.Option("--device")] = "cpu",
-    only: Annotated[Optional[str], typer.Option("--only", help="Comma-separated stages: setup,norms,probes,lab,transformer,signals,similarity,retrieval.")] = None,
+    only: Annotated[Optional[str], typer.Option("--only", help="Comma-separated stages: setup,norms,tokens,probes,lab,transformer,signals,similarity,retrieval.")] = None,
     items: Annotated[Optional[Path], typer.Option("--items", help="Norm distribution of this file's items instead of wordfreq words.")] = None,
     words: Annotated[Optional[int], typer.Option("--words", min=10, help="Override the number of wordfreq words of the norm distribution.")] = None,
     signals: Annotated[str, typer.Option("--signals", help="Semantic signals to run (comma-separated).")] = "frequency,specificity,concreteness,uncertainty",

@@ -59,6 +59,8 @@ def similarity(
     junk_error: JunkError = False,
     keep_duplicates: Annotated[bool, typer.Option("--keep-duplicates", help="Keep pairs that repeat another pair (same "
                                                   "texts and score; default: count each once and say how many were left out).")] = False,
+    whiten: Annotated[str, typer.Option("--whiten", help="Comma-separated: zipf, uniform. Also score the pairs by the cosine of whitened vectors (Zipfian whitening, Yokoi et al. 2024: mean and covariance weighted by word frequency; or uniform), fitted on --whiten-vocab wordfreq words, never on the pairs.")] = "",
+    whiten_vocab: Annotated[int, typer.Option("--whiten-vocab", min=2, help="Words of the whitening vocabulary: the top-N alphabetic English words of wordfreq, embedded by the model.")] = 20000,
 ) -> None:
     """Score human-rated pairs with norm-aware similarities fitted on other pairs; Spearman, Pearson, gain over cosine."""
     from normscope.similarity import plot_similarity, run_similarity
@@ -75,7 +77,8 @@ def similarity(
         return run_similarity(dataset, fit=fit, scorers=[s.strip() for s in scorer.split(",") if s.strip()], fmt=fmt,
                              fit_format=fit_format, model=m, seed=seed, n_boot=n_boot, batch_size=batch_size,
                              device=device, precision=precision, progress=True, junk="error" if junk_error else "drop",
-                             keep_duplicates=keep_duplicates)
+                             keep_duplicates=keep_duplicates,
+                             whiten=[w.strip() for w in whiten.split(",") if w.strip()], whiten_vocab=whiten_vocab)
 
     console = make_console(stderr=True)
     if len(models) > 1:

@@ -17,7 +17,7 @@ import numpy as np
 from normscope.encoders._hub import resolve
 from normscope._progress import progress_bar
 from normscope.encoders.base import TorchEncoder
-from normscope.encoders.bundled import DEFAULT_MODEL, bundle_hint, bundled_model_path, is_bundled_name
+from normscope.encoders.bundled import DEFAULT_MODEL, bundle_hint, bundle_revision, bundled_model_path, is_bundled_name
 from normscope.errors import ModelError
 from normscope.table import ModelFingerprint, file_sha256
 
@@ -176,7 +176,9 @@ class SentenceTransformerEncoder(TorchEncoder):
                 cfg = mod.get_config_dict() if hasattr(mod, "get_config_dict") else {}
                 pooling = str(cfg.get("pooling_mode") or _pooling_from_flags(cfg))
         local = Path(path).exists()
-        revision = _weights_hash(path) if local else _hub_revision(model)
+        # a converted bundle (MiniLM-L3 from ONNX) is fingerprinted by its source file's pinned hash
+        revision = ((is_bundled_name(name) and local and bundle_revision(name))
+                    or (_weights_hash(path) if local else _hub_revision(model)))
         self.fingerprint = ModelFingerprint(
             name=name,
             revision=revision,

@@ -408,7 +408,11 @@ def _load(model, encoder, device):
     from normscope.encoders import load_encoder
     from normscope.encoders.base import TorchEncoder
 
+    from normscope.encoders.glove import is_static_encoder, static_refusal
+
     if encoder is not None:
+        if is_static_encoder(encoder):
+            raise static_refusal(encoder)
         if not isinstance(encoder, TorchEncoder):
             raise ModelError(f"the transformer lab needs a differentiable torch encoder, got {type(encoder).__name__}")
         enc = copy.deepcopy(encoder)  # never train the caller's (possibly shared) model
@@ -419,6 +423,8 @@ def _load(model, encoder, device):
     from normscope.encoders import DEFAULT_MODEL
 
     enc = load_encoder(model or DEFAULT_MODEL, device=device, fresh=True)
+    if is_static_encoder(enc):
+        raise static_refusal(enc)
     if not isinstance(enc, TorchEncoder):
         raise ModelError(f"model {model!r} is not a differentiable torch encoder (precomputed vectors cannot be trained)")
     return enc

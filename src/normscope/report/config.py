@@ -25,16 +25,19 @@ __all__ = [
 ]
 
 #: Stage names, in run order (``--only`` takes a comma-separated subset).
-STAGES: tuple[str, ...] = ("setup", "norms", "probes", "lab", "transformer", "signals", "similarity", "retrieval")
+STAGES: tuple[str, ...] = ("setup", "norms", "tokens", "probes", "lab", "transformer", "signals", "similarity",
+                           "retrieval")
 
 #: Stages that run the report's model: their cache key holds the model's fingerprint. The training
 #: lab trains its own small encoder and does not depend on ``--model``.
-MODEL_STAGES: tuple[str, ...] = ("setup", "norms", "probes", "transformer", "signals", "similarity", "retrieval")
+MODEL_STAGES: tuple[str, ...] = ("setup", "norms", "tokens", "probes", "transformer", "signals", "similarity",
+                                 "retrieval")
 
 #: Page sections (= top-level keys of summary.json), in page order, with their headings.
 SECTIONS: dict[str, str] = {
     "setup": "Model and set-up",
     "norm_distribution": "Norm distribution",
+    "token_table": "Input embedding table: used and never-used rows",
     "equilibrium_theory": "Equilibrium theory: predicted vs observed norm",
     "training_lab": "Training-lab check of the theorem",
     "transformer_lab": "Theorem 1 on a real transformer",
@@ -48,6 +51,7 @@ SECTIONS: dict[str, str] = {
 STAGE_SECTIONS: dict[str, tuple[str, ...]] = {
     "setup": ("setup",),
     "norms": ("norm_distribution",),
+    "tokens": ("token_table",),
     "probes": ("equilibrium_theory",),
     "lab": ("training_lab",),
     "transformer": ("transformer_lab",),
@@ -119,8 +123,8 @@ SIZE_STAGES: dict[str, tuple[str, ...]] = {
     "signal_items": ("signals",),
     "retrieval_docs": ("retrieval",),
     "retrieval_queries": ("retrieval",),
-    "n_boot": ("signals", "similarity", "retrieval"),
-    "n_perm": ("signals",),
+    "n_boot": ("tokens", "signals", "similarity", "retrieval"),
+    "n_perm": ("tokens", "signals"),
 }
 
 

@@ -122,6 +122,8 @@ def stage_settings(stage: str, config: ReportConfig, fingerprint=None) -> dict:
         base.update(items=s.signal_items, n_boot=s.n_boot, n_perm=s.n_perm, signals=list(config.signals))
     elif stage == "similarity":
         base["n_boot"] = s.n_boot
+    elif stage == "tokens":
+        base.update(n_boot=s.n_boot, n_perm=s.n_perm)
     elif stage == "retrieval":
         base.update(docs=s.retrieval_docs, queries=s.retrieval_queries, n_boot=s.n_boot)
     elif stage == "setup":

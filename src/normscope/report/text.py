@@ -393,6 +393,35 @@ def similarity_sentences(sec: dict) -> list[str]:
     return out
 
 
+def token_table_sentences(sec: dict) -> list[str]:
+    """The input embedding table: row norm vs frequency among word tokens, never-used vs used rows, by their CIs."""
+    res = sec.get("result") or {}
+    out = []
+    f = (res.get("frequency") or {}).get("word") or {}
+    rho = _num(f.get("spearman"))
+    if rho is not None:
+        ci = f.get("spearman_ci")
+        ex = ci_excludes_zero(ci)
+        stats = f"Spearman \u03c1 = {fmt(rho)}, {_ci_text(ci)}, {fmt(f.get('n'))} word tokens"
+        if ex is None:
+            out.append(f"Row norm and Zipf frequency of word tokens: {stats} (no CI, so no claim).")
+        elif not ex:
+            out.append(f"The row norms of word tokens show no evidence of a relation with their frequency ({stats}).")
+        else:
+            verb = "rise" if rho > 0 else "fall"
+            out.append(f"In the input embedding table, the row norms of word tokens {verb} with their frequency "
+                       f"({stats}).")
+    c = res.get("unused_vs_used") or {}
+    if _num(c.get("difference")) is not None:
+        out.append(f"The {fmt(c.get('n_unused'))} never-used rows have median norm {fmt(c.get('median_unused'))} "
+                   f"against {fmt(c.get('median_used'))} for the {fmt(c.get('n_used'))} used rows (difference "
+                   f"{fmt(c.get('difference'))}, {_ci_text(c.get('ci'))}; ratio {fmt(c.get('ratio'))}, "
+                   f"{_ci_text(c.get('ratio_ci'))}).")
+    elif res:
+        out.append(f"This table has {fmt((res.get('counts') or {}).get('unused', 0))} never-used rows: no contrast.")
+    return out
+
+
 def pct(x) -> str:
     """A fraction as a signed percentage for prose: ``+0.17 %``, ``\u22122.65 %``; ``n/a`` for None/NaN."""
     v = _num(x)
@@ -488,6 +517,7 @@ def calibration_sentences(sec: dict) -> list[str]:
 
 _SECTION_TEXT = {
     "norm_distribution": norm_distribution_sentences,
+    "token_table": token_table_sentences,
     "equilibrium_theory": equilibrium_sentences,
     "training_lab": training_lab_sentences,
     "semantic_signals": semantic_signal_sentences,

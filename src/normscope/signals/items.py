@@ -110,7 +110,8 @@ def default_item_set(signal: str, *, encoder, n: int | None, seed: int, wordnet=
                        dataset=f"Brysbaert et al. 2014 single words ({len(items)}{sampled})")
     chaos = sg.load_chaosnli()
     tok = getattr(encoder, "hf_tokenizer", None)
-    sep = getattr(tok, "sep_token", None) or "[SEP]"
+    sep = getattr(tok, "sep_token", None)
+    sep = "[SEP]" if sep is None else sep  # GloVe's word lookup has none: "" (the two sentences' words together)
     chaos = chaos.iloc[sample_indices(len(chaos), n_eff or None, seed)].reset_index(drop=True)
     texts = [sg.pair_text(p, h, sep=sep) for p, h in zip(chaos.premise, chaos.hypothesis)]
     return ItemSet(

@@ -34,7 +34,11 @@ class SimilarityResult(StageResult):
         Per scorer: ``param_name``, ``param`` (fitted value; None for cosine and dot),
         ``spearman``, ``spearman_ci``, ``pearson``, ``pearson_ci`` (with the human scores of the
         evaluated pairs), ``delta_spearman`` (minus cosine's) and ``delta_ci`` (paired bootstrap),
-        ``fit_spearman`` (on the fit pairs), ``curve`` (Spearman on the fit pairs per grid value).
+        ``fit_spearman`` (on the fit pairs), ``curve`` (Spearman on the fit pairs per grid value). The
+        whitened scorers (``zipf_whitened``, ``uniform_whitened``: cosine of whitened vectors) have no
+        parameter, an empty curve and ``whitening`` (kind, rank, n_vocab).
+    whitening : dict
+        With ``whiten``: the vocabulary, weights and method of the whitening (empty otherwise).
     items : pandas.DataFrame
         One row per pair: ``split`` (``fit``/``eval``), ``id`` (line number in its file), ``text1``,
         ``text2``, ``human``, ``norm1``, ``norm2`` (||z||) and ``score_<scorer>``.
@@ -61,6 +65,7 @@ class SimilarityResult(StageResult):
     delta_ci_method: str = summary_field("CI method of the differences", default="")
     n_boot: int = summary_field("bootstrap resamples", default=0)
     seed: int = summary_field("seed", default=0)
+    whitening: dict = summary_field("whitening of the whitened scorers", default_factory=dict)
     norm_mean: float | None = summary_field("mean norm", unit="||z||", default=None)
     norm_sd: float | None = summary_field("sd of the norm", unit="||z||", default=None)
     notes: list = summary_field("notes", default_factory=list)

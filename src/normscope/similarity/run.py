@@ -101,6 +101,8 @@ def run_similarity(
     progress: bool = False,
     junk: str = "drop",
     keep_duplicates: bool = False,
+    whiten: Sequence[str] = (),
+    whiten_vocab: int = 20000,
 ) -> SimilarityResult:
     """Fit norm-aware pair scorers on fit pairs and compare them with cosine on the evaluated pairs.
 
@@ -135,6 +137,13 @@ def run_similarity(
         duplicate: by default each is counted once in its file (the copy with the smallest id kept,
         the rest listed in ``duplicates``), since copies would count as independent pairs in every CI.
         True keeps them (a note says so).
+    whiten : sequence of {"zipf", "uniform"}, keyword-only
+        Also score the pairs by the cosine of whitened vectors (scorers ``zipf_whitened``,
+        ``uniform_whitened``; Yokoi et al. 2024, :mod:`normscope.similarity.whitening`), compared with
+        plain cosine like the other scorers. The whitening is fitted on a word vocabulary, never on the pairs.
+    whiten_vocab : int, keyword-only
+        Vocabulary of the whitening: the top ``whiten_vocab`` alphabetic English words of wordfreq,
+        embedded by the model, weighted by their wordfreq frequency (Zipfian) or uniformly.
 
     Returns
     -------
@@ -155,8 +164,15 @@ def run_similarity(
 
     from normscope.table import PRECISIONS
     from normscope.validate import check_choice
+    from normscope.similarity.whitening import WHITENINGS, fit_whitening, reference_vocabulary
 
     names = ["cosine"] + [check_pair_scorer(s) for s in dict.fromkeys(scorers) if s != "cosine"]
+    whiten = list(dict.fromkeys(whiten or ()))
+    bad = [w for w in whiten if w not in WHITENINGS]
+    if bad:
+        raise InputError(f"unknown whitening {bad[0]!r}; choose from {', '.join(WHITENINGS)}")
+    if whiten:
+        check_int("--whiten-vocab", whiten_vocab, minimum=2)
     check_int("--n-boot", n_boot, minimum=0)
     if encoder is None:
         check_choice("precision", precision, PRECISIONS)
@@ -217,6 +233,31 @@ def run_similarity(
                      "relative_ci": None if d is None else d.to_dict()["relative_ci"],
                      "fit_spearman": max(c["spearman"] for c in curve if np.isfinite(c["spearman"])),
                      "curve": curve}
+    whitening: dict = {}
+    if whiten:
+        words, wvec, freq = reference_vocabulary(encoder, whiten_vocab, batch_size=batch_size, progress=progress)
+        whitening = {"vocabulary": f"the top {len(words)} alphabetic English words of wordfreq embedded by the model "
+                                   f"(of {whiten_vocab} asked; the others were junk for this model)",
+                     "n_vocab": len(words), "weights": "zipf: wordfreq word_frequency(w, 'en') renormalised over the "
+                     "vocabulary; uniform: 1/|V|", "method": "Yokoi et al. 2024 (NeurIPS), Zipfian Whitening, "
+                     "Algorithm 1: centre by the p-weighted mean, rescale by V Sigma^-1 of the SVD of the "
+                     "sqrt(p)-weighted centred vectors; pairs scored by the cosine of whitened vectors"}
+        for kind in whiten:
+            w = fit_whitening(wvec, freq, kind=kind)
+            name = f"{kind}_whitened"
+            s_fit = pair_scores(w(af), w(bf), "cosine")
+            s_eval = pair_scores(w(ae), w(be), "cosine")
+            items[f"score_{name}"] = np.concatenate([s_fit, s_eval])
+            r = correlation(s_eval[canon], eval_set.score[canon], n_boot=n_boot, n_perm=0, seed=seed,
+                            min_n=MIN_PAIRS).to_dict()
+            d = correlation_difference(eval_set.score[canon], s_eval[canon], cos_eval[canon], method="spearman",
+                                       n_boot=n_boot, seed=seed, min_n=MIN_PAIRS)
+            fit_rho = correlation(s_fit, fit_set.score, n_boot=0, n_perm=0, min_n=MIN_PAIRS).to_dict()["spearman"]
+            out[name] = {"param_name": None, "param": None, "spearman": r["spearman"],
+                         "spearman_ci": r["spearman_ci"], "pearson": r["pearson"], "pearson_ci": r["pearson_ci"],
+                         "delta_spearman": d.delta, "delta_ci": list(d.ci), "relative": d.to_dict()["relative"],
+                         "relative_ci": d.to_dict()["relative_ci"], "fit_spearman": fit_rho, "curve": [],
+                         "whitening": {"kind": kind, "rank": w.rank, "n_vocab": w.n_vocab}}
     shared = len(set(fit_set.text1 + fit_set.text2) & set(eval_set.text1 + eval_set.text2))
     fit_info.update(n_pairs=len(fit_set), n_overlap_removed=len(overlap), n_shared_texts=shared,
                     n_pairs_junk=fit_junk, format=fit_set.format, norm_max=float(norms.max()),
@@ -229,6 +270,9 @@ def run_similarity(
     if fit_info["source"] == "random half":
         notes.append(f"parameters fitted on a random half ({len(fit_set)} pairs, seed {seed}) and evaluated on the "
                      f"other {len(eval_set)} pairs; the halves share {shared} texts")
+    if whitening:
+        notes.append(f"whitened scorers: fitted on {whitening['n_vocab']} wordfreq words embedded by the model, not on "
+                     "any pair; their CIs hold the whitening fixed")
     notes.append("CIs resample the evaluated pairs with the fitted parameters held fixed: they leave out the "
                  "uncertainty of the fit, and treat pairs as independent although some share a text")
     res = SimilarityResult(
@@ -238,7 +282,7 @@ def run_similarity(
         n_pairs_junk=eval_junk, duplicates=duplicates, ci_method=_CI_METHOD,
         delta_ci_method=("paired percentile bootstrap: the same resampled evaluated pairs for the scorer and for "
                          "cosine, the fitted parameter held fixed"),
-        n_boot=n_boot, seed=seed, norm_mean=float(norms.mean()), norm_sd=float(norms.std(ddof=1)) if len(norms) > 1 else None,
+        n_boot=n_boot, seed=seed, whitening=whitening, norm_mean=float(norms.mean()), norm_sd=float(norms.std(ddof=1)) if len(norms) > 1 else None,
         notes=notes, items=items,
     )
     res.claims = [similarity_claim(res.to_dict())]

@@ -31,6 +31,7 @@ from normscope.report.stages.retrieval import stage_retrieval
 from normscope.report.stages.setup import stage_setup
 from normscope.report.stages.signals import stage_signals
 from normscope.report.stages.similarity import stage_similarity
+from normscope.report.stages.tokens import stage_tokens
 from normscope.report.stages.transformer import stage_transformer
 
 __all__ = ["STAGE_FUNCS"]
@@ -38,6 +39,7 @@ __all__ = ["STAGE_FUNCS"]
 STAGE_FUNCS: dict[str, Callable[[StageContext], dict]] = {
     "setup": stage_setup,
     "norms": stage_norms,
+    "tokens": stage_tokens,
     "probes": stage_probes,
     "lab": stage_lab,
     "transformer": stage_transformer,

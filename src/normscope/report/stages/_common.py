@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["fmt_n", "jsonable", "sig3", "ci_text"]
+__all__ = ["fmt_n", "jsonable", "sig3", "ci_text", "refuse_static"]
 
 
 def fmt_n(n) -> str:
@@ -28,3 +28,14 @@ def ci_text(ci) -> str:
         return "n/a"
     return f"[{fmt(ci[0])}, {fmt(ci[1])}]"
 
+
+
+def refuse_static(ctx) -> None:
+    """Raise :class:`~normscope.report.context.StageUnavailable` with the one-line reason when the report's
+    model is a static word-vector table (GloVe): the probe and the labs need a network to differentiate."""
+    from normscope.encoders.glove import is_static_encoder, static_refusal
+    from normscope.report.context import StageUnavailable
+
+    enc = ctx.encoder()
+    if is_static_encoder(enc):
+        raise StageUnavailable(str(static_refusal(enc)))

@@ -7,7 +7,7 @@ from pathlib import Path
 from normscope.probes.claims import probe_claims
 from normscope.report.config import FULL
 from normscope.report.context import StageContext
-from normscope.report.stages._common import ci_text
+from normscope.report.stages._common import ci_text, refuse_static
 
 __all__ = ["stage_probes", "prediction_reading", "probe_words", "POPULATION"]
 
@@ -131,6 +131,7 @@ def _k_rows(res) -> tuple[list[str], list[list]]:
 def stage_probes(ctx: StageContext) -> dict:
     from normscope import probes
 
+    refuse_static(ctx)  # GloVe: no network to differentiate
     s = ctx.sizes
     seed = ctx.config.seed
     spec, pairs = _pair_source(ctx)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from normscope.lab.claims import transformer_claim
 from normscope.report.context import StageContext
-from normscope.report.stages._common import ci_text, sig3
+from normscope.report.stages._common import ci_text, refuse_static, sig3
 
 __all__ = ["stage_transformer", "OPTIMIZERS"]
 
@@ -22,6 +22,7 @@ def stage_transformer(ctx: StageContext) -> dict:
     from normscope import lab
     from normscope.errors import DataError
 
+    refuse_static(ctx)  # GloVe: no network to differentiate
     s = ctx.sizes
     seed = ctx.config.seed
     quick = ctx.config.preset == "quick"
