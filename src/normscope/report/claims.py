@@ -23,7 +23,7 @@ __all__ = [
 #: The paper's claims, in scorecard order: key -> (claim as the paper states it, the paper's figure).
 CLAIMS: dict[str, tuple[str, str]] = {
     "theorem1_lab": ("Theorem 1 holds in training (free table / MLP lab)", "R_eq = observed stationary norm"),
-    "theorem1_transformer": ("Theorem 1 on a real transformer (fine-tuned encoder)", "norms relax toward R_eq"),
+    "theorem1_transformer": ("Theorem 1 on a real transformer (trained to stationarity)", "stationary norm = R_eq"),
     "corr_norm_heat": ("corr(R, heat)", "Pearson +0.38 (CLIP ViT-B/32)"),
     "corr_norm_drift": ("corr(R, drift)", "Pearson -0.58 (MiniLM-L12)"),
     "req_predicts_norm": ("R_eq predicts R", "predicted vs observed norms agree"),
@@ -34,7 +34,7 @@ CLAIMS: dict[str, tuple[str, str]] = {
     "calibration": ("the norm is a free calibration signal", "the norm predicts when a result is wrong"),
 }
 
-VERDICTS = ("reproduced", "refuted", "inconclusive", "not testable here")
+VERDICTS = ("reproduced", "refuted", "inconclusive", "not decided at this size", "not testable here")
 
 
 def _finite(x) -> bool:
