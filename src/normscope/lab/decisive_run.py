@@ -157,6 +157,29 @@ def _key(spec: RunSpec, ctx: RunContext) -> str:
     return settings_key({"spec": spec.to_dict(), "design": ctx.key})
 
 
+def _record_payload(rec: dict) -> dict:
+    """The record as tensors and plain lists (a checkpoint loadable with ``torch.load(weights_only=True)``)."""
+    import torch
+
+    out = {}
+    for k, v in rec.items():
+        if isinstance(v, np.ndarray):
+            out[k] = torch.from_numpy(np.ascontiguousarray(v))
+        else:
+            out[k] = [torch.from_numpy(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x for x in v]
+    return out
+
+
+def _record_from_payload(payload: dict) -> dict:
+    out = {}
+    for k, v in payload.items():
+        if hasattr(v, "numpy"):
+            out[k] = v.numpy().copy()
+        else:
+            out[k] = [x.numpy().copy() if hasattr(x, "numpy") else x for x in v]
+    return out
+
+
 def run_done(spec: RunSpec, ctx: RunContext) -> bool:
     """True when the run's result files exist and were written by this spec and design."""
     p = _paths(ctx, spec.name)
@@ -291,7 +314,7 @@ def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:
                 for p, v in zip(params, ck["params"]):
                     p.copy_(v.to(p.device))
             opt.load_state_dict(_to_device(ck["opt"], params[0].device))
-            rec = ck["record"]
+            rec = _record_from_payload(ck["record"])
         if progress is not None:
             progress(start)
 
@@ -299,7 +322,7 @@ def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:
             t0 = time.perf_counter()
             save_checkpoint(paths["ckpt"], {"settings": settings, "key": key, "step": step,
                                             "params": [p.detach().cpu() for p in params], "opt": opt.state_dict(),
-                                            "record": rec})
+                                            "record": _record_payload(rec)})
             timings["checkpoint_s"] += time.perf_counter() - t0
 
         def measure_lambda(step):

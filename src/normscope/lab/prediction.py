@@ -156,14 +156,18 @@ def snapshot_prediction(za, zc, aa, r_snap, zjd, r2_blocks, *, eta: float, weigh
     if s < 2 or k < 2 or p < 3:
         raise InputError(f"the snapshot prediction needs >= 2 snapshots, >= 2 batches and >= 3 items, got {s}, {k}, {p}")
     kw = dict(eta=eta, weight_decay=weight_decay, optimizer=optimizer, beta=beta)
+    # everything is computed with the items in the canonical order, so the summary does not depend on the input
+    # order even in the last bit; per-item outputs are mapped back to the input order at the end
+    o = np.arange(p) if order is None else np.asarray(order)
+    back = np.argsort(o)
+    za, zc, aa, r_snap, zjd, r2_blocks = (a[..., o] for a in (za, zc, aa, r_snap, zjd, r2_blocks))
     pt = prediction_arrays(za, zc, aa, r_snap, zjd, **kw)
     r_bar = np.sqrt(r2_blocks.mean(axis=0))
     flag = np.where(pt["c"] > 0, "", "lambda_rad<=0")
     rel = (pt["r_eq"] - r_bar) / r_bar
     with np.errstate(divide="ignore", invalid="ignore"):
         qc = np.where(pt["c"] > 0, pt["q"] / pt["c"], np.nan)
-    o = np.arange(p) if order is None else np.asarray(order)
-    point = _stats_rows(pt["r_eq"][o], r_bar[o])[0]
+    point = _stats_rows(pt["r_eq"], r_bar)[0]
 
     rng = np.random.default_rng(seed)
     boot = np.empty((n_boot, len(STAT_NAMES)))
@@ -176,7 +180,7 @@ def snapshot_prediction(za, zc, aa, r_snap, zjd, r2_blocks, *, eta: float, weigh
         w = ws[:, :, None] * cb / k
         rep = prediction_arrays(za, zc, aa, r_snap, zjd, w=w, ws=ws, **kw)
         rbar_b = np.sqrt(ws @ r2_blocks)
-        idx = o[rng.integers(0, p, size=(m, p))]
+        idx = rng.integers(0, p, size=(m, p))
         boot[b0:b0 + m] = _stats_rows(np.take_along_axis(rep["r_eq"], idx, axis=1),
                                       np.take_along_axis(rbar_b, idx, axis=1))
     ci = {}
@@ -185,13 +189,13 @@ def snapshot_prediction(za, zc, aa, r_snap, zjd, r2_blocks, *, eta: float, weigh
         ci[name] = [float(q) for q in np.quantile(col, [(1 - level) / 2, (1 + level) / 2])] if col.size else None
 
     # permutation null: other items' R-free displacement statistics (e, d), own R and own c
-    e, d, c, r_ref = pt["e"][o], pt["d"][o], pt["c"][o], pt["r_ref"][o]
+    e, d, c, r_ref = pt["e"], pt["d"], pt["c"], pt["r_ref"]
     perms = np.argsort(rng.random((n_perm, p)), axis=1)
     heat_n = r_ref[None, :] ** 2 * e[perms]
     drift_n = r_ref[None, :] * d[perms]
     cc = np.broadcast_to(c, heat_n.shape)
     req_n = np.where(cc > 0, theory.equilibrium_radius(drift_n, heat_n, c=np.where(cc > 0, cc, np.nan)), np.nan)
-    null = _stats_rows(req_n, np.broadcast_to(r_bar[o], req_n.shape))
+    null = _stats_rows(req_n, np.broadcast_to(r_bar, req_n.shape))
     better = {"mean_abs_rel_error": lambda x, v: x <= v, "median_rel_error": lambda x, v: np.abs(x) <= abs(v),
               "pearson": lambda x, v: x >= v, "spearman": lambda x, v: x >= v}
     null_d = {}
@@ -206,9 +210,9 @@ def snapshot_prediction(za, zc, aa, r_snap, zjd, r2_blocks, *, eta: float, weigh
     n_neg_q = int(np.sum(pt["q"] < 0))
     excluded = {"lambda_rad<=0": int(np.sum(flag != ""))}
     return {
-        "items": {"heat": pt["heat"], "drift": pt["drift"], "lambda_rad": pt["lambda_rad"], "c": pt["c"],
-                  "r_ref": pt["r_ref"], "r_bar": r_bar, "r_eq": pt["r_eq"], "rel_error": rel, "q": pt["q"],
-                  "q_over_c": qc, "flag": flag},
+        "items": {k: v[back] for k, v in (("heat", pt["heat"]), ("drift", pt["drift"]), ("lambda_rad", pt["lambda_rad"]),
+                                          ("c", pt["c"]), ("r_ref", pt["r_ref"]), ("r_bar", r_bar), ("r_eq", pt["r_eq"]),
+                                          ("rel_error", rel), ("q", pt["q"]), ("q_over_c", qc), ("flag", flag))},
         "stats": {name: (float(point[j]) if np.isfinite(point[j]) else None) for j, name in enumerate(STAT_NAMES)},
         "ci": ci, "null": null_d, "n_items": int(p), "n_excluded": int(np.sum(flag != "")), "excluded": excluded,
         "n_negative_q": n_neg_q,
