@@ -210,3 +210,205 @@ def test_claim_row_follows_the_checks_and_the_numbers():
     nd = transformer_claim_row(_claim_input(label="drifting"))
     assert nd["verdict"] == NOT_DECIDED and "drifting" in nd["why"] and "+9%" in nd["why"]
     assert "10,000 steps = 10 relaxation times" in nd["why"] and REL_TOL == 0.10
+
+
+# ---------------------------------------------------------------- a tiny design end to end
+WORDS = ("cat dog bird fish tree rock river cloud house car road book pen cup door wall hand foot star moon sun rain "
+         "snow wind fire").split()
+PROBES = ["lantern", "a quiet harbour at dawn", "violin", "red brick chimney", "owl"]  # mixed token lengths
+
+
+def _tiny_sizes(**over):
+    from normscope.lab.decisive import DesignSizes
+
+    kw = dict(hidden=32, heads=2, pretrain_steps=12, probe_items=5, n_eval=16, batch_size=8, max_tokens=32,
+              grid=((0.05, 0.2),), grid_relaxations=1, base_relaxations=1, scaling_relaxations=1, min_steps=8,
+              max_steps=16, nodecay_steps=8, scaling_factors=(2.0,), snapshots=2, probe_batches=2, track_every=2,
+              lambda_every=4, n_boot=100, n_perm=100)
+    kw.update(over)
+    return DesignSizes("test", **kw)
+
+
+@pytest.fixture(scope="module")
+def tiny_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("decisive")
+    rng = np.random.default_rng(0)
+    lines = ["left\tright"]
+    for i in range(160):
+        a, b = rng.choice(WORDS, 2)
+        lines.append(f"{a} {i}\tthe {b} near a {a} {i % 7}")
+    lines.append("lantern\ta lamp")  # a probe item in the pairs: held out of training
+    (d / "pairs.tsv").write_text("\n".join(lines) + "\n")
+    (d / "probes.txt").write_text("\n".join(PROBES) + "\n")
+    return d
+
+
+@pytest.fixture(scope="module")
+def tiny_design(tiny_files):
+    from normscope.lab import run_decisive_design
+
+    return run_decisive_design(directory=tiny_files / "run", design=_tiny_sizes(), pairs=str(tiny_files / "pairs.tsv"),
+                               probe_items=tiny_files / "probes.txt", seed=1)
+
+
+def test_tiny_design_end_to_end(tiny_design):
+    from normscope._io import dumps
+
+    r = tiny_design
+    d = r.to_dict()
+    dumps(d)  # strict JSON
+    assert set(r.base) == {"sgd", "momentum", "adamw"} and set(r.scaling) == {"sgd", "momentum", "adamw"}
+    assert r.n_held_out_probe_pairs == 1 and r.probe_items == 5 and list(r.items["text"]) == PROBES
+    for opt, b in r.base.items():
+        assert b["label"] in ("stationary", "drifting", "collapsed")
+        pr = b["prediction"]
+        assert pr["n_items"] == 5 and pr["design"] == {"snapshots": 2, "batches": 2, "items": 5}
+        assert len(pr["per_item"]["r_eq"]) == 5
+    # momentum and AdamW keep SGD's eta * lambda (same relaxation time); momentum's eta/(1 - beta) = SGD's eta
+    s, m, a = (r.base[o] for o in ("sgd", "momentum", "adamw"))
+    assert m["eta"] / (1 - 0.9) == pytest.approx(s["eta"]) and m["eta"] * m["lambda"] == pytest.approx(s["eta"] * s["lambda"])
+    assert a["eta"] * a["lambda"] == pytest.approx(s["eta"] * s["lambda"])
+    # the predictions were stated before the scaled runs (file written first), from the base runs' heat share
+    pred = json.loads((tiny_design.directory and __import__("pathlib").Path(tiny_design.directory) / "predictions.json")
+                      .read_text())
+    runs = __import__("pathlib").Path(tiny_design.directory) / "runs"
+    assert min((runs / f"scale_{o}_x2.json").stat().st_mtime for o in ("sgd", "momentum", "adamw")) >= \
+        (runs.parent / "predictions.json").stat().st_mtime
+    assert pred["sgd"]["exponent"] == pytest.approx(-1 / (2 * (1 + s["trajectory"]["heat_share"])))
+    assert r.scaling["adamw"]["prediction"]["exponent"] == -0.5
+    # the scorecard row: not decided unless the SGD base run passed every check
+    row = r.claim
+    assert row["key"] == "theorem1_transformer"
+    if s["label"] != "stationary":
+        assert row["verdict"] == "not decided at this size" and s["label"] in row["why"]
+    assert r.nodecay["steps"] == 8 and r.nodecay["start"] == "base_sgd"
+    # the per-item table: a row per probe item, nothing dropped (q < 0 included)
+    assert np.isfinite(r.items["sgd_r_eq"]).sum() + (r.items["sgd_flag"] != "").sum() == 5
+
+
+def test_permuting_probe_items_permutes_every_per_item_output(tiny_design, tiny_files, tmp_path):
+    from normscope.lab import run_decisive_design
+
+    perm = [3, 0, 4, 1, 2]
+    (tmp_path / "probes.txt").write_text("\n".join(PROBES[i] for i in perm) + "\n")
+    b = run_decisive_design(directory=tmp_path / "run", design=_tiny_sizes(), pairs=str(tiny_files / "pairs.tsv"),
+                            probe_items=tmp_path / "probes.txt", seed=1)
+    a = tiny_design
+    assert list(b.items["text"]) == [PROBES[i] for i in perm]
+    ta, tb = a.items.set_index("text"), b.items.set_index("text")
+    for col in a.items.columns:
+        if col in ("id", "text"):
+            continue
+        x, y = ta[col].loc[PROBES].to_numpy(), tb[col].loc[PROBES].to_numpy()
+        if x.dtype.kind in "fc":
+            scale = np.nanmax(np.abs(x)) if np.isfinite(x).any() else 1.0
+            np.testing.assert_allclose(y, x, rtol=2e-5, atol=1e-6 * scale, err_msg=col)
+        else:
+            np.testing.assert_array_equal(y, x, err_msg=col)
+    # summaries computed in a canonical item order: the same up to float32 batching rounding of the forwards
+    sa, sb = a.to_dict(), b.to_dict()
+    assert sb["stationarity_label"] == sa["stationarity_label"] and sb["claim"]["verdict"] == sa["claim"]["verdict"]
+    for k in ("mean_abs_rel_error", "pearson", "spearman"):
+        assert (sa[k] is None and sb[k] is None) or sb[k] == pytest.approx(sa[k], rel=1e-4, abs=1e-6), k
+    for opt in ("sgd", "momentum", "adamw"):
+        assert sb["scaling"][opt]["fit"]["slope"] == pytest.approx(sa["scaling"][opt]["fit"]["slope"], rel=1e-4, abs=1e-6)
+
+
+def test_killed_run_resumes_to_the_same_record(tiny_design, tmp_path):
+    """A run killed after a checkpoint continues from it; the record equals an uninterrupted run's."""
+    import dataclasses
+    from pathlib import Path
+
+    from normscope.lab.decisive_run import RunContext, load_run, run_one
+
+    src = Path(tiny_design.directory)
+    d = tmp_path / "copy"
+    shutil.copytree(src, d, ignore=shutil.ignore_patterns("runs"))
+    (d / "runs").mkdir()
+    shutil.copy(src / "runs" / "base_sgd.final.pt", d / "runs" / "base_sgd.final.pt")
+    design = json.loads((src / "design.json").read_text())
+    spec = next(s for s in __import__("normscope.lab.decisive", fromlist=["x"]).design_specs(
+        "base", _tiny_sizes(), lam_per_lambda=json.loads((src / "lambda0.json").read_text())["median_lambda_rad_per_lambda"],
+        selected=tiny_design.selected) if s.optimizer == "momentum")
+    ctx = RunContext(d, 8, 0.05, "no-embeddings", 1, "cpu", checkpoint_every=4, key=design["key"])
+
+    class Killed(Exception):
+        pass
+
+    def kill_at(n):
+        if n >= 10:
+            raise Killed
+
+    seen = []
+    with pytest.raises(Killed):
+        run_one(spec, ctx, progress=lambda n: (seen.append(n), kill_at(n)))
+    assert (d / "runs" / f"{spec.name}.ckpt").is_file() and not (d / "runs" / f"{spec.name}.npz").exists()
+    resumed_from = []
+    res = run_one(spec, ctx, progress=lambda n: resumed_from.append(n))
+    assert resumed_from[0] == 8  # continued from the checkpoint at step 8, not from 0
+    ref = load_run(spec, dataclasses.replace(ctx, directory=src))
+    for k in ("loss", "track_steps", "r2", "zd", "dd", "dec", "lam", "snap_za", "snap_aa", "snap_r", "eval_acc"):
+        np.testing.assert_array_equal(res[k], ref[k], err_msg=k)
+    assert not (d / "runs" / f"{spec.name}.ckpt").exists()
+
+
+def test_rerun_recomputes_nothing_and_other_settings_are_refused(tiny_design, tiny_files):
+    from pathlib import Path
+
+    from normscope._io import dumps
+    from normscope.lab import run_decisive_design
+
+    runs = Path(tiny_design.directory) / "runs"
+    before = {p.name: p.stat().st_mtime_ns for p in runs.iterdir()}
+    again = run_decisive_design(directory=tiny_design.directory, design=_tiny_sizes(), pairs=str(tiny_files / "pairs.tsv"),
+                                probe_items=tiny_files / "probes.txt", seed=1)
+    assert {p.name: p.stat().st_mtime_ns for p in runs.iterdir()} == before
+    assert dumps(again.to_dict()) == dumps(tiny_design.to_dict())
+    with pytest.raises(InputError, match="other settings.*seed"):
+        run_decisive_design(directory=tiny_design.directory, design=_tiny_sizes(), pairs=str(tiny_files / "pairs.tsv"),
+                            probe_items=tiny_files / "probes.txt", seed=2)
+
+
+def test_bad_input_is_refused_before_any_work(tmp_path):
+    from normscope.lab import run_decisive_design
+
+    for kw, match in (({"design": "huge"}, "unknown design"), ({"device": "cuda:7"}, "device"),
+                      ({"workers": 0}, "workers"), ({"probe_items": tmp_path / "none.txt"}, "does not exist")):
+        with pytest.raises(InputError, match=match):
+            run_decisive_design(directory=tmp_path / "never", **kw)
+        assert not (tmp_path / "never").exists()
+    with pytest.raises(InputError, match="not writable.*no such file"):
+        run_decisive_design(directory=tmp_path / "no" / "dir")
+
+
+def test_cli_decisive_and_report_section(tiny_design, tiny_files, tmp_path, monkeypatch, capsys):
+    """The CLI on the finished tiny design (nothing recomputed); the report section from its JSON and a stored one."""
+    from normscope.cli import run
+    from normscope.lab import decisive
+    from normscope.report.stages.transformer import transformer_section
+
+    monkeypatch.setitem(decisive.DESIGNS, "quick", _tiny_sizes())
+    js, pq = tmp_path / "d.json", tmp_path / "d.parquet"
+    argv = ["lab", "--encoder", "transformer", "--design", "decisive", "--size", "quick", "--run-dir",
+            str(tiny_design.directory), "--pairs", str(tiny_files / "pairs.tsv"), "--probe-items",
+            str(tiny_files / "probes.txt"), "--seed", "1", "--json", str(js), "-o", str(pq), "--fig-dir", str(tmp_path)]
+    assert run(argv) == 0
+    out = capsys.readouterr()
+    s = json.loads(js.read_text())
+    assert list(s)[-1] == "timings" and s["claim"]["verdict"] == tiny_design.claim["verdict"]
+    assert "scorecard (theorem1_transformer)" in out.out and "[phase 5/5] analysis" in out.err
+    assert (tmp_path / "lab_decisive_lambda_scaling.png").stat().st_size > 1000
+    for bad in (["--lr", "0.1"], ["--steps", "10"], ["--size", "huge"]):
+        assert run(argv[:4] + ["decisive", "--run-dir", str(tmp_path / "x")] + bad) == 2
+    assert run(["lab", "--encoder", "transformer", "--workers", "2"]) == 2
+    assert run(["lab", "--encoder", "table", "--design", "decisive"]) == 2
+    # the report section: a smaller design shows the stored full result and says so
+    own = tiny_design.to_dict()
+    stored = dict(own, design="full")
+    stored["claim"] = dict(own["claim"], verdict="inconclusive", why="stored why")
+    sec = transformer_section(own, stored, out=tmp_path, figure_path=lambda n: tmp_path / n)
+    assert sec["claims"][0]["verdict"] == "inconclusive" and "full design, stored result" in sec["claims"][0]["why"]
+    assert "smaller than the full one" in sec["notes"][0] and sec["derived"]["shown"] == "full design (stored)"
+    assert len(sec["figures"]) == 3 and all((tmp_path / f["file"]).is_file() for f in sec["figures"])
+    alone = transformer_section(own, None, out=tmp_path, figure_path=lambda n: tmp_path / n)
+    assert alone["claims"][0]["verdict"] == own["claim"]["verdict"] and "no stored full result" in alone["notes"][0]

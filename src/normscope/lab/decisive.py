@@ -461,16 +461,16 @@ def run_decisive_design(
     decay_mask_named(sizes.decay_mask)
     check_device(device)
     check_int("workers", workers, minimum=1)
-    directory = Path(directory)
-    if not directory.exists():
-        check_writable_dir(directory.parent, "--run-dir")
-        directory.mkdir()
-    check_writable_dir(directory, "--run-dir")
     items = sizes.probe_items if probe_items is None else probe_items
     if isinstance(items, str) and items.isdigit():
         items = int(items)
     if not isinstance(items, int) and not Path(items).is_file():
         raise InputError(f"--probe-items file does not exist: {items}")
+    directory = Path(directory)
+    if not directory.exists():
+        check_writable_dir(directory.parent, "--run-dir")
+        directory.mkdir()
+    check_writable_dir(directory, "--run-dir")
     key = _design_key(sizes, pairs, items, seed)
     marker = directory / "design.json"
     if marker.is_file():

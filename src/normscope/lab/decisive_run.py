@@ -270,7 +270,7 @@ def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:
     import torch
 
     from normscope._io import atomic_path, write_json
-    from normscope.lab.checkpoint import load_checkpoint, save_checkpoint
+    from normscope.lab.checkpoint import load_checkpoint, save_checkpoint, settings_key
     from normscope.lab.optim import make_optimizer
     from normscope.lab.tiny_bert import decay_mask_named
     from normscope.lab.transformer import _to_device, _Tracker
@@ -320,7 +320,7 @@ def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:
 
         def save(step):
             t0 = time.perf_counter()
-            save_checkpoint(paths["ckpt"], {"settings": settings, "key": key, "step": step,
+            save_checkpoint(paths["ckpt"], {"settings": settings, "key": settings_key(settings), "step": step,
                                             "params": [p.detach().cpu() for p in params], "opt": opt.state_dict(),
                                             "record": _record_payload(rec)})
             timings["checkpoint_s"] += time.perf_counter() - t0
@@ -334,6 +334,7 @@ def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:
         evals = set(int(s) for s in spec.eval_steps)
         clock, cpu = time.perf_counter, time.process_time
         z_cache: tuple | None = None
+        every = max(1, min(20, spec.steps // 10))  # progress calls
         if spec.track and start == 0 and not rec["lam_steps"]:
             measure_lambda(0)
         if 0 in evals and start == 0 and not rec["eval_steps"]:
@@ -407,7 +408,7 @@ def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:
                 raise InputError(f"run {spec.name} diverged at step {t} (loss {rec['loss'][t]}); lower the learning rate")
             if (t + 1) % ctx.checkpoint_every == 0 and t + 1 < spec.steps:
                 save(t + 1)
-            if progress is not None and ((t + 1) % 20 == 0 or t + 1 == spec.steps):
+            if progress is not None and ((t + 1) % every == 0 or t + 1 == spec.steps):
                 progress(t + 1)
         if spec.save_final:
             with atomic_path(paths["final"]) as tmp:
