@@ -325,12 +325,14 @@ def test_killed_run_resumes_to_the_same_record(tiny_design, tmp_path):
     d = tmp_path / "copy"
     shutil.copytree(src, d, ignore=shutil.ignore_patterns("runs"))
     (d / "runs").mkdir()
-    shutil.copy(src / "runs" / "base_sgd.final.pt", d / "runs" / "base_sgd.final.pt")
+    for f in (src / "runs").glob("*.final.pt"):
+        shutil.copy(f, d / "runs" / f.name)
     design = json.loads((src / "design.json").read_text())
     spec = next(s for s in __import__("normscope.lab.decisive", fromlist=["x"]).design_specs(
         "base", _tiny_sizes(), lam_per_lambda=json.loads((src / "lambda0.json").read_text())["median_lambda_rad_per_lambda"],
         selected=tiny_design.selected) if s.optimizer == "momentum")
-    ctx = RunContext(d, 8, 0.05, "no-embeddings", 1, "cpu", checkpoint_every=4, key=design["key"])
+    sz = _tiny_sizes()
+    ctx = RunContext(d, sz.batch_size, sz.tau, sz.decay_mask, 1, "cpu", checkpoint_every=4, key=design["key"])
 
     class Killed(Exception):
         pass

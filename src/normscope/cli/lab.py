@@ -246,10 +246,10 @@ def _decisive(*, size, run_dir, workers, pairs, probe_items, seed, device, json_
                   f"{_ci(enc['heldout_accuracy_ci'])} among {enc['n_eval']} (chance {enc['chance']:.4f})", markup=False)
     g = Table(title=f"eta/lambda grid (SGD, mask {res.decay_mask}); selected: eta={res.selected['eta']:g}, "
                     f"lambda={res.selected['lambda']:.4g} ({res.selected['rule']})")
-    for col in ("eta", "lambda", "eta*lambda", "relaxation (steps)", "steps", "label", "loss", "accuracy", "mean R"):
+    for col in ("eta", "lambda", "eta*lambda", "mask", "relaxation (steps)", "steps", "label", "loss", "accuracy", "mean R"):
         g.add_column(col, justify="right")
     for r in res.grid:
-        g.add_row(f"{r['eta']:g}", f"{r['lambda']:.4g}", f"{r['eta_lambda']:.2g}", _fmt(r["relaxation_steps"], ".0f"),
+        g.add_row(f"{r['eta']:g}", f"{r['lambda']:.4g}", f"{r['eta_lambda']:.2g}", r["mask"], _fmt(r["relaxation_steps"], ".0f"),
                   str(r["steps"]), r["label"], _fmt(r["loss_window"], ".3f"), _fmt(r["accuracy_end"], ".3f"),
                   _fmt(r["mean_r_window"], ".3f"))
     console.print(g)

@@ -11,7 +11,9 @@ resumable directory, five phases:
    (eta, lambda), each labelled by the collapse checks of :func:`~normscope.lab.stationarity.classify_window`;
    the base setting is chosen by a rule stated in advance (:func:`select_setting`);
 3. **base**: SGD, heavy-ball momentum (beta 0.9, the same eta/(1-beta) and eta*lambda) and AdamW (the
-   same eta*lambda) for ``base_relaxations`` relaxation times ``1/(2 eta lambda_rad)`` each, probed at
+   same eta*lambda), each started from the selected grid run's end (the norms have then already
+   relaxed for ``grid_relaxations`` relaxation times under SGD), for ``base_relaxations`` relaxation
+   times ``1/(2 eta lambda_rad)`` each, probed at
    ``snapshots`` steps of the window with fresh batches; then the predicted lambda-scaling exponents
    are computed from the measured heat shares and written down (``predictions.json``) *before* any
    scaled run starts;
@@ -64,8 +66,9 @@ class DesignSizes:
         B, the InfoNCE temperature, and the longest pair member kept (tokens).
     decay_mask : str
         theta_D (:func:`~normscope.lab.tiny_bert.decay_mask_named`).
-    grid : tuple of (eta, lambda)
-        The SGD settings of phase 2.
+    grid : tuple of (eta, lambda) or (eta, lambda, mask, relaxations)
+        The SGD settings of phase 2; a row with another decay mask (and its own length in relaxation
+        times) documents what that mask does and is never selected.
     grid_relaxations, base_relaxations, scaling_relaxations : float
         Run lengths in relaxation times ``1/(2 eta lambda_rad)`` (lambda_rad measured on the pre-trained
         encoder, E4).
@@ -92,15 +95,16 @@ class DesignSizes:
     probe_items: int = 64
     n_eval: int = 512
     batch_size: int = 32
-    tau: float = 0.05
+    tau: float = 0.1
     max_tokens: int = 16
-    decay_mask: str = "no-embeddings"
-    grid: tuple = ((0.01, 0.05), (0.03, 1 / 60), (0.01, 0.1), (0.03, 1 / 30), (0.01, 0.2), (0.03, 1 / 15))
+    decay_mask: str = "final-layernorm"
+    grid: tuple = ((0.01, 0.05), (0.03, 1 / 60), (0.01, 0.1), (0.03, 1 / 30), (0.01, 0.2), (0.03, 1 / 15),
+                   (0.03, 0.1, "all", 6.0), (0.03, 0.1, "no-embeddings", 6.0))
     grid_relaxations: float = 3.0
     base_relaxations: float = 10.0
     scaling_relaxations: float = 6.0
     min_steps: int = 200
-    max_steps: int = 10000
+    max_steps: int = 6000
     nodecay_steps: int = 2000
     scaling_factors: tuple = (0.5, 2.0)
     beta: float = 0.9
@@ -123,7 +127,7 @@ DESIGNS: dict[str, DesignSizes] = {
     "full": DesignSizes("full"),
     # the report's default: about a minute of CPU; too short to decide (it says so)
     "report": DesignSizes("report", hidden=64, pretrain_steps=300, probe_items=32, n_eval=256, batch_size=16,
-                          grid=((0.03, 1 / 30), (0.03, 0.1)), grid_relaxations=0.5, base_relaxations=1.0,
+                          grid=((0.03, 0.05), (0.03, 0.1)), grid_relaxations=0.5, base_relaxations=1.0,
                           scaling_relaxations=0.5, min_steps=40, max_steps=300, nodecay_steps=60, snapshots=4,
                           probe_batches=4, track_every=2, lambda_every=20, n_boot=500, n_perm=500),
     "quick": DesignSizes("quick", hidden=32, pretrain_steps=60, probe_items=16, n_eval=64, batch_size=16,
@@ -142,7 +146,7 @@ def _steps(relaxations: float, tau_r: float, sizes: DesignSizes, multiple: int) 
 def select_setting(grid_rows: list[dict], sizes: DesignSizes) -> dict:
     """The base SGD setting, by the rule stated before the grid runs.
 
-    Candidates: settings whose grid run is not ``collapsed`` and whose ``base_relaxations``
+    Candidates: settings with the design's decay mask whose grid run is not ``collapsed`` and whose ``base_relaxations``
     relaxation times fit into ``max_steps``. Chosen: the smallest eta*lambda (the coolest setting, so
     the smallest snapshot bias of E3 and the most learning kept), ties broken by the smaller lambda.
     Without a candidate, the setting with the smallest eta*lambda among those that fit is taken and
@@ -160,12 +164,13 @@ def select_setting(grid_rows: list[dict], sizes: DesignSizes) -> dict:
     """
     rule = (f"among grid settings not collapsed whose {sizes.base_relaxations:g} relaxation times 1/(2 eta lambda_rad) "
             f"fit into {sizes.max_steps:,} steps, the smallest eta*lambda, then the smallest lambda")
-    fits = [r for r in grid_rows if sizes.base_relaxations * r["relaxation_steps"] <= sizes.max_steps]
+    own = [r for r in grid_rows if r.get("mask") in (None, sizes.decay_mask)]
+    fits = [r for r in own if sizes.base_relaxations * r["relaxation_steps"] <= sizes.max_steps]
     ok = [r for r in fits if r["label"] != "collapsed"]
-    pool, fallback = (ok, False) if ok else ((fits or grid_rows), True)
+    pool, fallback = (ok, False) if ok else ((fits or own), True)
     best = min(pool, key=lambda r: (r["eta"] * r["lambda"], r["lambda"]))
-    reason = (f"{len(ok)} of {len(grid_rows)} settings qualify" if not fallback else
-              f"no setting qualifies ({len(grid_rows) - len(ok)} collapsed or too slow): the coolest one that fits is used")
+    reason = (f"{len(ok)} of {len(own)} settings with the design's mask qualify" if not fallback else
+              f"no setting qualifies ({len(own) - len(ok)} collapsed or too slow): the coolest one that fits is used")
     return {"eta": best["eta"], "lambda": best["lambda"], "relaxation_steps": best["relaxation_steps"], "rule": rule,
             "reason": reason, "fallback": fallback}
 
@@ -176,6 +181,11 @@ def base_settings(eta: float, lam: float, sizes: DesignSizes) -> dict:
     b = sizes.beta
     return {"sgd": (eta, lam), "momentum": (eta * (1 - b), lam / (1 - b)),
             "adamw": (sizes.adamw_lr, eta * lam / sizes.adamw_lr)}
+
+
+def grid_name(eta: float, lam: float, mask: str | None = None) -> str:
+    """The run name of the grid setting (eta, lambda[, another mask])."""
+    return f"grid_sgd_eta{eta:g}_lam{lam:.4g}" + (f"_mask-{mask}" if mask else "")
 
 
 def _window_points(steps: int, burn_in: int, n: int) -> list[int]:
@@ -201,10 +211,14 @@ def design_specs(phase: str, sizes: DesignSizes, *, lam_per_lambda: float | None
         raise InputError(f"phase {phase} needs the pre-trained encoder's lambda_rad / lambda")
     if phase == "grid":
         out = []
-        for eta, lam in sizes.grid:
-            n = _steps(sizes.grid_relaxations, relaxation_time(eta, lam, lam_per_lambda), sizes, te)
-            out.append(RunSpec(f"grid_sgd_eta{eta:g}_lam{lam:.4g}", "grid", "sgd", float(eta), float(lam), n, n // 2,
-                               eval_steps=(n,), track_every=te, lambda_every=sizes.lambda_every))
+        for row in sizes.grid:
+            eta, lam = row[0], row[1]
+            mask = row[2] if len(row) > 2 and row[2] != sizes.decay_mask else None
+            n_rel = row[3] if len(row) > 3 else sizes.grid_relaxations
+            n = _steps(n_rel, relaxation_time(eta, lam, lam_per_lambda), sizes, te)
+            out.append(RunSpec(grid_name(eta, lam, mask), "grid", "sgd", float(eta), float(lam), n, n // 2,
+                               eval_steps=(n,), track_every=te, lambda_every=sizes.lambda_every,
+                               save_final=mask is None, decay_mask=mask))
         return out
     if selected is None:
         raise InputError(f"phase {phase} needs the selected base setting")
@@ -215,6 +229,7 @@ def design_specs(phase: str, sizes: DesignSizes, *, lam_per_lambda: float | None
             n = _steps(sizes.base_relaxations, tau_r, sizes, te * sizes.snapshots)
             burn = n // 2
             out.append(RunSpec(f"base_{opt}", "base", opt, float(eta), float(lam), n, burn, beta=sizes.beta,
+                               start=grid_name(selected["eta"], selected["lambda"]),
                                snapshots=tuple(_window_points(n, burn, sizes.snapshots)),
                                probe_batches=sizes.probe_batches, eval_steps=(burn, n), track_every=te,
                                lambda_every=sizes.lambda_every, save_final=True))
@@ -394,7 +409,7 @@ def _lam_per_lambda_pretrained(ctx: RunContext) -> float:
     adapter = TextEncoderAdapter(enc)
     try:
         theta = adapter.parameters()
-        mask = decay_mask_for(theta, decay_mask_named(ctx.decay_mask))
+        mask = decay_mask_for(theta, decay_mask_named(ctx.decay_mask, list(theta)))
         lam = _Tracker(adapter, _data(ctx.directory)["probe_texts"]).lambda_per_lambda(theta, mask)
     finally:
         adapter.close()

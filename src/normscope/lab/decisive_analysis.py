@@ -134,6 +134,7 @@ def grid_rows(runs: list, sizes, lam_per_lambda: float) -> list[dict]:
         win = run_window(spec, run, batch_size=sizes.batch_size, n_eval=sizes.n_eval)
         s = win["summary"]
         rows.append({"eta": spec.lr, "lambda": spec.weight_decay, "eta_lambda": spec.lr * spec.weight_decay,
+                     "mask": spec.decay_mask or sizes.decay_mask,
                      "relaxation_steps": relaxation_time(spec.lr, spec.weight_decay, lam_per_lambda),
                      "steps": spec.steps, "label": s["label"], "reasons": s["reasons"], "loss_window": s["loss"]["window"],
                      "accuracy_end": s["accuracy"]["values"][-1] if s["accuracy"]["values"] else None,

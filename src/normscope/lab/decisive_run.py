@@ -69,6 +69,8 @@ class RunSpec:
     save_final : bool
         Keep the final parameters (``<name>.final.pt``): the pre-trained encoder, or the start of
         another run.
+    decay_mask : str, optional
+        theta_D of this run when it differs from the design's (the grid's mask comparison).
     """
 
     name: str
@@ -87,6 +89,7 @@ class RunSpec:
     track_every: int = 4
     lambda_every: int = 100
     save_final: bool = False
+    decay_mask: str | None = None
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -294,7 +297,7 @@ def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:
         keys = list(theta)
         if not params or len(keys) != len(params):
             raise ModelError("the encoder's trainable parameters and the adapter's do not match")
-        mask_spec = decay_mask_named(ctx.decay_mask)
+        mask_spec = decay_mask_named(spec.decay_mask or ctx.decay_mask, list(theta))
         mask = decay_mask_for(theta, mask_spec)
         flags = [mask[k] for k in keys]
         opt = make_optimizer(spec.optimizer, spec.lr, spec.weight_decay,

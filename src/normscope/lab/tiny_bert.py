@@ -11,6 +11,7 @@ probe adapter).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,27 +19,48 @@ from pathlib import Path
 __all__ = ["build_tiny_bert", "save_encoder_dir", "decay_mask_named"]
 
 #: decay masks of the decisive design (theta_D, docs/theory.md section 1)
-MASKS = ("all", "no-embeddings", "matrices")
+MASKS = ("final-layernorm", "no-embeddings", "all", "matrices")
+
+_LAYER_NORM = re.compile(r"encoder\.layer\.(\d+)\.output\.LayerNorm\.")
 
 
-def decay_mask_named(name: str):
+def decay_mask_named(name: str, param_names=None):
     """The decay mask ``name`` as accepted by :func:`normscope.probes.decay_mask_for`.
 
-    ``"no-embeddings"``: every parameter except the input embedding tables and their LayerNorm
-    (``*embeddings*``): under SGD the rows of rare tokens get few gradients, so decaying them shrinks
-    the word part of the input against the position embeddings; ``"all"`` and ``"matrices"`` as in
-    :func:`~normscope.probes.decay_mask_for`.
+    - ``"final-layernorm"``: only the gain and bias of the encoder's last LayerNorm (the output of the
+      last layer, before mean pooling). The pooled embedding is ``z = mean_t(gamma * n_t) + beta`` with
+      ``n_t`` normalised, so ``J_x theta_D = z`` and ``lambda_rad(x) = lambda`` exactly for every input
+      (E4); the rest of the network trains without decay (no shrinking, no rotational heating of the
+      LayerNorm-invariant weights).
+    - ``"no-embeddings"``: every parameter except the input embedding tables and their LayerNorm
+      (``*embeddings*``).
+    - ``"all"`` and ``"matrices"``: as in :func:`~normscope.probes.decay_mask_for`.
+
+    Parameters
+    ----------
+    name : str
+    param_names : sequence of str, optional
+        The model's parameter names (needed by ``final-layernorm`` to find the last layer).
 
     Raises
     ------
     InputError
-        Unknown mask name.
+        Unknown mask name, or ``final-layernorm`` on a model without BERT-style layer names.
     """
+    from normscope.errors import InputError
     from normscope.validate import check_choice
 
     check_choice("decay mask", name, MASKS)
     if name == "no-embeddings":
         return _no_embeddings
+    if name == "final-layernorm":
+        if param_names is None:
+            return name  # validated; resolved when the model's names are known
+        layers = [int(m.group(1)) for m in map(_LAYER_NORM.search, param_names) if m]
+        if not layers:
+            raise InputError("decay mask final-layernorm needs a BERT-style encoder (encoder.layer.N.output.LayerNorm)")
+        last = max(layers)
+        return lambda n, _t: bool((m := _LAYER_NORM.search(n)) and int(m.group(1)) == last)
     return name
 
 

@@ -164,7 +164,8 @@ def transformer_section(own: dict, stored: dict | None, *, out: Path, figure_pat
         ["Pearson r, R_eq vs R-bar (SGD)", shown.get("pearson"), ci_text(shown.get("pearson_ci"))],
         ["permutation p (R-free statistics shuffled)", shown.get("null_p_mean_abs_rel_error"), ""],
     ]
-    grid_rows = [[which_shown, sig3(r["eta"]), sig3(r["lambda"]), sig3(r["eta_lambda"]), sig3(r["relaxation_steps"]),
+    grid_rows = [[which_shown, sig3(r["eta"]), sig3(r["lambda"]), sig3(r["eta_lambda"]), r.get("mask"),
+                  sig3(r["relaxation_steps"]),
                   r["steps"], r["label"], sig3(r["loss_window"]), sig3(r["accuracy_end"])] for r in shown.get("grid") or []]
     nd = shown.get("nodecay") or {}
     tables = [
@@ -182,7 +183,7 @@ def transformer_section(own: dict, stored: dict | None, *, out: Path, figure_pat
          "columns": ["design", "optimizer", "\u03bb", "slope [95% CI]", "predicted", "prediction in CI", "labels"],
          "rows": srows},
         {"title": f"\u03b7/\u03bb grid ({which_shown}); rule: {sel.get('rule', '')}",
-         "columns": ["design", "\u03b7", "\u03bb", "\u03b7\u03bb", "relaxation time", "steps", "label", "loss",
+         "columns": ["design", "\u03b7", "\u03bb", "\u03b7\u03bb", "decay mask", "relaxation time", "steps", "label", "loss",
                      "accuracy"], "rows": grid_rows},
     ]
     if nd:
