@@ -16,6 +16,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from normscope._io import _umask
+
 __all__ = ["build_tiny_bert", "save_encoder_dir", "decay_mask_named"]
 
 #: decay masks of the decisive design (theta_D, docs/theory.md section 1)
@@ -76,6 +78,7 @@ def save_encoder_dir(module, path: str | Path) -> Path:
     path = Path(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700: the usual directory mode instead
         module.save(str(tmp))
         old = None
         if path.exists():
