@@ -19,7 +19,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from normscope.lab.decisive import DESIGNS, _prepare_data, base_settings, design_specs
+from normscope.lab.decisive import DESIGNS, _prepare_data, base_settings, design_specs, select_setting
 from normscope.lab.decisive_run import RunContext, RunSpec, run_one
 from normscope.lab.tiny_bert import build_tiny_bert
 
@@ -56,9 +56,12 @@ def main() -> None:
                        track=False)
         probe_cpu = run_one(snap, ctx)["meta"]["timings"]["probe_cpu_s"]
     on, off = best[True] / a.steps, best[False] / a.steps
-    # the full design's step counts at the grid's middle setting, lambda_rad / lambda = 1 (E4 with the final
-    # LayerNorm decayed), for the extrapolation
-    sel = {"eta": eta, "lambda": lam}
+    # the full design's step counts for the extrapolation: lambda_rad / lambda = 1 (E4 with the final LayerNorm
+    # decayed) and the setting the selection rule picks when no grid row collapses
+    rows = [{"eta": g[0], "lambda": g[1], "relaxation_steps": 1 / (2 * g[0] * g[1]), "label": "drifting",
+             "mask": g[2] if len(g) > 2 else None} for g in sizes.grid]
+    sel = select_setting(rows, sizes)
+    eta, lam = sel["eta"], sel["lambda"]
     steps = {ph: sum(s.steps for s in design_specs(ph, sizes, lam_per_lambda=1.0, selected=sel))
              for ph in ("grid", "base", "scaling")}
     n_snap = sizes.snapshots * len(base_settings(eta, lam, sizes))

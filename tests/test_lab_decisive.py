@@ -414,3 +414,28 @@ def test_cli_decisive_and_report_section(tiny_design, tiny_files, tmp_path, monk
     assert len(sec["figures"]) == 3 and all((tmp_path / f["file"]).is_file() for f in sec["figures"])
     alone = transformer_section(own, None, out=tmp_path, figure_path=lambda n: tmp_path / n)
     assert alone["claims"][0]["verdict"] == own["claim"]["verdict"] and "no stored full result" in alone["notes"][0]
+
+
+def test_report_transformer_stage_renders_and_feeds_the_scorecard(tiny_design, tiny_files, tmp_path, monkeypatch):
+    """The report's transformer stage through run_report (the design redirected to the finished tiny one)."""
+    import normscope.lab as lab
+    from normscope.report import ReportConfig, Sizes, run_report
+
+    real = lab.run_decisive_design
+
+    def tiny(**kw):  # the stage's call, redirected to the finished tiny design (nothing recomputed)
+        assert kw["design"] == "report" and kw["pairs"] == "wordnet"
+        return real(directory=tiny_design.directory, design=_tiny_sizes(), pairs=str(tiny_files / "pairs.tsv"),
+                    probe_items=tiny_files / "probes.txt", seed=1)
+
+    monkeypatch.setattr(lab, "run_decisive_design", tiny)
+    cfg = ReportConfig(out=tmp_path / "r", sizes=Sizes(words=30), only=("transformer",), seed=1)
+    res = run_report(cfg, progress=False)
+    summary = json.loads((cfg.out / "summary.json").read_text())
+    row = next(c for c in summary["claims"] if c["key"] == "theorem1_transformer")
+    assert row["verdict"] == tiny_design.claim["verdict"] and row["claim"].startswith("Theorem 1 on a real transformer")
+    sec = summary["transformer_lab"]
+    assert sec["result"]["design"] == "test" and sec["key_numbers"] and sec["derived"]["shown"] in ("this run", "full design (stored)")
+    html = (cfg.out / "index.html").read_text()
+    assert "Stationarity checks of the base runs" in html and "transformer_lab_prediction.png" in html
+    assert res is not None
