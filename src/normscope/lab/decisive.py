@@ -98,9 +98,9 @@ class DesignSizes:
     tau: float = 0.1
     max_tokens: int = 16
     decay_mask: str = "final-layernorm"
-    grid: tuple = ((0.01, 0.05), (0.03, 1 / 60), (0.01, 0.1), (0.03, 1 / 30), (0.01, 0.2), (0.03, 1 / 15),
+    grid: tuple = ((0.01, 0.1), (0.03, 1 / 30), (0.01, 0.2), (0.03, 1 / 15),
                    (0.03, 0.1, "all", 6.0), (0.03, 0.1, "no-embeddings", 6.0))
-    grid_relaxations: float = 3.0
+    grid_relaxations: float = 2.0
     base_relaxations: float = 10.0
     scaling_relaxations: float = 6.0
     min_steps: int = 200
