@@ -439,3 +439,38 @@ def test_report_transformer_stage_renders_and_feeds_the_scorecard(tiny_design, t
     html = (cfg.out / "index.html").read_text()
     assert "Stationarity checks of the base runs" in html and "transformer_lab_prediction.png" in html
     assert res is not None
+
+
+def test_device_plumbing_on_cpu(tiny_design, tmp_path, monkeypatch):
+    """``device`` reaches every model load and the run is unchanged by an explicit device index ("cpu:0")."""
+    import dataclasses
+    from pathlib import Path
+
+    import normscope.encoders as encoders
+    from normscope.lab.decisive import design_specs
+    from normscope.lab.decisive_run import RunContext, load_run, run_one
+
+    src = Path(tiny_design.directory)
+    d = tmp_path / "copy"
+    shutil.copytree(src, d, ignore=shutil.ignore_patterns("runs"))
+    (d / "runs").mkdir()
+    for f in (src / "runs").glob("*.final.pt"):
+        shutil.copy(f, d / "runs" / f.name)
+    sz = _tiny_sizes()
+    lam0 = json.loads((src / "lambda0.json").read_text())["median_lambda_rad_per_lambda"]
+    spec = next(s for s in design_specs("base", sz, lam_per_lambda=lam0, selected=tiny_design.selected)
+                if s.optimizer == "sgd")
+    key = json.loads((src / "design.json").read_text())["key"]
+    ctx = RunContext(d, sz.batch_size, sz.tau, sz.decay_mask, 1, "cpu:0", key=key)
+    seen = []
+    real = encoders.load_encoder
+    monkeypatch.setattr(encoders, "load_encoder", lambda *a, **kw: (seen.append(kw.get("device")), real(*a, **kw))[1])
+    res = run_one(spec, ctx)
+    assert seen == ["cpu:0"]
+    ref = load_run(spec, dataclasses.replace(ctx, directory=src, device="cpu"))
+    for k in ("loss", "r2", "zd", "dd", "snap_za", "snap_zc", "snap_aa", "snap_zjd", "eval_acc"):
+        np.testing.assert_array_equal(res[k], ref[k], err_msg=k)
+    import torch
+
+    final = torch.load(d / "runs" / f"{spec.name}.final.pt", weights_only=True)
+    assert all(t.device.type == "cpu" for t in final)  # parameters are saved from CPU copies
