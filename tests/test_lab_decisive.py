@@ -366,7 +366,7 @@ def test_rerun_recomputes_nothing_and_other_settings_are_refused(tiny_design, ti
                                 probe_items=tiny_files / "probes.txt", seed=1)
     assert {p.name: p.stat().st_mtime_ns for p in runs.iterdir()} == before
     assert dumps(again.to_dict()) == dumps(tiny_design.to_dict())
-    with pytest.raises(InputError, match="other settings.*seed"):
+    with pytest.raises(InputError, match="other data or encoder settings.*seed"):
         run_decisive_design(directory=tiny_design.directory, design=_tiny_sizes(), pairs=str(tiny_files / "pairs.tsv"),
                             probe_items=tiny_files / "probes.txt", seed=2)
 

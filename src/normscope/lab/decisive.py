@@ -90,7 +90,7 @@ class DesignSizes:
     hidden: int = 128
     layers: int = 2
     heads: int = 2
-    pretrain_steps: int = 2000
+    pretrain_steps: int = 1500
     pretrain_lr: float = 1e-3
     probe_items: int = 64
     n_eval: int = 512
@@ -98,14 +98,14 @@ class DesignSizes:
     tau: float = 0.1
     max_tokens: int = 16
     decay_mask: str = "final-layernorm"
-    grid: tuple = ((0.01, 0.1), (0.03, 1 / 30), (0.01, 0.2), (0.03, 1 / 15),
+    grid: tuple = ((0.01, 0.2), (0.03, 1 / 15), (0.01, 0.4), (0.03, 2 / 15),
                    (0.03, 0.1, "all", 6.0), (0.03, 0.1, "no-embeddings", 6.0))
     grid_relaxations: float = 2.0
     base_relaxations: float = 10.0
     scaling_relaxations: float = 6.0
     min_steps: int = 200
-    max_steps: int = 6000
-    nodecay_steps: int = 2000
+    max_steps: int = 3000
+    nodecay_steps: int = 1000
     scaling_factors: tuple = (0.5, 2.0)
     beta: float = 0.9
     adamw_lr: float = 1e-3
@@ -389,12 +389,22 @@ def _execute(specs: list[RunSpec], ctx: RunContext, bar: _PhaseBar, workers: int
                     pass
 
 
-def _design_key(sizes: DesignSizes, pairs, probe_items, seed: int) -> str:
+#: the sizes the data split, the probe set and the pre-trained encoder depend on
+DATA_SIZES = ("hidden", "layers", "heads", "pretrain_steps", "pretrain_lr", "probe_items", "n_eval", "batch_size", "tau",
+              "max_tokens")
+
+
+def _design_key(sizes: DesignSizes, pairs, probe_items, seed: int, *, data_only: bool = False) -> str:
+    """Hash of the design's settings (``data_only``: of those the data and the pre-trained encoder depend on)."""
     from normscope.lab.checkpoint import settings_key
 
     items = probe_items if isinstance(probe_items, int) else str(Path(probe_items).resolve())
-    return settings_key({"sizes": sizes.to_dict(), "pairs": str(pairs), "probe_items": items, "seed": seed,
-                         "format": 1})
+    sz = sizes.to_dict()
+    if data_only:
+        sz = {k: sz[k] for k in DATA_SIZES}
+    else:
+        sz.pop("name")
+    return settings_key({"sizes": sz, "pairs": str(pairs), "probe_items": items, "seed": seed, "format": 1})
 
 
 def _lam_per_lambda_pretrained(ctx: RunContext) -> float:
@@ -486,47 +496,54 @@ def run_decisive_design(
         check_writable_dir(directory.parent, "--run-dir")
         directory.mkdir()
     check_writable_dir(directory, "--run-dir")
+    prog = _Progress(progress)
     key = _design_key(sizes, pairs, items, seed)
+    data_key = _design_key(sizes, pairs, items, seed, data_only=True)
     marker = directory / "design.json"
+    settings = {"sizes": sizes.to_dict(), "pairs": str(pairs), "probe_items": str(items), "seed": seed}
+    from normscope._io import write_json
+
     if marker.is_file():
         old = json.loads(marker.read_text())
+        if old.get("data_key") != data_key:
+            old_s = old.get("settings", {})
+            diff = sorted(k for k in ("pairs", "probe_items", "seed") if old_s.get(k) != settings[k])
+            diff += [f"sizes.{k}" for k in DATA_SIZES if (old_s.get("sizes") or {}).get(k) != settings["sizes"][k]]
+            raise InputError(f"--run-dir {directory} holds a design with other data or encoder settings (differs in: "
+                             f"{', '.join(diff) or 'format'}); use another directory or delete it")
         if old.get("key") != key:
-            diff = sorted(k for k in set(old.get("settings", {})) | {"sizes", "pairs", "probe_items", "seed"}
-                          if old.get("settings", {}).get(k) != {"sizes": sizes.to_dict(), "pairs": str(pairs),
-                                                                  "probe_items": str(items), "seed": seed}.get(k))
-            raise InputError(f"--run-dir {directory} holds a design with other settings (differs in: {', '.join(diff)}); "
-                             "use another directory or delete it")
+            prog.line(f"design settings changed since this directory was made: the pre-trained encoder is reused, runs "
+                      f"of other settings are recomputed")
+            write_json({"key": key, "data_key": data_key, "settings": settings}, marker)
     else:
-        from normscope._io import write_json
-
-        write_json({"key": key, "settings": {"sizes": sizes.to_dict(), "pairs": str(pairs), "probe_items": str(items),
-                                             "seed": seed}}, marker)
+        write_json({"key": key, "data_key": data_key, "settings": settings}, marker)
     (directory / "runs").mkdir(exist_ok=True)
     old_threads = torch.get_num_threads()
     if num_threads is not None:
         torch.set_num_threads(int(num_threads))
     t0, c0 = time.perf_counter(), time.process_time()
-    prog = _Progress(progress)
     try:
         if not (directory / "encoder_init").is_dir():
             build_tiny_bert(directory / "encoder_init", hidden=sizes.hidden, layers=sizes.layers, heads=sizes.heads,
                             max_seq_length=max(32, sizes.max_tokens), seed=seed)
         data = _prepare_data(directory, sizes, pairs, items, seed)
         ctx = RunContext(directory, sizes.batch_size, sizes.tau, sizes.decay_mask, seed, device, key=key,
-                         checkpoint_every=500)
+                         checkpoint_every=500, data_key=data_key)
         phases: dict = {}
         specs = design_specs("pretrain", sizes)
         bar = prog.phase(1, "encoder (AdamW pre-training)", specs, ctx)
         _execute(specs, ctx, bar, 1, num_threads)
         bar.close()
         phases["pretrain"] = specs
-        lam0 = _lam_cached(directory, ctx)
+        lam0 = _lam_cached(directory, ctx, sizes.decay_mask)
         specs = design_specs("grid", sizes, lam_per_lambda=lam0)
         bar = prog.phase(2, "eta/lambda grid (SGD)", specs, ctx)
         _execute(specs, ctx, bar, workers, num_threads)
         bar.close()
         phases["grid"] = specs
+        from normscope.lab.checkpoint import settings_key
         from normscope.lab.decisive_analysis import analyse_design, grid_rows, write_predictions
+        from normscope.lab.decisive_run import run_key
 
         rows = grid_rows([(s, load_run(s, ctx)) for s in specs], sizes, lam0)
         selected = select_setting(rows, sizes)
@@ -536,7 +553,8 @@ def run_decisive_design(
         _execute(specs, ctx, bar, workers, num_threads)
         bar.close()
         phases["base"] = specs
-        predictions = write_predictions(directory, [(s, load_run(s, ctx)) for s in specs])
+        predictions = write_predictions(directory, [(s, load_run(s, ctx)) for s in specs],
+                                        key=settings_key({"base": [run_key(s, ctx) for s in specs]}))
         specs = design_specs("scaling", sizes, lam_per_lambda=lam0, selected=selected)
         bar = prog.phase(4, "lambda scaling and no decay", specs, ctx)
         _execute(specs, ctx, bar, workers, num_threads)
@@ -554,15 +572,17 @@ def run_decisive_design(
         torch.set_num_threads(old_threads)
 
 
-def _lam_cached(directory: Path, ctx: RunContext) -> float:
-    """lambda_rad / lambda of the pre-trained encoder, measured once and kept in ``lambda0.json``."""
+def _lam_cached(directory: Path, ctx: RunContext, mask: str) -> float:
+    """lambda_rad / lambda of the pre-trained encoder (E4, the design's mask), measured once into ``lambda0.json``."""
     from normscope._io import write_json
+    from normscope.lab.checkpoint import settings_key
 
+    key = settings_key({"data": ctx.data_key, "mask": mask})
     path = directory / "lambda0.json"
     if path.is_file():
         d = json.loads(path.read_text())
-        if d.get("key") == ctx.key:
+        if d.get("key") == key:
             return float(d["median_lambda_rad_per_lambda"])
     lam = _lam_per_lambda_pretrained(ctx)
-    write_json({"key": ctx.key, "median_lambda_rad_per_lambda": lam}, path)
+    write_json({"key": key, "decay_mask": mask, "median_lambda_rad_per_lambda": lam}, path)
     return lam

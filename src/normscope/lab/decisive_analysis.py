@@ -143,18 +143,21 @@ def grid_rows(runs: list, sizes, lam_per_lambda: float) -> list[dict]:
     return rows
 
 
-def write_predictions(directory: Path, base_runs: list) -> dict:
+def write_predictions(directory: Path, base_runs: list, *, key: str = "") -> dict:
     """State the lambda-scaling exponent of each optimizer from its base run's heat share, before any scaled run.
 
-    Written once to ``<directory>/predictions.json`` with the time; a resumed design reads the
-    statement made the first time and never recomputes it.
+    Written once to ``<directory>/predictions.json`` with the time and ``key`` (the base runs' keys); a
+    resumed design reads the statement made the first time and never recomputes it, unless the base
+    runs themselves were recomputed (another key).
     """
     from normscope._io import write_json
 
     path = Path(directory) / "predictions.json"
     if path.is_file():
-        return json.loads(path.read_text())
-    out = {"stated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        old = json.loads(path.read_text())
+        if old.get("key") == key:
+            return old
+    out = {"stated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "key": key,
            "note": "written after the base runs and before any lambda-scaled run started"}
     for spec, run in base_runs:
         ts = run["track_steps"]

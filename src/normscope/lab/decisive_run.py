@@ -35,7 +35,7 @@ import numpy as np
 
 from normscope.errors import InputError, ModelError
 
-__all__ = ["RunSpec", "RunContext", "run_one", "load_run", "run_done", "heldout_accuracy", "relaxation_time"]
+__all__ = ["RunSpec", "RunContext", "run_one", "load_run", "run_done", "run_key", "heldout_accuracy", "relaxation_time"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +114,9 @@ class RunContext:
     checkpoint_every : int
     key : str
         Hash of the design's settings (a run of another design is never resumed).
+    data_key : str
+        Hash of the settings the data and the pre-trained encoder depend on (keys the ``pretrain`` run,
+        so a design that changes only later phases reuses it).
     """
 
     directory: Path
@@ -124,6 +127,7 @@ class RunContext:
     device: str = "cpu"
     checkpoint_every: int = 500
     key: str = ""
+    data_key: str = ""
 
 
 def relaxation_time(eta: float, weight_decay: float, lam_per_lambda: float) -> float:
@@ -154,10 +158,15 @@ def _paths(ctx: RunContext, name: str) -> dict:
             "final": d / f"{name}.final.pt", "progress": d / f"{name}.progress"}
 
 
+def run_key(spec: RunSpec, ctx: RunContext) -> str:
+    """The hash that keys a run's files: its spec and the design's settings (the data settings for ``pretrain``)."""
+    return _key(spec, ctx)
+
+
 def _key(spec: RunSpec, ctx: RunContext) -> str:
     from normscope.lab.checkpoint import settings_key
 
-    return settings_key({"spec": spec.to_dict(), "design": ctx.key})
+    return settings_key({"spec": spec.to_dict(), "design": ctx.data_key if spec.kind == "pretrain" else ctx.key})
 
 
 def _record_payload(rec: dict) -> dict:
