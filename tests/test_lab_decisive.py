@@ -474,3 +474,24 @@ def test_device_plumbing_on_cpu(tiny_design, tmp_path, monkeypatch):
 
     final = torch.load(d / "runs" / f"{spec.name}.final.pt", weights_only=True)
     assert all(t.device.type == "cpu" for t in final)  # parameters are saved from CPU copies
+
+
+def test_selection_rule():
+    from normscope.lab.decisive import STEP_TOL, DesignSizes, select_setting
+
+    sz = DesignSizes("t", max_steps=3000, base_relaxations=10)
+    row = lambda eta, lam, label="drifting", step=0.01, mask=None: {  # noqa: E731
+        "eta": eta, "lambda": lam, "relaxation_steps": 1 / (2 * eta * lam), "label": label, "relative_step": step,
+        "mask": mask}
+    rows = [row(0.003, 2 / 3), row(0.01, 0.2), row(0.03, 1 / 15, step=0.2), row(0.01, 0.4),
+            row(0.03, 0.1, "collapsed", mask="all"), row(0.01, 0.05)]  # the last: 10 x 1000 steps do not fit
+    sel = select_setting(rows, sz)
+    # smallest eta*lambda that fits (2e-3), then the largest eta whose steps are small (0.03 moves too much)
+    assert (sel["eta"], sel["lambda"]) == (0.01, 0.2) and not sel["fallback"]
+    assert "3 of 5 settings" in sel["reason"] or "qualify" in sel["reason"]
+    big = [row(0.01, 0.2, step=2 * STEP_TOL), row(0.03, 1 / 15, step=3 * STEP_TOL)]
+    sel = select_setting(big, sz)
+    assert sel["fallback"] and sel["eta"] == 0.03 and "expansion may not hold" in sel["reason"]
+    dead = [row(0.01, 0.2, "collapsed"), row(0.01, 0.4, "collapsed")]
+    sel = select_setting(dead, sz)
+    assert sel["fallback"] and (sel["eta"], sel["lambda"]) == (0.01, 0.2) and "collapsed" in sel["reason"]

@@ -98,7 +98,7 @@ class DesignSizes:
     tau: float = 0.1
     max_tokens: int = 16
     decay_mask: str = "final-layernorm"
-    grid: tuple = ((0.01, 0.2), (0.03, 1 / 15), (0.01, 0.4), (0.03, 2 / 15),
+    grid: tuple = ((0.003, 2 / 3), (0.01, 0.2), (0.03, 1 / 15), (0.01, 0.4),
                    (0.03, 0.1, "all", 6.0), (0.03, 0.1, "no-embeddings", 6.0))
     grid_relaxations: float = 2.0
     base_relaxations: float = 10.0
@@ -143,36 +143,51 @@ def _steps(relaxations: float, tau_r: float, sizes: DesignSizes, multiple: int) 
     return int(math.ceil(n / multiple) * multiple)
 
 
+#: largest per-step displacement of a probe item relative to its norm, sqrt(<||Delta||^2> / <R^2>) (median item),
+#: for which the expansion (E6)-(E8) the probe relies on holds: third-order terms ~ STEP_TOL^3 << c
+STEP_TOL = 0.05
+
+
 def select_setting(grid_rows: list[dict], sizes: DesignSizes) -> dict:
     """The base SGD setting, by the rule stated before the grid runs.
 
-    Candidates: settings with the design's decay mask whose grid run is not ``collapsed`` and whose ``base_relaxations``
-    relaxation times fit into ``max_steps``. Chosen: the smallest eta*lambda (the coolest setting, so
-    the smallest snapshot bias of E3 and the most learning kept), ties broken by the smaller lambda.
-    Without a candidate, the setting with the smallest eta*lambda among those that fit is taken and
-    the reason says that every setting collapsed.
+    Candidates: settings with the design's decay mask whose grid run is not ``collapsed``, whose
+    ``base_relaxations`` relaxation times fit into ``max_steps`` and whose steps are small: the median
+    probe item moves by at most :data:`STEP_TOL` of its norm per step (``relative_step``), so that the
+    expansion in eta of (E6)-(E8) that the probe uses holds (third-order terms ~ ``STEP_TOL^3`` are far
+    below c). Chosen: the smallest eta*lambda (the smallest snapshot bias of E3), then the largest eta
+    (the largest heat the probe measures). Without a candidate, the same order among the settings that
+    are not collapsed and fit (else all that fit), and the reason says which condition failed.
 
     Parameters
     ----------
     grid_rows : list of dict
-        One per grid setting with ``eta``, ``lambda``, ``relaxation_steps`` and ``label``.
+        One per grid setting with ``eta``, ``lambda``, ``relaxation_steps``, ``label``, ``mask`` and
+        ``relative_step``.
 
     Returns
     -------
     dict
         ``eta``, ``lambda``, ``relaxation_steps``, ``rule``, ``reason``, ``fallback`` (bool).
     """
-    rule = (f"among grid settings not collapsed whose {sizes.base_relaxations:g} relaxation times 1/(2 eta lambda_rad) "
-            f"fit into {sizes.max_steps:,} steps, the smallest eta*lambda, then the smallest lambda")
+    rule = (f"among grid settings with the design's mask, not collapsed, whose {sizes.base_relaxations:g} relaxation "
+            f"times 1/(2 eta lambda_rad) fit into {sizes.max_steps:,} steps and whose median probe item moves by at most "
+            f"{STEP_TOL:g} of its norm per step: the smallest eta*lambda, then the largest eta")
     own = [r for r in grid_rows if r.get("mask") in (None, sizes.decay_mask)]
     fits = [r for r in own if sizes.base_relaxations * r["relaxation_steps"] <= sizes.max_steps]
-    ok = [r for r in fits if r["label"] != "collapsed"]
-    pool, fallback = (ok, False) if ok else ((fits or own), True)
-    best = min(pool, key=lambda r: (r["eta"] * r["lambda"], r["lambda"]))
-    reason = (f"{len(ok)} of {len(own)} settings with the design's mask qualify" if not fallback else
-              f"no setting qualifies ({len(own) - len(ok)} collapsed or too slow): the coolest one that fits is used")
+    alive = [r for r in fits if r["label"] != "collapsed"]
+    small = [r for r in alive if (r.get("relative_step") is not None and r["relative_step"] <= STEP_TOL)]
+    order = lambda r: (r["eta"] * r["lambda"], -r["eta"])  # noqa: E731
+    if small:
+        pool, fallback, reason = small, False, f"{len(small)} of {len(own)} settings with the design's mask qualify"
+    elif alive:
+        pool, fallback, reason = alive, True, (f"no setting with steps of at most {STEP_TOL:g} of the norm: the (E8) "
+                                               "expansion may not hold; the first in the rule's order that did not collapse")
+    else:
+        pool, fallback, reason = (fits or own), True, "every setting that fits collapsed: the first in the rule's order"
+    best = min(pool, key=order)
     return {"eta": best["eta"], "lambda": best["lambda"], "relaxation_steps": best["relaxation_steps"], "rule": rule,
-            "reason": reason, "fallback": fallback}
+            "reason": reason, "fallback": fallback, "relative_step": best.get("relative_step")}
 
 
 def base_settings(eta: float, lam: float, sizes: DesignSizes) -> dict:

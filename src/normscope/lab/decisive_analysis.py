@@ -103,6 +103,7 @@ def run_window(spec, run: dict, *, batch_size: int, n_eval: int, n_blocks: int |
         "relaxation_steps": _num(tau_r), "relaxations": _num(spec.steps / tau_r) if tau_r else None,
         "label": st["label"], "reasons": st["reasons"], "stationarity": st,
         "lambda_rad_per_lambda": lam_med,
+        "relative_step": _med(np.sqrt(run["dd"][w].mean(axis=0) / r2.mean(axis=0))) if r2.size else None,
         "loss": {"first": _num(run["loss"][: max(1, min(50, spec.steps // 10))].mean()),
                  "window": st["loss_mean"], "chance": st["chance_loss"]},
         "accuracy": {"steps": run["eval_steps"].tolist(), "values": run["eval_acc"].tolist()},
@@ -133,8 +134,11 @@ def grid_rows(runs: list, sizes, lam_per_lambda: float) -> list[dict]:
     for spec, run in runs:
         win = run_window(spec, run, batch_size=sizes.batch_size, n_eval=sizes.n_eval)
         s = win["summary"]
+        w = run["track_steps"] >= spec.burn_in
+        rel = (_med(np.sqrt(run["dd"][w].mean(axis=0) / run["r2"][w].mean(axis=0)))
+               if w.any() and np.isfinite(run["r2"][w]).all() else None)
         rows.append({"eta": spec.lr, "lambda": spec.weight_decay, "eta_lambda": spec.lr * spec.weight_decay,
-                     "mask": spec.decay_mask or sizes.decay_mask,
+                     "mask": spec.decay_mask or sizes.decay_mask, "relative_step": rel,
                      "relaxation_steps": relaxation_time(spec.lr, spec.weight_decay, lam_per_lambda),
                      "steps": spec.steps, "label": s["label"], "reasons": s["reasons"], "loss_window": s["loss"]["window"],
                      "accuracy_end": s["accuracy"]["values"][-1] if s["accuracy"]["values"] else None,
