@@ -127,11 +127,11 @@ DESIGNS: dict[str, DesignSizes] = {
     "full": DesignSizes("full"),
     # the report's default: about a minute of CPU; too short to decide (it says so)
     "report": DesignSizes("report", hidden=64, pretrain_steps=300, probe_items=32, n_eval=256, batch_size=16,
-                          grid=((0.03, 0.05), (0.03, 0.1)), grid_relaxations=0.5, base_relaxations=1.0,
+                          grid=((0.003, 1.0), (0.01, 0.3), (0.03, 0.1)), grid_relaxations=0.5, base_relaxations=1.0,
                           scaling_relaxations=0.5, min_steps=40, max_steps=300, nodecay_steps=60, snapshots=4,
                           probe_batches=4, track_every=2, lambda_every=20, n_boot=500, n_perm=500),
     "quick": DesignSizes("quick", hidden=32, pretrain_steps=60, probe_items=16, n_eval=64, batch_size=16,
-                         grid=((0.03, 0.1),), grid_relaxations=0.2, base_relaxations=0.5, scaling_relaxations=0.2,
+                         grid=((0.01, 0.3),), grid_relaxations=0.2, base_relaxations=0.5, scaling_relaxations=0.2,
                          min_steps=12, max_steps=60, nodecay_steps=12, snapshots=2, probe_batches=2, track_every=2,
                          lambda_every=10, n_boot=200, n_perm=200),
 }
