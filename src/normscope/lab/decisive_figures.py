@@ -85,12 +85,21 @@ def plot_decisive_prediction(d: dict, path) -> Path:
     if not vals:
         raise InputError("no base run has a snapshot prediction")
     v = np.concatenate(vals)
+    v = v[v > 0]
     lo, hi = float(v.min()), float(v.max())
     ax.plot([lo, hi], [lo, hi], color="grey", ls="--", lw=1, label="R_eq = R-bar")
-    ax.set_xlabel("time-averaged norm R-bar over the window")
-    ax.set_ylabel("predicted R_eq (E7), c = eta lambda_rad (E4)")
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("time-averaged norm R-bar over the window (log)")
+    ax.set_ylabel("predicted R_eq (E7), c = eta lambda_rad (E4) (log)")
     ax.set_title("Theorem 1 per item (AdamW: SGD formula, not expected)", fontsize=9)
-    ax.legend(frameon=False, fontsize=7, loc="upper left")
+    ax.legend(frameon=False, fontsize=7, loc="lower right")
     fig.tight_layout()
     return save_figure(fig, Path(path), dpi=120, bbox_inches=None)
 
