@@ -52,6 +52,10 @@ def lab(
     dropout: Annotated[Optional[bool], typer.Option("--dropout/--no-dropout", help="transformer: train with the model's dropout (default off).")] = None,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", min=3, help="transformer: keep pairs whose members have <= this many tokens (default 16).")] = None,
     checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", help="transformer: checkpoint file; resumed when it exists with the same settings.")] = None,
+    design: Annotated[Optional[str], typer.Option("--design", help="transformer: single (continue training --model, default) or decisive (a small BERT trained to stationarity under the theorem's conditions: grid, SGD/momentum/AdamW, snapshot probes, lambda scaling; docs/lab.md).")] = None,
+    size: Annotated[Optional[str], typer.Option("--size", help="--design decisive: full (about an hour on 2 CPU cores, default), report (about a minute, too short to decide) or quick.")] = None,
+    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="--design decisive: the resumable directory (default ./lab_decisive_<size>); a rerun continues there.")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="--design decisive: runs of a phase in parallel processes (default 1; results do not depend on it).")] = None,
     device: Device = "cpu",
     json_path: JsonOut = None,
     out: TableOut = None,
@@ -75,7 +79,8 @@ def lab(
         raise InputError(f"--fig-dir does not exist: {fig_dir}")
     given = {"--model": model, "--pairs": pairs, "--probe-items": probe_items, "--precision": precision,
              "--batch-size": batch_size, "--tau": tau, "--decay-mask": decay_mask, "--dropout": dropout,
-             "--max-tokens": max_tokens, "--checkpoint": checkpoint}
+             "--max-tokens": max_tokens, "--checkpoint": checkpoint, "--design": design, "--size": size,
+             "--run-dir": run_dir, "--workers": workers}
     if encoder != "transformer":
         bad = [k for k, v in given.items() if v is not None]
         if bad:
@@ -88,13 +93,30 @@ def lab(
     for name, v in (("--data", data), ("--estimator", estimator), ("--snapshots", snapshots)):
         if v is not None:
             raise InputError(f"{name} applies to --encoder table/mlp only (the transformer lab uses the trajectory estimator)")
-    if model is not None:
+    if model is not None and design != "decisive":
         from normscope.encoders import resolve_backend
 
         if resolve_backend(model)[0] == "static":  # GloVe: no network to train or differentiate
             from normscope.encoders.glove import static_refusal
 
             raise static_refusal(model)
+    if design not in (None, "single", "decisive"):
+        raise InputError(f"--design must be single or decisive, got {design!r}")
+    decisive_only = {"--size": size, "--run-dir": run_dir, "--workers": workers}
+    if design == "decisive":
+        single_only = {k: v for k, v in given.items()
+                       if k not in ("--pairs", "--probe-items", "--design", *decisive_only)}
+        single_only.update({"--optimizer": None if optimizer == "sgd" else optimizer, "--lr": lr,
+                            "--weight-decay": weight_decay, "--steps": steps, "--burn-in": burn_in,
+                            "--probe-batches": probe_batches})
+        bad = [k for k, v in single_only.items() if v is not None]
+        if bad:
+            raise InputError(f"{bad[0]} applies to --design single only (the decisive design sets its own runs)")
+        return _decisive(size=size or "full", run_dir=run_dir, workers=workers or 1, pairs=pairs or "wordnet",
+                         probe_items=probe_items, seed=seed, device=device, json_path=json_path, out=out, fig_dir=fig_dir)
+    bad = [k for k, v in decisive_only.items() if v is not None]
+    if bad:
+        raise InputError(f"{bad[0]} applies to --design decisive only")
     n_items = probe_items if probe_items is not None else "64"
     items_arg = int(n_items) if n_items.isdigit() else Path(n_items)
     return _transformer_lab(
@@ -219,3 +241,75 @@ def _transformer_lab(*, json_path, out, fig_dir, **kw) -> None:
     if written:
         err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True, markup=False)
     err.print(f"done in {tm['wall_s']:.1f} s")
+
+
+def _decisive(*, size, run_dir, workers, pairs, probe_items, seed, device, json_path, out, fig_dir) -> None:
+    from normscope.lab import DESIGNS, run_decisive_design
+    from normscope.lab.decisive_figures import plot_decisive_prediction, plot_decisive_trajectories, plot_lambda_scaling
+
+    if size not in DESIGNS:
+        raise InputError(f"--size must be one of {', '.join(DESIGNS)}, got {size!r}")
+    console = make_console()
+    err = make_console(stderr=True)
+    run_dir = Path(run_dir) if run_dir is not None else Path(f"lab_decisive_{size}")
+    items = None if probe_items is None else (int(probe_items) if probe_items.isdigit() else Path(probe_items))
+    err.print(f"decisive design '{size}' in {run_dir} (a rerun continues there)", soft_wrap=True, markup=False)
+    res = run_decisive_design(directory=run_dir, design=size, pairs=pairs, probe_items=items, seed=seed, device=device,
+                              workers=workers, progress=True)
+    d = res.to_dict()
+    enc = res.encoder or {}
+    console.print(f"encoder: BERT hidden {enc['config']['hidden']}, {enc['config']['layers']} layers; AdamW "
+                  f"{enc['pretrain']['steps']:,} steps; held-out top-1 accuracy {enc['heldout_accuracy']:.3f}"
+                  f"{_ci(enc['heldout_accuracy_ci'])} among {enc['n_eval']} (chance {enc['chance']:.4f})", markup=False)
+    g = Table(title=f"eta/lambda grid (SGD, mask {res.decay_mask}); selected: eta={res.selected['eta']:g}, "
+                    f"lambda={res.selected['lambda']:.4g} ({res.selected['rule']})")
+    for col in ("eta", "lambda", "eta*lambda", "mask", "relaxation (steps)", "steps", "label", "loss", "accuracy", "mean R"):
+        g.add_column(col, justify="right")
+    for r in res.grid:
+        g.add_row(f"{r['eta']:g}", f"{r['lambda']:.4g}", f"{r['eta_lambda']:.2g}", r["mask"], _fmt(r["relaxation_steps"], ".0f"),
+                  str(r["steps"]), r["label"], _fmt(r["loss_window"], ".3f"), _fmt(r["accuracy_end"], ".3f"),
+                  _fmt(r["mean_r_window"], ".3f"))
+    console.print(g)
+    t = Table(title="base runs: stationarity and the prediction with no fitted constant (R_eq (E7) vs time-averaged R)")
+    for col in ("optimizer", "eta", "lambda", "relaxations", "label", "mean |rel|", "Pearson", "Spearman",
+                "null p (mean |rel|)", "heat share"):
+        t.add_column(col, justify="right")
+    for opt, b in (res.base or {}).items():
+        pr = b.get("prediction") or {}
+        st, ci, nl = pr.get("stats") or {}, pr.get("ci") or {}, pr.get("null") or {}
+        t.add_row(opt, f"{b['eta']:g}", f"{b['lambda']:.4g}", _fmt(b["relaxations"], ".3g"), b["label"],
+                  _fmt(st.get("mean_abs_rel_error"), ".3f") + _ci(ci.get("mean_abs_rel_error")),
+                  _fmt(st.get("pearson"), ".3f") + _ci(ci.get("pearson")),
+                  _fmt(st.get("spearman"), ".3f") + _ci(ci.get("spearman")),
+                  _fmt((nl.get("mean_abs_rel_error") or {}).get("p"), ".3g"),
+                  _fmt((b.get("trajectory") or {}).get("heat_share"), ".3g"))
+    console.print(t)
+    s = Table(title="lambda scaling at fixed eta: slope of log R-bar on log lambda (predicted before the scaled runs)")
+    for col in ("optimizer", "lambdas", "slope [95% CI]", "predicted", "labels"):
+        s.add_column(col, justify="right")
+    for opt, sc in (res.scaling or {}).items():
+        f = sc["fit"]
+        s.add_row(opt, ", ".join(f"{r['lambda']:.3g}" for r in sc["runs"]), f"{f['slope']:.3f}" + _ci(f["ci"]),
+                  _fmt((sc["prediction"] or {}).get("exponent"), ".3f"), ", ".join(r["label"] for r in sc["runs"]))
+    console.print(s)
+    nd = res.nodecay
+    if nd:
+        console.print(f"no decay (SGD, {nd['steps']} steps from the SGD base run's end): R_end/R_start {nd['ratio']:.4f}"
+                      f"{_ci(nd['ci'])}, {nd['fraction_grew']:.0%} of items grew; initial rate of mean R^2 "
+                      f"{_fmt(nd['initial_rate_of_mean_r2'], '.3g')} per step vs predicted "
+                      f"{_fmt(nd['predicted_initial_rate'], '.3g')}", markup=False)
+    row = res.claim or {}
+    console.print(f"scorecard (theorem1_transformer): {row.get('verdict')}: {row.get('why')}", markup=False)
+    for c in res.caveats:
+        console.print(f"[yellow]caveat:[/] {c}")
+    written = write_outputs({json_path: lambda p: write_json({**d, "timings": res.timings}, p),
+                             out: lambda p: res.items.to_parquet(p, index=False)},
+                            options={json_path: "--json", out: "-o/--out"})
+    if fig_dir is not None:
+        written.append(plot_decisive_trajectories(d, fig_dir / "lab_decisive_trajectories.png"))
+        written.append(plot_decisive_prediction(d, fig_dir / "lab_decisive_prediction.png"))
+        written.append(plot_lambda_scaling(d, fig_dir / "lab_decisive_lambda_scaling.png"))
+    if written:
+        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
+    tm = res.timings
+    err.print(f"done in {tm['wall_s']:.1f} s ({tm['cpu_s']:.1f} s CPU in this process; runs: {tm['runs_cpu_s']:.1f} s CPU)")

@@ -9,7 +9,8 @@ settings that differ.
 
 No code runs from a checkpoint file: it is read with ``torch.load(weights_only=True)`` (tensors,
 dicts, lists, tuples, str, numbers, None only). numpy arrays of the record are stored as tagged tensors
-(numeric) or nested lists with their dtype (strings), and numpy scalars as Python numbers, so nothing needs a wider
+(numeric) or nested lists with their dtype (strings), and numeric numpy scalars as 0-d tagged tensors (their dtype
+kept, so a resumed run is bit-identical), so nothing needs a wider
 unpickler; :func:`check_checkpoint_file` refuses, before any work, a file that names any other
 Python object (a crafted pickle) without unpickling it.
 """
@@ -49,6 +50,8 @@ def _to_safe(obj):
         # strings (and object arrays of plain values): a nested list with the dtype
         return {_ND: _to_safe(obj.tolist()), _DT: obj.dtype.str, "__shape__": list(obj.shape)}
     if isinstance(obj, np.generic):
+        if obj.dtype.kind in "biufc":  # a 0-d tensor keeps the dtype (a float32 scalar must not come back float64)
+            return {_ND: torch.from_numpy(np.array(obj)), _DT: "", "__scalar__": True}
         return obj.item()
     if isinstance(obj, dict):
         return {k: _to_safe(v) for k, v in obj.items()}
@@ -62,7 +65,8 @@ def _from_safe(obj):
     if isinstance(obj, dict):
         if _ND in obj and _DT in obj:
             if not obj[_DT]:
-                return obj[_ND].numpy()
+                arr = obj[_ND].numpy()
+                return arr[()] if obj.get("__scalar__") else arr
             out = np.empty(tuple(obj["__shape__"]), dtype=np.dtype(obj[_DT]))
             if out.size:
                 out[...] = _from_safe(obj[_ND])

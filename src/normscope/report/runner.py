@@ -116,8 +116,7 @@ def stage_settings(stage: str, config: ReportConfig, fingerprint=None) -> dict:
     elif stage == "lab":
         base.update(steps=s.lab_steps, snapshots=s.lab_snapshots, probe_batches=s.lab_probe_batches)
     elif stage == "transformer":
-        base.update(steps=s.transformer_steps, probe_items=s.transformer_probe_items,
-                    probe_batches=s.transformer_probe_batches, n_boot=s.n_boot, device=config.device)
+        base.update(design=s.transformer_design, device=config.device)
     elif stage == "signals":
         base.update(items=s.signal_items, n_boot=s.n_boot, n_perm=s.n_perm, signals=list(config.signals))
     elif stage == "similarity":
