@@ -10,13 +10,20 @@ for ``--repeats`` rounds after one warm-up each:
   (batch 32, the model's trailing ``Normalize``), i.e. what a user runs;
 - normscope fp32: ``encode_cached(load_encoder(), texts, cache=False)`` (raw vectors, batch 64);
 - normscope bf16: ``encode_cached(load_encoder(precision="bf16"), texts, cache=False)``: the same
-  model (shared weights) with the forward pass under ``torch.autocast("cpu", dtype=torch.bfloat16)``.
+  model (shared weights) with the forward pass under ``torch.autocast("cpu", dtype=torch.bfloat16)``
+  (matrix products in bfloat16, layer norms and softmax in float32; attention by the fused SDPA kernel);
+- bf16 weights: a copy of the model cast to bfloat16 (``module.to(torch.bfloat16)``, no autocast):
+  every op in bfloat16, no casts per op;
+- bf16 autocast, eager attention: as normscope bf16 but with the attention written out (the probe's
+  setting), to see what the fused attention path is worth.
 
-Reported: texts/s = n / median wall time of each; the ratio bf16 / baseline (goal >= 1.8) and bf16 /
-normscope fp32 (the precision alone); the relative norm error ``| ||z_bf16|| - ||z_fp32|| | / ||z_fp32||``
-of all n items (median, goal <= 1e-3, and max) against normscope fp32, and the smallest cosine between
-bf16 and fp32 vectors. The CPU's bf16 features (``avx512_bf16``, ``amx_bf16``) are printed: without
-them autocast emulates bfloat16 and is slower than fp32.
+Per torch thread count (``--threads 1,2``). Reported: texts/s = n / median wall time of each; the ratio
+to the baseline (goal >= 2.5 for bf16) and to normscope fp32 (the precision alone); the relative norm
+error ``| ||z_bf16|| - ||z_fp32|| | / ||z_fp32||`` of all n items (median, goal <= 1e-3, and max)
+against normscope fp32, and the smallest cosine between bf16 and fp32 vectors. The CPU's bf16
+features (``avx512_bf16``, ``amx_bf16``) are printed: without them autocast emulates bfloat16 and is
+slower than fp32. Which kernels oneDNN runs: ``ONEDNN_VERBOSE=1 python benchmarks/embed_precision.py
+--n 8 --repeats 1 | grep brg`` (``avx512_core_bf16`` is AVX-512 BF16, ``avx512_core_amx`` is AMX).
 """
 
 from __future__ import annotations
@@ -62,7 +69,7 @@ def main(argv=None) -> dict | None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    ap.add_argument("--threads", default="1,2", help="comma-separated torch intra-op thread counts")
     args = ap.parse_args(argv)
 
     texts = abstracts(args.n)
@@ -76,57 +83,69 @@ def main(argv=None) -> dict | None:
     from normscope.encoders import encode_cached, load_encoder
     from normscope.encoders.bundled import bundled_model_path
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     st = SentenceTransformer(str(bundled_model_path()), device="cpu")
     fp32 = load_encoder()
     bf16 = load_encoder(precision="bf16")
+    weights = SentenceTransformer(str(bundled_model_path()), device="cpu")
+    if type(weights[len(weights) - 1]).__name__ == "Normalize":
+        del weights[len(weights) - 1]
+    weights = weights.to(torch.bfloat16)
+    eager = SentenceTransformer(str(bundled_model_path()), device="cpu")
+    if type(eager[len(eager) - 1]).__name__ == "Normalize":
+        del eager[len(eager) - 1]
+    eager[0].auto_model.set_attn_implementation("eager")
+
+    def st_raw(model, autocast):
+        def run():
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                return model.encode(texts, batch_size=64, convert_to_tensor=True).float().numpy()
+        return run
+
     runs = {
         "st_fp32": lambda: st.encode(texts),
         "ns_fp32": lambda: encode_cached(fp32, texts, cache=False),
         "ns_bf16": lambda: encode_cached(bf16, texts, cache=False),
+        "bf16_weights": st_raw(weights, False),
+        "bf16_autocast_eager": st_raw(eager, True),
     }
-    out = {k: fn() for k, fn in runs.items()}  # warm-ups, and the vectors compared below
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    names = list(runs)
-    for r in range(args.repeats):
-        for name in names[r % 3:] + names[: r % 3]:
-            t0 = time.perf_counter()
-            runs[name]()
-            times[name].append(time.perf_counter() - t0)
-
-    r32 = np.linalg.norm(out["ns_fp32"].astype(np.float64), axis=1)
-    r16 = np.linalg.norm(out["ns_bf16"].astype(np.float64), axis=1)
-    rel = np.abs(r16 - r32) / r32
-    cos = np.sum(out["ns_bf16"].astype(np.float64) * out["ns_fp32"], axis=1) / (r16 * r32)
-    cos_st = np.sum(out["ns_fp32"] / r32[:, None] * out["st_fp32"], axis=1)
-    tput = {k: len(texts) / statistics.median(v) for k, v in times.items()}
-    result = {
-        "texts": f"SciFact abstracts (first {len(texts)})",
-        "n": len(texts),
-        "torch_threads": torch.get_num_threads(),
-        "cpu_bf16_flags": cpu_bf16_flags(),
-        "repeats": args.repeats,
-        "texts_per_s": tput,
-        "ratio_bf16_vs_st_fp32": tput["ns_bf16"] / tput["st_fp32"],
-        "ratio_bf16_vs_normscope_fp32": tput["ns_bf16"] / tput["ns_fp32"],
-        "ratio_per_round_bf16_vs_st_fp32": [b / o for b, o in zip(times["st_fp32"], times["ns_bf16"])],
-        "norm_rel_error": {"median": float(np.median(rel)), "max": float(rel.max()),
-                           "p95": float(np.quantile(rel, 0.95))},
-        "cosine_bf16_vs_fp32_min": float(cos.min()),
-        "cosine_normscope_fp32_vs_st_min": float(cos_st.min()),
-    }
-    print(f"texts: {result['texts']}, torch threads={result['torch_threads']}, CPU bf16: {result['cpu_bf16_flags']}, "
-          f"repeats={args.repeats}")
-    print(f"SentenceTransformer.encode fp32 (baseline): {tput['st_fp32']:7.1f} texts/s")
-    print(f"normscope fp32 (raw vectors):               {tput['ns_fp32']:7.1f} texts/s")
-    print(f"normscope bf16 (autocast):                  {tput['ns_bf16']:7.1f} texts/s")
-    print(f"ratio bf16 / SentenceTransformer fp32 = {result['ratio_bf16_vs_st_fp32']:.2f} (goal >= 1.8; per round: "
-          + ", ".join(f"{x:.2f}" for x in result["ratio_per_round_bf16_vs_st_fp32"]) + ")")
-    print(f"ratio bf16 / normscope fp32 = {result['ratio_bf16_vs_normscope_fp32']:.2f}")
-    e = result["norm_rel_error"]
-    print(f"relative norm error bf16 vs fp32 over {len(texts)} abstracts: median {e['median']:.2e} (goal <= 1e-3), "
-          f"p95 {e['p95']:.2e}, max {e['max']:.2e}; min cosine {result['cosine_bf16_vs_fp32_min']:.6f}")
+    labels = {"st_fp32": "SentenceTransformer.encode fp32 (baseline)", "ns_fp32": "normscope fp32 (raw vectors)",
+              "ns_bf16": "normscope bf16 (autocast, SDPA)", "bf16_weights": "bf16 weights (no autocast)",
+              "bf16_autocast_eager": "bf16 autocast, eager attention"}
+    result = {"texts": f"SciFact abstracts (first {len(texts)})", "n": len(texts), "cpu_bf16_flags": cpu_bf16_flags(),
+              "repeats": args.repeats, "threads": {}}
+    print(f"texts: {result['texts']}, CPU bf16: {result['cpu_bf16_flags']}, repeats={args.repeats}")
+    for threads in [int(x) for x in str(args.threads or torch.get_num_threads()).split(",")]:
+        torch.set_num_threads(threads)
+        out = {k: fn() for k, fn in runs.items()}  # warm-ups, and the vectors compared below
+        times: dict[str, list[float]] = {k: [] for k in runs}
+        names = list(runs)
+        for r in range(args.repeats):
+            for name in names[r % len(names):] + names[: r % len(names)]:
+                t0 = time.perf_counter()
+                runs[name]()
+                times[name].append(time.perf_counter() - t0)
+        r32 = np.linalg.norm(out["ns_fp32"].astype(np.float64), axis=1)
+        tput = {k: len(texts) / statistics.median(v) for k, v in times.items()}
+        res = {"texts_per_s": tput, "variants": {}}
+        print(f"{threads} thread(s):")
+        for k in runs:
+            v = out[k].astype(np.float64)
+            rk = np.linalg.norm(v, axis=1)
+            rel = np.abs(rk - r32) / r32
+            cos = np.sum(v * out["ns_fp32"], axis=1) / (rk * r32)
+            entry = {"texts_per_s": tput[k], "ratio_vs_st_fp32": tput[k] / tput["st_fp32"],
+                     "ratio_per_round_vs_st_fp32": [b / o for b, o in zip(times["st_fp32"], times[k])],
+                     "ratio_vs_normscope_fp32": tput[k] / tput["ns_fp32"]}
+            if k not in ("st_fp32", "ns_fp32"):
+                entry.update(norm_rel_error={"median": float(np.median(rel)), "p95": float(np.quantile(rel, 0.95)),
+                                             "max": float(rel.max())}, cosine_vs_fp32_min=float(cos.min()))
+            res["variants"][k] = entry
+            err = (f"; norm error median {entry['norm_rel_error']['median']:.1e}, max {entry['norm_rel_error']['max']:.1e}, "
+                   f"min cosine {entry['cosine_vs_fp32_min']:.5f}" if "norm_rel_error" in entry else "")
+            print(f"  {labels[k]:<44} {tput[k]:7.1f} texts/s, x{entry['ratio_vs_st_fp32']:.2f} baseline (rounds "
+                  + ", ".join(f"{x:.2f}" for x in entry["ratio_per_round_vs_st_fp32"])
+                  + f"), x{entry['ratio_vs_normscope_fp32']:.2f} normscope fp32{err}", flush=True)
+        result["threads"][threads] = res
     return result
 
 

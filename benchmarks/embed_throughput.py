@@ -1,19 +1,24 @@
-"""Raw-embedding throughput of normscope vs ``SentenceTransformer.encode`` (same texts, model, process).
+"""Raw-embedding throughput of normscope fp32 vs ``SentenceTransformer.encode`` (same texts, model, process).
 
-Texts: the 2,000 SciFact paper titles (BEIR corpus, ``data_path("scifact")``)
-when it is here or fetchable, else 2,000 short phrases made from the top
-wordfreq English words ("the <w1> <w2>"). The script prints which.
+Texts: SciFact paper titles (short) and abstracts (long, truncated at the model's 256 tokens), from
+the BEIR corpus (``data_path("scifact")``) when it is here or fetchable, else short phrases made from
+the top wordfreq English words ("the <w1> <w2>") and no abstracts. The script prints which.
 
-- baseline: ``SentenceTransformer(<bundled all-MiniLM-L6-v2>).encode(texts)`` with its
-  defaults (batch 32, the model's trailing ``Normalize``), i.e. what a user runs;
-- normscope: ``encode_cached(load_encoder(), texts, cache=False)`` -- raw vectors
-  (``Normalize`` dropped) then norms ``np.linalg.norm`` in the timed region; the
-  cache is OFF so nothing is reused between repeats.
+Per text set and per torch thread count (``--threads 1,2``), interleaved (the order alternates every
+round) for ``--repeats`` rounds after one warm-up each:
 
-Both run on the same torch thread count, interleaved (A B B A ...) for
-``--repeats`` rounds after one warm-up each; the reported figure is
-texts/s = 2000 / median wall time, and the ratio normscope / baseline.
-Both outputs are checked to agree (cosine of normalised vectors > 0.9999).
+- **end to end** (what a user runs, tokenization included):
+  baseline ``SentenceTransformer(<bundled all-MiniLM-L6-v2>).encode(texts)`` with its defaults
+  (batch 32, sorted by characters, the model's trailing ``Normalize``) against normscope
+  ``encode_cached(load_encoder(), texts, cache=False)`` (batch ``--batch-size``, default 64) plus ``np.linalg.norm`` (raw vectors,
+  ``Normalize`` dropped, batched by tokens);
+- **forward only** (tokenization outside the timed loop for both): each side's batches are tokenized
+  first, in its own order and batch size, and only the model's forward passes (under
+  ``torch.inference_mode``) are timed.
+
+Reported: texts/s = n / median wall time, the ratio normscope / baseline per round and its median, and
+the CPU seconds of each (``time.process_time``). Both outputs are checked to agree (cosine of normalised
+vectors > 0.9999).
 """
 
 from __future__ import annotations
@@ -27,48 +32,51 @@ import time
 import numpy as np
 
 
-def real_texts(n: int = 2000) -> tuple[list[str], str]:
+def real_texts(n: int = 2000, field: str = "title") -> tuple[list[str], str] | tuple[None, str]:
     from _data import dataset_dir
 
     d = dataset_dir("scifact")
     if d is not None and (d / "corpus.jsonl.gz").is_file():
-        titles = []
+        out = []
         with gzip.open(d / "corpus.jsonl.gz", "rt", encoding="utf-8") as f:
             for line in f:
-                t = json.loads(line)["title"].strip()
+                t = json.loads(line)[field].strip()
                 if t:
-                    titles.append(t)
-                if len(titles) == n:
+                    out.append(t)
+                if len(out) == n:
                     break
-        if len(titles) == n:
-            return titles, "SciFact titles (BEIR corpus, first 2,000 non-empty)"
+        if len(out) == n:
+            return out, f"SciFact {field}s (BEIR corpus, first {n:,} non-empty)"
+    if field != "title":
+        return None, f"SciFact {field}s not found"
     from normscope.datasets import wordfreq_words
 
     w = wordfreq_words(2 * n + 1)
     return [f"the {w[i]} {w[i + n]}" for i in range(n)], "wordfreq phrases 'the <w_i> <w_i+n>'"
 
 
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--n", type=int, default=2000)
-    args = ap.parse_args(argv)
+def _interleaved(runs: dict, repeats: int) -> dict:
+    """``{name: [(wall, cpu), ...]}`` over ``repeats`` rounds, the order rotating every round."""
+    names = list(runs)
+    times = {k: [] for k in names}
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            w0, c0 = time.perf_counter(), time.process_time()
+            runs[name]()
+            times[name].append((time.perf_counter() - w0, time.process_time() - c0))
+    return times
 
+
+def measure(texts: list[str], st, enc, repeats: int, bs: int = 64) -> dict:
     import torch
-    from sentence_transformers import SentenceTransformer
 
-    from normscope.encoders import encode_cached, load_encoder
-    from normscope.encoders.bundled import bundled_model_path
-
-    texts, source = real_texts(args.n)
-    st = SentenceTransformer(str(bundled_model_path()), device="cpu")
-    enc = load_encoder()
+    from normscope.encoders import encode_cached
 
     def baseline():
         return st.encode(texts)
 
     def ours():
-        v = encode_cached(enc, texts, cache=False)
+        v = encode_cached(enc, texts, cache=False, batch_size=bs)
         return v, np.linalg.norm(v, axis=1)
 
     ref = baseline()
@@ -76,33 +84,78 @@ def main(argv=None) -> dict:
     cos = np.sum(raw / norms[:, None] * ref, axis=1)
     assert cos.min() > 0.9999, f"normscope and sentence-transformers disagree: min cosine {cos.min()}"
 
-    t_base, t_ours = [], []
-    for r in range(args.repeats):
-        pair = [("base", baseline), ("ours", ours)] if r % 2 == 0 else [("ours", ours), ("base", baseline)]
-        for name, fn in pair:
-            t0 = time.perf_counter()
-            fn()
-            dt = time.perf_counter() - t0
-            (t_base if name == "base" else t_ours).append(dt)
-    tp_base = len(texts) / statistics.median(t_base)
-    tp_ours = len(texts) / statistics.median(t_ours)
-    per_round = [b / o for b, o in zip(t_base, t_ours)]
-    result = {
-        "texts": source,
+    # forward only: each side's own batches, tokenized before the timed loop
+    st_order = np.argsort([-len(t) for t in texts], kind="stable")
+    st_batches = [st.preprocess([texts[i] for i in st_order[s:s + 32]]) for s in range(0, len(texts), 32)]
+    ns_order = np.argsort(-enc._token_lengths(texts), kind="stable")
+    ns_batches = [enc.tokenize([texts[i] for i in ns_order[s:s + bs]]) for s in range(0, len(texts), bs)]
+
+    def st_forward():
+        with torch.inference_mode():
+            for f in st_batches:
+                st(dict(f))
+
+    def ns_forward():
+        with torch.inference_mode():
+            for f in ns_batches:
+                enc.forward(f)
+
+    st_forward(), ns_forward()
+    times = _interleaved({"st": baseline, "ns": ours, "st_fwd": st_forward, "ns_fwd": ns_forward}, repeats)
+    med = {k: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for k, v in times.items()}
+    return {
         "n": len(texts),
-        "torch_threads": torch.get_num_threads(),
-        "repeats": args.repeats,
-        "baseline_texts_per_s": tp_base,
-        "normscope_texts_per_s": tp_ours,
-        "ratio": tp_ours / tp_base,
-        "ratio_per_round": per_round,
+        "texts_per_s": {k: len(texts) / m[0] for k, m in med.items()},
+        "cpu_s": {k: m[1] for k, m in med.items()},
+        "ratio_end_to_end": med["st"][0] / med["ns"][0],
+        "ratio_end_to_end_per_round": [b[0] / o[0] for b, o in zip(times["st"], times["ns"])],
+        "ratio_end_to_end_cpu": med["st"][1] / med["ns"][1],
+        "ratio_forward_only": med["st_fwd"][0] / med["ns_fwd"][0],
+        "ratio_forward_only_per_round": [b[0] / o[0] for b, o in zip(times["st_fwd"], times["ns_fwd"])],
+        "ratio_forward_only_cpu": med["st_fwd"][1] / med["ns_fwd"][1],
+        "padded_tokens": {"st": int(sum(f["input_ids"].numel() for f in st_batches)),
+                          "ns": int(sum(f["input_ids"].numel() for f in ns_batches))},
         "min_cosine_vs_sentence_transformers": float(cos.min()),
     }
-    print(f"texts: {source}, n={len(texts)}, torch threads={torch.get_num_threads()}, repeats={args.repeats}")
-    print(f"SentenceTransformer.encode (normalised, batch 32): {tp_base:8.1f} texts/s")
-    print(f"normscope raw vectors + norms (batch 64, no cache): {tp_ours:8.1f} texts/s")
-    print(f"ratio normscope / sentence-transformers = {tp_ours / tp_base:.3f}  (per round: "
-          + ", ".join(f"{x:.2f}" for x in per_round) + ")")
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--n", type=int, default=2000, help="titles")
+    ap.add_argument("--n-abstracts", type=int, default=500)
+    ap.add_argument("--texts", default="titles,abstracts")
+    ap.add_argument("--threads", default="1,2", help="comma-separated torch thread counts")
+    ap.add_argument("--batch-size", type=int, default=64, help="normscope's batch size (encode_cached's default: 64)")
+    args = ap.parse_args(argv)
+
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from normscope.encoders import load_encoder
+    from normscope.encoders.bundled import bundled_model_path
+
+    st = SentenceTransformer(str(bundled_model_path()), device="cpu")
+    enc = load_encoder()
+    sets = {}
+    for name in args.texts.split(","):
+        texts, source = real_texts(args.n, "title") if name == "titles" else real_texts(args.n_abstracts, "text")
+        print(f"{name}: {source}")
+        if texts is not None:
+            sets[name] = texts
+    result = {}
+    for threads in [int(x) for x in args.threads.split(",")]:
+        torch.set_num_threads(threads)
+        for name, texts in sets.items():
+            r = measure(texts, st, enc, args.repeats, args.batch_size)
+            result[f"{name}@{threads}"] = r
+            tp = r["texts_per_s"]
+            print(f"{name}, {threads} thread(s), n={r['n']}: end to end ST {tp['st']:.1f} / normscope {tp['ns']:.1f} texts/s, "
+                  f"ratio {r['ratio_end_to_end']:.3f} (rounds " + ", ".join(f"{x:.2f}" for x in r["ratio_end_to_end_per_round"])
+                  + f"; CPU {r['ratio_end_to_end_cpu']:.3f}); forward only ratio {r['ratio_forward_only']:.3f} (rounds "
+                  + ", ".join(f"{x:.2f}" for x in r["ratio_forward_only_per_round"])
+                  + f"; CPU {r['ratio_forward_only_cpu']:.3f}); padded tokens ST {r['padded_tokens']['st']:,} / "
+                  f"normscope {r['padded_tokens']['ns']:,}", flush=True)
     return result
 
 

@@ -63,7 +63,7 @@ def run(args) -> None:
 
     try:
         m = probe_moments(ad, texts, pairs, batch_size=args.batch_size, batches=args.batches, tau=0.05,
-                          seed=args.seed, fd_dtype=args.fd_dtype, progress=progress)
+                          seed=args.seed, second_order=args.second_order, fd_dtype=args.fd_dtype, progress=progress)
     finally:
         ad.close()
     wall = time.perf_counter() - t0
@@ -72,7 +72,8 @@ def run(args) -> None:
         grad_norms=m.grad_norms, ids=np.array(ids), texts=np.array(texts, dtype=object),
         settings=json.dumps({"items": args.items, "pairs": args.pairs, "pairs_name": pairs.name,
                              "batch_size": args.batch_size, "batches": args.batches, "tau": 0.05,
-                             "seed": args.seed, "fd_dtype": m.fd_dtype, "fd_target": m.fd_target,
+                             "seed": args.seed, "second_order": m.second_order, "fd_dtype": m.fd_dtype,
+                             "fd_target": m.fd_target,
                              "threads": args.threads, "wall_s": wall, "timings_s": m.timings,
                              "fingerprint": enc.fingerprint.to_dict()}),
     )
@@ -88,6 +89,7 @@ def main(argv=None) -> None:
     r.add_argument("--batches", type=int, default=64)
     r.add_argument("--batch-size", type=int, default=64)
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--second-order", default="auto", help="auto | jvp (nested JVP, exact) | fd")
     r.add_argument("--fd-dtype", default="float64")
     r.add_argument("--threads", type=int, default=1)
     r.add_argument("--out", required=True)
@@ -148,7 +150,8 @@ def analyse(args) -> None:
     settled = {k: (c["ci"]["spearman"][0] is not None and (c["ci"]["spearman"][0] > 0 or c["ci"]["spearman"][1] < 0))
                for k, c in full.items()}
     t = st["timings_s"]
-    unit = {"backward_per_batch": t["backward"] / k_max, "item_batch": (t["jvp"] + t["fd"]) / (k_max * p_max),
+    unit = {"backward_per_batch": t["backward"] / k_max,
+            "item_batch": (t.get("jvp", 0) + t.get("jvp2", 0) + t.get("fd", 0)) / (k_max * p_max),
             "item_once": (t["z"] + t["lambda_rad"]) / p_max}
     out["unit_costs_s"] = unit
     grid = []

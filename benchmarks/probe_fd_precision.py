@@ -1,4 +1,4 @@
-"""Error of the D2 finite differences in float32 against float64, on the bundled all-MiniLM-L6-v2.
+"""Error of D2 by finite differences (float32, float64) and by nested JVPs, on the bundled all-MiniLM-L6-v2.
 
 For each of ``--batches`` probe batches (B WordNet pairs, symmetric InfoNCE, tau 0.05) and each item
 set (single words, SciFact claims), D2 = <z, c> with ``c = (f(theta + eps v) + f(theta - eps v) - 2z) /
@@ -7,10 +7,16 @@ set (single words, SciFact claims), D2 = <z, c> with ``c = (f(theta + eps v) + f
 - on a float64 copy at step targets ``eps median(||a||/R)`` = 1e-3, 3e-3, 1e-2 (convergence; 3e-3
   is the reference), and
 - on the float32 model at 3e-3, 1e-2, 3e-2,
+- by forward-over-forward AD in float32 (``jvp2``: :func:`normscope.probes.second_order.second_directional`,
+  the probe's default), and by the same nested JVP with PyTorch's own layer-norm rule
+  (``jvp2_torch_layer_norm``, pytorch/pytorch#196700), and
+- as the Richardson extrapolation of float64 differences at 1e-3 and 5e-4 (``64:richardson``, error
+  O(h^4)); the nested JVP is also compared with it (``jvp2_vs_richardson``),
 
 and the error is reported as ``|D2 - D2_ref| / mean|D2_ref|`` per item (median and max over items
 and batches), the scale used by the probe's own spot check. It also times one float32 and one
-float64 forward pass of the items (the cost of the two precisions). Prints one JSON object.
+float64 forward pass of the items (the cost of the two precisions) and one nested JVP. Prints one JSON
+object.
 
 Usage: ``python benchmarks/probe_fd_precision.py --items 64 --batches 2``
 """
@@ -33,6 +39,7 @@ def main(argv=None) -> None:
     from normscope.encoders import load_encoder
     from normscope.pairs import load_pairs, sample_pair_batches
     from normscope.probes import TextEncoderAdapter, symmetric_info_nce
+    from normscope.probes.second_order import second_directional
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--items", type=int, default=64)
@@ -51,8 +58,10 @@ def main(argv=None) -> None:
     th64 = {k: v.double() for k, v in ad64.parameters().items()}
     out = {"model": ad.name, "items": args.items, "batches": args.batches, "batch_size": args.batch_size, "sets": {}}
     try:
-        errs = {name: {t: [] for t in ("64:1e-3", "64:1e-2", "32:3e-3", "32:1e-2", "32:3e-2")} for name in sets}
-        timing = {name: {"float32_s": 0.0, "float64_s": 0.0} for name in sets}
+        keys = ("64:1e-3", "64:1e-2", "32:3e-3", "32:1e-2", "32:3e-2", "64:richardson", "jvp2", "jvp2_vs_richardson",
+                "jvp2_torch_layer_norm")
+        errs = {name: {t: [] for t in keys} for name in sets}
+        timing = {name: {"float32_s": 0.0, "float64_s": 0.0, "jvp2_s": 0.0} for name in sets}
         for bidx in sample_pair_batches(len(pairs), args.batch_size, args.batches, 0):
             p = {k: v.clone().requires_grad_(True) for k, v in th.items()}
             loss = symmetric_info_nce(ad.embed(p, ad.features(pairs.left, bidx, "query"), "query"),
@@ -79,7 +88,19 @@ def main(argv=None) -> None:
                 ref, dt64 = d2(ad64, th64, v64, f64, 3e-3)
                 timing[name]["float64_s"] += dt64
                 scale = np.mean(np.abs(ref))
-                for key in errs[name]:
+                t0 = time.perf_counter()
+                _, _, c = second_directional(lambda q, f32=f32: ad.embed(q, f32, "query"), th, v)
+                timing[name]["jvp2_s"] += time.perf_counter() - t0
+                d2_jvp = (z.detach().double() * c.double()).sum(1).numpy()
+                (_, _), (_, h_raw) = jvp(lambda q, f32=f32, v=v: jvp(lambda r: ad.embed(r, f32, "query"), (q,), (v,)),
+                                         (th,), (v,))
+                d2_raw = 0.5 * (z.detach().double() * h_raw.detach().double()).sum(1).numpy()
+                rich = (4 * d2(ad64, th64, v64, f64, 5e-4)[0] - d2(ad64, th64, v64, f64, 1e-3)[0]) / 3
+                errs[name]["64:richardson"].append(np.abs(rich - ref) / scale)
+                errs[name]["jvp2"].append(np.abs(d2_jvp - ref) / scale)
+                errs[name]["jvp2_vs_richardson"].append(np.abs(d2_jvp - rich) / np.mean(np.abs(rich)))
+                errs[name]["jvp2_torch_layer_norm"].append(np.abs(d2_raw - ref) / scale)
+                for key in keys[:5]:
                     prec, target = key.split(":")
                     val, dt = (d2(ad64, th64, v64, f64, float(target)) if prec == "64"
                                else d2(ad, th, v, f32, float(target)))

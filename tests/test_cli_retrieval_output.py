@@ -61,6 +61,14 @@ def test_cli_outputs_and_log(planted_cli, tmp_path, capsys):
     assert any("5-fold cross-validation" in w for w in warn) and not any(".py" in w for w in err.splitlines())
     assert "junk queries left out: 1 (test-junk)" in err
     assert f"wrote {js}, {out}" in err
+    # the scorecard rows this run feeds: in the JSON (the report's rules) and one line each on stderr
+    from normscope.retrieval.claims import retrieval_claims
+
+    assert [c["key"] for c in s["claims"]] == ["similarity_gain", "gain_high_frequency", "gain_low_quality",
+                                                "calibration_discrimination", "calibration_incremental"]
+    assert s["claims"] == json.loads(json.dumps(retrieval_claims(s)))
+    for c in s["claims"]:
+        assert f"claim: {c['claim']}: {c['verdict']} (direction {c['direction']}, size {c['size']})" in " ".join(err.split())
 
 
 def test_cli_bad_input_exit_2(planted_cli, tmp_path, capsys):

@@ -405,7 +405,7 @@ def test_small_lab_json_results_are_byte_reproducible(tmp_path):
 def test_report_claim_rows_follow_the_numbers(sgd_run):
     from scipy import stats
 
-    from normscope.report.stages.transformer import transformer_claim
+    from normscope.lab.claims import transformer_claim
 
     row = transformer_claim(sgd_run)
     m = sgd_run.motion
@@ -420,8 +420,12 @@ def test_report_claim_rows_follow_the_numbers(sgd_run):
     assert row["measured"] == m["partial_spearman_predicted_vs_final_given_start"] or (row["measured"] is None)
     if row["ci"] is not None:
         lo, hi = row["ci"]
-        expected = "reproduced" if lo > 0 else "refuted" if hi < 0 else "inconclusive"
-        assert row["verdict"] == expected
+        assert row["direction"] == ("reproduced" if lo > 0 else "refuted" if hi < 0 else "inconclusive")
+        # a run shorter than one relaxation time (or not stationary) decides nothing, whatever the CI says
+        decided = sgd_run.long_enough and (sgd_run.trajectory or {}).get("stationary") is True
+        assert (row["verdict"] == "not decided at this size") == (not decided)
+        if not sgd_run.long_enough:
+            assert "shorter than one relaxation time" in row["reason"] and "steps before its measurement" in row["needs"]
     else:
         assert row["verdict"] == "not testable here"
 

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from normscope._format import ci, duration, fixed, num, p_value, pct
 from normscope.cli import app
-from normscope.report.claims import CLAIMS
+from normscope.claims import CLAIMS
 from normscope.report.stage import Command, KeyNumber, Section, StageRecord
 from normscope.report.stages import STAGES, get_stage
 from normscope.report.text import strength
@@ -160,16 +160,16 @@ def test_reproduce_commands_carry_every_setting(stage, tmp_path):
     for c in cmds:
         p = _parse(c)
         assert shlex.split(c.text) == list(c.argv)
-        if "model" in p and stage != "lab":  # the training lab trains its own small encoder
+        if "model" in p and stage not in ("lab", "transformer"):  # the labs train their own small encoders
             assert p["model"] in (MODEL, [MODEL])
         if "seed" in p:
             assert p["seed"] == 3
         if "device" in p and stage != "lab":  # the table lab runs on the cpu only
             assert p["device"] == "cuda"
-        if "n_boot" in p and stage != "lab":  # the table lab's n_boot is the scorecard row's, not the command's
+        if p.get("n_boot") is not None and stage != "lab":  # the table lab's n_boot is the scorecard row's
             inner = getattr(req, "probe", getattr(req, "lab", req))  # the report's requests hold the command's
             assert p["n_boot"] == getattr(inner, "resampling", inner).n_boot == 200
-        if stage not in ("lab", "transformer"):  # the labs train in fp32 (docs/report.md)
+        if stage not in ("lab", "transformer", "tokens"):  # the labs train in fp32; tokens reads weights, no forward pass
             assert p["precision"] == "bf16"
     if stage == "retrieval":
         p = _parse(cmds[0])
@@ -182,9 +182,10 @@ def test_reproduce_commands_carry_every_setting(stage, tmp_path):
         assert (p["items"], p["batches"], p["batch_size"]) == ("probe_words.jsonl", 4, 8)
     if stage == "norms":
         assert _parse(cmds[0])["input"] == "wordfreq:60"
-    if stage == "transformer":
-        assert [c.part for c in cmds] == ["sgd", "momentum", "adamw"]
-        assert [_parse(c)["optimizer"] for c in cmds] == ["sgd", "momentum", "adamw"]
+    if stage == "transformer":  # the decisive design at the report's size, resumed in the report folder
+        p = _parse(cmds[0])
+        assert len(cmds) == 1 and (p["design"], p["size"], p["seed"], p["device"]) == ("decisive", "report", 3, "cuda")
+        assert str(p["run_dir"]) == "transformer_lab"
 
 
 def test_cache_key_and_command_follow_the_request(tmp_path):
@@ -233,7 +234,7 @@ def test_forest_plot_data():
     panels = forest_data(claims)
     assert [p.key for p in panels] == ["corr_norm_heat"]  # specificity: measured by no model
     p = panels[0]
-    assert p.title == CLAIMS["corr_norm_heat"][0] and p.what == "what corr_norm_heat"
+    assert p.title == CLAIMS["corr_norm_heat"].claim and p.what == "what corr_norm_heat"
     assert [(r.model, r.estimate, r.ci, r.refuted) for r in p.rows] == [("A", 0.4, (0.3, 0.5), False),
                                                                       ("B", -0.1, (-0.2, -0.05), True)]
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from normscope.report.stages.probes import equilibrium_sentences, prediction_reading, probe_claims
+from normscope.probes.claims import probe_claims
+from normscope.report.stages.probes import equilibrium_sentences, prediction_reading
 from normscope.report.stages.signals import semantic_signal_sentences
 from normscope.report.text import correlation_sentence
 
@@ -37,9 +38,13 @@ def test_failed_prediction_is_said_first_in_those_words():
     assert "n = 399" in out[1] and "n = 398" in out[2] and "n = 397" in out[3]
     assert "may be mechanical" in out[2]
     assert out[4].startswith("61 items have q < 0") and "stay in the prediction check" in out[4]
-    rows = {r["key"]: r for r in probe_claims(_result(req))}
-    assert rows["req_predicts_norm"]["verdict"] == "refuted" and rows["corr_norm_drift"]["verdict"] == "reproduced"
-    assert rows["req_predicts_norm"]["n"] == 339
+    rows = {r["key"]: r for r in probe_claims(_result(req, batches=16))}
+    assert rows["corr_norm_drift"]["verdict"] == "not decided at this size"  # P = 400 < 500
+    assert rows["corr_norm_drift"]["direction"] == "reproduced" and "P = 400 items" in rows["corr_norm_drift"]["reason"]
+    rows = {r["key"]: r for r in probe_claims(_result(req, batches=16, n_items=500))}
+    assert rows["corr_norm_drift"]["verdict"] == "refuted" and rows["corr_norm_drift"]["size"] == "smaller"
+    # the R_eq row rests on the balance test, not on the rank correlation above (absent here: not testable)
+    assert rows["req_predicts_norm"]["verdict"] == "not testable here" and "balance test" in rows["req_predicts_norm"]["why"]
 
 
 def test_reading_follows_the_decay_the_checkpoint_had():
@@ -48,14 +53,14 @@ def test_reading_follows_the_decay_the_checkpoint_had():
     res = _result(req, decay_reading="checkpoint", weight_decay=0.01, corr_req_lambda_rad_norm=lam)
     key, reading = prediction_reading(res)
     assert key == "corr_req_lambda_rad_norm" and "checkpoint's own" in reading
-    row = next(r for r in probe_claims(res) if r["key"] == "req_predicts_norm")
-    assert row["verdict"] == "inconclusive" and row["n"] == 250
     # a what-if lambda is never read as the checkpoint's prediction
     key, reading = prediction_reading(dict(res, decay_reading="what_if"))
     assert key == "corr_req_norm" and "what-if" in reading
     # c_fit <= 0: not testable, and why
     none = {"pearson": None, "spearman": None, "ci": {"spearman": [None, None]}, "n": 0, "n_excluded": 400}
-    row = next(r for r in probe_claims(_result(none, c_fit=-1e-5)) if r["key"] == "req_predicts_norm")
+    bal = {"c_fit": -1e-5, "statistics": {}, "n_items": 500}
+    row = next(r for r in probe_claims(_result(none, c_fit=-1e-5, balance=bal, n_items=500, batches=16))
+               if r["key"] == "req_predicts_norm")
     assert row["verdict"] == "not testable here" and "not positive" in row["why"]
 
 

@@ -86,12 +86,13 @@ def test_claims_scorecard_one_row_per_claim_with_reasons(small_run):
     assert all(r["verdict"] in VERDICTS for r in rows)
     heat = next(r for r in rows if r["key"] == "corr_norm_heat")  # the probes stage is not run in this test
     assert heat["verdict"] == "not testable here" and heat["why"].startswith("section not run")
-    signed = {"corr_norm_heat", "corr_norm_drift", "specificity", "uncertainty", "similarity_gain",
-              "similarity_pairs"}
-    for r in rows:  # a claim judged by the sign of its CI: the verdict follows the CI
-        if r["key"] in signed and r["ci"] is not None:
+    for r in rows:  # a row with a CI: its direction verdict follows the CI's side of 0 (claims without a size)
+        c = CLAIMS[r["key"]]
+        if c.sign in (1, -1) and c.size.kind == "none" and r["ci"] is not None and r["direction"] != "not tested":
             excludes = r["ci"][0] > 0 or r["ci"][1] < 0
-            assert (r["verdict"] in ("reproduced", "refuted")) == excludes, r
+            assert (r["direction"] in ("reproduced", "refuted")) == excludes, r
+        assert r["reason"] and len(r["reason"].split()) <= 30
+    assert {r["key"]: r["verdict"] for r in rows}["paper_benchmarks"] == "not testable here"
     page = (cfg.out / "index.html").read_text()
     assert page.index('id="claims"') < page.index('id="what_this_says"')
 

@@ -117,3 +117,57 @@ def test_report_renders_in_headless_chromium(tmp_path, bundled_encoder):
     # a screenshot was taken and is a real PNG of the whole page
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+
+
+def _wide_records() -> dict:
+    """Stage records holding the widest tables the report writes (13 columns, long headers and cells)."""
+    cols = ["optimizer", "\u03b7", "\u03bb", "steps", "relaxation time (steps)", "mean q/c", "median q/c",
+            "fraction toward R_eq [95% Wilson]", "Spearman(R_eq0, R_T) [95% CI]",
+            "partial Spearman(R_eq0, R_T | R_0) [95% CI]", "fraction toward the median R_eq (baseline)",
+            "Pearson(R_T, window R_eq)", "s / step"]
+    rows = [[opt, 2e-5, 0.01, 150, 407.3, -0.34012, -0.13, "0.510 [0.375, 0.644]", "0.233 [-0.042, 0.479]",
+             "0.224 [-0.054, 0.458]", 0.9876, None, 2.69] for opt in ("sgd", "momentum", "adamw")]
+    cmd = ("normscope lab --encoder table --optimizer momentum --data synthetic --seed 0 --steps 12000 "
+           "--snapshots 32 --probe-batches 100")
+    sec = {"status": "ok", "sizes": "x", "command": cmd, "key_numbers": [["a very long quantity name " * 4, 1.0, ""]],
+           "tables": [{"title": "wide", "columns": cols, "rows": rows},
+                      {"title": "commands", "columns": ["optimizer", "error", "command"], "rows": [["adamw", 0.87, cmd]]}],
+           "figures": [], "notes": ["note " * 80]}
+    return {"transformer": {"status": "ok", "sections": {"transformer_lab": sec}}}
+
+
+def test_tables_fit_a_1280px_window(tmp_path):
+    """Every table of the page (the scorecard with its longest reasons, a 13-column table, a table of commands) fits
+    a 1280 px window: no horizontal scrolling."""
+    chromium = _chromium()
+    from playwright.sync_api import sync_playwright
+
+    from normscope.claims import CLAIMS, judge, claim_row, not_testable_row
+    from normscope.report.html import render_html
+
+    rows = []
+    for key in CLAIMS:
+        j = judge(key, 0.0017, [-0.0047, 0.0088])
+        rows.append(claim_row(key, measured=0.0017, ci=[-0.0047, 0.0088], judged=j, what="a statistic " * 20,
+                              beside="raw Pearson r(R, \u03a3\u00b2) +0.447 [+0.353, +0.531]", details={"x" * 60: 1.0})
+                    if CLAIMS[key].sign is not None else not_testable_row(key, "why " * 15))
+    summary = {"report": {"model": "m"}, "claims": rows, "transformer_lab": {"status": "ok"}}
+    out = tmp_path / "r"
+    out.mkdir()
+    page_path = out / "index.html"
+    page_path.write_text(render_html(summary, _wide_records(), out), encoding="utf-8")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.route("**/*", lambda r: r.continue_() if r.request.url.endswith("index.html") else r.abort())
+            page.goto(page_path.resolve().as_uri())
+            page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+            widths = page.evaluate("() => [document.documentElement.scrollWidth, "
+                                   "Math.max(...Array.from(document.querySelectorAll('table')).map("
+                                   "t => t.getBoundingClientRect().right))]")
+            n_tables = page.locator("table").count()
+        finally:
+            browser.close()
+    assert n_tables >= 4
+    assert widths[0] <= 1280 and widths[1] <= 1280, widths

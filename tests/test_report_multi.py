@@ -55,7 +55,9 @@ def test_side_by_side_numbers_are_each_models_own(multi_run):
         assert v == pytest.approx(res.results[m].summary["norm_distribution"]["result"]["norm_mean"], rel=1e-12)
     assert mean_row[0] == pytest.approx(mean_row[1], rel=1e-5)
     assert s["side_by_side"]["norm_distribution"]["status"] == {m: "ok" for m in MODELS}
-    assert set(s["claims"]) == set(MODELS) and all(len(rows) == 10 for rows in s["claims"].values())
+    from normscope.claims import CLAIMS
+
+    assert set(s["claims"]) == set(MODELS) and all(len(rows) == len(CLAIMS) for rows in s["claims"].values())
     page = (cfg.out / "index.html").read_text()
     for m in MODELS:
         assert f"<th>{m}</th>" in page

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from _reproduce import check_reproduces
-from normscope.report.stages.signals import semantic_signal_sentences, signal_claims
-from normscope.report.stages.similarity import similarity_claim, similarity_sentences
+from normscope.report.stages.signals import semantic_signal_sentences
+from normscope.report.stages.similarity import similarity_sentences
+from normscope.signals.claims import signal_claims
+from normscope.similarity.claims import similarity_claim
 
 
 def test_similarity_stage_equals_the_command(tmp_path, shared_data, bundled_encoder, monkeypatch):
@@ -48,28 +51,38 @@ def test_similarity_stage_equals_the_command(tmp_path, shared_data, bundled_enco
     rho = stats.spearmanr(items["score_cosine"], pairs.score[ev]).statistic
     assert abs(ref["scorers"]["cosine"]["spearman"] - rho) < 1e-12
     claim = sec.claims[0]
-    assert claim["key"] == "similarity_pairs" and claim["n"] == 500
+    assert claim["key"] == "similarity_pairs" and claim["n"] == 500 and sec.claims == ref["claims"]
     assert claim["verdict"] in ("reproduced", "refuted", "inconclusive")
+    # the relative change and its CI (the size the paper's +1.2 to +2.3 % is compared with), from the same resamples
+    inv = ref["scorers"]["inverse_norm"]
+    assert inv["relative"] == pytest.approx(inv["spearman"] / ref["scorers"]["cosine"]["spearman"] - 1, abs=1e-12)
+    assert inv["relative_ci"][0] <= inv["relative"] <= inv["relative_ci"][1]
 
 
 def _sim_result(d_inv, ci_inv, fit_inv, d_pow, ci_pow, fit_pow):
+    def rel(d, ci):  # relative change and a CI of the same sign pattern, cosine rho 0.5
+        return {"relative": d / 0.5, "relative_ci": [ci[0] / 0.5, ci[1] / 0.5]}
+
     sc = {"cosine": {"spearman": 0.5, "spearman_ci": [0.4, 0.6], "fit_spearman": 0.45, "param": None,
                      "param_name": None, "delta_spearman": 0.0, "delta_ci": None},
           "inverse_norm": {"spearman": 0.5 + d_inv, "param": 0.01, "param_name": "alpha", "delta_spearman": d_inv,
-                           "delta_ci": ci_inv, "fit_spearman": fit_inv},
+                           "delta_ci": ci_inv, "fit_spearman": fit_inv, **rel(d_inv, ci_inv)},
           "power": {"spearman": 0.5 + d_pow, "param": -0.2, "param_name": "beta", "delta_spearman": d_pow,
-                    "delta_ci": ci_pow, "fit_spearman": fit_pow}}
-    return {"scorers": sc, "n_pairs": 500, "fit": {"n_pairs": 499, "source": "random half"}}
+                    "delta_ci": ci_pow, "fit_spearman": fit_pow, **rel(d_pow, ci_pow)}}
+    return {"scorers": sc, "n_pairs": 500, "fit": {"n_pairs": 499, "source": "random half"}, "model": "m",
+            "dataset": "SimLex-999.txt"}
 
 
 def test_similarity_claim_picks_the_scorer_by_the_fit_pairs():
     # power is better on the evaluated pairs, but inverse_norm was better on the fit pairs: inverse_norm is tested
     row = similarity_claim(_sim_result(0.001, [-0.002, 0.004], 0.47, 0.05, [0.02, 0.08], 0.46))
-    assert row["measured"] == 0.001 and row["verdict"] == "inconclusive" and "inverse_norm" in row["why"]
+    assert row["measured"] == 0.001 and "inverse_norm" in row["why"]
+    # relative [-0.4, +0.8] %: includes 0 and lies wholly below the paper's +1.2 to +2.3 %: refuted in size
+    assert (row["verdict"], row["direction"], row["size"]) == ("refuted", "inconclusive", "smaller")
     row = similarity_claim(_sim_result(-0.03, [-0.05, -0.01], 0.48, 0.0, [-0.01, 0.01], 0.40))
-    assert row["verdict"] == "refuted" and "-6.00 %" in row["why"]
-    row = similarity_claim(_sim_result(0.02, [0.01, 0.03], 0.48, 0.0, [-0.01, 0.01], 0.40))
-    assert row["verdict"] == "reproduced"
+    assert row["verdict"] == "refuted" and row["direction"] == "refuted" and "-6.00 %" in row["beside"]
+    row = similarity_claim(_sim_result(0.008, [0.004, 0.012], 0.48, 0.0, [-0.01, 0.01], 0.40))  # +1.6 % [0.8, 2.4]
+    assert (row["verdict"], row["size"]) == ("reproduced", "consistent")
     assert similarity_claim(None, "SimLex-999 is absent")["verdict"] == "not testable here"
 
 
@@ -84,10 +97,11 @@ def test_signal_claims_follow_the_controlled_figure():
     assert rows["specificity"]["verdict"] == "reproduced" and rows["specificity"]["measured"] == 0.097
     assert rows["uncertainty"]["verdict"] == "inconclusive" and rows["uncertainty"]["measured"] == -0.005
     assert "within each source" in rows["uncertainty"]["what"] and "mnli_m" in rows["uncertainty"]["why"]
+    assert rows["frequency"]["verdict"] == "not testable here"
     unc2 = dict(unc, partial_spearman=dict(unc["partial_spearman"], rho=-0.1, ci=[-0.14, -0.07]))
-    row = signal_claims({"uncertainty": unc2}, {"specificity": "not selected"})
-    assert row[0]["verdict"] == "not testable here" and "not selected" in row[0]["why"]
-    assert row[1]["verdict"] == "reproduced" and "names no direction" in row[1]["why"]
+    row = {r["key"]: r for r in signal_claims({"uncertainty": unc2}, {"specificity": "not selected"})}
+    assert row["specificity"]["verdict"] == "not testable here" and "not selected" in row["specificity"]["why"]
+    assert row["uncertainty"]["verdict"] == "reproduced" and "names no direction" in row["uncertainty"]["why"]
 
 
 def test_sentences_follow_the_controlled_figure():

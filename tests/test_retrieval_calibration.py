@@ -160,3 +160,44 @@ def test_query_signals_from_run():
     assert df["top1_relevant"].tolist() == [0, 1] and df["top1_doc"].tolist() == ["x", "z"]
     with pytest.raises(InputError, match="needs 2"):
         query_signals({"a": {"x": 1.0}}, query_ids=["a"], query_norms=[1.0], doc_ids=["x"], doc_norms=[1.0])
+
+
+def test_cross_fitted_auroc_is_not_a_pooling_artefact():
+    """A signal that works against its pre-specified direction gets flat Platt maps (the constrained fit) in every
+    fold: each fold's confidence is then its training folds' base rate, which falls as the fold's own base rate
+    rises. Ranking all folds together (the old pooled AUROC) scored that 0.26 ("worse than chance"); within each fold
+    a constant has AUROC 0.5 exactly, and so has their average. Fails on the pooled code."""
+    rates = [0.2, 0.35, 0.5, 0.65, 0.8]
+    y = np.concatenate([(np.arange(40) < 40 * r).astype(int) for r in rates])
+    qn = np.where(y == 1, 2.0, 1.0) + np.linspace(0, 0.1, y.size)  # a larger norm on the right results: direction -1 fails
+    ev = pd.DataFrame({"query_id": [f"q{i:03d}" for i in range(y.size)], "query_norm": qn, "top_doc_norm": qn,
+                       "top1_score": qn, "margin": qn, "top1_relevant": y})
+    folds = [np.arange(40 * i, 40 * (i + 1)) for i in range(5)]
+    cal, conf = calibration_study(ev, folds=folds, n_boot=200)
+    e = cal["query_norm"]
+    assert e["fit"]["mean"]["flat_folds"] == 5
+    base = [ev.drop(index=f)["top1_relevant"].mean() for f in folds]  # each fold's flat confidence
+    np.testing.assert_allclose([conf["query_norm"][f][0] for f in folds], base, atol=1e-9)
+    assert roc_auc_score(y, conf["query_norm"]) == pytest.approx(0.26, abs=1e-12)  # the pooled ranking: the artefact
+    assert e["auroc"] == pytest.approx(0.5, abs=1e-12) and e["auroc_per_fold"] == [0.5] * 5
+    assert e["auroc_ci"][0] <= 0.5 <= e["auroc_ci"][1]
+    assert e["auroc_raw"] < 0.01  # the raw signal in its pre-specified direction: truly reversed, pooled is right
+    # a signal that works: within-fold AUROCs average to the mean of the folds' own AUROCs (hand-computed)
+    m = cal["margin"]
+    per = [roc_auc_score(y[f], ev["margin"].to_numpy()[f]) for f in folds]
+    assert m["auroc_per_fold"] == pytest.approx(per, abs=1e-12) and m["auroc"] == pytest.approx(np.mean(per), abs=1e-12)
+
+
+def test_auroc_within_groups_matches_sklearn_per_group(rng):
+    from normscope.retrieval.calibration import auroc_within_groups
+
+    x, y = rng.normal(size=300), rng.integers(0, 2, 300)
+    g = rng.integers(0, 3, 300)
+    res = auroc_within_groups(x, y, g, n_boot=300, seed=1)
+    per = [roc_auc_score(y[g == k], x[g == k]) for k in range(3)]
+    sizes = [int((g == k).sum()) for k in range(3)]
+    assert res["per_group"] == pytest.approx(per, abs=1e-12)
+    assert res["auroc"] == pytest.approx(np.average(per, weights=sizes), abs=1e-12)
+    assert res["ci"][0] < res["auroc"] < res["ci"][1]
+    one = auroc_within_groups(x, np.where(g == 0, 1, y), g, n_boot=0)  # group 0 holds one class: left out
+    assert one["per_group"][0] is None and one["n_groups_used"] == 2 and one["ci"] is None

@@ -13,6 +13,9 @@ from _retrieval_data import calibration_beir
 
 from normscope.errors import InputError
 from normscope.retrieval.calibrate import run_calibrate as _run_calibrate
+from normscope.retrieval.calibrator import (LAMBDA_GRID, Calibrator, check_fingerprint, fit_calibrator, keep_stats,
+                                            load_calibrator, ltt_threshold, score_threshold)
+from normscope.table import ModelFingerprint
 
 
 def run_calibrate(dataset, *, encoder=None, progress=False, seed=0, n_boot=1000, model=None, signals=None,
@@ -28,9 +31,6 @@ def run_calibrate(dataset, *, encoder=None, progress=False, seed=0, n_boot=1000,
                            embedding=Embedding(model=model), resampling=Resampling(n_boot=n_boot, seed=seed),
                            **({"signals": tuple(signals)} if signals is not None else {}), **kw)
     return _run_calibrate(req, encoder=encoder, progress=progress)
-from normscope.retrieval.calibrator import (LAMBDA_GRID, Calibrator, check_fingerprint, fit_calibrator, keep_stats,
-                                            load_calibrator, ltt_threshold, score_threshold)
-from normscope.table import ModelFingerprint
 
 FP = {"name": "test/lookup", "revision": "planted", "pooling": "none", "dropped_modules": [], "backend": "test",
       "precision": "fp32"}

@@ -102,6 +102,9 @@ def test_permuted_inputs_give_identical_outputs(tmp_path, rng):
     da, db = ra.to_dict(), rb.to_dict()
     for k in ("dataset", "dataset_name"):
         da.pop(k), db.pop(k)
+    for ca, cb in zip(da["claims"], db["claims"]):  # the claims rows name the dataset (folders a and b)
+        for k in ("tested_on", "statistic"):
+            assert (ca.pop(k) or "").replace("(a)", "(b)").replace(" a '", " b '") == (cb.pop(k) or "")
     assert json.dumps(da, sort_keys=True) == json.dumps(db, sort_keys=True)
     pd.testing.assert_frame_equal(ra.per_query.sort_values("query_id").reset_index(drop=True),
                                   rb.per_query.sort_values("query_id").reset_index(drop=True))

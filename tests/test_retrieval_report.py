@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from normscope.report.stages.retrieval import (calibration_claim, calibration_sentences, retrieval_sentences,
-                                               similarity_gain_claim)
+from normscope.report.stages.retrieval import calibration_sentences, retrieval_sentences
+from normscope.retrieval.claims import discrimination_claim as calibration_claim
+from normscope.retrieval.claims import gain_claim as similarity_gain_claim
 
 
 def _summary(rel, rel_ci, strata_p=(0.5,) * 12):
@@ -19,12 +20,13 @@ def _summary(rel, rel_ci, strata_p=(0.5,) * 12):
 
 def test_similarity_gain_claim_verdicts():
     up = similarity_gain_claim(_summary(0.02, [0.012, 0.03], strata_p=(0.01,) + (0.6,) * 11))
-    assert up["verdict"] == "reproduced" and up["measured"] == 0.02 and up["n"] == 300
-    assert "measured +2.00 %" in up["why"] and "1 of 12 differ" in up["why"] and "query_zipf Q1 +3.00 %" in up["why"]
-    flat = similarity_gain_claim(_summary(0.0017, [-0.0047, 0.0088]))
-    assert flat["verdict"] == "inconclusive" and "includes 0" in flat["why"] and "0 of 12" in flat["why"]
+    assert up["verdict"] == "reproduced" and up["measured"] == 0.02 and up["n"] == 300 and up["size"] == "consistent"
+    assert up["beside"] == "paired t p = 0.01" and "1 of 12 differ" in up["why"] and "query_zipf Q1 +3.00 %" in up["why"]
+    flat = similarity_gain_claim(_summary(0.0017, [-0.0047, 0.0088]))  # SciFact: includes 0, below the claimed range
+    assert (flat["verdict"], flat["direction"], flat["size"]) == ("refuted", "inconclusive", "smaller")
+    assert "includes 0" in flat["why"] and "0 of 12" in flat["why"]
     down = similarity_gain_claim(_summary(-0.02, [-0.03, -0.01]))
-    assert down["verdict"] == "refuted"
+    assert down["verdict"] == "refuted" and down["direction"] == "refuted"
     none = similarity_gain_claim({"scorers": {"cosine": {}}})
     assert none["verdict"] == "not testable here" and "not run" in none["why"]
 
@@ -65,6 +67,7 @@ def test_ci_and_paired_test_disagreeing_gives_no_direction():
     s = retrieval_sentences(summ)[0]
     assert "lowers" not in s and "no firm evidence" in s and "p = 0.082" in s
     row = similarity_gain_claim(summ)
-    assert row["verdict"] == "inconclusive" and "does not reject equality (p = 0.082" in row["why"]
+    assert row["direction"] == "inconclusive" and "does not reject equality (p = 0.082" in row["why"]
+    assert row["verdict"] == "refuted" and row["size"] == "smaller"  # whatever its sign, far below +1.2 %
     agree = retrieval_sentences(_summary(-0.04, [-0.08, -0.0001]))[0]  # p = 0.01: direction stated
     assert "lowers test nDCG@10" in agree and "paired p < 0.05" in agree

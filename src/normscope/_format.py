@@ -12,7 +12,7 @@ Two families:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = ["MISSING", "finite", "num", "ci", "pct", "sig3", "count", "fixed", "ci_fixed", "p_value", "p_text", "duration",
            "join_and"]
@@ -54,6 +54,15 @@ def num(x, digits: int = 3) -> str:
     if v != 0 and (abs(v) < 10 ** (-digits) or abs(v) >= 1e5):
         return f"{v:.{digits - 1}e}".replace("-", _MINUS)
     return f"{v:.{digits}f}".replace("-", _MINUS)
+
+
+def claim_figure(c: Mapping) -> str:
+    """This run's figure of a scorecard row with its 95% CI: percentages where the row says so (a gain sized in %),
+    :func:`num` otherwise; :data:`MISSING` without a figure."""
+    if c.get("measured") is None:
+        return MISSING
+    f = (lambda x: f"{100 * x:+.2f} %") if c.get("percent") else num
+    return f(c["measured"]) + (f" [{f(c['ci'][0])}, {f(c['ci'][1])}]" if c.get("ci") else "")
 
 
 def _ends(interval) -> tuple[float, float] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from normscope._io import atomic_path
-from normscope.validate import check_output_path
+from normscope.validate import FIGURE_SUFFIXES, check_output_path
 
 __all__ = ["pyplot", "save_figure"]
 
@@ -26,7 +26,7 @@ def pyplot():
     return plt
 
 
-def save_figure(fig, path: str | Path, *, dpi: float | str | None = 120, format: str = "png",
+def save_figure(fig, path: str | Path, *, dpi: float | str | None = 120, format: str | None = None,
                 bbox_inches: str | None = "tight") -> Path:
     """Save a matplotlib figure atomically and close it (also on failure).
 
@@ -37,8 +37,9 @@ def save_figure(fig, path: str | Path, *, dpi: float | str | None = 120, format:
         Output file; written through :func:`normscope._io.atomic_path`.
     dpi : float, str or None
         Resolution in dots per inch; ``None`` uses matplotlib's ``savefig.dpi`` setting.
-    format : str
-        Image format passed to ``savefig`` (default ``"png"``).
+    format : str, optional
+        Image format passed to ``savefig``; default: the suffix of ``path`` when it is one of
+        :data:`normscope.validate.FIGURE_SUFFIXES` (``.png``, ``.pdf``, ``.svg``), else ``"png"``.
     bbox_inches : str or None
         ``"tight"`` (default) crops to the drawn content; ``None`` keeps the figure size.
 
@@ -53,6 +54,9 @@ def save_figure(fig, path: str | Path, *, dpi: float | str | None = 120, format:
         If ``path``'s directory does not exist or ``path`` is a directory.
     """
     plt = pyplot()
+    if format is None:
+        suffix = Path(path).suffix.lower()
+        format = suffix[1:] if suffix in FIGURE_SUFFIXES else "png"
     try:
         path = check_output_path(path)
         with atomic_path(path) as tmp:

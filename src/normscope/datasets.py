@@ -59,17 +59,28 @@ def data_root_given() -> Path | None:
 def shared_data_dir() -> Path | None:
     """The shared real-data directory, or None when absent.
 
-    Looks at the ``--data`` folder (:func:`data_root`), then ``$NORMSCOPE_DATA``, then
-    ``../shared/data`` relative to the current directory and to the repository root of this
-    source tree.
+    The ``--data`` folder (:func:`set_data_root`) when one was given; otherwise ``$NORMSCOPE_DATA`` when
+    it is set (it must then be a folder: a set but missing or misspelt value is an error, never a silent
+    fall back to another folder); otherwise ``../shared/data`` relative to the current directory, then to
+    the repository root of this source tree.
+
+    Raises
+    ------
+    DataError
+        ``$NORMSCOPE_DATA`` is set but is not a folder.
     """
     root = _ROOT.get()
     if root is not None:
         return root if root.is_dir() else None
     env = os.environ.get("NORMSCOPE_DATA")
-    candidates = [Path(env)] if env else []
-    candidates += [Path.cwd().parent / "shared" / "data", Path(__file__).resolve().parents[3] / "shared" / "data"]
-    for c in candidates:
+    if env:
+        if not Path(env).is_dir():
+            from normscope.errors import DataError
+
+            raise DataError(f"$NORMSCOPE_DATA={env} is not a folder (misspelt or missing?): set it to a data folder "
+                            "or unset it")
+        return Path(env)
+    for c in (Path.cwd().parent / "shared" / "data", Path(__file__).resolve().parents[3] / "shared" / "data"):
         if c.is_dir():
             return c
     return None

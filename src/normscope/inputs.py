@@ -36,8 +36,9 @@ from pathlib import Path
 from normscope.errors import InputError
 
 __all__ = [
-    "read_items", "read_text", "split_lines", "join_title", "detect_format", "check_items", "Junk", "find_junk", "junk_text_reason",
-    "TEXT_SUFFIXES", "FORMATS",
+    "read_items", "read_text", "split_lines", "csv_records", "join_title", "detect_format", "check_items", "Junk", "find_junk", "junk_text_reason",
+    "TEXT_SUFFIXES", "FORMATS", "zero_vector_rows", "ZERO_NORM_FLOOR", "JUNK_ZERO",
+    "collapse_duplicates",
 ]
 
 TEXT_SUFFIXES = (".txt", ".text", ".lines", "")
@@ -152,6 +153,9 @@ def check_items(texts) -> list[str]:
 #: Why an item is junk (the ``reason`` of :class:`Junk`).
 JUNK_EMPTY = "empty after NFKC normalisation and removal of whitespace and invisible format characters"
 JUNK_TOKENS = "tokenizes to special and unknown tokens only"
+#: Vectors whose norm is 0 or below this fraction of the median norm of their set are junk vectors.
+ZERO_NORM_FLOOR = 1e-3
+JUNK_ZERO = f"zero vector (norm 0 or below {ZERO_NORM_FLOOR:g} x the median norm)"
 
 
 def junk_text_reason(text: str) -> str | None:
@@ -179,7 +183,7 @@ class Junk:
     ids : list of str
         Their ids.
     reasons : list of str
-        One of :data:`JUNK_EMPTY`, :data:`JUNK_TOKENS` per item.
+        One of :data:`JUNK_EMPTY`, :data:`JUNK_TOKENS`, :data:`JUNK_ZERO` per item.
     """
 
     index: list[int] = field(default_factory=list)
@@ -205,9 +209,74 @@ class Junk:
         shown = ", ".join(self.ids[:_SHOW]) + (f" (and {self.count - _SHOW} more)" if self.count > _SHOW else "")
         return f"{self.count} junk {what} left out ({'; '.join(sorted(set(self.reasons)))}): ids {shown}"
 
+    def merged(self, index: Sequence[int], ids: Sequence[str], reason: str) -> "Junk":
+        """This junk plus the items at ``index`` (positions in the same input) for ``reason``, by position."""
+        rows = sorted({**{i: (d, r) for i, d, r in zip(self.index, self.ids, self.reasons)},
+                       **{int(i): (str(d), reason) for i, d in zip(index, ids)}}.items())
+        return Junk(index=[i for i, _ in rows], ids=[d for _, (d, _) in rows], reasons=[r for _, (_, r) in rows])
+
     def error(self, what: str = "items") -> InputError:
         """The :class:`InputError` raised when junk is an error (``--junk-error``)."""
         return InputError(self.message(what).replace("left out", "found", 1) + " (drop --junk-error to leave them out)")
+
+
+def collapse_duplicates(keys: Sequence, ids: Sequence[str]) -> tuple[list[int], dict]:
+    """Exact duplicates of ``keys`` (e.g. texts): one position kept per distinct key.
+
+    The copy kept is the one with the smallest id (as a string), so the result does not depend on
+    the input order (per-item outputs stay permutation-equivariant).
+
+    Parameters
+    ----------
+    keys : sequence of hashable, length n
+        What makes two items the same (a text; ``(stratum, text)`` with strata).
+    ids : sequence of str, length n
+
+    Returns
+    -------
+    keep : list of int
+        Positions kept, increasing.
+    info : dict
+        ``count`` (items left out as copies), ``groups`` (distinct keys that had copies),
+        ``ids`` (the left-out ids, at most 20, sorted), ``kept_ids`` (the kept id of the first 20 groups).
+    """
+    best: dict = {}
+    size: dict = {}
+    for pos, (k, i) in enumerate(zip(keys, ids)):
+        size[k] = size.get(k, 0) + 1
+        if k not in best or str(i) < str(ids[best[k]]):
+            best[k] = pos
+    keep = sorted(best.values())
+    kept = set(keep)
+    dropped = sorted(str(ids[p]) for p in range(len(ids)) if p not in kept)
+    groups = [k for k, c in size.items() if c > 1]
+    info = {"count": len(dropped), "groups": len(groups), "ids": dropped[:20],
+            "kept_ids": sorted(str(ids[best[k]]) for k in groups)[:20]}
+    return keep, info
+
+
+def zero_vector_rows(norms):
+    """Positions of the junk (zero) vectors among ``norms``: norm 0, not finite, or below
+    :data:`ZERO_NORM_FLOOR` times the median of the positive norms.
+
+    A zero vector has no direction: cosine scores are 0 (or NaN) against every document, so it would
+    be "ranked" in id order, and its norm is an outlier that moves every correlation. Such vectors come
+    from float16 underflow, placeholder rows of vector stores, or failed encodes.
+
+    Parameters
+    ----------
+    norms : array-like of shape (n,)
+
+    Returns
+    -------
+    ndarray of int64, increasing
+    """
+    import numpy as np
+
+    r = np.asarray(norms, dtype=np.float64)
+    pos = r[np.isfinite(r) & (r > 0)]
+    floor = ZERO_NORM_FLOOR * float(np.median(pos)) if pos.size else np.inf
+    return np.flatnonzero(~np.isfinite(r) | (r <= 0) | (r < floor)).astype(np.int64)
 
 
 def find_junk(texts: Sequence[str], ids: Sequence[str] | None = None, *, tokenizer=None) -> Junk:
@@ -342,25 +411,67 @@ def _parse_jsonl(text: str, path: Path):
 
 
 def _parse_csv(text: str, path: Path):
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    fields = reader.fieldnames or []
+    """Rows of a CSV with a ``text`` column, read by :func:`csv_records` (strict; a text of any length:
+    the model truncates, and the truncation is counted)."""
+    rows = csv_records(text, path)
+    header = next(rows, None)
+    fields = header[1] if header is not None else []
     if "text" not in fields:
         raise InputError(f"{path}: CSV has no 'text' column (columns: {fields})")
+    col = {name: k for k, name in reversed(list(enumerate(fields)))}  # first column of a name, as DictReader
     id_col = "id" if "id" in fields else ("_id" if "_id" in fields else None)
     ids: list[str | None] = []
     texts: list[str] = []
     lines: list[int] = []
-    try:
-        for row in reader:
-            if not any((v or "").strip() for v in row.values() if isinstance(v, str)):
-                continue  # fully blank row
-            value = row.get("text")
-            texts.append(value if isinstance(value, str) else "")
-            ids.append(row.get(id_col) or None if id_col else None)
-            lines.append(reader.line_num)
-    except csv.Error as exc:
-        raise InputError(f"{path}: malformed CSV near line {reader.line_num} ({exc})") from None
+    for start, row in rows:
+        if not any(v.strip() for v in row):
+            continue  # fully blank row
+        if len(row) > len(fields):
+            raise InputError(f"{path}: line {start}: {len(row)} fields but the header has {len(fields)} "
+                             "(an unquoted comma in a text? quote the field)")
+        row = row + [""] * (len(fields) - len(row))
+        texts.append(row[col["text"]])
+        ids.append((row[col[id_col]] or None) if id_col else None)
+        lines.append(start)
     return _fill_ids(ids, lines, path), texts, lines
+
+
+def csv_records(text: str, path: str | Path, *, delimiter: str = ","):
+    """``(line the record starts on, fields)`` of each non-empty record of a CSV text, read strictly.
+
+    The one CSV reader of user files (items, ``--by`` columns, pair files): ``csv.reader(strict=True)``
+    with no field size limit. A quote that is never closed, or closed in the middle of a field, is an
+    :class:`~normscope.errors.InputError` naming the line where that record starts (a lenient reader
+    would silently swallow the rows after it).
+
+    Yields
+    ------
+    (int, list of str)
+    """
+    old_limit = csv.field_size_limit()
+    csv.field_size_limit(2**31 - 1)
+    try:
+        yield from _csv_records(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True), Path(path))
+    finally:
+        csv.field_size_limit(old_limit)
+
+
+def _csv_records(reader, path: Path):
+    """``(line the record starts on, fields)`` of each non-empty record of a strict ``csv.reader``."""
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            if "unexpected end of data" in str(exc):
+                raise InputError(f"{path}: line {start}: a quoted field opened in this record is never closed "
+                                 "(an unterminated quote would swallow every row after it)") from None
+            raise InputError(f"{path}: malformed CSV in the record starting on line {start} ({exc}; a quote inside a "
+                             "quoted field is written twice, \"\")") from None
+        if row:
+            yield start, row
 
 
 def _fill_ids(ids: list[str | None], lines: list[int], path: Path) -> list[str]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from normscope.errors import DataError, InputError
 
-__all__ = ["PairSource", "sample_pair_batches", "beir_pairs", "wordnet_pairs", "file_pairs", "load_pairs"]
+__all__ = ["PairSource", "sample_pair_batches", "beir_pairs", "wordnet_pairs", "file_pairs", "load_pairs", "pair_source_path"]
 
 
 def sample_pair_batches(n_pairs: int, batch_size: int, batches: int, seed: int) -> list[np.ndarray]:
@@ -223,7 +223,13 @@ def file_pairs(path: str | Path, *, delimiter: str | None = None, header: bool |
     name = path.name.removesuffix(".gz")
     if delimiter is None:
         delimiter = "\t" if name.endswith((".tsv", ".txt")) else ","
-    rows = [r for r in csv.reader(io.StringIO(text), delimiter=delimiter) if any(c.strip() for c in r)]
+    if delimiter == "\t":  # tab-separated pairs carry no quoting: a quote is text (it never joins lines)
+        rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
+                if any(c.strip() for c in r)]
+    else:
+        from normscope.inputs import csv_records
+
+        rows = [r for _, r in csv_records(text, path, delimiter=delimiter) if any(c.strip() for c in r)]
     if header is None:  # a header is recognised by its column names only (predictable, unlike sniffing)
         header = bool(rows) and len(rows[0]) >= 2 and all(c.strip().lower() in _HEADER_NAMES for c in rows[0][:2])
     first_line = 1
@@ -245,6 +251,20 @@ def file_pairs(path: str | Path, *, delimiter: str | None = None, header: bool |
     if not left:
         raise InputError(f"pair file {path} has no pairs")
     return PairSource(left, right, name=f"file:{path.name}")
+
+
+def pair_source_path(spec: str) -> Path | None:
+    """The file or directory a pair-source spec of :func:`load_pairs` reads, or None for a dataset name.
+
+    Used to check, before any work, that no output of a command names its pair file.
+    """
+    spec = str(spec)
+    if spec in ("wordnet", "scifact") or spec.startswith(("wordnet:", "scifact:")):
+        return None
+    if spec.startswith("beir:"):
+        rest = spec[5:]
+        return Path(rest.rpartition(":")[0] if rest.count(":") and not Path(rest).is_dir() else rest)
+    return Path(spec)
 
 
 def load_pairs(spec: str) -> PairSource:

@@ -183,6 +183,11 @@ class DifferenceResult:
         Valid rows (ref, a and b finite).
     method : str
         ``"spearman"`` or ``"pearson"``.
+    relative : float
+        ``r(a, ref) / r(b, ref) - 1`` (NaN when ``r(b, ref) <= 0``): the gain relative to ``b``.
+    relative_ci : tuple of float
+        Its percentile interval over the same paired resamples (resamples with ``r(b, ref) <= 0``
+        left out).
     """
 
     delta: float
@@ -192,12 +197,16 @@ class DifferenceResult:
     ci_level: float = 0.95
     ci_method: str = "paired percentile bootstrap: rows resampled with replacement, both correlations on each resample"
     n_boot: int = 2000
+    relative: float = float("nan")
+    relative_ci: tuple[float, float] = (float("nan"), float("nan"))
 
     def to_dict(self) -> dict:
         """JSON-friendly dict (NaN -> None)."""
         d = asdict(self)
         d["delta"] = _f(self.delta)
         d["ci"] = [_f(v) for v in self.ci]
+        d["relative"] = _f(self.relative)
+        d["relative_ci"] = [_f(v) for v in self.relative_ci]
         return d
 
 
@@ -239,10 +248,17 @@ def correlation_difference(ref, a, b, *, method: str = "spearman", n_boot: int =
     _, b, _ = _validate_pairs(ref, b[ok], min_n, names=("ref", "b"))
     n = ref.size
     tr = (lambda v: _sps.rankdata(v, axis=-1)) if method == "spearman" else (lambda v: v)
-    delta = _pearson(tr(a), tr(ref)) - _pearson(tr(b), tr(ref))
+    ra, rb = _pearson(tr(a), tr(ref)), _pearson(tr(b), tr(ref))
     boot = np.empty(n_boot)
+    rel = np.empty(n_boot)
     for s, ii in _boot_chunks(np.random.default_rng(seed), n, n_boot, 3 * n):
         rr = tr(ref[ii])
-        boot[s : s + len(ii)] = _rowwise_pearson(tr(a[ii]), rr) - _rowwise_pearson(tr(b[ii]), rr)
-    return DifferenceResult(delta=delta, ci=_interval(boot, ci) if n_boot else (float("nan"), float("nan")),
-                            n=n, method=method, ci_level=ci, n_boot=n_boot)
+        ba, bb = _rowwise_pearson(tr(a[ii]), rr), _rowwise_pearson(tr(b[ii]), rr)
+        boot[s : s + len(ii)] = ba - bb
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel[s : s + len(ii)] = np.where(bb > 0, ba / bb - 1.0, np.nan)
+    nan2 = (float("nan"), float("nan"))
+    rel_ok = rel[np.isfinite(rel)]
+    return DifferenceResult(delta=ra - rb, ci=_interval(boot, ci) if n_boot else nan2, n=n, method=method, ci_level=ci,
+                            n_boot=n_boot, relative=ra / rb - 1.0 if rb > 0 else float("nan"),
+                            relative_ci=_interval(rel_ok, ci) if rel_ok.size else nan2)

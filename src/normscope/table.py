@@ -53,9 +53,15 @@ def require_raw_norms(norms, what: str = "this analysis") -> None:
     ------
     InputError
         When :func:`norms_look_normalised` holds: the norms carry no information beyond float32
-        rounding, so a correlation, CI or p-value on them would describe rounding noise.
+        rounding, so a correlation, CI or p-value on them would describe rounding noise. Norms that are
+        all bitwise equal are copies of one vector (a repeated text), said so rather than "normalised".
     """
     r = np.asarray(norms, dtype=np.float64)
+    distinct = np.unique(r[np.isfinite(r)])
+    if r.size >= 2 and distinct.size == 1:  # bitwise one value: copies of one vector, not normalisation
+        raise InputError(
+            f"{what} needs norms that differ, but all {r.size} norms are exactly {float(distinct[0]):.6g}: the items "
+            "are copies of one vector (the same text repeated?); give distinct items")
     if r.size >= 2 and norms_look_normalised(r):
         raise InputError(
             f"{what} needs raw (un-normalised) vectors, but every norm is {float(np.median(r)):.6g} within "
@@ -90,6 +96,12 @@ class ModelFingerprint:
     precision : {"fp32", "bf16"}
         Precision of the forward pass (``bf16``: matrix products under ``torch.autocast``); part
         of :attr:`key`, so a bf16 cache entry never serves an fp32 request.
+    config : str
+        ``sha256:<16 hex>`` of the configuration and tokenizer files (``config.json``,
+        ``sentence_bert_config.json``, ``modules.json``, ``tokenizer.json``, ``vocab.txt`` ...) and the
+        effective ``max_seq_length`` (:func:`normscope.encoders.sentence_transformers.config_hash`);
+        ``""`` where nothing but the weights determines the vectors (precomputed files). Part of
+        :attr:`key`: a changed ``max_seq_length`` or tokenizer never serves stale cached vectors.
     """
 
     name: str
@@ -98,6 +110,7 @@ class ModelFingerprint:
     dropped_modules: tuple[str, ...] = ()
     backend: str = "sentence-transformers"
     precision: str = "fp32"
+    config: str = ""
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -113,19 +126,22 @@ class ModelFingerprint:
             dropped_modules=tuple(d.get("dropped_modules", ())),
             backend=str(d.get("backend", "sentence-transformers")),
             precision=str(d.get("precision", "fp32")),
+            config=str(d.get("config", "")),
         )
 
     @property
     def key(self) -> str:
         """Hex sha256 of the canonical JSON form; the cache namespace of this model.
 
-        The default precision ``fp32`` is left out of the hashed form, so fp32 keys equal those of
-        fingerprints written before precision existed (existing caches stay valid); any other
-        precision is hashed in.
+        The default precision ``fp32`` and an empty ``config`` are left out of the hashed form, so
+        such keys equal those of fingerprints written before these fields existed; any other value
+        is hashed in.
         """
         d = self.to_dict()
         if d["precision"] == "fp32":
             del d["precision"]
+        if not d["config"]:
+            del d["config"]
         blob = json.dumps(d, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
 
@@ -209,9 +225,12 @@ class EmbeddingTable:
 
     def summary(self) -> dict:
         """Norm summary: ``n``, ``dim``, ``model``, ``norm_mean/std/min/max`` (float, units of ||z||),
-        ``n_truncated``, ``junk`` (:meth:`Junk.to_dict`), ``normalised`` (:func:`norms_look_normalised`),
-        ``precision`` (of the forward pass) and ``norm_rel_error_vs_fp32`` (None in fp32)."""
+        ``n_truncated``, ``junk`` (:meth:`Junk.to_dict`), ``normalised`` (:func:`norms_look_normalised` over
+        the distinct vectors; None with fewer than two), ``n_distinct`` (distinct vectors: exact copies, e.g.
+        a repeated text, count once), ``precision`` (of the forward pass) and ``norm_rel_error_vs_fp32``
+        (None in fp32)."""
         r = self.norms.astype(np.float64)
+        uniq = np.unique(self.vectors, axis=0, return_index=True)[1] if len(self) else np.empty(0, np.int64)
         return {
             "n": len(self),
             "dim": self.dim,
@@ -223,7 +242,8 @@ class EmbeddingTable:
             "norm_max": float(r.max()) if len(r) else float("nan"),
             "n_truncated": self.n_truncated,
             "junk": self.junk.to_dict(),
-            "normalised": norms_look_normalised(r) if len(r) > 1 else None,
+            "normalised": norms_look_normalised(r[uniq]) if uniq.size > 1 else None,
+            "n_distinct": int(uniq.size),
             "precision": self.fingerprint.precision,
             "norm_rel_error_vs_fp32": self.norm_rel_error_vs_fp32,
         }
@@ -293,6 +313,8 @@ class EmbeddingTable:
 def _vectors_from_arrow(col, path: Path) -> np.ndarray:
     import pyarrow as pa
 
+    if len(col) == 0:
+        raise InputError(f"{path} has no rows")
     col = col.combine_chunks()
     if pa.types.is_fixed_size_list(col.type):
         d = col.type.list_size

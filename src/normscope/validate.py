@@ -13,10 +13,16 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Union
 
 from normscope.errors import InputError, OutputError
 
+PathLike = Union[str, "os.PathLike[str]"]
+
 __all__ = [
+    "check_paths",
+    "OUTPUT_KINDS",
+    "FIGURE_SUFFIXES",
     "check_output_path",
     "check_writable_dir",
     "check_room",
@@ -28,6 +34,145 @@ __all__ = [
     "check_range",
     "check_choice",
 ]
+
+
+#: Figure formats every ``--fig`` writes by its suffix (matplotlib's Agg canvas).
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+
+#: Output kinds of :func:`check_paths` and the suffixes each accepts (None: any name).
+#: ``dir`` is a directory the command writes as a whole and replaces (an index, a BEIR folder,
+#: a shard directory): no input may lie inside it. ``folder`` is a directory the command writes
+#: named files into, created when missing (a report's ``--out``, ``--fig-dir``): give those files as
+#: further outputs; inputs may lie inside it.
+OUTPUT_KINDS: dict[str, tuple[str, ...] | None] = {
+    "table": (".parquet",),
+    "json": (".json",),
+    "figure": FIGURE_SUFFIXES,
+    "png": (".png",),
+    "html": (".html",),
+    "file": None,
+    "dir": None,
+    "folder": None,
+}
+
+_KIND_WHAT = {"table": "the table is written as parquet", "json": "the summary is written as JSON",
+              "figure": "the figure's format follows the suffix", "png": "the figure is written as PNG",
+              "html": "the page is written as HTML"}
+
+
+def _key(path: Path) -> Path:
+    """``path`` made absolute with every symlink of its existing part resolved (the file it would write)."""
+    return Path(os.path.realpath(os.path.abspath(path)))
+
+
+def _same(a: Path, b: Path) -> bool:
+    """The same file: equal after resolving symlinks, or (both existing) the same inode (hard links, bind mounts)."""
+    if _key(a) == _key(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    c, p = _key(child), _key(parent)
+    return c != p and p in c.parents
+
+
+def check_paths(outputs: Iterable[tuple[str, PathLike | None, str]] = (),  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+                inputs: Iterable[tuple[str, PathLike | None]] = ()) -> list[Path]:
+    """One check of a command's paths, before any work: no output lands on an input, outputs are distinct.
+
+    Every command calls this once with every path it will read and write, derived names included
+    (``<stem>_heat_drift.png`` beside ``--fig``, ``<stem>.<model>.png`` for several models, the files a
+    command writes into a ``--fig-dir`` or a report's ``--out``). Checked, in order:
+
+    1. each output's suffix is valid for its kind (:data:`OUTPUT_KINDS`: a table is ``.parquet``, a
+       summary ``.json``, a figure one of :data:`FIGURE_SUFFIXES`);
+    2. each output's place: a file's directory exists and is writable and the file is not a directory
+       (:func:`check_output_path`); a ``dir`` output's parent exists and is writable and it is not a file;
+       a ``folder`` is a writable directory or can be created (a writable parent), and the files named
+       in it are then checked through it;
+    3. all outputs are distinct from each other after resolving symlinks (and, for existing files, by
+       inode: hard links), and no file output lies inside a ``dir`` output that the command replaces;
+    4. no output is an input (same rule) and no input lies inside a ``dir`` output: writing a new file
+       into an input *directory* (beside a BEIR corpus) is allowed; replacing the directory is not.
+
+    Parameters
+    ----------
+    outputs : iterable of (option, path, kind)
+        ``option`` is how the path was given, named in errors (``"--json"``, ``"--fig (heat/drift panel)"``);
+        ``path`` None entries are skipped; ``kind`` is a key of :data:`OUTPUT_KINDS`.
+    inputs : iterable of (option, path)
+        Files or directories the command reads (None skipped; a path that does not exist is still
+        compared, so ``-o`` cannot name an input that is merely missing yet).
+
+    Returns
+    -------
+    list of Path
+        The output paths, in the given order (None entries left out).
+
+    Raises
+    ------
+    InputError
+        A suffix that does not fit the kind, a missing directory, an output that is a directory, two
+        outputs naming one file, an output naming an input or replacing a directory holding one.
+    OutputError
+        A directory that cannot be written (read-only mount, permissions).
+    ValueError
+        An unknown ``kind`` (a programming error, not the user's).
+
+    Examples
+    --------
+    >>> check_paths([("-o/--out", "o.parquet", "table"), ("--json", "o.json", "json")],
+    ...             inputs=[("INPUT", "items.txt")])  # doctest: +SKIP
+    """
+    outs: list[tuple[str, Path, str]] = []
+    for option, path, kind in outputs:
+        if kind not in OUTPUT_KINDS:
+            raise ValueError(f"unknown output kind {kind!r}; choose from {', '.join(OUTPUT_KINDS)}")
+        if path is None:
+            continue
+        outs.append((option, Path(path), kind))
+    ins = [(option, Path(path)) for option, path in inputs if path is not None]
+    for option, path, kind in outs:  # 1. suffixes
+        suffixes = OUTPUT_KINDS[kind]
+        if suffixes is not None and path.suffix.lower() not in suffixes:
+            want = " or ".join(suffixes) if len(suffixes) < 3 else ", ".join(suffixes[:-1]) + " or " + suffixes[-1]
+            raise InputError(f"{option} must be a {want} file ({_KIND_WHAT[kind]}), got '{path}'")
+    made = {_key(p) for _, p, k in outs if k in ("dir", "folder") and not p.exists()}
+    for option, path, kind in outs:  # 2. places
+        if kind in ("dir", "folder"):
+            parent = path.parent if str(path.parent) else Path(".")
+            if path.exists() and not path.is_dir():
+                raise InputError(f"{option} {path} exists and is a file; it names a directory to write")
+            if kind == "folder" and path.is_dir():
+                check_writable_dir(path, option)
+                continue
+            if not parent.is_dir():
+                raise InputError(f"output directory does not exist: {parent}")
+            check_writable_dir(parent, f"{option} {path}")
+        elif _key(path.parent) in made:  # a file in a directory this command creates: checked through it
+            continue
+        else:
+            check_output_path(path, option)
+    for i, (option, path, kind) in enumerate(outs):  # 3. distinct outputs
+        for option2, path2, kind2 in outs[:i]:
+            if _same(path, path2):
+                raise InputError(f"{option2} and {option} name the same file: {path2}"
+                                 if option2 != option else f"{option} is given twice: {path}")
+            if kind2 == "dir" and _inside(path, path2):
+                raise InputError(f"{option} {path} lies inside {option2} {path2}, which is replaced as a whole")
+            if kind == "dir" and _inside(path2, path):
+                raise InputError(f"{option2} {path2} lies inside {option} {path}, which is replaced as a whole")
+    for option, path, kind in outs:  # 4. inputs
+        for option_in, src in ins:
+            if _same(path, src):
+                raise InputError(f"{option} {path} is also the input {option_in}: an output never replaces an input")
+            if kind == "dir" and _inside(src, path):
+                raise InputError(f"{option} {path} holds the input {option_in} ({src}) and would be replaced as a whole")
+    return [p for _, p, _ in outs]
 
 
 def check_output_path(path: str | Path, option: str = "output") -> Path:
@@ -137,7 +282,8 @@ def write_failure(exc: BaseException, path: str | Path, option: str = "output") 
 
     A full disk (ENOSPC), a file size limit (EFBIG), a quota (EDQUOT), a read-only file system
     (EROFS) and missing permissions (EACCES, EPERM) are the user's environment, not a bug; pyarrow
-    and other C++ writers raise them as ``OSError`` without ``errno``, so their message is matched too.
+    and other C++ writers raise them as ``OSError`` without ``errno`` (faiss: ``RuntimeError``), so their
+    message is matched too.
 
     Parameters
     ----------
@@ -157,11 +303,11 @@ def write_failure(exc: BaseException, path: str | Path, option: str = "output") 
         reason = getattr(exc, "reason", None)
         if reason is None:
             return exc
-    elif not isinstance(exc, OSError):
+    elif not isinstance(exc, (OSError, RuntimeError)):  # C++ writers (faiss) raise RuntimeError("... (File too large)")
         return None
     else:
         text = str(exc).lower()
-        if exc.errno in _WRITE_ERRNOS:
+        if getattr(exc, "errno", None) in _WRITE_ERRNOS:
             reason = _reason(exc)
         elif any(t in text for t in _WRITE_TEXTS):
             reason = next(t for t in _WRITE_TEXTS if t in text)
@@ -222,26 +368,20 @@ def check_parquet_out(path: str | Path, option: str = "-o/--out") -> Path:
         The name does not end in ``.parquet`` (the table is always written as parquet, so ``o.csv``
         would hold parquet bytes), or :func:`check_output_path` fails.
     """
-    path = Path(path)
-    if path.suffix.lower() != ".parquet":
-        raise InputError(f"{option} must be a .parquet file (the table is written as parquet), got '{path}'")
-    return check_output_path(path, option)
+    return check_paths([(option, path, "table")])[0]
 
 
 def check_outputs(*, out: str | Path | None = None, json_path: str | Path | None = None) -> None:
     """Check a command's two outputs (``-o`` parquet table, ``--json`` summary) before any work.
 
+    The two-output form of :func:`check_paths` (which also takes the inputs; prefer it).
+
     Raises
     ------
     InputError
-        As :func:`check_parquet_out` / :func:`check_output_path`; also when both name the same file.
+        As :func:`check_paths`: a wrong suffix, a missing directory, both naming the same file.
     """
-    if out is not None:
-        check_parquet_out(out)
-    if json_path is not None:
-        check_output_path(json_path, "--json")
-    if out is not None and json_path is not None and Path(out).resolve() == Path(json_path).resolve():
-        raise InputError(f"-o and --json name the same file: {out}")
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")])
 
 
 def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:

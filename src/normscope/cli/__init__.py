@@ -149,9 +149,12 @@ def _root(
     data: Annotated[Optional[Path], typer.Option("--data", metavar="DIR", help="Data folder searched first for "
                                                  "datasets (also $NORMSCOPE_DATA; default ../shared/data when it "
                                                  "exists); see docs/data.md.")] = None,
+    no_verify: Annotated[bool, typer.Option("--no-verify", help="Use local dataset copies (--data, $NORMSCOPE_DATA, "
+                                            "../shared/data) as they are, without checking them against the "
+                                            "registry's hashes (also $NORMSCOPE_NO_VERIFY=1).")] = False,
 ) -> None:
     """The embedding norm as a measured, theory-backed signal."""
-    set_defaults(offline=True if offline else None, mirror=mirror)
+    set_defaults(offline=True if offline else None, mirror=mirror, verify=False if no_verify else None)
     if data is not None:
         set_data_root(data)
 
@@ -166,6 +169,7 @@ from normscope.cli import retrieval as _retrieval  # noqa: E402,F401
 from normscope.cli import data as _data  # noqa: E402,F401
 from normscope.cli import similarity as _similarity  # noqa: E402,F401
 from normscope.cli import index as _index  # noqa: E402,F401
+from normscope.cli import tokens as _tokens  # noqa: E402,F401
 from normscope.cli import calibrate as _calibrate  # noqa: E402,F401
 
 

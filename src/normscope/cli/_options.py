@@ -29,14 +29,14 @@ def models_of(values: list[str] | None) -> list[str]:
 Model = Annotated[
     str,
     typer.Option("--model", "-m", help="Model: the bundled default, a sentence-transformers dir or hub id, hf:<name>, "
-                 "hf-clip:<name> (CLIP), open_clip:<arch>/<pretrained>, or .npy/.parquet vectors."),
+                 "hf-clip:<name> (CLIP), open_clip:<arch>/<pretrained>, glove:6B-50d, or .npy/.parquet vectors."),
 ]
 Models = Annotated[
     Optional[list[str]],
     typer.Option("--model", "-m", metavar="MODEL", callback=split_list,
                  help="Model (the bundled default, a sentence-transformers dir or hub id, hf:<name>, hf-clip:<name>, "
-                 "open_clip:<arch>/<pretrained>); several (repeated, or a comma list) run each and show them side by "
-                 "side."),
+                 "open_clip:<arch>/<pretrained>, glove:6B-50d); several (repeated, or a comma list) run each and show "
+                 "them side by side."),
 ]
 Device = Annotated[str, typer.Option("--device", help="Torch device (cpu, cuda, cuda:N, mps).")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of every random choice (subsets, batches, resamples).")]

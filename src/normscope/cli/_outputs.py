@@ -14,16 +14,36 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from normscope._format import MISSING
 from normscope._io import write_json
 from normscope._io import write_outputs as _write_set
+from normscope.cli._console import make_console
 from normscope.encoders import model_slug
 from normscope.errors import NormscopeError
+from normscope.validate import check_paths
 
-__all__ = ["Row", "Rows", "write_outputs", "run_models", "write_multi_outputs", "side_by_side", "compare_models"]
+__all__ = ["Row", "Rows", "write_outputs", "run_models", "write_multi_outputs", "side_by_side", "compare_models",
+           "model_figure", "figure_outputs", "print_claim_lines"]
+
+
+
+def model_figure(fig: Path, model: str) -> Path:
+    """The figure of one model in a several-model run: ``<stem>.<model slug><suffix>`` beside ``fig``."""
+    fig = Path(fig)
+    return fig.with_name(f"{fig.stem}.{model_slug(model)}{fig.suffix}")
+
+
+def figure_outputs(fig: Path | None, models, option: str = "--fig") -> list[tuple[str, Path, str]]:
+    """The figure outputs of a run as :func:`normscope.validate.check_paths` rows: ``fig`` itself for one model,
+    one :func:`model_figure` per model for several."""
+    if fig is None:
+        return []
+    models = list(models)
+    if len(models) <= 1:
+        return [(option, Path(fig), "figure")]
+    return [(f"{option} ({m})", model_figure(fig, m), "figure") for m in models]
 
 
 def write_outputs(result, console, *, out: Path | None, json_path: Path | None, fig: Path | None,
@@ -33,6 +53,8 @@ def write_outputs(result, console, *, out: Path | None, json_path: Path | None, 
     Each is written only when its path is given (the paths were checked before any work); the
     written paths are then printed as ``wrote <paths>`` on ``console``.
     """
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"),
+                 ("--fig", fig if plot is not None else None, "figure")])  # distinct before they become dict keys
     _write_set({out: lambda p: result.items.to_parquet(p, index=False),
                 json_path: lambda p: write_json(result.to_dict(), p),
                 fig if plot is not None else None: lambda p: plot(result, p)},
@@ -73,12 +95,13 @@ def write_multi_outputs(results: dict, errors: dict, console, *, out: Path | Non
     figs = {}
     if fig is not None and plot is not None:
         fig = Path(fig)
-        figs = {fig.with_name(f"{fig.stem}.{model_slug(m)}{fig.suffix}"): r for m, r in results.items()}
+        figs = {model_figure(fig, m): r for m, r in results.items()}
 
     def table(p):
         frames = [r.items.assign(model=m) for m, r in results.items()]
         pd.concat(frames, ignore_index=True).to_parquet(p, index=False)
 
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *[("--fig", p, "figure") for p in figs]])
     writers = {out: table if out is not None else None,
                json_path: lambda p: write_json({"models": {m: r.to_dict() for m, r in results.items()},
                                                 "failed_models": errors}, p)}
@@ -170,5 +193,17 @@ def compare_models(models: Sequence[str], call: Callable[[str], object], table: 
         Every model failed (the first model's error).
     """
     results, errors = run_models(models, call, console)
-    Console(width=width).print(side_by_side({m: table(r) for m, r in results.items()}, errors=errors, title=title))
+    make_console(width=width).print(side_by_side({m: table(r) for m, r in results.items()}, errors=errors, title=title))
     write_multi_outputs(results, errors, console, out=out, json_path=json_path, fig=fig, plot=plot)
+
+
+def print_claim_lines(rows: Sequence[dict], console) -> None:
+    """One line per scorecard row a command feeds (its ``--json`` ``claims``): claim, verdict, the two verdicts and
+    the one-line reason (the same rows and words as ``normscope report``)."""
+    from rich.text import Text
+
+    for r in rows or []:  # plain Text: a claim, reason or dataset name is never read as console markup
+        console.print(Text.assemble(f"claim: {r['claim']}: ", (str(r["verdict"]), "bold"),
+                                    f" (direction {r['direction']}, size {r['size']}): {r['reason']}"),
+                      soft_wrap=True, highlight=False)
+

@@ -12,11 +12,12 @@ from rich.table import Table
 
 from normscope._io import write_json, write_outputs
 from normscope.cli import app
+from normscope.cli._console import make_console
 from normscope.cli._options import BatchSize, Device, JsonOut, Precision, Seed, TableOut, split_list
 from normscope.errors import InputError
 from normscope.requests import Embedding, Resampling
 from normscope.requests.retrieval import CalibrateRequest
-from normscope.validate import check_output_path, check_outputs
+from normscope.validate import check_paths
 
 
 def _f(x, spec: str = ".3f") -> str:
@@ -109,11 +110,11 @@ def calibrate(
     from normscope.retrieval.calibrate import run_calibrate  # retrieval/ imports torch and faiss: start-up stays light
     from normscope.retrieval.figures import plot_reliability
 
-    err = Console(stderr=True)
-    check_outputs(out=out, json_path=json_path)
-    for p, opt in ((calibrator_out, "--calibrator"), (fig, "--fig")):
-        if p is not None:
-            check_output_path(p, opt)
+    err = make_console(stderr=True)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), ("--calibrator", calibrator_out, "json"),
+                 ("--fig", fig, "figure")],
+                inputs=[("--dataset", dataset if dataset is not None and Path(dataset).exists() else None), ("--run", run_file),
+                        ("--qrels", qrels), ("--apply", apply)])
     if apply is not None and calibrator_out is not None:
         raise InputError("--apply evaluates an existing calibrator; --calibrator writes a new one: give one of them")
     if apply is not None and signal:
@@ -132,7 +133,7 @@ def calibrate(
                    calibrator_out: lambda p: write_json(res.calibrator, p),
                    fig: lambda p: plot_reliability(panel, p, ncols=1)},
                   options={out: "-o/--out", json_path: "--json", calibrator_out: "--calibrator", fig: "--fig"})
-    print_result(res, Console(width=max(Console().width, 160)), err)
+    print_result(res, make_console(wide=160), err)
     written = [str(p) for p in (calibrator_out, json_path, out, fig) if p is not None]
     if written:
         err.print("wrote " + ", ".join(written), soft_wrap=True, markup=False)

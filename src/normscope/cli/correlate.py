@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from normscope.cli import app
 from normscope._format import MISSING, ci_fixed, fixed
-from normscope.cli._outputs import Row, Rows, compare_models, write_outputs
+from normscope.cli._console import make_console, styled
+from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, write_outputs
 from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed,
                                     TableOut, models_of, split_list)
 from normscope.errors import InputError
@@ -24,7 +24,7 @@ from normscope.requests import Embedding, Resampling
 from normscope.requests.correlate import CorrelateRequest
 from normscope.signals.labels import SIGNALS
 from normscope._format import p_text
-from normscope.validate import check_output_path, check_outputs
+from normscope.validate import check_paths
 
 
 def _p(p, n_perm: int = 0) -> str:
@@ -104,6 +104,8 @@ def correlate(
     out: TableOut = None,
     fig: FigOut = None,
     junk_error: JunkError = False,
+    keep_duplicates: Annotated[bool, typer.Option("--keep-duplicates", help="Keep items whose text repeats another "
+                                                  "item's (default: count each text once and say how many were left out).")] = False,
 ) -> None:
     """Correlate raw embedding norms with a semantic signal (rho, bootstrap CI, permutation p, partial rho)."""
     # signals/ imports torch (the encoders): imported here so that the CLI's start-up stays light
@@ -116,10 +118,11 @@ def correlate(
         signal=signal, n=n, controls=_DEFAULT.controls if control is None else tuple(control), by=by, measure=measure,
         dataset=dataset, subtlex=None if subtlex is None else str(subtlex),
         wordnet=None if wordnet is None else str(wordnet), images=None if images is None else str(images),
-        resampling=Resampling(n_boot=n_boot, n_perm=n_perm, seed=seed))
-    check_outputs(out=out, json_path=json_path)
-    if fig is not None:
-        check_output_path(fig, "--fig")
+        keep_duplicates=keep_duplicates, resampling=Resampling(n_boot=n_boot, n_perm=n_perm, seed=seed))
+    models = models_of(model)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)],
+                inputs=[("--items", items_path), ("--covariate-file", covariate_file), ("--images", images),
+                        ("--subtlex", subtlex), ("--wordnet", wordnet)])
     ids = items = strata = None
     if items_path is not None:
         ids, items = read_items(items_path)
@@ -133,19 +136,18 @@ def correlate(
         return run_correlate(request.replace(embedding=emb), items=items, ids=ids, strata=strata, covariates=cov,
                              progress=True)
 
-    models = models_of(model)
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     if len(models) > 1:
         compare_models(models, call, _table, title=f"norm vs {signal}: {len(models)} models side by side",
                        console=console, out=out, json_path=json_path, fig=fig, plot=plot_signal)
         return
     res = call(models[0])
-    Console().print(_table(res).table())
+    make_console().print(_table(res).table())
     if res.n_missing:
-        console.print(f"[yellow]{res.n_missing} of {res.n_items} items have no {signal} value "
-                      f"(excluded), e.g. {res.missing_examples[:5]}[/]")
+        console.print(styled(f"{res.n_missing} of {res.n_items} items have no {signal} value "
+                             f"(excluded), e.g. {res.missing_examples[:5]}", "yellow"))
     if res.junk and res.junk["count"]:
-        console.print(f"[yellow]{res.junk['count']} junk item(s) left out: ids {', '.join(res.junk['ids'][:5])}[/]")
+        console.print(styled(f"{res.junk['count']} junk item(s) left out: ids {', '.join(res.junk['ids'][:5])}", "yellow"))
     if res.n_truncated:
         console.print(f"{res.n_truncated} item(s) were cut at the model's maximum sequence length; the length "
                       "control counts the tokens the model saw")

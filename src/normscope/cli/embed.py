@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from normscope._format import fixed
 from normscope.cli import app
+from normscope.cli._console import make_console, styled
 from normscope.cli._options import (Address, BatchSize, Device, Engine, JunkError, Model, Precision, TrustRemoteCode,
                                     Workers)
 from normscope.datasets import wordfreq_spec
@@ -40,7 +40,7 @@ def embed(
     ],
     model: Model = DEFAULT_MODEL,
     backend: Annotated[
-        str, typer.Option("--backend", help="auto | sentence-transformers | huggingface | open_clip | hf-clip | precomputed.")
+        str, typer.Option("--backend", help="auto | sentence-transformers | huggingface | open_clip | hf-clip | precomputed | static.")
     ] = "auto",
     pooling: Annotated[Optional[str], typer.Option("--pooling", help="mean | cls (huggingface backend).")] = None,
     batch_size: BatchSize = 64,
@@ -57,7 +57,7 @@ def embed(
     """Embed items with a real model and write raw vectors and norms (-o OUT.parquet is required)."""
     from normscope.engine import embed_input  # imports torch: the CLI's start-up stays light
 
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     top = wordfreq_spec(input)
     summary, _ = embed_input(
         None if top else Path(input),
@@ -112,7 +112,7 @@ def embed(
         rows.append(("junk items left out", f"{junk['count']}: ids {shown}"))
     for k, v in rows:
         tbl.add_row(k, v)
-    Console().print(tbl)
+    make_console().print(tbl)
     for warning in s.warnings or []:
-        console.print(f"[yellow]warning: {warning}[/]")
+        console.print(styled(f"warning: {warning}", "yellow"))
     console.print(f"wrote {out}" + (f" and {json_path}" if json_path else ""))

@@ -13,16 +13,16 @@ from typing import Annotated, Optional
 
 import numpy as np
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from normscope._io import write_json, write_outputs
 from normscope.cli import app
+from normscope.cli._console import make_console
 from normscope.encoders import load_encoder
 from normscope.engine.shards import open_vectors, replace_dir
 from normscope.errors import InputError, ModelError
-from normscope.inputs import read_items
-from normscope.validate import check_output_path, check_outputs
+from normscope.inputs import JUNK_ZERO, Junk, read_items, zero_vector_rows
+from normscope.validate import check_paths, check_room
 from normscope.cli._options import BatchSize, Device, JsonOut, Seed
 
 index_app = typer.Typer(help="Norm-aware faiss indexes (HNSW, IVF, flat) over folded document vectors.",
@@ -68,9 +68,9 @@ def build(
             raise InputError(f"--{name} applies to the {'inverse_norm' if name == 'alpha' else 'power'} scorer, not {scorer}")
     param = given.get(PARAM_NAMES[scorer]) if PARAM_NAMES[scorer] else None
     check_index_out(out)
-    if json_path is not None:
-        check_output_path(json_path, "--json")
+    check_paths([("-o/--out", out, "dir"), ("--json", json_path, "json")], inputs=[("VECTORS", vectors)])
     source = open_vectors(vectors)
+    check_room(out, 4 * len(source) * int(source.dim), "-o/--out")  # the vectors alone, a lower bound
     params = AnnParams(kind=kind, m=m, ef_construction=ef_construction, ef_search=ef_search, nlist=nlist,
                        nprobe=nprobe, train_size=train_size, seed=seed)
     t0 = time.perf_counter()
@@ -80,9 +80,10 @@ def build(
     # staged directory replaces OUT; a failure before that leaves OUT and the JSON as they were
     staging = out.parent / f".{out.name}.staging-{time.time_ns()}"
     try:
-        index.save(staging)
+        index.save(staging, shown=out)
         size = sum(f.stat().st_size for f in staging.iterdir())
         summary = {"index": str(out), "vectors": str(vectors), "kind": kind, "n": len(index.doc_ids),
+                   "junk_documents": index.junk.to_dict(),
                    "dim": index.dim, "scorer": scorer, "param_name": PARAM_NAMES[scorer], "param": param,
                    "params": asdict(index.params), "threads": threads, "build_seconds": build_s, "bytes": size}
         write_outputs({json_path: lambda p: write_json(summary, p)}, options={json_path: "--json"})
@@ -98,8 +99,11 @@ def build(
                  ("build time", f"{build_s:.1f} s ({threads} thread{'s' if threads > 1 else ''})"),
                  ("size on disk", f"{size / 2**20:.1f} MiB")):
         t.add_row(k, v)
-    Console().print(t)
-    Console(stderr=True).print(f"wrote {out}" + (f" and {json_path}" if json_path else ""))
+    make_console().print(t)
+    err = make_console(stderr=True)
+    if index.junk:
+        err.print(index.junk.message("documents"), soft_wrap=True, markup=False, highlight=False)
+    err.print(f"wrote {out}" + (f" and {json_path}" if json_path else ""), soft_wrap=True, markup=False, highlight=False)
 
 
 def _query_vectors(queries: Path, index, batch_size: int, device: str):
@@ -113,7 +117,16 @@ def _query_vectors(queries: Path, index, batch_size: int, device: str):
         if src.fingerprint is not None and index.fingerprint and src.fingerprint.to_dict() != index.fingerprint:
             raise InputError(f"{queries} was embedded with {src.fingerprint.name}, the index with "
                              f"{index.fingerprint['name']} (another model or revision)")
-        return ids, np.concatenate(vecs), None
+        Q = np.concatenate(vecs)
+        if Q.ndim == 2 and Q.shape[1] != index.dim:
+            raise InputError(f"{queries} holds vectors of dimension {Q.shape[1]}, the index {index.dim}: embed the queries "
+                             "with the index's model")
+        zero = zero_vector_rows(np.linalg.norm(Q.astype(np.float64), axis=1))  # junk (zero) queries: listed, never ranked
+        if zero.size == len(ids):
+            raise InputError(f"every one of the {len(ids)} query vectors in {queries} is junk ({JUNK_ZERO})")
+        junk = Junk().merged(zero, [ids[i] for i in zero], JUNK_ZERO)
+        ok = np.setdiff1d(np.arange(len(ids)), zero)
+        return [ids[i] for i in ok], Q[ok], junk.to_dict()
     if not index.fingerprint:
         raise InputError("this index records no model (built from bare vectors): give QUERIES as vectors (.parquet/.npy)")
     from normscope.encoders.embed import embed_texts  # torch: the CLI's start-up stays light
@@ -151,7 +164,8 @@ def search(
     from normscope.retrieval.ann import FoldedAnnIndex, compare_with_exact
     from normscope.retrieval.search import run_to_frame
 
-    check_outputs(out=out, json_path=json_path)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")],
+                inputs=[("INDEX", index_dir), ("QUERIES", queries)])
     index = FoldedAnnIndex.load(index_dir)
     index.set_search(ef_search, nprobe)  # checked (e.g. nprobe <= nlist) before any embedding
     qids, Q, junk = _query_vectors(queries, index, batch_size, device)
@@ -183,7 +197,12 @@ def search(
         t.add_row(f"recall@{k} vs exact", f"{c['recall_at_k']:.4f}")
         t.add_row(f"score ratio@{k} vs exact", f"{c['score_ratio_at_k']:.5f}")
         t.add_row("QPS (faiss call) / exact", f"{c['qps']:.0f} / {c['qps_exact']:.0f} = {c['speedup_vs_exact']:.2f}x")
-    Console().print(t)
+    make_console().print(t)
+    err = make_console(stderr=True)
+    if junk and junk.get("count"):
+        shown = ", ".join(junk["ids"][:5]) + (f" (and {junk['count'] - 5} more)" if junk["count"] > 5 else "")
+        err.print(f"{junk['count']} junk queries left out, not ranked ({'; '.join(junk['reasons'])}): ids {shown}",
+                  soft_wrap=True, markup=False, highlight=False)
     written = [str(p) for p in (out, json_path) if p is not None]
     if written:
-        Console(stderr=True).print("wrote " + ", ".join(written))
+        err.print("wrote " + ", ".join(written), soft_wrap=True, markup=False, highlight=False)

@@ -11,16 +11,17 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from normscope._io import write_json, write_outputs
 from normscope.cli import app
+from normscope.cli._console import make_console, styled
 from normscope.cli._options import Device, FigOut, JsonOut, Seed, TableOut
 from normscope.errors import InputError
+from normscope.pairs import pair_source_path
 from normscope.requests import Resampling
-from normscope.requests.lab import LabRequest, TransformerLabRequest
-from normscope.validate import check_output_path, check_outputs
+from normscope.requests.lab import DecisiveRequest, LabRequest, TransformerLabRequest
+from normscope.validate import check_paths
 
 
 def _fmt(x, spec=".4g"):
@@ -64,6 +65,10 @@ def lab(
     dropout: Annotated[Optional[bool], typer.Option("--dropout/--no-dropout", help="transformer: train with the model's dropout (default off).")] = None,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", min=3, help="transformer: keep pairs whose members have <= this many tokens (default 16).")] = None,
     checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", help="transformer: checkpoint file; resumed when it exists with the same settings.")] = None,
+    design: Annotated[Optional[str], typer.Option("--design", help="transformer: single (continue training --model, default) or decisive (a small BERT trained to stationarity under the theorem's conditions: grid, SGD/momentum/AdamW, snapshot probes, lambda scaling; docs/lab.md).")] = None,
+    size: Annotated[Optional[str], typer.Option("--size", help="--design decisive: full (about an hour on 2 CPU cores, default), report (about a minute, too short to decide) or quick.")] = None,
+    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="--design decisive: the resumable directory (default ./lab_decisive_<size>); a rerun continues there.")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="--design decisive: runs of a phase in parallel processes (default 1; results do not depend on it).")] = None,
     device: Device = "cpu",
     json_path: JsonOut = None,
     out: TableOut = None,
@@ -72,12 +77,19 @@ def lab(
     """Train a contrastive model, track every item's norm, heat and drift, and compare R with R_eq (E7)."""
     if encoder not in ("table", "mlp", "transformer"):
         raise InputError(f"--encoder must be table, mlp or transformer, got {encoder!r}")
-    check_outputs(out=out, json_path=json_path)
-    if fig is not None:
-        check_output_path(fig, "--fig")
+    figs = []
+    if fig is not None:  # --fig and the figures written beside it
+        beside = (("trajectories",) if encoder != "transformer" else
+                  ("trajectories", "lambda_scaling") if design == "decisive" else ("predicted_vs_final",))
+        figs = [("--fig", fig, "figure")] + [(f"--fig ({n})", _beside(fig, n), "figure") for n in beside]
+    probe_file = probe_items if probe_items is not None and not probe_items.isdigit() else None
+    # the checkpoint is this run's own state (read to resume, then rewritten): an output, never another input
+    check_paths([("--json", json_path, "json"), ("-o/--out", out, "table"), ("--checkpoint", checkpoint, "file"), *figs],
+                inputs=[("--pairs", pair_source_path(pairs) if pairs else None), ("--probe-items", probe_file)])
     given = {"--model": model, "--pairs": pairs, "--probe-items": probe_items, "--precision": precision,
              "--batch-size": batch_size, "--tau": tau, "--decay-mask": decay_mask, "--dropout": dropout,
-             "--max-tokens": max_tokens, "--checkpoint": checkpoint, "--n-boot": n_boot}
+             "--max-tokens": max_tokens, "--checkpoint": checkpoint, "--n-boot": n_boot, "--design": design,
+             "--size": size, "--run-dir": run_dir, "--workers": workers}
     if encoder != "transformer":
         bad = [k for k, v in given.items() if v is not None]
         if bad:
@@ -90,6 +102,32 @@ def lab(
     for name, v in (("--dataset", dataset), ("--estimator", estimator), ("--snapshots", snapshots)):
         if v is not None:
             raise InputError(f"{name} applies to --encoder table/mlp only (the transformer lab uses the trajectory estimator)")
+    if model is not None and design != "decisive":
+        from normscope.encoders import resolve_backend
+
+        if resolve_backend(model)[0] == "static":  # GloVe: no network to train or differentiate
+            from normscope.encoders.glove import static_refusal
+
+            raise static_refusal(model)
+    if design not in (None, "single", "decisive"):
+        raise InputError(f"--design must be single or decisive, got {design!r}")
+    decisive_only = {"--size": size, "--run-dir": run_dir, "--workers": workers}
+    if design == "decisive":
+        single_only = {k: v for k, v in given.items()
+                       if k not in ("--pairs", "--probe-items", "--design", *decisive_only)}
+        single_only.update({"--optimizer": None if optimizer == "sgd" else optimizer, "--lr": lr,
+                            "--weight-decay": weight_decay, "--steps": steps, "--burn-in": burn_in,
+                            "--probe-batches": probe_batches})
+        bad = [k for k, v in single_only.items() if v is not None]
+        if bad:
+            raise InputError(f"{bad[0]} applies to --design single only (the decisive design sets its own runs)")
+        request = DecisiveRequest(size=size or "full", pairs=pairs or "wordnet", seed=seed, device=device,
+                                  workers=workers or 1, probe_items=None if probe_items is None else (
+                                      int(probe_items) if probe_items.isdigit() else probe_items))
+        return _decisive(request, run_dir=run_dir, json_path=json_path, out=out, fig=fig)
+    bad = [k for k, v in decisive_only.items() if v is not None]
+    if bad:
+        raise InputError(f"{bad[0]} applies to --design decisive only")
     given = {k: v for k, v in dict(
         model=model, pairs=pairs, optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps, burn_in=burn_in,
         probe_batches=probe_batches, precision=precision, batch_size=batch_size, tau=tau, decay_mask=decay_mask,
@@ -113,8 +151,8 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
                json_path, out, fig) -> None:
     from normscope.lab import plot_predicted_vs_observed, plot_trajectories, run_lab  # torch: start-up stays light
 
-    console = Console()
-    err = Console(stderr=True)
+    console = make_console()
+    err = make_console(stderr=True)
     res = run_lab(LabRequest(encoder=encoder, dataset=data, optimizer=optimizer, lr=lr, weight_decay=weight_decay,
                              steps=steps, burn_in=burn_in, seed=seed, estimator=estimator, snapshots=snapshots,
                              probe_batches=probe_batches), progress=True)
@@ -144,15 +182,15 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
     g = res.gate
     verdict = "passed" if g["passed"] else "not passed"
     console.print(f"docs/theory.md 7A gate, defined for SGD (mean|rel| <= {g['mean_abs_rel_error']}, |median| <= {g['abs_median_rel_error']}, "
-                  f"Pearson >= {g['pearson']}): [bold]{verdict}[/]")
+                  f"Pearson >= {g['pearson']}):", styled(verdict, "bold"))
     if not res.sgd_formula_expected:
-        console.print("[yellow]note:[/] AdamW: the SGD form of Theorem 1 is NOT expected to hold (docs/theory.md C3); "
+        console.print(styled("note:", "yellow"), "AdamW: the SGD form of Theorem 1 is NOT expected to hold (docs/theory.md C3); "
                       "read these figures as a measurement, not a test of the theorem")
     elif res.optimizer == "momentum" and res.estimator == "snapshot":
-        console.print("[yellow]note:[/] momentum: the SGD formula is used with the (E12) heat correction "
+        console.print(styled("note:", "yellow"), "momentum: the SGD formula is used with the (E12) heat correction "
                       "Sigma^2/(1-beta)^2; the drift correction 1/(1-beta) is untested in docs/theory.md")
     for c in res.caveats:
-        console.print(f"[yellow]caveat:[/] {c}")
+        console.print(styled("caveat:", "yellow"), c)
     tm = res.timings
     console.print(f"wall time {tm['wall_s']:.1f} s ({tm['steps_per_s']:.0f} training steps/s with tracking)")
     written = _write(res, json_path, out)
@@ -160,15 +198,15 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
         written.append(plot_predicted_vs_observed(res, fig))
         written.append(plot_trajectories(res, _beside(fig, "trajectories")))
     if written:
-        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
+        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True, markup=False)
     err.print(f"done in {tm['wall_s']:.1f} s")
 
 
 def _transformer_lab(request, *, checkpoint, json_path, out, fig) -> None:
     from normscope.lab import plot_predicted_vs_final, plot_transformer_trajectories, run_transformer_lab  # torch
 
-    console = Console()
-    err = Console(stderr=True)
+    console = make_console()
+    err = make_console(stderr=True)
     res = run_transformer_lab(request, checkpoint=checkpoint, progress=True)
     t = Table(title=(f"transformer lab: {res.model} | {res.optimizer} eta={res.lr:g} lambda={res.weight_decay:g} | "
                      f"{res.steps} steps, B={res.batch_size}, tau={res.tau:g}, decay mask {res.decay_mask}, "
@@ -204,7 +242,7 @@ def _transformer_lab(request, *, checkpoint, json_path, out, fig) -> None:
     if res.pearson_final_vs_req_trajectory_reason:
         console.print(f"stationary check not computed: {res.pearson_final_vs_req_trajectory_reason}")
     for c in res.caveats:
-        console.print(f"[yellow]caveat:[/] {c}")
+        console.print(styled("caveat:", "yellow"), c)
     tm = res.timings
     if tm.get("s_per_step") is not None:
         console.print(f"{tm['s_per_step']:.3f} s per step with tracking ({tm['steps_run']} steps run here), "
@@ -214,5 +252,73 @@ def _transformer_lab(request, *, checkpoint, json_path, out, fig) -> None:
         written.append(plot_transformer_trajectories(res, fig))
         written.append(plot_predicted_vs_final(res, _beside(fig, "predicted_vs_final")))
     if written:
-        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
+        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True, markup=False)
     err.print(f"done in {tm['wall_s']:.1f} s")
+
+
+def _decisive(request: DecisiveRequest, *, run_dir, json_path, out, fig) -> None:
+    from normscope.lab import run_decisive_design  # torch: start-up stays light
+    from normscope.lab.decisive_figures import plot_decisive_prediction, plot_decisive_trajectories, plot_lambda_scaling
+
+    console = make_console()
+    err = make_console(stderr=True)
+    run_dir = Path(run_dir) if run_dir is not None else Path(f"lab_decisive_{request.size}")
+    err.print(f"decisive design '{request.size}' in {run_dir} (a rerun continues there)", soft_wrap=True, markup=False)
+    res = run_decisive_design(directory=run_dir, **request.run_kwargs(), progress=True)
+    d = res.to_dict()
+    enc = res.encoder or {}
+    console.print(f"encoder: BERT hidden {enc['config']['hidden']}, {enc['config']['layers']} layers; AdamW "
+                  f"{enc['pretrain']['steps']:,} steps; held-out top-1 accuracy {enc['heldout_accuracy']:.3f}"
+                  f"{_ci(enc['heldout_accuracy_ci'])} among {enc['n_eval']} (chance {enc['chance']:.4f})", markup=False)
+    g = Table(title=f"eta/lambda grid (SGD, mask {res.decay_mask}); selected: eta={res.selected['eta']:g}, "
+                    f"lambda={res.selected['lambda']:.4g} ({res.selected['rule']})")
+    for col in ("eta", "lambda", "eta*lambda", "mask", "relaxation (steps)", "steps", "label", "loss", "accuracy", "mean R"):
+        g.add_column(col, justify="right")
+    for r in res.grid:
+        g.add_row(f"{r['eta']:g}", f"{r['lambda']:.4g}", f"{r['eta_lambda']:.2g}", r["mask"], _fmt(r["relaxation_steps"], ".0f"),
+                  str(r["steps"]), r["label"], _fmt(r["loss_window"], ".3f"), _fmt(r["accuracy_end"], ".3f"),
+                  _fmt(r["mean_r_window"], ".3f"))
+    console.print(g)
+    t = Table(title="base runs: stationarity and the prediction with no fitted constant (R_eq (E7) vs time-averaged R)")
+    for col in ("optimizer", "eta", "lambda", "relaxations", "label", "mean |rel|", "Pearson", "Spearman",
+                "null p (mean |rel|)", "heat share"):
+        t.add_column(col, justify="right")
+    for opt, b in (res.base or {}).items():
+        pr = b.get("prediction") or {}
+        st, ci, nl = pr.get("stats") or {}, pr.get("ci") or {}, pr.get("null") or {}
+        t.add_row(opt, f"{b['eta']:g}", f"{b['lambda']:.4g}", _fmt(b["relaxations"], ".3g"), b["label"],
+                  _fmt(st.get("mean_abs_rel_error"), ".3f") + _ci(ci.get("mean_abs_rel_error")),
+                  _fmt(st.get("pearson"), ".3f") + _ci(ci.get("pearson")),
+                  _fmt(st.get("spearman"), ".3f") + _ci(ci.get("spearman")),
+                  _fmt((nl.get("mean_abs_rel_error") or {}).get("p"), ".3g"),
+                  _fmt((b.get("trajectory") or {}).get("heat_share"), ".3g"))
+    console.print(t)
+    s = Table(title="lambda scaling at fixed eta: slope of log R-bar on log lambda (predicted before the scaled runs)")
+    for col in ("optimizer", "lambdas", "slope [95% CI]", "predicted", "labels"):
+        s.add_column(col, justify="right")
+    for opt, sc in (res.scaling or {}).items():
+        f = sc["fit"]
+        s.add_row(opt, ", ".join(f"{r['lambda']:.3g}" for r in sc["runs"]), f"{f['slope']:.3f}" + _ci(f["ci"]),
+                  _fmt((sc["prediction"] or {}).get("exponent"), ".3f"), ", ".join(r["label"] for r in sc["runs"]))
+    console.print(s)
+    nd = res.nodecay
+    if nd:
+        console.print(f"no decay (SGD, {nd['steps']} steps from the SGD base run's end): R_end/R_start {nd['ratio']:.4f}"
+                      f"{_ci(nd['ci'])}, {nd['fraction_grew']:.0%} of items grew; initial rate of mean R^2 "
+                      f"{_fmt(nd['initial_rate_of_mean_r2'], '.3g')} per step vs predicted "
+                      f"{_fmt(nd['predicted_initial_rate'], '.3g')}", markup=False)
+    row = res.claim or {}
+    console.print(f"scorecard (theorem1_transformer): {row.get('verdict')}: {row.get('why')}", markup=False)
+    for c in res.caveats:
+        console.print(styled("caveat:", "yellow"), c)
+    written = write_outputs({json_path: lambda p: write_json({**d, "timings": res.timings}, p),
+                             out: lambda p: res.items.to_parquet(p, index=False)},
+                            options={json_path: "--json", out: "-o/--out"})
+    if fig is not None:  # --fig: the prediction; the trajectories and the lambda scaling beside it
+        written.append(plot_decisive_prediction(d, fig))
+        written.append(plot_decisive_trajectories(d, _beside(fig, "trajectories")))
+        written.append(plot_lambda_scaling(d, _beside(fig, "lambda_scaling")))
+    if written:
+        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
+    tm = res.timings
+    err.print(f"done in {tm['wall_s']:.1f} s ({tm['cpu_s']:.1f} s CPU in this process; runs: {tm['runs_cpu_s']:.1f} s CPU)")

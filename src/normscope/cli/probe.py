@@ -9,11 +9,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from normscope._format import ci_fixed, count, fixed
+from normscope._format import ci_fixed, count, fixed, p_text
 from normscope.cli import app
-from normscope.cli._outputs import Row, Rows, compare_models, write_outputs
-from normscope.encoders import load_encoder, model_slug, resolve_backend
-from normscope.validate import check_output_path, check_outputs
+from normscope.cli._console import make_console, styled
+from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, model_figure, write_outputs
+from normscope.encoders import load_encoder, resolve_backend
+from normscope.validate import check_paths
 from normscope.cli._options import (Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed, TableOut,
                                     TrustRemoteCode, models_of)
 from normscope.datasets import wordfreq_spec, wordfreq_words
@@ -41,6 +42,11 @@ def load_probe_items(spec: str) -> tuple[list[str], list[str]]:
         texts = wordfreq_words(n)
         return [str(i) for i in range(len(texts))], texts
     return read_items(spec)
+
+
+def heat_drift_path(fig: Path) -> Path:
+    """The heat/drift panel written beside a probe figure: ``<stem>_heat_drift.png``."""
+    return Path(fig).with_name(f"{Path(fig).stem}_heat_drift.png")
 
 
 def _probe_table(res) -> Rows:
@@ -73,9 +79,21 @@ def print_probe(res, console: Console) -> None:
     console.print(f"heat cancelled by D2 (median): {fixed(res.heat_cancelled_by_d2, '.2f')} | q<0: {res.n_negative_q} | "
                   f"lambda_rad/lambda<0: {res.n_negative_lambda_rad} | c_fit: {fixed(res.c_fit, '.3g')} | "
                   f"junk left out: {res.junk['count']} | truncated: {count(res.n_truncated)}")
+    b = res.balance or {}
+    if (b.get("statistics") or {}).get("dispersion") is not None:
+        st, null = b["statistics"], (b.get("null") or {}).get("dispersion") or {}
+        console.print(f"Theorem 1's requirement q(x) = c: dispersion mean |q/c_fit - 1| = {st['dispersion']:.3g} "
+                      f"(permutation null mean {null.get('mean', float('nan')):.3g}, "
+                      f"{p_text((b.get('p_below') or {}).get('dispersion'), int(b.get('n_perm') or 0))} below); "
+                      f"q < 0: {st['share_negative_q']:.1%} of items; heat share of the balance {st['heat_share']:.2%}",
+                      soft_wrap=True, highlight=False)
     console.print(f"weight decay: {res.weight_decay_source}")
+    so = res.second_order or {}
+    chk = so.get("check")
+    console.print(f"D2 second-order term: {so.get('description')}"
+                  + (f"; float64 check ({chk['items']} items): max {chk['max_rel_diff']:.1e} of mean |D2|" if chk else ""))
     for c in res.caveats:
-        console.print(f"[yellow]caveat:[/] {c}")
+        console.print(styled("caveat:", "yellow"), c)
 
 
 _DEFAULT = ProbeRequest()
@@ -92,7 +110,8 @@ def probe(
     weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="What-if weight decay lambda (the user's value, not the checkpoint's). Default: the checkpoint's training value when known and > 0; otherwise lambda_rad, q/c and R_eq(lambda_rad) are not computed.")] = None,
     tau: Annotated[Optional[float], typer.Option("--tau", help="InfoNCE temperature (default: the temperature the checkpoint stores (CLIP), else its known training value, else 0.05).")] = None,
     decay_mask: Annotated[str, typer.Option("--decay-mask", help="matrices (ndim>=2, no biases/LayerNorm) or all.")] = _DEFAULT.decay_mask,
-    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences: float64 (a float64 copy, step 3e-3) or float32 (step 1e-2, with a float64 spot check); auto = float64.")] = _DEFAULT.fd_dtype,
+    second_order: Annotated[str, typer.Option("--second-order", help="Second-order radial term of D2: jvp (forward-over-forward AD, exact, checked against float64 differences on one chunk), fd (finite differences, --fd-dtype), auto = jvp where the model supports it, else fd.")] = _DEFAULT.second_order,
+    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences when used: float64 (a float64 copy, step 3e-3) or float32 (step 1e-2, with a float64 spot check); auto = float64.")] = _DEFAULT.fd_dtype,
     chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Most probe items per JVP chunk.")] = _DEFAULT.chunk_size,
     n_boot: NBoot = _DEFAULT.resampling.n_boot,
     seed: Seed = _DEFAULT.resampling.seed,
@@ -105,33 +124,42 @@ def probe(
     trust_remote_code: TrustRemoteCode = False,
 ) -> None:
     """Estimate heat and radial drift per item by virtual SGD steps and compare R_eq with the norm."""
-    from normscope.pairs import load_pairs  # pairs/ and probes/ import torch: the CLI's start-up stays light
+    from normscope.pairs import load_pairs, pair_source_path  # pairs/ and probes/ import torch: start-up stays light
     from normscope.probes import plot_heat_drift, plot_predicted_vs_observed, run_probe
 
-    check_outputs(out=out, json_path=json_path)
-    if fig is not None:
-        check_output_path(fig, "--fig")
+    models = models_of(model)
+    figs = figure_outputs(fig, models)
+    panels = [(f"{o} (heat/drift panel)", heat_drift_path(p), "png") for o, p, _ in figs]
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figs, *panels],
+                inputs=[("ITEMS", None if items.startswith("wordfreq:") else items), ("--pairs", pair_source_path(pairs))])
     request = ProbeRequest(batch_size=batch_size, batches=batches, tau=tau, lr=lr, weight_decay=weight_decay,
-                           decay_mask=decay_mask, chunk_size=chunk_size, fd_dtype=fd_dtype,
+                           decay_mask=decay_mask, chunk_size=chunk_size, second_order=second_order, fd_dtype=fd_dtype,
                            junk="error" if junk_error else "drop", precision=precision,
                            resampling=Resampling(n_boot=n_boot, seed=seed))  # checked before any model or data
-    models = models_of(model)
     for m in models:
         if resolve_backend(m)[0] == "precomputed":
             raise InputError(f"--model {m}: precomputed vectors cannot be probed (the probe differentiates the model's weights); give a model")
-    console = Console(stderr=True)
+        if resolve_backend(m)[0] == "static":  # GloVe: no network to differentiate
+            from normscope.encoders.glove import static_refusal
+
+            raise static_refusal(m)
+    console = make_console(stderr=True)
     if len(models) == 1:
         load_encoder(models[0], device=device, trust_remote_code=trust_remote_code)  # a bad model fails before the items load
     ids, texts = load_probe_items(items)
     pair_source = load_pairs(pairs)
 
+    names: dict[int, str] = {}  # result -> the --model it came from (its figure's name)
+
     def call(m):
         encoder = load_encoder(m, device=device, trust_remote_code=trust_remote_code)
-        return run_probe(encoder, texts, pair_source, request, ids=ids, progress=True)
+        res = run_probe(encoder, texts, pair_source, request, ids=ids, progress=True)
+        names[id(res)] = m
+        return res
 
-    def plot(result, path):  # the heat/drift panels go beside --fig (one per model when several)
-        part = f".{model_slug(result.model)}" if len(models) > 1 else ""
-        plot_heat_drift(result, Path(fig).with_name(f"{Path(fig).stem}{part}_heat_drift.png"))
+    def plot(result, path):  # the heat/drift panel goes beside each figure (one per model when several)
+        final = Path(fig) if len(models) == 1 else model_figure(fig, names[id(result)])
+        plot_heat_drift(result, heat_drift_path(final))
         return plot_predicted_vs_observed(result, path)
 
     if len(models) > 1:

@@ -10,13 +10,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from normscope._format import MISSING, ci_fixed, fixed, p_value
+from normscope._format import MISSING, ci_fixed, fixed, p_text, p_value
 from normscope.cli import app
 from normscope._io import write_json, write_outputs
-from normscope.cli._outputs import Row, Rows, compare_models
+from normscope.cli._console import make_console
+from normscope.cli._outputs import Row, Rows, compare_models, print_claim_lines
 from normscope.requests import Embedding, Resampling
 from normscope.requests.retrieval import RetrievalRequest
-from normscope.validate import check_outputs
+from normscope.validate import check_paths
 from normscope.cli._options import (Address, BatchSize, Device, Engine, JsonOut, JunkError, Models, Precision, Seed,
                                     TableOut, Workers, models_of, split_list)
 
@@ -39,10 +40,12 @@ def _scorer_table(res) -> Rows:
     from normscope.retrieval.result import SCORER_LABELS  # retrieval/ imports torch and faiss: start-up stays light
 
     keys = ("ndcg@10", "mrr@10", "recall@100", "delta", "delta_ci", "relative", "p_value", "p_value_randomization")
+    n_perm = int((res.significance or {}).get("n_permutations") or 0)
     rows = tuple(Row(f"scorers.{name}", name, (
         _param_text(r), _fitted_text(r), fixed(r["ndcg@10"]), fixed(r["mrr@10"]), fixed(r["recall@100"]),
         fixed(r["delta"]), ci_fixed(r["delta_ci"], ".4f"), MISSING if r["relative"] is None else f"{100 * r['relative']:+.2f} %",
-        p_value(r["p_value"]), p_value(r["p_value_randomization"]))) for name, r in res.scorers.items())
+        p_value(r["p_value"]), MISSING if r["p_value_randomization"] is None
+        else p_text(r["p_value_randomization"], n_perm).removeprefix("p = "))) for name, r in res.scorers.items())
     return Rows(f"{res.dataset_name} / {res.split} ({res.n_queries['eval']} queries, {res.n_docs} docs); "
                 f"parameters fitted on {res.fit_split}; {res.relevance} relevance",
                 ("scorer", "parameter", "fitted?", *[SCORER_LABELS[k] for k in keys]), rows)
@@ -120,6 +123,12 @@ def retrieval(
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Evaluate inverse_norm at this fixed alpha (not fitted), e.g. a paper's setting.")] = None,
     beta: Annotated[Optional[float], typer.Option("--beta", help="Evaluate power at this fixed beta (not fitted).")] = None,
     relevance: Annotated[str, typer.Option("--relevance", help="graded (nDCG gains are the judgement scores, as BEIR) or binary (score >= 1 counts 1).")] = _DEFAULT.relevance,
+    grade_scale: Annotated[int, typer.Option("--grade-scale", min=1, help="Read every relevance grade times this factor "
+                                             "(qrels such as 0.5 / 1.5 are refused otherwise, with the line named; "
+                                             "nDCG is unchanged by a common scale).")] = _DEFAULT.grade_scale,
+    dedupe_docs: Annotated[bool, typer.Option("--dedupe-docs", help="Count each distinct document text once (copies "
+                                              "collapse to the smallest id, judged with their highest grade); without "
+                                              "it, duplicates are kept and counted in a warning.")] = _DEFAULT.dedupe_docs,
     ignore_identical_ids: Annotated[bool, typer.Option("--ignore-identical-ids/--keep-identical-ids", help="Leave out a document whose id equals the query id (BEIR's default).")] = _DEFAULT.ignore_identical_ids,
     junk_error: JunkError = False,
     max_docs: Annotated[Optional[int], typer.Option("--max-docs", min=2, help="Subsample the corpus (documents relevant to kept queries stay).")] = None,
@@ -139,8 +148,9 @@ def retrieval(
     pre-specified strata), and calibrate confidence signals of the cosine top-1."""
     from normscope.retrieval import run_retrieval  # torch and faiss: the CLI's start-up stays light
 
-    err = Console(stderr=True)
-    check_outputs(out=out, json_path=json_path)
+    err = make_console(stderr=True)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")],
+                inputs=[("--dataset", dataset if Path(dataset).exists() else None)])
     scorers = list(scorer or _DEFAULT.scorers)
     params = {}
     for name, value in (("inverse_norm", alpha), ("power", beta)):
@@ -150,7 +160,8 @@ def retrieval(
                 scorers.append(name)
     request = RetrievalRequest(
         dataset=dataset, scorers=tuple(scorers), fit_split=fit_split, split=split,
-        params=tuple(params.items()), relevance=relevance, ignore_identical_ids=ignore_identical_ids,
+        params=tuple(params.items()), relevance=relevance, grade_scale=grade_scale, dedupe_docs=dedupe_docs,
+        ignore_identical_ids=ignore_identical_ids,
         max_docs=max_docs, max_queries=max_queries, engine=engine, address=address, workers=workers,
         resampling=Resampling(n_boot=n_boot, n_perm=_DEFAULT.resampling.n_perm, seed=seed))
 
@@ -162,12 +173,13 @@ def retrieval(
     models = models_of(model)
     if len(models) > 1:
         compare_models(models, call, _scorer_table, title=f"{Path(str(dataset)).name}: {len(models)} models side by side",
-                       console=err, out=out, json_path=json_path, width=max(Console().width, 160))
+                       console=err, out=out, json_path=json_path, width=160)
         return
     res = call(models[0])
     write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p)},
                   options={out: "-o/--out", json_path: "--json"})
-    print_result(res, Console(width=max(Console().width, 160)), err)
+    print_result(res, make_console(wide=160), err)
+    print_claim_lines(res.claims, err)
     written = [str(p) for p in (json_path, out) if p is not None]
     if written:
         err.print("wrote " + ", ".join(written), soft_wrap=True, markup=False)
@@ -184,6 +196,6 @@ def beir_convert(
     from normscope.retrieval.trec import convert_trec  # retrieval/ imports torch and faiss: start-up stays light
 
     info = convert_trec(src, out, queries=queries, qrels=qrels)
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     err.print(f"{info['n_docs']:,} documents, {info['n_queries']:,} queries, judged queries per split "
               f"{info['splits']}; wrote {out}", soft_wrap=True, markup=False)

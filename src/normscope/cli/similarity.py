@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from normscope.cli import app
 from normscope._format import MISSING, ci_fixed, fixed
-from normscope.cli._outputs import Row, Rows, compare_models, write_outputs
+from normscope.cli._console import make_console, styled
+from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, print_claim_lines, write_outputs
 from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed,
                                     TableOut, models_of, split_list)
 from normscope.data import dataset_path
 from normscope.requests import Embedding, Resampling
 from normscope.requests.similarity import SimilarityRequest
-from normscope.validate import check_output_path, check_outputs
+from normscope.validate import check_paths
 
 
 def _f(v) -> str:
@@ -64,15 +64,20 @@ def similarity(
     out: TableOut = None,
     fig: FigOut = None,
     junk_error: JunkError = False,
+    keep_duplicates: Annotated[bool, typer.Option("--keep-duplicates", help="Keep pairs that repeat another pair (same "
+                                                  "texts and score; default: count each once and say how many were left out).")] = False,
+    whiten: Annotated[Optional[list[str]], typer.Option("--whiten", callback=split_list, help="zipf, uniform (repeatable or a comma list). Also score the pairs by the cosine of whitened vectors (Zipfian whitening, Yokoi et al. 2024: mean and covariance weighted by word frequency; or uniform), fitted on --whiten-vocab wordfreq words, never on the pairs.")] = None,
+    whiten_vocab: Annotated[int, typer.Option("--whiten-vocab", min=2, help="Words of the whitening vocabulary: the top-N alphabetic English words of wordfreq, embedded by the model.")] = _DEFAULT.whiten_vocab,
 ) -> None:
     """Score human-rated pairs with norm-aware similarities fitted on other pairs; Spearman, Pearson, gain over cosine."""
     from normscope.similarity import plot_similarity, run_similarity  # torch: start-up stays light
 
-    check_outputs(out=out, json_path=json_path)
-    if fig is not None:
-        check_output_path(fig, "--fig")
+    models = models_of(model)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)],
+                inputs=[("--dataset", dataset), ("--fit", fit)])
     request = SimilarityRequest(dataset=dataset, fit=None if fit is None else str(fit),
                                 scorers=tuple(scorer) if scorer else _DEFAULT.scorers, fmt=fmt, fit_format=fit_format,
+                                keep_duplicates=keep_duplicates, whiten=tuple(whiten or ()), whiten_vocab=whiten_vocab,
                                 resampling=Resampling(n_boot=n_boot, seed=seed))
     dataset = dataset_path(dataset)  # found (or fetched) once, before any model runs
 
@@ -81,19 +86,19 @@ def similarity(
                         junk="error" if junk_error else "drop")
         return run_similarity(request.replace(dataset=str(dataset), embedding=emb), progress=True)
 
-    models = models_of(model)
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     if len(models) > 1:
         compare_models(models, call, _table, title=f"{Path(dataset).name}: {len(models)} models side by side",
                        console=console, out=out, json_path=json_path, fig=fig, plot=plot_similarity)
         return
     res = call(models[0])
-    Console().print(_table(res).table())
+    make_console().print(_table(res).table())
     if res.junk and res.junk["count"]:
-        console.print(f"[yellow]{res.junk['count']} junk text(s) left out with their {res.n_pairs_junk} evaluated "
-                      f"pair(s): {', '.join(res.junk['ids'][:5])}[/]")
+        console.print(styled(f"{res.junk['count']} junk text(s) left out with their {res.n_pairs_junk} evaluated "
+                             f"pair(s): {', '.join(res.junk['ids'][:5])}", "yellow"))
     if res.n_truncated:
         console.print(f"{res.n_truncated} text(s) were cut at the model's maximum sequence length")
     for note in res.notes:
         console.print(f"note: {note}")
+    print_claim_lines(res.claims, console)
     write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot_similarity)

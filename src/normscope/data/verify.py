@@ -20,7 +20,7 @@ from pathlib import Path
 from normscope.data.registry import Dataset
 from normscope.errors import DataError
 
-__all__ = ["verify", "sha256_file"]
+__all__ = ["verify", "sha256_file", "check_hashes", "verify_copy", "VERIFIED_FILE"]
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
@@ -237,3 +237,97 @@ def verify(ds: Dataset, folder: Path) -> dict:
             raise
         raise DataError(f"content check failed: {type(exc).__name__}: {exc}") from None
     return {"sha256": hashed, "content": facts}
+
+
+# ------------------------------------------------------------------------------ local copies, once
+#: Record of the local copies already verified, in normscope's cache folder: ``{copy folder: {"dataset",
+#: "files": {path: [size, mtime_ns]}, "checked"}}``. A copy is verified again when any file changed.
+VERIFIED_FILE = "verified-data.json"
+
+
+def _signature(folder: Path) -> dict[str, list[int]]:
+    """``{relative path: [size, mtime_ns]}`` of every file under ``folder`` (what a re-verification keys on)."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            out[p.relative_to(folder).as_posix()] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def _record_path() -> Path | None:
+    from normscope.encoders.bundled import cache_dir
+
+    try:
+        return cache_dir(create=False) / VERIFIED_FILE
+    except OSError:
+        return None
+
+
+def _load_records(path: Path | None) -> dict:
+    if path is None or not path.is_file():
+        return {}
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return rec if isinstance(rec, dict) else {}
+
+
+def verify_copy(ds: Dataset, folder: Path, where: str) -> dict:
+    """Verify a local copy once against the registry: pinned sha256 values, and the content facts when
+    a file it reads is not pinned. The result is remembered by the files' sizes and mtimes.
+
+    Parameters
+    ----------
+    ds : Dataset
+    folder : Path
+        The dataset folder (``<data folder>/<ds.folder>``).
+    where : str
+        Label of the data folder (``"shared data"``, ``"$NORMSCOPE_DATA"``, ``"fetched"``), for messages.
+
+    Returns
+    -------
+    dict
+        ``{"sha256": [files], "content": [facts], "cached": bool}``.
+
+    Raises
+    ------
+    DataError
+        A pinned file differs or a content fact fails (one line naming the copy, the file and both
+        values, and ``normscope --no-verify`` to accept the copy as it is).
+    """
+    from normscope._io import write_json
+
+    folder = Path(folder)
+    key = str(folder.resolve())
+    sig = _signature(folder)
+    path = _record_path()
+    records = _load_records(path)
+    old = records.get(key)
+    if isinstance(old, dict) and old.get("dataset") == ds.name and old.get("files") == sig:
+        return {**(old.get("checked") or {}), "cached": True}
+    try:
+        hashed = check_hashes(ds, folder)
+        read = [next((a for a in alts if (folder / a).is_file()), alts[0]) for alts in ds.requires]
+        facts = _CHECKS[ds.name](folder) if any(r not in hashed for r in read) else []
+    except (DataError, OSError, IndexError, KeyError, ValueError) as exc:
+        why = str(exc) if isinstance(exc, DataError) else f"{type(exc).__name__}: {exc}"
+        why = why.removeprefix(f"{ds.title}: ")
+        raise DataError(f"{ds.title}: the copy in {where} ({folder}) fails verification: {why}; repair or remove "
+                        "it, or accept it as it is with `normscope --no-verify ...`") from None
+    checked = {"sha256": hashed, "content": facts}
+    if path is not None:
+        records[key] = {"dataset": ds.name, "files": sig, "checked": checked}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_json(records, path)
+        except (OSError, DataError) + _output_errors():
+            pass  # a read-only cache: verified again next time
+    return {**checked, "cached": False}
+
+
+def _output_errors() -> tuple[type[Exception], ...]:
+    from normscope.errors import OutputError
+
+    return (OutputError,)

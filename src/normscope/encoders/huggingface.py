@@ -108,8 +108,11 @@ class HuggingFaceEncoder(TorchEncoder):
             if Path(source).is_dir()
             else str(getattr(model.config, "_commit_hash", None) or "hub")
         )
+        from normscope.encoders.sentence_transformers import config_hash
+
         self.fingerprint = ModelFingerprint(
-            name=name, revision=revision, pooling=pooling, dropped_modules=(), backend="huggingface"
+            name=name, revision=revision, pooling=pooling, dropped_modules=(), backend="huggingface",
+            config=config_hash(source if Path(source).is_dir() else None, self.max_seq_length),
         )
 
     def _default_max_len(self, source: str, model) -> int:

@@ -35,6 +35,33 @@ TRAINING_VALUES: dict[str, dict] = {
             "default 0.0"
         ),
     },
+    "paraphrase-MiniLM-L3-v2": {
+        "batch_size": 256,
+        "tau": 0.05,
+        "lr": 2e-5,
+        "weight_decay": 0.01,
+        "optimizer": "AdamW (transformers.AdamW, decoupled weight decay 0.01 on all weights but biases and LayerNorm)",
+        "loss": "MultipleNegativesRankingLoss: in-batch cross-entropy on cosine similarities scaled by 20 (tau = 1/20)",
+        "epochs": 1,
+        "warmup_steps": 500,
+        "schedule": "WarmupLinear: linear warm-up (500 steps) then linear decay to 0",
+        "train_max_seq_length": 100,
+        "gradient_clipping": "gradient-norm clipping at 1",
+        "source": (
+            "model card (huggingface.co/sentence-transformers/paraphrase-MiniLM-L3-v2, README.md): a 3-layer MiniLM, "
+            "mean pooling, max_seq_length 128, trained on the paraphrase data sets it lists (AllNLI, "
+            "sentence-compression, SimpleWiki, altlex, msmarco-triplets, quora_duplicates, coco_captions, "
+            "flickr30k_captions, yahoo_answers_title_question, S2ORC_citation_pairs, "
+            "stackexchange_duplicate_questions, wiki-atomic-edits); the card gives no hyperparameters. They are "
+            "the recipe's published settings: sentence-transformers examples/training/paraphrases/training.py "
+            "(MultipleNegativesRankingLoss, batches of 256 pairs from one data set at a time, 1 epoch, warm-up "
+            "500 steps, max_seq_length 100) and the defaults of the SentenceTransformer.fit it calls "
+            "(sentence-transformers 1.x/2.x: transformers.AdamW, lr 2e-5, weight_decay 0.01 except bias and "
+            "LayerNorm, scheduler WarmupLinear, max_grad_norm 1) and of MultipleNegativesRankingLoss (scale 20, "
+            "cosine similarity). The recipe is the published one for the paraphrase models, not a log of this "
+            "checkpoint's run"
+        ),
+    },
     "clip-vit-base-patch32": {
         "batch_size": 32768,
         "lr": 5e-4,

@@ -20,6 +20,7 @@ import numpy as np
 
 from normscope.encoders.base import Encoder
 from normscope.errors import InputError
+from normscope.inputs import JUNK_ZERO, Junk, zero_vector_rows
 from normscope.table import EmbeddingTable, ModelFingerprint, file_sha256
 
 __all__ = ["PrecomputedEncoder", "load_precomputed", "load_npy_vectors"]
@@ -62,14 +63,21 @@ def load_npy_vectors(path: str | Path) -> np.ndarray:
     return arr
 
 
-def load_precomputed(path: str | Path, ids: Sequence[str] | None = None) -> EmbeddingTable:
+def load_precomputed(path: str | Path, ids: Sequence[str] | None = None, *, drop_zero: bool = True) -> EmbeddingTable:
     """An :class:`EmbeddingTable` from a ``.npy`` or ``.parquet`` vector file.
+
+    float16 (and integer) arrays are read as float32; a float16 value that overflowed (inf) is refused
+    with the NaN/Inf rows. Zero and near-zero vectors (:func:`normscope.inputs.zero_vector_rows`) are
+    junk vectors: left out of the table and listed in ``table.junk`` (``drop_zero=False`` keeps every
+    row, for positional lookups).
 
     Parameters
     ----------
     path : str or Path
     ids : sequence of str, optional
         Item ids (length n); default: the parquet ``id`` column, else ``0..n-1``.
+    drop_zero : bool, keyword-only
+        Leave junk (zero) vectors out (default) or keep every row.
 
     Returns
     -------
@@ -109,6 +117,18 @@ def load_precomputed(path: str | Path, ids: Sequence[str] | None = None) -> Embe
         seen: set[str] = set()
         dup = next(i for i in table.ids if i in seen or seen.add(i))
         raise InputError(f"{path}: duplicate id '{dup}'")
+    if not np.isfinite(table.vectors).all():
+        bad = np.flatnonzero(~np.isfinite(table.vectors).all(axis=1))
+        raise InputError(f"{path} holds NaN/Inf values in {bad.size} row(s), first rows {bad[:5].tolist()}")
+    zero = zero_vector_rows(table.norms) if drop_zero else np.empty(0, np.int64)
+    if zero.size:
+        if zero.size == len(table):
+            raise InputError(f"every one of the {len(table)} vectors in {path} is junk ({JUNK_ZERO})")
+        ok = np.setdiff1d(np.arange(len(table)), zero)
+        junk = Junk().merged(zero, [table.ids[i] for i in zero], JUNK_ZERO)
+        table = EmbeddingTable(ids=[table.ids[i] for i in ok], texts=[table.texts[i] for i in ok],
+                               vectors=table.vectors[ok], fingerprint=table.fingerprint,
+                               tokens=table.tokens[ok] if table.tokens is not None else None, junk=junk)
     return table
 
 
@@ -136,7 +156,7 @@ class PrecomputedEncoder(Encoder):
 
     def __init__(self, path: str | Path, *, ids: Sequence[str] | None = None):
         self.path = Path(path)
-        self.table = load_precomputed(self.path, ids)
+        self.table = load_precomputed(self.path, ids, drop_zero=False)  # positional: zero rows are junk downstream
         self.fingerprint = self.table.fingerprint
         self._has_texts = self.table.texts != self.table.ids
         self._row_of = {t: i for i, t in enumerate(self.table.texts)} if self._has_texts else {}

@@ -17,11 +17,19 @@ import numpy as np
 from normscope.encoders._hub import resolve
 from normscope._progress import progress_bar
 from normscope.encoders.base import TorchEncoder
-from normscope.encoders.bundled import DEFAULT_MODEL, bundle_hint, bundled_model_path, is_bundled_name
+from normscope.encoders.bundled import DEFAULT_MODEL, bundle_hint, bundle_revision, bundled_model_path, is_bundled_name
 from normscope.errors import ModelError
 from normscope.table import ModelFingerprint, file_sha256
 
-__all__ = ["SentenceTransformerEncoder", "weight_files"]
+__all__ = ["SentenceTransformerEncoder", "weight_files", "config_files", "config_hash"]
+
+#: Files that set how a text becomes a vector besides the weights: the model's and the pipeline's
+#: configuration and every tokenizer file (at the directory root and in module folders such as
+#: ``1_Pooling/``). They are hashed into the fingerprint's ``config`` (hence the cache key).
+CONFIG_NAMES = ("config.json", "sentence_bert_config.json", "modules.json", "config_sentence_transformers.json",
+                "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model",
+                "tokenizer.model", "preprocessor_config.json")
 
 def _load_st(name: str, device: str, trust_remote_code: bool):
     """Load a SentenceTransformer by bundled alias, local directory or hub id (offline first)."""
@@ -73,6 +81,40 @@ def weight_files(path: str | Path) -> list[Path]:
     return found
 
 
+def config_files(path: str | Path) -> list[Path]:
+    """The :data:`CONFIG_NAMES` files of a local model directory, at its root and one level down, sorted."""
+    p = Path(path)
+    if not p.is_dir():
+        return []
+    found = [p / n for n in CONFIG_NAMES if (p / n).is_file()]
+    for sub in sorted(q for q in p.iterdir() if q.is_dir()):
+        found += [sub / n for n in CONFIG_NAMES if (sub / n).is_file()]
+    return found
+
+
+def config_hash(path: str | Path | None, max_seq_length: int | None) -> str:
+    """``sha256:<16 hex>`` of a model's configuration and tokenizer files and its effective ``max_seq_length``.
+
+    With the weights hash (the fingerprint's ``revision``) it fixes what a text's vector is: a changed
+    ``max_seq_length`` (in ``sentence_bert_config.json`` or set on the model), tokenizer or pooling
+    configuration gives another hash, hence another cache namespace. For a hub model (no local
+    directory) the revision pins the files and only ``max_seq_length`` is hashed.
+
+    Parameters
+    ----------
+    path : str, Path or None
+        The local model directory (None or a hub id: no files).
+    max_seq_length : int or None
+        Tokens kept per text (truncation), as the loaded model uses it.
+    """
+    h = hashlib.sha256(f"max_seq_length={max_seq_length}\n".encode())
+    root = Path(path) if path is not None else None
+    for f in config_files(root) if root is not None else []:
+        st = f.stat()
+        h.update(f"{f.relative_to(root).as_posix()} {_file_hash_memo(str(f), st.st_size, st.st_mtime_ns)}\n".encode())
+    return "sha256:" + h.hexdigest()[:16]
+
+
 def _weights_hash(path: str) -> str:
     """``sha256:<16 hex>`` of the model's weights (:func:`weight_files`), or ``"unknown"`` without any.
 
@@ -94,7 +136,7 @@ def _weights_hash(path: str) -> str:
 
 @functools.lru_cache(maxsize=32)
 def _file_hash_memo(path: str, size: int, mtime_ns: int) -> str:
-    """``sha256:<16 hex>`` of a weights file, memoised on (path, size, mtime)."""
+    """``sha256:<16 hex>`` of a weights or configuration file, memoised on (path, size, mtime)."""
     return "sha256:" + file_sha256(path)[:16]
 
 
@@ -133,13 +175,17 @@ class SentenceTransformerEncoder(TorchEncoder):
             if type(mod).__name__ == "Pooling":
                 cfg = mod.get_config_dict() if hasattr(mod, "get_config_dict") else {}
                 pooling = str(cfg.get("pooling_mode") or _pooling_from_flags(cfg))
-        revision = _weights_hash(path) if Path(path).exists() else _hub_revision(model)
+        local = Path(path).exists()
+        # a converted bundle (MiniLM-L3 from ONNX) is fingerprinted by its source file's pinned hash
+        revision = ((is_bundled_name(name) and local and bundle_revision(name))
+                    or (_weights_hash(path) if local else _hub_revision(model)))
         self.fingerprint = ModelFingerprint(
             name=name,
             revision=revision,
             pooling=pooling,
             dropped_modules=tuple(dropped),
             backend="sentence-transformers",
+            config=config_hash(path if local else None, self.max_seq_length),
         )
 
     @property

@@ -419,12 +419,11 @@ def embed_corpus(input: str | Path, out: str | Path, *, spec: EncoderSpec, clust
         unreachable cluster.
     """
     input, out = Path(input), Path(out)
-    check_shard_out(out)
-    path, fields = corpus_file(input)
-    if json_path is not None:
-        from normscope.validate import check_output_path
+    from normscope.validate import check_paths
 
-        check_output_path(json_path, "--json")
+    check_shard_out(out)
+    check_paths([("-o/--out", out, "dir"), ("--json", json_path, "json")], inputs=[("INPUT", input)])
+    path, fields = corpus_file(input)
     if batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {batch_size}")
     gpu = spec.device.startswith("cuda")

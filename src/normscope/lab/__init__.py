@@ -7,13 +7,15 @@ Sigma^2, drift D~ and the predicted R_eq (E7): :func:`run_lab`.
 
 A pretrained transformer (the bundled all-MiniLM-L6-v2 by default) trained further on real
 pairs, with a step-0 prediction of each held-out probe item's R_eq and per-step tracking:
-:func:`run_transformer_lab`.
+:func:`run_transformer_lab`. The decisive design (a small BERT trained to stationarity under the
+theorem's own conditions, issue 27): :func:`run_decisive_design`.
 """
 
 from normscope.lab.data import PairData, synthetic_data, wordnet_data
+from normscope.lab.decisive import DESIGNS, DesignSizes, run_decisive_design
 from normscope.lab.figures import plot_optimizer_comparison, plot_predicted_vs_final, plot_transformer_trajectories
 from normscope.lab.optim import SGD, AdamW, Momentum, make_optimizer
-from normscope.lab.result import LabResult, TransformerLabResult
+from normscope.lab.result import DecisiveResult, LabResult, TransformerLabResult
 from normscope.lab.run import GATE, plot_predicted_vs_observed, plot_trajectories, run_lab
 from normscope.requests.lab import LabRequest, TransformerLabRequest
 from normscope.lab.trajectory import TrajectoryRecord, trajectory_estimates
@@ -30,6 +32,10 @@ __all__ = [
     "run_transformer_lab",
     "TransformerLabResult",
     "TRANSFORMER_DEFAULTS",
+    "run_decisive_design",
+    "DecisiveResult",
+    "DesignSizes",
+    "DESIGNS",
     "TrajectoryRecord",
     "trajectory_estimates",
     "plot_transformer_trajectories",

@@ -37,10 +37,21 @@ class DecoupledOptimizer:
     name = "base"
 
     def __init__(self, lr: float, weight_decay: float):
-        if not lr > 0:
-            raise InputError(f"lr must be > 0, got {lr!r}")
-        if not weight_decay >= 0 or lr * weight_decay >= 1:
-            raise InputError(f"weight_decay must be >= 0 with lr*weight_decay < 1, got {weight_decay!r}")
+        import math
+
+        def num(x):
+            try:
+                return float(x)
+            except (TypeError, ValueError):
+                return math.nan
+
+        if not (math.isfinite(num(lr)) and num(lr) > 0):
+            raise InputError(f"lr must be a finite number > 0, got {lr!r}")
+        if not (math.isfinite(num(weight_decay)) and num(weight_decay) >= 0):
+            raise InputError(f"weight_decay must be a finite number >= 0, got {weight_decay!r}")
+        if lr * weight_decay >= 1:
+            raise InputError(f"lr * weight_decay must be < 1 (decay multiplies weights by 1 - lr*weight_decay), "
+                             f"got {lr:g} * {weight_decay:g} = {lr * weight_decay:g}")
         self.lr = float(lr)
         self.weight_decay = float(weight_decay)
 

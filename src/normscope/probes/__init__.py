@@ -5,7 +5,8 @@ SGD steps on training-like pairs (symmetric InfoNCE on cosine logits), the per-u
 quantities of (E8)
 
 - ``D1 = E_b <z, a_b>``: first-order radial drift, ``a_b = jvp(f(., x), theta, -g_b)``;
-- ``D2 = E_b <z, c_b>``: second-order radial drift, ``c_b = (1/2) f''_x[g_b, g_b]`` by central
+- ``D2 = E_b <z, c_b>``: second-order radial drift, ``c_b = (1/2) f''_x[g_b, g_b]`` exactly by
+  forward-over-forward AD (a JVP of the JVP, :mod:`normscope.probes.second_order`), or by central
   finite differences at a safe step (never at the real eta in float32);
 - ``S = R^2 E_b ||a_b||^2``: first-order heat;
 
@@ -14,8 +15,8 @@ and from them, with the learning rate eta and the weight decay lambda, the heat
 ``lambda_rad`` (E4), the implied decay ``q`` (E9) and the predicted norm ``R_eq`` (E7).
 
 Cost (docs/theory.md section 6): ``K`` backward passes on ``B`` pairs shared by all probes, plus per
-probe and batch one JVP (about 2-3 forwards) and 2 forwards for D2, i.e. about
-``K (C_bwd(B) + 5 P C_fwd)``.
+probe and batch one nested JVP (9 matrix products per product of a forward), i.e. about
+``K (C_bwd(B) + 9 P C_fwd) + 4 P C_fwd``.
 
 The public entry point is :func:`run_probe`; the raw estimator is :func:`probe_moments`.
 Package layout: ``run`` (entry point), ``result`` (result type), ``training`` (known training values

@@ -279,13 +279,18 @@ def as_adapter(encoder) -> ProbeAdapter:
     Raises
     ------
     ModelError
-        If ``encoder`` is not differentiable (e.g. a precomputed-vector encoder), or is an
+        If ``encoder`` is not differentiable (e.g. a precomputed-vector encoder, or GloVe's static vectors:
+        :data:`normscope.encoders.glove.STATIC_REFUSAL`), or is an
         adapter without a floating ``dtype``.
     """
     import torch
 
     from normscope.encoders.base import TorchEncoder
 
+    from normscope.encoders.glove import is_static_encoder, static_refusal
+
+    if is_static_encoder(encoder):
+        raise static_refusal(encoder)
     if isinstance(encoder, ProbeAdapter):
         adapter = encoder
     elif isinstance(encoder, TorchEncoder):

@@ -8,21 +8,36 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from normscope.requests.probe import FD_DTYPES as _FD_DTYPES
+from normscope.requests.probe import SECOND_ORDER as _SECOND_ORDER
 from normscope.errors import InputError, ModelError
 from normscope.pairs import sample_pair_batches
+from normscope.probes.second_order import second_directional
 
-__all__ = ["decay_mask_for", "symmetric_info_nce", "ProbeMoments", "probe_moments", "TOKEN_BUDGET", "FD_DTYPES"]
+__all__ = ["decay_mask_for", "symmetric_info_nce", "ProbeMoments", "probe_moments", "TOKEN_BUDGET", "FD_DTYPES",
+           "SECOND_ORDER", "JVP2_CHECK_TOL"]
 
 #: Precisions of the D2 finite differences (``fd_dtype``; ``auto`` is float64).
 FD_DTYPES = _FD_DTYPES  # defined with the probe's request (normscope.requests.probe)
 #: Default step target ``eps ||a|| / R`` per precision (docs/theory.md section 6: 1e-3..1e-2).
 FD_TARGET = {"float64": 3e-3, "float32": 1e-2}
+#: How the second-order radial term c is computed (``second_order``): ``jvp`` forward-over-forward AD
+#: (exact), ``fd`` central finite differences in ``fd_dtype``, ``auto`` jvp where the model supports it.
+SECOND_ORDER = _SECOND_ORDER  # defined with the probe's request (normscope.requests.probe)
+#: Step target h of the float64 differences (at h and h/2) that check the nested JVP.
+JVP2_CHECK_TARGET = 1e-3
+#: Items of the first chunk that the float64 check recomputes.
+JVP2_CHECK_ITEMS = 32
+#: Largest accepted difference between the nested JVP's D2 and the float64 check (max over the chunk,
+#: relative to the chunk's mean |D2|). On MiniLM the two agree to 2.5e-6; PyTorch's own layer_norm rule,
+#: which drops a second-order term, misses by 1e-1.
+JVP2_CHECK_TOL = 1e-3
 
 
 def decay_mask_for(params: dict, decay_mask="matrices") -> dict:
@@ -113,12 +128,23 @@ class ProbeMoments:
     zjd : ndarray of shape (P,)
         ``<z, J_x theta_D>``; ``lambda_rad = lambda * zjd / R^2`` (E4).
     eps : ndarray of shape (K, n_chunks)
-        Finite-difference steps used for D2.
+        Finite-difference steps used for D2 (NaN where the nested JVP computed it).
     losses : ndarray of shape (K,)
         InfoNCE loss of each probe batch.
     grad_norms : ndarray of shape (K,)
     timings : dict
-        Seconds spent in backward passes, JVPs, finite differences and lambda_rad.
+        Seconds spent in backward passes (``backward``), first-order JVPs (``jvp``), nested JVPs
+        (``jvp2``: z, a and c in one pass), finite differences (``fd``, the float64 copy included),
+        the nested JVP's float64 check (``jvp2_check``), the float32 differences' check
+        (``fd_check``), lambda_rad and the observed norms (``z``).
+    second_order : {'jvp', 'fd'}
+        How ``zc`` was computed: forward-over-forward AD (exact) or finite differences.
+    second_order_check : dict or None
+        With ``jvp``: the first 32 items of the first chunk of the first batch recomputed by float64
+        central differences at step targets 1e-3 and 5e-4 (Richardson) (``median_rel_diff``, ``max_rel_diff`` relative to the chunk's mean |D2|,
+        ``tolerance``); with ``auto`` also when it failed and the run fell back to differences.
+    second_order_note : str or None
+        Why ``auto`` fell back to finite differences (None when it did not).
     """
 
     r: np.ndarray
@@ -136,6 +162,9 @@ class ProbeMoments:
     fd_dtype: str = "float64"
     fd_target: float = 3e-3
     fd_check: dict | None = None
+    second_order: str = "fd"
+    second_order_check: dict | None = None
+    second_order_note: str | None = None
 
     @property
     def d1(self) -> np.ndarray:
@@ -201,7 +230,7 @@ def _fd_step(a_rel_median: float, target: float) -> float:
     return target / a_rel_median
 
 
-def probe_moments(
+def probe_moments(  # noqa: C901 -- over the complexity budget; split pending (issue 29)
     adapter,
     items,
     pairs,
@@ -212,6 +241,7 @@ def probe_moments(
     decay_mask="matrices",
     seed: int = 0,
     chunk_size: int = 128,
+    second_order: str = "auto",
     fd_dtype: str = "float64",
     fd_target: float | None = None,
     fd_check: bool = True,
@@ -219,17 +249,27 @@ def probe_moments(
     grad_precision: str = "fp32",
     progress: Callable[[int, int], None] | None = None,
 ) -> ProbeMoments:
-    """The section-6 estimators: K virtual SGD steps, JVP displacements and FD radial curvature.
+    """The section-6 estimators: K virtual SGD steps, JVP displacements and the radial curvature.
 
     For each probe batch ``b_k`` (``batch_size`` pairs, drawn by :func:`sample_pair_batches`):
 
     1. ``g_k = grad_theta L_{b_k}`` (one forward/backward of :func:`symmetric_info_nce`, eval mode);
-    2. for each chunk of probe items: ``a = jvp(f(., x), theta, -g_k)`` batched over the chunk
-       (``torch.func.jvp`` + ``functional_call``), and
-       ``c = (f(theta - eps g_k) + f(theta + eps g_k) - 2 z) / (2 eps^2)`` in ``fd_dtype`` with one
-       ``eps`` per chunk chosen so that ``eps * median(||a|| / R) = fd_target``.
+    2. for each chunk of probe items, with ``v = -g_k``, the first two Taylor coefficients of
+       ``f(theta + t v, x) = z + t a + t^2 c + O(t^3)``:
+
+       - ``second_order='jvp'``: one forward-over-forward pass
+         (:func:`~normscope.probes.second_order.second_directional`, ``torch.func.jvp`` of a ``jvp``
+         batched over the chunk) gives ``a`` and ``c`` exactly, in the model's precision;
+       - ``second_order='fd'``: ``a = jvp(f(., x), theta, v)`` and
+         ``c = (f(theta + eps v) + f(theta - eps v) - 2 z) / (2 eps^2)`` in ``fd_dtype`` with one
+         ``eps`` per chunk chosen so that ``eps * median(||a|| / R) = fd_target``.
 
     Finally one JVP along ``theta_D`` (the decay mask) gives ``<z, J_x theta_D>`` (E4).
+
+    Cost per item and batch (in float32 forwards C_fwd, counting matrix products, which dominate):
+    ``jvp`` 8 (the value 1, each of the two first-order tangents 2, the mixed tangent 3: the
+    direction v is constant, so its own mixed part is zero); ``fd`` 3 for the JVP plus 2 float64
+    forwards (2.2-2.7 C_fwd each on CPU, ``benchmarks/probe_fd_precision.py``).
 
     Parameters
     ----------
@@ -247,11 +287,22 @@ def probe_moments(
         Seed of the batch sampler.
     chunk_size : int
         Probe items per JVP / forward chunk.
+    second_order : {'auto', 'jvp', 'fd'}
+        How ``c`` is computed. ``'jvp'``: forward-over-forward AD, exact (no step size, no
+        cancellation). The first :data:`JVP2_CHECK_ITEMS` items of the first chunk of the first
+        batch are checked against float64 central differences (:func:`_jvp2_check`,
+        ``ProbeMoments.second_order_check``); a difference above :data:`JVP2_CHECK_TOL` of their mean |D2| where the differences themselves agree to
+        that tolerance (an op whose second-order forward rule is wrong) raises ``ModelError``; where
+        they do not (a model that is not smooth at the step's scale, such as a ReLU network) the
+        check is ``undecided`` and the JVP is kept. ``'auto'`` (default): ``'jvp'``, but when the
+        model has no nested forward-mode rule or fails the check, finite differences in
+        ``fd_dtype`` with the reason in ``ProbeMoments.second_order_note``. ``'fd'``: finite
+        differences.
     fd_dtype : {'float64', 'float32', 'auto'}
-        Precision of the finite differences for D2 (docs/theory.md section 6, Numerics: float64,
-        or float32 with a larger step). ``'float64'`` (default; ``'auto'`` is the same) differences
-        a float64 copy of a float32 model (a float64 forward costs 2.2-2.7 float32 forwards on CPU,
-        ``benchmarks/probe_fd_precision.py``). ``'float32'`` differences the model itself.
+        Precision of the finite differences (``second_order='fd'`` or a fallback; docs/theory.md
+        section 6, Numerics: float64, or float32 with a larger step). ``'float64'`` (default;
+        ``'auto'`` is the same) differences a float64 copy of a float32 model. ``'float32'``
+        differences the model itself.
     fd_target : float, optional
         Relative size ``eps ||a|| / R`` of the finite-difference step, inside docs/theory.md's range
         1e-3..1e-2: default 3e-3 in float64 and 1e-2 in float32. Measured on MiniLM against float64 at
@@ -260,14 +311,15 @@ def probe_moments(
         0.1-0.2 %, max 1.1 %; at 3e-2 median 0.07 %, max 2.1 % (truncation error grows). Errors of
         D2 are amplified in q when D2 cancels most of the heat (E9).
     fd_check : bool
-        When the differences run in float32: recompute D2 of the first chunk of the first batch on a
-        float64 copy at step 3e-3 and report the relative difference (``ProbeMoments.fd_check``).
+        Run the float64 spot check of the first chunk of the first batch: of the nested JVP (see
+        ``second_order``), and of float32 differences (recomputed at step 3e-3,
+        ``ProbeMoments.fd_check``).
     symmetric : bool
         Symmetric (CLIP) InfoNCE, else the one-directional row loss.
     grad_precision : {"fp32", "bf16"}
         Precision of the K pair-gradient passes only (forward and backward of the InfoNCE loss on B
         pairs, under ``torch.autocast`` in bfloat16). Everything that measures the probe items --
-        their embeddings z, the JVPs, the finite differences and their check, lambda_rad -- stays in
+        their embeddings z, the JVPs, the second-order terms and their check, lambda_rad -- stays in
         fp32/fp64. With bf16, batch 0's gradient is also computed in fp32 and the relative error and
         cosine are reported (``ProbeMoments.grad_check``).
     progress : callable (done, total) -> None, optional
@@ -279,9 +331,10 @@ def probe_moments(
     Raises
     ------
     InputError
-        K < 1, too few pairs, empty items.
+        K < 1, too few pairs, empty items, unknown ``second_order`` or ``fd_dtype``.
     ModelError
-        No trainable parameters, or a model without forward-mode AD support.
+        No trainable parameters, a model without forward-mode AD support, or (``second_order='jvp'``)
+        without nested forward-mode support or failing the float64 check.
     """
     import torch
     from torch.func import jvp
@@ -293,6 +346,8 @@ def probe_moments(
         raise InputError("no probe items")
     left, right = _as_pairs(pairs)
     n_pairs = _pair_len((left, right))
+    if second_order not in SECOND_ORDER:
+        raise InputError(f"second_order must be 'auto', 'jvp' or 'fd', got {second_order!r}")
     if fd_dtype not in FD_DTYPES:
         raise InputError(f"fd_dtype must be 'float64', 'float32' or 'auto', got {fd_dtype!r}")
     if fd_dtype == "auto":
@@ -304,22 +359,15 @@ def probe_moments(
         raise ModelError(f"model {adapter.name!r} has no trainable parameters (requires_grad is False everywhere)")
     mask = decay_mask_for(theta, decay_mask)
     batch_idx = sample_pair_batches(n_pairs, batch_size, batches, seed)
-    fd_adapter = adapter.with_dtype(torch.float64) if (fd_dtype == "float64" and adapter.dtype != torch.float64) else adapter
-    fd_torch = torch.float64 if fd_dtype == "float64" else adapter.dtype
-    theta_fd = {k: v.to(fd_torch) for k, v in fd_adapter.parameters().items()}
-    if set(theta_fd) != set(theta):
-        raise ModelError("the float64 copy of the model has different parameters")
 
     # chunks of probe items (features prepared once)
     chunks = _make_chunks(adapter, items, chunk_size)
     feats = [adapter.features(items, idx, "query") for idx in chunks]
-    feats_fd = [fd_adapter.features(items, idx, "query") for idx in chunks] if fd_adapter is not adapter else feats
-    timings = {"backward": 0.0, "jvp": 0.0, "fd": 0.0, "lambda_rad": 0.0, "z": 0.0}
+    timings = {"backward": 0.0, "jvp": 0.0, "jvp2": 0.0, "jvp2_check": 0.0, "fd": 0.0, "lambda_rad": 0.0, "z": 0.0}
 
     t0 = time.perf_counter()
     with torch.no_grad():
         z_chunks = [adapter.embed(theta, f, "query").double() for f in feats]
-        z_fd_chunks = [fd_adapter.embed(theta_fd, f, "query") for f in feats_fd]
     timings["z"] = time.perf_counter() - t0
     # every per-item array is written back by the chunk's item indices (chunks are not in input order)
     r = np.empty(n_items)
@@ -329,17 +377,18 @@ def probe_moments(
         raise ModelError(f"model {adapter.name!r} returns zero or non-finite embeddings for some probe items")
     d = z_chunks[0].shape[1]
 
+    method = "fd" if second_order == "fd" else "jvp"
+    note = None
+    fdiff = _FiniteDifferences(adapter, items, chunks, feats, fd_dtype, fd_target, timings) if method == "fd" else None
     za = np.zeros((batches, n_items))
     aa = np.zeros((batches, n_items))
     zc = np.zeros((batches, n_items))
     a_sum = np.zeros((n_items, d))
-    eps_used = np.zeros((batches, len(chunks)))
+    eps_used = np.full((batches, len(chunks)), np.nan)
     losses = np.zeros(batches)
     gnorms = np.zeros(batches)
     total_steps = batches + 1
-    grad_check = None
-    buf_p = {n: torch.empty_like(v) for n, v in theta_fd.items()}
-    buf_m = {n: torch.empty_like(v) for n, v in theta_fd.items()}
+    grad_check = fd_chk = jvp2_chk = None
     for k, bidx in enumerate(batch_idx):
         t0 = time.perf_counter()
         th = {n: v.detach().clone().requires_grad_(True) for n, v in theta.items()}
@@ -354,39 +403,56 @@ def probe_moments(
         gnorms[k] = float(torch.sqrt(sum((v.double() ** 2).sum() for v in g.values())))
         timings["backward"] += time.perf_counter() - t0
         tangent = {n: -v for n, v in g.items()}
-        tangent_fd = {n: v.to(fd_torch) for n, v in tangent.items()}
+        if fdiff is not None:
+            fdiff.direction(tangent)
         for ci, idx in enumerate(chunks):
-            t0 = time.perf_counter()
-            try:
-                _, a = jvp(lambda p, _f=feats[ci]: adapter.embed(p, _f, "query"), (theta,), (tangent,))
-            except (NotImplementedError, RuntimeError) as exc:
-                raise ModelError(
-                    f"forward-mode AD (torch.func.jvp) fails on model {adapter.name!r}: {str(exc).splitlines()[0][:160]}"
-                ) from None
-            a = a.detach().double()
             z = z_chunks[ci]
+            c = None
+            if method == "jvp":
+                t0 = time.perf_counter()
+                a, c, reason = _nested_jvp(adapter, feats[ci], theta, tangent)
+                timings["jvp2"] += time.perf_counter() - t0
+                if reason is None and k == 0 and ci == 0 and fd_check:
+                    t0 = time.perf_counter()
+                    rel = float(torch.median(a.norm(dim=1) / z.norm(dim=1)))
+                    sub = slice(0, JVP2_CHECK_ITEMS)  # the first items of the chunk: 5 float64 forwards of them
+                    jvp2_chk = _jvp2_check(adapter, items, idx[sub], theta, tangent, rel,
+                                           (z[sub] * c[sub]).sum(1).cpu().numpy())
+                    timings["jvp2_check"] += time.perf_counter() - t0
+                    if jvp2_chk["verdict"] == "failed":
+                        reason = (f"the nested JVP's D2 differs from float64 finite differences by up to "
+                                  f"{jvp2_chk['max_rel_diff']:.2g} of mean |D2| on model {adapter.name!r} (tolerance "
+                                  f"{JVP2_CHECK_TOL:g}; the differences agree with each other to "
+                                  f"{jvp2_chk['fd_own_error']:.2g}): an op's second-order forward rule is wrong")
+                if reason is not None:
+                    if second_order == "jvp" or k > 0 or ci > 0:
+                        raise ModelError(reason + " (use second_order='fd')")
+                    method, c = "fd", None
+                    note = reason + f"; D2 by {fd_dtype} finite differences instead"
+                    warnings.warn(note, RuntimeWarning, stacklevel=2)
+                    fdiff = _FiniteDifferences(adapter, items, chunks, feats, fd_dtype, fd_target, timings)
+                    fdiff.direction(tangent)
+            if c is None:
+                t0 = time.perf_counter()
+                try:
+                    _, a = jvp(lambda p, _f=feats[ci]: adapter.embed(p, _f, "query"), (theta,), (tangent,))
+                except (NotImplementedError, RuntimeError) as exc:
+                    raise ModelError(
+                        f"forward-mode AD (torch.func.jvp) fails on model {adapter.name!r}: {str(exc).splitlines()[0][:160]}"
+                    ) from None
+                a = a.detach().double()
+                timings["jvp"] += time.perf_counter() - t0
+                rel = float(torch.median(a.norm(dim=1) / z.norm(dim=1)))
+                zc[k, idx], eps_used[k, ci] = fdiff.zc(ci, rel)
+                if k == 0 and ci == 0 and fd_check and fdiff.torch_dtype != torch.float64:
+                    t0 = time.perf_counter()
+                    fd_chk = _fd_float64_check(adapter, items, idx, theta, tangent, rel, zc[0, idx])
+                    timings["fd_check"] = time.perf_counter() - t0
+            else:
+                zc[k, idx] = (z * c).sum(1).cpu().numpy()
             za[k, idx] = (z * a).sum(1).cpu().numpy()
             aa[k, idx] = (a * a).sum(1).cpu().numpy()
             a_sum[idx] += a.cpu().numpy()
-            timings["jvp"] += time.perf_counter() - t0
-            t0 = time.perf_counter()
-            rel = float(torch.median(a.norm(dim=1) / z.norm(dim=1)))
-            eps = _fd_step(rel, fd_target)
-            eps_used[k, ci] = eps
-            with torch.no_grad():
-                for n in theta_fd:  # theta +- eps v into preallocated buffers (no per-chunk allocation)
-                    torch.add(theta_fd[n], tangent_fd[n], alpha=eps, out=buf_p[n])
-                    torch.add(theta_fd[n], tangent_fd[n], alpha=-eps, out=buf_m[n])
-                zp = fd_adapter.embed(buf_p, feats_fd[ci], "query")
-                zm = fd_adapter.embed(buf_m, feats_fd[ci], "query")
-                z0 = z_fd_chunks[ci]
-                c = ((zp - z0) + (zm - z0)).double() / (2.0 * eps * eps)
-            zc[k, idx] = (z0.double() * c).sum(1).cpu().numpy()
-            timings["fd"] += time.perf_counter() - t0
-            if k == 0 and ci == 0 and fd_check and fd_torch != torch.float64:
-                t0 = time.perf_counter()
-                check = _fd_float64_check(adapter, items, idx, theta, tangent, rel, zc[0, idx])
-                timings["fd_check"] = time.perf_counter() - t0
         if progress is not None:
             progress(k + 1, total_steps)
 
@@ -402,10 +468,68 @@ def probe_moments(
         progress(total_steps, total_steps)
     return ProbeMoments(
         r=r, za=za, aa=aa, zc=zc, a_sum=a_sum, zjd=zjd, eps=eps_used, losses=losses, grad_norms=gnorms,
-        timings=timings, fd_dtype=fd_dtype, fd_target=fd_target,
-        fd_check=check if (fd_check and fd_torch != torch.float64) else None,
+        timings=timings, fd_dtype=fd_dtype, fd_target=fd_target, fd_check=fd_chk,
         grad_precision=grad_precision, grad_check=grad_check,
+        second_order=method, second_order_check=jvp2_chk, second_order_note=note,
     )
+
+
+def _nested_jvp(adapter, feats, theta, tangent):
+    """``(a, c, None)`` of one chunk by :func:`second_directional` (float64 copies), or ``(None, None, reason)``
+    when torch has no nested forward-mode rule for an op of the model."""
+    try:
+        _, a, c = second_directional(lambda p: adapter.embed(p, feats, "query"), theta, tangent)
+    except (NotImplementedError, RuntimeError) as exc:
+        return None, None, f"nested forward-mode AD fails on model {adapter.name!r}: {str(exc).splitlines()[0][:160]}"
+    return a.double(), c.double(), None
+
+
+class _FiniteDifferences:
+    """Central differences of the probe items along one direction: ``<z, c>`` per chunk (the ``fd`` path).
+
+    Holds the model copy in ``fd_dtype`` (a float64 copy of a float32 model), its parameters, the
+    chunks' features and z in that precision, and preallocated buffers for ``theta +- eps v``.
+    """
+
+    def __init__(self, adapter, items, chunks, feats, fd_dtype, fd_target, timings):
+        import torch
+
+        t0 = time.perf_counter()
+        self.adapter = (adapter.with_dtype(torch.float64)
+                        if (fd_dtype == "float64" and adapter.dtype != torch.float64) else adapter)
+        self.torch_dtype = torch.float64 if fd_dtype == "float64" else adapter.dtype
+        self.theta = {k: v.to(self.torch_dtype) for k, v in self.adapter.parameters().items()}
+        if set(self.theta) != set(adapter.parameters()):
+            raise ModelError("the float64 copy of the model has different parameters")
+        self.feats = [self.adapter.features(items, idx, "query") for idx in chunks] \
+            if self.adapter is not adapter else feats
+        with torch.no_grad():
+            self.z = [self.adapter.embed(self.theta, f, "query") for f in self.feats]
+        self.buf_p = {n: torch.empty_like(v) for n, v in self.theta.items()}
+        self.buf_m = {n: torch.empty_like(v) for n, v in self.theta.items()}
+        self.target, self.timings, self.v = fd_target, timings, None
+        timings["fd"] += time.perf_counter() - t0
+
+    def direction(self, tangent: dict) -> None:
+        self.v = {n: v.to(self.torch_dtype) for n, v in tangent.items()}
+
+    def zc(self, ci: int, rel: float) -> tuple[np.ndarray, float]:
+        """``<z, c>`` of chunk ``ci`` (float64 numpy) and the step used, for ``median ||a||/R = rel``."""
+        import torch
+
+        t0 = time.perf_counter()
+        eps = _fd_step(rel, self.target)
+        with torch.no_grad():
+            for n in self.theta:  # theta +- eps v into preallocated buffers (no per-chunk allocation)
+                torch.add(self.theta[n], self.v[n], alpha=eps, out=self.buf_p[n])
+                torch.add(self.theta[n], self.v[n], alpha=-eps, out=self.buf_m[n])
+            zp = self.adapter.embed(self.buf_p, self.feats[ci], "query")
+            zm = self.adapter.embed(self.buf_m, self.feats[ci], "query")
+            z0 = self.z[ci]
+            c = ((zp - z0) + (zm - z0)).double() / (2.0 * eps * eps)
+        out = (z0.double() * c).sum(1).cpu().numpy()
+        self.timings["fd"] += time.perf_counter() - t0
+        return out, eps
 
 
 def _pair_gradient(adapter, th, theta, fq, fdoc, tau, symmetric, *, bf16: bool):
@@ -437,6 +561,46 @@ def _grad_error(g, g_ref) -> dict:
     return {"rel_error": (num / den) ** 0.5 if den > 0 else None,
             "cosine": dot / (nrm * den) ** 0.5 if nrm > 0 and den > 0 else None,
             "batch": 0, "reference": "the same batch's gradient in fp32", "torch": torch.__version__}
+
+
+def _jvp2_check(adapter, items, idx, theta, tangent, rel, zc_jvp) -> dict:
+    """The nested JVP's ``<z, c>`` of one chunk against float64 central differences.
+
+    Differences at step targets ``h = JVP2_CHECK_TARGET`` and ``h/2`` on a float64 copy; the reference is
+    their Richardson extrapolation ``(4 D(h/2) - D(h)) / 3`` (error O(h^4) for a smooth model) and the
+    differences' own error is ``|D(h) - D(h/2)|``. Verdict: ``passed`` when the JVP is within
+    :data:`JVP2_CHECK_TOL` of the reference (max over the chunk, relative to its mean |D2|);
+    ``undecided`` when it is not but the differences themselves disagree by more than the tolerance
+    (the model is not smooth at the step's scale, e.g. ReLU kinks: differences are then no reference,
+    while the JVP is the exact derivative almost everywhere); ``failed`` otherwise.
+    """
+    import torch
+
+    ad64 = adapter.with_dtype(torch.float64)
+    th64 = {n: v.to(torch.float64) for n, v in ad64.parameters().items()}
+    f = ad64.features(items, idx, "query")
+    v64 = {n: tangent[n].to(torch.float64) for n in th64}
+    with torch.no_grad():
+        z0 = ad64.embed(th64, f, "query")
+
+        def central(target, ad64=ad64, th64=th64):  # bound here: the float64 copy is deleted after use
+            eps = _fd_step(rel, target)
+            zp = ad64.embed({n: th64[n] + eps * v64[n] for n in th64}, f, "query")
+            zm = ad64.embed({n: th64[n] - eps * v64[n] for n in th64}, f, "query")
+            return (z0 * ((zp - z0) + (zm - z0)) / (2.0 * eps * eps)).sum(1).cpu().numpy()
+
+        d_h, d_h2 = central(JVP2_CHECK_TARGET), central(JVP2_CHECK_TARGET / 2)
+    del ad64, th64
+    ref = (4.0 * d_h2 - d_h) / 3.0
+    scale = float(np.mean(np.abs(ref))) or 1.0
+    diff = np.abs(np.asarray(zc_jvp) - ref) / scale
+    own = float(np.max(np.abs(d_h - d_h2)) / scale)
+    verdict = "passed" if diff.max() <= JVP2_CHECK_TOL else ("undecided" if own > JVP2_CHECK_TOL else "failed")
+    return {"items": int(len(idx)), "median_rel_diff": float(np.median(diff)), "max_rel_diff": float(np.max(diff)),
+            "fd_own_error": own, "tolerance": JVP2_CHECK_TOL, "verdict": verdict,
+            "reference": f"float64 central differences at step targets {JVP2_CHECK_TARGET:g} and "
+                         f"{JVP2_CHECK_TARGET / 2:g}, Richardson-extrapolated",
+            "scale": "mean |<z, c>| of the chunk (first chunk, first batch)"}
 
 
 def _fd_float64_check(adapter, items, idx, theta, tangent, rel, zc32) -> dict:

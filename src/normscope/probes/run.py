@@ -43,7 +43,11 @@ def run_probe(encoder, items, pairs, request: ProbeRequest | None = None, *, ids
         checkpoint's training value when it is known and positive; without one (trained without decay, or
         unknown) lambda_rad, q/c and R_eq(lambda_rad) are not computed (``decay_reading`` says why).
         ``decay_mask``: see :func:`~normscope.probes.moments.decay_mask_for`. ``chunk_size``: most probe
-        items per JVP chunk. ``fd_dtype``: precision of the D2 finite differences
+        items per JVP chunk. ``second_order``: how the second-order radial term of D2 is computed
+        (:func:`~normscope.probes.moments.probe_moments`): ``jvp`` forward-over-forward AD, exact, checked on one
+        chunk against float64 differences (``second_order['check']``); ``fd`` finite differences in ``fd_dtype``;
+        ``auto`` (default) ``jvp`` where the model supports it, else ``fd`` (``second_order['fallback']`` says
+        why). ``fd_dtype``: precision of the D2 finite differences when they are used
         (:func:`~normscope.probes.moments.probe_moments`; ``auto`` is float64; float32 adds a float64 spot
         check, ``fd['check']``); ``fd_target``: ``eps ||a|| / R`` of the step (default 3e-3 in float64,
         1e-2 in float32). ``symmetric``: symmetric (CLIP) InfoNCE, else the one-directional row loss.
@@ -70,7 +74,8 @@ def run_probe(encoder, items, pairs, request: ProbeRequest | None = None, *, ids
         Fewer than 3 items after junk, junk with
         ``junk='error'``, too few pairs for B, ids of another length.
     ModelError
-        A model with no trainable parameters or without forward-mode AD.
+        A model with no trainable parameters or without forward-mode AD; with ``second_order='jvp'``,
+        one without nested forward-mode AD or failing the float64 check.
     """
     import torch
 
@@ -79,7 +84,7 @@ def run_probe(encoder, items, pairs, request: ProbeRequest | None = None, *, ids
     r = request if request is not None else ProbeRequest()
     batch_size, batches, tau, lr, weight_decay = r.batch_size, r.batches, r.tau, r.lr, r.weight_decay
     decay_mask, chunk_size, fd_dtype, fd_target, symmetric = r.decay_mask, r.chunk_size, r.fd_dtype, r.fd_target, r.symmetric
-    junk, precision, n_boot, seed = r.junk, r.precision, r.resampling.n_boot, r.resampling.seed
+    junk, precision, n_boot, seed, second_order = r.junk, r.precision, r.resampling.n_boot, r.resampling.seed, r.second_order
     is_tensor = isinstance(items, torch.Tensor)
     texts = None if is_tensor else check_items(items)
     n = len(items)
@@ -131,7 +136,8 @@ def run_probe(encoder, items, pairs, request: ProbeRequest | None = None, *, ids
         with progress_bar(progress, batches + 1, label="probe") as advance:
             m = probe_moments(
                 adapter, probe_items, (left, right), batch_size=settings.batch_size, batches=batches, tau=settings.tau,
-                decay_mask=decay_mask, seed=seed, chunk_size=chunk_size, fd_dtype=fd_dtype, fd_target=fd_target,
+                decay_mask=decay_mask, seed=seed, chunk_size=chunk_size, second_order=second_order,
+                fd_dtype=fd_dtype, fd_target=fd_target,
                 symmetric=symmetric, grad_precision=precision, progress=lambda done, total: advance(),
             )
         fields["grad_error_vs_fp32"] = m.grad_check

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from normscope.errors import InputError
+from normscope.probes.balance import balance_test
 from normscope.probes.moments import ProbeMoments
 from normscope.probes.quantities import item_quantities
 from normscope.probes.uncertainty import (
@@ -214,6 +215,7 @@ def summarize_probe(
         heat_cancelled_by_d2=hc, n_negative_q=neg_q, n_negative_lambda_rad=neg_lam,
         c_fit=c_fit, q_over_c_mean=qc["mean"], q_over_c=qc,
         r_eq_cfit_mean_abs_rel_error=float(np.nanmean(np.abs(rel_err))) if np.isfinite(rel_err).any() else None,
+        balance=balance_test(m, eta=eta_used, n_perm=n_boot, n_boot=n_boot if k >= 2 else 0, seed=seed),
         fit_e11=fit_d,
         lambda_rad_per_lambda={"median": float(np.median(q["lambda_rad_per_lambda"])),
                                "min": float(np.min(q["lambda_rad_per_lambda"])),
@@ -224,12 +226,24 @@ def summarize_probe(
         median_rel_se={"heat": float(np.median(df["heat_se"] / np.abs(df["heat"]))),
                        "drift": float(np.median(df["drift_se"] / np.abs(df["drift"])))},
         norm={"mean": float(r.mean()), "sd": float(r.std()), "min": float(r.min()), "max": float(r.max())},
-        fd={"dtype": m.fd_dtype, "target": m.fd_target, "eps_median": float(np.median(m.eps)), "check": m.fd_check},
+        second_order=_second_order(m),
+        fd=({"dtype": m.fd_dtype, "target": m.fd_target, "eps_median": float(np.nanmedian(m.eps)), "check": m.fd_check}
+            if m.second_order == "fd" else None),
         loss_mean=float(m.losses.mean()),
         timings_s={k2: round(v, 3) for k2, v in m.timings.items()},
         caveats=caveats,
     )
     return ProbeResult(**summary, items=df, moments=m)
+
+
+def _second_order(m) -> dict:
+    """How D2's term ``c`` was computed, with its float64 check and the reason of a fallback."""
+    if m.second_order == "jvp":
+        method = "forward-over-forward AD (torch.func.jvp of a jvp): exact, float32, no step size"
+    else:
+        method = f"central finite differences in {m.fd_dtype}, step target eps ||a||/R = {m.fd_target:g}"
+    return {"method": m.second_order, "description": method, "check": m.second_order_check,
+            "fallback": m.second_order_note}
 
 
 def _caveats(corr, m, p, hc, neg_q, neg_lam, weight_decay, without_decay) -> list[str]:
@@ -260,6 +274,14 @@ def _caveats(corr, m, p, hc, neg_q, neg_lam, weight_decay, without_decay) -> lis
                    "contains R^2, and the difference between the two is that mechanical factor")
     out.append("single checkpoint: the drift of one snapshot is dominated by the momentary full-batch motion "
                "(docs/theory.md B3); heat is the robust signal")
+    if m.second_order_note is not None:
+        out.append(m.second_order_note)
+    chk2 = m.second_order_check
+    if m.second_order == "jvp" and chk2 is not None and chk2.get("verdict") == "undecided":
+        out.append(f"the float64 check of the exact second-order term was undecided: finite differences at two steps "
+                   f"disagree with each other by up to {chk2['fd_own_error']:.2g} of mean |D2| (the model is not smooth "
+                   "at the step's scale, e.g. ReLU kinks), so they are no reference; D2 is the nested JVP's, the exact "
+                   "derivative wherever it exists")
     if m.fd_check is not None:
         chk = m.fd_check
         out.append(f"D2 by float32 finite differences differs from a float64 spot check ({chk['items']} items, first "

@@ -60,13 +60,17 @@ def _from_model_card(name: str, hub_id: str) -> dict:
     from normscope.encoders.model_cards import TRAINING_VALUES
 
     card = TRAINING_VALUES[name]
-    keys = ("optimizer", "lr", "weight_decay", "batch_size", "loss", "tau")
+    keys = ("optimizer", "lr", "weight_decay", "batch_size", "loss", "tau", "schedule", "gradient_clipping")
     return {"name": hub_id, "values": {k: (card[k], card["source"]) for k in keys if k in card}}
 
 
 #: ``sha256:78c0197b6159d926``: the weights of sentence-transformers/all-mpnet-base-v2 shipped by the ``mpnet``
 #: extra (docs/models.md); the schedule after its 500 warm-up steps is not in its card, so it is left unknown.
 KNOWN_TRAINING["sha256:78c0197b6159d926"] = _from_model_card("all-mpnet-base-v2", "sentence-transformers/all-mpnet-base-v2")
+#: ``sha256:b388816f4fe4becc``: paraphrase-MiniLM-L3-v2.onnx of the ``minilm-l3`` extra, the file its rebuilt
+#: weights come from (:func:`normscope.encoders.bundled.bundle_revision`); the recipe's published settings.
+KNOWN_TRAINING["sha256:b388816f4fe4becc"] = _from_model_card("paraphrase-MiniLM-L3-v2",
+                                                             "sentence-transformers/paraphrase-MiniLM-L3-v2")
 
 #: CPU-friendly probe batch size used when the training batch size is larger (or unknown).
 DEFAULT_PROBE_BATCH = 64
@@ -175,7 +179,7 @@ class ProbeSettings:
     notes: list = field(default_factory=list)
 
 
-def resolve_settings(facts: TrainingFacts | None, *, fingerprint=None, n_pairs: int, batch_size: int | None,
+def resolve_settings(facts: TrainingFacts | None, *, fingerprint=None, n_pairs: int, batch_size: int | None,  # noqa: C901 -- over the complexity budget; split pending (issue 29)
                      tau: float | None, lr: float | None, weight_decay: float | None,
                      checkpoint_tau: float | None = None) -> ProbeSettings:
     """Choose B, tau, eta and lambda from the caller's options and the checkpoint's training values.

@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING
 
 from normscope.datasets import shared_data_dir
 from normscope.encoders import load_encoder
+from normscope.encoders.glove import is_static_encoder, static_refusal
+from normscope.report.stage import StageUnavailable
 
 if TYPE_CHECKING:  # the config module sits above the stages (it validates --only against them)
     from normscope.report.config import ReportConfig
 
-__all__ = ["StageContext"]
+__all__ = ["StageContext", "refuse_static"]
 
 
 class StageContext:
@@ -46,3 +48,11 @@ class StageContext:
     def figure_path(self, name: str) -> Path:
         """Where figure ``name`` is written: in the report folder."""
         return self.out / name
+
+
+def refuse_static(ctx: StageContext) -> None:
+    """Raise :class:`~normscope.report.stage.StageUnavailable` with the one-line reason when the report's
+    model is a static word-vector table (GloVe): the probe and the labs need a network to differentiate."""
+    enc = ctx.encoder()
+    if is_static_encoder(enc):
+        raise StageUnavailable(str(static_refusal(enc)))

@@ -16,9 +16,9 @@ from markupsafe import Markup
 
 import jinja2
 
-from normscope._format import duration, num
+from normscope._format import claim_figure, duration, num
 from normscope._io import atomic_path
-from normscope.report.claims import CLAIMS
+from normscope.claims import CLAIMS, GLOSSARY, HEADLINE_RULE
 from normscope.report.stage import StageRecord
 from normscope.report.stages import SECTIONS
 from normscope.validate import check_output_path
@@ -48,9 +48,19 @@ _CSS = r"""<style>
  .status-unavailable, .status-not_run { background: #f4f0dc; color: #6a5500; }
  .status-failed { background: #f8e0e0; color: #8a1c1c; }
  .status-kept { background: #ececec; color: #444; }
- tr.verdict-reproduced td:nth-child(6) { background: #e3f4e1; }
- tr.verdict-refuted td:nth-child(6) { background: #f8e0e0; }
- tr.verdict-inconclusive td:nth-child(6) { background: #f4f0dc; }
+ table { max-width: 100%; }
+ td, th { overflow-wrap: anywhere; }
+ td.num { overflow-wrap: normal; }
+ table.claims { table-layout: fixed; width: 100%; }
+ table.claims td { font-size: 0.95em; }
+ details summary { cursor: pointer; }
+ details .more { font-size: 0.92em; margin: 0.3em 0; }
+ details.rule dt { font-weight: 600; margin-top: 0.3em; }
+ details.rule dd { margin-left: 1.2em; }
+ tr.verdict-reproduced td:nth-child(4) { background: #e3f4e1; }
+ tr.verdict-refuted td:nth-child(4) { background: #f8e0e0; }
+ tr.verdict-inconclusive td:nth-child(4) { background: #f4f0dc; }
+ tr.verdict-not-decided-at-this-size td:nth-child(4), tr.verdict-not-testable-here td:nth-child(4) { background: #eeeeee; }
  .why { background: #fbf8ea; border-left: 4px solid #d9c66b; padding: 0.4em 0.8em; }
  .fail { background: #fbeaea; border-left: 4px solid #d96b6b; padding: 0.4em 0.8em; }
  .says { background: #eef4fb; border-left: 4px solid #4c72b0; padding: 0.5em 1em; }
@@ -82,18 +92,33 @@ TEMPLATE = r"""<!DOCTYPE html>
 </nav>
 
 <h2 id="claims">Claims scorecard</h2>
-<p class="meta">One row per claim of the paper. The verdict is computed from normscope's own figure and its 95%
-confidence interval on this model and data (reproduced: the CI excludes 0 on the claimed side; refuted: it excludes 0
-on the other side; inconclusive: it includes 0; not testable here: this run cannot measure it, with the reason).
-No verdict is written in advance.</p>
+<p class="meta">One line per claim of the paper: its figure, this run's figure with its 95% confidence interval, the
+verdict and why in a few words; click a reason for the full reasoning. Each verdict is computed from this run's
+numbers on this model and data, for the claim's direction and for its size; none is written in advance.</p>
+{% set ct = summary.get('claims_tested') %}{% if ct %}<p class="count"><b>{{ ct.tested }} of {{ ct.total }} claims tested
+here</b>{% for v, n in (ct.verdicts or {}).items() if v != 'not testable here' %}{% if loop.first %} ({% endif %}{{ n }} {{ v }}{% if not loop.last %}, {% else %}){% endif %}{% endfor %};
+{{ ct.not_tested|length }} not testable here.</p>{% endif %}
+{% if summary.get('missing_data') %}<p class="why">Missing data (one line per dataset: what it stopped and how to get it):</p>
+<ul class="notes">{% for m in summary.missing_data %}<li>{{ m.line }}</li>{% endfor %}</ul>{% endif %}
 <table class="claims">
-<tr><th>claim</th><th>paper</th><th>normscope (this run)</th><th>95% CI</th><th>n</th><th>verdict</th><th>why</th><th>section</th></tr>
+<colgroup><col style="width:27%"><col style="width:11%"><col style="width:20%"><col style="width:13%"><col style="width:29%"></colgroup>
+<tr><th>claim</th><th>paper</th><th>this run [95% CI]</th><th>verdict</th><th>reason</th></tr>
 {% for c in summary.get('claims') or [] %}<tr class="verdict-{{ c.verdict|replace(' ', '-') }}"><td>{{ c.claim }}</td><td>{{ c.paper }}</td>
-<td{% if is_num(c.measured) %} class="num"{% endif %}>{{ num(c.measured) if c.measured is not none else 'n/a' }}{% if c.what %}<br><span class="meta">{{ c.what }}</span>{% endif %}</td>
-<td>{% if c.ci %}[{{ num(c.ci[0]) }}, {{ num(c.ci[1]) }}]{% else %}n/a{% endif %}</td>
-<td class="num">{{ c.n if c.n is not none else '' }}</td><td><b>{{ c.verdict }}</b></td><td>{{ c.why }}</td>
-<td>{% if c.section %}<a href="#{{ c.section }}">{{ sections.get(c.section, c.section) }}</a>{% endif %}</td></tr>
+<td class="num">{% if c.label and c.measured is not none %}<span class="meta">{{ c.label }}</span><br>{% endif %}{{ figure(c) }}{% if c.beside %}<br><span class="meta">{{ c.beside }}</span>{% endif %}</td>
+<td><b>{{ c.verdict }}</b>{% if c.measured is not none and c.direction %}<br><span class="meta">direction: {{ c.direction|replace('no direction claimed', 'none claimed') }}; size: {{ c.size|replace('no size claimed', 'none claimed') }}</span>{% endif %}</td>
+<td><details><summary>{{ c.reason or c.why }}</summary><div class="more">
+<p>{{ c.why }}</p>
+{% if c.needs %}<p><b>Would decide it:</b> {{ c.needs }}</p>{% endif %}
+<p class="meta">{% if c.what %}Statistic: {{ c.what }}. {% endif %}{% if c.claimed_size %}Claimed size: {{ c.claimed_size }}. {% endif %}
+{% if c.tested_on %}Tested on: {{ c.tested_on }}. {% endif %}{% if c.n is not none %}n = {{ c.n }}. {% endif %}
+{% if c.section %}Evidence: <a href="#{{ c.section }}">{{ sections.get(c.section, c.section) }}</a>.{% endif %}</p>
+{% if c.details %}{{ cell(c.details) }}{% endif %}
+</div></details></td></tr>
 {% endfor %}</table>
+<details class="rule"><summary>How a verdict is decided, and the terms used</summary><div class="more">
+<p>{{ headline_rule }}</p>
+<dl>{% for term, text in glossary.items() %}<dt>{{ term }}</dt><dd>{{ text }}</dd>{% endfor %}</dl>
+</div></details>
 
 <h2 id="what_this_says">What this says</h2>
 <div class="says">
@@ -229,8 +254,8 @@ def render_html(summary: dict, records: dict[str, StageRecord], out_dir: str | P
         sections=SECTIONS, views=views, images=images, wide=wide, records=records,
         kept={key: True for rec in records.values() if rec.kept for key in rec.sections},
         says=summary["what_this_says"] if "what_this_says" in summary else {}, status_words=_STATUS_WORDS,
-        num=_num, is_num=_is_num,
-        cell=render_value, duration=duration,
+        num=_num, is_num=_is_num, cell=render_value, figure=claim_figure, headline_rule=HEADLINE_RULE,
+        glossary=GLOSSARY, duration=duration,
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
 
@@ -253,7 +278,7 @@ MULTI_TEMPLATE = r"""<!DOCTYPE html>
 <title>normscope report: {{ models|join(', ') }}</title>
 {{ css }}
 <style> .sbs { display: grid; grid-template-columns: repeat({{ models|length }}, 1fr); gap: 0.6em; }
- .sbs figure { margin: 0; } body { max-width: {{ 700 + 320 * models|length }}px; } </style>
+ .sbs figure { margin: 0; } body { max-width: {{ [700 + 320 * models|length, 1220]|min }}px; } </style>
 </head>
 <body>
 <h1>normscope report: {{ models|length }} models side by side</h1>
@@ -268,11 +293,12 @@ MULTI_TEMPLATE = r"""<!DOCTYPE html>
 
 <h2 id="claims">Claims scorecard, one column per model</h2>
 <p class="meta">Each cell: the model's figure, its 95% CI and the verdict computed from them on that model's run
-(reproduced / refuted / inconclusive / not testable here); hover for the reason. No verdict is written in advance.</p>
+(reproduced / refuted / inconclusive / not decided at this size / not testable here); click the reason for the full
+reasoning. No verdict is written in advance. {{ headline_rule }}</p>
 <table class="claims">
 <tr><th>claim</th><th>paper</th>{% for m in models %}<th>{{ m }}</th>{% endfor %}</tr>
 {% for key, (claim, paper) in claim_names.items() %}<tr><td>{{ claim }}</td><td>{{ paper }}</td>
-{% for m in models %}{% set c = claim_cells[m].get(key, {}) %}<td title="{{ c.why }}">{% if c.measured is not none and c.measured is defined %}{{ num(c.measured) }}{% if c.ci %} [{{ num(c.ci[0]) }}, {{ num(c.ci[1]) }}]{% endif %}<br>{% endif %}<b>{{ c.verdict or 'not run' }}</b></td>{% endfor %}</tr>
+{% for m in models %}{% set c = claim_cells[m].get(key, {}) %}<td>{% if c.measured is not none and c.measured is defined %}{{ figure(c) }}<br>{% endif %}<b>{{ c.verdict or 'not run' }}</b>{% if c.reason %}<details><summary>{{ c.reason }}</summary><div class="more">{{ c.why }}</div></details>{% endif %}</td>{% endfor %}</tr>
 {% endfor %}</table>
 
 <h2 id="forest">Forest plot of the headline statistics</h2>
@@ -335,9 +361,9 @@ def render_multi_report(summary: dict, records: dict, out_dir: str | Path, path:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
     text = env.from_string(MULTI_TEMPLATE).render(
         css=Markup(_CSS), report=report, models=models, sections=SECTIONS, side=summary["side_by_side"],
-        claim_names=CLAIMS, claim_cells=claim_cells, figures=figures,
-        forest=_image_uri(forest) if forest is not None and Path(forest).is_file() else None,
-        status_words=_STATUS_WORDS, num=_num, is_num=_is_num, duration=duration,
+        claim_names={k: (c.claim, c.paper) for k, c in CLAIMS.items()}, claim_cells=claim_cells, figure=claim_figure,
+        figures=figures, forest=_image_uri(forest) if forest is not None and Path(forest).is_file() else None,
+        status_words=_STATUS_WORDS, num=_num, is_num=_is_num, duration=duration, headline_rule=HEADLINE_RULE,
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
     path = check_output_path(path)

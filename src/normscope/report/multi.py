@@ -26,13 +26,12 @@ from normscope._io import output_set, write_json
 from normscope.encoders import model_slug
 from normscope.errors import InputError, NormscopeError
 from normscope._plot import pyplot, save_figure
-from normscope.report.claims import CLAIMS
+from normscope.claims import CLAIMS
 from normscope.report.config import ReportConfig
 from normscope.report.html import render_multi_report
-from normscope.report.runner import ReportResult, run_report
+from normscope.report.runner import ReportResult, check_report_inputs, run_report
 from normscope.report.stage import StageRecord
 from normscope.report.stages import STAGES
-from normscope.validate import check_output_path
 
 __all__ = ["MultiReportResult", "run_multi_report", "side_by_side", "forest_data", "plot_forest", "ForestPanel",
            "ForestRow"]
@@ -135,7 +134,7 @@ def forest_data(claims: dict[str, list[dict]]) -> list[ForestPanel]:
         if all(r.get("measured") is None for r in rows):
             continue
         what = next((r.get("what") for r in rows if r.get("what")), "") or ""
-        panels.append(ForestPanel(key, CLAIMS[key][0], what, tuple(
+        panels.append(ForestPanel(key, CLAIMS[key].claim, what, tuple(
             ForestRow(m, r.get("measured"), tuple(r["ci"]) if r.get("ci") else None, r.get("verdict") == "refuted")
             for m, r in zip(models, rows))))
     return panels
@@ -214,7 +213,7 @@ def run_multi_report(config: ReportConfig, models: list[str], *, console=None, p
         output place that cannot be written (checked before any model runs).
     """
     t0 = time.perf_counter()
-    console = console or Console(stderr=True)
+    console = console or Console(stderr=True, markup=False)
     models = [str(m) for m in models]
     if len(models) < 2:
         raise InputError("a side-by-side report needs at least two --model")
@@ -224,11 +223,7 @@ def run_multi_report(config: ReportConfig, models: list[str], *, console=None, p
     if len(set(slugs.values())) != len(models):
         raise InputError("two models map to the same folder name: " + ", ".join(f"{m} -> {s}" for m, s in slugs.items()))
     out = Path(config.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out exists and is not a directory: {out}")
-    check_output_path(out / "index.html" if out.is_dir() else out, "--out")
-    if json_path is not None:
-        check_output_path(json_path, "--json")
+    check_report_inputs(config, json_path)
     (out / "models").mkdir(parents=True, exist_ok=True)
 
     results: dict[str, ReportResult] = {}

@@ -16,6 +16,10 @@ its sections say "not run". "Sizes of this run" lists the sizes of the stages th
 
 Each section's ``result`` is, verbatim, what the commands printed in its ``command`` write with
 ``--json`` (:meth:`Stage.section_results`), so the report's numbers are the individual commands'.
+A failed or unavailable record goes to ``OUT/stages/<stage>.failed.json`` and never replaces a finished
+``<stage>.json``. Paths and user files (``--items``) are checked before any stage runs
+(:func:`check_report_inputs`). A stage stopped by absent data names the datasets it lacks; the summary
+says once per dataset what it stopped and how to get it (:func:`normscope.report.missing.availability`).
 
 The log (:mod:`normscope.report.runlog`) has a line when each stage starts and ends, a heartbeat
 while it runs, and no library warnings: those are kept in the stage record (``warnings``).
@@ -31,6 +35,7 @@ import traceback
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from normscope import __version__
@@ -41,19 +46,27 @@ from normscope.errors import InputError, OutputError
 from normscope.report.config import ReportConfig
 from normscope.report.context import StageContext
 from normscope.report.html import render_report
+from normscope.report.missing import availability
 from normscope.report.runlog import dedupe, quiet_libraries, stage_log
 from normscope.report.scorecard import gather_claims
 from normscope.report.sizes import Sizes
 from normscope.report.stage import RecordError, Stage, StageRecord, StageUnavailable, is_current
-from normscope.report.stages import STAGES
-from normscope.validate import check_output_path
+from normscope.report.stages import SECTIONS, STAGES
+from normscope.inputs import read_items
+from normscope.validate import check_output_path, check_paths
 from normscope.values import Status
 
-__all__ = ["ReportResult", "run_report", "assemble_summary", "what_this_says", "load_cached", "sizes_used"]
+__all__ = ["ReportResult", "run_report", "assemble_summary", "what_this_says", "load_cached", "sizes_used",
+           "check_report_inputs"]
 
 
 def _stage_path(out: Path, stage: Stage) -> Path:
     return out / "stages" / f"{stage.name}.json"
+
+
+def _failed_path(out: Path, stage: Stage) -> Path:
+    """Where a stage's last failed or unavailable record goes (never over a finished record)."""
+    return out / "stages" / f"{stage.name}.failed.json"
 
 
 def read_record(out: Path, stage: Stage, console=None) -> StageRecord | None:
@@ -115,12 +128,8 @@ class ReportResult:
         return [k for k, r in self.records.items() if r.status is Status.FAILED and r.ran]
 
 
-def _check_out(out: Path, json_path) -> None:
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out exists and is not a directory: {out}")
-    check_output_path(out / "index.html", "-o/--out") if out.is_dir() else check_output_path(out, "-o/--out")
-    if json_path is not None:
-        check_output_path(json_path, "--json")
+def _check_out(out: Path, config: ReportConfig, json_path) -> None:
+    check_report_inputs(config, json_path)
     out.mkdir(exist_ok=True)
     (out / "stages").mkdir(exist_ok=True)
     check_output_path(out / "stages" / "x.json", "-o/--out")
@@ -161,9 +170,9 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
         The model cannot be loaded (checked before any stage runs).
     """
     t0 = time.perf_counter()
-    console = console or Console(stderr=True)
+    console = console or Console(stderr=True, markup=False)
     out = config.out
-    _check_out(out, json_path)
+    _check_out(out, config, json_path)
     ctx = StageContext(config, console, encoder.at_precision(config.precision) if encoder is not None else None)
     selected = [st for st in STAGES if st.name in config.only]
     # the model is loaded before any stage: a bad --model is one line now, and its fingerprint keys the stages
@@ -207,6 +216,48 @@ def _kept_record(out: Path, stage: Stage, config: ReportConfig) -> StageRecord:
     return StageRecord.not_run(stage, f"not selected (--only {','.join(config.only)})")
 
 
+def check_report_inputs(config: ReportConfig, json_path: str | Path | None = None) -> None:
+    """Check a report's paths and user files before any stage runs (and before anything is written).
+
+    Outputs (``OUT/index.html``, ``OUT/summary.json``, ``--json``) are checked with
+    :func:`normscope.validate.check_paths` against the inputs (``--items``, ``--data``); ``--items``
+    is read in full (:func:`normscope.inputs.read_items`, or the vectors file / image folder it
+    names), so an empty, non-UTF-8 or malformed file is one line before any stage runs and no
+    finished page or stage record is touched.
+
+    Raises
+    ------
+    InputError
+        A bad path, a ``--data`` that is not a folder, or a bad ``--items`` file.
+    OutputError
+        An output place is read-only.
+    """
+    out = Path(config.out)
+    check_paths([("-o/--out", out, "folder"), ("-o/--out (index.html)", out / "index.html", "html"),
+                 ("-o/--out (summary.json)", out / "summary.json", "json"), ("--json", json_path, "json")],
+                inputs=[("--items", config.items), ("--data", config.data)])
+    if config.data is not None and not Path(config.data).is_dir():
+        raise InputError(f"--data is not a folder: {config.data}")
+    items = config.items
+    if items is None or "norms" not in config.only:
+        return
+    items = Path(items)
+    if not items.exists():
+        raise InputError(f"--items does not exist: {items}")
+    if items.is_file() and items.suffix.lower() in (".npy", ".parquet"):
+        from normscope.encoders.precomputed import load_precomputed  # torch-free, but only when asked for
+
+        load_precomputed(items)
+        return
+    from normscope.encoders.images import is_image_folder  # PIL: only when asked for
+
+    if items.is_dir() and is_image_folder(items):
+        return
+    _, texts = read_items(items)
+    if not texts:
+        raise InputError(f"--items {items} holds no items")
+
+
 def _run_stage(stage: Stage, ctx: StageContext, fingerprint: dict | None, heartbeat: float | None) -> StageRecord:
     """Run (or load from the stage cache) one stage; its record, with ``cached`` set."""
     out, config, console = ctx.out, ctx.config, ctx.console
@@ -226,6 +277,12 @@ def _run_stage(stage: Stage, ctx: StageContext, fingerprint: dict | None, heartb
         except StageUnavailable as exc:
             rec = StageRecord.error(stage, Status.UNAVAILABLE, str(exc), key=key, request=request_json,
                                     seconds=time.perf_counter() - ts)
+            if exc.missing:  # the datasets it lacks: the summary says once what they stop and how to get them
+                rec.missing = exc.missing
+                for sec in rec.sections.values():
+                    sec.missing = exc.missing
+            if exc.detail:  # library text of the failed fetches: kept here, never printed
+                rec.detail = exc.detail
         except OutputError:  # a read-only place or a full disk: every later write would fail too
             raise
         except Exception as exc:  # recorded on the page, never hides the rest of the report
@@ -233,13 +290,19 @@ def _run_stage(stage: Stage, ctx: StageContext, fingerprint: dict | None, heartb
             rec = StageRecord.error(stage, Status.FAILED, msg, key=key, request=request_json,
                                     seconds=time.perf_counter() - ts)
             rec.traceback = traceback.format_exc()
-            console.print(f"[red]{stage.name} failed[/]: {msg}", markup=True, highlight=False)
+            console.print(Text.assemble((f"{stage.name} failed", "red"), f": {msg}"))  # msg: user strings, no markup
         else:
             rec = _ok_record(stage, sections, key, request_json, time.perf_counter() - ts)
     if noise:
         rec.warnings = dedupe(noise)
-    write_json(rec, _stage_path(out, stage))
-    note = f" ({len(rec.warnings)} library warnings kept in {_stage_path(out, stage)})" if noise else ""
+    # a finished (ok) record is never replaced by a failed or unavailable one: those go beside it
+    failed_path = _failed_path(out, stage)
+    if rec.status is Status.OK:
+        write_json(rec, _stage_path(out, stage))
+        failed_path.unlink(missing_ok=True)
+    else:
+        write_json(rec, failed_path)
+    note = f" ({len(rec.warnings)} library warnings kept in the stage record)" if noise else ""
     console.print(f"{stage.name}: {rec.status.value} in {duration(rec.seconds or 0)}{note}")
     return rec
 
@@ -288,7 +351,8 @@ def assemble_summary(config: ReportConfig, records: dict[str, StageRecord]) -> d
         rec = records.get(st.name) or StageRecord.not_run(st, "not run")
         for key in st.sections:
             summary[key] = rec.sections[key].summary()
-    summary["claims"] = gather_claims(records)
+    summary["claims"] = gather_claims(records, model=config.model)
+    summary.update(availability(summary, SECTIONS))  # claims_tested, missing_data (one line per missing dataset)
     return summary
 
 

@@ -1,17 +1,20 @@
 """Gathering the claims scorecard (``summary.json["claims"]``, the page's first section).
 
-Each stage puts the rows of the claims it tests in its sections (:attr:`Section.claims`, built by
-:mod:`normscope.report.claims`). :func:`gather_claims` returns one row per claim of
-:data:`~normscope.report.claims.CLAIMS`, in that order: the stage's row when it ran, otherwise a
-``not testable here`` row that says why (the stage was not run, was unavailable, or failed), taken
-from the record of the stage that tests the claim (:attr:`Stage.claim_keys`).
+Each stage puts the rows of the claims it tests in its sections (:attr:`Section.claims`, built by the
+stage packages' builders with :func:`normscope.claims.claim_row`). :func:`gather_claims` returns one
+row per claim of :data:`~normscope.claims.CLAIMS`, in that order: the stage's row when it ran,
+otherwise a ``not testable here`` row that says why (the stage was not run, was unavailable, or
+failed), taken from the record of the stage whose section tests the claim (:attr:`Claim.section`);
+the rows on the paper's models and benchmarks come from the run's model. It refuses a scorecard in
+which two rows resting on the same statistic carry different verdicts
+(:func:`~normscope.claims.check_one_verdict_per_statistic`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from normscope.report.claims import CLAIMS, claim_row
+from normscope.claims import CLAIMS, check_one_verdict_per_statistic, not_testable_row, paper_scope_rows
 from normscope.report.stage import StageRecord
 from normscope.report.stages import STAGES
 from normscope.values import Status
@@ -19,40 +22,52 @@ from normscope.values import Status
 __all__ = ["gather_claims"]
 
 
-def gather_claims(records: Mapping[str, StageRecord]) -> list[dict]:
-    """One scorecard row per claim, in :data:`CLAIMS` order.
+def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) -> list[dict]:
+    """One scorecard row per claim, in :data:`~normscope.claims.CLAIMS` order.
 
     Parameters
     ----------
     records : mapping of stage name -> StageRecord
+    model : str, optional
+        The run's model (for the rows on the paper's models); default the set-up section's.
 
     Returns
     -------
     list of dict
-        Rows as built by :func:`~normscope.report.claims.claim_row`; a claim that no section tested
-        gets verdict ``not testable here`` and, as its reason, the status and reason of the section
-        that would have tested it.
+        Rows as built by :func:`~normscope.claims.claim_row`; a claim that no section tested gets
+        verdict ``not testable here`` and, as its reason, the status and reason of the section that
+        would have tested it.
+
+    Raises
+    ------
+    ValueError
+        Two rows with the same ``statistic`` and different verdicts.
     """
     found: dict[str, dict] = {}
-    where: dict[str, tuple[StageRecord | None, str]] = {}
+    sections = {}
     for st in STAGES:
         rec = records.get(st.name)
-        where.update({key: (rec, sec) for key, sec in st.claim_keys.items()})
-        for sec in (rec.sections.values() if rec is not None else ()):
+        for key, sec in (rec.sections.items() if rec is not None else ()):
+            sections[key] = sec
             for row in sec.claims:
                 found.setdefault(row["key"], dict(row))
+    if model is None:
+        setup = sections.get("setup")
+        model = ((setup.result or {}).get("model") if setup is not None else None)
+    for row in paper_scope_rows(model):
+        found.setdefault(row["key"], row)
     rows = []
-    for key in CLAIMS:
+    for key, claim in CLAIMS.items():
         if key in found:
             rows.append(found[key])
             continue
-        rec, sec_key = where.get(key, (None, ""))
-        sec = rec.sections.get(sec_key) if rec is not None else None
-        if sec is None:
+        sec = sections.get(claim.section)
+        if sec is None or sec.status is Status.NOT_RUN and sec.reason is None:
             why = "no stage of this run tests it"
         elif sec.status is Status.OK:
             why = "the section ran but reported no figure for this claim"
         else:
             why = f"section {sec.status.words}: {sec.reason or 'no reason given'}"
-        rows.append(claim_row(key, measured=None, ci=None, verdict="not testable here", why=why, section=sec_key))
+        rows.append(not_testable_row(key, why, section=claim.section))
+    check_one_verdict_per_statistic(rows)
     return rows

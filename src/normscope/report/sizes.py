@@ -21,9 +21,10 @@ class Sizes:
         stable on MiniLM by the criterion of docs/probe.md.
     lab_steps, lab_snapshots, lab_probe_batches : int or None
         Training lab (free table, SGD): training steps, snapshot states S, virtual batches K per state.
-    transformer_steps, transformer_probe_items, transformer_probe_batches : int
-        Transformer lab (each of SGD, momentum, AdamW): training steps, held-out probe items P,
-        step-0 probe batches K.
+    transformer_design : {"report", "quick", "full"}
+        Transformer lab: the size of the decisive design (:data:`normscope.lab.DESIGNS`: ``report``
+        about a minute of CPU, ``quick``, ``full`` about an hour on 2 cores); the page also shows the
+        stored full design's result.
     signal_items : int or None
         Semantic signals: items per signal (None: ``normscope correlate``'s defaults: frequency 5,000,
         specificity 2,000, concreteness 5,000, uncertainty all 3,113 ChaosNLI pairs).
@@ -42,9 +43,7 @@ class Sizes:
     lab_steps: int | None = None
     lab_snapshots: int | None = None
     lab_probe_batches: int | None = None
-    transformer_steps: int = 150
-    transformer_probe_items: int = 32
-    transformer_probe_batches: int = 16
+    transformer_design: str = "report"
     signal_items: int | None = None
     retrieval_docs: int | None = None
     retrieval_queries: int | None = None
@@ -66,9 +65,7 @@ QUICK = Sizes(
     lab_steps=None,
     lab_snapshots=None,
     lab_probe_batches=None,
-    transformer_steps=8,
-    transformer_probe_items=16,
-    transformer_probe_batches=4,
+    transformer_design="quick",
     signal_items=800,
     retrieval_docs=600,
     retrieval_queries=100,

@@ -37,7 +37,23 @@ STAGE_VERSION = 4
 
 
 class StageUnavailable(Exception):
-    """Raised by a stage that cannot run here; the message says why (shown on the page)."""
+    """Raised by a stage that cannot run here; the message says why (shown on the page).
+
+    Parameters
+    ----------
+    reason : str
+        One line, shown on the page and in the summary.
+    missing : dict, keyword-only
+        ``{dataset name: {"title", "cause"}}`` of the datasets whose absence stops the stage (built by
+        :func:`normscope.report.missing.data_unavailable`); the report counts the claims they block.
+    detail : str, keyword-only
+        The full error text (library messages included), kept in the stage record, never printed.
+    """
+
+    def __init__(self, reason: str, *, missing: dict | None = None, detail: str = "") -> None:
+        super().__init__(reason)
+        self.missing = dict(missing or {})
+        self.detail = detail
 
 
 class RecordError(ValueError):
@@ -225,7 +241,10 @@ class Section:
     key_numbers, tables, figures, notes
         The view: what the page (and the side-by-side table) shows.
     claims : list of dict
-        The scorecard rows this section tests (built by :mod:`normscope.report.claims`).
+        The scorecard rows this section tests (built by the stage packages' builders, :mod:`normscope.claims`).
+    missing : dict or None
+        ``{dataset: {"title", "cause"}}`` of the datasets whose absence stopped the section
+        (:mod:`normscope.report.missing`).
     """
 
     key: str
@@ -240,6 +259,7 @@ class Section:
     figures: list[Figure] = dataclasses.field(default_factory=list)
     notes: list = dataclasses.field(default_factory=list)
     claims: list[dict] = dataclasses.field(default_factory=list)
+    missing: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -253,12 +273,14 @@ class Section:
     def to_json(self) -> dict:
         return {"status": self.status.value, "reason": self.reason, "commands": self.commands, "sizes": self.sizes,
                 "result": self.result, "derived": self.derived, "key_numbers": self.key_numbers,
-                "tables": self.tables, "figures": self.figures, "notes": self.notes, "claims": self.claims}
+                "tables": self.tables, "figures": self.figures, "notes": self.notes, "claims": self.claims,
+                "missing": self.missing}
 
     def summary(self) -> dict:
-        """The section's entry of summary.json: ``status, reason, command, sizes, result, derived, key_numbers``
-        (absent when None)."""
-        entry = {"status": self.status.value, "reason": self.reason, "command": self.command, "sizes": self.sizes,
+        """The section's entry of summary.json: ``status, reason, missing, command, sizes, result, derived,
+        key_numbers`` (absent when None)."""
+        entry = {"status": self.status.value, "reason": self.reason, "missing": self.missing or None,
+                 "command": self.command, "sizes": self.sizes,
                  "result": self.result, "derived": self.derived,
                  "key_numbers": [k.row() for k in self.key_numbers] if self.ok else None}
         return {k: v for k, v in entry.items() if v is not None}
@@ -277,7 +299,7 @@ class Section:
                        key_numbers=[KeyNumber.from_json(k) for k in r.items("key_numbers")],
                        tables=[Table.from_json(t) for t in r.items("tables")],
                        figures=[Figure.from_json(f) for f in r.items("figures")],
-                       notes=r.items("notes"), claims=r.items("claims"))
+                       notes=r.items("notes"), claims=r.items("claims"), missing=r.obj("missing"))
         except RecordError as exc:
             msg = str(exc)
             raise RecordError(msg if msg.startswith("section ") else f"section {key}: {msg}") from None
@@ -309,6 +331,10 @@ class StageRecord:
         Read from the stage cache in this run (not written to disk).
     kept : bool
         Not selected in this run (``--only``) and kept from an earlier run in the same folder.
+    missing : dict or None
+        The datasets whose absence made the stage unavailable (:class:`StageUnavailable`).
+    detail : str or None
+        The full text of the data errors of an unavailable stage (library messages), never printed.
     """
 
     stage: str
@@ -322,6 +348,8 @@ class StageRecord:
     traceback: str | None = None
     cached: bool = False
     kept: bool = False
+    missing: dict | None = None
+    detail: str | None = None
 
     @property
     def ran(self) -> bool:
@@ -336,6 +364,10 @@ class StageRecord:
             out["warnings"] = self.warnings
         if self.traceback:
             out["traceback"] = self.traceback
+        if self.missing:
+            out["missing"] = self.missing
+        if self.detail:
+            out["detail"] = self.detail
         return out
 
     @classmethod
@@ -365,7 +397,8 @@ class StageRecord:
             raise RecordError(f"unknown status {status_name!r}") from None
         return cls(stage=stage.name, status=status, sections={k: Section.from_json(k, secs[k]) for k in stage.sections},
                    key=key, request=r.obj("request"), reason=r.text("reason"), seconds=r.number("seconds"),
-                   warnings=[str(w) for w in r.items("warnings")], traceback=r.text("traceback"))
+                   warnings=[str(w) for w in r.items("warnings")], traceback=r.text("traceback"),
+                   missing=r.obj("missing"), detail=r.text("detail"))
 
     @classmethod
     def not_run(cls, stage: Stage, reason: str) -> StageRecord:
@@ -406,8 +439,6 @@ class Stage(abc.ABC, Generic[R]):
         How the norm-distribution sentence names this stage when it tries to explain the norm's spread.
     reads : tuple of str
         The datasets (:mod:`normscope.data` names) it reads; the set-up stage obtains them first.
-    claim_keys : dict
-        Claim key (:data:`normscope.report.claims.CLAIMS`) -> the section that tests it.
     """
 
     name: ClassVar[str]
@@ -418,7 +449,6 @@ class Stage(abc.ABC, Generic[R]):
     uses_data: ClassVar[bool] = True
     explains: ClassVar[str | None] = None
     reads: ClassVar[tuple[str, ...]] = ()
-    claim_keys: ClassVar[dict[str, str]] = {}
 
     def datasets(self, config) -> list[tuple[str, str]]:
         """``[(dataset, who)]``: the datasets this stage reads under the report settings ``config`` and who

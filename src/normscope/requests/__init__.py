@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import types
 import typing
 from pathlib import Path
@@ -126,6 +127,8 @@ def check_value(name: str, value: Any, tp: Any) -> Any:
 def _check_bounds(name: str, value: Any, meta) -> None:
     if value is None or isinstance(value, (bool, str, tuple, Path)) or not isinstance(value, (int, float)):
         return
+    if isinstance(value, float) and math.isinf(value):  # NaN fails every bound below and is named there
+        raise InputError(f"{name} must be a finite number, got {value!r}")
     if "min" in meta and value < meta["min"]:
         raise InputError(f"{name} must be >= {meta['min']}, got {value!r}")
     if "max" in meta and value > meta["max"]:

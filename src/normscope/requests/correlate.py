@@ -41,6 +41,10 @@ class CorrelateRequest(Request):
         Uncertainty dataset (cifar10h needs ``images``).
     subtlex, wordnet, images : str or None
         SUBTLEX-US file (its Zipf values as the frequency signal), WordNet location, CIFAR-10 test images.
+    keep_duplicates : bool
+        Keep items whose text (and source, with strata) repeats another item's; by default each is counted
+        once (the copy with the smallest id kept, the others listed), since copies would count as
+        independent evidence in every CI and p-value.
     embedding : Embedding
     resampling : Resampling
         Bootstrap resamples and permutations of every CI and p-value; ``seed`` also seeds item sampling.
@@ -55,6 +59,7 @@ class CorrelateRequest(Request):
     subtlex: str | None = None
     wordnet: str | None = None
     images: str | None = None
+    keep_duplicates: bool = False
     embedding: Embedding = Embedding()
     resampling: Resampling = Resampling(n_boot=2000, n_perm=2000)
 
@@ -70,4 +75,6 @@ class CorrelateRequest(Request):
                                      ("--wordnet", self.wordnet, None), ("--images", self.images, None)):
             if value != default:
                 out += [flag, str(value)]
+        if self.keep_duplicates:
+            out.append("--keep-duplicates")
         return out + self.resampling.argv(perm=True)

@@ -9,7 +9,8 @@ from typing import Literal
 from normscope.errors import InputError
 from normscope.requests import Precision, Request, Resampling, param
 
-__all__ = ["LabRequest", "TransformerLabRequest", "LabEncoder", "LabData", "Optimizer", "Estimator"]
+__all__ = ["LabRequest", "TransformerLabRequest", "DecisiveRequest", "LabEncoder", "LabData", "Optimizer", "Estimator",
+           "DesignSize"]
 
 #: The small labs' encoders: a free embedding table (k=1) or a two-tower bias-free ReLU MLP (k=2).
 LabEncoder = Literal["table", "mlp"]
@@ -170,3 +171,56 @@ class TransformerLabRequest(Request):
         if self.dropout:
             out.append("--dropout")
         return out + self.resampling.argv()
+
+
+#: Sizes of the decisive transformer design (:data:`normscope.lab.decisive.DESIGNS`).
+DesignSize = Literal["full", "report", "quick"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DecisiveRequest(Request):
+    """The decisive transformer design (:func:`normscope.lab.decisive.run_decisive_design`; ``normscope lab
+    --encoder transformer --design decisive``).
+
+    Attributes
+    ----------
+    size : {"full", "report", "quick"}
+        The design's sizes (``full``: about an hour on 2 CPU cores; ``report``: about a minute, too short to
+        decide, and it says so).
+    pairs : str
+        Training pairs (:func:`normscope.pairs.load_pairs` spec; default WordNet 3.0 (term, gloss)).
+    probe_items : int, str or None
+        P held-out probe items drawn from the pairs (None: the design's), or an items file.
+    seed : int
+        Seeds the initialisation, the data split, every batch and the bootstraps.
+    device : str
+    workers : int
+        Runs of one phase in parallel processes (results do not depend on it).
+    """
+
+    size: DesignSize = "full"
+    pairs: str = "wordnet"
+    probe_items: int | str | None = None
+    seed: int = 0
+    device: str = "cpu"
+    workers: int = param(1, min=1)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.probe_items, int) and self.probe_items < 3:
+            raise InputError(f"--probe-items must be >= 3, got {self.probe_items}")
+
+    def run_kwargs(self) -> dict:
+        """The keyword arguments of :func:`~normscope.lab.decisive.run_decisive_design` (beside ``directory``)."""
+        return {"design": self.size, "pairs": self.pairs, "probe_items": self.probe_items, "seed": self.seed,
+                "device": self.device, "workers": self.workers}
+
+    def argv(self) -> list[str]:
+        """``normscope lab --encoder transformer --design decisive ...`` with every setting of this request."""
+        out = ["normscope", "lab", "--encoder", "transformer", "--design", "decisive", "--size", self.size]
+        for flag, value, default in (("--pairs", self.pairs, "wordnet"), ("--probe-items", self.probe_items, None),
+                                     ("--seed", self.seed, 0), ("--device", self.device, "cpu"),
+                                     ("--workers", self.workers, 1)):
+            if value != default:
+                out += [flag, str(value)]
+        return out

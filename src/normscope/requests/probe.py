@@ -9,11 +9,14 @@ from typing import Literal
 from normscope.errors import InputError
 from normscope.requests import Junk, Precision, Request, Resampling, param
 
-__all__ = ["ProbeRequest", "FdDtype", "FD_DTYPES", "DecayMask"]
+__all__ = ["ProbeRequest", "FdDtype", "FD_DTYPES", "DecayMask", "SecondOrder", "SECOND_ORDER"]
 
 #: Precision of the D2 finite differences (``auto``: float64).
 FdDtype = Literal["float64", "float32", "auto"]
 FD_DTYPES: tuple[str, ...] = typing.get_args(FdDtype)
+#: How the second-order radial term of D2 is computed (:func:`normscope.probes.moments.probe_moments`).
+SecondOrder = Literal["auto", "jvp", "fd"]
+SECOND_ORDER: tuple[str, ...] = typing.get_args(SecondOrder)
 #: Which parameters weight decay acts on (:func:`normscope.probes.moments.decay_mask_for`).
 DecayMask = Literal["matrices", "all"]
 
@@ -34,6 +37,10 @@ class ProbeRequest(Request):
     decay_mask : {"matrices", "all"}
     chunk_size : int
         Most probe items per JVP chunk.
+    second_order : {"auto", "jvp", "fd"}
+        How the second-order radial term of D2 is computed: ``jvp`` forward-over-forward AD (exact, checked
+        on one chunk against float64 differences), ``fd`` finite differences in ``fd_dtype``, ``auto`` ``jvp``
+        where the model supports it, else ``fd``.
     fd_dtype : {"float64", "float32", "auto"}
         Precision of the D2 finite differences; ``fd_target`` the step ``eps ||a|| / R`` (None: 3e-3 in
         float64, 1e-2 in float32).
@@ -53,6 +60,7 @@ class ProbeRequest(Request):
     weight_decay: float | None = param(None, min=0.0)
     decay_mask: DecayMask = "matrices"
     chunk_size: int = param(128, min=1)
+    second_order: SecondOrder = "auto"
     fd_dtype: FdDtype = "float64"
     fd_target: float | None = param(None, above=0.0)
     symmetric: bool = True
@@ -63,7 +71,7 @@ class ProbeRequest(Request):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.resampling.n_boot < 1:
-            raise InputError(f"n_boot must be >= 1, got {self.resampling.n_boot}")
+            raise InputError(f"--n-boot must be >= 1, got {self.resampling.n_boot}")
 
     def argv(self) -> list[str]:
         """The ``normscope probe`` options of this request (after ITEMS, ``--model`` and ``--pairs``)."""
@@ -71,6 +79,7 @@ class ProbeRequest(Request):
         for flag, value, default in (("--batch-size", self.batch_size, None), ("--tau", self.tau, None),
                                      ("--lr", self.lr, None), ("--weight-decay", self.weight_decay, None),
                                      ("--decay-mask", self.decay_mask, "matrices"), ("--chunk-size", self.chunk_size, 128),
+                                     ("--second-order", self.second_order, "auto"),
                                      ("--fd-dtype", self.fd_dtype, "float64")):
             if value != default:
                 out += [flag, str(value)]

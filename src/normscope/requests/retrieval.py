@@ -35,6 +35,12 @@ class RetrievalRequest(Request):
     params : tuple of (scorer, value)
         Fixed parameters, evaluated as given and marked "not fitted" (e.g. a paper's alpha).
     relevance : {"graded", "binary"}
+    grade_scale : int
+        Every relevance grade is read times this factor (>= 1; grades such as 0.5 are refused otherwise);
+        nDCG is unchanged by the scale.
+    dedupe_docs : bool
+        Count each distinct document text once (copies collapse to the one with the smallest id, judged with
+        the highest grade of the copies); without it, duplicates are kept and a warning counts them.
     ignore_identical_ids : bool
         Leave out a document whose id equals the query id (BEIR's default).
     max_docs, max_queries : int or None
@@ -57,6 +63,8 @@ class RetrievalRequest(Request):
     split: str = "test"
     params: tuple[tuple[str, float], ...] = ()
     relevance: Relevance = "graded"
+    grade_scale: int = param(1, min=1)
+    dedupe_docs: bool = False
     ignore_identical_ids: bool = True
     max_docs: int | None = param(None, min=2)
     max_queries: int | None = param(None, min=1)
@@ -85,10 +93,12 @@ class RetrievalRequest(Request):
             out += ["--scorer", ",".join(self.scorers)]
         for flag, value, default in (("--fit-split", self.fit_split, "train"), ("--split", self.split, "test"),
                                      ("--relevance", self.relevance, "graded"), ("--max-docs", self.max_docs, None),
-                                     ("--max-queries", self.max_queries, None)):
+                                     ("--max-queries", self.max_queries, None), ("--grade-scale", self.grade_scale, 1)):
             if value != default:
                 out += [flag, "cv" if value is None else str(value)]
         out += [f"--{PARAM_NAMES[s]}={v!r}" for s, v in self.params]
+        if self.dedupe_docs:
+            out.append("--dedupe-docs")
         if not self.ignore_identical_ids:
             out.append("--keep-identical-ids")
         out += self.resampling.argv()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Literal
 
 from normscope.encoders.bundled import DEFAULT_MODEL
@@ -10,10 +11,13 @@ from normscope.errors import InputError
 from normscope.requests import Embedding, Request, Resampling, param
 from normscope.scoring import SCORERS as PAIR_SCORERS
 
-__all__ = ["SimilarityRequest", "PairFormat"]
+__all__ = ["SimilarityRequest", "PairFormat", "WhiteningKind", "WHITENINGS"]
 
 #: Formats of a pair file (:mod:`normscope.similarity.formats`).
 PairFormat = Literal["auto", "sts", "words"]
+#: Whitenings of the pair vectors (:mod:`normscope.similarity.whitening`).
+WhiteningKind = Literal["zipf", "uniform"]
+WHITENINGS: tuple[str, ...] = typing.get_args(WhiteningKind)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +36,14 @@ class SimilarityRequest(Request):
         Of :data:`normscope.scoring.SCORERS` (in their symmetric pair form); cosine is always the baseline.
     fmt, fit_format : {"auto", "sts", "words"}
         Formats of ``dataset`` and ``fit``.
+    keep_duplicates : bool
+        Keep pairs whose two texts (either order) and human score repeat another pair's; by default each is
+        counted once in its file (the copy with the smallest id kept, the rest listed in ``duplicates``).
+    whiten : tuple of {"zipf", "uniform"}
+        Also score the pairs by the cosine of whitened vectors (Yokoi et al. 2024), fitted on a word
+        vocabulary, never on the pairs.
+    whiten_vocab : int
+        The top ``whiten_vocab`` alphabetic English words of wordfreq (>= 2), the whitening's vocabulary.
     embedding : Embedding
     resampling : Resampling
         ``n_boot`` resamples of the evaluated pairs; ``seed`` seeds the random half and the bootstrap.
@@ -42,6 +54,9 @@ class SimilarityRequest(Request):
     scorers: tuple[str, ...] = PAIR_SCORERS
     fmt: PairFormat = "auto"
     fit_format: PairFormat = "auto"
+    keep_duplicates: bool = False
+    whiten: tuple[str, ...] = ()
+    whiten_vocab: int = param(20000, min=2)
     embedding: Embedding = Embedding()
     resampling: Resampling = Resampling(n_boot=2000)
 
@@ -50,6 +65,9 @@ class SimilarityRequest(Request):
         bad = [s for s in self.scorers if s not in PAIR_SCORERS]
         if bad:
             raise InputError(f"unknown scorer '{bad[0]}'; choose one of {', '.join(PAIR_SCORERS)}")
+        bad = [w for w in self.whiten if w not in WHITENINGS]
+        if bad:
+            raise InputError(f"unknown whitening {bad[0]!r}; choose from {', '.join(WHITENINGS)}")
 
     def argv(self) -> list[str]:
         """``normscope similarity ...`` with every setting of this request."""
@@ -61,4 +79,10 @@ class SimilarityRequest(Request):
         for flag, value in (("--format", self.fmt), ("--fit-format", self.fit_format)):
             if value != "auto":
                 out += [flag, value]
+        if self.keep_duplicates:
+            out.append("--keep-duplicates")
+        if self.whiten:
+            out += ["--whiten", ",".join(self.whiten)]
+            if self.whiten_vocab != 20000:
+                out += ["--whiten-vocab", str(self.whiten_vocab)]
         return out + self.embedding.argv(DEFAULT_MODEL) + self.resampling.argv()

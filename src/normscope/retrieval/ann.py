@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from normscope.errors import InputError
+from normscope.inputs import JUNK_ZERO, Junk, zero_vector_rows
 from normscope.scoring import PARAM_NAMES, check_scorer, fold_documents, fold_queries, pair_dot, validate_param
 from normscope.retrieval.search import _check_ids, order_run
 
@@ -153,6 +154,7 @@ class FoldedAnnIndex:
         self.index = index
         self.doc_ids = _check_ids(doc_ids, int(index.ntotal), "document")
         self.scorer, self.param, self.params, self.fingerprint = scorer, param, params, fingerprint
+        self.junk = Junk()  # documents left out as junk (zero) vectors when the index was built
         if params.kind == "ivf":  # reconstruct() of candidates needs the id -> list map (8 bytes a vector)
             import faiss
 
@@ -210,8 +212,17 @@ class FoldedAnnIndex:
         Raises
         ------
         InputError
-            ``k < 1``, ids of the wrong number or duplicated, bad search settings.
+            ``k < 1``, ids of the wrong number or duplicated, bad search settings, queries of another
+            dimension than the index's, a junk (zero) query vector (:func:`normscope.inputs.zero_vector_rows`).
         """
+        Q = np.asarray(Q)
+        if Q.ndim != 2 or Q.shape[1] != self.dim:
+            raise InputError(f"the queries have dimension {Q.shape[-1] if Q.ndim else 0}, the index {self.dim}: "
+                             "embed them with the index's model")
+        zero = zero_vector_rows(np.linalg.norm(Q.astype(np.float64), axis=1))
+        if zero.size:
+            raise InputError(f"{zero.size} query vector(s) are junk ({JUNK_ZERO}), e.g. query "
+                             f"{list(query_ids)[zero[0]]!r}: nothing to rank them by; leave them out")
         Qf = fold_queries(Q, self.scorer)
         query_ids = _check_ids(query_ids, Qf.shape[0], "query")
         if k < 1:
@@ -245,8 +256,15 @@ class FoldedAnnIndex:
         return flat
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | Path) -> Path:
-        """Write ``index.faiss``, ``ids.parquet`` and ``meta.json`` into the directory ``path`` (atomic)."""
+    def save(self, path: str | Path, *, shown: str | Path | None = None) -> Path:
+        """Write ``index.faiss``, ``ids.parquet`` and ``meta.json`` into the directory ``path`` (atomic).
+
+        Raises
+        ------
+        OutputError
+            A full disk, a file size limit or a read-only place (one line naming ``shown``, default
+            ``path``); nothing is left behind.
+        """
         import faiss
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -259,12 +277,19 @@ class FoldedAnnIndex:
         tmp = path.parent / f".{path.name}.tmp-{time.time_ns()}"
         tmp.mkdir()
         try:
-            faiss.write_index(self.index, str(tmp / "index.faiss"))
+            # serialised here and written by Python: faiss.write_index only prints a failed close (a full disk,
+            # a file size limit) and leaves a truncated file; Python's write raises
+            with open(tmp / "index.faiss", "wb") as f:
+                f.write(faiss.serialize_index(self.index).tobytes())
             pq.write_table(pa.table({"id": pa.array(self.doc_ids, type=pa.string())}), tmp / "ids.parquet")
             write_json({"kind": self.params.kind, "scorer": self.scorer, "param": self.param,
                         "param_name": PARAM_NAMES[self.scorer], "n": len(self.doc_ids), "dim": self.dim,
                         "params": asdict(self.params), "fingerprint": self.fingerprint}, tmp / "meta.json")
             replace_dir(tmp, path)
+        except (OSError, RuntimeError) as exc:  # faiss reports a full disk as a RuntimeError naming errno's text
+            from normscope.validate import write_failure
+
+            raise (write_failure(exc, shown or path, "-o/--out") or exc) from None
         finally:
             import shutil
 
@@ -326,7 +351,7 @@ def _make_index(kind: str, d: int, p: AnnParams):
     return faiss.IndexFlatIP(d)
 
 
-def build_ann_index(
+def build_ann_index(  # noqa: C901 -- over the complexity budget; split pending (issue 29)
     vectors,
     doc_ids: Sequence[str] | None = None,
     *,
@@ -340,9 +365,10 @@ def build_ann_index(
     """Build a norm-aware faiss index, reading the vectors in chunks (two passes).
 
     Pass 1 computes every norm (8 bytes a document) to validate the scorer's parameter on the whole
-    corpus before anything is built, and draws the IVF training sample; pass 2 folds each chunk
-    (:func:`~normscope.scoring.fold_documents`) and adds it. Peak memory is the index
-    itself plus one chunk.
+    corpus before anything is built, finds the junk (zero) vectors (:func:`normscope.inputs.zero_vector_rows`:
+    left out of the index, listed in the result's ``junk``, never ranked) and draws the IVF training
+    sample; pass 2 folds each chunk (:func:`~normscope.scoring.fold_documents`) and adds it.
+    Peak memory is the index itself plus one chunk.
 
     Parameters
     ----------
@@ -411,9 +437,18 @@ def build_ann_index(
             sample[t : t + len(pick)] = v[pick]
             t += len(pick)
         s = e
-    validate_param(scorer, param, norms)
     ids = [str(i) for i in doc_ids] if doc_ids is not None else ids
     ids = _check_ids(ids, n, "document")
+    zero = zero_vector_rows(norms)  # junk (zero) vectors: left out of the index, listed, never ranked
+    if zero.size == n:
+        raise InputError(f"every one of the {n} document vectors is junk ({JUNK_ZERO})")
+    good = np.ones(n, dtype=bool)
+    good[zero] = False
+    validate_param(scorer, param, norms[good])
+    junk = Junk().merged(zero, [ids[i] for i in zero], JUNK_ZERO)
+    ids = [d for d, g in zip(ids, good) if g]
+    if want is not None:
+        sample = sample[good[want]]
     del norms
 
     before = faiss.omp_get_max_threads()
@@ -423,11 +458,17 @@ def build_ann_index(
         if params.kind == "ivf":
             index.train(fold_documents(sample, scorer, param))
             del sample
+        s = 0
         for _, v in _chunks(vectors, chunk_rows):  # pass 2: fold and add
-            index.add(fold_documents(v, scorer, param))
+            keep = good[s : s + len(v)]
+            s += len(v)
+            if keep.any():
+                index.add(fold_documents(v[keep] if not keep.all() else v, scorer, param))
     finally:
         faiss.omp_set_num_threads(before)
-    return FoldedAnnIndex(index, ids, scorer, param, params, fingerprint)
+    out = FoldedAnnIndex(index, ids, scorer, param, params, fingerprint)
+    out.junk = junk
+    return out
 
 
 def recall_at_k(approx: np.ndarray, exact: np.ndarray, k: int) -> float:

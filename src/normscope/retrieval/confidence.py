@@ -24,7 +24,11 @@ concave log-likelihood is the flat map ``a = 0`` at the fitting queries' base ra
 never flip a signal's meaning. ``auroc_raw`` is the AUROC of the oriented signal
 ``direction * s`` (above 0.5: the data agree with the pre-specified direction; below 0.5: the signal
 works the other way, and then its calibrated map is flat); ``auroc`` is that of the mapped
-confidence (equal to ``auroc_raw`` when every fold's slope is positive, 0.5 when every map is flat).
+confidence (equal to ``auroc_raw`` with one map whose slope is positive, 0.5 when every map is
+flat). Under cross-validation each fold has its own map, so ``auroc`` is computed within each fold
+and averaged (:func:`~normscope.retrieval.calibration.auroc_within_groups`): a pooled ranking of
+confidences from different maps mixes their intercepts, which follow the training folds' base
+rates, and gave AUROCs below 0.5 for signals that discriminate nothing.
 
 Metrics (:mod:`normscope.retrieval.calibration`): AUROC (``sklearn.metrics.roc_auc_score``) with a
 percentile bootstrap CI over evaluation queries (maps held fixed), ECE (15 bins) with its number of
@@ -42,6 +46,7 @@ from normscope.retrieval.calibration import (
     N_BINS,
     aurc,
     auroc_bootstrap_ci,
+    auroc_within_groups,
     check_pair,
     ece,
     ece_support,
@@ -319,6 +324,9 @@ def calibration_study(sig_ev, *, sig_fit=None, folds: Sequence[np.ndarray] | Non
     if (sig_fit is None) == (folds is None):
         raise InputError("give either a fitting split or cross-validation folds")
     y = sig_ev["top1_relevant"].to_numpy()
+    fold_of = np.zeros(len(sig_ev), dtype=np.int64)
+    for i, f in enumerate(folds or []):
+        fold_of[np.asarray(f)] = i
     parts = [(sig_fit, np.arange(len(sig_ev)), "fit split")] if folds is None else [
         (sig_ev.drop(index=sig_ev.index[f]), np.asarray(f), f"fold {i + 1}") for i, f in enumerate(folds)]
     conf = {s: np.full(len(sig_ev), np.nan) for s in SIGNALS}
@@ -351,5 +359,11 @@ def calibration_study(sig_ev, *, sig_fit=None, folds: Sequence[np.ndarray] | Non
             continue
         entry = score_signal(conf[s], y, raw=raw[s] if s in RAW_SIGNALS or s == "top1_score_uncalibrated" else None,
                              n_bins=n_bins, n_boot=n_boot, seed=seed)
+        if folds is not None and s != "top1_score_uncalibrated":  # one map per fold: never rank across folds
+            wf = auroc_within_groups(conf[s], y, fold_of, n_boot=n_boot, seed=seed)
+            entry.update(auroc=wf["auroc"], auroc_ci=wf["ci"], auroc_per_fold=wf["per_group"], auroc_method=wf["method"])
+        else:
+            entry["auroc_method"] = ("one ranking of all evaluation queries" + (
+                " (one map, fitted on the fitting split)" if folds is None and s != "top1_score_uncalibrated" else ""))
         out[s] = {"status": "ok", "reason": None, "fit": fit, **entry}
     return out, {s: conf[s] for s in SIGNALS if s not in failed}

@@ -17,6 +17,7 @@ import numpy as np
 from normscope.errors import DataError, InputError
 from normscope.data.beir import BeirDataset, SplitQueries, load_dataset_any
 from normscope.retrieval.calibration import N_BINS
+from normscope.retrieval.claims import retrieval_claims
 from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
 from normscope.retrieval.evaluate import METRICS, compare_to_baseline, default_grid, fit_parameter, per_query_scores
 from normscope.retrieval.incremental import FOLD_DRAWS, FOLDS, incremental_value
@@ -42,14 +43,16 @@ class _Phases:
         if show:
             from rich.console import Console
 
-            self.console = Console(stderr=True, highlight=False, soft_wrap=True)
+            self.console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
-    def __call__(self, name: str, detail: str = ""):
+    def __call__(self, name: str, detail: str = "", *, announce: bool = True):
+        """A phase; ``announce=False``: no start line (a phase that checks input: a bad input is then its
+        one error line, not a start line followed by the error)."""
         import contextlib
 
         @contextlib.contextmanager
         def phase():
-            if self.console is not None:
+            if self.console is not None and announce:
                 self.console.print(f"{self.name}: {name}{f' ({detail})' if detail else ''} ...")
             t0 = time.perf_counter()
             yield
@@ -90,6 +93,53 @@ def _subsample_docs(ds: BeirDataset, splits: Sequence[SplitQueries], n: int | No
     keep = sorted(rel | set(fill), key=ds.doc_ids.__getitem__)
     return keep, {"n_docs": len(keep), "subsampled": True, "n_relevant_kept": len(rel),
                   "rule": "every document relevant to a kept query, plus a seeded random sample of the others up to max_docs"}
+
+
+def _duplicate_docs(ds: BeirDataset, keep: list[int], splits: list, dedupe: bool) -> tuple[list[int], list, dict]:
+    """Exact duplicate documents (same embedded text) among ``keep``: reported, and collapsed with ``dedupe``.
+
+    Copies of one text get the same score under every scorer, so the tie rule (:data:`TIE_RULE`) alone
+    orders them, and they fill ranks: an unjudged copy with a larger id ranks above a judged one and can
+    push it below rank k. With ``dedupe`` the copies of a text are one document, the copy with the
+    smallest id, whose judgements are the copies' (the highest grade per query).
+
+    Returns
+    -------
+    keep : list of int
+        Kept document positions (copies removed with ``dedupe``).
+    splits : list of SplitQueries or None
+        The same splits, their qrels pointing at the kept copy with ``dedupe``.
+    info : dict
+        ``count`` (documents that copy another's text), ``groups`` (texts with copies), ``judged_copies``
+        (copies judged in an evaluated split), ``collapsed`` (bool), ``kept_ids`` (first 20 groups).
+    """
+    groups: dict[str, list[int]] = {}
+    for i in keep:
+        groups.setdefault(ds.doc_texts[i], []).append(i)
+    multi = [sorted(g, key=ds.doc_ids.__getitem__) for g in groups.values() if len(g) > 1]
+    judged = {d for sq in splits if sq is not None for q in sq.qrels.values() for d in q}
+    copies = [i for g in multi for i in g]
+    info = {"count": sum(len(g) - 1 for g in multi), "groups": len(multi),
+            "judged_copies": sum(ds.doc_ids[i] in judged for i in copies), "collapsed": bool(dedupe and multi),
+            "kept_ids": sorted(ds.doc_ids[g[0]] for g in multi)[:20]}
+    if not multi or not dedupe:
+        return keep, splits, info
+    rep = {ds.doc_ids[i]: ds.doc_ids[g[0]] for g in multi for i in g[1:]}
+    drop = {i for g in multi for i in g[1:]}
+    out = []
+    for sq in splits:
+        if sq is None:
+            out.append(None)
+            continue
+        qrels = {}
+        for q, docs in sq.qrels.items():
+            merged: dict[str, int] = {}
+            for d, v in docs.items():
+                r = rep.get(d, d)
+                merged[r] = max(v, merged.get(r, v))
+            qrels[q] = merged
+        out.append(dataclasses.replace(sq, qrels=qrels))
+    return [i for i in keep if i not in drop], out, info
 
 
 def _resolve_fit_split(ds: BeirDataset, fit_split: str | None, split: str) -> tuple[str, str]:
@@ -154,7 +204,7 @@ def _junk_entry(tables: Mapping[str, object]) -> dict:
     return {"count": len(ids), "ids": ids, "reasons": reasons, "by_split": by}
 
 
-def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = False) -> RetrievalResult:
+def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = False) -> RetrievalResult:  # noqa: C901 -- over the complexity budget; split pending (issue 29)
     """Norm-aware retrieval, where its gain lies, and confidence calibration on a BEIR dataset.
 
     Steps (each a phase line on stderr with ``progress``): load the dataset; embed documents
@@ -216,6 +266,7 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     r = request
     dataset_dir, fit_split, split, relevance = r.dataset, r.fit_split, r.split, r.relevance
     ignore_identical_ids, max_docs, max_queries, k = r.ignore_identical_ids, r.max_docs, r.max_queries, r.k
+    grade_scale, dedupe_docs = r.grade_scale, r.dedupe_docs
     engine, address, workers = r.engine, r.address, r.workers
     e = r.embedding
     model, device, precision, batch_size, junk = e.model, e.device, e.precision, e.batch_size, e.junk
@@ -227,12 +278,22 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     ph = _Phases(progress)
     rng = np.random.default_rng(seed)
 
-    with ph("loading the dataset", str(dataset_dir)):
-        ds = load_dataset_any(dataset_dir)
+    with ph("loading the dataset", str(dataset_dir), announce=False):
+        ds = load_dataset_any(dataset_dir, grade_scale=int(grade_scale))
         mode, fit_name = _resolve_fit_split(ds, fit_split, split)
         ev = _subsample_queries(_sorted_split(ds.split_queries(split)), max_queries, rng)
         fit = _subsample_queries(_sorted_split(ds.split_queries(fit_name)), max_queries, rng) if mode == "split" else None
         keep, doc_info = _subsample_docs(ds, [ev] + ([fit] if fit else []), max_docs, rng)
+        keep, (ev, fit), dup_docs = _duplicate_docs(ds, keep, [ev, fit], dedupe_docs)
+    if dup_docs["count"]:
+        how = ("collapsed (--dedupe-docs): each text is one document, the copy with the smallest id, judged with the "
+               "highest grade of its copies" if dup_docs["collapsed"] else
+               "kept: copies score the same, the tie rule (score, then document id, descending) alone orders them and "
+               "they fill ranks, so an unjudged copy can push a judged one down or out of the top k; --dedupe-docs "
+               "counts each text once")
+        warnings.warn(f"{dup_docs['count']} of the corpus documents copy another document's text ({dup_docs['groups']} "
+                      f"texts with copies, {dup_docs['judged_copies']} of their documents judged): {how}",
+                      UserWarning, stacklevel=2)
     if encoder is None:
         from normscope.encoders import DEFAULT_MODEL, load_encoder
 
@@ -380,12 +441,14 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
         frames.append(df)
     import pandas as pd
 
-    return RetrievalResult(
+    res = RetrievalResult(
         dataset=str(dataset_dir), dataset_name=ds.name,
         model=fp.name if fp is not None else type(encoder).__name__, model_revision=getattr(fp, "revision", None),
-        split=split, fit_split=fitted_on, fit_mode=mode, seed=int(seed), k=int(k), relevance=relevance, tie_rule=TIE_RULE,
+        split=split, fit_split=fitted_on, fit_mode=mode, seed=int(seed), k=int(k), relevance=relevance,
+        grade_scale=int(grade_scale), tie_rule=TIE_RULE,
         ignore_identical_ids=bool(ignore_identical_ids), identical_ids=identical,
         n_docs=len(doc_ids), docs={**doc_info, "n_docs": len(doc_ids), "junk_left_out": dtab.junk.count},
+        duplicate_docs=dup_docs,
         n_queries={"eval": len(ev.query_ids), "fit": len(fit.query_ids) if fit else None},
         excluded_queries={"eval": counts[ev.split], "fit": counts[fit.split] if fit else None},
         junk={"documents": {**dtab.junk.to_dict()}, "queries": _junk_entry({s: t for s, t in qtabs.items()})},
@@ -422,6 +485,8 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
         doc_titles=_titles(ds, doc_ids),
         timings=ph.timings,
     )
+    res.claims = retrieval_claims(res.to_dict())
+    return res
 
 
 def qpp_info(*, n_boot: int, smv_cut: int, depth: int) -> dict:

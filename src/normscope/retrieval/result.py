@@ -115,11 +115,13 @@ class RetrievalResult(StageResult):
     seed: int = summary_field("seed")
     k: int = summary_field("depth k", unit="documents")
     relevance: str = summary_field("relevance levels")
+    grade_scale: int = summary_field("relevance grades read times")
     tie_rule: str = summary_field("tie rule")
     ignore_identical_ids: bool = summary_field("self-hits left out")
     identical_ids: dict = summary_field("queries whose id is a corpus id")
     n_docs: int = summary_field("documents", unit="documents")
     docs: dict = summary_field("corpus subsample")
+    duplicate_docs: dict = summary_field("exact duplicate documents")
     n_queries: dict = summary_field("queries evaluated", unit="queries")
     excluded_queries: dict = summary_field("queries excluded")
     junk: dict = summary_field("junk items left out")
@@ -136,6 +138,8 @@ class RetrievalResult(StageResult):
     qpp_info: dict = summary_field("QPP set-up")
     calibration_incremental: dict = summary_field("incremental value of the norm signals (cross-fitted)")
     doc_norm_range: list = summary_field("document norm range", unit="||z||")
+    #: The scorecard rows this run feeds (:func:`normscope.retrieval.claims.retrieval_claims`).
+    claims: list = summary_field("claims scorecard rows", default_factory=list)
     items: Any = None
     per_query: Any = None
     doc_titles: dict = dataclasses.field(default_factory=dict)

@@ -19,6 +19,8 @@ as in ``normscope embed``.
 from __future__ import annotations
 
 import json
+import shutil
+import uuid
 from pathlib import Path
 
 from normscope._io import atomic_path
@@ -98,13 +100,14 @@ def convert_trec(src: str | Path, out: str | Path, *, queries: str = "titles", q
         No ``*.docs`` or no ``*.qrel`` file; a split whose qrels have no matching queries file;
         malformed lines (file and line named); one id with two texts.
     """
+    from normscope.validate import check_paths
+
     src, out = Path(src), Path(out)
     if not src.is_dir():
         raise InputError(f"TREC-style source folder not found: {src}")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"output folder exists and is not empty: {out} (choose a new folder)")
-    if not out.parent.is_dir():
-        raise InputError(f"output directory does not exist: {out.parent}")
+    check_paths([("OUT", out, "dir")], inputs=[("SRC", src)])
     doc_files = sorted(p for p in src.iterdir() if p.name.endswith((".docs", ".docs.gz")))
     if not doc_files:
         raise DataError(f"{src}: no *.docs file (ID<TAB>TEXT documents)")
@@ -124,22 +127,30 @@ def convert_trec(src: str | Path, out: str | Path, *, queries: str = "titles", q
         if qf is None:
             raise DataError(f"{src}: split '{split}' has {rf.name} but no {split}.{queries}.queries")
         _merge(read_id_text(qf), qmap, qf, "query")
-        judged[split] = load_qrels(rf)
+        judged[split] = load_qrels(rf, trec=True)
     if not judged:
         raise DataError(f"{src}: no {{split}}.{qrels}.qrel file (grading variants present: "
                         f"{', '.join(sorted({p.name for p in src.glob('*.qrel*')}))})")
-    out.mkdir(exist_ok=True)
-    (out / "qrels").mkdir(exist_ok=True)
-    written = []
-    for name, rows in (("corpus.jsonl", [{"_id": i, "title": "", "text": t} for i, t in docs.items()]),
-                       ("queries.jsonl", [{"_id": i, "text": t} for i, t in qmap.items()])):
-        with atomic_path(out / name) as tmp:
-            Path(tmp).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        written.append(str(out / name))
-    for split, qr in judged.items():
-        body = "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{v}\n" for q, ds in qr.items() for d, v in ds.items())
-        with atomic_path(out / "qrels" / f"{split}.tsv") as tmp:
-            Path(tmp).write_text(body, encoding="utf-8")
-        written.append(str(out / "qrels" / f"{split}.tsv"))
+    # the folder is written whole in a staging folder beside OUT, then renamed: OUT is never half written
+    from normscope.engine.shards import replace_dir
+    from normscope.validate import write_failure
+
+    stage = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:12]}"
+    files = [("corpus.jsonl", "".join(json.dumps({"_id": i, "title": "", "text": t}, ensure_ascii=False) + "\n"
+                                     for i, t in docs.items())),
+             ("queries.jsonl", "".join(json.dumps({"_id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in qmap.items()))]
+    files += [(f"qrels/{split}.tsv", "query-id\tcorpus-id\tscore\n"
+               + "".join(f"{q}\t{d}\t{v}\n" for q, ds in qr.items() for d, v in ds.items())) for split, qr in judged.items()]
+    try:
+        (stage / "qrels").mkdir(parents=True)
+        for name, body in files:
+            with atomic_path(stage / name, "OUT") as tmp:
+                Path(tmp).write_text(body, encoding="utf-8")
+        replace_dir(stage, out)
+    except OSError as exc:
+        raise (write_failure(exc, out, "OUT") or exc) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    written = [str(out / name) for name, _ in files]
     return {"n_docs": len(docs), "n_queries": len(qmap), "splits": {s: len(q) for s, q in judged.items()},
             "files": written}

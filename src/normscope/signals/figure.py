@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from normscope.signals.result import CorrelateResult
-from normscope.validate import check_output_path
+from normscope.validate import check_paths
 
 __all__ = ["plot_signal"]
 
@@ -41,7 +41,7 @@ def plot_signal(result: CorrelateResult, path: str | Path, *, bins: int = 10) ->
     from normscope.signals.labels import COVARIATE_LABEL
     from normscope.stats import binned_means
 
-    path = check_output_path(path)
+    path = check_paths([("figure", path, "figure")])[0]  # .png, .pdf or .svg, checked before drawing
     plt = pyplot()
     df = result.items
     x = df["covariate"].to_numpy(dtype=np.float64)
@@ -75,5 +75,4 @@ def plot_signal(result: CorrelateResult, path: str | Path, *, bins: int = 10) ->
     ax.legend(fontsize=8, loc="best")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fmt = path.suffix.lstrip(".").lower() or "png"
-    return save_figure(fig, path, dpi=None, format=fmt, bbox_inches=None)
+    return save_figure(fig, path, dpi=None, bbox_inches=None)

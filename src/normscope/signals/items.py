@@ -9,9 +9,7 @@ each item, for ``--by``) of a CSV or JSONL items file, aligned with
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import json
 from pathlib import Path
 
@@ -112,7 +110,8 @@ def default_item_set(signal: str, *, encoder, n: int | None, seed: int, wordnet=
                        dataset=f"Brysbaert et al. 2014 single words ({len(items)}{sampled})")
     chaos = sg.load_chaosnli()
     tok = getattr(encoder, "hf_tokenizer", None)
-    sep = getattr(tok, "sep_token", None) or "[SEP]"
+    sep = getattr(tok, "sep_token", None)
+    sep = "[SEP]" if sep is None else sep  # GloVe's word lookup has none: "" (the two sentences' words together)
     chaos = chaos.iloc[sample_indices(len(chaos), n_eff or None, seed)].reset_index(drop=True)
     texts = [sg.pair_text(p, h, sep=sep) for p, h in zip(chaos.premise, chaos.hypothesis)]
     return ItemSet(
@@ -187,16 +186,17 @@ def read_item_column(path: str | Path, column: str, n_items: int) -> np.ndarray:
         A text file (no columns), a missing column / field, an empty label, or a row count that
         differs from ``n_items``.
     """
-    from normscope.inputs import read_text, split_lines
+    from normscope.inputs import csv_records, read_text, split_lines
 
     p = Path(path)
     name = p.name.lower().removesuffix(".gz")
     if name.endswith(".csv"):
-        reader = csv.DictReader(io.StringIO(read_text(p), newline=""))
+        records = [row for _, row in csv_records(read_text(p), p)]  # the reader of normscope.inputs.read_items
+        found = records[0] if records else []
         # rows with no text in any field are skipped, as normscope.inputs.read_items does
-        rows = [r for r in reader if any((v or "").strip() for v in r.values() if isinstance(v, str))]
-        found = list(reader.fieldnames or [])
-        values = [r.get(column) for r in rows] if column in found else None
+        rows = [r for r in records[1:] if any(v.strip() for v in r)]
+        k = found.index(column) if column in found else None
+        values = [r[k] if k < len(r) else None for r in rows] if k is not None else None
     elif name.endswith((".jsonl", ".ndjson")):
         rows = [json.loads(line) for line in split_lines(read_text(p)) if line.strip()]
         found = sorted({k for r in rows for k in r})

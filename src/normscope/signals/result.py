@@ -89,6 +89,9 @@ class CorrelateResult(StageResult):
         Items cut at the model's maximum sequence length before embedding.
     junk : dict
         Items left out as junk (:meth:`normscope.inputs.Junk.to_dict`).
+    duplicates : dict
+        Exact duplicate items (same text, within a source with strata): ``count`` left out (0 with
+        ``kept``), ``groups``, ``ids``, ``kept_ids``, ``kept`` (True: ``--keep-duplicates``).
     items : pandas.DataFrame
         ``id``, ``item``, ``norm`` (float64, ||z||), ``covariate``, ``tokens`` (seen by the model),
         ``stratum`` (with strata), ``control_<name>`` and signal extras.
@@ -117,6 +120,7 @@ class CorrelateResult(StageResult):
     norm_length: NormLength | None = summary_field("Spearman \u03c1(norm, length)", default=None)
     n_truncated: int | None = summary_field("items truncated at the model's maximum length", unit="items", default=None)
     junk: dict = summary_field("junk items left out", default_factory=dict)
+    duplicates: dict = summary_field("exact duplicate items", default_factory=dict)
     precision: str = summary_field("precision of the forward passes", default="fp32")
     norm_rel_error_vs_fp32: dict | None = summary_field("relative norm error vs fp32 (sample)", default=None)
     ci_level: float = summary_field("confidence level", default=0.95)

@@ -14,6 +14,7 @@ the source, not the signal.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -89,6 +90,32 @@ def _user_item_set(items, ids, covariates, strata, by, extra_cols) -> ItemSet:
         strata = np.asarray([str(v).strip() for v in strata], dtype=object)
     return ItemSet(ids=ids, texts=items, covariate=cov, strata=strata, extras=extras,
                    dataset="user covariate file" if covariates is not None else "user items")
+
+
+def _duplicates(iset: ItemSet, keep: bool, notes: list[str]) -> tuple[ItemSet, dict]:
+    """``iset`` with exact duplicates collapsed (unless ``keep``) and their report (:func:`normscope.inputs.collapse_duplicates`)."""
+    from normscope.inputs import collapse_duplicates
+
+    keys = iset.texts if iset.strata is None else list(zip(iset.strata.tolist(), iset.texts))
+    pos, info = collapse_duplicates(keys, iset.ids)
+    info["kept"] = bool(keep)
+    if not info["count"]:
+        return iset, info
+    where = " within a source" if iset.strata is not None else ""
+    if keep:
+        notes.append(f"{info['count']} item(s) repeat the text of another item{where} ({info['groups']} distinct texts "
+                     "with copies) and were kept (--keep-duplicates): every CI and p-value counts each copy as an "
+                     "independent item")
+        return iset, info
+    notes.append(f"{info['count']} exact duplicate item(s){where} left out: {info['groups']} text(s) had copies and each "
+                 "is counted once (the copy with the smallest id kept; --keep-duplicates keeps them all)")
+    idx = np.asarray(pos, dtype=np.intp)
+    return dataclasses.replace(
+        iset, ids=[iset.ids[i] for i in pos], texts=[iset.texts[i] for i in pos],
+        covariate=iset.covariate[idx] if iset.covariate is not None else None,
+        control_texts=[iset.control_texts[i] for i in pos] if iset.control_texts is not None else None,
+        strata=iset.strata[idx] if iset.strata is not None else None,
+        extras={k: np.asarray(v)[idx] for k, v in iset.extras.items()}), info
 
 
 def _controls(controls, ctexts, table, subtlex, extras, notes) -> tuple[dict, np.ndarray, str]:
@@ -195,7 +222,7 @@ def _stratum_rows(names, strata, cov, norm, length, ctrl, *, by, n_boot, n_perm,
     return rows
 
 
-def run_correlate(
+def run_correlate(  # noqa: C901 -- over the complexity budget; split pending (issue 29)
     request: CorrelateRequest,
     *,
     items: Sequence[str] | None = None,
@@ -212,7 +239,8 @@ def run_correlate(
     request : CorrelateRequest
         What to run (:class:`~normscope.requests.correlate.CorrelateRequest`): the signal, the number of default
         items ``n``, the controls, the strata name ``by``, the specificity ``measure``, the uncertainty
-        ``dataset`` (cifar10h needs ``images``), a SUBTLEX-US file (``subtlex``: its Zipf values as the
+        ``dataset`` (cifar10h needs ``images``), ``keep_duplicates`` (exact duplicate items are counted once
+        unless it is set: the copy with the smallest id kept, the rest listed in ``duplicates``), a SUBTLEX-US file (``subtlex``: its Zipf values as the
         frequency signal and control), the WordNet location, the model and its forward passes
         (``embedding``; ``embedding.junk``: junk items, :func:`normscope.inputs.find_junk`, are left out and
         listed, or an error), and the bootstrap resamples and permutations (``resampling``; its seed also
@@ -266,7 +294,7 @@ def run_correlate(
 
     signal, n, controls, by, measure, dataset = (request.signal, request.n, request.controls, request.by,
                                                  request.measure, request.dataset)
-    subtlex, wordnet, images = request.subtlex, request.wordnet, request.images
+    subtlex, wordnet, images, keep_duplicates = request.subtlex, request.wordnet, request.images, request.keep_duplicates
     e = request.embedding
     model, device, precision, batch_size, junk = e.model or DEFAULT_MODEL, e.device, e.precision, e.batch_size, e.junk
     seed, n_boot, n_perm = request.resampling.seed, request.resampling.n_boot, request.resampling.n_perm
@@ -292,6 +320,7 @@ def run_correlate(
         if iset.strata is not None and by is None:
             by = "stratum"
 
+    iset, duplicates = _duplicates(iset, keep_duplicates, notes)
     table = embed_texts(iset.texts, iset.ids, encoder=encoder, batch_size=batch_size, progress=progress, junk=junk)
     norm = table.norms.astype(np.float64)
     require_raw_norms(norm, "correlate")
@@ -371,7 +400,7 @@ def run_correlate(
         pearson_ci=res["pearson_ci"], p_value=res["p_value"], pearson_p=res["pearson_p"],
         partial_spearman=part["partial"], controls=part["used"], controls_dropped=part["dropped"],
         partial_reason=part["reason"], by=by, strata=strata_rows, norm_length=norm_length,
-        n_truncated=table.n_truncated, junk=table.junk.to_dict(),
+        n_truncated=table.n_truncated, junk=table.junk.to_dict(), duplicates=duplicates,
         precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=table.norm_rel_error_vs_fp32, ci_level=res["ci_level"],
         ci_method=res["ci_method"], p_method=res["p_method"], n_boot=n_boot, n_perm=res["n_perm"], seed=seed,
         norm_mean=float(np.mean(norm)), norm_sd=float(np.std(norm, ddof=1)) if len(norm) > 1 else None,

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from normscope.similarity.result import SimilarityResult
-from normscope.validate import check_output_path
+from normscope.validate import check_paths
 
 __all__ = ["plot_similarity"]
 
@@ -34,7 +34,7 @@ def plot_similarity(result: SimilarityResult, path: str | Path) -> Path:
     """
     from normscope._plot import pyplot, save_figure
 
-    path = check_output_path(path)
+    path = check_paths([("figure", path, "figure")])[0]  # .png, .pdf or .svg, checked before drawing
     plt = pyplot()
     fitted = {k: v for k, v in result.scorers.items() if v.get("param_name")}
     fig, axes = plt.subplots(1, len(fitted) + 1, figsize=(3.4 * (len(fitted) + 1), 3.4), dpi=130, squeeze=False)
@@ -72,5 +72,4 @@ def plot_similarity(result: SimilarityResult, path: str | Path) -> Path:
     ax.grid(alpha=0.3)
     fig.suptitle(f"{Path(result.dataset).name} · {result.model.split('/')[-1]}", fontsize=9)
     fig.tight_layout()
-    fmt = path.suffix.lstrip(".").lower() or "png"
-    return save_figure(fig, path, dpi=None, format=fmt, bbox_inches=None)
+    return save_figure(fig, path, dpi=None, bbox_inches=None)

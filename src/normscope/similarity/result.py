@@ -56,10 +56,17 @@ class SimilarityResult(StageResult):
         Per scorer: ``param_name``, ``param`` (fitted value; None for cosine and dot),
         ``spearman``, ``spearman_ci``, ``pearson``, ``pearson_ci`` (with the human scores of the
         evaluated pairs), ``delta_spearman`` (minus cosine's) and ``delta_ci`` (paired bootstrap),
-        ``fit_spearman`` (on the fit pairs), ``curve`` (Spearman on the fit pairs per grid value).
+        ``fit_spearman`` (on the fit pairs), ``curve`` (Spearman on the fit pairs per grid value). The
+        whitened scorers (``zipf_whitened``, ``uniform_whitened``: cosine of whitened vectors) have no
+        parameter, an empty curve and ``whitening`` (kind, rank, n_vocab).
+    whitening : dict
+        With ``whiten``: the vocabulary, weights and method of the whitening (empty otherwise).
     items : pandas.DataFrame
         One row per pair: ``split`` (``fit``/``eval``), ``id`` (line number in its file), ``text1``,
         ``text2``, ``human``, ``norm1``, ``norm2`` (||z||) and ``score_<scorer>``.
+    claims : list of dict
+        The scorecard row this run feeds (``similarity_pairs``,
+        :func:`normscope.similarity.claims.similarity_claim`): the same verdict the report gives.
     """
 
     dataset: str = summary_field("dataset")
@@ -74,14 +81,17 @@ class SimilarityResult(StageResult):
     precision: str = summary_field("precision of the forward passes", default="fp32")
     norm_rel_error_vs_fp32: dict | None = summary_field("relative norm error vs fp32 (sample)", default=None)
     n_pairs_junk: int = summary_field("pairs left out for a junk text", unit="pairs", default=0)
+    duplicates: dict = summary_field("exact duplicate pairs of the evaluated file", default_factory=dict)
     ci_level: float = summary_field("confidence level", default=0.95)
     ci_method: str = summary_field("CI method", default="")
     delta_ci_method: str = summary_field("CI method of the differences", default="")
     n_boot: int = summary_field("bootstrap resamples", default=0)
     seed: int = summary_field("seed", default=0)
+    whitening: dict = summary_field("whitening of the whitened scorers", default_factory=dict)
     norm_mean: float | None = summary_field("mean norm", unit="||z||", default=None)
     norm_sd: float | None = summary_field("sd of the norm", unit="||z||", default=None)
     notes: list = summary_field("notes", default_factory=list)
+    claims: list = summary_field("claims scorecard rows (normscope.claims)", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame, repr=False)
 
     def __post_init__(self) -> None:

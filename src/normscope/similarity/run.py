@@ -18,6 +18,7 @@ import pandas as pd
 from normscope.data import dataset_path
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
+from normscope.similarity.claims import similarity_claim
 from normscope.similarity.fit import fit_pair_param, pair_grid
 from normscope.similarity.formats import PairSet, read_pairs, read_sts, sts_train_split
 from normscope.requests.similarity import SimilarityRequest
@@ -63,6 +64,27 @@ def _keys(s: PairSet) -> list[tuple[str, str]]:
     return [tuple(sorted((a, b))) for a, b in zip(s.text1, s.text2)]
 
 
+def _collapse(s: PairSet, keep: bool, notes: list[str], where: str) -> tuple[PairSet, dict]:
+    """``s`` with exact duplicate pairs (same two texts in either order, same score) counted once, and the report."""
+    from normscope.inputs import collapse_duplicates
+
+    keys = [(k, float(x)) for k, x in zip(_keys(s), s.score)]
+    pos, info = collapse_duplicates(keys, s.ids)
+    info["kept"] = bool(keep)
+    same_texts = len(s) - len(set(_keys(s))) - info["count"]  # same texts, another score: not exact copies
+    if same_texts:
+        notes.append(f"{where}: {same_texts} pair(s) repeat the texts of another pair with another score: kept")
+    if not info["count"]:
+        return s, info
+    if keep:
+        notes.append(f"{where}: {info['count']} pair(s) repeat another pair (same texts and score) and were kept "
+                     "(--keep-duplicates): the CIs count each copy as an independent pair")
+        return s, info
+    notes.append(f"{where}: {info['count']} exact duplicate pair(s) left out ({info['groups']} pair(s) had copies; "
+                 "each is counted once, the copy with the smallest id kept; --keep-duplicates keeps them all)")
+    return s.subset(pos), info
+
+
 def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, progress: bool = False) -> SimilarityResult:
     """Fit norm-aware pair scorers on fit pairs and compare them with cosine on the evaluated pairs.
 
@@ -70,7 +92,8 @@ def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, pr
     ----------
     request : SimilarityRequest, optional
         What to run (:class:`~normscope.similarity.request.SimilarityRequest`: the evaluated and fit pairs,
-        their formats, the scorers, the model and its forward passes, the bootstrap); default: SimLex-999
+        their formats, the scorers, ``keep_duplicates`` (exact duplicate pairs counted once unless set),
+        ``whiten`` / ``whiten_vocab`` (whitened-cosine scorers, fitted on a word vocabulary), the model and its forward passes, the bootstrap); default: SimLex-999
         with the bundled model. ``cosine`` (the baseline of the differences) is always included. Its
         ``resampling.seed`` seeds the random half and the bootstrap; ``resampling.n_boot`` resamples the
         evaluated pairs (CIs of each Spearman / Pearson and of each difference; the same resamples for every
@@ -100,14 +123,21 @@ def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, pr
     e = r.embedding
     model, device, precision, batch_size, junk = e.model or DEFAULT_MODEL, e.device, e.precision, e.batch_size, e.junk
     seed, n_boot = r.resampling.seed, r.resampling.n_boot
+    keep_duplicates, whiten, whiten_vocab = r.keep_duplicates, list(dict.fromkeys(r.whiten)), r.whiten_vocab
     from normscope.encoders import load_encoder
     from normscope.encoders.embed import embed_texts
     from normscope.stats import correlation
     from normscope.stats_designs import correlation_difference
     from normscope.table import require_raw_norms
+    from normscope.similarity.whitening import fit_whitening, reference_vocabulary
 
     names = ["cosine"] + [check_pair_scorer(s) for s in dict.fromkeys(scorers) if s != "cosine"]
-    fit_set, eval_set, fit_info = _fit_set(read_pairs(dataset, fmt), fit, fit_format, seed)
+    notes: list[str] = []
+    eval_all, duplicates = _collapse(read_pairs(dataset, fmt), keep_duplicates, notes, "evaluated file")
+    fit_set, eval_set, fit_info = _fit_set(eval_all, fit, fit_format, seed)
+    if fit_info["source"] == "file":
+        fit_set, fit_dups = _collapse(fit_set, keep_duplicates, notes, "fit file")
+        fit_info["duplicates"] = fit_dups
     ev_keys = set(_keys(eval_set))
     overlap = [i for i, k in enumerate(_keys(fit_set)) if k in ev_keys]
     fit_set = fit_set.subset([i for i in range(len(fit_set)) if i not in set(overlap)])
@@ -153,29 +183,62 @@ def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, pr
         out[name] = {"param_name": PAIR_PARAM_NAMES[name], "param": param, "spearman": r["spearman"],
                      "spearman_ci": r["spearman_ci"], "pearson": r["pearson"], "pearson_ci": r["pearson_ci"],
                      "delta_spearman": 0.0 if d is None else d.delta, "delta_ci": None if d is None else list(d.ci),
+                     "relative": 0.0 if d is None else d.to_dict()["relative"],
+                     "relative_ci": None if d is None else d.to_dict()["relative_ci"],
                      "fit_spearman": max(c["spearman"] for c in curve if np.isfinite(c["spearman"])),
                      "curve": curve}
+    whitening: dict = {}
+    if whiten:
+        words, wvec, freq = reference_vocabulary(encoder, whiten_vocab, batch_size=batch_size, progress=progress)
+        whitening = {"vocabulary": f"the top {len(words)} alphabetic English words of wordfreq embedded by the model "
+                                   f"(of {whiten_vocab} asked; the others were junk for this model)",
+                     "n_vocab": len(words), "weights": "zipf: wordfreq word_frequency(w, 'en') renormalised over the "
+                     "vocabulary; uniform: 1/|V|", "method": "Yokoi et al. 2024 (NeurIPS), Zipfian Whitening, "
+                     "Algorithm 1: centre by the p-weighted mean, rescale by V Sigma^-1 of the SVD of the "
+                     "sqrt(p)-weighted centred vectors; pairs scored by the cosine of whitened vectors"}
+        for kind in whiten:
+            w = fit_whitening(wvec, freq, kind=kind)
+            name = f"{kind}_whitened"
+            s_fit = pair_scores(w(af), w(bf), "cosine")
+            s_eval = pair_scores(w(ae), w(be), "cosine")
+            items[f"score_{name}"] = np.concatenate([s_fit, s_eval])
+            r = correlation(s_eval[canon], eval_set.score[canon], n_boot=n_boot, n_perm=0, seed=seed,
+                            min_n=MIN_PAIRS).to_dict()
+            d = correlation_difference(eval_set.score[canon], s_eval[canon], cos_eval[canon], method="spearman",
+                                       n_boot=n_boot, seed=seed, min_n=MIN_PAIRS)
+            fit_rho = correlation(s_fit, fit_set.score, n_boot=0, n_perm=0, min_n=MIN_PAIRS).to_dict()["spearman"]
+            out[name] = {"param_name": None, "param": None, "spearman": r["spearman"],
+                         "spearman_ci": r["spearman_ci"], "pearson": r["pearson"], "pearson_ci": r["pearson_ci"],
+                         "delta_spearman": d.delta, "delta_ci": list(d.ci), "relative": d.to_dict()["relative"],
+                         "relative_ci": d.to_dict()["relative_ci"], "fit_spearman": fit_rho, "curve": [],
+                         "whitening": {"kind": kind, "rank": w.rank, "n_vocab": w.n_vocab}}
     shared = len(set(fit_set.text1 + fit_set.text2) & set(eval_set.text1 + eval_set.text2))
     fit_info.update(n_pairs=len(fit_set), n_overlap_removed=len(overlap), n_shared_texts=shared,
                     n_pairs_junk=fit_junk, format=fit_set.format, norm_max=float(norms.max()),
                     criterion="largest Spearman rho with the human scores of the fit pairs, grid search "
                               "(ties: the value closest to cosine)")
     notes = [f"evaluated file: {n}" for n in eval_set.notes] + [f"fit file: {n}" for n in fit_set.notes
-                                                                 if fit_info["source"] != "random half"]
+                                                                 if fit_info["source"] != "random half"] + notes
     if overlap:
         notes.append(f"{len(overlap)} fit pair(s) are also evaluated pairs and were dropped from the fit set")
     if fit_info["source"] == "random half":
         notes.append(f"parameters fitted on a random half ({len(fit_set)} pairs, seed {seed}) and evaluated on the "
                      f"other {len(eval_set)} pairs; the halves share {shared} texts")
+    if whitening:
+        notes.append(f"whitened scorers: fitted on {whitening['n_vocab']} wordfreq words embedded by the model, not on "
+                     "any pair; their CIs hold the whitening fixed")
     notes.append("CIs resample the evaluated pairs with the fitted parameters held fixed: they leave out the "
                  "uncertainty of the fit, and treat pairs as independent although some share a text")
-    return SimilarityResult(
+    res = SimilarityResult(
         dataset=str(eval_set.path), format=eval_set.format, model=table.fingerprint.name, n_pairs=len(eval_set),
         fit=fit_info, scorers=out, n_texts=len(table), n_truncated=table.n_truncated, junk=table.junk.to_dict(),
         precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=table.norm_rel_error_vs_fp32,
-        n_pairs_junk=eval_junk, ci_method=_CI_METHOD,
+        n_pairs_junk=eval_junk, duplicates=duplicates, ci_method=_CI_METHOD,
         delta_ci_method=("paired percentile bootstrap: the same resampled evaluated pairs for the scorer and for "
                          "cosine, the fitted parameter held fixed"),
-        n_boot=n_boot, seed=seed, norm_mean=float(norms.mean()), norm_sd=float(norms.std(ddof=1)) if len(norms) > 1 else None,
+        n_boot=n_boot, seed=seed, whitening=whitening, norm_mean=float(norms.mean()), norm_sd=float(norms.std(ddof=1)) if len(norms) > 1 else None,
         notes=notes, items=items,
     )
+    res.claims = [similarity_claim(res.to_dict())]
+    return res
+

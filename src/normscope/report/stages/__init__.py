@@ -17,13 +17,14 @@ from normscope.report.stages.retrieval import RetrievalStage
 from normscope.report.stages.setup import SetupStage
 from normscope.report.stages.signals import SignalsStage
 from normscope.report.stages.similarity import SimilarityStage
+from normscope.report.stages.tokens import TokensStage
 from normscope.report.stages.transformer import TransformerStage
 
 __all__ = ["STAGES", "STAGE_NAMES", "SECTIONS", "get_stage", "parse_stages", "stage_of_section"]
 
 #: Every stage, in run order (the page shows their sections in this order).
-STAGES: tuple[Stage, ...] = (SetupStage(), NormsStage(), ProbesStage(), LabStage(), TransformerStage(),
-                             SignalsStage(), SimilarityStage(), RetrievalStage())
+STAGES: tuple[Stage, ...] = (SetupStage(), NormsStage(), TokensStage(), ProbesStage(), LabStage(),
+                             TransformerStage(), SignalsStage(), SimilarityStage(), RetrievalStage())
 #: Stage names, in run order.
 STAGE_NAMES: tuple[str, ...] = tuple(st.name for st in STAGES)
 #: Page sections (= top-level keys of summary.json), in page order, with their headings.

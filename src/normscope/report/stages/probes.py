@@ -10,20 +10,22 @@ from typing import Literal
 
 import numpy as np
 
-from normscope._format import MISSING, ci as ci_text, num
+from normscope._format import MISSING, ci as ci_text, num, p_text
 from normscope._io import atomic_path
 from normscope.datasets import wordfreq_words
-from normscope.errors import NormscopeError
+from normscope.errors import DataError, NormscopeError
 from normscope.pairs import load_pairs
 from normscope.probes import ProbeCorrelation, ProbeResult, plot_heat_drift, plot_predicted_vs_observed, run_probe
-from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
+from normscope.probes.claims import probe_claims
+from normscope.report.context import refuse_static
+from normscope.report.missing import data_unavailable
 from normscope.report.sizes import FULL
-from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
+from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, Table
 from normscope.report.text import ci_excludes_zero, correlation_sentence, corr_parts, strength
 from normscope.requests import Request, Resampling, param
 from normscope.requests.probe import ProbeRequest
 
-__all__ = ["ProbesStage", "ProbesRequest", "probe_claims", "prediction_reading", "probe_words", "POPULATION",
+__all__ = ["ProbesStage", "ProbesRequest", "prediction_reading", "probe_words", "POPULATION",
            "equilibrium_sentences"]
 
 SECTION = "equilibrium_theory"
@@ -68,14 +70,16 @@ def probe_words(P: int, seed: int) -> tuple[list[str], list[str]]:
 
 def _pair_source(spec: str):
     """``(spec, pairs)``: WordNet (term, gloss) pairs, else SciFact train pairs for ``"auto"``;
-    StageUnavailable when none of the candidates loads."""
-    reasons = []
+    :class:`~normscope.report.stage.StageUnavailable` naming every candidate when none loads."""
+    errors: list[DataError] = []
     for cand in (("wordnet", "scifact") if spec == "auto" else (spec,)):
         try:
             return cand, load_pairs(cand)
+        except DataError as exc:
+            errors.append(exc)
         except (NormscopeError, OSError, LookupError) as exc:
-            reasons.append(f"{cand}: {exc}".splitlines()[0])
-    raise StageUnavailable("no training-like pairs: " + "; ".join(reasons))
+            errors.append(DataError(f"{cand}: {exc}".splitlines()[0]))
+    raise data_unavailable(errors, "its training-like pairs")
 
 
 #: Why R_eq(x; c_fit) is the reading of the prediction, by ``decay_reading``.
@@ -106,49 +110,26 @@ def _fmt(x) -> str:
     return "n/a" if x is None else f"{x:+.3f}"
 
 
-def probe_claims(res: dict, design_note: str = "") -> list[dict]:
-    """Scorecard rows ``corr_norm_heat``, ``corr_norm_drift``, ``req_predicts_norm`` from a probe summary dict.
-
-    Each verdict comes from :func:`normscope.report.claims.verdict_sign` on the estimate and its 95% CI
-    over batches and items; the heat row says what the R-free displacement gives (circularity) and,
-    when that CI includes 0, that the heat correlation may be mechanical. ``design_note`` (e.g. the
-    design is below the sign-stable sizes) is appended to every row's reason.
-    """
+def _balance_numbers(b: dict) -> list[KeyNumber]:
+    """Key numbers of Theorem 1's requirement q(x) = c (:mod:`normscope.probes.balance`)."""
+    st, null = b.get("statistics") or {}, b.get("null") or {}
     rows = []
-    src = "95% CI over batches and items (two-stage bootstrap)"
-    opt = str(((res.get("training") or {}).get("optimizer") or {}).get("value") or "")
-    adam = (f"; trained with {opt}: the SGD form of Theorem 1 is not expected to hold quantitatively "
-            "(docs/theory.md C3), so only the sign is read") if opt.lower().startswith("adam") else ""
-    for key, what, sign in (("corr_norm_heat", "heat \u03a3\u00b2", +1), ("corr_norm_drift", "drift D~", -1)):
-        c = res.get(key) or {}
-        ci = (c.get("ci") or {}).get("pearson")
-        verdict, why = verdict_sign(c.get("pearson"), ci, sign)
-        if key == "corr_norm_heat":
-            d = res.get("corr_norm_displacement") or {}
-            dci = (d.get("ci") or {}).get("spearman") or [None, None]
-            why += (f"; heat = R\u00b2 E||a||\u00b2 contains R\u00b2 by construction: the R-free displacement gives "
-                    f"Spearman {_fmt(d.get('spearman'))} [{_fmt(dci[0])}, {_fmt(dci[1])}]")
-            if None not in dci and dci[0] <= 0 <= dci[1]:
-                why += (", a CI that includes 0: the heat correlation may be mechanical (R\u00b2 inside heat), not "
-                        "evidence that heat sets the norm")
-        rows.append(claim_row(key, measured=c.get("pearson"), ci=ci, verdict=verdict, why=why + adam + design_note, section=SECTION,
-                              n=c.get("n"), what=f"Pearson r(R, {what}) over the probe items, {src}"))
-    key, reading = prediction_reading(res)
-    c = res.get(key) or {}
-    ci = (c.get("ci") or {}).get("spearman")
-    if c.get("spearman") is None:
-        c_fit = res.get("c_fit")
-        reason = (f"c_fit = median q = {c_fit:.3g} is not positive: no single decay balances the median item, so (E7) "
-                  "predicts no finite norm" if isinstance(c_fit, (int, float)) and c_fit <= 0
-                  else c.get("note") or "no R_eq could be computed")
-        verdict, why = verdict_not_testable(reason)
-    else:
-        verdict, why = verdict_sign(c.get("spearman"), ci, +1)
-        err = res.get("r_eq_cfit_mean_abs_rel_error") if key == "corr_req_norm" else None
-        why += "; a test of the sign of the rank correlation only" + (
-            f" (mean |R_eq - R| / R = {err:.3g})" if isinstance(err, (int, float)) else "") + f"; reading: {reading}"
-    rows.append(claim_row("req_predicts_norm", measured=c.get("spearman"), ci=ci, verdict=verdict, why=why + adam + design_note,
-                          section=SECTION, n=c.get("n"), what=f"Spearman \u03c1(R_eq, R), {src}; {reading}"))
+    for name, label in (("dispersion", "dispersion of the implied decay, mean |q/c_fit − 1| (0 = one decay "
+                                       "balances every item)"),
+                        ("share_negative_q", "share of items with q < 0"),
+                        ("mean_abs_rel_error", "mean |R_eq(c_fit) − R| / R")):
+        if st.get(name) is None:
+            continue
+        n = null.get(name) or {}
+        ci = (b.get("ci") or {}).get(name)
+        p = p_text((b.get("p_below") or {}).get(name), int(b.get("n_perm") or 0))
+        rows.append(KeyNumber(f"balance.statistics.{name}", label,
+                              f"{st[name]:.3g} {ci_text(ci)}; permutation null mean {n.get('mean', float('nan')):.3g}, "
+                              f"{p} (one-sided, below)" if n else f"{st[name]:.3g} {ci_text(ci)}"))
+    if st.get("heat_share") is not None:
+        rows.append(KeyNumber("balance.statistics.heat_share",
+                              "median heat share of the balance, Σ²/2R⁴ over |D~|/R² + Σ²/2R⁴",
+                              st["heat_share"]))
     return rows
 
 
@@ -255,8 +236,8 @@ def _k_table(res: ProbeResult) -> list[Table]:
 def _key_numbers(res: ProbeResult, key: str) -> list[KeyNumber]:
     labels = res.labels()
     req = getattr(res, key) or ProbeCorrelation()
-    fd = res.fd or {}
-    chk = fd.get("check") or {}
+    so = res.second_order or {}
+    chk = so.get("check") or (res.fd or {}).get("check") or {}
     spot = (f"; float64 spot check: median {chk['median_rel_diff']:.2%}, max {chk['max_rel_diff']:.2%} of mean |D2|"
             if chk else "")
     return [
@@ -268,31 +249,30 @@ def _key_numbers(res: ProbeResult, key: str) -> list[KeyNumber]:
         KeyNumber("n_negative_q", labels["n_negative_q"][0], res.n_negative_q, "items"),
         KeyNumber("n_negative_lambda_rad", labels["n_negative_lambda_rad"][0], res.n_negative_lambda_rad, "items"),
         KeyNumber("c_fit", labels["c_fit"][0], res.c_fit, labels["c_fit"][1]),
+        *_balance_numbers(res.balance or {}),
         KeyNumber("batch_size,batches,tau", "probe batch size B / batches K / \u03c4",
                   f"{res.batch_size} / {res.batches} / {res.tau}"),
         KeyNumber("lr,weight_decay", "\u03b7 / \u03bb used", f"{res.lr} / {res.weight_decay}"),
-        KeyNumber("fd", "D2 finite differences", f"{fd.get('dtype')}, step target {fd.get('target')}{spot}"),
+        KeyNumber("second_order.description", "D2 second-order term", f"{so.get('description') or ''}{spot}"),
         KeyNumber("junk.count", labels["junk"][0], (res.junk or {}).get("count"), "items"),
     ]
 
 
-def _notes(res: ProbeResult, reading: str, P: int, K: int) -> tuple[list[str], str]:
-    """The caveats and the design note appended to every claim row (below the sign-stable sizes)."""
+def _notes(res: ProbeResult, reading: str, P: int, K: int) -> list[str]:
+    """The caveats (the design below the sign-stable sizes first)."""
     labels = res.labels()
     notes = [f"prediction reading: {reading}"] + list(res.caveats or [])
-    design_note = ""
     if P < FULL.probe_items or K < FULL.probe_batches:
         notes.insert(0, f"P = {P} items and K = {K} batches are below the report's default P = {FULL.probe_items}, "
                         f"K = {FULL.probe_batches}, the smallest sizes at which the headline signs were stable on "
-                        "all-MiniLM-L6-v2 (docs/probe.md): weak correlations may change sign between runs")
-        design_note = (f"; P = {P}, K = {K} is below the sign-stable design (P = {FULL.probe_items}, "
-                       f"K = {FULL.probe_batches}): the sign may change between runs")
+                        "all-MiniLM-L6-v2 (docs/probe.md): weak correlations may change sign between runs, so the "
+                        "scorecard does not decide the probe's claims at this size")
     for k in ("batch_size_source", "tau_source", "lr_source", "weight_decay_source"):
         notes.append(f"{labels[k][0]}: {getattr(res, k)}")
     for k, v in (res.training or {}).items():
         if isinstance(v, dict) and v.get("value") is not None:
             notes.append(f"training {k}: {v['value']} (source: {v['source']})")
-    return notes, design_note
+    return notes
 
 
 class ProbesStage(Stage[ProbesRequest]):
@@ -304,7 +284,6 @@ class ProbesStage(Stage[ProbesRequest]):
     size_names = ("probe_items", "probe_batches", "probe_batch_size", "n_boot")
     explains = "the equilibrium theory"
     reads = ("wordnet",)
-    claim_keys = {"corr_norm_heat": SECTION, "corr_norm_drift": SECTION, "req_predicts_norm": SECTION}
 
     def request(self, config) -> ProbesRequest:
         s = config.sizes
@@ -320,6 +299,7 @@ class ProbesStage(Stage[ProbesRequest]):
         return [Command(tuple(argv + ["--json", "probe.json"]))]
 
     def run(self, ctx, request: ProbesRequest) -> dict[str, Section]:
+        refuse_static(ctx)  # GloVe: no network to differentiate
         spec, pairs = _pair_source(request.pairs)
         request = request.replace(pairs=spec)
         P, K, seed, n_boot = request.items, request.probe.batches, request.probe.resampling.seed, request.probe.resampling.n_boot
@@ -337,7 +317,7 @@ class ProbesStage(Stage[ProbesRequest]):
                        "against the observed norm R (the last panel guards against the circularity of heat, which "
                        "contains R\u00b2).")]
         key, reading = prediction_reading(summary)
-        notes, design_note = _notes(res, reading, P, K)
+        notes = _notes(res, reading, P, K)
         tables = [Table("Correlations with the observed norm (95% CIs over batches and items, and over items only) and "
                         "circularity guards",
                         ["comparison", "Pearson r", "95% CI (batches+items)", "Spearman \u03c1",
@@ -351,7 +331,7 @@ class ProbesStage(Stage[ProbesRequest]):
             SECTION, commands=self.commands(request), sizes=sizes, result=summary,
             derived={"pairs_spec": spec, "prediction_key": key, "prediction_reading": reading},
             key_numbers=_key_numbers(res, key), tables=tables, figures=figs, notes=notes,
-            claims=probe_claims(summary, design_note))}
+            claims=probe_claims(summary))}
 
     def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
         return equilibrium_sentences(section.result, section.derived)

@@ -5,68 +5,49 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from normscope._format import ci as ci_text, num, pct
+import numpy as np
+
+from normscope._format import ci as ci_text, num, p_text, pct
 from normscope._io import to_jsonable
 from normscope.data import data_path
 from normscope.errors import DataError
-from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
-from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
+from normscope.report.missing import data_unavailable
+from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, Table
 from normscope.report.text import ci_excludes_zero, ci_words
 from normscope.requests import Embedding, Resampling
 from normscope.requests.retrieval import RetrievalRequest
 from normscope.retrieval import RetrievalResult, run_retrieval
+from normscope.retrieval.claims import CLAIM_SCORER, cost_claim
+from normscope.retrieval.cost import norm_scoring_cost
 from normscope.retrieval.figures import plot_reliability, plot_risk_coverage
 from normscope.retrieval.result import SCORER_LABELS, SIGNAL_LABELS, ScorerEval, SignalCalibration
 
-__all__ = ["RetrievalStage", "RetrievalRequest", "similarity_gain_claim", "calibration_claim", "retrieval_sentences",
+__all__ = ["RetrievalStage", "RetrievalRequest", "measure_cost", "COST_ITEMS", "COST_REPEATS", "retrieval_sentences",
            "calibration_sentences"]
 
-#: The scorer the paper's gain claim is about: cos / (1 + alpha ||z||).
-CLAIM_SCORER = "inverse_norm"
-#: The norm signal of the calibration claim (the query's own norm), in its pre-specified direction.
-CLAIM_SIGNAL = "query_norm"
 #: Keys of the command's JSON that the calibration section shows (the retrieval section shows the others).
 _CALIBRATION_KEYS = ("calibration", "calibration_info", "qpp", "qpp_info")
 #: Per-signal curves of the command's JSON that the page draws instead of listing.
 _CURVES = ("reliability", "risk_coverage")
+#: Items (evaluation queries) and repeats of the inference-cost measurement.
+COST_ITEMS = 128
+COST_REPEATS = 5
 
 
-def similarity_gain_claim(summary: dict) -> dict:
-    """Scorecard row of the paper's 1.2-2.3 % gain: relative delta nDCG@10 of inverse_norm vs cosine (paired CI over
-    queries); a direction only when the CI excludes 0 and the paired t-test gives p < 0.05."""
-    r = (summary.get("scorers") or {}).get(CLAIM_SCORER)
-    what = ("relative \u0394 nDCG@10 of cos/(1 + alpha||d||) vs cosine, mean(scorer)/mean(cosine) - 1; paired percentile "
-            "bootstrap CI resampling evaluation queries (parameter fitted on other queries)")
-    if not r:
-        v, why = verdict_not_testable(f"the {CLAIM_SCORER} scorer was not run")
-        return claim_row("similarity_gain", measured=None, ci=None, verdict=v, why=why, section="retrieval", what=what)
-    v, why = verdict_sign(r.get("relative"), r.get("relative_ci"), +1, p=r.get("p_value"))  # the page's sentence rule
-    rows = ((summary.get("strata") or {}).get("scorers") or {}).get(CLAIM_SCORER) or []
-    sig = [x for x in rows if x.get("p_holm") is not None and x["p_holm"] < 0.05]
-    strata = (f"; pre-specified strata: {len(sig)} of {len(rows)} differ from cosine at Holm-adjusted p < 0.05"
-              + (" (" + ", ".join(f"{x['stratifier']} Q{x['quartile']} {pct(x['relative'])}" for x in sig) + ")" if sig else "")
-              if rows else "; strata not computed")
-    return claim_row("similarity_gain", measured=r.get("relative"), ci=r.get("relative_ci"), verdict=v,
-                     why=f"{why} (paper: +1.2 to +2.3 %, measured {pct(r.get('relative'))}){strata}",
-                     section="retrieval", n=(summary.get("n_queries") or {}).get("eval"), what=what)
-
-
-def calibration_claim(summary: dict) -> dict:
-    """Scorecard row of "the norm is a free calibration signal": AUROC of the query norm (pre-specified direction) minus 0.5."""
-    e = (summary.get("calibration") or {}).get(CLAIM_SIGNAL) or {}
-    what = (f"AUROC - 0.5 of {CLAIM_SIGNAL} for 'the cosine top-1 is relevant', a larger norm read as less reliable "
-            "(as the paper's cos/(1 + alpha||z||)); percentile bootstrap CI resampling evaluation queries")
-    if e.get("status") != "ok" or e.get("auroc_raw") is None or not e.get("auroc_raw_ci"):
-        v, why = verdict_not_testable(e.get("reason") or e.get("auroc_note") or f"{CLAIM_SIGNAL} AUROC not computed")
-        return claim_row("calibration", measured=None, ci=None, verdict=v, why=why, section="calibration", what=what)
-    a, (lo, hi) = e["auroc_raw"], e["auroc_raw_ci"]
-    v, why = verdict_sign(a - 0.5, [lo - 0.5, hi - 0.5], +1)
-    other = (summary.get("calibration") or {}).get("top_doc_norm") or {}
-    tail = (f"; top_doc_norm AUROC {other['auroc_raw']:.3f} {ci_text(other.get('auroc_raw_ci'))}"
-            if other.get("auroc_raw") is not None else "")
-    return claim_row("calibration", measured=a - 0.5, ci=[lo - 0.5, hi - 0.5], verdict=v,
-                     why=f"{why} (AUROC {a:.3f}, CI [{lo:.3f}, {hi:.3f}]; 0.5 = chance){tail}", section="calibration",
-                     n=(summary.get("n_queries") or {}).get("eval"), what=what)
+def measure_cost(res: RetrievalResult, encoder, summary: dict) -> tuple[dict | None, str]:
+    """Time norm-aware scoring against the encoder on the first :data:`COST_ITEMS` evaluation queries
+    (:func:`normscope.retrieval.cost.norm_scoring_cost`); ``(cost, reason)``, cost None when it cannot be measured."""
+    r = (summary.get("scorers") or {}).get(CLAIM_SCORER) or {}
+    alpha = r.get("param_mean")
+    if alpha is None:
+        return None, f"the {CLAIM_SCORER} scorer was not run"
+    pq = res.per_query.head(COST_ITEMS)
+    cos = res.items[res.items["scorer"] == "cosine"]
+    groups = {q: g.sort_values("rank") for q, g in cos.groupby("query_id", sort=False)}
+    k = min(len(groups[q]) for q in pq["query_id"])
+    scores = np.stack([groups[q]["score"].to_numpy()[:k] for q in pq["query_id"]])
+    norms = np.stack([groups[q]["doc_norm"].to_numpy()[:k] for q in pq["query_id"]])
+    return norm_scoring_cost(encoder, list(pq["text"]), scores, norms, alpha=float(alpha), repeats=COST_REPEATS), ""
 
 
 def _scorer_sentence(name: str, s: ScorerEval, base: float) -> str | None:
@@ -217,12 +198,13 @@ def _param_value(r: ScorerEval) -> str:
 
 
 def _scorer_rows(res: RetrievalResult) -> list:
+    n_perm = int((res.significance or {}).get("n_permutations") or 0)
     rows = []
     for name, r in res.scorers.items():
         fitted = {"fitted": r.fitted_on, "fixed (not fitted)": "not fitted (fixed)"}.get(r.param_source, "-")
         rows.append([name, r.param_name or "none", _param_value(r), fitted, r.ndcg10, r.mrr10, r.recall100, r.delta,
                      ci_text(r.delta_ci), None if r.relative is None else pct(r.relative), r.p_value,
-                     r.p_value_randomization])
+                     None if r.p_value_randomization is None else p_text(r.p_value_randomization, n_perm)])
     return rows
 
 
@@ -329,7 +311,7 @@ def _calibration_section(ctx, res: RetrievalResult, summary: dict, result: dict,
                       rows)] + qpp_tables(summary),
         figures=_calibration_figures(ctx, res, summary["calibration"]),
         notes=[info["mapping"], info["direction"]["rule"]] + flags + incremental_notes(summary),
-        claims=[calibration_claim(summary)])
+        claims=[c for c in summary.get("claims") or [] if c["section"] == "calibration"])
 
 
 class RetrievalStage(Stage[RetrievalRequest]):
@@ -339,7 +321,6 @@ class RetrievalStage(Stage[RetrievalRequest]):
     sections = {"retrieval": "Norm-aware retrieval", "calibration": "Calibration: the norm as a confidence signal"}
     size_names = ("retrieval_docs", "retrieval_queries", "n_boot")
     reads = ("scifact",)
-    claim_keys = {"similarity_gain": "retrieval", "calibration": "calibration"}
 
     def request(self, config) -> RetrievalRequest:
         """SciFact: scorers fitted on train, evaluated on test (None sizes: all documents and queries)."""
@@ -367,19 +348,22 @@ class RetrievalStage(Stage[RetrievalRequest]):
         try:
             data_path(request.dataset)  # --data / shared copy, else fetched; offline: names the fetch command
         except DataError as exc:
-            raise StageUnavailable(str(exc)) from None
+            raise data_unavailable([exc]) from None
         # by name, as the command names it (found the same way), so that its JSON names no machine's path
         res = run_retrieval(request, encoder=ctx.encoder(), progress=True)
         summary = to_jsonable(res.to_dict())
+        cost, why = measure_cost(res, ctx.encoder(), summary)
         commands = self.commands(request)
         results = self.section_results(commands, [summary])
         retrieval = Section(
             "retrieval", commands=commands,
             sizes=(f"SciFact: {res.n_docs} documents, {res.n_queries['eval']} '{res.split}' queries evaluated, "
                    f"parameters fitted on {res.n_queries['fit']} queries of '{res.fit_split}'"),
-            result=results["retrieval"], derived={"delta_ndcg10_vs_cosine": {n: r.delta for n, r in res.scorers.items()}},
+            result=results["retrieval"], derived={"delta_ndcg10_vs_cosine": {n: r.delta for n, r in res.scorers.items()},
+                                                  "inference_cost": cost},
             key_numbers=[KeyNumber(f"scorers.{n}.ndcg@10", f"nDCG@10, {n}", r.ndcg10) for n, r in res.scorers.items()],
-            tables=_retrieval_tables(res), notes=_retrieval_notes(res), claims=[similarity_gain_claim(summary)])
+            tables=_retrieval_tables(res), notes=_retrieval_notes(res),
+            claims=[c for c in summary.get("claims") or [] if c["section"] != "calibration"] + [cost_claim(cost, why)])
         calibration = _calibration_section(ctx, res, summary, results["calibration"], commands, request.resampling.n_boot)
         return {"retrieval": retrieval, "calibration": calibration}
 

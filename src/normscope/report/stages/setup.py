@@ -26,7 +26,7 @@ class SetupRequest(Request):
     device: str
     seed: int
     preset: str
-    sizes: tuple[tuple[str, int | None], ...]
+    sizes: tuple[tuple[str, int | str | None], ...]
     needed: tuple[tuple[str, tuple[str, ...]], ...]
     datasets_here: tuple[str, ...]
 

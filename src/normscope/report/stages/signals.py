@@ -6,17 +6,19 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from normscope._format import ci as ci_text, join_and, num
-from normscope.errors import NormscopeError
-from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
+from normscope._format import ci as ci_text, join_and, num, p_text
+from normscope.errors import DataMissing, NormscopeError
+from normscope.report.missing import missing_entry, missing_reason
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
 from normscope.report.text import ci_excludes_zero, ci_words, correlation_sentence, corr_parts
 from normscope.requests import Embedding, Request, Resampling, param
 from normscope.requests.correlate import CorrelateRequest
 from normscope.signals import CorrelateResult, plot_signal, run_correlate
+from normscope.signals.claims import controlled_figure as _controlled
+from normscope.signals.claims import signal_claims
 from normscope.signals.labels import SIGNAL_DATASETS, SIGNAL_WORDS, SIGNALS, Signal
 
-__all__ = ["SignalsStage", "SignalsRequest", "signal_claims", "semantic_signal_sentences"]
+__all__ = ["SignalsStage", "SignalsRequest", "semantic_signal_sentences"]
 
 SECTION = "semantic_signals"
 #: Most specificity items (the WordNet nouns among the most frequent words run out beyond this).
@@ -42,43 +44,6 @@ class SignalsRequest(Request):
         """The request of one signal's ``normscope correlate``."""
         return CorrelateRequest(signal=signal, n=self.n_items(signal), embedding=self.embedding,
                                 resampling=self.resampling)
-
-
-def _controlled(r: dict) -> tuple:
-    """(estimate, ci, n, what) of the figure a claim follows: the partial rho when there is one, else rho."""
-    part = r.get("partial_spearman") or {}
-    if part.get("rho") is not None:
-        within = f"; CI resamples items within each {r.get('by')}" if r.get("strata") else "; CI resamples items"
-        return part["rho"], part.get("ci"), part.get("n"), (
-            f"partial Spearman \u03c1(norm, {r['signal']}) | {', '.join(part.get('controls') or [])}{within}")
-    return r.get("spearman"), r.get("spearman_ci"), r.get("n"), f"Spearman \u03c1(norm, {r['signal']}); CI resamples items"
-
-
-def signal_claims(results: dict[str, dict], unavailable: dict[str, str]) -> list[dict]:
-    """Scorecard rows ``specificity`` and ``uncertainty``, following the controlled figure.
-
-    Specificity is claimed positive (more specific -> larger norm). Uncertainty is claimed as a
-    difference without a direction ("more uncertain -> different norm"), so its verdict is
-    ``reproduced`` when the CI excludes 0 on either side and ``inconclusive`` otherwise.
-    """
-    rows = []
-    for key, sign in (("specificity", +1), ("uncertainty", 0)):
-        r = results.get(key)
-        if r is None:
-            verdict, why = verdict_not_testable(f"the {key} signal did not run ({unavailable.get(key, 'not run')})")
-            rows.append(claim_row(key, measured=None, ci=None, verdict=verdict, why=why, section=SECTION))
-            continue
-        est, ci, n, what = _controlled(r)
-        if sign:
-            verdict, why = verdict_sign(est, ci, sign)
-        else:
-            verdict, why = verdict_sign(est, ci, 1 if (est or 0) >= 0 else -1)
-            if verdict == "reproduced":
-                why = f"the 95% CI [{ci[0]:.3g}, {ci[1]:.3g}] excludes 0 (the claim names no direction)"
-        for s in r.get("strata") or []:
-            why += f"; {s['name']}: \u03c1 = {s['spearman']:.3g}" if s.get("spearman") is not None else ""
-        rows.append(claim_row(key, measured=est, ci=ci, verdict=verdict, why=why, section=SECTION, n=n, what=what))
-    return rows
 
 
 def _stratified_signal_sentence(name: str, s: CorrelateResult) -> str:
@@ -146,7 +111,7 @@ def _row(sig: str, r: CorrelateResult) -> list:
     part = r.partial_spearman
     controls = ", ".join(part.controls or []) if part is not None else ""
     controls += "".join(f"{'; ' if controls else ''}{c} not controlled (constant)" for c in r.controls_dropped or [])
-    return [sig, r.dataset, r.n, r.n_missing, r.spearman, ci_text(r.spearman_ci), r.p_value,
+    return [sig, r.dataset, r.n, r.n_missing, r.spearman, ci_text(r.spearman_ci), p_text(r.p_value, int(r.n_perm or 0)),
             part.rho if part is not None else None, ci_text(part.ci if part is not None else None), controls,
             r.norm_length.spearman if r.norm_length is not None else None, r.n_truncated]
 
@@ -204,7 +169,6 @@ class SignalsStage(Stage[SignalsRequest]):
     aliases = ("signal",)
     size_names = ("signal_items", "n_boot", "n_perm")
     explains = "the semantic signals"
-    claim_keys = {"specificity": SECTION, "uncertainty": SECTION}
 
     def datasets(self, config) -> list[tuple[str, str]]:
         return [(SIGNAL_DATASETS[s], f"signals ({s})") for s in SIGNALS if s in config.signals and s in SIGNAL_DATASETS]
@@ -223,11 +187,16 @@ class SignalsStage(Stage[SignalsRequest]):
         enc = ctx.encoder()
         results: dict[str, CorrelateResult] = {}
         unavailable = {sig: "not selected" for sig in SIGNALS if sig not in request.signals}
+        missing: dict[str, dict] = {}  # signal -> the dataset it lacks (the report says once how to get it)
         figs = []
         for sig in request.signals:
             ctx.console.print(f"signals: {sig}")
             try:
                 res = run_correlate(request.correlate(sig), encoder=enc, progress=True)
+            except DataMissing as exc:
+                unavailable[sig] = missing_reason({exc.dataset: missing_entry(exc)})
+                missing[sig] = {"dataset": exc.dataset, **missing_entry(exc)}
+                continue
             except (NormscopeError, FileNotFoundError, LookupError) as exc:
                 unavailable[sig] = f"{type(exc).__name__}: {exc}".splitlines()[0]
                 continue
@@ -237,7 +206,11 @@ class SignalsStage(Stage[SignalsRequest]):
             figs.append(Figure(Path(fig).name, f"Raw norm vs {res.covariate}: items (points), equal-count binned "
                                                f"means{per_source} with 95% CIs; {res.dataset}."))
         if not results:
-            raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
+            raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()),
+                                   missing={m["dataset"]: {"title": m["title"], "cause": m["cause"],
+                                                           "claims": [g for g, x in missing.items()
+                                                                      if x["dataset"] == m["dataset"]]}
+                                            for m in missing.values()})
         sizes = "; ".join(f"{k}: {r.dataset}" for k, r in results.items())
         sizes += f"; {request.resampling.n_boot} bootstrap resamples, {request.resampling.n_perm} permutations"
         commands = [c for c in self.commands(request) if c.part in results]
@@ -245,7 +218,7 @@ class SignalsStage(Stage[SignalsRequest]):
         return {SECTION: Section(
             SECTION, commands=commands, sizes=sizes, result=dicts,
             derived={"unavailable": dict(sorted(unavailable.items(), key=lambda kv: SIGNALS.index(kv[0]))),
-                     "commands": {c.part: c.text for c in commands}},
+                     "missing": missing, "commands": {c.part: c.text for c in commands}},
             key_numbers=_key_numbers(results), tables=_tables([_row(k, r) for k, r in results.items()],
                                                               [x for k, r in results.items() for x in _strata_rows(k, r)]),
             figures=figs, notes=_notes(results, unavailable), claims=signal_claims(dicts, unavailable))}

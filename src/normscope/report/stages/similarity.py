@@ -8,48 +8,17 @@ from pathlib import Path
 from normscope._format import ci as ci_text, num
 from normscope.data import data_path
 from normscope.errors import DataError
-from normscope.report.claims import claim_row, verdict_not_testable, verdict_sign
-from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
+from normscope.report.missing import data_unavailable
+from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, Table
 from normscope.report.text import ci_words, ci_excludes_zero
 from normscope.requests import Embedding, Resampling
 from normscope.requests.similarity import SimilarityRequest
 from normscope.similarity import SimilarityResult, plot_similarity, run_similarity
 from normscope.similarity.result import PairScorerEval
 
-__all__ = ["SimilarityStage", "SimilarityRequest", "similarity_claim", "similarity_sentences"]
+__all__ = ["SimilarityStage", "SimilarityRequest", "similarity_sentences"]
 
 SECTION = "similarity"
-
-
-def similarity_claim(result: dict | None, reason: str | None = None) -> dict:
-    """Scorecard row ``similarity_pairs``: the gain over cosine of the norm-aware scorer chosen on the fit pairs.
-
-    Of the parametric scorers (``inverse_norm``, ``power``) the one with the larger Spearman rho on
-    the **fit** pairs is the tested scorer (chosen without the evaluated pairs); its Spearman
-    difference to cosine on the evaluated pairs, with the paired bootstrap CI, gives the verdict
-    (claimed sign: positive).
-    """
-    if result is None:
-        verdict, why = verdict_not_testable(reason or "the similarity stage did not run")
-        return claim_row("similarity_pairs", measured=None, ci=None, verdict=verdict, why=why,
-                         section="similarity")
-    sc = result["scorers"]
-    cands = [k for k in ("inverse_norm", "power") if k in sc]
-    if not cands:
-        verdict, why = verdict_not_testable("no norm-aware scorer was evaluated")
-        return claim_row("similarity_pairs", measured=None, ci=None, verdict=verdict, why=why,
-                         section="similarity")
-    best = max(cands, key=lambda k: sc[k]["fit_spearman"])
-    s, cos = sc[best], sc["cosine"]
-    verdict, why = verdict_sign(s["delta_spearman"], s["delta_ci"], +1)
-    rel = 100.0 * s["delta_spearman"] / cos["spearman"] if cos["spearman"] else float("nan")
-    why += (f"; {best} ({s['param_name']} = {s['param']:.3g}, chosen by its Spearman on the {result['fit']['n_pairs']} "
-            f"fit pairs): Spearman {s['spearman']:.3f} vs cosine {cos['spearman']:.3f}, a relative change of "
-            f"{rel:+.2f} %")
-    return claim_row("similarity_pairs", measured=s["delta_spearman"], ci=s["delta_ci"], verdict=verdict, why=why,
-                     section="similarity", n=result["n_pairs"],
-                     what=(f"\u0394 Spearman \u03c1 with human scores, {best} minus cosine, on SimLex-999 pairs not used "
-                           "for fitting; paired bootstrap CI over the evaluated pairs (parameter held fixed)"))
 
 
 def _scorer_sentence(name: str, s: PairScorerEval) -> str:
@@ -85,7 +54,6 @@ class SimilarityStage(Stage[SimilarityRequest]):
     sections = {SECTION: "Norm-aware similarity"}
     size_names = ("n_boot",)
     reads = ("simlex-999",)
-    claim_keys = {"similarity_pairs": SECTION}
 
     def request(self, config) -> SimilarityRequest:
         """SimLex-999: parameters fitted on a seeded half of the pairs, evaluated on the other."""
@@ -100,7 +68,7 @@ class SimilarityStage(Stage[SimilarityRequest]):
         try:
             path = data_path(request.dataset)  # --data / shared copy, else fetched; offline: names the fetch command
         except DataError as exc:
-            raise StageUnavailable(str(exc)) from None
+            raise data_unavailable([exc]) from None
         res = run_similarity(request.replace(dataset=str(path)), encoder=ctx.encoder(), progress=True)
         n_boot, seed = request.resampling.n_boot, request.resampling.seed
         r = res.to_dict()
@@ -126,7 +94,7 @@ class SimilarityStage(Stage[SimilarityRequest]):
             figures=[Figure(Path(fig).name, "Left: Spearman \u03c1 on the fit pairs against each scorer's parameter "
                             "(dashed: fitted value; grey: cosine). Right: Spearman difference to cosine on the "
                             "evaluated pairs with paired bootstrap 95% CIs.")],
-            notes=list(res.notes), claims=[similarity_claim(r)])}
+            notes=list(res.notes), claims=list(res.claims))}  # the rows normscope similarity --json carries
 
     def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
         return similarity_sentences(section.result)

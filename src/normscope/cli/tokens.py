@@ -1,0 +1,84 @@
+"""``normscope tokens``: the input embedding table's row norms against token frequency and use.
+
+A thin wrapper over :func:`normscope.tokens.run_tokens` (its result's ``to_dict()`` is the ``--json``
+output) and :func:`normscope.tokens.plot_tokens` (``--fig``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from normscope._format import MISSING
+from normscope.cli import app
+from normscope.cli._console import make_console
+from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, write_outputs
+from normscope.cli._options import Device, FigOut, JsonOut, Models, Seed, TableOut, models_of
+from normscope.requests import Resampling
+from normscope.requests.tokens import TokensRequest
+from normscope.validate import check_paths
+
+
+def _ci(ci) -> str:
+    return MISSING if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
+def _table(res) -> Rows:
+    """The tokens table (rows keyed by the result's field paths)."""
+    rows = []
+    for k in ("word", "subword", "special", "unused"):
+        med = res.norm_median.get(k)
+        rows.append(Row(f"counts.{k}", f"{k} rows: n, median norm",
+                        (f"{res.counts.get(k, 0):,}, {MISSING if med is None else f'{med:.3f}'}", "")))
+    for g, label in (("word", "words"), ("subword", "## pieces (string as a word)"), ("used", "all used tokens")):
+        r = res.frequency.get(g)
+        if r is not None:
+            rows.append(Row(f"frequency.{g}.spearman", f"Spearman ρ(norm, Zipf), {label} (n = {r['n']:,})",
+                            (f"{r['spearman']:+.3f}", _ci(r["spearman_ci"]))))
+    c = res.unused_vs_used
+    if c is not None:
+        rows.append(Row("unused_vs_used.difference", f"median norm, unused − used (n = {c['n_unused']:,} / {c['n_used']:,})",
+                        (f"{c['difference']:+.3f}", _ci(c["ci"]))))
+        rows.append(Row("unused_vs_used.ratio", "median norm, unused / used",
+                        (f"{c['ratio']:.3f}", _ci(c["ratio_ci"]).replace("+", ""))))
+    if res.init_norm is not None:
+        rows.append(Row("init_norm", "row norm at initialisation (sd·√d)", (f"{res.init_norm:.3f}", "")))
+    return Rows(f"input embedding table — {res.model} ({res.n_rows:,} rows x {res.dim})", ("quantity", "value", "95% CI"),
+                tuple(rows), caption=f"95% CIs: bootstrap over tokens ({res.n_boot} resamples); frequency: wordfreq Zipf")
+
+
+_DEFAULT = TokensRequest()
+
+
+@app.command()
+def tokens(
+    model: Models = None,
+    seed: Seed = _DEFAULT.resampling.seed,
+    n_boot: Annotated[int, typer.Option("--n-boot", min=0, help="Bootstrap resamples over tokens (CIs).")] = _DEFAULT.resampling.n_boot,
+    n_perm: Annotated[int, typer.Option("--n-perm", min=0, help="Permutations of the p-values.")] = _DEFAULT.resampling.n_perm,
+    device: Device = _DEFAULT.device,
+    json_path: JsonOut = None,
+    out: TableOut = None,
+    fig: FigOut = None,
+) -> None:
+    """Row norms of the model's input embedding table: vs token frequency, and never-used vs used rows."""
+    from normscope.tokens import plot_tokens, run_tokens  # torch: the CLI's start-up stays light
+
+    models = models_of(model)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)])
+    request = TokensRequest(device=device, resampling=Resampling(n_boot=n_boot, n_perm=n_perm, seed=seed))
+
+    def call(m):
+        return run_tokens(request.replace(model=m))
+
+    console = make_console(stderr=True)
+    if len(models) > 1:
+        compare_models(models, call, _table, title=f"input embedding tables: {len(models)} models side by side",
+                       console=console, out=out, json_path=json_path, fig=fig, plot=plot_tokens)
+        return
+    res = call(models[0])
+    make_console().print(_table(res).table())
+    for note in res.notes:
+        console.print(f"note: {note}", markup=False)
+    write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot_tokens)

@@ -1,0 +1,322 @@
+"""Analysis of the decisive transformer design: from the runs' records to :class:`DecisiveResult`.
+
+Every statistic is computed with the probe items in a canonical order (sorted by text, then id), so
+the summary is invariant under a permutation of the probe items and the per-item table permutes
+with them. Every sentence about what was excluded or claimed is built from the same arrays.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from normscope.lab.prediction import snapshot_prediction
+from normscope.lab.scaling import growth_without_decay, lambda_scaling_fit, predicted_exponent
+from normscope.lab.stationarity import classify_window
+from normscope.lab.trajectory import TrajectoryRecord, trajectory_estimates
+
+__all__ = ["run_window", "grid_rows", "write_predictions", "analyse_design", "OPTIMIZERS"]
+
+OPTIMIZERS = ("sgd", "momentum", "adamw")
+#: time blocks of a scaling run's window (the lambda-scaling CI resamples them)
+SCALING_BLOCKS = 8
+
+
+def _num(x):
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _med(a) -> float | None:
+    a = np.asarray(a, dtype=float)
+    a = a[np.isfinite(a)]
+    return float(np.median(a)) if a.size else None
+
+
+def _blocks(r2: np.ndarray, steps: np.ndarray, edges: list[int]) -> np.ndarray:
+    """Mean R^2 per item over the tracked steps in each ``[edges[i], edges[i+1])`` block, shape (len(edges)-1, P)."""
+    out = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        sel = (steps >= a) & (steps < b)
+        out.append(r2[sel].mean(axis=0) if sel.any() else np.full(r2.shape[1], np.nan))
+    return np.stack(out)
+
+
+def run_window(spec, run: dict, *, batch_size: int, n_eval: int, n_blocks: int | None = None) -> dict:
+    """Stationarity, trajectory estimates and block means of one run's window ``[burn_in, steps)``.
+
+    Parameters
+    ----------
+    spec : RunSpec
+    run : dict
+        :func:`normscope.lab.decisive_run.load_run`'s dict.
+    batch_size, n_eval : int
+        B (the chance loss ln B) and the held-out candidates (chance 1/n_eval).
+    n_blocks : int, optional
+        Cut the window into this many equal time blocks (default: at the snapshot steps when the run
+        has snapshots, else :data:`SCALING_BLOCKS`).
+
+    Returns
+    -------
+    dict
+        ``stationarity`` (:func:`~normscope.lab.stationarity.classify_window`), ``estimates`` (per-item
+        arrays of :func:`~normscope.lab.trajectory.trajectory_estimates` over the tracked steps of the
+        window), ``blocks`` (block-mean R^2, shape (n_blocks, P)), ``relaxation_steps`` (1/(2 eta
+        lambda_rad), lambda_rad from the window's E4 measurements, median item), ``r_bar`` (time-RMS
+        norm per item), ``lam_per_lambda`` (median, window), ``summary`` (JSON-able figures).
+    """
+    ts = run["track_steps"]
+    w = ts >= spec.burn_in
+    r2, r2n = run["r2"][w], run["r2_next"][w]
+    loss_w = run["loss"][spec.burn_in:spec.steps]
+    lam_rows = run["lam"][(run["lam_steps"] >= spec.burn_in)] if run["lam"].size else run["lam"]
+    if lam_rows.size == 0:
+        lam_rows = run["lam"]
+    lam_med = _med(lam_rows.mean(axis=0)) if lam_rows.size else None
+    c_med = spec.lr * spec.weight_decay * lam_med if lam_med is not None else None
+    tau_r = 1.0 / (2.0 * c_med) if c_med is not None and c_med > 0 else None
+    acc = float(run["eval_acc"][-1]) if run["eval_acc"].size else None
+    st = classify_window(r2, loss_w, batch_size=batch_size, accuracy=acc, n_eval=n_eval, burn_in=spec.burn_in,
+                         relaxation_steps=tau_r)
+    est = None
+    if r2.shape[0] >= 1 and spec.weight_decay > 0:
+        rec = TrajectoryRecord(np.vstack([r2, r2n[-1:]]), run["zd"][w], run["dd"][w], run["dec"][w], loss_w,
+                               np.zeros(len(lam_rows), dtype=np.int64), lam_rows, np.zeros((r2.shape[0], 1)))
+        est = trajectory_estimates(rec, eta=spec.lr, weight_decay=spec.weight_decay, burn_in=0)
+    if n_blocks is None and len(spec.snapshots):
+        edges = [int(s) for s in spec.snapshots] + [spec.steps]
+    else:
+        nb = max(1, min(n_blocks or SCALING_BLOCKS, int(w.sum())))  # every block holds a tracked step
+        edges = [int(spec.burn_in + (spec.steps - spec.burn_in) * i // nb) for i in range(nb)] + [spec.steps]
+    blocks = _blocks(run["r2"], ts, edges)
+    r_bar = np.sqrt(r2.mean(axis=0)) if r2.size else np.full(run["r2"].shape[1], np.nan)
+    summary = {
+        "name": spec.name, "optimizer": spec.optimizer, "eta": spec.lr, "lambda": spec.weight_decay,
+        "steps": spec.steps, "burn_in": spec.burn_in, "start": spec.start,
+        "relaxation_steps": _num(tau_r), "relaxations": _num(spec.steps / tau_r) if tau_r else None,
+        "label": st["label"], "reasons": st["reasons"], "stationarity": st,
+        "lambda_rad_per_lambda": lam_med,
+        "relative_step": _med(np.sqrt(run["dd"][w].mean(axis=0) / r2.mean(axis=0))) if r2.size else None,
+        "loss": {"first": _num(run["loss"][: max(1, min(50, spec.steps // 10))].mean()),
+                 "window": st["loss_mean"], "chance": st["chance_loss"]},
+        "accuracy": {"steps": run["eval_steps"].tolist(), "values": run["eval_acc"].tolist()},
+        "mean_r": {"start": _num(np.sqrt(run["r2"][0]).mean()) if run["r2"].size else None,
+                   "window": _num(r_bar.mean())},
+    }
+    if est is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ds = np.where(est["c"] > 0, est["drift"] / (est["r_window"] ** 2 * est["c"]), np.nan)
+            creal = est["c_realised"] / np.where(est["c"] > 0, est["c"], np.nan)
+        summary["trajectory"] = {"q_over_c": _med(est["q_over_c"]), "q_over_c_realised": _med(est["q_over_c_realised"]),
+                                 "c_realised_over_c": _med(creal), "heat_share": _med(est["heat_share"]),
+                                 "drift_share": _med(ds)}
+    every = max(1, int(math.ceil(len(ts) / 200)))
+    summary["curve"] = {"steps": ts[::every].tolist(), "mean_r": np.sqrt(run["r2"][::every]).mean(axis=1).tolist(),
+                        "loss_steps": list(range(0, spec.steps, max(1, spec.steps // 200))),
+                        "loss": [float(np.mean(run["loss"][a:a + max(1, spec.steps // 200)]))
+                                 for a in range(0, spec.steps, max(1, spec.steps // 200))]}
+    return {"stationarity": st, "estimates": est, "blocks": blocks, "relaxation_steps": tau_r, "r_bar": r_bar,
+            "lam_per_lambda": lam_med, "summary": summary}
+
+
+def grid_rows(runs: list, sizes, lam_per_lambda: float) -> list[dict]:
+    """One row per grid setting: eta, lambda, relaxation time, label (collapse checks), loss, accuracy, norms."""
+    from normscope.lab.decisive_run import relaxation_time
+
+    rows = []
+    for spec, run in runs:
+        win = run_window(spec, run, batch_size=sizes.batch_size, n_eval=sizes.n_eval)
+        s = win["summary"]
+        w = run["track_steps"] >= spec.burn_in
+        rel = (_med(np.sqrt(run["dd"][w].mean(axis=0) / run["r2"][w].mean(axis=0)))
+               if w.any() and np.isfinite(run["r2"][w]).all() else None)
+        rows.append({"eta": spec.lr, "lambda": spec.weight_decay, "eta_lambda": spec.lr * spec.weight_decay,
+                     "mask": spec.decay_mask or sizes.decay_mask, "relative_step": rel,
+                     "relaxation_steps": relaxation_time(spec.lr, spec.weight_decay, lam_per_lambda),
+                     "steps": spec.steps, "label": s["label"], "reasons": s["reasons"], "loss_window": s["loss"]["window"],
+                     "accuracy_end": s["accuracy"]["values"][-1] if s["accuracy"]["values"] else None,
+                     "mean_r_start": s["mean_r"]["start"], "mean_r_window": s["mean_r"]["window"],
+                     "relative_change": win["stationarity"]["relative_change"]})
+    return rows
+
+
+def write_predictions(directory: Path, base_runs: list, *, key: str = "") -> dict:
+    """State the lambda-scaling exponent of each optimizer from its base run's heat share, before any scaled run.
+
+    Written once to ``<directory>/predictions.json`` with the time and ``key`` (the base runs' keys); a
+    resumed design reads the statement made the first time and never recomputes it, unless the base
+    runs themselves were recomputed (another key).
+    """
+    from normscope._io import write_json
+
+    path = Path(directory) / "predictions.json"
+    if path.is_file():
+        old = json.loads(path.read_text())
+        if old.get("key") == key:
+            return old
+    out = {"stated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "key": key,
+           "note": "written after the base runs and before any lambda-scaled run started"}
+    for spec, run in base_runs:
+        ts = run["track_steps"]
+        w = ts >= spec.burn_in
+        h = None
+        if w.any():
+            lam_rows = run["lam"][run["lam_steps"] >= spec.burn_in]
+            if lam_rows.size == 0:
+                lam_rows = run["lam"]
+            rec = TrajectoryRecord(np.vstack([run["r2"][w], run["r2_next"][w][-1:]]), run["zd"][w], run["dd"][w],
+                                   run["dec"][w], run["loss"], np.zeros(len(lam_rows), dtype=np.int64), lam_rows,
+                                   np.zeros((int(w.sum()), 1)))
+            h = _med(trajectory_estimates(rec, eta=spec.lr, weight_decay=spec.weight_decay, burn_in=0)["heat_share"])
+        out[spec.optimizer] = predicted_exponent(spec.optimizer, h)
+    write_json(out, path)
+    return out
+
+
+def _prediction(spec, run, win, sizes, order, seed) -> dict | None:
+    if not run["snap_steps"].size or run["snap_za"].shape[0] < 2:
+        return None
+    return snapshot_prediction(run["snap_za"], run["snap_zc"], run["snap_aa"], run["snap_r"], run["snap_zjd"],
+                               win["blocks"], eta=spec.lr, weight_decay=spec.weight_decay, optimizer=spec.optimizer,
+                               beta=spec.beta, order=order, n_boot=sizes.n_boot, n_perm=sizes.n_perm, seed=seed)
+
+
+def analyse_design(*, sizes, data: dict, runs: dict, phases: dict, lam_per_lambda: float, grid: list, selected: dict,  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+                   predictions: dict, seed: int, device: str, workers: int, directory: Path, timings: dict):
+    """The :class:`~normscope.lab.result.DecisiveResult` of a finished design (see :mod:`normscope.lab.decisive`)."""
+    from normscope.lab.analysis import wilson_interval
+    from normscope.lab.claims import transformer_claim_row
+    from normscope.lab.result import DecisiveResult
+
+    ids, texts = list(data["probe_ids"]), list(data["probe_texts"])
+    p = len(texts)
+    order = np.lexsort((np.asarray(ids, dtype=str), np.asarray(texts, dtype=str)))
+    kw = dict(batch_size=sizes.batch_size, n_eval=sizes.n_eval)
+    # ---- encoder
+    pre_spec, pre = runs["pretrain"]
+    acc = float(pre["eval_acc"][-1])
+    k = int(round(acc * sizes.n_eval))
+    encoder = {"config": {"hidden": sizes.hidden, "layers": sizes.layers, "heads": sizes.heads,
+                          "intermediate": 4 * sizes.hidden, "pooling": "mean", "tokenizer": "all-MiniLM-L6-v2 (bundled)"},
+               "pretrain": {"optimizer": "adamw", "lr": pre_spec.lr, "weight_decay": 0.0, "steps": pre_spec.steps,
+                            "batch_size": sizes.batch_size, "tau": sizes.tau},
+               "heldout_accuracy": acc, "heldout_accuracy_ci": wilson_interval(k, sizes.n_eval),
+               "chance": 1.0 / sizes.n_eval, "n_eval": sizes.n_eval,
+               "accuracy_curve": {"steps": pre["eval_steps"].tolist(), "values": pre["eval_acc"].tolist()},
+               "loss": {"first": _num(pre["loss"][: max(1, pre_spec.steps // 20)].mean()),
+                        "last": _num(pre["loss"][-max(1, pre_spec.steps // 20):].mean())},
+               "lambda_rad_per_lambda": lam_per_lambda}
+    # ---- base runs: stationarity, trajectory, prediction
+    base, wins, preds = {}, {}, {}
+    cols: dict = {"id": ids, "text": texts}
+    for spec in phases["base"]:
+        _s, run = runs[spec.name]
+        win = run_window(spec, run, **kw)
+        wins[spec.optimizer] = win
+        pr = _prediction(spec, run, win, sizes, order, seed)
+        preds[spec.optimizer] = pr
+        summ = dict(win["summary"])
+        if pr is not None:
+            summ["prediction"] = {k2: v for k2, v in pr.items() if k2 != "items"}
+            it = pr["items"]
+            summ["prediction"]["per_item"] = {"id": ids, "r_bar": it["r_bar"], "r_eq": it["r_eq"], "q": it["q"]}
+            for c in ("r_bar", "r_eq", "rel_error", "heat", "drift", "lambda_rad", "c", "q", "q_over_c", "flag"):
+                cols[f"{spec.optimizer}_{c}"] = it[c]
+        if win["estimates"] is not None:
+            cols[f"{spec.optimizer}_heat_share"] = win["estimates"]["heat_share"]
+            cols[f"{spec.optimizer}_q_over_c_trajectory"] = win["estimates"]["q_over_c"]
+        base[spec.optimizer] = summ
+    # ---- lambda scaling
+    scaling = {}
+    for opt in OPTIMIZERS:
+        b = next((s for s in phases["base"] if s.optimizer == opt), None)
+        sc = [s for s in phases["scaling"] if s.kind == "scaling" and s.optimizer == opt]
+        if b is None or not sc:
+            continue
+        members = sorted([b, *sc], key=lambda s: s.weight_decay)
+        blocks, labels = [], []
+        for s in members:
+            w = run_window(s, runs[s.name][1], n_blocks=SCALING_BLOCKS, **kw)
+            blocks.append(w["blocks"][:, order])
+            labels.append({"name": s.name, "lambda": s.weight_decay, "steps": s.steps, "label": w["summary"]["label"],
+                           "reasons": w["summary"]["reasons"], "relaxations": w["summary"]["relaxations"],
+                           "mean_r_window": w["summary"]["mean_r"]["window"]})
+            cols[f"{opt}_r_bar_lambda{s.weight_decay:.4g}"] = w["r_bar"]
+        fit = lambda_scaling_fit([s.weight_decay for s in members], blocks, n_boot=sizes.n_boot, seed=seed)
+        pred = predictions.get(opt) or {}
+        e = pred.get("exponent")
+        lo, hi = fit["ci"]
+        scaling[opt] = {"fit": fit, "prediction": pred, "runs": labels,
+                        "all_stationary": all(r["label"] == "stationary" for r in labels),
+                        "prediction_in_ci": (bool(lo <= e <= hi) if e is not None else None),
+                        "free_vector_in_ci": bool(lo <= pred.get("free_vector", float("nan")) <= hi)
+                        if pred.get("free_vector") is not None else None}
+    # ---- no decay
+    nodecay = None
+    nd = next((s for s in phases["scaling"] if s.kind == "nodecay"), None)
+    if nd is not None:
+        run = runs[nd.name][1]
+        g = growth_without_decay(run["r2"][:, order], n_boot=sizes.n_boot, seed=seed)
+        ts = run["track_steps"].astype(float)
+        q = max(2, len(ts) // 4)
+        mr2 = run["r2"][:q].mean(axis=1)
+        measured_rate = float(np.polyfit(ts[:q], mr2, 1)[0]) if q >= 2 else None
+        wsgd = wins.get("sgd")
+        pred_rate = None
+        if wsgd is not None:
+            bs = next(s for s in phases["base"] if s.optimizer == "sgd")
+            brun = runs[bs.name][1]
+            w = brun["track_steps"] >= bs.burn_in
+            pred_rate = float(np.mean(2 * brun["zd"][w].mean(axis=0) + brun["dd"][w].mean(axis=0)))
+        nodecay = {**g, "steps": nd.steps, "start": nd.start, "eta": nd.lr,
+                   "initial_rate_of_mean_r2": measured_rate,
+                   "predicted_initial_rate": pred_rate,
+                   "predicted_rule": ("E[R_{t+1}^2 - R_t^2] = 2 D~ + E||Delta||^2 with no decay: the SGD base run's window "
+                                      "drift and displacement, averaged over the probe items"),
+                   "accuracy_end": float(run["eval_acc"][-1]) if run["eval_acc"].size else None}
+        cols["nodecay_ratio"] = np.sqrt(run["r2"][-max(1, len(ts) // 4):].mean(axis=0)
+                                        / run["r2"][: max(1, len(ts) // 4)].mean(axis=0))
+    items = pd.DataFrame(cols)
+    sgd = base.get("sgd", {})
+    headline = (sgd.get("prediction") or {})
+    caveats = []
+    if selected.get("fallback"):
+        caveats.append(f"grid: {selected['reason']}")
+    for opt, b in base.items():
+        if b["label"] != "stationary":
+            caveats.append(f"{opt} base run is {b['label']}: " + "; ".join(b["reasons"]))
+    if "adamw" in base:
+        caveats.append("AdamW: the SGD form of Theorem 1 is not expected to hold (docs/theory.md C3); its prediction is "
+                       "reported, not tested")
+    if "momentum" in base:
+        caveats.append("momentum: the prediction uses (E12) heat/(1-beta)^2 and drift/(1-beta) (the drift factor is "
+                       "untested in docs/theory.md)")
+    neg = headline.get("negative_q")
+    if neg and headline.get("n_negative_q"):
+        caveats.append(f"SGD: {neg}")
+    if headline.get("n_excluded"):
+        caveats.append(f"SGD: {headline['n_excluded']} of {p} probe items have lambda_rad <= 0 (E4): no root of (E7) "
+                       "with c > 0; they are left out of the prediction statistics")
+    result = DecisiveResult(
+        design=sizes.name, sizes=sizes.to_dict(), encoder=encoder, seed=seed, device=device, workers=workers,
+        pairs=data["pairs"], n_train_pairs=len(data["train_left"]), n_eval_pairs=len(data["eval_left"]),
+        n_source_pairs=data["n_source"], n_long_pairs=data["n_long"], n_held_out_probe_pairs=data["n_held_out_probe"],
+        probe_items=p, probe_set=data["probe_set"], decay_mask=sizes.decay_mask,
+        lambda_rad_per_lambda_pretrained=lam_per_lambda, grid=grid, selected=selected, base=base,
+        predictions=predictions, scaling=scaling, nodecay=nodecay,
+        stationary=sgd.get("label") == "stationary", stationarity_label=sgd.get("label"),
+        mean_abs_rel_error=(headline.get("stats") or {}).get("mean_abs_rel_error"),
+        mean_abs_rel_error_ci=(headline.get("ci") or {}).get("mean_abs_rel_error"),
+        pearson=(headline.get("stats") or {}).get("pearson"), pearson_ci=(headline.get("ci") or {}).get("pearson"),
+        spearman=(headline.get("stats") or {}).get("spearman"), spearman_ci=(headline.get("ci") or {}).get("spearman"),
+        null_p_mean_abs_rel_error=((headline.get("null") or {}).get("mean_abs_rel_error") or {}).get("p"),
+        caveats=caveats, items=items, timings=timings, directory=str(directory))
+    result.claim = transformer_claim_row(result.to_dict())
+    return result

@@ -1,0 +1,454 @@
+"""One training run of the decisive transformer design: tracked, probed at snapshots, resumable.
+
+A run (:class:`RunSpec`) starts from the design's encoder (or from the final parameters of an earlier
+run), trains it with symmetric InfoNCE (E10) on the design's pairs with one of the exactly decoupled
+optimizers of :mod:`normscope.lab.optim` on the design's decay mask, and records:
+
+- the loss of every step;
+- every ``track_every`` steps t, by no-grad forwards of the probe items, ``R_t^2``, ``R_{t+1}^2`` and
+  the decay-free step ``Delta_t = f(theta_t - eta s_t) - z_t`` (``s_t`` the optimizer's actual
+  direction) through ``<z_t, Delta_t>``, ``||Delta_t||^2`` and the decay's exact radial effect
+  ``R_{t+1}^2 - ||z_t + Delta_t||^2`` (the trajectory form of docs/theory.md section 6, every tracked
+  step a probe with K = 1);
+- lambda_rad per unit lambda (E4, one JVP along theta_D) every ``lambda_every`` steps;
+- at each snapshot step, the section-6 probe (:func:`normscope.probes.probe_moments`) with K fresh
+  batches at the run's own B, tau and mask: per item and batch ``<z, a>``, ``<z, c>``, ``||a||^2``,
+  and ``<z, J_x theta_D>``;
+- the held-out top-1 retrieval accuracy at the ``eval_steps``.
+
+Batches come from a seed per step shared by every run of a design (common random numbers: runs at
+different lambda see the same batch sequence), snapshot batches from a seed per snapshot step, so a
+resumed run equals an uninterrupted one. A checkpoint (parameters, optimizer state, the record) is
+written atomically every ``checkpoint_every`` steps; the finished run is written as one ``.npz`` (the
+record) and one ``.json`` (spec and timings), and its checkpoint is removed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from normscope.errors import InputError, ModelError
+
+__all__ = ["RunSpec", "RunContext", "run_one", "load_run", "run_done", "run_key", "heldout_accuracy", "relaxation_time"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """What one run of the design does (JSON-able; its hash keys the run's files).
+
+    Attributes
+    ----------
+    name : str
+        File stem under ``<design dir>/runs/``.
+    kind : str
+        ``pretrain``, ``grid``, ``base``, ``scaling`` or ``nodecay`` (phase of the design).
+    optimizer : {"sgd", "momentum", "adamw"}
+    lr, weight_decay : float
+        eta and lambda (exactly decoupled decay on the design's mask).
+    steps, burn_in : int
+        Training steps and the first step of the measurement window.
+    beta : float
+        Heavy-ball coefficient (momentum only).
+    start : str
+        ``"init"`` (the random encoder), ``"encoder"`` (the pre-trained one) or the name of a finished run
+        with ``save_final`` whose final parameters start this one.
+    snapshots : tuple of int
+        Steps at which the probe runs (before that step's update).
+    probe_batches : int
+        K fresh batches per snapshot.
+    eval_steps : tuple of int
+        Steps after which the held-out accuracy is measured (``steps`` = at the end).
+    track, track_every, lambda_every : bool, int, int
+        Tracking on/off (off: the speed benchmark's baseline and the pre-training), and its spacing.
+    save_final : bool
+        Keep the final parameters (``<name>.final.pt``): the pre-trained encoder, or the start of
+        another run.
+    decay_mask : str, optional
+        theta_D of this run when it differs from the design's (the grid's mask comparison).
+    """
+
+    name: str
+    kind: str
+    optimizer: str
+    lr: float
+    weight_decay: float
+    steps: int
+    burn_in: int
+    beta: float = 0.9
+    start: str = "encoder"
+    snapshots: tuple = ()
+    probe_batches: int = 0
+    eval_steps: tuple = ()
+    track: bool = True
+    track_every: int = 4
+    lambda_every: int = 100
+    save_final: bool = False
+    decay_mask: str | None = None
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["snapshots"], d["eval_steps"] = list(self.snapshots), list(self.eval_steps)
+        return d
+
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """What every run of one design shares.
+
+    Attributes
+    ----------
+    directory : Path
+        The design directory (``data.json``, ``encoder/``, ``runs/``).
+    batch_size, tau : int, float
+        B pairs per step and the InfoNCE temperature.
+    decay_mask : str
+        theta_D by name (:func:`normscope.lab.tiny_bert.decay_mask_named`).
+    seed : int
+    device : str
+    checkpoint_every : int
+    key : str
+        Hash of the design's settings (a run of another design is never resumed).
+    data_key : str
+        Hash of the settings the data and the pre-trained encoder depend on (keys the ``pretrain`` run,
+        so a design that changes only later phases reuses it).
+    """
+
+    directory: Path
+    batch_size: int
+    tau: float
+    decay_mask: str
+    seed: int
+    device: str = "cpu"
+    checkpoint_every: int = 500
+    key: str = ""
+    data_key: str = ""
+
+
+def relaxation_time(eta: float, weight_decay: float, lam_per_lambda: float) -> float:
+    """``1 / (2 eta lambda_rad)`` with ``lambda_rad = lambda * lam_per_lambda`` (E4); inf when not positive."""
+    c = eta * weight_decay * lam_per_lambda
+    return 1.0 / (2.0 * c) if c > 0 else math.inf
+
+
+def _seed(*parts) -> int:
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
+
+
+#: the design's data (pairs, held-out pairs, probe items) per directory, read once per process
+_DATA: dict = {}
+
+
+def _data(directory: Path) -> dict:
+    key = str(Path(directory).resolve())
+    if key not in _DATA:
+        _DATA.clear()
+        _DATA[key] = json.loads((Path(directory) / "data.json").read_text())
+    return _DATA[key]
+
+
+def _paths(ctx: RunContext, name: str) -> dict:
+    d = Path(ctx.directory) / "runs"
+    return {"npz": d / f"{name}.npz", "json": d / f"{name}.json", "ckpt": d / f"{name}.ckpt",
+            "final": d / f"{name}.final.pt", "progress": d / f"{name}.progress"}
+
+
+def run_key(spec: RunSpec, ctx: RunContext) -> str:
+    """The hash that keys a run's files: its spec and the design's settings (the data settings for ``pretrain``)."""
+    return _key(spec, ctx)
+
+
+def _key(spec: RunSpec, ctx: RunContext) -> str:
+    from normscope.lab.checkpoint import settings_key
+
+    return settings_key({"spec": spec.to_dict(), "design": ctx.data_key if spec.kind == "pretrain" else ctx.key})
+
+
+def _record_payload(rec: dict) -> dict:
+    """The record as tensors and plain lists (a checkpoint loadable with ``torch.load(weights_only=True)``)."""
+    import torch
+
+    out = {}
+    for k, v in rec.items():
+        if isinstance(v, np.ndarray):
+            out[k] = torch.from_numpy(np.ascontiguousarray(v))
+        else:
+            out[k] = [torch.from_numpy(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x for x in v]
+    return out
+
+
+def _record_from_payload(payload: dict) -> dict:
+    out = {}
+    for k, v in payload.items():
+        if hasattr(v, "numpy"):
+            out[k] = v.numpy().copy()
+        else:
+            out[k] = [x.numpy().copy() if hasattr(x, "numpy") else x for x in v]
+    return out
+
+
+def run_done(spec: RunSpec, ctx: RunContext) -> bool:
+    """True when the run's result files exist and were written by this spec and design."""
+    p = _paths(ctx, spec.name)
+    if not (p["npz"].is_file() and p["json"].is_file()):
+        return False
+    try:
+        return json.loads(p["json"].read_text()).get("key") == _key(spec, ctx)
+    except (OSError, ValueError):
+        return False
+
+
+def load_run(spec: RunSpec, ctx: RunContext) -> dict:
+    """The finished run's record (numpy arrays) and its JSON (``spec``, ``timings``) as one dict.
+
+    Raises
+    ------
+    InputError
+        The run has not finished, or its files belong to another spec or design.
+    """
+    if not run_done(spec, ctx):
+        raise InputError(f"run {spec.name} of this design has not finished (no matching result in "
+                         f"{Path(ctx.directory) / 'runs'})")
+    p = _paths(ctx, spec.name)
+    with np.load(p["npz"], allow_pickle=False) as z:
+        rec = {k: z[k] for k in z.files}
+    meta = json.loads(p["json"].read_text())
+    return {**rec, "meta": meta}
+
+
+def heldout_accuracy(adapter, params, left: list, right: list, chunk: int = 256) -> float:
+    """Top-1 accuracy of retrieving each held-out ``right[i]`` for ``left[i]`` among all N right members (cosine).
+
+    Ties go to the lowest index (identical embeddings score 1/N).
+    """
+    import torch
+
+    def emb(texts):
+        out = []
+        with torch.no_grad():
+            for s in range(0, len(texts), chunk):
+                f = adapter.features(texts, np.arange(s, min(s + chunk, len(texts))), "query")
+                out.append(torch.nn.functional.normalize(adapter.embed(params, f, "query").double(), dim=1))
+        return torch.cat(out)
+
+    a, b = emb(left), emb(right)
+    hit = (a @ b.T).argmax(dim=1).cpu().numpy() == np.arange(len(left))
+    return float(hit.mean())
+
+
+def _load_encoder(ctx: RunContext, spec: RunSpec):
+    from normscope.encoders import load_encoder
+
+    d = Path(ctx.directory)
+    enc = load_encoder(str(d / ("encoder_init" if spec.start == "init" else "encoder")), device=ctx.device, fresh=True)
+    if spec.start not in ("init", "encoder"):
+        import torch
+
+        final = _paths(ctx, spec.start)["final"]
+        if not final.is_file():
+            raise InputError(f"run {spec.name} starts from run {spec.start}, whose final parameters are missing")
+        state = torch.load(final, map_location="cpu", weights_only=True)
+        params = [p for _n, p in enc.module.named_parameters() if p.requires_grad]
+        with torch.no_grad():
+            for p, v in zip(params, state):
+                p.copy_(v.to(p.device))
+    return enc
+
+
+def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+    """Run (or resume, or skip when finished) one run of the design; returns :func:`load_run`'s dict.
+
+    Parameters
+    ----------
+    spec : RunSpec
+    ctx : RunContext
+    progress : callable (steps_done) -> None, optional
+        Called every few steps (also after a resume).
+
+    Raises
+    ------
+    InputError
+        A checkpoint of another spec, a missing start run, a diverging run (non-finite loss).
+    ModelError
+        The encoder has no differentiable parameters.
+    """
+    if run_done(spec, ctx):
+        return load_run(spec, ctx)
+    import torch
+
+    from normscope._io import atomic_path, write_json
+    from normscope.lab.checkpoint import load_checkpoint, save_checkpoint, settings_key
+    from normscope.lab.optim import make_optimizer
+    from normscope.lab.tiny_bert import decay_mask_named
+    from normscope.lab.transformer import _to_device, _Tracker
+    from normscope.pairs import sample_pair_batches
+    from normscope.probes import TextEncoderAdapter, decay_mask_for, probe_moments, symmetric_info_nce
+
+    t_wall, t_cpu = time.perf_counter(), time.process_time()
+    data = _data(ctx.directory)
+    left, right = data["train_left"], data["train_right"]
+    probe_texts = data["probe_texts"]
+    paths = _paths(ctx, spec.name)
+    key = _key(spec, ctx)
+    enc = _load_encoder(ctx, spec)
+    adapter = TextEncoderAdapter(enc)
+    timings = {"train_s": 0.0, "train_cpu_s": 0.0, "track_s": 0.0, "track_cpu_s": 0.0, "probe_s": 0.0,
+               "probe_cpu_s": 0.0, "eval_s": 0.0, "checkpoint_s": 0.0}
+    try:
+        module = enc.module
+        params = [p for _n, p in module.named_parameters() if p.requires_grad]
+        theta = adapter.parameters()
+        keys = list(theta)
+        if not params or len(keys) != len(params):
+            raise ModelError("the encoder's trainable parameters and the adapter's do not match")
+        mask_spec = decay_mask_named(spec.decay_mask or ctx.decay_mask, list(theta))
+        mask = decay_mask_for(theta, mask_spec)
+        flags = [mask[k] for k in keys]
+        opt = make_optimizer(spec.optimizer, spec.lr, spec.weight_decay,
+                             **({"beta": spec.beta} if spec.optimizer == "momentum" else {}))
+        tracker = _Tracker(adapter, probe_texts)
+        p_items = len(probe_texts)
+        n_pairs = len(left)
+        rec: dict = {"loss": np.zeros(spec.steps), "track_steps": [], "r2": [], "r2_next": [], "zd": [], "dd": [],
+                     "dec": [], "lam_steps": [], "lam": [], "snap_steps": [], "snap_r": [], "snap_zjd": [], "snap_za": [],
+                     "snap_zc": [], "snap_aa": [], "eval_steps": [], "eval_acc": []}
+        settings = {"key": key}
+        start = 0
+        ck = load_checkpoint(paths["ckpt"], settings) if paths["ckpt"].is_file() else None
+        if ck is not None:
+            start = int(ck["step"])
+            with torch.no_grad():
+                for p, v in zip(params, ck["params"]):
+                    p.copy_(v.to(p.device))
+            opt.load_state_dict(_to_device(ck["opt"], params[0].device))
+            rec = _record_from_payload(ck["record"])
+        if progress is not None:
+            progress(start)
+
+        def save(step):
+            t0 = time.perf_counter()
+            save_checkpoint(paths["ckpt"], {"settings": settings, "key": settings_key(settings), "step": step,
+                                            "params": [p.detach().cpu() for p in params], "opt": opt.state_dict(),
+                                            "record": _record_payload(rec)})
+            timings["checkpoint_s"] += time.perf_counter() - t0
+
+        def measure_lambda(step):
+            rec["lam_steps"].append(step)
+            rec["lam"].append(tracker.lambda_per_lambda(theta, mask))
+
+        buf = {k: torch.empty_like(v) for k, v in theta.items()}
+        snaps = set(int(s) for s in spec.snapshots)
+        evals = set(int(s) for s in spec.eval_steps)
+        clock, cpu = time.perf_counter, time.process_time
+        z_cache: tuple | None = None
+        every = max(1, min(20, spec.steps // 10))  # progress calls
+        if spec.track and start == 0 and not rec["lam_steps"]:
+            measure_lambda(0)
+        if 0 in evals and start == 0 and not rec["eval_steps"]:
+            rec["eval_steps"].append(0)
+            rec["eval_acc"].append(heldout_accuracy(adapter, theta, data["eval_left"], data["eval_right"]))
+        for t in range(start, spec.steps):
+            if t in snaps and t not in rec["snap_steps"]:
+                w0, c0 = clock(), cpu()
+                m = probe_moments(adapter, probe_texts, (left, right), batch_size=ctx.batch_size,
+                                  batches=spec.probe_batches, tau=ctx.tau, decay_mask=mask_spec,
+                                  seed=_seed(ctx.seed, 2, t))
+                rec["snap_steps"].append(t)
+                rec["snap_r"].append(m.r)
+                rec["snap_zjd"].append(m.zjd)
+                rec["snap_za"].append(m.za)
+                rec["snap_zc"].append(m.zc)
+                rec["snap_aa"].append(m.aa)
+                timings["probe_s"] += clock() - w0
+                timings["probe_cpu_s"] += cpu() - c0
+            w0, c0 = clock(), cpu()
+            bidx = sample_pair_batches(n_pairs, ctx.batch_size, 1, _seed(ctx.seed, 1, t))[0]
+            module.eval()
+            zq = enc.forward(enc.tokenize([left[i] for i in bidx]))
+            zdoc = enc.forward(enc.tokenize([right[i] for i in bidx]))
+            loss = symmetric_info_nce(zq.float(), zdoc.float(), ctx.tau)
+            grads = torch.autograd.grad(loss, params, allow_unused=True)
+            grads = [g.detach() if g is not None else torch.zeros_like(p) for g, p in zip(grads, params)]
+            rec["loss"][t] = float(loss.detach())
+            direction = opt.direction(grads)
+            timings["train_s"] += clock() - w0
+            timings["train_cpu_s"] += cpu() - c0
+            tracked = spec.track and t % spec.track_every == 0
+            if tracked:
+                w0, c0 = clock(), cpu()
+                z = z_cache[1] if (z_cache is not None and z_cache[0] == t) else tracker.z(theta)
+                with torch.no_grad():
+                    for kk, s in zip(keys, direction):
+                        torch.add(theta[kk], s, alpha=-spec.lr, out=buf[kk])
+                z_free = tracker.z(buf)
+                timings["track_s"] += clock() - w0
+                timings["track_cpu_s"] += cpu() - c0
+            w0, c0 = clock(), cpu()
+            opt.apply(params, direction, decay=flags)
+            timings["train_s"] += clock() - w0
+            timings["train_cpu_s"] += cpu() - c0
+            if tracked:
+                w0, c0 = clock(), cpu()
+                z_new = tracker.z(theta)
+                delta = z_free - z
+                r2_new = (z_new * z_new).sum(1)
+                rec["track_steps"].append(t)
+                rec["r2"].append((z * z).sum(1).cpu().numpy())
+                rec["r2_next"].append(r2_new.cpu().numpy())
+                rec["zd"].append((z * delta).sum(1).cpu().numpy())
+                rec["dd"].append((delta * delta).sum(1).cpu().numpy())
+                rec["dec"].append((r2_new - (z_free * z_free).sum(1)).cpu().numpy())
+                z_cache = (t + 1, z_new)
+                timings["track_s"] += clock() - w0
+                timings["track_cpu_s"] += cpu() - c0
+            if spec.track and (t + 1) % spec.lambda_every == 0:
+                w0, c0 = clock(), cpu()
+                measure_lambda(t + 1)
+                timings["track_s"] += clock() - w0
+                timings["track_cpu_s"] += cpu() - c0
+            if (t + 1) in evals:
+                w0 = clock()
+                rec["eval_steps"].append(t + 1)
+                rec["eval_acc"].append(heldout_accuracy(adapter, theta, data["eval_left"], data["eval_right"]))
+                timings["eval_s"] += clock() - w0
+            if not math.isfinite(rec["loss"][t]):
+                raise InputError(f"run {spec.name} diverged at step {t} (loss {rec['loss'][t]}); lower the learning rate")
+            if (t + 1) % ctx.checkpoint_every == 0 and t + 1 < spec.steps:
+                save(t + 1)
+            if progress is not None and ((t + 1) % every == 0 or t + 1 == spec.steps):
+                progress(t + 1)
+        if spec.save_final:
+            with atomic_path(paths["final"]) as tmp:
+                torch.save([p.detach().cpu() for p in params], tmp)
+            if spec.kind == "pretrain":
+                from normscope.lab.tiny_bert import save_encoder_dir
+
+                save_encoder_dir(module.cpu() if ctx.device != "cpu" else module, Path(ctx.directory) / "encoder")
+    finally:
+        adapter.close()
+    p_shape = (0, p_items)
+    arrays = {
+        "loss": rec["loss"],
+        "track_steps": np.asarray(rec["track_steps"], dtype=np.int64),
+        **{k: (np.stack(rec[k]) if rec[k] else np.zeros(p_shape)) for k in ("r2", "r2_next", "zd", "dd", "dec")},
+        "lam_steps": np.asarray(rec["lam_steps"], dtype=np.int64),
+        "lam": np.stack(rec["lam"]) if rec["lam"] else np.zeros(p_shape),
+        "snap_steps": np.asarray(rec["snap_steps"], dtype=np.int64),
+        "snap_r": np.stack(rec["snap_r"]) if rec["snap_r"] else np.zeros(p_shape),
+        "snap_zjd": np.stack(rec["snap_zjd"]) if rec["snap_zjd"] else np.zeros(p_shape),
+        **{k: (np.stack(rec[k]) if rec[k] else np.zeros((0, 0, p_items))) for k in ("snap_za", "snap_zc", "snap_aa")},
+        "eval_steps": np.asarray(rec["eval_steps"], dtype=np.int64),
+        "eval_acc": np.asarray(rec["eval_acc"], dtype=float),
+    }
+    with atomic_path(paths["npz"]) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+    timings.update(wall_s=time.perf_counter() - t_wall, cpu_s=time.process_time() - t_cpu, steps_run=spec.steps - start)
+    write_json({"key": key, "spec": spec.to_dict(), "timings": timings}, paths["json"])
+    paths["ckpt"].unlink(missing_ok=True)
+    return load_run(spec, ctx)

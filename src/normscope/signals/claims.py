@@ -1,0 +1,63 @@
+"""Scorecard rows of the semantic-signal claims (verdict rules: :mod:`normscope.claims`).
+
+Each row follows the *controlled* figure of ``normscope correlate`` (the partial Spearman rho that
+removes frequency and length, resampled within sources where there are several), else the plain
+Spearman rho: specificity is claimed positive (more specific, larger norm); frequency and human
+uncertainty are claimed as associations without a direction, reproduced when the CI excludes 0
+on either side. None of them states a size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from normscope.claims import claim_row, judge, not_testable_row
+
+__all__ = ["signal_claims", "controlled_figure", "SIGNAL_CLAIMS"]
+
+#: The signals with a claim row, in scorecard order.
+SIGNAL_CLAIMS: tuple[str, ...] = ("specificity", "frequency", "uncertainty")
+
+
+def controlled_figure(r: dict) -> tuple:
+    """``(estimate, ci, n, what)`` of the figure a claim follows: the partial rho when there is one, else rho."""
+    part = r.get("partial_spearman") or {}
+    if part.get("rho") is not None:
+        within = f"; CI resamples items within each {r.get('by')}" if r.get("strata") else "; CI resamples items"
+        return part["rho"], part.get("ci"), part.get("n"), (
+            f"partial Spearman \u03c1(norm, {r['signal']}) | {', '.join(part.get('controls') or [])}{within}")
+    return r.get("spearman"), r.get("spearman_ci"), r.get("n"), f"Spearman \u03c1(norm, {r['signal']}); CI resamples items"
+
+
+def signal_claims(results: Mapping[str, dict], unavailable: Mapping[str, str]) -> list[dict]:
+    """Rows ``specificity``, ``frequency`` and ``uncertainty`` from ``normscope correlate`` summaries.
+
+    Parameters
+    ----------
+    results : mapping of signal -> dict
+        :meth:`CorrelateResult.to_dict` of each signal that ran.
+    unavailable : mapping of signal -> str
+        Why a signal did not run.
+
+    Returns
+    -------
+    list of dict
+    """
+    rows = []
+    for key in SIGNAL_CLAIMS:
+        r = results.get(key)
+        if r is None:
+            rows.append(not_testable_row(key, f"the {key} signal did not run ({unavailable.get(key, 'not run')})"))
+            continue
+        est, ci, n, what = controlled_figure(r)
+        j = judge(key, est, ci)
+        strata = "; ".join(f"{s['name']}: \u03c1 = {s['spearman']:.3g}" for s in r.get("strata") or []
+                           if s.get("spearman") is not None)
+        rows.append(claim_row(key, measured=est, ci=ci, judged=j, n=n, what=what, label=what.split(";")[0].split(" |")[0],
+                              tested_on=f"{r.get('model')}, {r.get('dataset')}",
+                              statistic=f"signals: {what.split(';')[0]}",
+                              beside=(f"plain Spearman {r['spearman']:+.3g}" if r.get("spearman") is not None
+                                      and r.get("spearman") != est else ""),
+                              details={"plain Spearman rho": r.get("spearman"), "its 95% CI": r.get("spearman_ci"),
+                                       "n": r.get("n")}, note=strata))
+    return rows

@@ -1,0 +1,532 @@
+"""Tests of the decisive transformer design (issue 27): pure functions first, then a tiny design end to end.
+
+- the stationarity detector on constructed trajectories (stationary, drifting, collapsed; the audit's
+  pilot collapse);
+- the lambda-scaling fit recovers known exponents (a simulated free table under SGD: -1/4; an
+  outward-drift-dominated table: -1/2);
+- the snapshot prediction against (E7) by hand, every q < 0 item kept, the permutation null's power;
+- a tiny design (a 32-wide BERT on a synthetic pairs file) end to end: the per-item outputs permute
+  with the probe items and the summary does not change; a killed run resumes to the same record; a
+  rerun recomputes nothing; bad input is refused before any work; the CLI and the report section.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+from normscope import theory
+from normscope.claims import CLAIMS
+from normscope.errors import InputError
+from normscope.lab.prediction import snapshot_prediction
+from normscope.lab.scaling import growth_without_decay, lambda_scaling_fit, predicted_exponent
+from normscope.lab.stationarity import classify_window
+
+
+# ---------------------------------------------------------------- stationarity detector
+def _window(n=200, p=16, trend=0.0, noise=0.02, seed=0, equal=False):
+    rng = np.random.default_rng(seed)
+    base = np.full(p, 4.0) if equal else 2.0 + rng.random(p) * 4.0
+    t = np.linspace(0, 1, n)[:, None]
+    r2 = base[None, :] * (1 + trend * t) * (1 + noise * rng.normal(size=(n, p)))
+    return r2
+
+
+def test_stationarity_detector_labels_constructed_trajectories():
+    b = 32
+    loss = np.full(400, 1.2)
+    st = classify_window(_window(), loss, batch_size=b, accuracy=0.30, n_eval=256, burn_in=2000, relaxation_steps=500)
+    assert st["label"] == "stationary" and st["passed"] and not st["reasons"]
+    assert abs(st["relative_change"]) <= 0.03 and st["relaxations_before_window"] == 4.0
+    # a 10 % drift of mean R^2 over the window: drifting, whatever the other checks
+    dr = classify_window(_window(trend=0.10), loss, batch_size=b, accuracy=0.30, n_eval=256)
+    assert dr["label"] == "drifting" and "changed by" in dr["reasons"][0]
+    assert dr["relative_change"] == pytest.approx(np.mean(_window(trend=0.1)[100:]) / np.mean(_window(trend=0.1)[:100]) - 1)
+    # a constant drift: the longer the window, the larger the change between its halves (the rule tightens)
+    short = classify_window(_window(n=100, trend=0.02), loss, batch_size=b)
+    long = classify_window(_window(n=400, trend=0.08), loss, batch_size=b)
+    assert abs(long["relative_change"]) > abs(short["relative_change"])
+    # stable norms, but the window starts before one relaxation time: drifting
+    early = classify_window(_window(), loss, batch_size=b, burn_in=100, relaxation_steps=500)
+    assert early["label"] == "drifting" and "relaxation" in early["reasons"][0]
+    # the audit's pilot: chance loss ln B, identical embeddings (norm variation 1e-5 relative) while the mean R^2
+    # doubled; the old rule |median q/c - 1| <= 0.25 called it stationary
+    pilot = _window(trend=1.0, noise=1e-5, equal=True)
+    col = classify_window(pilot, np.full(400, math.log(b)) + 1e-3, batch_size=b, accuracy=1 / 256, n_eval=256)
+    assert col["label"] == "collapsed" and not col["passed"]
+    assert {k for k, c in col["checks"].items() if not c["passed"]} >= {"loss_below_chance", "norms_differ",
+                                                                          "retrieval_above_chance", "mean_r2_stable"}
+    # stable norms and a working loss, but retrieval at chance: collapsed (never stationary)
+    acc = classify_window(_window(), loss, batch_size=b, accuracy=0.004, n_eval=256)
+    assert acc["label"] == "collapsed" and "chance" in acc["reasons"][0]
+    nan = _window()
+    nan[5, 3] = np.nan
+    assert classify_window(nan, loss, batch_size=b)["label"] == "collapsed"
+
+
+# ---------------------------------------------------------------- lambda scaling
+def _free_table(lam, *, eta=1.0, p=24, d=8, steps=3000, every=5, seed=0, start_r=None):
+    """Free vectors under SGD with decoupled decay and a tangent gradient of size gamma_i / R (E1, E10):
+    the heat eta^2 E gamma_b^2 does not depend on R, so R_eq^4 = Sigma^2 / (2c) and R ~ lambda^(-1/4)."""
+    rng = np.random.default_rng(seed)
+    gamma = 0.02 * (1 + 3 * np.arange(p) / p)
+    z = rng.normal(size=(p, d))
+    r0 = (gamma[:, None] ** 2 / (2 * eta * lam)) ** 0.25 if start_r is None else start_r  # default: near R_eq
+    z *= r0 / np.linalg.norm(z, axis=1, keepdims=True)
+    out = []
+    for t in range(steps):
+        r = np.linalg.norm(z, axis=1, keepdims=True)
+        g = rng.normal(size=(p, d))
+        g -= (g * z).sum(1, keepdims=True) * z / r**2  # tangent
+        size2 = rng.exponential(size=(p, 1))  # ||g||^2 R^2 / gamma^2 ~ Exp(1): noisy kicks, mean heat eta^2 gamma^2
+        g *= (gamma[:, None] * np.sqrt(size2) / r) / np.linalg.norm(g, axis=1, keepdims=True)
+        z = (1 - eta * lam) * z - eta * g
+        if t >= steps // 2 and t % every == 0:
+            out.append((z * z).sum(1))
+    return np.array(out)
+
+
+def test_lambda_scaling_fit_recovers_known_exponents():
+    lams = [0.5e-3, 1e-3, 2e-3]
+    blocks = [_free_table(lam).reshape(10, -1, 24).mean(axis=1) for lam in lams]  # 10 time blocks of the window
+    fit = lambda_scaling_fit(lams, blocks, n_boot=500, seed=1)
+    # exact discrete balance (E1): R^4 = gamma^2 / (1 - (1 - eta lambda)^2), slope -1/4 up to O(eta lambda)
+    x = np.log(lams)
+    y = -0.25 * np.log(1 - (1 - np.asarray(lams)) ** 2)
+    exact = float(np.polyfit(x, y, 1)[0])
+    assert exact == pytest.approx(-0.25, abs=1e-3) and fit["slope"] == pytest.approx(exact, abs=0.01)
+    assert fit["ci"][0] <= exact <= fit["ci"][1] and fit["ci"][1] - fit["ci"][0] < 0.05
+    assert fit["n_items"] == 24 and fit["n_blocks"] == [10, 10, 10]
+    assert predicted_exponent("sgd", 1.0)["exponent"] == -0.25  # heat-dominated free vector (h = 1)
+    assert predicted_exponent("sgd", 0.0)["exponent"] == -0.5 and predicted_exponent("adamw", None)["exponent"] == -0.5
+    assert predicted_exponent("momentum", 3.0)["exponent"] == pytest.approx(-1 / 8)
+    # outward drift dominates: R^2 = D* = D~ / (eta lambda), slope -1/2 (blocks built from the closed form + noise)
+    rng = np.random.default_rng(2)
+    dstar = 1 + rng.random(30)
+    blocks = [(dstar / lam)[None, :] * (1 + 0.01 * rng.normal(size=(8, 30))) for lam in lams]
+    fit2 = lambda_scaling_fit(lams, blocks, n_boot=500, seed=1)
+    assert fit2["slope"] == pytest.approx(-0.5, abs=0.005) and fit2["ci"][0] <= -0.5 <= fit2["ci"][1]
+    with pytest.raises(InputError, match="distinct positive"):
+        lambda_scaling_fit([1e-3, 1e-3], blocks[:2])
+
+
+def test_growth_without_decay_free_vectors_grow():
+    r2 = _free_table(0.0, steps=2000, every=10, start_r=0.1)  # lambda ~ 0: R^2 grows by eta^2 gamma^2 / R^2 per step (E1)
+    g = growth_without_decay(r2, n_boot=300)
+    assert g["grew"] and g["fraction_grew"] == 1.0 and g["ratio"] > 1 and g["ci"][0] > 1
+
+
+# ---------------------------------------------------------------- snapshot prediction
+def _moments(seed=0, s=4, k=6, p=12, equilibrium=False):
+    """Probe moments at S snapshots of P items; with ``equilibrium`` the items sit at their free-vector R_eq."""
+    rng = np.random.default_rng(seed)
+    eta, lam = 0.05, 0.02
+    zjd = np.ones((s, p))  # lambda_rad = lambda (R^2 = zjd at r = 1; rescaled below)
+    e = 0.5 + 2 * rng.random(p)  # E||a||^2 per unit eta^2
+    if equilibrium:  # R^4 = Sigma^2 / (2c) with Sigma^2 = eta^2 R^2 e, i.e. R^2 = eta e / (2 lam)
+        r = np.sqrt(eta * e / (2 * lam))
+        d1 = np.zeros(p)
+    else:
+        r = 1 + rng.random(p)
+        d1 = rng.normal(size=p) * 2.0
+    r_snap = r[None, :] * (1 + 0.005 * rng.normal(size=(s, p)))
+    aa = e[None, None, :] * (1 + 0.05 * rng.normal(size=(s, k, p)))
+    za = d1[None, None, :] * r[None, None, :] ** 2 + 0.01 * rng.normal(size=(s, k, p))
+    zc = 0.1 * rng.normal(size=(s, k, p))
+    zjd = zjd * r_snap**2
+    r2_blocks = r[None, :] ** 2 * (1 + 0.005 * rng.normal(size=(s, p)))
+    return dict(za=za, zc=zc, aa=aa, r_snap=r_snap, zjd=zjd, r2_blocks=r2_blocks), eta, lam
+
+
+def test_snapshot_prediction_matches_e7_by_hand_and_keeps_negative_q():
+    m, eta, lam = _moments()
+    res = snapshot_prediction(**m, eta=eta, weight_decay=lam, n_boot=300, n_perm=300, seed=0)
+    # by hand: heat and drift averaged over snapshots and batches, c = eta lambda_rad (E4), (E7) root
+    r2 = m["r_snap"] ** 2
+    heat = (eta**2 * r2[:, None, :] * m["aa"]).mean(axis=(0, 1))
+    drift = (eta * m["za"] + eta**2 * m["zc"]).mean(axis=(0, 1))
+    c = eta * lam * (m["zjd"] / r2).mean(axis=0)
+    r_eq = theory.equilibrium_radius(drift, heat, c=c)
+    np.testing.assert_allclose(res["items"]["r_eq"], r_eq, rtol=1e-12)
+    r_bar = np.sqrt(m["r2_blocks"].mean(axis=0))
+    rel = (r_eq - r_bar) / r_bar
+    assert res["stats"]["mean_abs_rel_error"] == pytest.approx(np.mean(np.abs(rel)))
+    assert res["stats"]["pearson"] == pytest.approx(np.corrcoef(r_eq, r_bar)[0, 1])
+    q = theory.implied_decay(drift, heat, np.sqrt(r2.mean(axis=0)))
+    neg = q < 0
+    assert neg.any() and res["n_negative_q"] == int(neg.sum())  # inward drift beats heat for some items ...
+    assert np.isfinite(res["items"]["r_eq"]).all() and res["n_items"] == 12  # ... and none is dropped:
+    assert (res["items"]["r_eq"][neg] < np.sqrt(r2.mean(axis=0))[neg]).all()  # (E7) puts R_eq below their norm
+    assert f"{int(neg.sum())} of 12 items have q < 0" in res["negative_q"]
+    for name, ci in res["ci"].items():
+        assert ci[0] <= res["stats"][name] <= ci[1] or name == "median_rel_error", name
+    # momentum: (E12) on heat and drift
+    mom = snapshot_prediction(**m, eta=eta, weight_decay=lam, optimizer="momentum", beta=0.9, n_boot=20, n_perm=20)
+    np.testing.assert_allclose(mom["items"]["heat"], heat / 0.01, rtol=1e-12)
+    np.testing.assert_allclose(mom["items"]["drift"], drift / 0.1, rtol=1e-12)
+
+
+def test_snapshot_prediction_is_permutation_equivariant_and_the_null_has_power():
+    m, eta, lam = _moments(seed=3, p=20, equilibrium=True)
+    perm = np.random.default_rng(5).permutation(20)
+    texts = np.array([f"w{i:02d}" for i in range(20)])
+    a = snapshot_prediction(**m, eta=eta, weight_decay=lam, order=np.argsort(texts), n_boot=300, n_perm=300)
+    mp = {k: v[..., perm] for k, v in m.items()}
+    b = snapshot_prediction(**mp, eta=eta, weight_decay=lam, order=np.argsort(texts[perm]), n_boot=300, n_perm=300)
+    for key in ("r_eq", "r_bar", "heat", "drift", "rel_error", "q_over_c"):
+        np.testing.assert_allclose(b["items"][key], a["items"][key][perm], rtol=1e-12, err_msg=key)
+    assert json.dumps(b["stats"]) == json.dumps(a["stats"]) and json.dumps(b["ci"]) == json.dumps(a["ci"])
+    assert json.dumps(b["null"]) == json.dumps(a["null"])
+    # items at their own equilibrium: own statistics predict within noise, other items' do not
+    assert a["stats"]["mean_abs_rel_error"] < 0.03
+    assert a["null"]["mean_abs_rel_error"]["median"] > 5 * a["stats"]["mean_abs_rel_error"]
+    assert a["null"]["mean_abs_rel_error"]["p"] <= 2 / 301
+
+
+# ---------------------------------------------------------------- scorecard row (pure)
+def _claim_input(label="stationary", stat=0.05, ci=(0.03, 0.07), p=0.001, p_above=0.999):
+    return {"design": "full", "stationary": label == "stationary", "mean_abs_rel_error": stat,
+            "mean_abs_rel_error_ci": list(ci), "null_p_mean_abs_rel_error": p, "probe_items": 64,
+            "decay_mask": "no-embeddings", "encoder": {"config": {"hidden": 128}},
+            "base": {"sgd": {"label": label, "reasons": [] if label == "stationary" else ["mean R^2 changed by +9%"],
+                             "eta": 0.03, "lambda": 0.03, "steps": 10000, "relaxation_steps": 1000.0,
+                             "stationarity": {"relative_change": 0.01, "loss_mean": 1.0, "chance_loss": 3.47,
+                                              "accuracy": 0.3, "checks": {}},
+                             "prediction": {"n_items": 64, "design": {"snapshots": 16, "batches": 16}, "n_perm": 2000,
+                                            "null": {"mean_abs_rel_error": {"median": 0.2, "p": p,
+                                                                            "p_above": p_above}}}}}}
+
+
+@pytest.mark.parametrize("kw, verdict, direction, size", [
+    ({}, "reproduced", "reproduced", "consistent"),                               # beats the null, within 0.10
+    ({"stat": 0.3, "ci": (0.2, 0.4)}, "refuted", "reproduced", "larger"),          # beats the null, misses the size
+    ({"stat": 0.1, "ci": (0.05, 0.15)}, "reproduced", "reproduced", "undetermined"),  # size not excluded
+    ({"p": 0.4, "p_above": 0.6}, "inconclusive", "inconclusive", "consistent"),  # other items' statistics do as well
+    ({"p": 0.99, "p_above": 0.01, "stat": 0.3, "ci": (0.2, 0.4)}, "refuted", "refuted", "larger"),
+])
+def test_claim_row_follows_the_shared_rules(kw, verdict, direction, size):
+    from normscope.lab.claims import REL_TOL, transformer_claim_row
+
+    row = transformer_claim_row(_claim_input(**kw))
+    assert (row["verdict"], row["direction"], row["size"]) == (verdict, direction, size)
+    assert row["key"] == "theorem1_transformer" and row["claimed_size"] == f"at most {REL_TOL:g}" and REL_TOL == 0.10
+    if direction != "reproduced":
+        assert "permutation null" in row["reason"]
+
+
+def test_claim_row_is_not_decided_unless_the_base_run_is_stationary():
+    from normscope.lab.claims import transformer_claim_row
+
+    nd = transformer_claim_row(_claim_input(label="drifting"), full_command="normscope lab --size full")
+    assert nd["verdict"] == "not decided at this size" and nd["reason"].startswith("the SGD base run is drifting")
+    assert "+9%" in nd["why"] and "10,000 steps = 10 relaxation times" in nd["tested_on"]
+    assert "normscope lab --size full" in nd["needs"]
+
+
+# ---------------------------------------------------------------- a tiny design end to end
+WORDS = ("cat dog bird fish tree rock river cloud house car road book pen cup door wall hand foot star moon sun rain "
+         "snow wind fire").split()
+PROBES = ["lantern", "a quiet harbour at dawn", "violin", "red brick chimney", "owl"]  # mixed token lengths
+
+
+def _tiny_sizes(**over):
+    from normscope.lab.decisive import DesignSizes
+
+    kw = dict(hidden=32, heads=2, pretrain_steps=12, probe_items=5, n_eval=16, batch_size=8, max_tokens=32,
+              grid=((0.05, 0.2),), grid_relaxations=1, base_relaxations=1, scaling_relaxations=1, min_steps=8,
+              max_steps=16, nodecay_steps=8, scaling_factors=(2.0,), snapshots=2, probe_batches=2, track_every=2,
+              lambda_every=4, n_boot=100, n_perm=100)
+    kw.update(over)
+    return DesignSizes("test", **kw)
+
+
+@pytest.fixture(scope="module")
+def tiny_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("decisive")
+    rng = np.random.default_rng(0)
+    lines = ["left\tright"]
+    for i in range(160):
+        a, b = rng.choice(WORDS, 2)
+        lines.append(f"{a} {i}\tthe {b} near a {a} {i % 7}")
+    lines.append("lantern\ta lamp")  # a probe item in the pairs: held out of training
+    (d / "pairs.tsv").write_text("\n".join(lines) + "\n")
+    (d / "probes.txt").write_text("\n".join(PROBES) + "\n")
+    return d
+
+
+@pytest.fixture(scope="module")
+def tiny_design(tiny_files):
+    from normscope.lab import run_decisive_design
+
+    return run_decisive_design(directory=tiny_files / "run", design=_tiny_sizes(), pairs=str(tiny_files / "pairs.tsv"),
+                               probe_items=tiny_files / "probes.txt", seed=1)
+
+
+def test_tiny_design_end_to_end(tiny_design):
+    from normscope._io import dumps
+
+    r = tiny_design
+    d = r.to_dict()
+    dumps(d)  # strict JSON
+    assert set(r.base) == {"sgd", "momentum", "adamw"} and set(r.scaling) == {"sgd", "momentum", "adamw"}
+    assert r.n_held_out_probe_pairs == 1 and r.probe_items == 5 and list(r.items["text"]) == PROBES
+    for b in r.base.values():
+        assert b["label"] in ("stationary", "drifting", "collapsed")
+        pr = b["prediction"]
+        assert pr["n_items"] == 5 and pr["design"] == {"snapshots": 2, "batches": 2, "items": 5}
+        assert len(pr["per_item"]["r_eq"]) == 5
+    # momentum and AdamW keep SGD's eta * lambda (same relaxation time); momentum's eta/(1 - beta) = SGD's eta
+    s, m, a = (r.base[o] for o in ("sgd", "momentum", "adamw"))
+    assert m["eta"] / (1 - 0.9) == pytest.approx(s["eta"]) and m["eta"] * m["lambda"] == pytest.approx(s["eta"] * s["lambda"])
+    assert a["eta"] * a["lambda"] == pytest.approx(s["eta"] * s["lambda"])
+    # the predictions were stated before the scaled runs (file written first), from the base runs' heat share
+    pred = json.loads((tiny_design.directory and __import__("pathlib").Path(tiny_design.directory) / "predictions.json")
+                      .read_text())
+    runs = __import__("pathlib").Path(tiny_design.directory) / "runs"
+    assert min((runs / f"scale_{o}_x2.json").stat().st_mtime for o in ("sgd", "momentum", "adamw")) >= \
+        (runs.parent / "predictions.json").stat().st_mtime
+    assert pred["sgd"]["exponent"] == pytest.approx(-1 / (2 * (1 + s["trajectory"]["heat_share"])))
+    assert r.scaling["adamw"]["prediction"]["exponent"] == -0.5
+    # the scorecard row: not decided unless the SGD base run passed every check
+    row = r.claim
+    assert row["key"] == "theorem1_transformer"
+    if s["label"] != "stationary":
+        assert row["verdict"] == "not decided at this size" and s["label"] in row["why"]
+    assert r.nodecay["steps"] == 8 and r.nodecay["start"] == "base_sgd"
+    # the per-item table: a row per probe item, nothing dropped (q < 0 included)
+    assert np.isfinite(r.items["sgd_r_eq"]).sum() + (r.items["sgd_flag"] != "").sum() == 5
+
+
+def test_permuting_probe_items_permutes_every_per_item_output(tiny_design, tiny_files, tmp_path):
+    from normscope.lab import run_decisive_design
+
+    perm = [3, 0, 4, 1, 2]
+    (tmp_path / "probes.txt").write_text("\n".join(PROBES[i] for i in perm) + "\n")
+    b = run_decisive_design(directory=tmp_path / "run", design=_tiny_sizes(), pairs=str(tiny_files / "pairs.tsv"),
+                            probe_items=tmp_path / "probes.txt", seed=1)
+    a = tiny_design
+    assert list(b.items["text"]) == [PROBES[i] for i in perm]
+    ta, tb = a.items.set_index("text"), b.items.set_index("text")
+    for col in a.items.columns:
+        if col in ("id", "text"):
+            continue
+        x, y = ta[col].loc[PROBES].to_numpy(), tb[col].loc[PROBES].to_numpy()
+        if x.dtype.kind in "fc":
+            scale = np.nanmax(np.abs(x)) if np.isfinite(x).any() else 1.0
+            np.testing.assert_allclose(y, x, rtol=2e-5, atol=1e-6 * scale, err_msg=col)
+        else:
+            np.testing.assert_array_equal(y, x, err_msg=col)
+    # summaries computed in a canonical item order: the same up to float32 batching rounding of the forwards
+    sa, sb = a.to_dict(), b.to_dict()
+    assert sb["stationarity_label"] == sa["stationarity_label"] and sb["claim"]["verdict"] == sa["claim"]["verdict"]
+    for k in ("mean_abs_rel_error", "pearson", "spearman"):
+        assert (sa[k] is None and sb[k] is None) or sb[k] == pytest.approx(sa[k], rel=1e-4, abs=1e-6), k
+    for opt in ("sgd", "momentum", "adamw"):
+        assert sb["scaling"][opt]["fit"]["slope"] == pytest.approx(sa["scaling"][opt]["fit"]["slope"], rel=1e-4, abs=1e-6)
+
+
+def test_killed_run_resumes_to_the_same_record(tiny_design, tmp_path):
+    """A run killed after a checkpoint continues from it; the record equals an uninterrupted run's."""
+    import dataclasses
+    from pathlib import Path
+
+    from normscope.lab.decisive_run import RunContext, load_run, run_one
+
+    src = Path(tiny_design.directory)
+    d = tmp_path / "copy"
+    shutil.copytree(src, d, ignore=shutil.ignore_patterns("runs"))
+    (d / "runs").mkdir()
+    for f in (src / "runs").glob("*.final.pt"):
+        shutil.copy(f, d / "runs" / f.name)
+    design = json.loads((src / "design.json").read_text())
+    spec = next(s for s in __import__("normscope.lab.decisive", fromlist=["x"]).design_specs(
+        "base", _tiny_sizes(), lam_per_lambda=json.loads((src / "lambda0.json").read_text())["median_lambda_rad_per_lambda"],
+        selected=tiny_design.selected) if s.optimizer == "momentum")
+    sz = _tiny_sizes()
+    ctx = RunContext(d, sz.batch_size, sz.tau, sz.decay_mask, 1, "cpu", checkpoint_every=4, key=design["key"])
+
+    class Killed(Exception):
+        pass
+
+    def kill_at(n):
+        if n >= 10:
+            raise Killed
+
+    import torch
+
+    seen = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the design ran it (num_threads=1): float32 sums depend on the thread count
+    try:
+        with pytest.raises(Killed):
+            run_one(spec, ctx, progress=lambda n: (seen.append(n), kill_at(n)))
+        assert (d / "runs" / f"{spec.name}.ckpt").is_file() and not (d / "runs" / f"{spec.name}.npz").exists()
+        resumed_from = []
+        res = run_one(spec, ctx, progress=lambda n: resumed_from.append(n))
+    finally:
+        torch.set_num_threads(threads)
+    assert resumed_from[0] == 8  # continued from the checkpoint at step 8, not from 0
+    ref = load_run(spec, dataclasses.replace(ctx, directory=src))
+    for k in ("loss", "track_steps", "r2", "zd", "dd", "dec", "lam", "snap_za", "snap_aa", "snap_r", "eval_acc"):
+        np.testing.assert_array_equal(res[k], ref[k], err_msg=k)
+    assert not (d / "runs" / f"{spec.name}.ckpt").exists()
+
+
+def test_rerun_recomputes_nothing_and_other_settings_are_refused(tiny_design, tiny_files):
+    from pathlib import Path
+
+    from normscope._io import dumps
+    from normscope.lab import run_decisive_design
+
+    runs = Path(tiny_design.directory) / "runs"
+    before = {p.name: p.stat().st_mtime_ns for p in runs.iterdir()}
+    again = run_decisive_design(directory=tiny_design.directory, design=_tiny_sizes(), pairs=str(tiny_files / "pairs.tsv"),
+                                probe_items=tiny_files / "probes.txt", seed=1)
+    assert {p.name: p.stat().st_mtime_ns for p in runs.iterdir()} == before
+    assert dumps(again.to_dict()) == dumps(tiny_design.to_dict())
+    with pytest.raises(InputError, match="other data or encoder settings.*seed"):
+        run_decisive_design(directory=tiny_design.directory, design=_tiny_sizes(), pairs=str(tiny_files / "pairs.tsv"),
+                            probe_items=tiny_files / "probes.txt", seed=2)
+
+
+def test_bad_input_is_refused_before_any_work(tmp_path):
+    from normscope.lab import run_decisive_design
+
+    for kw, match in (({"design": "huge"}, "unknown design"), ({"device": "cuda:7"}, "device"),
+                      ({"workers": 0}, "workers"), ({"probe_items": tmp_path / "none.txt"}, "does not exist")):
+        with pytest.raises(InputError, match=match):
+            run_decisive_design(directory=tmp_path / "never", **kw)
+        assert not (tmp_path / "never").exists()
+    with pytest.raises(InputError, match="not writable.*no such file"):
+        run_decisive_design(directory=tmp_path / "no" / "dir")
+
+
+def test_cli_decisive_and_report_section(tiny_design, tiny_files, tmp_path, monkeypatch, capsys):
+    """The CLI on the finished tiny design (nothing recomputed); the report section from its JSON and a stored one."""
+    from normscope.cli import run
+    from normscope.lab import decisive
+    from normscope.report.stages.transformer import transformer_section
+
+    monkeypatch.setitem(decisive.DESIGNS, "quick", _tiny_sizes())
+    js, pq = tmp_path / "d.json", tmp_path / "d.parquet"
+    argv = ["lab", "--encoder", "transformer", "--design", "decisive", "--size", "quick", "--run-dir",
+            str(tiny_design.directory), "--pairs", str(tiny_files / "pairs.tsv"), "--probe-items",
+            str(tiny_files / "probes.txt"), "--seed", "1", "--json", str(js), "-o", str(pq), "--fig",
+            str(tmp_path / "lab_decisive.png")]
+    assert run(argv) == 0
+    out = capsys.readouterr()
+    s = json.loads(js.read_text())
+    assert list(s)[-1] == "timings" and s["claim"]["verdict"] == tiny_design.claim["verdict"]
+    assert "scorecard (theorem1_transformer)" in out.out and "[phase 5/5] analysis" in out.err
+    assert (tmp_path / "lab_decisive_lambda_scaling.png").stat().st_size > 1000  # beside --fig (the prediction)
+    assert (tmp_path / "lab_decisive.png").stat().st_size > 1000
+    for bad in (["--lr", "0.1"], ["--steps", "10"], ["--size", "huge"]):
+        assert run(argv[:4] + ["decisive", "--run-dir", str(tmp_path / "x")] + bad) == 2
+    assert run(["lab", "--encoder", "transformer", "--workers", "2"]) == 2
+    assert run(["lab", "--encoder", "table", "--design", "decisive"]) == 2
+    # the report section: a smaller design shows the stored full result and says so
+    own = tiny_design.to_dict()
+    from normscope.lab.claims import transformer_claim_row
+
+    stored = dict(own, design="full", stationary=True)  # the row is recomputed from the stored numbers
+    sec = transformer_section(own, stored, figure_path=lambda n: tmp_path / n)
+    row = sec.claims[0]
+    assert row["verdict"] == transformer_claim_row(stored)["verdict"] != "not decided at this size"
+    assert row["tested_on"].startswith("the full design's stored result")
+    assert "smaller than the full one" in sec.notes[0] and sec.derived["shown"] == "full design (stored)"
+    assert len(sec.figures) == 3 and all((tmp_path / f.file).is_file() for f in sec.figures)
+    alone = transformer_section(own, None, figure_path=lambda n: tmp_path / n)
+    assert alone.claims[0]["verdict"] == own["claim"]["verdict"] and "no stored full result" in alone.notes[0]
+
+
+def test_report_transformer_stage_renders_and_feeds_the_scorecard(tiny_design, tiny_files, tmp_path, monkeypatch):
+    """The report's transformer stage through run_report (the design redirected to the finished tiny one)."""
+    import normscope.lab as lab
+    import normscope.report.stages.transformer as stage
+    from normscope.report import ReportConfig, Sizes, run_report
+
+    real = lab.run_decisive_design
+
+    def tiny(**kw):  # the stage's call, redirected to the finished tiny design (nothing recomputed)
+        assert kw["design"] == "report" and kw["pairs"] == "wordnet"
+        return real(directory=tiny_design.directory, design=_tiny_sizes(), pairs=str(tiny_files / "pairs.tsv"),
+                    probe_items=tiny_files / "probes.txt", seed=1)
+
+    monkeypatch.setattr(stage, "run_decisive_design", tiny)  # what the stage calls
+    cfg = ReportConfig(out=tmp_path / "r", sizes=Sizes(words=30), only=("transformer",), seed=1)
+    res = run_report(cfg, progress=False)
+    summary = json.loads((cfg.out / "summary.json").read_text())
+    row = next(c for c in summary["claims"] if c["key"] == "theorem1_transformer")
+    assert row["verdict"] == tiny_design.claim["verdict"] and row["claim"] == CLAIMS["theorem1_transformer"].claim
+    sec = summary["transformer_lab"]
+    assert sec["result"]["design"] == "test" and sec["key_numbers"] and sec["derived"]["shown"] in ("this run", "full design (stored)")
+    html = (cfg.out / "index.html").read_text()
+    assert "Stationarity checks of the base runs" in html and "transformer_lab_prediction.png" in html
+    assert res is not None
+
+
+def test_device_plumbing_on_cpu(tiny_design, tmp_path, monkeypatch):
+    """``device`` reaches every model load and the run is unchanged by an explicit device index ("cpu:0")."""
+    import dataclasses
+    from pathlib import Path
+
+    import normscope.encoders as encoders
+    from normscope.lab.decisive import design_specs
+    from normscope.lab.decisive_run import RunContext, load_run, run_one
+
+    src = Path(tiny_design.directory)
+    d = tmp_path / "copy"
+    shutil.copytree(src, d, ignore=shutil.ignore_patterns("runs"))
+    (d / "runs").mkdir()
+    for f in (src / "runs").glob("*.final.pt"):
+        shutil.copy(f, d / "runs" / f.name)
+    sz = _tiny_sizes()
+    lam0 = json.loads((src / "lambda0.json").read_text())["median_lambda_rad_per_lambda"]
+    spec = next(s for s in design_specs("base", sz, lam_per_lambda=lam0, selected=tiny_design.selected)
+                if s.optimizer == "sgd")
+    key = json.loads((src / "design.json").read_text())["key"]
+    ctx = RunContext(d, sz.batch_size, sz.tau, sz.decay_mask, 1, "cpu:0", key=key)
+    seen = []
+    real = encoders.load_encoder
+    monkeypatch.setattr(encoders, "load_encoder", lambda *a, **kw: (seen.append(kw.get("device")), real(*a, **kw))[1])
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the design ran it (num_threads=1): float32 sums depend on the thread count
+    try:
+        res = run_one(spec, ctx)
+    finally:
+        torch.set_num_threads(threads)
+    assert seen == ["cpu:0"]
+    ref = load_run(spec, dataclasses.replace(ctx, directory=src, device="cpu"))
+    for k in ("loss", "r2", "zd", "dd", "snap_za", "snap_zc", "snap_aa", "snap_zjd", "eval_acc"):
+        np.testing.assert_array_equal(res[k], ref[k], err_msg=k)
+    import torch
+
+    final = torch.load(d / "runs" / f"{spec.name}.final.pt", weights_only=True)
+    assert all(t.device.type == "cpu" for t in final)  # parameters are saved from CPU copies
+
+
+def test_selection_rule():
+    from normscope.lab.decisive import STEP_TOL, DesignSizes, select_setting
+
+    sz = DesignSizes("t", max_steps=3000, base_relaxations=10)
+    row = lambda eta, lam, label="drifting", step=0.01, mask=None: {  # noqa: E731
+        "eta": eta, "lambda": lam, "relaxation_steps": 1 / (2 * eta * lam), "label": label, "relative_step": step,
+        "mask": mask}
+    rows = [row(0.003, 2 / 3), row(0.01, 0.2), row(0.03, 1 / 15, step=0.2), row(0.01, 0.4),
+            row(0.03, 0.1, "collapsed", mask="all"), row(0.01, 0.05)]  # the last: 10 x 1000 steps do not fit
+    sel = select_setting(rows, sz)
+    # smallest eta*lambda that fits (2e-3), then the largest eta whose steps are small (0.03 moves too much)
+    assert (sel["eta"], sel["lambda"]) == (0.01, 0.2) and not sel["fallback"]
+    assert "3 of 5 settings" in sel["reason"] or "qualify" in sel["reason"]
+    big = [row(0.01, 0.2, step=2 * STEP_TOL), row(0.03, 1 / 15, step=3 * STEP_TOL)]
+    sel = select_setting(big, sz)
+    assert sel["fallback"] and sel["eta"] == 0.03 and "expansion may not hold" in sel["reason"]
+    dead = [row(0.01, 0.2, "collapsed"), row(0.01, 0.4, "collapsed")]
+    sel = select_setting(dead, sz)
+    assert sel["fallback"] and (sel["eta"], sel["lambda"]) == (0.01, 0.2) and "collapsed" in sel["reason"]

@@ -1,0 +1,148 @@
+"""The report without its data: one line per missing dataset (what it stops, how to get it), no library exception
+text, a final summary that fits one screen (<= 40 rows) whatever happened, and the claims counted.
+
+Tiny runs: the stages that need data stop at once (offline, or the mirror is a closed port on 127.0.0.1), so only
+the model's set-up runs. No test reaches the network.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+
+import pytest
+
+#: Text of the network stack's exceptions (requests / urllib3 / socket / pip) that must not reach the user.
+RAW = ("Traceback", "HTTPConnectionPool", "HTTPSConnectionPool", "Max retries", "NewConnectionError",
+       "NameResolutionError", "Errno", "urllib3", "requests.exceptions", "Retrying (Retry(")
+MISSING_TITLES = {"wordnet": "WordNet 3.0", "scifact": "SciFact (BEIR)", "chaosnli": "ChaosNLI v1.0",
+                  "concreteness": "Brysbaert et al. 2014 concreteness ratings", "simlex-999": "SimLex-999"}
+DATA_STAGES = "setup,probes,transformer,signals,similarity,retrieval"
+
+
+def _rows(text: str, width: int) -> int:
+    """Screen rows ``text`` takes on a terminal ``width`` columns wide (long lines wrap)."""
+    return sum(max(1, math.ceil(len(line) / width)) for line in text.splitlines())
+
+
+@pytest.fixture
+def nothing_here(tmp_path, monkeypatch):
+    """No data folder, an empty cache, no mirror, no NLTK data."""
+    (tmp_path / "nodata").mkdir()
+    monkeypatch.setenv("NORMSCOPE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("NORMSCOPE_DATA", str(tmp_path / "nodata"))
+    for var in ("NORMSCOPE_DATA_MIRROR", "NORMSCOPE_WORDNET", "NORMSCOPE_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    import nltk
+
+    def _none(*a, **k):
+        raise LookupError("no NLTK data here")
+
+    monkeypatch.setattr(nltk.data, "find", _none)
+    return tmp_path
+
+
+def test_offline_report_says_once_what_it_could_not_do(nothing_here, capsys):
+    from normscope.cli import run
+
+    out = nothing_here / "r"
+    code = run(["--offline", "report", "--out", str(out), "--quick", "--only", DATA_STAGES,
+                "--signals", "specificity,concreteness,uncertainty"])
+    cap = capsys.readouterr()
+    assert code == 0, cap.err
+    for raw in RAW:
+        assert raw not in cap.out and raw not in cap.err, raw
+    assert _rows(cap.out, 140) <= 40  # printed for a 140-column console (not a terminal)
+    lines = cap.out.splitlines()
+    for name, title in MISSING_TITLES.items():
+        mine = [ln for ln in lines if ln.startswith(f"{title} is not here")]
+        assert len(mine) == 1, (title, cap.out)  # once, in one line, with the three ways
+        assert "--offline is set" in mine[0] and f"`normscope data fetch {name}`" in mine[0]
+        assert "--data DIR or NORMSCOPE_DATA=DIR" in mine[0] and "--mirror URL|DIR" in mine[0]
+    from normscope.claims import CLAIMS
+
+    n = len(CLAIMS)
+    assert f"claims: 0 of {n} tested here; {n} not testable here" in cap.out
+    summary = json.loads((out / "summary.json").read_text())
+    ct = summary["claims_tested"]
+    assert ct["total"] == n and ct["tested"] == 0 and len(ct["not_tested"]) == n
+    blocked = {m["dataset"]: sorted(m["claims"]) for m in summary["missing_data"]}
+    assert blocked == {"wordnet": ["corr_norm_drift", "corr_norm_heat", "req_predicts_norm", "specificity",
+                                   "theorem1_transformer"],
+                       "scifact": ["calibration_discrimination", "calibration_incremental", "corr_norm_drift",
+                                   "corr_norm_heat", "gain_high_frequency", "gain_low_quality", "inference_cost",
+                                   "req_predicts_norm", "similarity_gain"],
+                       "concreteness": [], "chaosnli": ["uncertainty"], "simlex-999": ["similarity_pairs"]}
+    html = (out / "index.html").read_text()
+    assert f"0 of {n} claims tested" in html and html.count("is not here: --offline is set") >= 5
+
+
+def test_unreachable_origins_are_named_in_words_and_kept_in_the_record(nothing_here, monkeypatch, bundled_encoder,
+                                                                      capsys):
+    """Not offline, but every origin refuses (the mirror is a closed port): the section reasons and the summary name
+    the refusal in words; the library's text is kept in the stage record's ``detail``."""
+    from rich.console import Console
+
+    from normscope.cli.report import print_summary
+    from normscope.report import ReportConfig, Sizes, run_report
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("NORMSCOPE_DATA_MIRROR", f"http://127.0.0.1:{port}")
+    cfg = ReportConfig(out=nothing_here / "r", sizes=Sizes(n_boot=50), only=("probes", "similarity"))
+    res = run_report(cfg, progress=False, encoder=bundled_encoder)
+    sec = res.summary["similarity"]
+    assert sec["status"] == "unavailable" and sec["missing"] == {
+        "simlex-999": {"title": "SimLex-999", "cause": "127.0.0.1 refused the connection"}}
+    assert sec["reason"].startswith("needs SimLex-999 (not here: 127.0.0.1 refused the connection); get it with "
+                                    "`normscope data fetch simlex-999` (network)")
+    # an unavailable stage is not cached: its record goes beside, never over, a finished stage record
+    rec = json.loads((nothing_here / "r" / "stages" / "similarity.failed.json").read_text())
+    assert "ConnectionError" in rec["detail"] and "ConnectionError" not in rec["reason"]
+    probes = res.summary["equilibrium_theory"]
+    assert sorted(probes["missing"]) == ["scifact", "wordnet"] and "for its training-like pairs" in probes["reason"]
+    console = Console(record=True, width=120)
+    print_summary(res, console)
+    text = console.export_text()
+    for raw in RAW + ("ConnectionError",):
+        assert raw not in text and raw not in capsys.readouterr().err, raw
+    assert text.count("refused the connection") == 3  # SimLex-999, WordNet 3.0, SciFact: one line each
+
+
+def test_the_summary_fits_one_screen_whatever_happened(tmp_path):
+    """Every section failed with a long, multi-line reason, eight datasets missing, ten claims: still <= 40 rows at
+    80 and at 200 columns."""
+    from rich.console import Console
+
+    from normscope.cli.report import print_summary
+    from normscope.claims import CLAIMS, not_testable_row
+    from normscope.report.missing import availability
+    from normscope.report.runner import ReportResult
+    from normscope.report.stage import StageRecord
+    from normscope.report.stages import SECTIONS, STAGES
+    from normscope.values import Status
+
+    long = "ValueError: " + "a very long reason " * 30 + "\nsecond line\nthird line"
+    summary = {"report": {"model": "m" * 80, "preset": "full", "seconds": 12.0, "stages_run": [st.name for st in STAGES],
+                          "stage_cached": {st.name: False for st in STAGES}}, "what_this_says": {}}
+    records = {}
+    for i, st in enumerate(STAGES):
+        rec = StageRecord.error(st, Status.UNAVAILABLE if i % 2 else Status.FAILED, long, key="k", request={},
+                                seconds=1.0)
+        for j, (key, sec) in enumerate(rec.sections.items()):
+            sec.missing = {f"data{i}_{j}": {"title": f"Dataset number {i} with a long title", "cause": long}}
+            summary[key] = sec.summary()
+        records[st.name] = rec
+    summary["claims"] = [not_testable_row(k, long, section=sec) for k, sec in zip(CLAIMS, list(SECTIONS)[1:] * 3)]
+    summary.update(availability(summary, SECTIONS))
+    assert len(summary["missing_data"]) == len(SECTIONS)
+    res = ReportResult(index=tmp_path / "index.html", summary_path=tmp_path / "summary.json", summary=summary,
+                       records=records, seconds=1.0)
+    for width in (80, 200):
+        console = Console(record=True, width=width)
+        print_summary(res, console)
+        text = console.export_text()
+        assert _rows(text, width) <= 40, (width, text)
+        assert "more (see the page)" in text and text.rstrip().endswith(str((tmp_path / "summary.json").resolve()))
