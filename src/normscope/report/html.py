@@ -357,7 +357,7 @@ def render_multi_report(summary: dict, records: dict, out_dir: str | Path, path:
                     p = folder / f.file
                     if p.is_file():
                         figures.setdefault(key, {}).setdefault(f.file, {})[m] = _image_uri(p)
-    claim_cells = {m: {r["key"]: r for r in summary["claims"][m] if m in summary["claims"]} for m in models}
+    claim_cells = {m: {r["key"]: r for r in (summary["claims"][m] if m in summary["claims"] else [])} for m in models}
     env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
     text = env.from_string(MULTI_TEMPLATE).render(
         css=Markup(_CSS), report=report, models=models, sections=SECTIONS, side=summary["side_by_side"],
