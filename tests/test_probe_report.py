@@ -133,4 +133,6 @@ def test_probe_command_reproduces_the_section(probe_run, tmp_path, monkeypatch):
     cmd = res.summary["equilibrium_theory"]["command"]
     assert cmd.startswith("normscope probe probe_words.jsonl --model sentence-transformers/all-MiniLM-L6-v2 --pairs wordnet")
     assert "--precision fp32" in cmd and "--batch-size 8" in cmd
-    check_reproduces(out, res.records, ["equilibrium_theory"], tmp_path, monkeypatch)
+    # the probe's moments are float32 (the nested JVP's D2 included): the command, run in another call, may sum in
+    # another order (thread scheduling), so its correlations agree to float32 precision, not bit for bit
+    check_reproduces(out, res.records, ["equilibrium_theory"], tmp_path, monkeypatch, rel=1e-6)
