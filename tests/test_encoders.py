@@ -405,3 +405,73 @@ def test_tokenize_uses_preprocess_not_the_deprecated_tokenize(bundled_encoder, m
     for k in expected:
         if hasattr(expected[k], "shape"):
             assert (feats[k].cpu() == expected[k].cpu()).all()
+
+
+# ----------------------------------------------------------------------------- tokenize once (issue 28)
+#: Mixed lengths: two texts over the model's 256 word pieces, leading/trailing spaces (kept as the model keeps
+#: them), mixed case, a whitespace-only text (junk for embed_texts, but a valid input of encode), a duplicate.
+MIXED = [
+    "  The cat sat on the mat.  ",
+    " ".join(["Randomised trials of statin therapy reported fewer cardiovascular events."] * 30),
+    "dog",
+    "   ",
+    "Contrastive ENCODERS are trained with scale-invariant losses.",
+    "\tA man is playing a guitar on stage while the crowd sings along loudly.\n",
+    "dog",
+    " ".join(["Heat shock proteins chaperone misfolded polypeptides in stressed cells."] * 25),
+    "naïve café ✓ Überraschung",
+    "a",
+    "The membrane potential of a resting neuron is about minus seventy millivolts.",
+]
+
+
+def _old_path(monkeypatch, enc):
+    """Force the two-tokenization path of ``enc`` (token counts to sort, then ``preprocess`` per batch)."""
+    monkeypatch.setattr(enc, "_tokenize_once", False)
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 4, 64])
+def test_tokenize_once_batches_equal_model_preprocess(bundled_encoder, batch_size):
+    import torch
+
+    enc = bundled_encoder
+    assert enc.tokenize_once_supported()  # else the comparison below would test the old path against itself
+    lengths = enc._token_lengths(MIXED)  # the old sort key: one independent tokenizer call
+    assert lengths.max() == 256 and sorted(lengths)[-2] == 256  # both long texts are cut at 256 word pieces
+    batches = list(enc.batches(MIXED, batch_size))
+    idx = np.concatenate([i for i, _ in batches])
+    np.testing.assert_array_equal(idx, np.argsort(-lengths, kind="stable"))  # same order, hence the same batches
+    for rows, feats in batches:
+        ref = enc.model.preprocess([MIXED[i] for i in rows])  # the model's own features of this batch
+        assert feats.keys() == ref.keys()
+        for k, v in ref.items():
+            if isinstance(v, torch.Tensor):
+                assert feats[k].dtype == v.dtype and feats[k].shape == v.shape, k
+                assert torch.equal(feats[k], v), k
+            else:
+                assert feats[k] == v, k
+        assert feats["input_ids"].shape[1] == lengths[rows].max()
+
+
+def test_tokenize_once_vectors_equal_old_path_bit_for_bit(bundled_encoder, monkeypatch):
+    new = bundled_encoder.encode(MIXED, batch_size=4)
+    _old_path(monkeypatch, bundled_encoder)
+    old = bundled_encoder.encode(MIXED, batch_size=4)
+    np.testing.assert_array_equal(new, old)  # same batches, same features: the same float32 bits
+
+
+def test_tokenize_once_falls_back_where_not_equivalent(bundled_encoder, monkeypatch):
+    """An older ``preprocess`` without ``processing_kwargs``, or a model padding to a fixed length: the old path."""
+    enc = bundled_encoder
+    ref = enc.encode(MIXED[:5], batch_size=2)
+    plain = enc.model.preprocess
+    monkeypatch.setattr(enc, "_tokenize_once", None)
+    monkeypatch.setattr(enc.model, "preprocess", lambda texts: plain(texts))  # sentence-transformers < 6 signature
+    assert not enc.tokenize_once_supported()
+    np.testing.assert_array_equal(enc.encode(MIXED[:5], batch_size=2), ref)
+    monkeypatch.undo()
+    monkeypatch.setattr(enc, "_tokenize_once", None)
+    monkeypatch.setattr(enc.model[0], "processing_kwargs", {"text": {"padding": "max_length", "max_length": 300}})
+    assert not enc.tokenize_once_supported()  # preprocess pads every batch to 300: tokenizer.pad would not
+    feats = next(iter(enc.batches(MIXED[:3], 3)))[1]
+    assert feats["input_ids"].shape == (3, 300)
