@@ -13,8 +13,12 @@ round) for ``--repeats`` rounds after one warm-up each:
   ``encode_cached(load_encoder(), texts, cache=False)`` (batch ``--batch-size``, default 64) plus ``np.linalg.norm`` (raw vectors,
   ``Normalize`` dropped, batched by tokens);
 - **forward only** (tokenization outside the timed loop for both): each side's batches are tokenized
-  first, in its own order and batch size, and only the model's forward passes (under
-  ``torch.inference_mode``) are timed.
+  first, in its own order and batch size (normscope's: ``SentenceTransformerEncoder.batches``, what
+  ``encode`` runs), and only the model's forward passes (under ``torch.inference_mode``) are timed;
+- **tokenization only**: building those batches (sentence-transformers: ``preprocess`` per batch of 32
+  in character order; normscope: ``batches``, which tokenizes each text once and pads per batch where
+  the model allows, else tokenizes to sort and again per batch), and normscope's two-pass path
+  (``batches(..., tokenize_once=False)``, the path before issue 28) as its own baseline.
 
 Reported: texts/s = n / median wall time, the ratio normscope / baseline per round and its median, and
 the CPU seconds of each (``time.process_time``). Both outputs are checked to agree (cosine of normalised
@@ -86,9 +90,17 @@ def measure(texts: list[str], st, enc, repeats: int, bs: int = 64) -> dict:
 
     # forward only: each side's own batches, tokenized before the timed loop
     st_order = np.argsort([-len(t) for t in texts], kind="stable")
-    st_batches = [st.preprocess([texts[i] for i in st_order[s:s + 32]]) for s in range(0, len(texts), 32)]
-    ns_order = np.argsort(-enc._token_lengths(texts), kind="stable")
-    ns_batches = [enc.tokenize([texts[i] for i in ns_order[s:s + bs]]) for s in range(0, len(texts), bs)]
+
+    def st_tokenize():
+        return [st.preprocess([texts[i] for i in st_order[s:s + 32]]) for s in range(0, len(texts), 32)]
+
+    def ns_tokenize():  # the batches encode runs (tokenized once where the model allows), CPU tensors
+        return [f for _, f in enc.batches(texts, bs)]
+
+    def ns_tokenize_twice():  # the path before issue 28: token counts to sort, then preprocess per batch
+        return [f for _, f in enc.batches(texts, bs, tokenize_once=False)]
+
+    st_batches, ns_batches = st_tokenize(), ns_tokenize()
 
     def st_forward():
         with torch.inference_mode():
@@ -101,7 +113,8 @@ def measure(texts: list[str], st, enc, repeats: int, bs: int = 64) -> dict:
                 enc.forward(f)
 
     st_forward(), ns_forward()
-    times = _interleaved({"st": baseline, "ns": ours, "st_fwd": st_forward, "ns_fwd": ns_forward}, repeats)
+    times = _interleaved({"st": baseline, "ns": ours, "st_fwd": st_forward, "ns_fwd": ns_forward,
+                          "st_tok": st_tokenize, "ns_tok": ns_tokenize, "ns_tok_twice": ns_tokenize_twice}, repeats)
     med = {k: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for k, v in times.items()}
     return {
         "n": len(texts),
@@ -113,6 +126,9 @@ def measure(texts: list[str], st, enc, repeats: int, bs: int = 64) -> dict:
         "ratio_forward_only": med["st_fwd"][0] / med["ns_fwd"][0],
         "ratio_forward_only_per_round": [b[0] / o[0] for b, o in zip(times["st_fwd"], times["ns_fwd"])],
         "ratio_forward_only_cpu": med["st_fwd"][1] / med["ns_fwd"][1],
+        "ratio_tokenize_only": med["st_tok"][0] / med["ns_tok"][0],
+        "tokenize_s": {"st": med["st_tok"][0], "ns": med["ns_tok"][0], "ns_twice": med["ns_tok_twice"][0]},
+        "tokenize_once": bool(enc.tokenize_once_supported()),
         "padded_tokens": {"st": int(sum(f["input_ids"].numel() for f in st_batches)),
                           "ns": int(sum(f["input_ids"].numel() for f in ns_batches))},
         "min_cosine_vs_sentence_transformers": float(cos.min()),
@@ -154,7 +170,9 @@ def main(argv=None) -> dict:
                   f"ratio {r['ratio_end_to_end']:.3f} (rounds " + ", ".join(f"{x:.2f}" for x in r["ratio_end_to_end_per_round"])
                   + f"; CPU {r['ratio_end_to_end_cpu']:.3f}); forward only ratio {r['ratio_forward_only']:.3f} (rounds "
                   + ", ".join(f"{x:.2f}" for x in r["ratio_forward_only_per_round"])
-                  + f"; CPU {r['ratio_forward_only_cpu']:.3f}); padded tokens ST {r['padded_tokens']['st']:,} / "
+                  + f"; CPU {r['ratio_forward_only_cpu']:.3f}); tokenization only ST {r['tokenize_s']['st']:.3f} s / "
+                  f"normscope {r['tokenize_s']['ns']:.3f} s (tokenized once: {r['tokenize_once']}; the two-pass path "
+                  f"{r['tokenize_s']['ns_twice']:.3f} s); padded tokens ST {r['padded_tokens']['st']:,} / "
                   f"normscope {r['padded_tokens']['ns']:,}", flush=True)
     return result
 

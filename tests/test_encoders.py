@@ -475,3 +475,19 @@ def test_tokenize_once_falls_back_where_not_equivalent(bundled_encoder, monkeypa
     assert not enc.tokenize_once_supported()  # preprocess pads every batch to 300: tokenizer.pad would not
     feats = next(iter(enc.batches(MIXED[:3], 3)))[1]
     assert feats["input_ids"].shape == (3, 300)
+
+
+def test_encode_cached_batches_by_tokens_like_encode(bundled_encoder):
+    """encode_cached forms its batches in decreasing token count (not characters): with distinct token counts its
+    batches are those of one ``encode`` call, so the vectors are the same bits."""
+    from normscope.encoders import encode_cached
+
+    texts = ["a b c d e f g h i j k", "photosynthesis", "Cats sleep all day.", "x y z w v u q r s t", "the cat sat on the mat today",
+             "electroencephalography abnormalities", "ok", "one two"]
+    seen = bundled_encoder.token_counts(texts)[0]
+    assert len(set(seen)) == len(texts)  # distinct: the order is fixed by tokens alone
+    by_chars = np.argsort([-len(t) for t in texts], kind="stable")
+    by_tokens = np.argsort(-seen, kind="stable")
+    assert {frozenset(by_chars[s:s + 3]) for s in (0, 3, 6)} != {frozenset(by_tokens[s:s + 3]) for s in (0, 3, 6)}
+    got = encode_cached(bundled_encoder, texts, batch_size=3, cache=False)
+    np.testing.assert_array_equal(got, bundled_encoder.encode(texts, batch_size=3))
