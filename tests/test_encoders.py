@@ -491,3 +491,34 @@ def test_encode_cached_batches_by_tokens_like_encode(bundled_encoder):
     assert {frozenset(by_chars[s:s + 3]) for s in (0, 3, 6)} != {frozenset(by_tokens[s:s + 3]) for s in (0, 3, 6)}
     got = encode_cached(bundled_encoder, texts, batch_size=3, cache=False)
     np.testing.assert_array_equal(got, bundled_encoder.encode(texts, batch_size=3))
+
+
+def test_embed_texts_one_tokenization_gives_the_same_junk_and_counts(bundled_encoder):
+    """find_junk on the shared ids (special tokens added) equals find_junk tokenizing without them; the counts equal."""
+    from normscope.inputs import JUNK_TOKENS, find_junk
+
+    tok = bundled_encoder.hf_tokenizer
+    texts = MIXED + ["\U0001F600\U0001F680", "[CLS] [SEP]", "[UNK]", "\U0001F600 ok", "", " \u200b "]
+    shared = bundled_encoder.token_ids(texts)
+    a = find_junk(texts, tokenizer=tok, token_ids=shared)
+    b = find_junk(texts, tokenizer=tok)
+    assert (a.index, a.reasons) == (b.index, b.reasons)
+    assert [texts[i] for i, r in zip(a.index, a.reasons) if r == JUNK_TOKENS] == ["\U0001F600\U0001F680", "[CLS] [SEP]", "[UNK]"]
+    for got, ref in zip(bundled_encoder.token_counts(texts, token_ids=shared), bundled_encoder.token_counts(texts)):
+        np.testing.assert_array_equal(got, ref)
+    assert bundled_encoder.token_counts(texts)[1][1] > 256  # a long text: raw past the model's 256
+
+    class AddsAWord:  # a fast tokenizer whose template adds a non-special token: the shared ids are not used
+        is_fast = True
+        all_special_ids, unk_token_id = tok.all_special_ids, tok.unk_token_id
+
+        def __call__(self, texts, add_special_tokens=True, **kw):
+            out = tok(texts, add_special_tokens=add_special_tokens, **kw)
+            if add_special_tokens:
+                word = tok.convert_tokens_to_ids("the")
+                out["input_ids"] = [[word] + x for x in out["input_ids"]] if isinstance(texts, list) else [word] + out["input_ids"]
+            return out
+
+    fake = AddsAWord()
+    c = find_junk(texts, tokenizer=fake, token_ids=fake(texts)["input_ids"])
+    assert (c.index, c.reasons) == (b.index, b.reasons)
