@@ -54,6 +54,7 @@ browser:
 	fi
 
 test: $(STAMP) browser
+	$(VENV)/bin/ruff check src tests scripts benchmarks
 	$(VENV)/bin/lint-imports
 	NORMSCOPE_REQUIRE_BROWSER=$(IS_ROOT_APT) NORMSCOPE_REQUIRE_MPNET=1 NORMSCOPE_REQUIRE_EXTRAS=1 NORMSCOPE_REQUIRE_DATA=$(REQUIRE_DATA) $(PY) -m pytest -q
 

@@ -14,10 +14,10 @@ import numpy as np
 
 def scifact_records(n: int) -> list[dict] | None:
     """The first ``n`` SciFact corpus documents as records ``{"_id", "text"}`` (BEIR title + text, joined by
-    :func:`normscope.retrieval.beir.load_beir`), or None when SciFact is neither here nor fetchable."""
+    :func:`normscope.data.beir.load_beir`), or None when SciFact is neither here nor fetchable."""
     from _data import dataset_dir
 
-    from normscope.retrieval.beir import load_beir
+    from normscope.data.beir import load_beir
 
     root = dataset_dir("scifact")
     if root is None:
@@ -33,7 +33,7 @@ def scifact_vectors(progress: bool = True):
     from _data import dataset_dir
 
     from normscope.encoders import encode_cached, load_encoder
-    from normscope.retrieval.beir import load_beir
+    from normscope.data.beir import load_beir
 
     root = dataset_dir("scifact")
     if root is None:

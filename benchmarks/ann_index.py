@@ -53,7 +53,7 @@ def main(argv=None) -> list[dict]:
     from _scale_data import resample, scifact_vectors
 
     from normscope.retrieval.ann import AnnParams, build_ann_index, compare_with_exact, time_exact
-    from normscope.retrieval.scoring import fold_queries
+    from normscope.scoring import fold_queries
 
     got = scifact_vectors()
     if got is None:

@@ -16,6 +16,8 @@ import argparse
 import json
 
 from normscope.lab import run_transformer_lab
+from normscope.requests import Resampling
+from normscope.requests.lab import TransformerLabRequest
 
 
 def main() -> None:
@@ -32,8 +34,9 @@ def main() -> None:
     probe0 = None
     for _ in range(a.repeats):
         for track in (False, True):
-            r = run_transformer_lab(model=a.model, steps=a.steps, probe_items=a.probe_items,
-                                    probe_batches=a.probe_batches, track=track, device=a.device, n_boot=10)
+            r = run_transformer_lab(TransformerLabRequest(model=a.model, steps=a.steps, probe_items=a.probe_items,
+                                                          probe_batches=a.probe_batches, track=track, device=a.device,
+                                                          resampling=Resampling(n_boot=10)))
             tm = r.timings
             loop_cpu = tm["train_cpu_s"] + tm["track_cpu_s"]
             best[track] = min(best[track], loop_cpu)

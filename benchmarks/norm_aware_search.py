@@ -35,7 +35,7 @@ def _scifact_vectors():
 
         from normscope.encoders import load_encoder
         from normscope.encoders.cache import load_cache_index, text_hashes
-        from normscope.retrieval.beir import load_beir
+        from normscope.data.beir import load_beir
 
         root = dataset_dir("scifact")
         if root is None:
@@ -59,7 +59,7 @@ def _scifact_vectors():
 def main() -> None:
     import faiss
 
-    from normscope.retrieval.scoring import fold_documents, fold_queries
+    from normscope.scoring import fold_documents, fold_queries
     from normscope.retrieval.search import FoldedIndex
 
     ap = argparse.ArgumentParser()

@@ -72,10 +72,10 @@ def main(argv=None) -> None:
             for name, texts in sets.items():
                 idx = range(len(texts))
                 f32, f64 = ad.features(texts, idx, "query"), ad64.features(texts, idx, "query")
-                z, a = jvp(lambda q: ad.embed(q, f32, "query"), (th,), (v,))
+                z, a = jvp(lambda q, f=f32: ad.embed(q, f, "query"), (th,), (v,))
                 rel = float(torch.median(a.norm(dim=1) / z.norm(dim=1)))
 
-                def d2(adapter, theta, vv, f, target):
+                def d2(adapter, theta, vv, f, target, rel=rel):
                     eps = target / rel
                     with torch.no_grad():
                         t0 = time.perf_counter()
@@ -89,10 +89,11 @@ def main(argv=None) -> None:
                 timing[name]["float64_s"] += dt64
                 scale = np.mean(np.abs(ref))
                 t0 = time.perf_counter()
-                _, _, c = second_directional(lambda q: ad.embed(q, f32, "query"), th, v)
+                _, _, c = second_directional(lambda q, f32=f32: ad.embed(q, f32, "query"), th, v)
                 timing[name]["jvp2_s"] += time.perf_counter() - t0
                 d2_jvp = (z.detach().double() * c.double()).sum(1).numpy()
-                (_, _), (_, h_raw) = jvp(lambda q: jvp(lambda r: ad.embed(r, f32, "query"), (q,), (v,)), (th,), (v,))
+                (_, _), (_, h_raw) = jvp(lambda q, f32=f32, v=v: jvp(lambda r: ad.embed(r, f32, "query"), (q,), (v,)),
+                                         (th,), (v,))
                 d2_raw = 0.5 * (z.detach().double() * h_raw.detach().double()).sum(1).numpy()
                 rich = (4 * d2(ad64, th64, v64, f64, 5e-4)[0] - d2(ad64, th64, v64, f64, 1e-3)[0]) / 3
                 errs[name]["64:richardson"].append(np.abs(rich - ref) / scale)

@@ -186,7 +186,9 @@ def test_cli_build_writes_index_and_json_as_one_set(corpus, tmp_path, monkeypatc
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(obj, path, *a, **k)
 
-    monkeypatch.setattr(normscope._io, "write_json", full_disk)
+    import normscope.cli.index
+
+    monkeypatch.setattr(normscope.cli.index, "write_json", full_disk)  # the JSON writer the command calls
     assert run(["index", "build", str(tmp_path / "docs.parquet"), "-o", str(idx), "--kind", "hnsw", "--m", "8",
                 "--json", str(bj)]) == 2
     assert ({p.name: p.read_bytes() for p in idx.iterdir()}, bj.read_bytes()) == before  # still the flat index

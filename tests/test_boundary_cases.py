@@ -55,7 +55,7 @@ def test_index_build_past_the_size_limit_is_one_line(tmp_path, capsys):
 
 def test_failed_stage_never_replaces_a_finished_record(tmp_path, monkeypatch):
     from normscope.report import ReportConfig, run_report
-    from normscope.report.stages import STAGE_FUNCS
+    from normscope.report.stages import get_stage
 
     out = tmp_path / "r"
     (out / "stages").mkdir(parents=True)
@@ -63,10 +63,10 @@ def test_failed_stage_never_replaces_a_finished_record(tmp_path, monkeypatch):
     finished.write_text('{"stage": "lab", "status": "ok", "key": "an earlier run"}\n')
     before = finished.read_bytes()
 
-    def boom(ctx):
+    def boom(ctx, request):
         raise RuntimeError("the lab broke")
 
-    monkeypatch.setitem(STAGE_FUNCS, "lab", boom)
+    monkeypatch.setattr(get_stage("lab"), "run", boom)
     res = run_report(ReportConfig(out=out, only=("lab",)), progress=False, heartbeat=None)
     assert res.failed == ["lab"]
     assert finished.read_bytes() == before
@@ -83,7 +83,7 @@ def test_a_zero_vector_is_junk_and_moves_no_statistic(tmp_path):
     import pyarrow.parquet as pq
     from wordfreq import zipf_frequency
 
-    from normscope.signals import run_correlate
+    from _correlate import correlate as run_correlate  # flat keywords onto the request
 
     rng = np.random.default_rng(3)
     vec = rng.normal(size=(len(WORDS), 16)) * rng.uniform(0.5, 2.0, size=(len(WORDS), 1))
@@ -128,7 +128,7 @@ def test_a_zero_query_is_listed_not_ranked_and_the_others_are_exact(tmp_path, ca
 
 def test_fractional_grades_are_refused_or_read_exactly_with_a_scale(tmp_path):
     from normscope.errors import DataError
-    from normscope.retrieval.beir import load_qrels
+    from normscope.data.beir import load_qrels
     from normscope.retrieval.evaluate import evaluate_run
 
     q = tmp_path / "test.tsv"
@@ -151,7 +151,7 @@ def test_fractional_grades_are_refused_or_read_exactly_with_a_scale(tmp_path):
 
 
 def test_correlate_counts_each_repeated_item_once(bundled_encoder):
-    from normscope.signals import run_correlate
+    from _correlate import correlate as run_correlate  # flat keywords onto the request
 
     kw = dict(encoder=bundled_encoder, n_boot=200, n_perm=200, seed=0, controls=())
     once = run_correlate("frequency", items=WORDS, **kw)
@@ -166,7 +166,13 @@ def test_correlate_counts_each_repeated_item_once(bundled_encoder):
 
 
 def test_similarity_counts_each_repeated_pair_once(tmp_path, bundled_encoder):
-    from normscope.similarity import run_similarity
+    from normscope.requests import Resampling
+    from normscope.similarity import SimilarityRequest
+    from normscope.similarity import run_similarity as _run
+
+    def run_similarity(path, *, fit, encoder, n_boot, seed, scorers):
+        return _run(SimilarityRequest(dataset=str(path), fit=str(fit), scorers=scorers,
+                                      resampling=Resampling(n_boot=n_boot, seed=seed)), encoder=encoder)
 
     rows = [(a, b, (i * 37) % 10) for i, (a, b) in enumerate(zip(WORDS, WORDS[3:] + WORDS[:3]))]
     head = "word1\tword2\tPOS\tSimLex999\n"
@@ -184,7 +190,7 @@ def test_similarity_counts_each_repeated_pair_once(tmp_path, bundled_encoder):
 
 
 def test_duplicate_documents_are_counted_and_collapsed_at_their_highest_grade():
-    from normscope.retrieval.beir import BeirDataset, SplitQueries
+    from normscope.data.beir import BeirDataset, SplitQueries
     from normscope.retrieval.pipeline import _duplicate_docs
 
     ds = BeirDataset(name="t", doc_ids=["a", "b", "c", "d", "e"], doc_texts=["x", "y", "x", "x", "z"],

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMANDS = [[], ["embed"], ["probe"], ["correlate"], ["report"], ["lab"], ["retrieval"],
+COMMANDS = [[], ["embed"], ["probe"], ["correlate"], ["report"], ["lab"], ["retrieval"], ["calibrate"], ["similarity"],
+            ["index"], ["index", "build"], ["index", "search"],
             ["data"], ["data", "list"], ["data", "fetch"], ["data", "path"]]
 
 
@@ -110,9 +111,9 @@ def test_values_on_the_page_render_as_tables():
 @pytest.mark.parametrize("seconds, text", [(0.0213, "0.02 s"), (12.34, "12.3 s"), (2040.2, "34 min 00 s"), (119.6, "2 min 00 s"), (7199, "2 h 00 min"),
                                            (3725, "1 h 02 min"), (None, "n/a")])
 def test_durations(seconds, text):
-    from normscope.report.text import fmt_duration
+    from normscope._format import duration
 
-    assert fmt_duration(seconds) == text
+    assert duration(seconds) == text
 
 
 def test_cached_rerun_summary_line(tmp_path):
@@ -151,3 +152,54 @@ def test_scorecard_statistic_names_keep_their_parentheses():
     assert _lead("Pearson r(R, heat) over the probe items, 95% CI over batches") == "Pearson r(R, heat) over the probe items"
     assert _lead("relative \u0394 nDCG@10 of cos/(1 + alpha||d||) vs cosine; paired CI") == (
         "relative \u0394 nDCG@10 of cos/(1 + alpha||d||) vs cosine")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# one convention: repeated single-value options, list options, help at 80 columns
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _params(argv):
+    """The parameters a command line parses to (nothing runs)."""
+    import typer.main
+
+    from normscope.cli import app
+
+    group = typer.main.get_command(app)
+    cmd = group.commands[argv[0]]
+    return cmd.make_context(argv[0], argv[1:], parent=group.make_context("normscope", [argv[0]])).params
+
+
+def test_a_repeated_single_value_option_is_a_usage_error(capsys, tmp_path):
+    assert _cli(["embed", "wordfreq:5", "--model", "A", "--model", "B", "-o", str(tmp_path / "o.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --model given 2 times: the option takes one value") and len(err.splitlines()) == 1
+    assert not (tmp_path / "o.parquet").exists()
+    assert _cli(["lab", "--steps", "10", "--steps=20"]) == 2 and "--steps given 2 times" in capsys.readouterr().err
+    assert _cli(["embed", "wordfreq:5", "-m", "A", "--model=B", "-o", "o.parquet"]) == 2  # short and long forms
+    assert "given 2 times" in capsys.readouterr().err
+    # an option's value that looks like an option is a value, not a repeat
+    assert _params(["similarity", "--json", "--seed"])["json_path"].name == "--seed"
+
+
+@pytest.mark.parametrize("argv, name", [
+    (["retrieval", "--dataset", "d"], "scorer"), (["similarity"], "scorer"), (["report"], "only"),
+    (["report"], "signals"), (["correlate", "--signal", "frequency"], "control"), (["report"], "model"),
+])
+def test_list_options_take_a_comma_list_as_the_repeated_option(argv, name):
+    flag = "--" + name
+    values = {"scorer": ["inverse_norm", "power"], "only": ["norms", "lab"], "signals": ["frequency", "uncertainty"],
+              "control": ["frequency", "length"], "model": ["a", "b/c"]}[name]
+    repeated = _params(argv + [x for v in values for x in (flag, v)])[name]
+    comma = _params(argv + [flag, ",".join(values)])[name]
+    mixed = _params(argv + [flag, values[0], flag, ",".join(values[1:])])[name]
+    assert repeated == comma == mixed == values
+
+
+def test_help_is_readable_at_80_columns(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "80")
+    for argv in COMMANDS:
+        assert _cli([*argv, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert max(map(len, out.splitlines())) <= 80, argv
+        assert "\u2026" not in out and "<str>" not in out, argv  # nothing cut, no typer placeholders

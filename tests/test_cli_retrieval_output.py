@@ -10,11 +10,11 @@ import pytest
 from _retrieval_data import GRIDS, planted
 
 
-def test_fmt_p_is_consistent():
-    from normscope.cli.retrieval import fmt_p
+def test_p_value_text_is_consistent():
+    from normscope._format import p_value
 
-    assert fmt_p(1.0) == "1.000" and fmt_p(0.04213) == "0.042" and fmt_p(0.5) == "0.500"
-    assert fmt_p(2.5e-5) == "2.5e-05" and fmt_p(None) == "-"
+    assert p_value(1.0) == "1.000" and p_value(0.04213) == "0.042" and p_value(0.5) == "0.500"
+    assert p_value(2.5e-5) == "2.5e-05" and p_value(None) == "n/a" and p_value(float("nan")) == "n/a"
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def planted_cli(tmp_path, rng, monkeypatch):
 
 def test_cli_outputs_and_log(planted_cli, tmp_path, capsys):
     from normscope.cli import run
-    from normscope.retrieval import run_retrieval
+    from _retrieval_call import run_retrieval
 
     ddir, enc = planted_cli
     js, out = tmp_path / "s.json", tmp_path / "run.parquet"

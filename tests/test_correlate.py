@@ -11,7 +11,8 @@ from scipy import stats
 
 from normscope.cli import run
 from normscope.errors import InputError
-from normscope.signals import plot_signal, run_correlate
+from _correlate import correlate as run_correlate
+from normscope.signals import plot_signal
 from normscope.signals.items import read_covariate_file
 
 

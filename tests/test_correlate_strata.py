@@ -13,7 +13,7 @@ from scipy import stats
 from normscope.cli import run
 from normscope.encoders.base import Encoder
 from normscope.errors import InputError
-from normscope.signals import run_correlate
+from _correlate import correlate as run_correlate
 from normscope.table import ModelFingerprint
 
 WORDS = ["dog", "cat", "house", "car", "tree", "idea", "truth", "justice", "water", "music", "table",

@@ -106,7 +106,7 @@ def test_fetch_from_upstream_mirror_then_use(env, srv, capsys):
 
     from normscope import signals as sg
     from normscope.data import data_path
-    from normscope.retrieval.beir import load_beir
+    from normscope.data.beir import load_beir
 
     ds = load_beir(data_path("scifact"))
     assert data_path("scifact") == env / "scifact" and (env / "scifact" / "corpus.jsonl").is_file()

@@ -128,7 +128,7 @@ def test_output_in_missing_directory(tmp_path, capsys):
 
 
 def test_usage_errors(tmp_path):
-    assert run(["embed", "-o", str(tmp_path / "o.parquet")]) == 2  # neither INPUT nor --wordfreq-top
+    assert run(["embed", "-o", str(tmp_path / "o.parquet")]) == 2  # no INPUT
     assert run(["embed", _write(tmp_path / "a.txt", b"x\n"), "--batch-size", "0"]) == 2
     assert not (tmp_path / "o.parquet").exists()
 
@@ -157,5 +157,5 @@ def test_out_is_required_and_help_says_when_input_is(tmp_path, capsys, monkeypat
     assert not (tmp_path / "embeddings.parquet").exists()
     assert run(["embed", "--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "Required unless --wordfreq-top is given" in help_text
+    assert "wordfreq:N" in help_text
     assert "embeddings.parquet" not in help_text and "[required]" in help_text

@@ -51,7 +51,7 @@ def test_missing_extra_is_a_one_line_error(corpus, tmp_path, capsys, monkeypatch
 
 
 RAY_BAD = {
-    "wordfreq": (["--wordfreq-top", "10"], None, "--wordfreq-top runs on the local engine"),
+    "wordfreq": (["wordfreq:10"], None, "wordfreq:N runs on the local engine"),
     "text file": ([], "items.txt", r"the ray engine reads \.jsonl\[\.gz\], \.parquet .* or a BEIR directory"),
     "no ids": ([], "noid.jsonl", r"needs an 'id' or '_id' field"),
     "no text": ([], "notext.jsonl", r"records have no 'text' field"),

@@ -181,7 +181,7 @@ def test_report_recomputes_when_weights_change_in_place(tmp_path, monkeypatch, b
     save_file(weights, model / "model.safetensors", metadata={"format": "pt"})
     again = run_report(cfg, progress=False)
     got = again.summary["norm_distribution"]["result"]
-    assert again.records["norms"]["cached"] is False
+    assert again.records["norms"].cached is False
 
     from normscope.datasets import wordfreq_words
 
@@ -191,7 +191,7 @@ def test_report_recomputes_when_weights_change_in_place(tmp_path, monkeypatch, b
     assert abs(first["norm_mean"] - got["norm_mean"]) > 0.1 * ref.std()
     assert got["fingerprint"]["revision"] == fresh.fingerprint.revision != first["fingerprint"]["revision"]
     # an unchanged model is still served from the stage cache
-    assert run_report(cfg, progress=False).records["norms"]["cached"] is True
+    assert run_report(cfg, progress=False).records["norms"].cached is True
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -210,7 +210,7 @@ def test_read_only_output_places_stop_before_any_work(tmp_path, words_file, priv
         assert "not writable" in err and str(ro) in err
         assert _embed(words_file, ok / "o.parquet", ro / "o.json") == 2
         assert "--json" in _one_line_error(capsys)
-        assert run(["report", "--only", "norms", "--words", "40", "--out", str(ro / "report")]) == 2
+        assert run(["report", "--only", "norms", "--items", "wordfreq:40", "--out", str(ro / "report")]) == 2
         assert "not writable" in _one_line_error(capsys)
     assert not list(ok.iterdir()) and not list(ro.iterdir())
     assert _shards(private_cache) == []  # nothing was embedded
@@ -350,13 +350,12 @@ def test_malformed_stage_records_are_recomputed(tmp_path, bundled_encoder, monke
     from rich.console import Console
 
     from normscope.report import ReportConfig, Sizes, run_report
-    from normscope.report.runner import settings_key, stage_settings
 
     monkeypatch.setenv("NORMSCOPE_CACHE", str(tmp_path / "cache"))
     cfg = ReportConfig(out=tmp_path / "r", only=("norms",), sizes=Sizes(words=30))
     ref = run_report(cfg, progress=False, encoder=bundled_encoder).summary["norm_distribution"]
-    key = settings_key(stage_settings("norms", cfg, bundled_encoder.fingerprint))
     good = json.loads((cfg.out / "stages" / "norms.json").read_text())
+    key = good["key"]
     section = good["sections"]["norm_distribution"]
     bad = [None, [], {"key": key, "status": "ok", "sections": {"norm_distribution": None}},
            dict(good, sections={"norm_distribution": dict(section, figures=[{"file": "../norm_distribution.png"}])})]
@@ -364,10 +363,10 @@ def test_malformed_stage_records_are_recomputed(tmp_path, bundled_encoder, monke
         (cfg.out / "stages" / "norms.json").write_text(json.dumps(rec))
         buf = io.StringIO()
         res = run_report(cfg, progress=False, encoder=bundled_encoder, console=Console(file=buf, width=300))
-        assert res.records["norms"]["cached"] is False and res.records["norms"]["status"] == "ok", rec
+        assert res.records["norms"].cached is False and res.records["norms"].status == "ok", rec
         assert res.summary["norm_distribution"]["result"] == ref["result"]
         assert "norms: the cached record" in buf.getvalue() and "recomputing" in buf.getvalue()
-    assert run_report(cfg, progress=False, encoder=bundled_encoder).records["norms"]["cached"] is True
+    assert run_report(cfg, progress=False, encoder=bundled_encoder).records["norms"].cached is True
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import torch
 
 from normscope import theory as th
 from normscope.errors import InputError
-from normscope.lab import GATE, run_lab, synthetic_data
+from normscope.lab import GATE, LabRequest, run_lab, synthetic_data
 from normscope.lab.encoders import MLPTwoTower, TableEncoder, clip_grad, clip_loss
 from normscope.lab.optim import AdamW, Momentum, SGD, make_optimizer
 
@@ -163,12 +163,12 @@ def test_wordnet_missing_is_a_user_error(tmp_path, monkeypatch):
     monkeypatch.setenv("NORMSCOPE_WORDNET", str(tmp_path / "nowhere"))
     with pytest.raises(NormscopeError, match="NORMSCOPE_WORDNET"):
         wordnet_data(16)
-    assert run(["lab", "--data", "wordnet", "--steps", "10"]) == 2
+    assert run(["lab", "--dataset", "wordnet", "--steps", "10"]) == 2
 
 
 # ---------------------------------------------------------------- end to end
 def test_table_sgd_small_run_passes_gate():
-    res = run_lab(steps=4000, burn_in=1500, snapshots=16, probe_batches=200, seed=0)
+    res = run_lab(LabRequest(steps=4000, burn_in=1500, snapshots=16, probe_batches=200, seed=0))
     s = res.summary
     assert s["mean_abs_rel_error"] <= GATE["mean_abs_rel_error"]
     assert abs(s["median_rel_error"]) <= GATE["abs_median_rel_error"]
@@ -192,7 +192,7 @@ def test_table_sgd_small_run_passes_gate():
 
 
 def test_mlp_trajectory_balance_small_run():
-    res = run_lab(encoder="mlp", steps=3000, burn_in=1500, seed=0)
+    res = run_lab(LabRequest(encoder="mlp", steps=3000, burn_in=1500, seed=0))
     s = res.summary
     assert s["estimator"] == "trajectory" and s["k"] == 2
     assert s["lambda_rad"] == pytest.approx(2 * s["weight_decay"])
@@ -202,28 +202,28 @@ def test_mlp_trajectory_balance_small_run():
 
 
 def test_momentum_uses_e12_and_adamw_is_flagged():
-    s = run_lab(optimizer="momentum", steps=3000, burn_in=1000, snapshots=8, probe_batches=100).summary
+    s = run_lab(LabRequest(optimizer="momentum", steps=3000, burn_in=1000, snapshots=8, probe_batches=100)).summary
     assert s["mean_abs_rel_error"] < 0.05  # with (E12)
     assert s["uncorrected"]["median_rel_error"] < -0.5  # without it the SGD formula is far off
     assert any("E12" in c for c in s["caveats"])
-    a = run_lab(optimizer="adamw", steps=300, burn_in=100, snapshots=2, probe_batches=10).summary
+    a = run_lab(LabRequest(optimizer="adamw", steps=300, burn_in=100, snapshots=2, probe_batches=10)).summary
     assert not a["sgd_formula_expected"] and "not expected to hold" in a["caveats"][0]
     # trajectory form with the actual (non-tangent) momentum / AdamW steps: (E5) exact per step
     for opt in ("momentum", "adamw"):
-        t = run_lab(optimizer=opt, estimator="trajectory", steps=400, burn_in=200).summary
+        t = run_lab(LabRequest(optimizer=opt, estimator="trajectory", steps=400, burn_in=200)).summary
         assert t["e5_max_rel_residual"] < 1e-12
 
 
 def test_deterministic_and_validated():
-    a = run_lab(steps=300, burn_in=100, snapshots=2, probe_batches=20, seed=5)
-    b = run_lab(steps=300, burn_in=100, snapshots=2, probe_batches=20, seed=5)
+    a = run_lab(LabRequest(steps=300, burn_in=100, snapshots=2, probe_batches=20, seed=5))
+    b = run_lab(LabRequest(steps=300, burn_in=100, snapshots=2, probe_batches=20, seed=5))
     pd.testing.assert_frame_equal(a.items, b.items)
     with pytest.raises(InputError, match="encoder"):
-        run_lab(encoder="resnet")
-    with pytest.raises(InputError, match="burn_in"):
-        run_lab(steps=100, burn_in=100)
+        run_lab(LabRequest(encoder="resnet"))
+    with pytest.raises(InputError, match="burn-in"):
+        run_lab(LabRequest(steps=100, burn_in=100))
     with pytest.raises(InputError, match="estimator"):
-        run_lab(estimator="oracle")
+        run_lab(LabRequest(estimator="oracle"))
 
 
 def test_cli_lab_writes_outputs(tmp_path, capsys):
@@ -231,16 +231,16 @@ def test_cli_lab_writes_outputs(tmp_path, capsys):
 
     js, pq = tmp_path / "s.json", tmp_path / "items.parquet"
     rc = run(["lab", "--steps", "400", "--burn-in", "100", "--snapshots", "4", "--probe-batches", "20",
-              "--json", str(js), "-o", str(pq), "--fig-dir", str(tmp_path)])
+              "--json", str(js), "-o", str(pq), "--fig", str(tmp_path / "lab.png")])
     assert rc == 0
     s = json.loads(js.read_text())
     items = pd.read_parquet(pq)
     assert len(items) == s["n_items"] == 256
     assert s["mean_abs_rel_error"] == pytest.approx(np.mean(np.abs(items["rel_error"])), rel=1e-12)
-    assert (tmp_path / "lab_trajectories.png").stat().st_size > 1000
+    assert (tmp_path / "lab_trajectories.png").stat().st_size > 1000 and (tmp_path / "lab.png").stat().st_size > 1000
     cap = capsys.readouterr()
     assert f"wrote {js}, {pq}, " in cap.err
-    assert "lab_predicted_vs_observed.png" in cap.err
+    assert f"{tmp_path / 'lab.png'}, {tmp_path / 'lab_trajectories.png'}" in cap.err
     # heat and drift with 3 significant digits (3 decimals made the groups look identical)
     for g in s["groups"]:
         assert format(g["heat"], ".3g") in cap.out and format(g["drift"], ".3g") in cap.out
@@ -250,11 +250,11 @@ def test_cli_lab_writes_outputs(tmp_path, capsys):
 
 def test_too_few_steps_points_to_the_options():
     with pytest.raises(InputError) as exc:
-        run_lab(steps=2)
+        run_lab(LabRequest(steps=2))
     msg = str(exc.value)
     # default 32 snapshots, burn-in steps // 3: 47 - 15 = 32 is the smallest window that fits (46 - 15 = 31)
     assert "--snapshots 32" in msg and "--steps >= 47" in msg
     assert 47 - 47 // 3 >= 32 > 46 - 46 // 3
     with pytest.raises(InputError) as exc:
-        run_lab(steps=30, burn_in=10, snapshots=25)
+        run_lab(LabRequest(steps=30, burn_in=10, snapshots=25))
     assert "--burn-in 10" in str(exc.value) and "--steps >= 35" in str(exc.value)

@@ -274,7 +274,7 @@ def test_tiny_design_end_to_end(tiny_design):
     dumps(d)  # strict JSON
     assert set(r.base) == {"sgd", "momentum", "adamw"} and set(r.scaling) == {"sgd", "momentum", "adamw"}
     assert r.n_held_out_probe_pairs == 1 and r.probe_items == 5 and list(r.items["text"]) == PROBES
-    for opt, b in r.base.items():
+    for b in r.base.values():
         assert b["label"] in ("stationary", "drifting", "collapsed")
         pr = b["prediction"]
         assert pr["n_items"] == 5 and pr["design"] == {"snapshots": 2, "batches": 2, "items": 5}
@@ -415,13 +415,15 @@ def test_cli_decisive_and_report_section(tiny_design, tiny_files, tmp_path, monk
     js, pq = tmp_path / "d.json", tmp_path / "d.parquet"
     argv = ["lab", "--encoder", "transformer", "--design", "decisive", "--size", "quick", "--run-dir",
             str(tiny_design.directory), "--pairs", str(tiny_files / "pairs.tsv"), "--probe-items",
-            str(tiny_files / "probes.txt"), "--seed", "1", "--json", str(js), "-o", str(pq), "--fig-dir", str(tmp_path)]
+            str(tiny_files / "probes.txt"), "--seed", "1", "--json", str(js), "-o", str(pq), "--fig",
+            str(tmp_path / "lab_decisive.png")]
     assert run(argv) == 0
     out = capsys.readouterr()
     s = json.loads(js.read_text())
     assert list(s)[-1] == "timings" and s["claim"]["verdict"] == tiny_design.claim["verdict"]
     assert "scorecard (theorem1_transformer)" in out.out and "[phase 5/5] analysis" in out.err
-    assert (tmp_path / "lab_decisive_lambda_scaling.png").stat().st_size > 1000
+    assert (tmp_path / "lab_decisive_lambda_scaling.png").stat().st_size > 1000  # beside --fig (the prediction)
+    assert (tmp_path / "lab_decisive.png").stat().st_size > 1000
     for bad in (["--lr", "0.1"], ["--steps", "10"], ["--size", "huge"]):
         assert run(argv[:4] + ["decisive", "--run-dir", str(tmp_path / "x")] + bad) == 2
     assert run(["lab", "--encoder", "transformer", "--workers", "2"]) == 2
@@ -431,19 +433,20 @@ def test_cli_decisive_and_report_section(tiny_design, tiny_files, tmp_path, monk
     from normscope.lab.claims import transformer_claim_row
 
     stored = dict(own, design="full", stationary=True)  # the row is recomputed from the stored numbers
-    sec = transformer_section(own, stored, out=tmp_path, figure_path=lambda n: tmp_path / n)
-    row = sec["claims"][0]
+    sec = transformer_section(own, stored, figure_path=lambda n: tmp_path / n)
+    row = sec.claims[0]
     assert row["verdict"] == transformer_claim_row(stored)["verdict"] != "not decided at this size"
     assert row["tested_on"].startswith("the full design's stored result")
-    assert "smaller than the full one" in sec["notes"][0] and sec["derived"]["shown"] == "full design (stored)"
-    assert len(sec["figures"]) == 3 and all((tmp_path / f["file"]).is_file() for f in sec["figures"])
-    alone = transformer_section(own, None, out=tmp_path, figure_path=lambda n: tmp_path / n)
-    assert alone["claims"][0]["verdict"] == own["claim"]["verdict"] and "no stored full result" in alone["notes"][0]
+    assert "smaller than the full one" in sec.notes[0] and sec.derived["shown"] == "full design (stored)"
+    assert len(sec.figures) == 3 and all((tmp_path / f.file).is_file() for f in sec.figures)
+    alone = transformer_section(own, None, figure_path=lambda n: tmp_path / n)
+    assert alone.claims[0]["verdict"] == own["claim"]["verdict"] and "no stored full result" in alone.notes[0]
 
 
 def test_report_transformer_stage_renders_and_feeds_the_scorecard(tiny_design, tiny_files, tmp_path, monkeypatch):
     """The report's transformer stage through run_report (the design redirected to the finished tiny one)."""
     import normscope.lab as lab
+    import normscope.report.stages.transformer as stage
     from normscope.report import ReportConfig, Sizes, run_report
 
     real = lab.run_decisive_design
@@ -453,7 +456,7 @@ def test_report_transformer_stage_renders_and_feeds_the_scorecard(tiny_design, t
         return real(directory=tiny_design.directory, design=_tiny_sizes(), pairs=str(tiny_files / "pairs.tsv"),
                     probe_items=tiny_files / "probes.txt", seed=1)
 
-    monkeypatch.setattr(lab, "run_decisive_design", tiny)
+    monkeypatch.setattr(stage, "run_decisive_design", tiny)  # what the stage calls
     cfg = ReportConfig(out=tmp_path / "r", sizes=Sizes(words=30), only=("transformer",), seed=1)
     res = run_report(cfg, progress=False)
     summary = json.loads((cfg.out / "summary.json").read_text())

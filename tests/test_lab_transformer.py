@@ -21,7 +21,18 @@ import torch
 from normscope.errors import InputError
 from normscope.lab.analysis import wilson_interval
 from normscope.lab.trajectory import TrajectoryRecord, motion, trajectory_estimates
-from normscope.lab.transformer import run_transformer_lab
+from normscope.lab.transformer import run_transformer_lab as _run_transformer_lab
+
+
+def run_transformer_lab(*, encoder=None, checkpoint=None, progress=False, seed=0, n_boot=2000, **kw):
+    """``run_transformer_lab(TransformerLabRequest(...), encoder=, checkpoint=)`` from flat keywords."""
+    from normscope.requests import Resampling
+    from normscope.requests.lab import TransformerLabRequest
+
+    if kw.get("probe_items") is not None and not isinstance(kw["probe_items"], int):
+        kw["probe_items"] = str(kw["probe_items"])
+    request = TransformerLabRequest(resampling=Resampling(n_boot=n_boot, seed=seed), **kw)
+    return _run_transformer_lab(request, encoder=encoder, checkpoint=checkpoint, progress=progress)
 
 WORDS = ("cat dog bird fish tree rock river cloud house car road book pen cup door wall hand foot star moon sun rain "
          "snow wind fire").split()
@@ -215,7 +226,7 @@ def _replay(tiny, res, *, lr, lam, tau=0.05):
         loss.backward()
         shifted = copy.deepcopy(st)
         with torch.no_grad():
-            for (n, p), (_, q) in zip(st.named_parameters(), shifted.named_parameters()):
+            for (_, p), (_, q) in zip(st.named_parameters(), shifted.named_parameters()):
                 if p.grad is not None:
                     q -= lr * p.grad
             z_free = emb(shifted, feats).double()
@@ -321,9 +332,9 @@ def test_resume_equals_uninterrupted_and_checks_settings(tiny, sgd_run, tmp_path
 
 
 def test_bad_input_is_refused_before_any_work(tiny, tmp_path):
-    for over, match in (({"optimizer": "lbfgs"}, "optimizer"), ({"lr": -1.0}, "lr"), ({"burn_in": 6}, "burn_in"),
+    for over, match in (({"optimizer": "lbfgs"}, "optimizer"), ({"lr": -1.0}, "lr"), ({"burn_in": 6}, "burn-in"),
                         ({"precision": "fp16"}, "precision"), ({"probe_items": tmp_path / "none.txt"}, "does not exist"),
-                        ({"probe_items": 2}, "probe_items"), ({"decay_mask": "some"}, "decay mask"),
+                        ({"probe_items": 2}, "probe-items"), ({"decay_mask": "some"}, "decay mask"),
                         ({"lr": 2.0, "weight_decay": 0.6}, "lr \\* weight_decay"),
                         ({"checkpoint": tmp_path / "no" / "c.ckpt"}, "does not exist")):
         with pytest.raises(InputError, match=match):
@@ -349,7 +360,7 @@ def test_cli_transformer_outputs_and_errors(tiny, tmp_path, capsys):
     js, pq = tmp_path / "t.json", tmp_path / "t.parquet"
     argv = ["lab", "--encoder", "transformer", "--model", str(model), "--pairs", str(pairs), "--probe-items", str(probes),
             "--steps", "4", "--probe-batches", "2", "--batch-size", "8", "--lr", "0.05", "--weight-decay", "0.5",
-            "--max-tokens", "32", "--precision", "bf16", "--json", str(js), "-o", str(pq), "--fig-dir", str(tmp_path)]
+            "--max-tokens", "32", "--precision", "bf16", "--json", str(js), "-o", str(pq), "--fig", str(tmp_path / "t.png")]
     assert run(argv) == 0
     s = _strict(js.read_text())
     for k in ISSUE_KEYS:
@@ -360,14 +371,18 @@ def test_cli_transformer_outputs_and_errors(tiny, tmp_path, capsys):
     items = pd.read_parquet(pq)
     assert list(items["text"]) == PROBES
     assert s["q_over_c_median"] == pytest.approx(float(np.nanmedian(items["q_over_c"])), rel=1e-12)
-    assert (tmp_path / "lab_transformer_sgd_trajectories.png").stat().st_size > 1000
+    assert (tmp_path / "t.png").stat().st_size > 1000 and (tmp_path / "t_predicted_vs_final.png").stat().st_size > 1000
     err = capsys.readouterr().err
     assert f"wrote {js}, {pq}" in err
     # options of the other lab, and bad values: one-line error, exit 2
-    assert run(["lab", "--encoder", "transformer", "--data", "wordnet"]) == 2
+    assert run(["lab", "--encoder", "transformer", "--dataset", "wordnet"]) == 2
     assert run(["lab", "--encoder", "table", "--pairs", "wordnet"]) == 2
-    assert run(argv[:-6] + ["--precision", "fp8"]) == 2
+    bad = argv[:-6]
+    bad[bad.index("--precision") + 1] = "fp8"
+    assert run(bad) == 2
     assert "error: unknown precision 'fp8'" in capsys.readouterr().err
+    assert run(bad + ["--precision", "fp32"]) == 2  # a repeated single-value option is a usage error
+    assert "--precision given 2 times" in capsys.readouterr().err
 
 
 def test_small_lab_json_results_are_byte_reproducible(tmp_path):

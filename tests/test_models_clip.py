@@ -279,7 +279,8 @@ def test_probe_jvp_through_the_text_tower(clip):
 
 def test_probe_jvp_through_the_image_tower(clip):
     """Two towers: probe items are images (query = image tower), pairs are image-text as in CLIP training."""
-    from normscope.probes import ModuleAdapter, probe_moments, run_probe
+    from _probe_call import run_probe
+    from normscope.probes import ModuleAdapter, probe_moments
 
     pixels = clip.pixel_values(_images(6, seed=5))
     ids = clip.tokenize(TEXTS)["input_ids"]
@@ -315,7 +316,7 @@ def test_cifar10h_on_a_folder_of_test_images(clip, clip_dir, tmp_path, shared_da
         Image.fromarray(arr[i]).save(folder / CLASSES[int(probs[i].argmax())] / f"{i:05d}.png", compress_level=1)
     js, out = tmp_path / "c.json", tmp_path / "c.parquet"
     argv = ["correlate", "--signal", "uncertainty", "--dataset", "cifar10h", "--images", str(folder),
-            "--model", f"hf-clip:{clip_dir}", "--n", "120", "--n-boot", "50", "--n-perm", "50", "--json", str(js), "-o", str(out)]
+            "--model", f"hf-clip:{clip_dir}", "--n-items", "120", "--n-boot", "50", "--n-perm", "50", "--json", str(js), "-o", str(out)]
     assert run(argv) == 0
     s = json.loads(js.read_text())
     df = pq.read_table(out).to_pandas()

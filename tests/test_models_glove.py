@@ -98,11 +98,12 @@ def test_embed_is_permutation_equivariant(glove, tmp_path):
 def test_probe_and_lab_refuse_it_in_one_line(glove):
     from normscope.lab import run_transformer_lab
     from normscope.probes import run_probe
+    from normscope.requests.lab import TransformerLabRequest
 
     with pytest.raises(ModelError, match="static word vectors.*no encoder to differentiate"):
         run_probe(glove, ["dog", "cat"], (["dog", "cat"], ["a domestic animal", "a feline"]))
     with pytest.raises(ModelError, match="static word vectors"):
-        run_transformer_lab(model="glove:6B-50d", steps=4)
+        run_transformer_lab(TransformerLabRequest(model="glove:6B-50d", steps=4))
 
 
 def test_cli_probe_refuses_with_exit_2(glove, tmp_path, capsys):

@@ -141,7 +141,7 @@ def test_check_vocab_refuses_another_vocabulary(tmp_path):
 
 
 def _tiny_graph(extra_init: bool = False, bias_named: bool = True):
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
     w = numpy_helper.from_array(np.ones((4, 4), np.float32), "onnx::MatMul_1")

@@ -116,7 +116,7 @@ def test_mpnet_without_the_extra_names_it(tmp_path, monkeypatch, capsys):
     with pytest.raises(ModelError, match=r"needs the optional extra.*normscope\[mpnet\]"):
         bundled_model_path("all-mpnet-base-v2")
     assert bundled_model_path("all-mpnet-base-v2", missing_ok=True) is None
-    assert run(["embed", "--wordfreq-top", "5", "--model", MPNET_MODEL, "-o", str(tmp_path / "x.parquet")]) == 2
+    assert run(["embed", "wordfreq:5", "--model", MPNET_MODEL, "-o", str(tmp_path / "x.parquet")]) == 2
     err = capsys.readouterr().err
     assert "normscope[mpnet]" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.parquet").exists()

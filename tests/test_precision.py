@@ -92,15 +92,19 @@ def test_bad_precision_is_one_line_exit_2(tmp_path, capsys, rng):
 def test_report_stage_keys_follow_the_precision(tmp_path, bundled_encoder):
     from normscope.errors import InputError
     from normscope.report import ReportConfig
-    from normscope.report.runner import settings_key, stage_settings
+    from normscope.report.stages import get_stage
 
     fp32 = ReportConfig(out=tmp_path / "r")
     bf16 = ReportConfig(out=tmp_path / "r", precision="bf16")
-    for stage in ("setup", "norms", "signals", "retrieval", "probes"):
-        k32 = settings_key(stage_settings(stage, fp32, bundled_encoder.fingerprint))
-        k16 = settings_key(stage_settings(stage, bf16, bundled_encoder.at_precision("bf16").fingerprint))
-        assert k32 != k16, stage
-    assert settings_key(stage_settings("lab", fp32)) == settings_key(stage_settings("lab", bf16))  # no model in it
+
+    def key(name, cfg, fp):
+        st = get_stage(name)
+        return st.key(st.request(cfg), fingerprint=fp.to_dict() if fp is not None else None, data_dir=None)
+
+    for stage in ("setup", "norms", "signals", "retrieval", "probes", "similarity"):
+        assert key(stage, fp32, bundled_encoder.fingerprint) != key(
+            stage, bf16, bundled_encoder.at_precision("bf16").fingerprint), stage
+    assert key("lab", fp32, None) == key("lab", bf16, None)  # no model in it
     with pytest.raises(InputError, match="unknown precision 'half'"):
         ReportConfig(out=tmp_path / "r", precision="half")
 

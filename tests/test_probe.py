@@ -16,13 +16,13 @@ import torch
 from scipy import stats as sps
 from torch.func import functional_call, jvp
 
+from _probe_call import run_probe
 from normscope import theory
 from normscope.errors import InputError, ModelError
 from normscope.probes import (
     ModuleAdapter,
     decay_mask_for,
     probe_moments,
-    run_probe,
     sample_pair_batches,
     symmetric_info_nce,
 )
@@ -72,7 +72,7 @@ def test_jvp_displacement_matches_float64_finite_difference():
         np.testing.assert_allclose(m.aa[k], aa_fd, rtol=1e-6)
         # second-order radial term vs forward-over-forward AD: c = 0.5 f''[g, g]
         v = {n: -g[n] for n in theta}
-        first = lambda p: jvp(lambda q: functional_call(net, q, (items,)), (p,), (v,))[1]  # noqa: E731
+        first = lambda p, v=v: jvp(lambda q: functional_call(net, q, (items,)), (p,), (v,))[1]  # noqa: E731
         _, second = jvp(first, (theta,), (v,))
         zc_ad = (z * 0.5 * second).sum(1).numpy()
         np.testing.assert_allclose(m.zc[k], zc_ad, rtol=1e-5, atol=1e-6 * np.abs(zc_ad).max())

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from normscope.probes import run_probe
+from _probe_call import run_probe
 
 ITEMS = [
     "apple", "the theory of relativity and its consequences for the measurement of time", "bank",

@@ -34,13 +34,13 @@ def files(tmp_path):
         (["--pairs", "ONE"], "line 1 has 1 column"),
         (["--batch-size", "1"], "--batch-size must be >= 2"),
         (["--json", "/no/such/dir/s.json"], "output directory does not exist"),
-        (["--decay-mask", "biases"], "--decay-mask"),
+        (["--decay-mask", "biases"], "unknown decay mask 'biases'"),
     ],
 )
 def test_bad_input_exit_2(files, capsys, extra, message):
     items, pairs, one, _ = files
     extra = [str(one) if e == "ONE" else e for e in extra]
-    argv = ["probe", str(items), "--pairs", str(pairs), *extra]
+    argv = ["probe", str(items), *([] if "--pairs" in extra else ["--pairs", str(pairs)]), *extra]
     assert run(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and message in err and "Traceback" not in err
@@ -53,9 +53,9 @@ def test_bad_wordfreq_spec(capsys):
 
 def test_small_real_run_writes_consistent_outputs(files, bundled_encoder, monkeypatch, capsys):
     items, pairs, _, tmp = files
-    import normscope.encoders
+    import normscope.cli.probe
 
-    monkeypatch.setattr(normscope.encoders, "load_encoder", lambda *a, **k: bundled_encoder)
+    monkeypatch.setattr(normscope.cli.probe, "load_encoder", lambda *a, **k: bundled_encoder)
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -90,9 +90,9 @@ def test_out_must_end_in_parquet(files, capsys):
 
 def test_table_shows_n_and_c_fit_and_lr_source_says_where_eta_came_from(files, bundled_encoder, monkeypatch, capsys):
     items, pairs, _, tmp = files
-    import normscope.encoders
+    import normscope.cli.probe
 
-    monkeypatch.setattr(normscope.encoders, "load_encoder", lambda *a, **k: bundled_encoder)
+    monkeypatch.setattr(normscope.cli.probe, "load_encoder", lambda *a, **k: bundled_encoder)
     monkeypatch.setenv("COLUMNS", "250")
     n = torch.get_num_threads()
     torch.set_num_threads(1)

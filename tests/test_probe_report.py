@@ -27,6 +27,7 @@ def probe_run(tmp_path_factory, bundled_encoder):
     import torch
 
     import normscope.pairs
+    import normscope.report.stages.probes as stage
     from normscope.datasets import shared_data_dir
 
     d = shared_data_dir()
@@ -34,7 +35,8 @@ def probe_run(tmp_path_factory, bundled_encoder):
         skip_without_data("WordNet is not in the shared data folder")
     mp = pytest.MonkeyPatch()
     real = normscope.pairs.load_pairs
-    mp.setattr(normscope.pairs, "load_pairs", lambda spec: real("wordnet:v") if spec == "wordnet" else real(spec))
+    verbs = lambda spec: real("wordnet:v") if spec == "wordnet" else real(spec)  # noqa: E731
+    mp.setattr(stage, "load_pairs", verbs)
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -78,9 +80,9 @@ def test_probe_section_numbers_are_independent_values(probe_run, bundled_encoder
 
 def test_probe_claims_rows_follow_the_ci(probe_run):
     out, res = probe_run
-    sec = res.records["probes"]["sections"]["equilibrium_theory"]
-    r = sec["result"]
-    rows = {row["key"]: row for row in sec["claims"]}
+    sec = res.records["probes"].sections["equilibrium_theory"]
+    r = sec.result
+    rows = {row["key"]: row for row in sec.claims}
     assert set(rows) == {"corr_norm_heat", "corr_norm_drift", "req_predicts_norm"}
     # each row's figure is the section's own number: the R-free statistic for heat, Pearson for drift, the balance
     heat, free = rows["corr_norm_heat"], r["corr_norm_displacement"]
@@ -117,3 +119,18 @@ def test_probe_sentences_cite_their_own_numbers(probe_run):
             assert says[0].startswith("The prediction fails on this model")
     heat = next(s for s in says if "the heat \u03a3\u00b2" in s)
     assert f"n = {r['corr_norm_heat']['n']}" in heat
+
+
+def test_probe_command_reproduces_the_section(probe_run, tmp_path, monkeypatch):
+    """The page's `normscope probe probe_words.jsonl ...` (run in the report folder, on the same verb pairs)
+    writes the section's numbers."""
+    import normscope.pairs
+    from _reproduce import check_reproduces
+
+    out, res = probe_run
+    real = normscope.pairs.load_pairs
+    monkeypatch.setattr(normscope.pairs, "load_pairs", lambda spec: real("wordnet:v") if spec == "wordnet" else real(spec))
+    cmd = res.summary["equilibrium_theory"]["command"]
+    assert cmd.startswith("normscope probe probe_words.jsonl --model sentence-transformers/all-MiniLM-L6-v2 --pairs wordnet")
+    assert "--precision fp32" in cmd and "--batch-size 8" in cmd
+    check_reproduces(out, res.records, ["equilibrium_theory"], tmp_path, monkeypatch)

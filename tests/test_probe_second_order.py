@@ -180,7 +180,7 @@ def test_minilm_probe_outputs_equal_the_float64_difference_default(bundled_encod
     (drift, q, R_eq) follow."""
     from normscope.datasets import wordfreq_words
     from normscope.pairs import load_pairs
-    from normscope.probes import run_probe
+    from _probe_call import run_probe  # flat keywords onto the request
 
     torch.set_num_threads(1)
     words = wordfreq_words(50)

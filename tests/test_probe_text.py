@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from normscope.probes.claims import probe_claims
-from normscope.report.stages.probes import prediction_reading
-from normscope.report.text import correlation_sentence, equilibrium_sentences, semantic_signal_sentences
+from normscope.report.stages.probes import equilibrium_sentences, prediction_reading
+from normscope.report.stages.signals import semantic_signal_sentences
+from normscope.report.text import correlation_sentence
 
 
 def _corr(rho, lo, hi, n, **kw):
@@ -22,14 +23,14 @@ def _result(req, **kw):
     return res
 
 
-def _section(res):
+def _sentences(res):
     key, reading = prediction_reading(res)
-    return {"status": "ok", "result": res, "derived": {"prediction_key": key, "prediction_reading": reading}}
+    return equilibrium_sentences(res, {"prediction_key": key, "prediction_reading": reading})
 
 
 def test_failed_prediction_is_said_first_in_those_words():
     req = _corr(-0.25, -0.35, -0.15, 339, n_excluded=61, excluded={"c_fit<=0": 0, "lambda_rad<=0": 61})
-    out = equilibrium_sentences(_section(_result(req)))
+    out = _sentences((_result(req)))
     assert out[0].startswith("The prediction fails on this model:")
     assert "n = 339" in out[0] and "61 of 400 items are left out of this check" in out[0]
     assert "61 with lambda_rad<=0" in out[0]
@@ -69,9 +70,9 @@ def test_direction_comes_from_the_ci_not_the_point_estimate():
 
 
 def test_partial_stays_only_when_it_keeps_the_sign_of_the_marginal():
-    sec = {"result": {"frequency": {"spearman": -0.3, "spearman_ci": [-0.4, -0.2], "n": 100,
-                                    "partial_spearman": {"rho": 0.1, "ci": [0.05, 0.15], "controls": ["length"]}}}}
+    sec = {"frequency": {"signal": "frequency", "spearman": -0.3, "spearman_ci": [-0.4, -0.2], "n": 100,
+                                    "partial_spearman": {"rho": 0.1, "ci": [0.05, 0.15], "controls": ["length"]}}}
     s = semantic_signal_sentences(sec)[0]
     assert "it turns positive" in s and "stays" not in s
-    sec["result"]["frequency"]["partial_spearman"] = {"rho": -0.1, "ci": [-0.15, -0.05], "controls": ["length"]}
+    sec["frequency"]["partial_spearman"] = {"rho": -0.1, "ci": [-0.15, -0.05], "controls": ["length"]}
     assert "it stays negative" in semantic_signal_sentences(sec)[0]

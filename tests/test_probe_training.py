@@ -46,13 +46,14 @@ def test_decay_readings():
 
 @pytest.mark.parametrize("kw, msg", [({"batches": 1}, "--batches must be >= 2"), ({"batches": 2, "tau": 0.0}, "--tau"),
                                      ({"batches": 2, "weight_decay": -1.0}, "--weight-decay"),
-                                     ({"batches": 2, "fd_dtype": "float16"}, "--fd-dtype")])
+                                     ({"batches": 2, "fd_dtype": "float16"}, "unknown fd dtype 'float16'")])
 def test_option_checks(kw, msg):
+    """The probe's request checks every option at construction (before any model or data)."""
     from normscope.errors import InputError
-    from normscope.probes import check_probe_options
+    from normscope.probes import ProbeRequest
 
     with pytest.raises(InputError, match=msg):
-        check_probe_options(**kw)
+        ProbeRequest(**kw)
 
 
 def test_checkpoint_temperature_comes_before_the_default_and_after_tau():

@@ -179,7 +179,7 @@ def test_worker_junk_rule_in_process(cluster):
 def test_retrieval_on_the_ray_engine_equals_local(corpus, cluster, local_result, tmp_path, monkeypatch):
     """`normscope retrieval --engine ray` (documents through the actor pool, run first): every metric, the junk
     list and every ranking equal the local engine's."""
-    from normscope.retrieval.pipeline import run_retrieval
+    from _retrieval_call import run_retrieval
 
     rows = [json.loads(x) for x in gzip.open(corpus / "corpus.jsonl.gz", "rt", encoding="utf-8")]
     d = tmp_path / "beir"

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from _data import data_required
-from normscope.report import Sizes, parse_stages
-from normscope.report import ReportConfig, run_report
+from _reproduce import check_reproduces
+from normscope.report import ReportConfig, Sizes, parse_stages, run_report
 
 TINY = Sizes(
     words=60,
@@ -30,10 +30,6 @@ TINY = Sizes(
     n_boot=200,
     n_perm=200,
 )
-#: keys of a command's JSON that measure wall time, not results
-TIMING_KEYS = {"wall_s", "cpu_s", "steps_per_s", "timings_s", "timings"}
-
-
 def _scifact():
     from normscope.datasets import shared_data_dir
 
@@ -52,24 +48,6 @@ def small_run(tmp_path_factory, bundled_encoder):
     cfg = ReportConfig(out=out, sizes=TINY, only=stages, signals=("frequency",))
     res = run_report(cfg, progress=False, encoder=bundled_encoder)
     return cfg, res
-
-
-def _same(got, ref, path="", rel=1e-9):
-    """Recursive equality of two JSON values (floats to ``rel``), ignoring timing keys."""
-    if isinstance(ref, dict):
-        assert isinstance(got, dict), path
-        keys = set(ref) - TIMING_KEYS
-        assert keys == set(got) - TIMING_KEYS, (path, keys ^ (set(got) - TIMING_KEYS))
-        for k in keys:
-            _same(got[k], ref[k], f"{path}.{k}", rel)
-    elif isinstance(ref, list):
-        assert isinstance(got, list) and len(got) == len(ref), path
-        for i, (a, b) in enumerate(zip(got, ref)):
-            _same(a, b, f"{path}[{i}]", rel)
-    elif isinstance(ref, float) and not (isinstance(got, float) and math.isnan(got) and math.isnan(ref)):
-        assert got == pytest.approx(ref, rel=rel, abs=1e-12), path
-    else:
-        assert got == ref, path
 
 
 def _cli(argv):
@@ -119,92 +97,60 @@ def test_claims_scorecard_one_row_per_claim_with_reasons(small_run):
     assert page.index('id="claims"') < page.index('id="what_this_says"')
 
 
-def test_norm_numbers_equal_embed_command(small_run, tmp_path, bundled_encoder):
-    """summary.json's norm_distribution equals `normscope embed --wordfreq-top N --json` (same settings)."""
+def test_reproduce_commands_yield_the_pages_numbers(small_run, tmp_path, monkeypatch):
+    """Each section's command, as the page prints it and run in the report folder, writes JSON equal to the
+    section's numbers (norms to float32 rounding across processes, tests/_close.py)."""
+    cfg, res = small_run
+    check_reproduces(cfg.out, res.records, ["norm_distribution"], tmp_path, monkeypatch, rel=1e-5)
+    sections = ["training_lab", "semantic_signals"] + (["retrieval", "calibration"] if _scifact() is not None else [])
+    check_reproduces(cfg.out, res.records, sections, tmp_path, monkeypatch)
+    cmd = res.summary["norm_distribution"]["command"]
+    assert "--model sentence-transformers/all-MiniLM-L6-v2 --precision fp32" in cmd and f"wordfreq:{TINY.words}" in cmd
+
+
+def test_norm_numbers_are_the_encoders_own(small_run, bundled_encoder):
+    """The norm distribution against an independent recomputation: the encoder's own norms of the same words."""
     cfg, _ = small_run
     s = json.loads((cfg.out / "summary.json").read_text())
-    cmd_json = tmp_path / "words.json"
-    rc = _cli(["embed", "--wordfreq-top", str(TINY.words), "-o", str(tmp_path / "w.parquet"), "--json", str(cmd_json)])
-    assert rc == 0
-    ref = json.loads(cmd_json.read_text())
     got = s["norm_distribution"]["result"]
-    assert got["n"] == ref["n"] == TINY.words
-    assert got["dim"] == ref["dim"] == 384
-    for k in ("norm_mean", "norm_std", "norm_min", "norm_max"):
-        assert got[k] == pytest.approx(ref[k], rel=1e-5), k  # float32 rounding across paths (tests/_close.py)
-    # an independent recomputation: the norms of the same words from the encoder directly
+    assert got["n"] == TINY.words and got["dim"] == 384
     from normscope.datasets import wordfreq_words
 
     r = np.linalg.norm(bundled_encoder.encode(wordfreq_words(TINY.words)).astype(np.float64), axis=1)
     assert got["norm_mean"] == pytest.approx(r.mean(), rel=1e-5)
     q = s["norm_distribution"]["derived"]["quantiles"]
     assert q["p50"] == pytest.approx(np.median(r), rel=1e-5)
-    # every key number shown on the page is in summary.json
-    labels = [row[0] for row in s["norm_distribution"]["key_numbers"]]
+    labels = [row[0] for row in s["norm_distribution"]["key_numbers"]]  # every key number on the page is here
     assert "mean norm" in labels
+    row = [r for r in s["training_lab"]["key_numbers"] if r[0].startswith("mean |relative error|")][0]
+    assert row[1] == s["training_lab"]["result"]["mean_abs_rel_error"]
 
 
-def test_lab_numbers_equal_lab_command(small_run, tmp_path):
-    """summary.json's training_lab equals `normscope lab ... --json` with the same settings."""
-    cfg, _ = small_run
-    s = json.loads((cfg.out / "summary.json").read_text())["training_lab"]
-    assert s["command"].startswith("normscope lab ")
-    ref_path = tmp_path / "lab.json"
-    argv = ["lab", "--encoder", "table", "--optimizer", "sgd", "--data", "synthetic", "--seed", "0",
-            "--steps", str(TINY.lab_steps), "--snapshots", str(TINY.lab_snapshots),
-            "--probe-batches", str(TINY.lab_probe_batches), "--json", str(ref_path)]
-    assert _cli(argv) == 0
-    _same(s["result"], json.loads(ref_path.read_text()))
-    # the page's key number is the command's number
-    row = [r for r in s["key_numbers"] if r[0].startswith("mean |relative error|")][0]
-    assert row[1] == s["result"]["mean_abs_rel_error"]
-
-
-def test_signal_numbers_equal_correlate_command(small_run, tmp_path):
-    """summary.json's semantic_signals.frequency equals `normscope correlate --signal frequency ... --json`."""
-    cfg, _ = small_run
-    sec = json.loads((cfg.out / "summary.json").read_text())["semantic_signals"]
-    got = sec["result"]["frequency"]
-    ref_path = tmp_path / "freq.json"
-    argv = ["correlate", "--signal", "frequency", "--n", str(TINY.signal_items), "--n-boot", str(TINY.n_boot),
-            "--n-perm", str(TINY.n_perm), "--seed", "0", "--json", str(ref_path)]
-    assert _cli(argv) == 0
-    ref = json.loads(ref_path.read_text())
-    _same(got, ref)
-    assert got["n"] == TINY.signal_items
-    # independent check of the headline: Spearman of the norms with wordfreq's Zipf frequency (scipy)
+def test_signal_headline_is_scipys_spearman(small_run):
+    """The frequency signal's Spearman rho equals scipy's on the encoder's norms and wordfreq's Zipf values."""
     from scipy.stats import spearmanr
     from wordfreq import zipf_frequency
 
     from normscope.datasets import wordfreq_words
-
-    words = wordfreq_words(TINY.signal_items)
-    vecs = small_run[1].records["signals"]  # noqa: F841 (record exists)
     from normscope.encoders import load_encoder
 
+    cfg, _ = small_run
+    sec = json.loads((cfg.out / "summary.json").read_text())["semantic_signals"]
+    got = sec["result"]["frequency"]
+    assert got["n"] == TINY.signal_items
+    words = wordfreq_words(TINY.signal_items)
     norms = np.linalg.norm(load_encoder().encode(words).astype(np.float64), axis=1)
-    rho = spearmanr(norms, [zipf_frequency(w, "en") for w in words]).statistic
-    assert got["spearman"] == pytest.approx(rho, abs=1e-6)
+    assert got["spearman"] == pytest.approx(spearmanr(norms, [zipf_frequency(w, "en") for w in words]).statistic, abs=1e-6)
     assert sec["derived"]["unavailable"] == {"specificity": "not selected", "concreteness": "not selected",
                                              "uncertainty": "not selected"}
 
 
-def test_retrieval_numbers_equal_retrieval_command(small_run, shared_data, tmp_path):
-    """summary.json's retrieval and calibration equal `normscope retrieval ... --json` (same settings)."""
+def test_retrieval_sizes_and_figures(small_run, shared_data):
     cfg, res = small_run
     s = json.loads((cfg.out / "summary.json").read_text())
     assert s["retrieval"]["status"] == "ok" and s["calibration"]["status"] == "ok"
-    ref_path = tmp_path / "retrieval.json"
-    argv = ["retrieval", "--dataset", str(shared_data / "scifact"), "--max-docs", str(TINY.retrieval_docs),
-            "--max-queries", str(TINY.retrieval_queries), "--n-boot", str(TINY.n_boot), "--seed", "0", "--json", str(ref_path)]
-    assert _cli(argv) == 0
-    ref = json.loads(ref_path.read_text())
-    _same(s["retrieval"]["result"], {k: v for k, v in ref.items() if k not in ("calibration", "calibration_info", "qpp",
-                                                                                "qpp_info")})
     for k in ("qpp", "qpp_info", "calibration_incremental"):  # the calibration section carries the QPP study
-        _same(s["calibration"]["derived"][k], ref[k])
-    _same(s["calibration"]["result"], {k: {kk: vv for kk, vv in v.items() if kk not in ("reliability", "risk_coverage")}
-                                       for k, v in ref["calibration"].items()})
+        assert k in s["calibration"]["derived"]
     assert s["retrieval"]["result"]["n_docs"] == TINY.retrieval_docs
     for f in ("calibration_reliability.png", "calibration_risk_coverage.png"):
         assert (cfg.out / f).is_file()
@@ -232,14 +178,20 @@ def test_auroc_bootstrap_ci_matches_sklearn():
 def test_rerun_uses_cache_and_settings_invalidate(small_run, bundled_encoder):
     cfg, first = small_run
     again = run_report(cfg, progress=False, encoder=bundled_encoder)
-    assert again.records["norms"]["cached"] is True
+    assert again.records["norms"].cached is True
     assert again.summary["norm_distribution"]["result"] == first.summary["norm_distribution"]["result"]
     import dataclasses
 
-    assert again.records["lab"]["cached"] is True and again.records["signals"]["cached"] is True
+    assert again.records["lab"].cached is True and again.records["signals"].cached is True
     cfg2 = ReportConfig(out=cfg.out, sizes=dataclasses.replace(TINY, words=40), only=("norms",))
     third = run_report(cfg2, progress=False, encoder=bundled_encoder)
-    assert third.records["norms"]["cached"] is False
+    assert third.records["norms"].cached is False
+    # --only norms into the same folder: the other sections are kept as they were, with their figures
+    assert third.records["lab"].kept and third.summary["training_lab"] == first.summary["training_lab"]
+    assert third.summary["report"]["stages_kept"] == [k for k in ("setup", "lab", "signals", "retrieval")
+                                                      if first.records[k].ran]
+    assert "training_lab_trajectories.png" in (cfg.out / "index.html").read_text()
+    assert "lab_steps" not in third.summary["report"]["sizes"]  # the sizes of this run: norms only
     assert third.summary["norm_distribution"]["result"]["n"] == 40
     # restore the module's run for the other tests
     run_report(cfg, progress=False, encoder=bundled_encoder)
@@ -299,32 +251,32 @@ def test_correlation_sentence_follows_sign_and_ci():
 
 
 def test_lab_and_calibration_sentences_follow_numbers():
-    from normscope.report.text import calibration_sentences, training_lab_sentences
+    from normscope.lab import LabResult
+    from normscope.report.stages.lab import training_lab_sentences
+    from normscope.report.stages.retrieval import calibration_sentences
 
-    ok = training_lab_sentences({"result": {"mean_abs_rel_error": 0.014, "median_rel_error": -0.002, "pearson": 0.998,
-                                            "encoder": "table", "optimizer": "sgd"}})
+    ok = training_lab_sentences(LabResult.from_dict({"mean_abs_rel_error": 0.014, "median_rel_error": -0.002,
+                                                     "pearson": 0.998, "encoder": "table", "optimizer": "sgd"}))
     assert "agree with the (E7) prediction" in ok[0]
-    bad = training_lab_sentences({"result": {"mean_abs_rel_error": 0.30, "median_rel_error": 0.2, "pearson": 0.5,
-                                             "encoder": "mlp", "optimizer": "adamw"}})
+    bad = training_lab_sentences(LabResult.from_dict({"mean_abs_rel_error": 0.30, "median_rel_error": 0.2, "pearson": 0.5,
+                                                      "encoder": "mlp", "optimizer": "adamw"}))
     assert "do not meet the gate" in bad[0]
-    cal = calibration_sentences({"result": {"top1_score": {"auroc": 0.7, "auroc_ci": [0.6, 0.8]},
-                                            "query_norm": {"auroc": 0.52, "auroc_ci": [0.45, 0.59]}}})
+    cal = calibration_sentences({"top1_score": {"auroc": 0.7, "auroc_ci": [0.6, 0.8]},
+                                 "query_norm": {"auroc": 0.52, "auroc_ci": [0.45, 0.59]}})
     assert "better than chance" in cal[0] and "includes 0.5" in cal[1]
 
 
 def test_norm_sentence_detects_normalised_model():
-    from normscope.report.text import norm_distribution_sentences
+    from normscope.report.stages.norms import norm_distribution_sentences
 
-    s = norm_distribution_sentences({"result": {"n": 10, "norm_mean": 1.0, "norm_std": 1e-7, "norm_min": 1.0,
-                                                "norm_max": 1.0}})
+    s = norm_distribution_sentences({"n": 10, "norm_mean": 1.0, "norm_std": 1e-7, "norm_min": 1.0, "norm_max": 1.0})
     assert "constant" in s[0]
-    s = norm_distribution_sentences({"result": {"n": 10, "norm_mean": 6.3, "norm_std": 0.5, "norm_min": 4.6,
-                                                "norm_max": 7.5}})
+    s = norm_distribution_sentences({"n": 10, "norm_mean": 6.3, "norm_std": 0.5, "norm_min": 4.6, "norm_max": 7.5})
     assert "not unit length" in s[0] and math.isclose(0.5 / 6.3, 0.0794, rel_tol=1e-2)
 
 
 def test_equilibrium_sentences_guards():
-    from normscope.report.text import equilibrium_sentences
+    from normscope.report.stages.probes import equilibrium_sentences
 
     def corr(rho, lo, hi, n=100):
         return {"pearson": rho, "spearman": rho, "ci": {"pearson": [lo, hi], "spearman": [lo, hi]}, "n": n}
@@ -332,7 +284,7 @@ def test_equilibrium_sentences_guards():
     res = {"n_items": 100, "corr_req_norm": {"pearson": None, "spearman": None, "ci": {}, "n": 0, "note": "x"},
            "c_fit": -1e-5, "corr_norm_heat": corr(0.6, 0.5, 0.7), "corr_norm_displacement": corr(0.05, -0.1, 0.2),
            "corr_norm_drift": corr(-0.3, -0.4, -0.2), "n_negative_q": 3, "n_negative_lambda_rad": 0}
-    out = equilibrium_sentences({"status": "ok", "result": res})
+    out = equilibrium_sentences(res)
     assert "could not be made" in out[0] and "not positive" in out[0]
     assert "rises with the heat" in out[1]
     assert "may be mechanical" in out[2]
@@ -341,34 +293,43 @@ def test_equilibrium_sentences_guards():
     res["corr_req_norm"] = corr(0.4, 0.2, 0.6, 80)
     res["training"] = {"optimizer": "AdamW"}
     res["corr_norm_displacement"] = corr(0.3, 0.2, 0.4)
-    out = equilibrium_sentences({"status": "ok", "result": res})
+    out = equilibrium_sentences(res)
     assert "rises with the norm predicted by (E7)" in out[0] and "n = 80" in out[0] and "rank statistic" in out[0]
     assert not any("mechanical" in s for s in out)
 
 
 def test_norm_sentence_points_only_to_sections_that_ran():
-    from normscope.report.text import norm_distribution_sentences, what_this_says
+    from normscope.report.runner import what_this_says
+    from normscope.report.stage import Section, StageRecord
+    from normscope.report.stages import get_stage
+    from normscope.report.stages.norms import norm_distribution_sentences
+    from normscope.values import Status
 
-    res = {"result": {"n": 10, "norm_mean": 6.3, "norm_std": 0.5, "norm_min": 4.6, "norm_max": 7.5}}
+    res = {"n": 10, "norm_mean": 6.3, "norm_std": 0.5, "norm_min": 4.6, "norm_max": 7.5}
     alone = norm_distribution_sentences(res, explained_by=[])[0]
     assert "sections below" not in alone and "not explained by this run" in alone
-    lab = norm_distribution_sentences(res, explained_by=["training_lab"])[0]
+    lab = norm_distribution_sentences(res, explained_by=["the training lab"])[0]
     assert "the training lab below tries to explain" in lab
-    says = what_this_says({"norm_distribution": dict(res, status="ok"), "training_lab": {"status": "not_run"},
-                           "semantic_signals": {"status": "ok", "result": {}}})
+
+    def record(name, status, result=None):
+        st = get_stage(name)
+        return StageRecord(name, status, {k: Section(k, status, result=result) for k in st.sections})
+
+    says = what_this_says({"norms": record("norms", Status.OK, res), "lab": record("lab", Status.NOT_RUN),
+                           "signals": record("signals", Status.OK, {})})
     assert "the semantic signals below tries to explain" in says["norm_distribution"][0]
 
 
 def test_signal_sentence_names_only_applied_controls():
-    from normscope.report.text import semantic_signal_sentences
+    from normscope.report.stages.signals import semantic_signal_sentences
 
-    base = {"status": "ok", "spearman": -0.29, "spearman_ci": [-0.39, -0.18], "n": 300, "controls": ["frequency"],
-            "controls_dropped": ["length"]}
+    base = {"signal": "concreteness", "spearman": -0.29, "spearman_ci": [-0.39, -0.18], "n": 300,
+            "controls": ["frequency"], "controls_dropped": ["length"]}
     part = {"rho": -0.2, "ci": [-0.3, -0.1], "controls": ["frequency"], "n": 300}
-    s = semantic_signal_sentences({"result": {"concreteness": dict(base, partial_spearman=part)}})[0]
+    s = semantic_signal_sentences({"concreteness": dict(base, partial_spearman=part)})[0]
     assert "Controlling for frequency it stays negative" in s and "frequency and length" not in s
     assert "Length is constant over these items, so it was not controlled." in s
-    s = semantic_signal_sentences({"result": {"frequency": dict(base, controls=[], partial_spearman=None)}})[0]
+    s = semantic_signal_sentences({"frequency": dict(base, controls=[], partial_spearman=None)})[0]
     assert "Controlling" not in s and "no partial correlation was computed" in s
 
 
@@ -416,7 +377,7 @@ def test_redirected_log_has_stage_lines_and_heartbeat_and_sizes_are_values_used(
     lab = res.summary["training_lab"]["result"]
     used = res.summary["report"]["sizes"]
     assert used == {"words": 40, "lab_steps": lab["steps"], "lab_snapshots": lab["snapshots"],
-                    "lab_probe_batches": lab["probe_batches"]}
+                    "lab_probe_batches": lab["probe_batches"], "n_boot": 200}
     assert all(isinstance(v, int) for v in used.values())
     page = (tmp_path / "r" / "index.html").read_text()
     sizes_line = next(line for line in page.splitlines() if "Sizes of this run" in line)

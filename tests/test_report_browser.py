@@ -64,8 +64,7 @@ def test_report_renders_in_headless_chromium(tmp_path, bundled_encoder):
     sizes = Sizes(words=50, lab_steps=300, lab_snapshots=8, lab_probe_batches=10)
     cfg = ReportConfig(out=out, sizes=sizes, only=("setup", "norms", "lab"), items=items)
     res = run_report(cfg, progress=False, encoder=bundled_encoder)
-    n_figures = sum(len(sec.get("figures") or []) for rec in res.records.values()
-                    for sec in (rec.get("sections") or {}).values())
+    n_figures = sum(len(rec.figures()) for rec in res.records.values())
     assert n_figures >= 3
 
     requests: list[str] = []
@@ -130,11 +129,14 @@ def _wide_records() -> dict:
              "0.224 [-0.054, 0.458]", 0.9876, None, 2.69] for opt in ("sgd", "momentum", "adamw")]
     cmd = ("normscope lab --encoder table --optimizer momentum --data synthetic --seed 0 --steps 12000 "
            "--snapshots 32 --probe-batches 100")
-    sec = {"status": "ok", "sizes": "x", "command": cmd, "key_numbers": [["a very long quantity name " * 4, 1.0, ""]],
-           "tables": [{"title": "wide", "columns": cols, "rows": rows},
-                      {"title": "commands", "columns": ["optimizer", "error", "command"], "rows": [["adamw", 0.87, cmd]]}],
-           "figures": [], "notes": ["note " * 80]}
-    return {"transformer": {"status": "ok", "sections": {"transformer_lab": sec}}}
+    from normscope.report.stage import Command, KeyNumber, Section, StageRecord, Table
+    from normscope.values import Status
+
+    sec = Section("transformer_lab", commands=[Command(tuple(cmd.split()))], sizes="x",
+                  key_numbers=[KeyNumber("k", "a very long quantity name " * 4, 1.0)],
+                  tables=[Table("wide", cols, rows), Table("commands", ["optimizer", "error", "command"],
+                                                           [["adamw", 0.87, cmd]])], notes=["note " * 80])
+    return {"transformer": StageRecord("transformer", Status.OK, {"transformer_lab": sec}, key="k")}
 
 
 def test_tables_fit_a_1280px_window(tmp_path):
@@ -152,7 +154,7 @@ def test_tables_fit_a_1280px_window(tmp_path):
         rows.append(claim_row(key, measured=0.0017, ci=[-0.0047, 0.0088], judged=j, what="a statistic " * 20,
                               beside="raw Pearson r(R, \u03a3\u00b2) +0.447 [+0.353, +0.531]", details={"x" * 60: 1.0})
                     if CLAIMS[key].sign is not None else not_testable_row(key, "why " * 15))
-    summary = {"report": {"model": "m"}, "claims": rows, "transformer_lab": {"status": "ok"}}
+    summary = {"report": {"model": "m", "sizes": {}}, "claims": rows, "transformer_lab": {"status": "ok"}}
     out = tmp_path / "r"
     out.mkdir()
     page_path = out / "index.html"

@@ -117,21 +117,27 @@ def test_the_summary_fits_one_screen_whatever_happened(tmp_path):
     from rich.console import Console
 
     from normscope.cli.report import print_summary
-    from normscope.report.claims import CLAIMS, not_testable_row
-    from normscope.report.config import SECTIONS, STAGES
+    from normscope.claims import CLAIMS, not_testable_row
     from normscope.report.missing import availability
     from normscope.report.runner import ReportResult
+    from normscope.report.stage import StageRecord
+    from normscope.report.stages import SECTIONS, STAGES
+    from normscope.values import Status
 
     long = "ValueError: " + "a very long reason " * 30 + "\nsecond line\nthird line"
-    summary = {"report": {"model": "m" * 80, "preset": "full", "seconds": 12.0, "stages_run": list(STAGES),
-                          "stage_cached": {}}}
-    for i, key in enumerate(SECTIONS):
-        summary[key] = {"status": "unavailable" if i % 2 else "failed", "reason": long,
-                        "missing": {f"data{i}": {"title": f"Dataset number {i} with a long title", "cause": long}}}
+    summary = {"report": {"model": "m" * 80, "preset": "full", "seconds": 12.0, "stages_run": [st.name for st in STAGES],
+                          "stage_cached": {st.name: False for st in STAGES}}, "what_this_says": {}}
+    records = {}
+    for i, st in enumerate(STAGES):
+        rec = StageRecord.error(st, Status.UNAVAILABLE if i % 2 else Status.FAILED, long, key="k", request={},
+                                seconds=1.0)
+        for j, (key, sec) in enumerate(rec.sections.items()):
+            sec.missing = {f"data{i}_{j}": {"title": f"Dataset number {i} with a long title", "cause": long}}
+            summary[key] = sec.summary()
+        records[st.name] = rec
     summary["claims"] = [not_testable_row(k, long, section=sec) for k, sec in zip(CLAIMS, list(SECTIONS)[1:] * 3)]
     summary.update(availability(summary, SECTIONS))
     assert len(summary["missing_data"]) == len(SECTIONS)
-    records = {st: {"status": "failed", "reason": long} for st in STAGES}
     res = ReportResult(index=tmp_path / "index.html", summary_path=tmp_path / "summary.json", summary=summary,
                        records=records, seconds=1.0)
     for width in (80, 200):

@@ -2,36 +2,29 @@
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from _reproduce import check_reproduces
+from normscope.report.stages.signals import semantic_signal_sentences
+from normscope.report.stages.similarity import similarity_sentences
 from normscope.signals.claims import signal_claims
 from normscope.similarity.claims import similarity_claim
-from normscope.report.text import semantic_signal_sentences, similarity_sentences
 
 
-def test_similarity_stage_equals_the_command(tmp_path, shared_data, bundled_encoder):
-    from rich.console import Console
-
-    from normscope.cli import run
-    from normscope.report import ReportConfig, Sizes
-    from normscope.report.context import StageContext
-    from normscope.report.stages import STAGE_FUNCS
+def test_similarity_stage_equals_the_command(tmp_path, shared_data, bundled_encoder, monkeypatch):
+    """The section's printed command, run in the report folder, gives the section's numbers."""
+    from normscope.report import ReportConfig, Sizes, run_report
 
     cfg = ReportConfig(out=tmp_path / "r", sizes=Sizes(n_boot=100, n_perm=100), only=("similarity",))
-    cfg.out.mkdir()
-    ctx = StageContext(cfg, Console(stderr=True, quiet=True))
-    ctx._encoder = bundled_encoder
-    sec = STAGE_FUNCS["similarity"](ctx)["similarity"]
-    ref_path = tmp_path / "s.json"
-    assert run(["similarity", "--dataset", str(shared_data / "simlex999" / "SimLex-999.txt"), "--n-boot", "100",
-                "--seed", "0", "--json", str(ref_path)]) == 0
-    ref = json.loads(ref_path.read_text())
-    assert sec["result"] == ref
-    assert (cfg.out / sec["figures"][0]["file"]).read_bytes()[:4] == b"\x89PNG"
+    res = run_report(cfg, progress=False, encoder=bundled_encoder)
+    sec = res.records["similarity"].sections["similarity"]
+    check_reproduces(cfg.out, res.records, ["similarity"], tmp_path, monkeypatch)
+    ref = sec.result
+    assert (cfg.out / sec.figures[0].file).read_bytes()[:4] == b"\x89PNG"
+    assert "--dataset simlex-999" in res.summary["similarity"]["command"]
     # independent checks of the headline: the evaluated half is the second half of the pairs ordered by
     # sha256(seed, text1, text2) (hashed here), its cosine values equal vectors encoded here (a sample of 40
     # pairs), and scipy gives the same Spearman
@@ -43,7 +36,11 @@ def test_similarity_stage_equals_the_command(tmp_path, shared_data, bundled_enco
     digests = [hashlib.sha256(f"0\x1f{a}\x1f{b}".encode()).hexdigest() for a, b in zip(pairs.text1, pairs.text2)]
     perm = sorted(range(len(pairs)), key=lambda i: digests[i])
     ev = np.sort(perm[len(pairs) // 2:])
-    items = run_similarity(shared_data / "simlex999" / "SimLex-999.txt", encoder=bundled_encoder, n_boot=0).items
+    from normscope.requests import Resampling
+    from normscope.similarity import SimilarityRequest
+
+    items = run_similarity(SimilarityRequest(dataset=str(shared_data / "simlex999" / "SimLex-999.txt"),
+                                             resampling=Resampling(n_boot=0)), encoder=bundled_encoder).items
     items = items[items["split"] == "eval"]
     assert items["id"].tolist() == [pairs.ids[i] for i in ev] and ref["n_pairs"] == len(ev) == 500
     sample = items.iloc[::12]
@@ -53,8 +50,8 @@ def test_similarity_stage_equals_the_command(tmp_path, shared_data, bundled_enco
     np.testing.assert_allclose(sample["score_cosine"], cos, rtol=1e-5, atol=1e-6)
     rho = stats.spearmanr(items["score_cosine"], pairs.score[ev]).statistic
     assert abs(ref["scorers"]["cosine"]["spearman"] - rho) < 1e-12
-    claim = sec["claims"][0]
-    assert claim["key"] == "similarity_pairs" and claim["n"] == 500 and sec["claims"] == ref["claims"]
+    claim = sec.claims[0]
+    assert claim["key"] == "similarity_pairs" and claim["n"] == 500 and sec.claims == ref["claims"]
     assert claim["verdict"] in ("reproduced", "refuted", "inconclusive")
     # the relative change and its CI (the size the paper's +1.2 to +2.3 % is compared with), from the same resamples
     inv = ref["scorers"]["inverse_norm"]
@@ -114,9 +111,9 @@ def test_sentences_follow_the_controlled_figure():
            "strata": [{"name": "mnli_m", "spearman": -0.177, "spearman_ci": [-0.22, -0.13], "n": 1599},
                       {"name": "snli", "spearman": 0.036, "spearman_ci": [-0.02, 0.08], "n": 1514}],
            "norm_length": {"spearman": -0.86, "spearman_ci": [-0.87, -0.85], "length": "tokens the model saw"}}
-    s = semantic_signal_sentences({"result": {"uncertainty": unc}})[0]
+    s = semantic_signal_sentences({"uncertainty": unc})[0]
     assert "mixes them" in s and "mnli_m" in s and "snli" in s
     assert "controlling for frequency, length and source the CI includes 0" in s
     assert "falls with" not in s and "\u22120.860" in s
-    says = similarity_sentences({"result": _sim_result(0.001, [-0.002, 0.004], 0.47, -0.03, [-0.05, -0.01], 0.4)})
+    says = similarity_sentences((_sim_result(0.001, [-0.002, 0.004], 0.47, -0.03, [-0.05, -0.01], 0.4)))
     assert "CI includes 0: no evidence of a difference" in says[1] and "is worse than cosine" in says[2]

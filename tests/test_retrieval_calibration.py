@@ -117,7 +117,7 @@ def test_evaluate_signals_consistent(rng):
     assert out["top1_score_uncalibrated"]["ece"] == pytest.approx(_ece_reference(conf, y), abs=1e-12)
     # the planted norm effect makes the norm-augmented combination better than the score-only one
     assert out["learned_scores_norms"]["auroc"] > out["learned_scores"]["auroc"]
-    for sig, e in out.items():
+    for e in out.values():
         assert 0 <= e["ece"] <= 1 and e["aurc_optimal"] <= e["aurc"] + 1e-12
         assert len(e["risk_coverage"]["risk"]) == 300
 

@@ -12,10 +12,25 @@ import pytest
 from _retrieval_data import calibration_beir
 
 from normscope.errors import InputError
-from normscope.retrieval.calibrate import run_calibrate
+from normscope.retrieval.calibrate import run_calibrate as _run_calibrate
 from normscope.retrieval.calibrator import (LAMBDA_GRID, Calibrator, check_fingerprint, fit_calibrator, keep_stats,
                                             load_calibrator, ltt_threshold, score_threshold)
 from normscope.table import ModelFingerprint
+
+
+def run_calibrate(dataset, *, encoder=None, progress=False, seed=0, n_boot=1000, model=None, signals=None,
+                  answer_at=(), apply=None, run_file=None, qrels_file=None, **kw):
+    """``run_calibrate(CalibrateRequest(...), encoder=...)`` from flat keywords (tests only)."""
+    from normscope.requests import Embedding, Resampling
+    from normscope.requests.retrieval import CalibrateRequest
+
+    req = CalibrateRequest(dataset=None if dataset is None else str(dataset),
+                           run_file=None if run_file is None else str(run_file),
+                           qrels_file=None if qrels_file is None else str(qrels_file),
+                           apply=None if apply is None else str(apply), answer_at=tuple(answer_at),
+                           embedding=Embedding(model=model), resampling=Resampling(n_boot=n_boot, seed=seed),
+                           **({"signals": tuple(signals)} if signals is not None else {}), **kw)
+    return _run_calibrate(req, encoder=encoder, progress=progress)
 
 FP = {"name": "test/lookup", "revision": "planted", "pooling": "none", "dropped_modules": [], "backend": "test",
       "precision": "fp32"}

@@ -8,7 +8,7 @@ import torch
 
 from normscope.errors import InputError
 from normscope.retrieval.integrations import norm_aware_similarity, norm_aware_similarity_pairwise
-from normscope.retrieval.scoring import score
+from normscope.scoring import score
 
 
 @pytest.mark.parametrize("scorer,param", [("cosine", None), ("dot", None), ("inverse_norm", 0.2), ("power", -1.3)])

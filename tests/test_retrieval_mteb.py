@@ -11,9 +11,10 @@ import pytest
 from _retrieval_data import LookupEncoder, planted
 
 from normscope.errors import InputError, ModelError
-from normscope.retrieval import NormAwareMTEBModel, evaluate_mteb, load_beir, run_retrieval
+from _retrieval_call import run_retrieval
+from normscope.retrieval import NormAwareMTEBModel, evaluate_mteb, load_beir
 from normscope.retrieval.mteb_model import mteb_name
-from normscope.retrieval.scoring import score
+from normscope.scoring import score
 
 mteb = pytest.importorskip("mteb")  # installed by the test extra; a bare install skips
 

@@ -157,7 +157,7 @@ def test_retrieval_json_carries_the_contract_and_the_per_query_predictors(tmp_pa
     from _retrieval_data import calibration_beir
     from sklearn.metrics import roc_auc_score
 
-    from normscope.retrieval import run_retrieval
+    from _retrieval_call import run_retrieval
     from normscope.retrieval.qpp import QPP_DIRECTION
 
     d, enc = calibration_beir(tmp_path, np.random.default_rng(2), n_train=20, n_test=60)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from normscope.report.text import calibration_sentences, retrieval_sentences
+from normscope.report.stages.retrieval import calibration_sentences, retrieval_sentences
 from normscope.retrieval.claims import discrimination_claim as calibration_claim
 from normscope.retrieval.claims import gain_claim as similarity_gain_claim
 
@@ -45,16 +45,16 @@ def test_calibration_claim_verdicts():
 
 
 def test_sentences_follow_the_cis():
-    s = retrieval_sentences({"result": _summary(0.02, [0.012, 0.03], strata_p=(0.01,) + (0.6,) * 11)})
+    s = retrieval_sentences(_summary(0.02, [0.012, 0.03], strata_p=(0.01,) + (0.6,) * 11))
     assert "improves test nDCG@10" in s[0] and "the CI excludes 0" in s[0]
     assert "1 of 12 differ from cosine after Holm correction" in s[1]
-    s = retrieval_sentences({"result": _summary(0.0017, [-0.0047, 0.0088])})
+    s = retrieval_sentences(_summary(0.0017, [-0.0047, 0.0088]))
     assert "includes 0: no evidence of a difference" in s[0] and "In none of the 12" in s[1]
-    cal = calibration_sentences({"result": {
+    cal = calibration_sentences(({
         "query_norm": {"status": "ok", "auroc_raw": 0.40, "auroc_raw_ci": [0.33, 0.47], "auroc": 0.5, "ece": 0.03,
                        "fit": {"mapping": "platt"},
                        "ece_bins": {"flag": "ECE from 2 populated bin(s) of 15 (the fullest holds 298 of 300 queries)"}},
-        "margin": {"status": "not computed", "reason": "fit split: all non-relevant"}}})
+        "margin": {"status": "not computed", "reason": "fit split: all non-relevant"}}))
     assert "below chance in its pre-specified direction" in cal[0] and "calibrated map AUROC 0.500" in cal[0]
     assert "298 of 300" in cal[0] and cal[1] == "margin: not computed (fit split: all non-relevant)."
 
@@ -64,10 +64,10 @@ def test_ci_and_paired_test_disagreeing_gives_no_direction():
     row claims a direction (the rule written in docs/report.md)."""
     summ = _summary(-0.04, [-0.08, -0.0001])
     summ["scorers"]["inverse_norm"]["p_value"] = 0.082
-    s = retrieval_sentences({"result": summ})[0]
+    s = retrieval_sentences(summ)[0]
     assert "lowers" not in s and "no firm evidence" in s and "p = 0.082" in s
     row = similarity_gain_claim(summ)
     assert row["direction"] == "inconclusive" and "does not reject equality (p = 0.082" in row["why"]
     assert row["verdict"] == "refuted" and row["size"] == "smaller"  # whatever its sign, far below +1.2 %
-    agree = retrieval_sentences({"result": _summary(-0.04, [-0.08, -0.0001])})[0]  # p = 0.01: direction stated
+    agree = retrieval_sentences(_summary(-0.04, [-0.08, -0.0001]))[0]  # p = 0.01: direction stated
     assert "lowers test nDCG@10" in agree and "paired p < 0.05" in agree

@@ -1,4 +1,4 @@
-"""Scorers, exact folding and faiss search (normscope.retrieval.scoring / search)."""
+"""Scorers, exact folding and faiss search (normscope.scoring / search)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from normscope.errors import InputError
-from normscope.retrieval.scoring import fold_documents, fold_queries, folded_scores, pair_dot, score, score_pairwise
+from normscope.scoring import fold_documents, fold_queries, folded_scores, pair_dot, score, score_pairwise
 from normscope.retrieval.search import FoldedIndex, brute_force_search, exact_search, order_run, rerank
 
 

@@ -23,6 +23,15 @@ from normscope.similarity.fit import fit_pair_param, pair_grid
 from normscope.table import ModelFingerprint
 
 
+def _req(dataset, *, fit=None, n_boot=2000, seed=0, batch_size=64):
+    """A similarity request as the tests use it (the library's defaults otherwise)."""
+    from normscope.requests import Embedding, Resampling
+    from normscope.similarity import SimilarityRequest
+
+    return SimilarityRequest(dataset=str(dataset), fit=None if fit is None else str(fit),
+                             embedding=Embedding(batch_size=batch_size), resampling=Resampling(n_boot=n_boot, seed=seed))
+
+
 def _strict(obj):
     def bad(x):
         raise ValueError(f"non-strict JSON constant {x}")
@@ -193,7 +202,7 @@ def test_fitting_never_sees_the_evaluated_pairs(tmp_path):
     rng = np.random.default_rng(0)
     table, files = _planted_lists(tmp_path, rng)
     enc = LookupEncoder(table)
-    res = run_similarity(files["eval"], fit=files["fit"], encoder=enc, n_boot=100, seed=1)
+    res = run_similarity(_req(files["eval"], fit=files["fit"], n_boot=100, seed=1), encoder=enc)
     # brute force on the fit list alone: the best beta of the grid is -1 (its scores follow beta = -1)
     fit = read_pairs(files["fit"])
     va = np.array([table[t] for t in fit.text1], dtype=np.float32)
@@ -205,14 +214,14 @@ def test_fitting_never_sees_the_evaluated_pairs(tmp_path):
     ev = read_pairs(files["eval"])
     files["eval"].write_text("".join(f"{a}\t{b}\t{s:.6f}\n" for a, b, s in zip(ev.text1, ev.text2,
                                                                                   rng.permutation(ev.score))))
-    res2 = run_similarity(files["eval"], fit=files["fit"], encoder=enc, n_boot=0)
+    res2 = run_similarity(_req(files["eval"], fit=files["fit"], n_boot=0), encoder=enc)
     assert {k: v["param"] for k, v in res2.scorers.items()} == {k: v["param"] for k, v in res.scorers.items()}
     with pytest.raises(InputError, match="is the evaluated file"):
-        run_similarity(files["eval"], fit=files["eval"], encoder=enc)
+        run_similarity(_req(files["eval"], fit=files["eval"]), encoder=enc)
     # a fit pair that is also evaluated (in either order) is dropped from the fit set
     with open(files["fit"], "a") as f:
         f.write(f"{ev.text2[0]}\t{ev.text1[0]}\t0.5\n")
-    res3 = run_similarity(files["eval"], fit=files["fit"], encoder=enc, n_boot=0)
+    res3 = run_similarity(_req(files["eval"], fit=files["fit"], n_boot=0), encoder=enc)
     assert res3.fit["n_overlap_removed"] == 1 and res3.fit["n_pairs"] == 40
 
 
@@ -220,7 +229,7 @@ def test_random_half_is_disjoint_and_statistics_match_scipy(tmp_path):
     rng = np.random.default_rng(2)
     table, files = _planted_lists(tmp_path, rng, n=60)
     enc = LookupEncoder(table)
-    res = run_similarity(files["eval"], encoder=enc, n_boot=200, seed=5)
+    res = run_similarity(_req(files["eval"], n_boot=200, seed=5), encoder=enc)
     it = res.items
     fit_ids, eval_ids = set(it.loc[it.split == "fit", "id"]), set(it.loc[it.split == "eval", "id"])
     assert not fit_ids & eval_ids and len(fit_ids | eval_ids) == 60 and res.fit["source"] == "random half"
@@ -230,7 +239,7 @@ def test_random_half_is_disjoint_and_statistics_match_scipy(tmp_path):
     ev_pos = [src.ids.index(i) for i in eval_ids]
     scores[ev_pos] = rng.permutation(scores[ev_pos])
     files["eval"].write_text("".join(f"{a}\t{b}\t{s:.6f}\n" for a, b, s in zip(src.text1, src.text2, scores)))
-    res_b = run_similarity(files["eval"], encoder=enc, n_boot=0, seed=5)
+    res_b = run_similarity(_req(files["eval"], n_boot=0, seed=5), encoder=enc)
     assert {k: v["param"] for k, v in res_b.scorers.items()} == {k: v["param"] for k, v in res.scorers.items()}
     # statistics on the evaluated pairs, against scipy on the per-pair table
     ev = it[it.split == "eval"]
@@ -264,7 +273,7 @@ def test_normalised_vectors_are_refused(tmp_path):
     table, files = _planted_lists(tmp_path, rng)
     unit = {k: v / np.linalg.norm(v) for k, v in table.items()}
     with pytest.raises(InputError, match="normalised"):
-        run_similarity(files["eval"], fit=files["fit"], encoder=LookupEncoder(unit, "unit"))
+        run_similarity(_req(files["eval"], fit=files["fit"]), encoder=LookupEncoder(unit, "unit"))
 
 
 def test_cli_on_simlex_slice(tmp_path, shared_data, capsys):
@@ -299,8 +308,8 @@ def test_shuffled_pairs_give_the_same_results_by_pair(tmp_path, bundled_encoder)
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     a.write_text("\n".join(lines) + "\n")
     b.write_text("\n".join(lines[i] for i in rng.permutation(48)) + "\n")
-    ra = run_similarity(a, encoder=bundled_encoder, batch_size=4, n_boot=200, seed=3)
-    rb = run_similarity(b, encoder=bundled_encoder, batch_size=4, n_boot=200, seed=3)
+    ra = run_similarity(_req(a, batch_size=4, n_boot=200, seed=3), encoder=bundled_encoder)
+    rb = run_similarity(_req(b, batch_size=4, n_boot=200, seed=3), encoder=bundled_encoder)
     assert ra.scorers == rb.scorers  # parameters, rho, Pearson, deltas and every CI
     assert (ra.fit["n_pairs"], ra.n_pairs) == (rb.fit["n_pairs"], rb.n_pairs) == (24, 24)
     cols = ["split", "human", "norm1", "norm2"] + [c for c in ra.items if c.startswith("score_")]

@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 
 from normscope.cli import run
+from normscope.requests import Resampling
+from normscope.requests.tokens import TokensRequest
 from normscope.tokens import classify_tokens, run_tokens, token_table, tokens_statistics
 
 WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "was", "on", "with", "he", "as", "at", "by",
@@ -63,7 +65,7 @@ def test_tiny_model_planted_unused_rows_are_found(tiny_model):
     from normscope.encoders import load_encoder
 
     folder, target, zipf = tiny_model
-    res = run_tokens(load_encoder(str(folder)), n_boot=200, n_perm=200)
+    res = run_tokens(TokensRequest(resampling=Resampling(n_boot=200, n_perm=200)), encoder=load_encoder(str(folder)))
     assert res.n_rows == len(_vocab()) and res.dim == 16
     assert res.counts == {"word": len(WORDS), "subword": len(SUBWORDS), "special": 5, "unused": N_UNUSED}
     items = res.items

@@ -258,7 +258,8 @@ def to_jsonable(obj):
 
     NaN and +-inf become ``None`` (JSON ``null``: ``NaN`` tokens are rejected by ``JSON.parse``,
     jq and most non-Python readers); numpy scalars and arrays become Python numbers and lists;
-    paths become strings; dataclass results with ``to_dict()`` are converted; tuples become lists.
+    paths become strings; values with ``to_json()`` (:mod:`normscope.values`) and dataclass results with
+    ``to_dict()`` are converted; tuples become lists.
     """
     import math
 
@@ -281,6 +282,8 @@ def to_jsonable(obj):
         return obj
     if isinstance(obj, Path):
         return str(obj)
+    if hasattr(obj, "to_json"):  # the value types of normscope.values and the report's records
+        return to_jsonable(obj.to_json())
     if hasattr(obj, "to_dict"):
         return to_jsonable(obj.to_dict())
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")

@@ -84,8 +84,8 @@ class PairSource:
 def beir_pairs(path: str | Path, split: str = "train", *, min_score: int = 1) -> PairSource:
     """(query text, relevant document text) pairs of a BEIR dataset's qrels split.
 
-    The directory is read by :func:`normscope.retrieval.beir.load_beir` (``queries.jsonl[.gz]``,
-    ``corpus.jsonl[.gz]`` with document text :func:`~normscope.retrieval.beir.doc_text`, i.e.
+    The directory is read by :func:`normscope.data.beir.load_beir` (``queries.jsonl[.gz]``,
+    ``corpus.jsonl[.gz]`` with document text :func:`~normscope.data.beir.doc_text`, i.e.
     ``title + " " + text`` when a title exists, as BEIR does, and ``qrels/{split}.tsv``; CRLF
     line endings tolerated). Pairs with ``score >= min_score`` are kept, in qrels order (queries
     in order of first appearance, each query's documents in file order).
@@ -105,10 +105,10 @@ def beir_pairs(path: str | Path, split: str = "train", *, min_score: int = 1) ->
     Raises
     ------
     DataError
-        Missing files, malformed lines (see :func:`~normscope.retrieval.beir.load_beir`), qrels
+        Missing files, malformed lines (see :func:`~normscope.data.beir.load_beir`), qrels
         ids absent from the queries or corpus, or no pair with ``score >= min_score``.
     """
-    from normscope.retrieval.beir import load_beir
+    from normscope.data.beir import load_beir
 
     path = Path(path)
     ds = load_beir(path, splits=[split])
@@ -132,8 +132,8 @@ def beir_pairs(path: str | Path, split: str = "train", *, min_score: int = 1) ->
 
 # ----------------------------------------------------------------------------- WordNet
 def _wordnet_reader():
-    """WordNet 3.0 through :func:`normscope.signals.wordnet.load_wordnet` (the one place it is located)."""
-    from normscope.signals.wordnet import load_wordnet
+    """WordNet 3.0 through :func:`normscope.lexicons.wordnet.load_wordnet` (the one place it is located)."""
+    from normscope.lexicons.wordnet import load_wordnet
 
     return load_wordnet()
 
@@ -160,7 +160,7 @@ def wordnet_pairs(*, pos: str | None = "n", max_pairs: int | None = None, seed: 
     Raises
     ------
     InputError
-        Unknown ``pos``, or WordNet not found (see :func:`normscope.signals.wordnet.load_wordnet`).
+        Unknown ``pos``, or WordNet not found (see :func:`normscope.lexicons.wordnet.load_wordnet`).
     DataError
         WordNet database unreadable.
     """

@@ -10,7 +10,8 @@ its summary dict and the :class:`~normscope.table.EmbeddingTable`):
 - ``items`` is the per-item :class:`pandas.DataFrame` (one row per input item, keyed by ``id``),
   written by ``-o``;
 - :meth:`StageResult.to_dict` is exactly what the command writes with ``--json`` (strict JSON:
-  NaN as ``null``).
+  NaN as ``null``); :meth:`StageResult.from_dict` rebuilds the typed result from it (the report's
+  stage cache), value types (:mod:`normscope.values`) included, without the per-item table.
 
 The model is :class:`normscope.stats.CorrelationResult`.
 """
@@ -18,6 +19,9 @@ The model is :class:`normscope.stats.CorrelationResult`.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import types
+import typing
 from typing import Any, ClassVar
 
 from normscope._io import to_jsonable
@@ -66,6 +70,23 @@ class StageResult:
         return out
 
     @classmethod
+    def from_dict(cls, d: dict | None):
+        """The result whose :meth:`to_dict` is ``d`` (fields absent from ``d`` and those of :attr:`NOT_IN_JSON`
+        take their defaults, or None). Fields typed with a value type (a class with ``from_json``, or a
+        ``dict``/``list`` of them) are rebuilt as that type."""
+        d = d or {}
+        hints = _hints(cls)
+        kw = {}
+        for f in dataclasses.fields(cls):
+            if f.name in cls.NOT_IN_JSON:
+                continue
+            if f.name in d:
+                kw[f.name] = _typed(d[f.name], hints.get(f.name))
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                kw[f.name] = None
+        return cls(**kw)
+
+    @classmethod
     def labels(cls) -> dict[str, tuple[str, str]]:
         """``{field name: (label, unit)}`` of the fields declared with :func:`summary_field`."""
         return {f.name: (f.metadata["label"], f.metadata.get("unit", "")) for f in dataclasses.fields(cls)
@@ -75,3 +96,31 @@ class StageResult:
     def label(cls, name: str) -> str:
         """The display label of field ``name`` (the name itself when it has none)."""
         return cls.labels().get(name, (name, ""))[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls) -> dict:
+    try:
+        return typing.get_type_hints(cls)
+    except (NameError, TypeError):  # an annotation its module cannot resolve: leave those values as they are
+        return {}
+
+
+def _typed(value, tp):
+    """``value`` (JSON) as the type ``tp`` when ``tp`` is a value type (``from_json``), ``T | None``,
+    ``dict[str, T]`` or ``list[T]`` of one; otherwise ``value`` itself."""
+    if value is None or tp is None:
+        return value
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _typed(value, args[0]) if len(args) == 1 else value
+    if origin is dict and isinstance(value, dict):
+        args = typing.get_args(tp)
+        return {k: _typed(v, args[1]) for k, v in value.items()} if len(args) == 2 else value
+    if origin is list and isinstance(value, list):
+        args = typing.get_args(tp)
+        return [_typed(v, args[0]) for v in value] if args else value
+    if isinstance(tp, type) and hasattr(tp, "from_json"):
+        return tp.from_json(value)
+    return value

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _sps
 
+from normscope._format import p_text  # re-exported: the one p formatter
 from normscope.errors import InputError
 
 __all__ = [
@@ -547,25 +548,3 @@ def binned_means(x, y, bins: int = 10, *, ci: float = 0.95) -> pd.DataFrame:
                  y_mean=mean, y_lo=lo, y_hi=hi, count=c)
         )
     return pd.DataFrame(rows, columns=["bin", "x_lo", "x_hi", "x_mean", "y_mean", "y_lo", "y_hi", "count"])
-
-
-def p_text(p: float | None, n_perm: int) -> str:
-    """A permutation p-value as text: ``p < 1/(n_perm+1)`` at the floor, never as an exact value there.
-
-    Parameters
-    ----------
-    p : float or None
-        ``(1 + #{|T*| >= |T|}) / (n_perm + 1)``, as :func:`correlation` returns it.
-    n_perm : int
-        Permutations behind ``p`` (0: an analytic p, printed as it is).
-
-    Returns
-    -------
-    str
-        ``"p < 1/2001"``, ``"p = 0.0123"`` or ``"no p-value"``.
-    """
-    if p is None or not math.isfinite(p):
-        return "no p-value"
-    if n_perm > 0 and p <= 1.0 / (n_perm + 1) * (1 + 1e-9):
-        return f"p < 1/{n_perm + 1}"
-    return f"p = {p:.3g}"

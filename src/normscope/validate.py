@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Union
 
-PathLike = Union[str, "os.PathLike[str]"]
-
 from normscope.errors import InputError, OutputError
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 __all__ = [
     "check_paths",
@@ -80,7 +80,7 @@ def _inside(child: Path, parent: Path) -> bool:
     return c != p and p in c.parents
 
 
-def check_paths(outputs: Iterable[tuple[str, PathLike | None, str]] = (),
+def check_paths(outputs: Iterable[tuple[str, PathLike | None, str]] = (),  # noqa: C901 -- over the complexity budget; split pending (issue 29)
                 inputs: Iterable[tuple[str, PathLike | None]] = ()) -> list[Path]:
     """One check of a command's paths, before any work: no output lands on an input, outputs are distinct.
 

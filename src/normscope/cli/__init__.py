@@ -3,11 +3,21 @@
 One sub-command per stage, each in its own module of this package. Exit codes:
 0 success, 2 bad input or usage (one-line message, no traceback), 1 internal error.
 
-Help conventions, applied to every command here (:class:`_Command`, :class:`_Group`): a flag
-shows no value placeholder (typer >= 0.22 prints ``<bool>``), positional arguments appear in
-the usage line as ``ITEMS`` / ``[INPUT]`` (click's convention, not typer's ``{items}``), and an
-option declared without help takes the help of the shared option of the same name in
-:mod:`normscope.cli._options` (``--seed``, ``--device``, ``--trust-remote-code`` ...).
+Conventions, applied to every command here (:class:`_Command`, :class:`_Group`):
+
+- help is plain text wrapped at the terminal's width (readable at 80 columns, never cut); a flag
+  shows no value placeholder (typer >= 0.22 prints ``<bool>``), positional arguments appear in the
+  usage line as ``ITEMS`` / ``[INPUT]`` (click's convention, not typer's ``{items}``), and an option
+  declared without help takes the help of the shared option of the same name in
+  :mod:`normscope.cli._options` (``--seed``, ``--device``, ``--trust-remote-code`` ...);
+- an option that takes one value given twice (``embed --model A --model B``) is a usage error, never
+  "the last one wins"; a list option (``--model`` where several models run side by side,
+  ``--scorer``, ``--signals``, ``--only``, ``--control``) is repeatable and also takes a comma list:
+  ``--scorer a,b`` is ``--scorer a --scorer b`` (:func:`normscope.cli._options.split_list`);
+- one name per concept across commands: ``--dataset`` the data a command analyses, ``--data`` (global)
+  the folder searched first for datasets, ``--pairs`` training pairs, ``--n-items`` an item count,
+  ``wordfreq:N`` the N most frequent English words as items, ``--fig`` the figure (a command with
+  several writes the others beside it), ``--json`` the summary, ``-o/--out`` the per-item table.
 """
 
 from __future__ import annotations
@@ -19,17 +29,21 @@ import warnings
 import typing
 from typing import Annotated, Optional
 
+from pathlib import Path
+
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+from normscope import __version__
+from normscope.cli import _options
+from normscope.data import set_defaults
+from normscope.datasets import set_data_root
 from normscope.errors import NormscopeError
 
 
 @functools.lru_cache(maxsize=1)
 def _shared_help() -> dict[str, str]:
     """Parameter name -> help of the options declared once in :mod:`normscope.cli._options`."""
-    from normscope.cli import _options
-
     out = {}
     for name in _options.__all__:
         for info in typing.get_args(getattr(_options, name))[1:]:
@@ -50,13 +64,49 @@ class _HelpParams:
             if isinstance(p, TyperOption):
                 if p.is_flag and not p.count and p.metavar is None:
                     p.metavar = ""
+                elif p.metavar is None:  # argparse's convention (--out OUT), not typer's <path>
+                    long = next((o for o in p.opts if o.startswith("--")), "--" + (p.name or "value"))
+                    p.metavar = long[2:].upper().replace("-", "_")
+            elif isinstance(p, TyperArgument):  # "INPUT  Text file ...", not typer's "INPUT <str>"
+                p.display_type_rich = lambda ctx=None: None
                 if not p.help and p.name in shared:
                     p.help = shared[p.name]
         return params
 
 
+def _check_repeats(cmd, ctx, args: list[str]) -> None:
+    """A usage error when an option that takes one value (or a flag) is given more than once."""
+    cx = _click_exceptions()
+    single: dict[str, TyperOption] = {}
+    for p in cmd.get_params(ctx):
+        if isinstance(p, TyperOption) and not p.multiple and not p.count:
+            for opt in (*p.opts, *p.secondary_opts):
+                single[opt] = p
+    seen: dict[str, list[str]] = {}
+    it = iter(args)
+    for tok in it:
+        if tok == "--":
+            break
+        name = tok.split("=", 1)[0] if tok.startswith("--") else tok
+        p = single.get(name)
+        if p is None:
+            continue
+        seen.setdefault(p.name, []).append(name)
+        if not p.is_flag and "=" not in tok:
+            next(it, None)  # its value (which may look like an option)
+    for names in seen.values():
+        if len(names) > 1:
+            raise cx.UsageError(f"{' and '.join(dict.fromkeys(names))} given {len(names)} times: the option takes one "
+                                "value", ctx)
+
+
 class _Command(_HelpParams, TyperCommand):
-    """A command whose usage line names its arguments ``ITEMS`` / ``[INPUT]``."""
+    """A command whose usage line names its arguments ``ITEMS`` / ``[INPUT]`` and that refuses a repeated
+    single-value option."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        _check_repeats(self, ctx, args)
+        return super().parse_args(ctx, args)
 
     def collect_usage_pieces(self, ctx) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
@@ -77,14 +127,13 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     cls=_Group,
 )
 
 
 def _print_version(value: bool) -> None:
     if value:
-        from normscope import __version__
-
         typer.echo(f"normscope {__version__}")
         raise typer.Exit()
 
@@ -97,14 +146,17 @@ def _root(
                                           "what needs an absent dataset says which `normscope data fetch` to run.")] = False,
     mirror: Annotated[Optional[str], typer.Option("--mirror", metavar="URL|DIR", help="Fetch datasets from this "
                                                   "mirror (also $NORMSCOPE_DATA_MIRROR); see docs/data.md.")] = None,
+    data: Annotated[Optional[Path], typer.Option("--data", metavar="DIR", help="Data folder searched first for "
+                                                 "datasets (also $NORMSCOPE_DATA; default ../shared/data when it "
+                                                 "exists); see docs/data.md.")] = None,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Use local dataset copies (--data, $NORMSCOPE_DATA, "
                                             "../shared/data) as they are, without checking them against the "
                                             "registry's hashes (also $NORMSCOPE_NO_VERIFY=1).")] = False,
 ) -> None:
     """The embedding norm as a measured, theory-backed signal."""
-    from normscope.data import set_defaults
-
     set_defaults(offline=True if offline else None, mirror=mirror, verify=False if no_verify else None)
+    if data is not None:
+        set_data_root(data)
 
 
 # Each module registers its command(s) on ``app`` at import.

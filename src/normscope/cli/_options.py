@@ -9,8 +9,22 @@ import typer
 
 from normscope.encoders import DEFAULT_MODEL
 
-__all__ = ["Model", "Models", "Device", "Seed", "JsonOut", "TableOut", "JunkError", "TrustRemoteCode", "BatchSize",
-           "Precision", "Engine", "Address", "Workers", "DEFAULT_MODEL"]
+__all__ = ["Model", "Models", "Device", "Seed", "JsonOut", "TableOut", "FigOut", "JunkError", "TrustRemoteCode",
+           "BatchSize", "NBoot", "Precision", "Engine", "Address", "Workers", "DEFAULT_MODEL", "split_list", "models_of"]
+
+
+def split_list(values: list[str] | None) -> list[str] | None:
+    """A list option's values with comma lists split: ``["a,b", "c"]`` -> ``["a", "b", "c"]`` (the callback of
+    every repeatable option: ``--scorer a,b`` is ``--scorer a --scorer b``). Empty parts are dropped."""
+    if values is None:
+        return None
+    return [part.strip() for v in values for part in str(v).split(",") if part.strip()]
+
+
+def models_of(values: list[str] | None) -> list[str]:
+    """The models of a ``--model`` list option, in order, each once (default: the bundled model)."""
+    return list(dict.fromkeys(values or [DEFAULT_MODEL]))
+
 
 Model = Annotated[
     str,
@@ -19,15 +33,18 @@ Model = Annotated[
 ]
 Models = Annotated[
     Optional[list[str]],
-    typer.Option("--model", "-m", metavar="MODEL",
+    typer.Option("--model", "-m", metavar="MODEL", callback=split_list,
                  help="Model (the bundled default, a sentence-transformers dir or hub id, hf:<name>, hf-clip:<name>, "
-                 "open_clip:<arch>/<pretrained>, glove:6B-50d); give --model several times to run each and show them "
-                 "side by side."),
+                 "open_clip:<arch>/<pretrained>, glove:6B-50d); several (repeated, or a comma list) run each and show "
+                 "them side by side."),
 ]
 Device = Annotated[str, typer.Option("--device", help="Torch device (cpu, cuda, cuda:N, mps).")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of every random choice (subsets, batches, resamples).")]
 JsonOut = Annotated[Optional[Path], typer.Option("--json", help="Write the summary as (strict) JSON to this path.")]
 TableOut = Annotated[Optional[Path], typer.Option("-o", "--out", help="Write the per-item table (parquet) to this path.")]
+FigOut = Annotated[Optional[Path], typer.Option("--fig", help="Write the figure (PNG) to this path; a command with "
+                                                "several figures writes the others beside it (<stem>_<name>.png).")]
+NBoot = Annotated[int, typer.Option("--n-boot", min=0, help="Bootstrap resamples of every confidence interval.")]
 JunkError = Annotated[
     bool,
     typer.Option("--junk-error", help="Stop with an error on junk items (empty after normalisation, or only special "

@@ -10,17 +10,23 @@ rows with a ``model`` column, and the figure is written once per model as ``<ste
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from rich.table import Table
+
+from normscope._format import MISSING
 from normscope._io import write_json
 from normscope._io import write_outputs as _write_set
+from normscope.cli._console import make_console
 from normscope.encoders import model_slug
 from normscope.errors import NormscopeError
 from normscope.validate import check_paths
 
-__all__ = ["write_outputs", "run_models", "write_multi_outputs", "side_by_side", "compare_models", "model_figure",
-           "figure_outputs"]
+__all__ = ["Row", "Rows", "write_outputs", "run_models", "write_multi_outputs", "side_by_side", "compare_models",
+           "model_figure", "figure_outputs", "print_claim_lines"]
+
 
 
 def model_figure(fig: Path, model: str) -> Path:
@@ -84,7 +90,7 @@ def run_models(models: Sequence[str], call: Callable[[str], object], console) ->
 def write_multi_outputs(results: dict, errors: dict, console, *, out: Path | None, json_path: Path | None,
                         fig: Path | None = None, plot: Callable[[object, Path], Path] | None = None) -> None:
     """The outputs of a several-model run, as one set (see the module docstring)."""
-    import pandas as pd
+    import pandas as pd  # pandas is only needed when a table is written: the CLI's start-up stays light
 
     figs = {}
     if fig is not None and plot is not None:
@@ -106,59 +112,86 @@ def write_multi_outputs(results: dict, errors: dict, console, *, out: Path | Non
         console.print("wrote " + ", ".join(written), soft_wrap=True)
 
 
-def side_by_side(tables: dict, *, title: str, errors: dict | None = None):
-    """One rich table with the models side by side, from each model's own table.
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One row of a command's table: ``key`` identifies the statistic (a field path such as
+    ``scorers.power``), ``label`` says it, ``cells`` are its formatted values (one per column after the first)."""
 
-    Each row is one statistic (the first column of the models' tables, in order of first appearance);
-    each model's cell joins that row's other cells (value, CI, p, n). A failed model shows its error.
+    key: str
+    label: str
+    cells: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rows:
+    """A command's table as data: a title, the column headings (the first is the label column), the rows and
+    an optional caption. :meth:`table` renders it; :func:`side_by_side` joins several models' on row keys."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[Row, ...]
+    caption: str | None = None
+
+    def table(self):
+        """The rich table of one model."""
+        t = Table(title=self.title, caption=self.caption)
+        for c in self.columns:
+            t.add_column(c)
+        for r in self.rows:
+            t.add_row(r.label, *r.cells)
+        return t
+
+
+def side_by_side(tables: dict[str, Rows], *, title: str, errors: dict | None = None):
+    """One rich table with the models side by side, from each model's :class:`Rows`.
+
+    Rows are joined on :attr:`Row.key` (never on a label, which may hold per-model details), in order of
+    first appearance and labelled as the first model that has them labels them; each model's cell joins
+    that row's cells (value, CI, p, n) that are not empty. A failed model shows its error.
 
     Parameters
     ----------
     tables : dict
-        Model name -> :class:`rich.table.Table` as the command prints it for one model.
+        Model name -> :class:`Rows` of that model.
     title : str
     errors : dict, optional
         Model name -> one-line error of a model that failed.
     """
-    from rich.table import Table
-
     errors = errors or {}
     models = list(tables) + [m for m in errors if m not in tables]
-    rows: dict[str, dict[str, str]] = {}
+    labels: dict[str, str] = {}
+    cells: dict[str, dict[str, str]] = {}
     for m, t in tables.items():
-        cols = [[str(c) for c in col.cells] for col in t.columns]
-        for i, label in enumerate(cols[0] if cols else []):
-            rest = [c[i] for c in cols[1:] if i < len(c) and c[i] not in ("", "None")]
-            rows.setdefault(label, {})[m] = "  ".join(rest)
+        for r in t.rows:
+            labels.setdefault(r.key, r.label)
+            cells.setdefault(r.key, {})[m] = "  ".join(c for c in r.cells if c not in ("", MISSING))
     short = [m.rstrip("/").rsplit("/", 1)[-1] for m in models]  # hub ids: the last component, when unique
     heads = short if len(set(short)) == len(short) else models
     first = next(iter(tables.values()), None)
-    fields = "  ".join(str(c.header) for c in first.columns[1:]) if first is not None else ""
+    fields = "  ".join(first.columns[1:]) if first is not None else ""
     out = Table(title=title, caption=(f"cells: {fields}" if fields else "") + (
         "; " + ", ".join(f"{h} = {m}" for h, m in zip(heads, models) if h != m) if heads != models else ""))
     out.add_column("statistic")
     for h in heads:
         out.add_column(h)
-    for label, cells in rows.items():
-        out.add_row(label, *[cells.get(m, "") if m in tables else "" for m in models])
+    for key, label in labels.items():
+        out.add_row(label, *[cells[key].get(m, "") if m in tables else "" for m in models])
     if errors:
         out.add_row("failed", *["" if m in tables else errors[m][:80] for m in models])
     return out
 
 
-def compare_models(models: Sequence[str], call: Callable[[str], object], table: Callable[[object], object], *,
+def compare_models(models: Sequence[str], call: Callable[[str], object], table: Callable[[object], Rows], *,
                    title: str, console, out: Path | None, json_path: Path | None, fig: Path | None = None,
                    plot: Callable[[object, Path], Path] | None = None, width: int | None = None) -> None:
     """A several-model run of one command: :func:`run_models`, one :func:`side_by_side` table of
-    ``table(result)`` per model on stdout, then :func:`write_multi_outputs`.
+    ``table(result)`` (each model's :class:`Rows`) on stdout, then :func:`write_multi_outputs`.
 
     Raises
     ------
     NormscopeError
         Every model failed (the first model's error).
     """
-    from normscope.cli._console import make_console
-
     results, errors = run_models(models, call, console)
     make_console(width=width).print(side_by_side({m: table(r) for m, r in results.items()}, errors=errors, title=title))
     write_multi_outputs(results, errors, console, out=out, json_path=json_path, fig=fig, plot=plot)

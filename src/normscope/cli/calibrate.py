@@ -10,8 +10,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from normscope._io import write_json, write_outputs
 from normscope.cli import app
-from normscope.cli._options import BatchSize, Device, JsonOut, Precision, Seed, TableOut
+from normscope.cli._console import make_console
+from normscope.cli._options import BatchSize, Device, JsonOut, Precision, Seed, TableOut, split_list
+from normscope.errors import InputError
+from normscope.requests import Embedding, Resampling
+from normscope.requests.retrieval import CalibrateRequest
+from normscope.validate import check_paths
 
 
 def _f(x, spec: str = ".3f") -> str:
@@ -67,28 +73,31 @@ def print_result(res, console: Console, err: Console) -> None:
                   markup=False)
 
 
+_DEFAULT = CalibrateRequest(dataset="scifact")
+
+
 @app.command()
 def calibrate(
     dataset: Annotated[Optional[str], typer.Option("--dataset", help="BEIR directory, scifact or nfcorpus (docs/data.md), or hf:BeIR/<name>.")] = None,
     run_file: Annotated[Optional[Path], typer.Option("--run", help="Instead of --dataset: a cosine run (TREC run text, or the -o parquet of `normscope retrieval` / `index search`), with --qrels and --model.")] = None,
     qrels: Annotated[Optional[Path], typer.Option("--qrels", help="Judgements of --run (BEIR TSV or TREC qrels).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model (default: the bundled MiniLM; with --apply, the calibrator's model).")] = None,
-    signal: Annotated[Optional[list[str]], typer.Option("--signal", help="Signal of the map (repeatable; default top1_score and margin): query_length, query_norm, top1_score, margin, nqc, wig, smv, sigma_k, sigma_max, top_doc_norm, doc_norm_spread.")] = None,
-    method: Annotated[str, typer.Option("--method", help="isotonic or platt (CalibratedClassifierCV, cross-fitted).")] = "isotonic",
-    target_k: Annotated[int, typer.Option("--target-k", min=1, max=100, help="1: P(the top-1 is relevant); K: P(some document of the top K is relevant).")] = 1,
-    fit_split: Annotated[str, typer.Option("--fit-split", help="Split of the fit and calibration queries ('cv': cut the evaluation split 40/30/30 into fit, calibration, held-out).")] = "train",
-    split: Annotated[str, typer.Option("--split", help="Held-out split.")] = "test",
-    target_precision: Annotated[float, typer.Option("--precision-target", help="Target precision 1 - alpha of the thresholds.")] = 0.8,
-    delta: Annotated[float, typer.Option("--delta", help="The Learn-then-Test guarantee holds with probability 1 - delta.")] = 0.1,
-    answer_at: Annotated[Optional[list[float]], typer.Option("--answer-at", help="Also report 'answer only when P(relevant) >= P' at this P (repeatable).")] = None,
-    keep_k: Annotated[int, typer.Option("--keep-k", min=1, max=100, help="Documents per query the document threshold considers.")] = 10,
-    calibration_fraction: Annotated[float, typer.Option("--calibration-fraction", help="Share of the fitting split's queries kept for choosing thresholds.")] = 0.5,
+    signal: Annotated[Optional[list[str]], typer.Option("--signal", callback=split_list, help="Signal of the map (repeatable or a comma list; default top1_score and margin): query_length, query_norm, top1_score, margin, nqc, wig, smv, sigma_k, sigma_max, top_doc_norm, doc_norm_spread.")] = None,
+    method: Annotated[str, typer.Option("--method", help="isotonic or platt (CalibratedClassifierCV, cross-fitted).")] = _DEFAULT.method,
+    target_k: Annotated[int, typer.Option("--target-k", min=1, max=100, help="1: P(the top-1 is relevant); K: P(some document of the top K is relevant).")] = _DEFAULT.target_k,
+    fit_split: Annotated[str, typer.Option("--fit-split", help="Split of the fit and calibration queries ('cv': cut the evaluation split 40/30/30 into fit, calibration, held-out).")] = _DEFAULT.fit_split,
+    split: Annotated[str, typer.Option("--split", help="Held-out split.")] = _DEFAULT.split,
+    target_precision: Annotated[float, typer.Option("--precision-target", help="Target precision 1 - alpha of the thresholds.")] = _DEFAULT.precision_target,
+    delta: Annotated[float, typer.Option("--delta", help="The Learn-then-Test guarantee holds with probability 1 - delta.")] = _DEFAULT.delta,
+    answer_at: Annotated[Optional[list[str]], typer.Option("--answer-at", callback=split_list, help="Also report 'answer only when P(relevant) >= P' at these P (repeatable or a comma list).")] = None,
+    keep_k: Annotated[int, typer.Option("--keep-k", min=1, max=100, help="Documents per query the document threshold considers.")] = _DEFAULT.keep_k,
+    calibration_fraction: Annotated[float, typer.Option("--calibration-fraction", help="Share of the fitting split's queries kept for choosing thresholds.")] = _DEFAULT.calibration_fraction,
     apply: Annotated[Optional[Path], typer.Option("--apply", help="Evaluate this calibrator file on --dataset/--split instead of fitting one (shift).")] = None,
     calibrator_out: Annotated[Optional[Path], typer.Option("--calibrator", "-c", help="Write the fitted calibrator (JSON) here.")] = None,
     fig: Annotated[Optional[Path], typer.Option("--fig", help="Reliability diagram of the held-out queries (PNG).")] = None,
     max_docs: Annotated[Optional[int], typer.Option("--max-docs", min=2, help="Subsample the corpus (documents relevant to kept queries stay).")] = None,
     max_queries: Annotated[Optional[int], typer.Option("--max-queries", min=1, help="Subsample each split's queries.")] = None,
-    n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of the CIs (queries resampled).")] = 1000,
+    n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of every confidence interval (queries resampled).")] = _DEFAULT.resampling.n_boot,
     seed: Seed = 0,
     device: Device = "cpu",
     precision: Precision = "fp32",
@@ -98,30 +107,27 @@ def calibrate(
 ) -> None:
     """Fit P(relevant) from per-query signals on train queries, choose thresholds (Learn-then-Test for precision) on
     other train queries, and measure all of it on held-out queries; --apply evaluates a fitted calibrator elsewhere."""
-    from normscope._io import write_json, write_outputs
-    from normscope.errors import InputError
-    from normscope.retrieval.calibrate import run_calibrate
-    from normscope.retrieval.calibrator import DEFAULT_SIGNALS
+    from normscope.retrieval.calibrate import run_calibrate  # retrieval/ imports torch and faiss: start-up stays light
     from normscope.retrieval.figures import plot_reliability
-    from normscope.cli._console import make_console
-    from normscope.validate import check_paths
 
     err = make_console(stderr=True)
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), ("--calibrator", calibrator_out, "json"),
                  ("--fig", fig, "figure")],
                 inputs=[("--dataset", dataset if dataset is not None and Path(dataset).exists() else None), ("--run", run_file),
                         ("--qrels", qrels), ("--apply", apply)])
-    if (dataset is None) == (run_file is None):
-        raise InputError("give --dataset, or --run with --qrels")
     if apply is not None and calibrator_out is not None:
         raise InputError("--apply evaluates an existing calibrator; --calibrator writes a new one: give one of them")
     if apply is not None and signal:
         raise InputError("--signal cannot be given with --apply (the calibrator fixes its signals)")
-    res = run_calibrate(dataset, model=model, signals=list(signal or DEFAULT_SIGNALS), method=method, target_k=target_k,
-                        fit_split=fit_split, split=split, precision_target=target_precision, delta=delta,
-                        answer_at=list(answer_at or []), keep_k=keep_k, calibration_fraction=calibration_fraction,
-                        apply=apply, max_docs=max_docs, max_queries=max_queries, seed=seed, n_boot=n_boot, progress=True,
-                        batch_size=batch_size, device=device, precision=precision, run_file=run_file, qrels_file=qrels)
+    request = CalibrateRequest(
+        dataset=dataset, run_file=None if run_file is None else str(run_file),
+        qrels_file=None if qrels is None else str(qrels), signals=tuple(signal or _DEFAULT.signals), method=method,
+        target_k=target_k, fit_split=fit_split, split=split, precision_target=target_precision, delta=delta,
+        answer_at=tuple(float(x) for x in answer_at or ()), keep_k=keep_k, calibration_fraction=calibration_fraction,
+        apply=None if apply is None else str(apply), max_docs=max_docs, max_queries=max_queries,
+        embedding=Embedding(model=model, device=device, precision=precision, batch_size=batch_size),
+        resampling=Resampling(n_boot=n_boot, seed=seed))
+    res = run_calibrate(request, progress=True)
     panel = {f"P({res.target}), held-out": {"status": "ok", **res.heldout}}
     write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p),
                    calibrator_out: lambda p: write_json(res.calibrator, p),

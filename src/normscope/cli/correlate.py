@@ -7,71 +7,77 @@ options, prints the rich table and writes the files.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from normscope.cli import app
+from normscope._format import MISSING, ci_fixed, fixed
 from normscope.cli._console import make_console, styled
-from normscope.cli._outputs import compare_models, figure_outputs, write_outputs
-from normscope.cli._options import BatchSize, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut
-from normscope.encoders import DEFAULT_MODEL
+from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, write_outputs
+from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed,
+                                    TableOut, models_of, split_list)
 from normscope.errors import InputError
+from normscope.inputs import read_items
+from normscope.requests import Embedding, Resampling
+from normscope.requests.correlate import CorrelateRequest
+from normscope.signals.labels import SIGNALS
+from normscope._format import p_text
 from normscope.validate import check_paths
 
 
-def _fmt(v, nd=3) -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{nd}f}"
+def _p(p, n_perm: int = 0) -> str:
+    """Permutation p for the table: ``< 1/(n_perm+1)`` at the floor (:func:`normscope._format.p_text`)."""
+    return MISSING if p is None else p_text(p, n_perm).removeprefix("p = ").removeprefix("p ")
 
 
-def _fmt_p(p, n_perm: int = 0) -> str:
-    """Permutation p for the table: ``< 1/(n_perm+1)`` at the floor (:func:`normscope.stats.p_text`)."""
-    from normscope.stats import p_text
+def _strata_rows(res) -> list[Row]:
+    rows = []
+    for row in res.strata or []:
+        p, name = row["partial_spearman"], row["name"]
+        rows.append(Row(f"strata.{name}.spearman", f"  {res.by} {name}: Spearman ρ",
+                        (fixed(row["spearman"], ".3f"), ci_fixed(row["spearman_ci"]), _p(row["p_value"], res.n_perm),
+                         str(row["n"]))))
+        if p:
+            rows.append(Row(f"strata.{name}.partial_spearman", f"  {res.by} {name}: partial ρ | {', '.join(p['controls'])}",
+                            (fixed(p["rho"], ".3f"), ci_fixed(p["ci"]), _p(p["p_value"], res.n_perm), str(p["n"]))))
+        rows.append(Row(f"strata.{name}.norm_length", f"  {res.by} {name}: ρ(norm, length); mean length, covariate",
+                        (fixed(row["norm_length_spearman"], ".3f"),
+                         f"{fixed(row['mean_length'], '.1f')}, {fixed(row['mean_covariate'], '.3f')}", "", "")))
+    return rows
 
-    return "—" if p is None else p_text(p, n_perm).removeprefix("p = ").removeprefix("p ")
 
-
-def _ci(ci) -> str:
-    return f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else "—"
-
-
-def _table(res):
-    from rich.table import Table
-
-    table = Table(title=f"norm vs {res.signal} — {res.model}", caption=res.dataset)
-    for col in ("statistic", "value", f"{int(res.ci_level * 100)}% CI", "p", "n"):
-        table.add_column(col)
+def _table(res) -> Rows:
     pooled = " (pooled over sources)" if res.strata else ""
-    table.add_row(f"Spearman ρ{pooled}", _fmt(res.spearman), _ci(res.spearman_ci), _fmt_p(res.p_value, res.n_perm), str(res.n))
-    table.add_row(f"Pearson r{pooled}", _fmt(res.pearson), _ci(res.pearson_ci), _fmt_p(res.pearson_p, res.n_perm), str(res.n))
+    rows = [Row("spearman", f"Spearman ρ{pooled}", (fixed(res.spearman, ".3f"), ci_fixed(res.spearman_ci),
+                                                    _p(res.p_value, res.n_perm), str(res.n))),
+            Row("pearson", f"Pearson r{pooled}", (fixed(res.pearson, ".3f"), ci_fixed(res.pearson_ci),
+                                                  _p(res.pearson_p, res.n_perm), str(res.n)))]
     part = res.partial_spearman
     if part:
         within = f" (CI, p within {res.by})" if res.strata else ""
-        table.add_row(f"partial ρ | {', '.join(part['controls'])}{within}", _fmt(part["rho"]), _ci(part["ci"]),
-                      _fmt_p(part["p_value"], res.n_perm), str(part["n"]))
+        rows.append(Row("partial_spearman", f"partial ρ | {', '.join(part['controls'])}{within}",
+                        (fixed(part["rho"], ".3f"), ci_fixed(part["ci"]), _p(part["p_value"], res.n_perm), str(part["n"]))))
     elif res.partial_reason:
-        table.add_row("partial ρ", "—", "not computed: " + ", ".join(res.controls_dropped) + " constant", "", "")
+        rows.append(Row("partial_spearman", "partial ρ",
+                        (MISSING, "not computed: " + ", ".join(res.controls_dropped) + " constant", "", "")))
     if res.norm_length:
         nl = res.norm_length
         unit = "tokens seen" if nl["length"].startswith("tokens") else "words"
-        table.add_row(f"ρ(norm, length in {unit})", _fmt(nl["spearman"]), _ci(nl["spearman_ci"]), "", str(nl["n"]))
+        rows.append(Row("norm_length", f"ρ(norm, length in {unit})",
+                        (fixed(nl["spearman"], ".3f"), ci_fixed(nl["spearman_ci"]), "", str(nl["n"]))))
     elif res.items is not None and "tokens" in res.items:
-        table.add_row("ρ(norm, length)", "—", "not defined: the length is constant over the items", "", "")
-    for row in res.strata or []:
-        p = row["partial_spearman"]
-        table.add_row(f"  {res.by} {row['name']}: Spearman ρ", _fmt(row["spearman"]), _ci(row["spearman_ci"]),
-                      _fmt_p(row["p_value"], res.n_perm), str(row["n"]))
-        if p:
-            table.add_row(f"  {res.by} {row['name']}: partial ρ | {', '.join(p['controls'])}", _fmt(p["rho"]),
-                          _ci(p["ci"]), _fmt_p(p["p_value"], res.n_perm), str(p["n"]))
-        table.add_row(f"  {res.by} {row['name']}: ρ(norm, length); mean length, covariate",
-                      _fmt(row["norm_length_spearman"]), f"{_fmt(row['mean_length'], 1)}, {_fmt(row['mean_covariate'])}",
-                      "", "")
-    for m, r in (res.measures or {}).items():
-        table.add_row(f"  ρ with {m}", _fmt(r["spearman"]), _ci(r["spearman_ci"]), "", str(r["n"]))
-    return table
+        rows.append(Row("norm_length", "ρ(norm, length)",
+                        (MISSING, "not defined: the length is constant over the items", "", "")))
+    rows += _strata_rows(res)
+    rows += [Row(f"measures.{m}", f"  ρ with {m}", (fixed(r["spearman"], ".3f"), ci_fixed(r["spearman_ci"]), "", str(r["n"])))
+             for m, r in (res.measures or {}).items()]
+    return Rows(f"norm vs {res.signal} — {res.model}",
+                ("statistic", "value", f"{int(res.ci_level * 100)}% CI", "p", "n"), tuple(rows), caption=res.dataset)
+
+
+_DEFAULT = CorrelateRequest(signal="frequency")
 
 
 @app.command()
@@ -79,37 +85,41 @@ def correlate(
     signal: Annotated[str, typer.Option("--signal", "-s", help="specificity, frequency, concreteness or uncertainty.")],
     model: Models = None,
     items_path: Annotated[Optional[Path], typer.Option("--items", help="Items: .txt (one per line), .jsonl or .csv (text, id) (default: the signal's dataset).")] = None,
-    n: Annotated[Optional[int], typer.Option("--n", help="Number of default items (specificity 2000, frequency 5000, concreteness 5000 (0 = all), uncertainty all).")] = None,
-    control: Annotated[str, typer.Option("--control", help="Comma-separated controls: frequency,length,words or covariate-file columns; '' for none.")] = "frequency,length",
+    n: Annotated[Optional[int], typer.Option("--n-items", min=0, help="Number of default items (specificity 2000, frequency 5000, concreteness 5000 (0 = all), uncertainty all).")] = None,
+    control: Annotated[Optional[list[str]], typer.Option("--control", callback=split_list, help="Controls (repeatable or a comma list): frequency, length, words or covariate-file columns; '' for none.  [default: frequency, length]")] = None,
     by: Annotated[Optional[str], typer.Option("--by", help="Column giving each item's source (of the .csv/.jsonl items file or the covariate file): report per source, control the source when pooled.")] = None,
     covariate_file: Annotated[Optional[Path], typer.Option("--covariate-file", help="CSV with columns item,value (+ extra control or --by columns).")] = None,
-    measure: Annotated[str, typer.Option("--measure", help="Specificity measure: min_depth, max_depth, n_hyponyms, n_senses.")] = "min_depth",
-    dataset: Annotated[str, typer.Option("--dataset", help="Uncertainty dataset: chaosnli or cifar10h.")] = "chaosnli",
+    measure: Annotated[str, typer.Option("--measure", help="Specificity measure: min_depth, max_depth, n_hyponyms, n_senses.")] = _DEFAULT.measure,
+    dataset: Annotated[str, typer.Option("--dataset", help="Uncertainty dataset: chaosnli or cifar10h.")] = _DEFAULT.dataset,
     images: Annotated[Optional[Path], typer.Option("--images", help="CIFAR-10 test images (.npy, test_batch, or a folder of 10000 PNG/JPEG named by position) for --dataset cifar10h.")] = None,
     subtlex: Annotated[Optional[Path], typer.Option("--subtlex", help="SUBTLEX-US file: use its Zipf values for frequency.")] = None,
     wordnet: Annotated[Optional[Path], typer.Option("--wordnet", help="WordNet directory or .tgz (default: $NORMSCOPE_WORDNET, NLTK data, shared data).")] = None,
-    seed: Seed = 0,
-    n_boot: Annotated[int, typer.Option("--n-boot", min=0, help="Bootstrap resamples of every confidence interval.")] = 2000,
-    n_perm: Annotated[int, typer.Option("--n-perm", min=0, help="Permutations of every p-value (0: no p-value).")] = 2000,
-    batch_size: BatchSize = 64,
-    device: Device = "cpu",
-    precision: Precision = "fp32",
+    seed: Seed = _DEFAULT.resampling.seed,
+    n_boot: NBoot = _DEFAULT.resampling.n_boot,
+    n_perm: Annotated[int, typer.Option("--n-perm", min=0, help="Permutations of every p-value (0: no p-value).")] = _DEFAULT.resampling.n_perm,
+    batch_size: BatchSize = _DEFAULT.embedding.batch_size,
+    device: Device = _DEFAULT.embedding.device,
+    precision: Precision = _DEFAULT.embedding.precision,
     json_path: JsonOut = None,
     out: TableOut = None,
-    fig: Annotated[Optional[Path], typer.Option("--fig", help="Figure: norm vs covariate with binned means.")] = None,
+    fig: FigOut = None,
     junk_error: JunkError = False,
     keep_duplicates: Annotated[bool, typer.Option("--keep-duplicates", help="Keep items whose text repeats another "
                                                   "item's (default: count each text once and say how many were left out).")] = False,
 ) -> None:
     """Correlate raw embedding norms with a semantic signal (rho, bootstrap CI, permutation p, partial rho)."""
-    from normscope.inputs import read_items
+    # signals/ imports torch (the encoders): imported here so that the CLI's start-up stays light
     from normscope.signals import plot_signal, run_correlate
     from normscope.signals.items import read_covariate_file, read_item_column
-    from normscope.signals.labels import SIGNALS
 
     if signal not in SIGNALS:
         raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS)}")
-    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    request = CorrelateRequest(
+        signal=signal, n=n, controls=_DEFAULT.controls if control is None else tuple(control), by=by, measure=measure,
+        dataset=dataset, subtlex=None if subtlex is None else str(subtlex),
+        wordnet=None if wordnet is None else str(wordnet), images=None if images is None else str(images),
+        keep_duplicates=keep_duplicates, resampling=Resampling(n_boot=n_boot, n_perm=n_perm, seed=seed))
+    models = models_of(model)
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)],
                 inputs=[("--items", items_path), ("--covariate-file", covariate_file), ("--images", images),
                         ("--subtlex", subtlex), ("--wordnet", wordnet)])
@@ -119,13 +129,12 @@ def correlate(
     cov = read_covariate_file(covariate_file, signal) if covariate_file is not None else None
     if by is not None and items_path is not None and not (cov is not None and by in cov.columns):
         strata = read_item_column(items_path, by, len(items))
+
     def call(m):
-        return run_correlate(
-            signal, model=m, items=items, ids=ids, n=n, controls=control.split(","), by=by, strata=strata,
-            seed=seed, progress=True, covariates=cov, measure=measure, dataset=dataset, subtlex=subtlex,
-            wordnet=wordnet, images=images, n_boot=n_boot, n_perm=n_perm, batch_size=batch_size, device=device, precision=precision,
-            junk="error" if junk_error else "drop", keep_duplicates=keep_duplicates,
-        )
+        emb = Embedding(model=m, device=device, precision=precision, batch_size=batch_size,
+                        junk="error" if junk_error else "drop")
+        return run_correlate(request.replace(embedding=emb), items=items, ids=ids, strata=strata, covariates=cov,
+                             progress=True)
 
     console = make_console(stderr=True)
     if len(models) > 1:
@@ -133,11 +142,11 @@ def correlate(
                        console=console, out=out, json_path=json_path, fig=fig, plot=plot_signal)
         return
     res = call(models[0])
-    make_console().print(_table(res))
+    make_console().print(_table(res).table())
     if res.n_missing:
         console.print(styled(f"{res.n_missing} of {res.n_items} items have no {signal} value "
                              f"(excluded), e.g. {res.missing_examples[:5]}", "yellow"))
-    if res.junk.get("count"):
+    if res.junk and res.junk["count"]:
         console.print(styled(f"{res.junk['count']} junk item(s) left out: ids {', '.join(res.junk['ids'][:5])}", "yellow"))
     if res.n_truncated:
         console.print(f"{res.n_truncated} item(s) were cut at the model's maximum sequence length; the length "

@@ -11,8 +11,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from normscope._io import write_json
 from normscope.cli import app
 from normscope.cli._console import make_console, styled
+from normscope.data import (data_path, dataset_names, dataset_status, fetch_dataset, fmt_bytes, get_dataset, offline,
+                            settings)
+from normscope.validate import check_paths
 from normscope.errors import DataError, InputError
 
 data_app = typer.Typer(
@@ -36,10 +40,6 @@ def list_datasets(
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the list as (strict) JSON to this path.")] = None,
 ) -> None:
     """One row per dataset: what it is, licence, download size, origin, and whether a copy is here."""
-    from normscope._io import write_json
-    from normscope.data import dataset_names, dataset_status, settings
-    from normscope.validate import check_paths
-
     check_paths([("--json", json_path, "json")])
     with settings(dest=dir):
         rows = [dataset_status(n) for n in dataset_names()]
@@ -69,8 +69,6 @@ def fetch(
                                         "(replaced only once the new copy is verified).")] = False,
 ) -> None:
     """Download, verify (pinned sha256, row counts, known records) and install datasets atomically."""
-    from normscope.data import dataset_names, fetch_dataset, fmt_bytes, get_dataset, offline
-
     if all_ and names:
         raise InputError("give dataset names or --all, not both")
     if not all_ and not names:
@@ -107,8 +105,6 @@ def path(
     dir: DirOpt = None,
 ) -> None:
     """Print the local path of a dataset (what normscope reads); exit 2 with the ways to get it if absent."""
-    from normscope.data import data_path, settings
-
     with settings(dest=dir):
         p = data_path(name, fetch=False)
     typer.echo(str(p))

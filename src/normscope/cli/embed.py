@@ -11,10 +11,14 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
+from normscope._format import fixed
 from normscope.cli import app
 from normscope.cli._console import make_console, styled
-from normscope.cli._options import Address, Engine, JunkError, Precision, Workers
+from normscope.cli._options import (Address, BatchSize, Device, Engine, JunkError, Model, Precision, TrustRemoteCode,
+                                    Workers)
+from normscope.datasets import wordfreq_spec
 from normscope.encoders import DEFAULT_MODEL
+from normscope.encoders.summary import EmbedSummary
 
 
 @app.command()
@@ -25,34 +29,24 @@ def embed(
                      "(with --engine ray: a directory of parquet shards)."),
     ],
     input: Annotated[
-        Optional[Path],
+        str,
         typer.Argument(
             help="Text file (one item per line), .jsonl[.gz] (text, id/_id, BEIR title), .csv (text, id), "
-            "a BEIR corpus directory, a folder of PNG/JPEG images (image models: hf-clip:...), or .npy/.parquet "
-            "of precomputed vectors. Required unless --wordfreq-top is given.",
+            "a BEIR corpus directory, a folder of PNG/JPEG images (image models: hf-clip:...), .npy/.parquet "
+            "of precomputed vectors, or wordfreq:N (the N most frequent English words of wordfreq).",
             show_default=False,
             metavar="INPUT",
         ),
-    ] = None,
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model", "-m", help="Model: bundled default, ST dir/hub id, hf:<name>, hf-clip:<name>, open_clip:<arch>/<pretrained>, glove:6B-50d."
-        ),
-    ] = DEFAULT_MODEL,
+    ],
+    model: Model = DEFAULT_MODEL,
     backend: Annotated[
         str, typer.Option("--backend", help="auto | sentence-transformers | huggingface | open_clip | hf-clip | precomputed | static.")
     ] = "auto",
     pooling: Annotated[Optional[str], typer.Option("--pooling", help="mean | cls (huggingface backend).")] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Texts per model call and cache shard.")] = 64,
-    device: Annotated[str, typer.Option("--device", help="Torch device.")] = "cpu",
+    batch_size: BatchSize = 64,
+    device: Device = "cpu",
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the norm summary as JSON.")] = None,
-    wordfreq_top: Annotated[
-        int, typer.Option("--wordfreq-top", min=0, help="Embed the top-N English words of wordfreq instead of INPUT.")
-    ] = 0,
-    trust_remote_code: Annotated[
-        bool, typer.Option("--trust-remote-code", help="Let the model repository run its own code.")
-    ] = False,
+    trust_remote_code: TrustRemoteCode = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")] = False,
     junk_error: JunkError = False,
     precision: Precision = "fp32",
@@ -60,15 +54,13 @@ def embed(
     address: Address = None,
     workers: Workers = None,
 ) -> None:
-    """Embed items with a real model and write raw vectors and norms.
-
-    Give INPUT, or --wordfreq-top N instead of it (not both); -o OUT.parquet is required.
-    """
-    from normscope.engine import embed_input
+    """Embed items with a real model and write raw vectors and norms (-o OUT.parquet is required)."""
+    from normscope.engine import embed_input  # imports torch: the CLI's start-up stays light
 
     console = make_console(stderr=True)
+    top = wordfreq_spec(input)
     summary, _ = embed_input(
-        input,
+        None if top else Path(input),
         out=out,
         json_path=json_path,
         model=model,
@@ -76,7 +68,7 @@ def embed(
         pooling=pooling,
         batch_size=batch_size,
         device=device,
-        wordfreq_top=wordfreq_top,
+        wordfreq_top=top or 0,
         cache=not no_cache,
         progress=True,
         trust_remote_code=trust_remote_code,
@@ -86,40 +78,41 @@ def embed(
         address=address,
         workers=workers,
     )
-    fp = summary["fingerprint"]
+    s = EmbedSummary.from_json(summary)
+    fp = s.fingerprint
     tbl = Table(title="raw embedding norms ||z||", title_justify="left")
     tbl.add_column("quantity")
     tbl.add_column("value", justify="right")
     rows = [
-        ("items n", str(summary["n"])),
-        ("dimension d", str(summary["dim"])),
-        ("model", str(summary["model"])),
+        ("items n", str(s.n)),
+        ("dimension d", str(s.dim)),
+        ("model", str(s.model)),
         ("backend, pooling", f"{fp['backend']}, {fp['pooling']}"),
         ("revision", str(fp["revision"])),
-        ("precision", str(fp.get("precision", "fp32"))),
+        ("precision", str(fp["precision"] if "precision" in fp else "fp32")),
         ("dropped modules", ", ".join(fp["dropped_modules"]) or "none"),
-        ("norm mean", f"{summary['norm_mean']:.4f}"),
-        ("norm sd", f"{summary['norm_std']:.4f}"),
-        ("norm min", f"{summary['norm_min']:.4f}"),
-        ("norm max", f"{summary['norm_max']:.4f}"),
+        ("norm mean", fixed(s.norm_mean)),
+        ("norm sd", fixed(s.norm_std)),
+        ("norm min", fixed(s.norm_min)),
+        ("norm max", fixed(s.norm_max)),
     ]
-    err = summary.get("norm_rel_error_vs_fp32")
+    err = s.norm_rel_error_vs_fp32
     if err:
         rows.append((f"norm rel. error vs fp32 (median / max, {err['n_sample']} items)",
                      f"{err['median']:.1e} / {err['max']:.1e}"))
-    if summary.get("norm_quantiles"):
-        qs = summary["norm_quantiles"]
-        rows.append((f"norm quantiles 5/50/95% (sketch, rel. error {summary['norm_quantile_rel_error']:g})",
-                     f"{qs['0.05']:.4f} / {qs['0.5']:.4f} / {qs['0.95']:.4f}"))
-    if summary.get("n_truncated") is not None:
-        rows.append(("truncated items (cut at max length)", str(summary["n_truncated"])))
-    junk = summary.get("junk") or {}
-    if junk.get("count"):
+    if s.norm_quantiles:
+        qs = s.norm_quantiles
+        rows.append((f"norm quantiles 5/50/95% (sketch, rel. error {s.norm_quantile_rel_error:g})",
+                     " / ".join(fixed(qs[q]) for q in ("0.05", "0.5", "0.95"))))
+    if s.n_truncated is not None:
+        rows.append(("truncated items (cut at max length)", str(s.n_truncated)))
+    junk = s.junk or {"count": 0}
+    if junk["count"]:
         shown = ", ".join(junk["ids"][:5]) + (f" (and {junk['count'] - 5} more)" if junk["count"] > 5 else "")
         rows.append(("junk items left out", f"{junk['count']}: ids {shown}"))
     for k, v in rows:
         tbl.add_row(k, v)
     make_console().print(tbl)
-    for warning in summary.get("warnings") or []:
+    for warning in s.warnings or []:
         console.print(styled(f"warning: {warning}", "yellow"))
     console.print(f"wrote {out}" + (f" and {json_path}" if json_path else ""))

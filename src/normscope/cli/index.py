@@ -5,16 +5,24 @@ Thin wrappers around :mod:`normscope.retrieval.ann`; see ``docs/scale.md``.
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
+import numpy as np
 import typer
 from rich.table import Table
 
+from normscope._io import write_json, write_outputs
 from normscope.cli import app
 from normscope.cli._console import make_console
+from normscope.encoders import load_encoder
+from normscope.engine.shards import open_vectors, replace_dir
+from normscope.errors import InputError, ModelError
+from normscope.inputs import JUNK_ZERO, Junk, read_items, zero_vector_rows
+from normscope.validate import check_paths, check_room
 from normscope.cli._options import BatchSize, Device, JsonOut, Seed
 
 index_app = typer.Typer(help="Norm-aware faiss indexes (HNSW, IVF, flat) over folded document vectors.",
@@ -49,14 +57,9 @@ def build(
     json_path: JsonOut = None,
 ) -> None:
     """Fold document vectors for a scorer and build a faiss index over them."""
-    import shutil
-
-    from normscope._io import write_json, write_outputs
-    from normscope.engine.shards import open_vectors, replace_dir
-    from normscope.errors import InputError
+    # retrieval/ imports faiss and torch: imported here so that the CLI's start-up stays light
     from normscope.retrieval.ann import AnnParams, build_ann_index, check_index_out
-    from normscope.retrieval.scoring import PARAM_NAMES, check_scorer
-    from normscope.validate import check_paths, check_room
+    from normscope.scoring import PARAM_NAMES, check_scorer
 
     check_scorer(scorer)
     given = {"alpha": alpha, "beta": beta}
@@ -105,12 +108,6 @@ def build(
 
 def _query_vectors(queries: Path, index, batch_size: int, device: str):
     """(ids, raw vectors, junk dict or None) of QUERIES: stored vectors, or items embedded with the index's model."""
-    import numpy as np
-
-    from normscope.engine.shards import open_vectors
-    from normscope.errors import InputError, ModelError
-    from normscope.inputs import JUNK_ZERO, Junk, zero_vector_rows
-
     if queries.is_dir() or queries.suffix.lower() in (".parquet", ".npy"):
         src = open_vectors(queries)
         ids, vecs = [], []
@@ -132,9 +129,7 @@ def _query_vectors(queries: Path, index, batch_size: int, device: str):
         return [ids[i] for i in ok], Q[ok], junk.to_dict()
     if not index.fingerprint:
         raise InputError("this index records no model (built from bare vectors): give QUERIES as vectors (.parquet/.npy)")
-    from normscope.encoders import load_encoder
-    from normscope.encoders.embed import embed_texts
-    from normscope.inputs import read_items
+    from normscope.encoders.embed import embed_texts  # torch: the CLI's start-up stays light
 
     fp = index.fingerprint
     qids, texts = read_items(queries)
@@ -164,12 +159,10 @@ def search(
     json_path: JsonOut = None,
 ) -> None:
     """Top-k documents of each query under the index's norm-aware scorer."""
-    import faiss
+    import faiss  # faiss and retrieval/ (torch) only when an index is searched: the CLI's start-up stays light
 
-    from normscope._io import write_json, write_outputs
     from normscope.retrieval.ann import FoldedAnnIndex, compare_with_exact
     from normscope.retrieval.search import run_to_frame
-    from normscope.validate import check_paths
 
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")],
                 inputs=[("INDEX", index_dir), ("QUERIES", queries)])

@@ -16,8 +16,11 @@ from rich.table import Table
 from normscope._io import write_json, write_outputs
 from normscope.cli import app
 from normscope.cli._console import make_console, styled
-from normscope.cli._options import Device, JsonOut, Seed, TableOut
+from normscope.cli._options import Device, FigOut, JsonOut, Seed, TableOut
 from normscope.errors import InputError
+from normscope.pairs import pair_source_path
+from normscope.requests import Resampling
+from normscope.requests.lab import DecisiveRequest, LabRequest, TransformerLabRequest
 from normscope.validate import check_paths
 
 
@@ -25,24 +28,34 @@ def _fmt(x, spec=".4g"):
     return "n/a" if x is None else format(x, spec)
 
 
+def _beside(fig: Path, name: str) -> Path:
+    """Where a command's second figure goes: ``<stem>_<name>.png`` beside ``--fig``."""
+    return fig.with_name(f"{fig.stem}_{name}{fig.suffix or '.png'}")
+
+
 def _ci(ci) -> str:
     return "" if not ci or None in ci else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+_DEFAULT = LabRequest()
+_TRANSFORMER = TransformerLabRequest()
+
+
 @app.command()
 def lab(
-    encoder: Annotated[str, typer.Option("--encoder", help="table (free embeddings, k=1), mlp (two-tower bias-free ReLU MLP, k=2) or transformer (continue training a pretrained encoder).")] = "table",
-    data: Annotated[Optional[str], typer.Option("--data", help="table/mlp: synthetic (controlled ambiguity, default) or wordnet (WordNet 3.0 nouns).")] = None,
-    optimizer: Annotated[str, typer.Option("--optimizer", help="sgd, momentum (heavy ball, beta 0.9) or adamw; decay always decoupled.")] = "sgd",
+    encoder: Annotated[str, typer.Option("--encoder", help="table (free embeddings, k=1), mlp (two-tower bias-free ReLU MLP, k=2) or transformer (continue training a pretrained encoder).")] = _DEFAULT.encoder,
+    dataset: Annotated[Optional[str], typer.Option("--dataset", help="table/mlp: synthetic (controlled ambiguity, default) or wordnet (WordNet 3.0 nouns).")] = None,
+    optimizer: Annotated[str, typer.Option("--optimizer", help="sgd, momentum (heavy ball, beta 0.9) or adamw; decay always decoupled.")] = _DEFAULT.optimizer,
     lr: Annotated[Optional[float], typer.Option("--lr", help="Learning rate eta (default per encoder/optimizer).")] = None,
     weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="Decoupled weight decay lambda.")] = None,
     steps: Annotated[Optional[int], typer.Option("--steps", min=2, help="Training steps (table 12000, mlp 8000, transformer 1000).")] = None,
     burn_in: Annotated[Optional[int], typer.Option("--burn-in", min=0, help="Steps before the measurement window (transformer: steps // 2).")] = None,
-    seed: Seed = 0,
+    seed: Seed = _DEFAULT.seed,
     estimator: Annotated[Optional[str], typer.Option("--estimator", help="table/mlp: snapshot (default for table) or trajectory (default for mlp).")] = None,
     snapshots: Annotated[Optional[int], typer.Option("--snapshots", min=1, help="Snapshot estimator: number of states S.")] = None,
     probe_batches: Annotated[Optional[int], typer.Option("--probe-batches", min=1, help="Virtual batches K: per snapshot state (table/mlp) or of the step-0 probe (transformer, default 32).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="transformer: model name or path (default: the bundled all-MiniLM-L6-v2).")] = None,
+    n_boot: Annotated[Optional[int], typer.Option("--n-boot", min=1, help="transformer: bootstrap resamples of every confidence interval (default 2000).")] = None,
     pairs: Annotated[Optional[str], typer.Option("--pairs", help="transformer: training pairs: wordnet (default), scifact[:split], beir:DIR[:split] or a 2-column .tsv/.csv.")] = None,
     probe_items: Annotated[Optional[str], typer.Option("--probe-items", help="transformer: N held-out items drawn from the pairs (default 64) or an items file.")] = None,
     precision: Annotated[Optional[str], typer.Option("--precision", help="transformer: fp32 (default) or bf16 training forward/backward; tracking is always fp32.")] = None,
@@ -59,38 +72,34 @@ def lab(
     device: Device = "cpu",
     json_path: JsonOut = None,
     out: TableOut = None,
-    fig_dir: Annotated[Optional[Path], typer.Option("--fig-dir", help="Write the figures here.")] = None,
+    fig: FigOut = None,
 ) -> None:
     """Train a contrastive model, track every item's norm, heat and drift, and compare R with R_eq (E7)."""
     if encoder not in ("table", "mlp", "transformer"):
         raise InputError(f"--encoder must be table, mlp or transformer, got {encoder!r}")
     figs = []
-    if fig_dir is not None:
-        names = (("lab_trajectories.png", "lab_predicted_vs_observed.png") if encoder != "transformer" else
-                 (f"lab_transformer_{optimizer}_trajectories.png", f"lab_transformer_{optimizer}_predicted_vs_final.png"))
-        figs = [("--fig-dir", fig_dir, "folder")] + [(f"--fig-dir ({n})", fig_dir / n, "png") for n in names]
-    from normscope.pairs import pair_source_path
-
+    if fig is not None:  # --fig and the figures written beside it
+        beside = (("trajectories",) if encoder != "transformer" else
+                  ("trajectories", "lambda_scaling") if design == "decisive" else ("predicted_vs_final",))
+        figs = [("--fig", fig, "figure")] + [(f"--fig ({n})", _beside(fig, n), "figure") for n in beside]
     probe_file = probe_items if probe_items is not None and not probe_items.isdigit() else None
     # the checkpoint is this run's own state (read to resume, then rewritten): an output, never another input
     check_paths([("--json", json_path, "json"), ("-o/--out", out, "table"), ("--checkpoint", checkpoint, "file"), *figs],
                 inputs=[("--pairs", pair_source_path(pairs) if pairs else None), ("--probe-items", probe_file)])
-    if fig_dir is not None and not fig_dir.is_dir():
-        raise InputError(f"--fig-dir does not exist: {fig_dir}")
     given = {"--model": model, "--pairs": pairs, "--probe-items": probe_items, "--precision": precision,
              "--batch-size": batch_size, "--tau": tau, "--decay-mask": decay_mask, "--dropout": dropout,
-             "--max-tokens": max_tokens, "--checkpoint": checkpoint, "--design": design, "--size": size,
-             "--run-dir": run_dir, "--workers": workers}
+             "--max-tokens": max_tokens, "--checkpoint": checkpoint, "--n-boot": n_boot, "--design": design,
+             "--size": size, "--run-dir": run_dir, "--workers": workers}
     if encoder != "transformer":
         bad = [k for k, v in given.items() if v is not None]
         if bad:
             raise InputError(f"{bad[0]} applies to --encoder transformer only")
         if device != "cpu":
             raise InputError(f"the table and mlp labs run on cpu only, got --device {device}")
-        return _small_lab(encoder=encoder, data=data or "synthetic", optimizer=optimizer, lr=lr, weight_decay=weight_decay,
-                          steps=steps, burn_in=burn_in, seed=seed, estimator=estimator, snapshots=snapshots,
-                          probe_batches=probe_batches, json_path=json_path, out=out, fig_dir=fig_dir)
-    for name, v in (("--data", data), ("--estimator", estimator), ("--snapshots", snapshots)):
+        return _small_lab(encoder=encoder, data=dataset or "synthetic", optimizer=optimizer, lr=lr,
+                          weight_decay=weight_decay, steps=steps, burn_in=burn_in, seed=seed, estimator=estimator,
+                          snapshots=snapshots, probe_batches=probe_batches, json_path=json_path, out=out, fig=fig)
+    for name, v in (("--dataset", dataset), ("--estimator", estimator), ("--snapshots", snapshots)):
         if v is not None:
             raise InputError(f"{name} applies to --encoder table/mlp only (the transformer lab uses the trajectory estimator)")
     if model is not None and design != "decisive":
@@ -112,19 +121,23 @@ def lab(
         bad = [k for k, v in single_only.items() if v is not None]
         if bad:
             raise InputError(f"{bad[0]} applies to --design single only (the decisive design sets its own runs)")
-        return _decisive(size=size or "full", run_dir=run_dir, workers=workers or 1, pairs=pairs or "wordnet",
-                         probe_items=probe_items, seed=seed, device=device, json_path=json_path, out=out, fig_dir=fig_dir)
+        request = DecisiveRequest(size=size or "full", pairs=pairs or "wordnet", seed=seed, device=device,
+                                  workers=workers or 1, probe_items=None if probe_items is None else (
+                                      int(probe_items) if probe_items.isdigit() else probe_items))
+        return _decisive(request, run_dir=run_dir, json_path=json_path, out=out, fig=fig)
     bad = [k for k, v in decisive_only.items() if v is not None]
     if bad:
         raise InputError(f"{bad[0]} applies to --design decisive only")
-    n_items = probe_items if probe_items is not None else "64"
-    items_arg = int(n_items) if n_items.isdigit() else Path(n_items)
-    return _transformer_lab(
-        model=model, pairs=pairs or "wordnet", optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps or 1000,
-        burn_in=burn_in, seed=seed, probe_batches=probe_batches or 32, probe_items=items_arg, precision=precision or "fp32",
-        batch_size=batch_size or 32, tau=tau if tau is not None else 0.05, decay_mask=decay_mask or "all",
-        dropout=bool(dropout), max_tokens=max_tokens if max_tokens is not None else 16, checkpoint=checkpoint,
-        device=device, json_path=json_path, out=out, fig_dir=fig_dir)
+    given = {k: v for k, v in dict(
+        model=model, pairs=pairs, optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps, burn_in=burn_in,
+        probe_batches=probe_batches, precision=precision, batch_size=batch_size, tau=tau, decay_mask=decay_mask,
+        dropout=dropout, max_tokens=max_tokens, device=device).items() if v is not None}
+    if probe_items is not None:
+        given["probe_items"] = int(probe_items) if probe_items.isdigit() else probe_items
+    t = _TRANSFORMER.resampling
+    request = TransformerLabRequest(**given, resampling=Resampling(n_boot=t.n_boot if n_boot is None else n_boot,
+                                                                   seed=seed))
+    return _transformer_lab(request, checkpoint=checkpoint, json_path=json_path, out=out, fig=fig)
 
 
 def _write(res, json_path, out) -> list:
@@ -135,14 +148,14 @@ def _write(res, json_path, out) -> list:
 
 
 def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed, estimator, snapshots, probe_batches,
-               json_path, out, fig_dir) -> None:
-    from normscope.lab import plot_predicted_vs_observed, plot_trajectories, run_lab
+               json_path, out, fig) -> None:
+    from normscope.lab import plot_predicted_vs_observed, plot_trajectories, run_lab  # torch: start-up stays light
 
     console = make_console()
     err = make_console(stderr=True)
-    res = run_lab(encoder=encoder, data=data, optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps,
-                  burn_in=burn_in, seed=seed, estimator=estimator, snapshots=snapshots, probe_batches=probe_batches,
-                  progress=True)
+    res = run_lab(LabRequest(encoder=encoder, dataset=data, optimizer=optimizer, lr=lr, weight_decay=weight_decay,
+                             steps=steps, burn_in=burn_in, seed=seed, estimator=estimator, snapshots=snapshots,
+                             probe_batches=probe_batches), progress=True)
     title = (f"{res.encoder} / {res.data} / {res.optimizer}: eta={res.lr:g}, lambda={res.weight_decay:g}, "
              f"{res.steps} steps (window {res.steps - res.burn_in}), estimator {res.estimator}")
     t = Table(title=title)
@@ -181,20 +194,20 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
     tm = res.timings
     console.print(f"wall time {tm['wall_s']:.1f} s ({tm['steps_per_s']:.0f} training steps/s with tracking)")
     written = _write(res, json_path, out)
-    if fig_dir is not None:
-        written.append(plot_trajectories(res, fig_dir / "lab_trajectories.png"))
-        written.append(plot_predicted_vs_observed(res, fig_dir / "lab_predicted_vs_observed.png"))
+    if fig is not None:  # --fig: predicted vs observed; the trajectories beside it
+        written.append(plot_predicted_vs_observed(res, fig))
+        written.append(plot_trajectories(res, _beside(fig, "trajectories")))
     if written:
         err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True, markup=False)
     err.print(f"done in {tm['wall_s']:.1f} s")
 
 
-def _transformer_lab(*, json_path, out, fig_dir, **kw) -> None:
-    from normscope.lab import plot_predicted_vs_final, plot_transformer_trajectories, run_transformer_lab
+def _transformer_lab(request, *, checkpoint, json_path, out, fig) -> None:
+    from normscope.lab import plot_predicted_vs_final, plot_transformer_trajectories, run_transformer_lab  # torch
 
     console = make_console()
     err = make_console(stderr=True)
-    res = run_transformer_lab(**kw, progress=True)
+    res = run_transformer_lab(request, checkpoint=checkpoint, progress=True)
     t = Table(title=(f"transformer lab: {res.model} | {res.optimizer} eta={res.lr:g} lambda={res.weight_decay:g} | "
                      f"{res.steps} steps, B={res.batch_size}, tau={res.tau:g}, decay mask {res.decay_mask}, "
                      f"dropout {'on' if res.dropout else 'off'}, {res.precision}"))
@@ -235,27 +248,23 @@ def _transformer_lab(*, json_path, out, fig_dir, **kw) -> None:
         console.print(f"{tm['s_per_step']:.3f} s per step with tracking ({tm['steps_run']} steps run here), "
                       f"step-0 probe {tm['probe0_s']:.1f} s")
     written = _write(res, json_path, out)
-    if fig_dir is not None and res.norms is not None:
-        written.append(plot_transformer_trajectories(res, fig_dir / f"lab_transformer_{res.optimizer}_trajectories.png"))
-        written.append(plot_predicted_vs_final(res, fig_dir / f"lab_transformer_{res.optimizer}_predicted_vs_final.png"))
+    if fig is not None and res.norms is not None:  # --fig: the trajectories; predicted vs final beside it
+        written.append(plot_transformer_trajectories(res, fig))
+        written.append(plot_predicted_vs_final(res, _beside(fig, "predicted_vs_final")))
     if written:
         err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True, markup=False)
     err.print(f"done in {tm['wall_s']:.1f} s")
 
 
-def _decisive(*, size, run_dir, workers, pairs, probe_items, seed, device, json_path, out, fig_dir) -> None:
-    from normscope.lab import DESIGNS, run_decisive_design
+def _decisive(request: DecisiveRequest, *, run_dir, json_path, out, fig) -> None:
+    from normscope.lab import run_decisive_design  # torch: start-up stays light
     from normscope.lab.decisive_figures import plot_decisive_prediction, plot_decisive_trajectories, plot_lambda_scaling
 
-    if size not in DESIGNS:
-        raise InputError(f"--size must be one of {', '.join(DESIGNS)}, got {size!r}")
     console = make_console()
     err = make_console(stderr=True)
-    run_dir = Path(run_dir) if run_dir is not None else Path(f"lab_decisive_{size}")
-    items = None if probe_items is None else (int(probe_items) if probe_items.isdigit() else Path(probe_items))
-    err.print(f"decisive design '{size}' in {run_dir} (a rerun continues there)", soft_wrap=True, markup=False)
-    res = run_decisive_design(directory=run_dir, design=size, pairs=pairs, probe_items=items, seed=seed, device=device,
-                              workers=workers, progress=True)
+    run_dir = Path(run_dir) if run_dir is not None else Path(f"lab_decisive_{request.size}")
+    err.print(f"decisive design '{request.size}' in {run_dir} (a rerun continues there)", soft_wrap=True, markup=False)
+    res = run_decisive_design(directory=run_dir, **request.run_kwargs(), progress=True)
     d = res.to_dict()
     enc = res.encoder or {}
     console.print(f"encoder: BERT hidden {enc['config']['hidden']}, {enc['config']['layers']} layers; AdamW "
@@ -301,14 +310,14 @@ def _decisive(*, size, run_dir, workers, pairs, probe_items, seed, device, json_
     row = res.claim or {}
     console.print(f"scorecard (theorem1_transformer): {row.get('verdict')}: {row.get('why')}", markup=False)
     for c in res.caveats:
-        console.print(f"[yellow]caveat:[/] {c}")
+        console.print(styled("caveat:", "yellow"), c)
     written = write_outputs({json_path: lambda p: write_json({**d, "timings": res.timings}, p),
                              out: lambda p: res.items.to_parquet(p, index=False)},
                             options={json_path: "--json", out: "-o/--out"})
-    if fig_dir is not None:
-        written.append(plot_decisive_trajectories(d, fig_dir / "lab_decisive_trajectories.png"))
-        written.append(plot_decisive_prediction(d, fig_dir / "lab_decisive_prediction.png"))
-        written.append(plot_lambda_scaling(d, fig_dir / "lab_decisive_lambda_scaling.png"))
+    if fig is not None:  # --fig: the prediction; the trajectories and the lambda scaling beside it
+        written.append(plot_decisive_prediction(d, fig))
+        written.append(plot_decisive_trajectories(d, _beside(fig, "trajectories")))
+        written.append(plot_lambda_scaling(d, _beside(fig, "lambda_scaling")))
     if written:
         err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
     tm = res.timings

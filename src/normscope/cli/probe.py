@@ -9,10 +9,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from normscope._format import ci_fixed, count, fixed, p_text
 from normscope.cli import app
 from normscope.cli._console import make_console, styled
-from normscope.cli._options import DEFAULT_MODEL, Device, JsonOut, JunkError, Models, Precision, Seed, TableOut, TrustRemoteCode
+from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, model_figure, write_outputs
+from normscope.encoders import load_encoder, resolve_backend
+from normscope.validate import check_paths
+from normscope.cli._options import (Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed, TableOut,
+                                    TrustRemoteCode, models_of)
+from normscope.datasets import wordfreq_spec, wordfreq_words
 from normscope.errors import InputError
+from normscope.inputs import read_items
+from normscope.requests import Resampling
+from normscope.requests.probe import ProbeRequest
 
 
 def load_probe_items(spec: str) -> tuple[list[str], list[str]]:
@@ -28,16 +37,10 @@ def load_probe_items(spec: str) -> tuple[list[str], list[str]]:
     InputError
         Malformed ``wordfreq:N`` or an unreadable items file.
     """
-    if spec.startswith("wordfreq:"):
-        n = spec.split(":", 1)[1]
-        if not n.isdigit() or int(n) < 1:
-            raise InputError(f"wordfreq:N needs a positive integer N, got {spec!r}")
-        from normscope.datasets import wordfreq_words
-
-        texts = wordfreq_words(int(n))
+    n = wordfreq_spec(spec)
+    if n is not None:
+        texts = wordfreq_words(n)
         return [str(i) for i in range(len(texts))], texts
-    from normscope.inputs import read_items
-
     return read_items(spec)
 
 
@@ -46,38 +49,23 @@ def heat_drift_path(fig: Path) -> Path:
     return Path(fig).with_name(f"{Path(fig).stem}_heat_drift.png")
 
 
-def _ci(ci) -> str:
-    if not ci or ci[0] is None:
-        return "n/a"
-    return f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
-
-
-def _num(x) -> str:
-    return "n/a" if x is None else f"{x:+.2f}"
-
-
-def _probe_table(res) -> Table:
+def _probe_table(res) -> Rows:
     """The correlations with the observed norm (labels from :class:`~normscope.probes.ProbeResult`)."""
-    eta = f"{res.lr:.3g}" if res.lr is not None else "n/a"
-    t = Table(title=f"probe: {res.model} | {res.n_items} items | K={res.batches} B={res.batch_size} tau={res.tau} eta={eta}")
-    t.add_column("comparison")
-    t.add_column("Pearson")
-    t.add_column("Spearman")
-    t.add_column("95% CI (batches+items)")
-    t.add_column("95% CI (items only)")
-    t.add_column("n", justify="right")
-    t.add_column("p (items perm.)")
-    for _, label, c in res.correlations():
-        t.add_row(label, _num(c.get("pearson")), _num(c.get("spearman")), _ci(c["ci"]["spearman"]),
-                  _ci(c["ci_items_only"]["spearman"]), str(c.get("n", "n/a")), c.get("p_text", "no p-value"))
-    return t
+    eta = fixed(res.lr, ".3g")
+    rows = tuple(Row(field, label, (fixed(c["pearson"], "+.2f"), fixed(c["spearman"], "+.2f"),
+                                    ci_fixed(c["ci"]["spearman"], "+.2f"), ci_fixed(c["ci_items_only"]["spearman"], "+.2f"),
+                                    str(c.n), c.p_text or "no p-value"))
+                 for field, label, c in res.correlations())
+    return Rows(f"probe: {res.model} | {res.n_items} items | K={res.batches} B={res.batch_size} tau={res.tau} eta={eta}",
+                ("comparison", "Pearson", "Spearman", "95% CI (batches+items)", "95% CI (items only)", "n",
+                 "p (items perm.)"), rows)
 
 
 def print_probe(res, console: Console) -> None:
     """The probe's console output: correlations, the K-convergence table, the reading of lambda, and the caveats."""
-    console.print(_probe_table(res))
+    console.print(_probe_table(res).table())
     kc = res.k_convergence or {}
-    if kc.get("rows"):
+    if "rows" in kc and kc["rows"]:
         k = Table(title="Spearman rho by number of batches (first K/4, K/2, K; 95% CI over batches and items)")
         k.add_column("K", justify="right")
         heads = [key for key in kc["rows"][0] if key != "batches"]
@@ -85,17 +73,14 @@ def print_probe(res, console: Console) -> None:
         for key in heads:
             k.add_column(labels[key][0])
         for row in kc["rows"]:
-            k.add_row(str(row["batches"]), *[f"{_num(row[h]['spearman'])} {_ci(row[h]['ci'])}" for h in heads])
+            k.add_row(str(row["batches"]), *[f"{fixed(row[h]['spearman'], '+.2f')} {ci_fixed(row[h]['ci'], '+.2f')}"
+                                             for h in heads])
         console.print(k)
-    c_fit = f"{res.c_fit:.3g}" if res.c_fit is not None else "n/a"
-    hc = f"{res.heat_cancelled_by_d2:.2f}" if res.heat_cancelled_by_d2 is not None else "n/a"
-    console.print(f"heat cancelled by D2 (median): {hc} | q<0: {res.n_negative_q} | "
-                  f"lambda_rad/lambda<0: {res.n_negative_lambda_rad} | c_fit: {c_fit} | "
-                  f"junk left out: {res.junk['count']} | truncated: {res.n_truncated if res.n_truncated is not None else 'n/a'}")
+    console.print(f"heat cancelled by D2 (median): {fixed(res.heat_cancelled_by_d2, '.2f')} | q<0: {res.n_negative_q} | "
+                  f"lambda_rad/lambda<0: {res.n_negative_lambda_rad} | c_fit: {fixed(res.c_fit, '.3g')} | "
+                  f"junk left out: {res.junk['count']} | truncated: {count(res.n_truncated)}")
     b = res.balance or {}
     if (b.get("statistics") or {}).get("dispersion") is not None:
-        from normscope.stats import p_text
-
         st, null = b["statistics"], (b.get("null") or {}).get("dispersion") or {}
         console.print(f"Theorem 1's requirement q(x) = c: dispersion mean |q/c_fit - 1| = {st['dispersion']:.3g} "
                       f"(permutation null mean {null.get('mean', float('nan')):.3g}, "
@@ -111,46 +96,46 @@ def print_probe(res, console: Console) -> None:
         console.print(styled("caveat:", "yellow"), c)
 
 
+_DEFAULT = ProbeRequest()
+
+
 @app.command()
 def probe(
     items: Annotated[str, typer.Argument(help="Items file (.txt one per line, .jsonl, .csv, BEIR dir) or wordfreq:N.")],
     model: Models = None,
     pairs: Annotated[str, typer.Option("--pairs", help="Pair source: wordnet[:pos], scifact[:split], beir:DIR[:split], or a 2-column .tsv/.csv.")] = "wordnet",
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Probe batch size B (default: training B if known, capped at 64).")] = None,
-    batches: Annotated[int, typer.Option("--batches", help="Number of probe batches K (>= 2).")] = 16,
+    batches: Annotated[int, typer.Option("--batches", help="Number of probe batches K (>= 2).")] = _DEFAULT.batches,
     lr: Annotated[Optional[float], typer.Option("--lr", help="Learning rate eta (default: known training value, else fitted by E11).")] = None,
     weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="What-if weight decay lambda (the user's value, not the checkpoint's). Default: the checkpoint's training value when known and > 0; otherwise lambda_rad, q/c and R_eq(lambda_rad) are not computed.")] = None,
     tau: Annotated[Optional[float], typer.Option("--tau", help="InfoNCE temperature (default: the temperature the checkpoint stores (CLIP), else its known training value, else 0.05).")] = None,
-    decay_mask: Annotated[str, typer.Option("--decay-mask", help="matrices (ndim>=2, no biases/LayerNorm) or all.")] = "matrices",
-    second_order: Annotated[str, typer.Option("--second-order", help="Second-order radial term of D2: jvp (forward-over-forward AD, exact, checked against float64 differences on one chunk), fd (finite differences, --fd-dtype), auto = jvp where the model supports it, else fd.")] = "auto",
-    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences when used: float64 (a float64 copy, step 3e-3) or float32 (step 1e-2, with a float64 spot check); auto = float64.")] = "float64",
-    chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Most probe items per JVP chunk.")] = 128,
-    n_boot: Annotated[int, typer.Option("--n-boot", min=1, help="Bootstrap replicates of every CI.")] = 1000,
-    seed: Seed = 0,
+    decay_mask: Annotated[str, typer.Option("--decay-mask", help="matrices (ndim>=2, no biases/LayerNorm) or all.")] = _DEFAULT.decay_mask,
+    second_order: Annotated[str, typer.Option("--second-order", help="Second-order radial term of D2: jvp (forward-over-forward AD, exact, checked against float64 differences on one chunk), fd (finite differences, --fd-dtype), auto = jvp where the model supports it, else fd.")] = _DEFAULT.second_order,
+    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences when used: float64 (a float64 copy, step 3e-3) or float32 (step 1e-2, with a float64 spot check); auto = float64.")] = _DEFAULT.fd_dtype,
+    chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Most probe items per JVP chunk.")] = _DEFAULT.chunk_size,
+    n_boot: NBoot = _DEFAULT.resampling.n_boot,
+    seed: Seed = _DEFAULT.resampling.seed,
     device: Device = "cpu",
-    precision: Precision = "fp32",
+    precision: Precision = _DEFAULT.precision,
     json_path: JsonOut = None,
     out: TableOut = None,
-    fig: Annotated[Optional[Path], typer.Option("--fig", help="PNG: predicted vs observed norm (a _heat_drift.png beside it).")] = None,
+    fig: FigOut = None,
     junk_error: JunkError = False,
     trust_remote_code: TrustRemoteCode = False,
 ) -> None:
     """Estimate heat and radial drift per item by virtual SGD steps and compare R_eq with the norm."""
-    from normscope.cli._outputs import compare_models, figure_outputs, model_figure, write_outputs
-    from normscope.encoders import load_encoder, resolve_backend
-    from normscope.pairs import load_pairs, pair_source_path
-    from normscope.probes import check_probe_options, plot_heat_drift, plot_predicted_vs_observed, run_probe
-    from normscope.validate import check_paths
+    from normscope.pairs import load_pairs, pair_source_path  # pairs/ and probes/ import torch: start-up stays light
+    from normscope.probes import plot_heat_drift, plot_predicted_vs_observed, run_probe
 
-    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    models = models_of(model)
     figs = figure_outputs(fig, models)
     panels = [(f"{o} (heat/drift panel)", heat_drift_path(p), "png") for o, p, _ in figs]
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figs, *panels],
                 inputs=[("ITEMS", None if items.startswith("wordfreq:") else items), ("--pairs", pair_source_path(pairs))])
-    junk = "error" if junk_error else "drop"
-    check_probe_options(batches=batches, batch_size=batch_size, tau=tau, lr=lr, weight_decay=weight_decay,
-                        decay_mask=decay_mask, fd_dtype=fd_dtype, chunk_size=chunk_size, n_boot=n_boot, junk=junk,
-                        precision=precision, second_order=second_order)
+    request = ProbeRequest(batch_size=batch_size, batches=batches, tau=tau, lr=lr, weight_decay=weight_decay,
+                           decay_mask=decay_mask, chunk_size=chunk_size, second_order=second_order, fd_dtype=fd_dtype,
+                           junk="error" if junk_error else "drop", precision=precision,
+                           resampling=Resampling(n_boot=n_boot, seed=seed))  # checked before any model or data
     for m in models:
         if resolve_backend(m)[0] == "precomputed":
             raise InputError(f"--model {m}: precomputed vectors cannot be probed (the probe differentiates the model's weights); give a model")
@@ -168,12 +153,7 @@ def probe(
 
     def call(m):
         encoder = load_encoder(m, device=device, trust_remote_code=trust_remote_code)
-        res = run_probe(
-            encoder, texts, pair_source, batch_size=batch_size, batches=batches, tau=tau, lr=lr,
-            weight_decay=weight_decay, decay_mask=decay_mask, seed=seed, progress=True, ids=ids,
-            chunk_size=chunk_size, second_order=second_order, fd_dtype=fd_dtype, n_boot=n_boot, junk=junk,
-            precision=precision,
-        )
+        res = run_probe(encoder, texts, pair_source, request, ids=ids, progress=True)
         names[id(res)] = m
         return res
 

@@ -10,34 +10,21 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from normscope._format import MISSING, ci_fixed, fixed, p_text, p_value
 from normscope.cli import app
+from normscope._io import write_json, write_outputs
 from normscope.cli._console import make_console
-from normscope.cli._options import (Address, BatchSize, DEFAULT_MODEL, Device, Engine, JsonOut, JunkError, Models,
-                                    Precision, Seed, TableOut, Workers)
-
-
-def fmt_p(p) -> str:
-    """A p-value for the table: 3 decimals (``1.000``, ``0.042``), scientific below 0.001, ``-`` when None."""
-    if p is None:
-        return "-"
-    return f"{p:.3f}" if p >= 1e-3 else f"{p:.1e}"
-
-
-def _f(x, spec: str = ".4f") -> str:
-    """``x`` formatted, ``-`` for None; a value that rounds to zero loses its minus sign."""
-    if x is None:
-        return "-"
-    t = format(float(x), spec)
-    return t[1:] if t.startswith("-") and not t.strip("-0.") else t
-
-
-def _ci(ci, spec: str = ".3f") -> str:
-    return "-" if not ci else f"[{_f(ci[0], spec)}, {_f(ci[1], spec)}]"
+from normscope.cli._outputs import Row, Rows, compare_models, print_claim_lines
+from normscope.requests import Embedding, Resampling
+from normscope.requests.retrieval import RetrievalRequest
+from normscope.validate import check_paths
+from normscope.cli._options import (Address, BatchSize, Device, Engine, JsonOut, JunkError, Models, Precision, Seed,
+                                    TableOut, Workers, models_of, split_list)
 
 
 def _param_text(r: dict) -> str:
     if r["param_name"] is None:
-        return "-"
+        return MISSING
     p = r["param"]
     if isinstance(p, list):
         return f"{r['param_name']} per fold {', '.join(f'{x:.3g}' for x in p)} (mean {r['param_mean']:.3g})"
@@ -45,47 +32,40 @@ def _param_text(r: dict) -> str:
 
 
 def _fitted_text(r: dict) -> str:
-    return {"fitted": "fitted", "fixed (not fitted)": "not fitted (fixed)"}.get(r["param_source"], "-")
+    return {"fitted": "fitted", "fixed (not fitted)": "not fitted (fixed)"}.get(r["param_source"], MISSING)
 
 
-def _scorer_table(res) -> Table:
+def _scorer_table(res) -> Rows:
     """The scorers' metrics against cosine (one row per scorer)."""
-    from normscope.retrieval.result import SCORER_LABELS
+    from normscope.retrieval.result import SCORER_LABELS  # retrieval/ imports torch and faiss: start-up stays light
 
-    t = Table(title=f"{res.dataset_name} / {res.split} ({res.n_queries['eval']} queries, {res.n_docs} docs); "
-                    f"parameters fitted on {res.fit_split}; {res.relevance} relevance")
     keys = ("ndcg@10", "mrr@10", "recall@100", "delta", "delta_ci", "relative", "p_value", "p_value_randomization")
-    t.add_column("scorer", no_wrap=True)
-    t.add_column("parameter")
-    t.add_column("fitted?")
-    for c in [SCORER_LABELS[k] for k in keys]:
-        t.add_column(c)
-    from normscope.stats import p_text
-
     n_perm = int((res.significance or {}).get("n_permutations") or 0)
-    for name, r in res.scorers.items():
-        t.add_row(name, _param_text(r), _fitted_text(r), _f(r["ndcg@10"]), _f(r["mrr@10"]), _f(r["recall@100"]), _f(r["delta"]),
-                  _ci(r["delta_ci"], ".4f"), "-" if r["relative"] is None else f"{100 * r['relative']:+.2f} %",
-                  fmt_p(r["p_value"]), "-" if r["p_value_randomization"] is None
-                  else p_text(r["p_value_randomization"], n_perm).removeprefix("p = "))
-    return t
+    rows = tuple(Row(f"scorers.{name}", name, (
+        _param_text(r), _fitted_text(r), fixed(r["ndcg@10"]), fixed(r["mrr@10"]), fixed(r["recall@100"]),
+        fixed(r["delta"]), ci_fixed(r["delta_ci"], ".4f"), MISSING if r["relative"] is None else f"{100 * r['relative']:+.2f} %",
+        p_value(r["p_value"]), MISSING if r["p_value_randomization"] is None
+        else p_text(r["p_value_randomization"], n_perm).removeprefix("p = "))) for name, r in res.scorers.items())
+    return Rows(f"{res.dataset_name} / {res.split} ({res.n_queries['eval']} queries, {res.n_docs} docs); "
+                f"parameters fitted on {res.fit_split}; {res.relevance} relevance",
+                ("scorer", "parameter", "fitted?", *[SCORER_LABELS[k] for k in keys]), rows)
 
 
 def print_result(res, console: Console, err: Console) -> None:
     """The tables and lines of ``normscope retrieval`` for a :class:`~normscope.retrieval.RetrievalResult`."""
-    from normscope.retrieval.result import SIGNAL_LABELS
+    from normscope.retrieval.result import SIGNAL_LABELS  # retrieval/ imports torch and faiss: start-up stays light
 
-    console.print(_scorer_table(res))
+    console.print(_scorer_table(res).table())
     st = res.strata
-    for scorer, rows in (st.get("scorers") or {}).items():
+    for scorer, rows in (st["scorers"] if st and "scorers" in st else {}).items():
         s = Table(title=f"{scorer} vs cosine by pre-specified stratum (nDCG@10; CI over the stratum's queries; "
                         f"p Holm-corrected over the {len(rows)} strata)")
         for c in ("stratifier", "quartile (range)", "n", "\u0394", "95% CI", "relative \u0394", "p (Holm)"):
             s.add_column(c)
         for r in rows:
-            rel = "-" if r["relative"] is None else f"{100 * r['relative']:+.1f} %"
+            rel = MISSING if r["relative"] is None else f"{100 * r['relative']:+.1f} %"
             s.add_row(r["stratifier"], f"Q{r['quartile']} ({r['range'][0]:.3g}-{r['range'][1]:.3g})", str(r["n"]),
-                      _f(r["mean_delta"]), _ci(r["mean_delta_ci"], ".4f"), rel, fmt_p(r["p_holm"]))
+                      fixed(r["mean_delta"]), ci_fixed(r["mean_delta_ci"], ".4f"), rel, p_value(r["p_holm"]))
         console.print(s)
     info = res.calibration_info
     c = Table(title=f"confidence that the cosine top-1 is relevant (base rate {info['base_rate_eval']:.3f}; maps fitted on "
@@ -96,17 +76,17 @@ def print_result(res, console: Console, err: Console) -> None:
     flags = []
     for name, e in res.calibration.items():
         if e["status"] != "ok":
-            c.add_row(name, "-", f"not computed: {e['reason']}", "", "", "", "", "", "", "")
+            c.add_row(name, MISSING, f"not computed: {e['reason']}", "", "", "", "", "", "", "")
             continue
         d = e["fit"]["direction"]
         bins = e["ece_bins"]
-        c.add_row(name, "-" if d is None else f"{d:+d}", _f(e.get("auroc_raw"), ".3f"), _ci(e.get("auroc_raw_ci")),
-                  _f(e["auroc"], ".3f"), _ci(e["auroc_ci"]), _f(e["ece"], ".3f"),
-                  f"{bins['populated_bins']}" + (" (!)" if bins["flag"] else ""), _f(e["aurc"], ".3f"),
-                  _f(e["aurc_optimal"], ".3f"))
+        c.add_row(name, MISSING if d is None else f"{d:+d}", fixed(e.auroc_raw, ".3f"), ci_fixed(e.auroc_raw_ci),
+                  fixed(e["auroc"], ".3f"), ci_fixed(e["auroc_ci"]), fixed(e["ece"], ".3f"),
+                  f"{bins['populated_bins']}" + (" (!)" if bins["flag"] else ""), fixed(e["aurc"], ".3f"),
+                  fixed(e["aurc_optimal"], ".3f"))
         if bins["flag"]:
             flags.append(f"{name}: {bins['flag']}")
-        if e.get("auroc_note"):
+        if e.auroc_note:
             flags.append(f"{name}: AUROC {e['auroc_note']}")
     console.print(c)
     err.print(f"calibration direction: {info['direction']['rule']}; AUROC (calibrated) is that of the fitted map "
@@ -130,64 +110,68 @@ def print_result(res, console: Console, err: Console) -> None:
                   soft_wrap=True)
 
 
+_DEFAULT = RetrievalRequest()
+
+
 @app.command()
 def retrieval(
     dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory (corpus.jsonl[.gz], queries.jsonl[.gz], qrels/*.tsv[.gz]), scifact or nfcorpus (fetched if absent, docs/data.md), or hf:BeIR/<name>.")],
     model: Models = None,
-    scorer: Annotated[Optional[list[str]], typer.Option("--scorer", help="cosine|dot|inverse_norm|power (repeatable; default all).")] = None,
-    fit_split: Annotated[str, typer.Option("--fit-split", help="Split fitting alpha/beta and confidence maps ('cv': 5-fold cross-validation).")] = "train",
-    split: Annotated[str, typer.Option("--split", help="Evaluation split.")] = "test",
+    scorer: Annotated[Optional[list[str]], typer.Option("--scorer", callback=split_list, help="cosine, dot, inverse_norm, power (repeatable or a comma list; default all).")] = None,
+    fit_split: Annotated[str, typer.Option("--fit-split", help="Split fitting alpha/beta and confidence maps ('cv': 5-fold cross-validation).")] = _DEFAULT.fit_split,
+    split: Annotated[str, typer.Option("--split", help="Evaluation split.")] = _DEFAULT.split,
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Evaluate inverse_norm at this fixed alpha (not fitted), e.g. a paper's setting.")] = None,
     beta: Annotated[Optional[float], typer.Option("--beta", help="Evaluate power at this fixed beta (not fitted).")] = None,
-    relevance: Annotated[str, typer.Option("--relevance", help="graded (nDCG gains are the judgement scores, as BEIR) or binary (score >= 1 counts 1).")] = "graded",
+    relevance: Annotated[str, typer.Option("--relevance", help="graded (nDCG gains are the judgement scores, as BEIR) or binary (score >= 1 counts 1).")] = _DEFAULT.relevance,
     grade_scale: Annotated[int, typer.Option("--grade-scale", min=1, help="Read every relevance grade times this factor "
                                              "(qrels such as 0.5 / 1.5 are refused otherwise, with the line named; "
-                                             "nDCG is unchanged by a common scale).")] = 1,
+                                             "nDCG is unchanged by a common scale).")] = _DEFAULT.grade_scale,
     dedupe_docs: Annotated[bool, typer.Option("--dedupe-docs", help="Count each distinct document text once (copies "
                                               "collapse to the smallest id, judged with their highest grade); without "
-                                              "it, duplicates are kept and counted in a warning.")] = False,
-    ignore_identical_ids: Annotated[bool, typer.Option("--ignore-identical-ids/--keep-identical-ids", help="Leave out a document whose id equals the query id (BEIR's default).")] = True,
+                                              "it, duplicates are kept and counted in a warning.")] = _DEFAULT.dedupe_docs,
+    ignore_identical_ids: Annotated[bool, typer.Option("--ignore-identical-ids/--keep-identical-ids", help="Leave out a document whose id equals the query id (BEIR's default).")] = _DEFAULT.ignore_identical_ids,
     junk_error: JunkError = False,
     max_docs: Annotated[Optional[int], typer.Option("--max-docs", min=2, help="Subsample the corpus (documents relevant to kept queries stay).")] = None,
     max_queries: Annotated[Optional[int], typer.Option("--max-queries", min=1, help="Subsample each split's queries.")] = None,
-    n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of the CIs (queries resampled).")] = 1000,
-    seed: Seed = 0,
-    device: Device = "cpu",
-    precision: Precision = "fp32",
-    engine: Engine = "local",
+    n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of every confidence interval (queries resampled).")] = _DEFAULT.resampling.n_boot,
+    seed: Seed = _DEFAULT.resampling.seed,
+    device: Device = _DEFAULT.embedding.device,
+    precision: Precision = _DEFAULT.embedding.precision,
+    engine: Engine = _DEFAULT.engine,
     address: Address = None,
     workers: Workers = None,
-    batch_size: BatchSize = 64,
+    batch_size: BatchSize = _DEFAULT.embedding.batch_size,
     json_path: JsonOut = None,
     out: TableOut = None,
 ) -> None:
     """Fit norm-aware scorers on a train split, evaluate them against cosine on a test split (overall and in
     pre-specified strata), and calibrate confidence signals of the cosine top-1."""
-    from normscope._io import write_json, write_outputs
-    from normscope.retrieval import SCORERS, run_retrieval
-    from normscope.validate import check_paths
+    from normscope.retrieval import run_retrieval  # torch and faiss: the CLI's start-up stays light
 
     err = make_console(stderr=True)
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")],
                 inputs=[("--dataset", dataset if Path(dataset).exists() else None)])
-    scorers = list(scorer or SCORERS)
+    scorers = list(scorer or _DEFAULT.scorers)
     params = {}
     for name, value in (("inverse_norm", alpha), ("power", beta)):
         if value is not None:
             params[name] = value
             if name not in scorers:
                 scorers.append(name)
+    request = RetrievalRequest(
+        dataset=dataset, scorers=tuple(scorers), fit_split=fit_split, split=split,
+        params=tuple(params.items()), relevance=relevance, grade_scale=grade_scale, dedupe_docs=dedupe_docs,
+        ignore_identical_ids=ignore_identical_ids,
+        max_docs=max_docs, max_queries=max_queries, engine=engine, address=address, workers=workers,
+        resampling=Resampling(n_boot=n_boot, n_perm=_DEFAULT.resampling.n_perm, seed=seed))
+
     def call(m):
-        return run_retrieval(dataset, model=m, scorers=scorers, fit_split=fit_split, split=split, params=params,
-                            relevance=relevance, grade_scale=grade_scale, dedupe_docs=dedupe_docs, ignore_identical_ids=ignore_identical_ids,
-                            junk="error" if junk_error else "drop", max_docs=max_docs, max_queries=max_queries,
-                            n_boot=n_boot, seed=seed, progress=True, batch_size=batch_size, device=device, precision=precision,
-                            engine=engine, address=address, workers=workers)
+        emb = Embedding(model=m, device=device, precision=precision, batch_size=batch_size,
+                        junk="error" if junk_error else "drop")
+        return run_retrieval(request.replace(embedding=emb), progress=True)
 
-    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    models = models_of(model)
     if len(models) > 1:
-        from normscope.cli._outputs import compare_models
-
         compare_models(models, call, _scorer_table, title=f"{Path(str(dataset)).name}: {len(models)} models side by side",
                        console=err, out=out, json_path=json_path, width=160)
         return
@@ -195,8 +179,6 @@ def retrieval(
     write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p)},
                   options={out: "-o/--out", json_path: "--json"})
     print_result(res, make_console(wide=160), err)
-    from normscope.cli._outputs import print_claim_lines
-
     print_claim_lines(res.claims, err)
     written = [str(p) for p in (json_path, out) if p is not None]
     if written:
@@ -211,7 +193,7 @@ def beir_convert(
     qrels: Annotated[str, typer.Option("--qrels", help="Judgement variant: {split}.<variant>.qrel (NFCorpus: 3-2-1 or 2-1-0).")] = "3-2-1",
 ) -> None:
     """Convert a TREC-style release (e.g. the original NFCorpus) to the BEIR layout that --dataset reads."""
-    from normscope.retrieval.trec import convert_trec
+    from normscope.retrieval.trec import convert_trec  # retrieval/ imports torch and faiss: start-up stays light
 
     info = convert_trec(src, out, queries=queries, qrels=qrels)
     err = make_console(stderr=True)

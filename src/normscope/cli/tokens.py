@@ -6,67 +6,71 @@ output) and :func:`normscope.tokens.plot_tokens` (``--fig``).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
+from normscope._format import MISSING
 from normscope.cli import app
-from normscope.cli._outputs import compare_models, figure_outputs, write_outputs
-from normscope.cli._options import Device, JsonOut, Models, Seed, TableOut
-from normscope.encoders import DEFAULT_MODEL
+from normscope.cli._console import make_console
+from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, write_outputs
+from normscope.cli._options import Device, FigOut, JsonOut, Models, Seed, TableOut, models_of
+from normscope.requests import Resampling
+from normscope.requests.tokens import TokensRequest
+from normscope.validate import check_paths
 
 
 def _ci(ci) -> str:
-    return "—" if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+    return MISSING if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
 
 
-def _table(res):
-    from rich.table import Table
-
-    table = Table(title=f"input embedding table — {res.model} ({res.n_rows:,} rows x {res.dim})",
-                  caption=f"95% CIs: bootstrap over tokens ({res.n_boot} resamples); frequency: wordfreq Zipf")
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
-    table.add_column("95% CI")
+def _table(res) -> Rows:
+    """The tokens table (rows keyed by the result's field paths)."""
+    rows = []
     for k in ("word", "subword", "special", "unused"):
         med = res.norm_median.get(k)
-        table.add_row(f"{k} rows: n, median norm", f"{res.counts.get(k, 0):,}, {'—' if med is None else f'{med:.3f}'}", "")
+        rows.append(Row(f"counts.{k}", f"{k} rows: n, median norm",
+                        (f"{res.counts.get(k, 0):,}, {MISSING if med is None else f'{med:.3f}'}", "")))
     for g, label in (("word", "words"), ("subword", "## pieces (string as a word)"), ("used", "all used tokens")):
         r = res.frequency.get(g)
         if r is not None:
-            table.add_row(f"Spearman ρ(norm, Zipf), {label} (n = {r['n']:,})", f"{r['spearman']:+.3f}", _ci(r["spearman_ci"]))
+            rows.append(Row(f"frequency.{g}.spearman", f"Spearman ρ(norm, Zipf), {label} (n = {r['n']:,})",
+                            (f"{r['spearman']:+.3f}", _ci(r["spearman_ci"]))))
     c = res.unused_vs_used
     if c is not None:
-        table.add_row(f"median norm, unused − used (n = {c['n_unused']:,} / {c['n_used']:,})", f"{c['difference']:+.3f}",
-                      _ci(c["ci"]))
-        table.add_row("median norm, unused / used", f"{c['ratio']:.3f}", _ci(c["ratio_ci"]).replace("+", ""))
+        rows.append(Row("unused_vs_used.difference", f"median norm, unused − used (n = {c['n_unused']:,} / {c['n_used']:,})",
+                        (f"{c['difference']:+.3f}", _ci(c["ci"]))))
+        rows.append(Row("unused_vs_used.ratio", "median norm, unused / used",
+                        (f"{c['ratio']:.3f}", _ci(c["ratio_ci"]).replace("+", ""))))
     if res.init_norm is not None:
-        table.add_row("row norm at initialisation (sd·√d)", f"{res.init_norm:.3f}", "")
-    return table
+        rows.append(Row("init_norm", "row norm at initialisation (sd·√d)", (f"{res.init_norm:.3f}", "")))
+    return Rows(f"input embedding table — {res.model} ({res.n_rows:,} rows x {res.dim})", ("quantity", "value", "95% CI"),
+                tuple(rows), caption=f"95% CIs: bootstrap over tokens ({res.n_boot} resamples); frequency: wordfreq Zipf")
+
+
+_DEFAULT = TokensRequest()
 
 
 @app.command()
 def tokens(
     model: Models = None,
-    seed: Seed = 0,
-    n_boot: Annotated[int, typer.Option("--n-boot", min=0, help="Bootstrap resamples over tokens (CIs).")] = 2000,
-    n_perm: Annotated[int, typer.Option("--n-perm", min=0, help="Permutations of the p-values.")] = 2000,
-    device: Device = "cpu",
+    seed: Seed = _DEFAULT.resampling.seed,
+    n_boot: Annotated[int, typer.Option("--n-boot", min=0, help="Bootstrap resamples over tokens (CIs).")] = _DEFAULT.resampling.n_boot,
+    n_perm: Annotated[int, typer.Option("--n-perm", min=0, help="Permutations of the p-values.")] = _DEFAULT.resampling.n_perm,
+    device: Device = _DEFAULT.device,
     json_path: JsonOut = None,
     out: TableOut = None,
-    fig: Annotated[Optional[Path], typer.Option("--fig", help="Figure: norm vs frequency, and norms per kind.")] = None,
+    fig: FigOut = None,
 ) -> None:
     """Row norms of the model's input embedding table: vs token frequency, and never-used vs used rows."""
-    from normscope.cli._console import make_console
-    from normscope.tokens import plot_tokens, run_tokens
-    from normscope.validate import check_paths
+    from normscope.tokens import plot_tokens, run_tokens  # torch: the CLI's start-up stays light
 
-    models = list(dict.fromkeys(model or [DEFAULT_MODEL]))
+    models = models_of(model)
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)])
+    request = TokensRequest(device=device, resampling=Resampling(n_boot=n_boot, n_perm=n_perm, seed=seed))
 
     def call(m):
-        return run_tokens(model=m, device=device, n_boot=n_boot, n_perm=n_perm, seed=seed)
+        return run_tokens(request.replace(model=m))
 
     console = make_console(stderr=True)
     if len(models) > 1:
@@ -74,7 +78,7 @@ def tokens(
                        console=console, out=out, json_path=json_path, fig=fig, plot=plot_tokens)
         return
     res = call(models[0])
-    make_console().print(_table(res))
+    make_console().print(_table(res).table())
     for note in res.notes:
         console.print(f"note: {note}", markup=False)
     write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot_tokens)

@@ -30,10 +30,25 @@ from normscope.data.verify import verify_copy
 from normscope.errors import DataError, DataMissing
 
 __all__ = [
-    "DATASETS", "Dataset", "FetchResult", "data_dir", "data_path", "dataset_names", "dataset_status", "datasets_here",
-    "fetch_dataset", "find_copy", "fmt_bytes", "get_dataset", "how_to_get", "mirror", "mirrored_url", "offline",
-    "offline_reason", "search_roots", "set_defaults", "settings", "verify_local",
+    "DATASETS", "Dataset", "FetchResult", "data_dir", "data_path", "dataset_names", "dataset_path", "dataset_status",
+    "datasets_here", "fetch_dataset", "find_copy", "fmt_bytes", "get_dataset", "how_to_get", "mirror", "mirrored_url",
+    "offline", "offline_reason", "search_roots", "set_defaults", "settings", "verify_local",
 ]
+
+
+def dataset_path(spec: str | Path) -> Path:
+    """A command's ``--dataset``: a registry name (``simlex-999``) that is not also an existing path is
+    :func:`data_path` of it; anything else is the path itself.
+
+    Raises
+    ------
+    DataError
+        A registry dataset that is absent and cannot be fetched (as :func:`data_path`).
+    """
+    s = str(spec)
+    if s in dataset_names() and not Path(s).exists():
+        return data_path(s)
+    return Path(s)
 
 
 def how_to_get(name: str) -> str:

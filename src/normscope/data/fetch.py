@@ -432,7 +432,7 @@ def convert_sdist(sdist: Path, target: Path, src: Source, *, name: str = "") -> 
                 h, n = hashlib.sha256(), 0
                 f = tf.extractfile(m)
                 with open(into / rel, "wb") as out:
-                    for block in _crlf_to_lf(iter(lambda: f.read(1 << 20), b"")):
+                    for block in _crlf_to_lf(iter(lambda f=f: f.read(1 << 20), b"")):
                         n += len(block)
                         if n > want_size:
                             raise DataError(f"{label}: {m.name} converts to more than its pinned {want_size:,} bytes "
@@ -716,7 +716,7 @@ def fetch_dataset(name: str, *, dest: str | os.PathLike | None = None, mirror: s
         if mirror and ds.shared:
             candidates.append((f"shared-data layout at {mirror}", lambda p=None: _run_shared(ds, target, mirror, p)))
         with _progress(progress) as prog:
-            for label, run in candidates:
+            for label, run in candidates:  # noqa: B007 (label is read after the loop: the source that answered)
                 try:
                     urls, nbytes, converted = run(p=prog)
                     break

@@ -127,14 +127,15 @@ def data_dir() -> Path:
 def search_roots() -> list[tuple[str, Path]]:
     """The data folders searched, in order, as ``(label, path)``: the shared data folder (or
     ``$NORMSCOPE_DATA``), then the fetch destination."""
-    from normscope.datasets import shared_data_dir
+    from normscope.datasets import data_root_given, shared_data_dir
 
     roots = []
     shared = shared_data_dir()
     if shared is not None:
         env = os.environ.get("NORMSCOPE_DATA")
         from_env = bool(env) and Path(env).resolve() == Path(shared).resolve()
-        roots.append(("$NORMSCOPE_DATA" if from_env else "shared data", Path(shared)))
+        label = "--data" if data_root_given() is not None else "$NORMSCOPE_DATA" if from_env else "shared data"
+        roots.append((label, Path(shared)))
     dest = data_dir()
     if all(dest.resolve() != p.resolve() for _, p in roots):
         roots.append(("fetched", dest))

@@ -213,7 +213,7 @@ def embed_input(
     if batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {batch_size}")
     if wordfreq_top and input is not None:
-        raise InputError("give either INPUT or --wordfreq-top, not both")
+        raise InputError("give either INPUT or wordfreq:N, not both")
     if wordfreq_top > 0:
         from normscope.datasets import wordfreq_words
 
@@ -221,7 +221,7 @@ def embed_input(
         ids = [str(i) for i in range(len(texts))]
         source = f"wordfreq:en:top{wordfreq_top}"
     elif input is None:
-        raise InputError("give INPUT or --wordfreq-top N")
+        raise InputError("give INPUT or wordfreq:N")
     else:
         source = str(input)
         if Path(input).suffix.lower() in PRECOMPUTED_SUFFIXES and Path(input).is_file():

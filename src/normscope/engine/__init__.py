@@ -230,7 +230,7 @@ def _embed_input_ray(input, address: str | None, workers: int | None, threads: i
     """The Ray branch of :func:`embed_input`: checks the options the Ray engine does not take, then
     :func:`normscope.engine.ray_engine.embed_corpus`."""
     if wordfreq_top:
-        raise InputError("--wordfreq-top runs on the local engine; the ray engine reads corpus files")
+        raise InputError("wordfreq:N runs on the local engine; the ray engine reads corpus files")
     if input is None:
         raise InputError("give INPUT (a .jsonl[.gz], .parquet or BEIR corpus) for --engine ray")
     if out is None:

@@ -17,11 +17,14 @@ from normscope.lab.figures import plot_optimizer_comparison, plot_predicted_vs_f
 from normscope.lab.optim import SGD, AdamW, Momentum, make_optimizer
 from normscope.lab.result import DecisiveResult, LabResult, TransformerLabResult
 from normscope.lab.run import GATE, plot_predicted_vs_observed, plot_trajectories, run_lab
+from normscope.requests.lab import LabRequest, TransformerLabRequest
 from normscope.lab.trajectory import TrajectoryRecord, trajectory_estimates
 from normscope.lab.transformer import TRANSFORMER_DEFAULTS, run_transformer_lab
 
 __all__ = [
     "run_lab",
+    "LabRequest",
+    "TransformerLabRequest",
     "LabResult",
     "GATE",
     "plot_trajectories",

@@ -115,10 +115,6 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
     order = np.lexsort((np.asarray(probes.ids, dtype=str), np.asarray(probes.texts, dtype=str)))
     caveats: list[str] = []
     seed = int(info.get("seed") or 0)
-
-    def _st(a) -> dict:  # summary of a per-item array, in the canonical item order (sums are order-sensitive)
-        return _stat(np.asarray(a, dtype=float)[order])
-
     p = len(probes)
 
     est = trajectory_estimates(record, eta=lr, weight_decay=lam, burn_in=burn_in)
@@ -141,8 +137,56 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
         "q_over_c_realised": est["q_over_c_realised"], "heat_share": est["heat_share"], "drift_share": drift_share,
         "r_eq_trajectory": est["r_eq"],
     })
+    pred = _prediction(r0, r_final, r_eq0, flag, mot, order, n_boot=n_boot, seed=seed, caveats=caveats)
+    qc = est["q_over_c"][order]
+    qc_ok = qc[np.isfinite(qc)]
+    stat = _stationarity(est, r_final, order, relax=relax, long_enough=long_enough, burn_in=burn_in, steps=steps,
+                         caveats=caveats)
+    traj = _trajectory(est, record, qc, drift_share, order, burn_in=burn_in, steps=steps, stationary=stat["stationary"])
+    _trajectory_caveats(traj, qc_ok, p, caveats)
+    _optimizer_caveats(info["optimizer"], caveats)
+    loss = record.loss
+    k = max(1, min(50, steps // 10))
+    loss_d = {"first": _num(loss[:k].mean()), "last": _num(loss[-k:].mean()), "steps_averaged": k}
+    s0 = dict(probe0.get("summary") or {})
+    s0["q_over_c"] = _stat((np.asarray(probe0["q"]) / np.where(lr * lam0 > 0, lr * lam0, np.nan))[order])
+    s0["heat"], s0["drift"] = _stat(np.asarray(probe0["heat"], dtype=float)[order]), _stat(
+        np.asarray(probe0["drift"], dtype=float)[order])
+    rho, rho_ci, frac, k_toward, n_decided, motion_d = (pred["rho"], pred["rho_ci"], pred["frac"], pred["k_toward"],
+                                                        pred["n_decided"], pred["motion"])
+    pear, pear_reason = stat["pearson"], stat["reason"]
+    return TransformerLabResult(
+        **base,
+        relaxation_steps=relax,
+        long_enough=bool(long_enough),
+        q_over_c_mean=float(np.mean(qc_ok)) if qc_ok.size else None,
+        q_over_c_median=float(np.median(qc_ok)) if qc_ok.size else None,
+        spearman_predicted_vs_final=rho,
+        spearman_predicted_vs_final_ci=rho_ci,
+        fraction_moved_toward_req=frac,
+        fraction_moved_toward_req_ci=wilson_interval(k_toward, n_decided),
+        pearson_final_vs_req_trajectory=pear,
+        pearson_final_vs_req_trajectory_reason=pear_reason,
+        estimator="trajectory",
+        motion=motion_d,
+        trajectory=traj,
+        step0=s0,
+        loss=loss_d,
+        caveats=caveats,
+        items=items,
+        norms=r_all,
+        record=record,
+        timings=timings,
+    )
 
-    # ---- step-0 prediction vs the end of the run
+
+def _prediction(r0, r_final, r_eq0, flag, mot, order, *, n_boot: int, seed: int, caveats: list[str]) -> dict:
+    """The step-0 prediction against the end of the run: Spearman, the partial given R_0, the direction of motion
+    and its common-target baseline (``motion`` block), with their caveats."""
+    def _st(a) -> dict:  # summary of a per-item array, in the canonical item order (sums are order-sensitive)
+        return _stat(np.asarray(a, dtype=float)[order])
+
+    p = len(r0)
     has_pred = np.isfinite(r_eq0)
     n_pred = int(has_pred.sum())
     n_flag = {f: int((flag == f).sum()) for f in ("lambda_rad<=0", "q<0")}
@@ -160,10 +204,7 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
     common = float(np.median(r_eq0[has_pred])) if n_pred else float("nan")
     tw_c = motion(r0, r_final, np.where(has_pred, common, np.nan))["toward"]
     k_c, n_c = int(np.nansum(tw_c)), int(np.isfinite(tw_c).sum())
-    excluded = []
-    for f, n in n_flag.items():
-        if n:
-            excluded.append(f"{n} with {f}")
+    excluded = [f"{n} with {f}" for f, n in n_flag.items() if n]
     if p - n_pred:
         caveats.append(f"{p - n_pred} of {p} probe items have no step-0 R_eq ({', '.join(excluded)}; docs/theory.md section 9) "
                        f"and are left out of the comparisons with R_eq")
@@ -190,10 +231,13 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
         caveats.append(f"every probe item with a prediction is predicted to move {way}: the fraction moved toward R_eq "
                        f"then only tests the common direction; the partial Spearman(R_eq0, R_T | R_0) = "
                        f"{'n/a' if prho is None else format(prho, '.2f')} tests the per-item differences")
+    return {"rho": rho, "rho_ci": rho_ci, "frac": frac, "k_toward": k_toward, "n_decided": n_decided,
+            "motion": motion_d}
 
-    # ---- trajectory estimator over the window
-    qc = est["q_over_c"][order]
-    qc_ok = qc[np.isfinite(qc)]
+
+def _stationarity(est, r_final, order, *, relax, long_enough: bool, burn_in: int, steps: int,
+                  caveats: list[str]) -> dict:
+    """Whether the window's norms are stationary (measured), and the final-vs-trajectory-R_eq Pearson r or why not."""
     # stationarity, measured: q/c_realised = 1 + (R_T^2 - R_t0^2) / (2 W c_real <R^2>) (exact); the window's norms
     # count as stationary when the median item's |q/c_realised - 1| <= STATIONARY_TOL
     qcr = est["q_over_c_realised"]
@@ -216,16 +260,22 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
             pear = float(np.corrcoef(r_final[order][ok[order]], est["r_eq"][order][ok[order]])[0, 1])
         else:
             pear_reason = "fewer than 3 probe items with a positive c, or a constant R_eq"
-    if relax is None:
+    if relax is None or (long_enough and not stationary):
         caveats.append(pear_reason)
     elif not long_enough:
         caveats.append(f"the run ({steps} steps, window from step {burn_in}) is shorter than needed for stationary norms "
                        f"(window start >= relaxation time {relax:.0f} steps): the comparison is of directions of "
                        f"motion, not of stationary values")
-    elif not stationary:
-        caveats.append(pear_reason)
+    return {"stationary": stationary, "pearson": pear, "reason": pear_reason}
+
+
+def _trajectory(est, record, qc, drift_share, order, *, burn_in: int, steps: int, stationary: bool) -> dict:
+    """The trajectory estimator over the window (``trajectory`` block)."""
+    def _st(a) -> dict:
+        return _stat(np.asarray(a, dtype=float)[order])
+
     nonstat = est["q"] - est["c_realised"]
-    traj = {
+    return {
         "window": [burn_in, steps], "c_definition": "eta * lambda_rad(x), lambda_rad by (E4) averaged over the window",
         "stationary": stationary, "stationary_rule": f"|median q/c_realised - 1| <= {STATIONARY_TOL}",
         "q_over_c": _stat(qc), "q_over_c_realised": _st(est["q_over_c_realised"]),
@@ -238,6 +288,9 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
         "lambda_rad_per_lambda": {"step0": _st(record.lam[0]), "end": _st(record.lam[-1])},
         "n_negative_c": int(np.sum(est["c"] <= 0)),
     }
+
+
+def _trajectory_caveats(traj: dict, qc_ok, p: int, caveats: list[str]) -> None:
     hs, ds = traj["heat_share"]["median"], traj["drift_share"]["median"]
     if hs is not None and ds is not None and hs > 0 and ds < 0 and -ds / hs > 0.5:
         ratio = -ds / hs
@@ -249,40 +302,14 @@ def analyse_transformer_run(info: dict, probes, record, probe0: dict, timings: d
     if traj["n_negative_c"]:
         caveats.append(f"{traj['n_negative_c']} of {p} probe items have lambda_rad <= 0 over the window (E4): their q/c "
                        "is undefined and they are left out of the q/c statistics")
-    if info["optimizer"] == "adamw":
+
+
+def _optimizer_caveats(optimizer: str, caveats: list[str]) -> None:
+    if optimizer == "adamw":
         caveats.insert(0, "AdamW: the SGD form of Theorem 1 is not expected to hold (docs/theory.md C3, section 8); the step-0 "
                           "probe uses plain-gradient SGD steps, while the trajectory estimator uses AdamW's actual step")
-    elif info["optimizer"] == "momentum":
+    elif optimizer == "momentum":
         caveats.insert(0, "momentum: the step-0 prediction uses (E12) heat/(1-beta)^2 and drift/(1-beta) (the drift "
                           "factor is untested in docs/theory.md); the trajectory estimator uses the actual step, without (E12)")
     caveats.append("q/c uses c = eta lambda_rad from (E4), the first-order decay rate; q/c_realised uses the decay's "
                    "measured radial effect, so it equals 1 exactly when the window's mean R^2 does not change")
-    loss = record.loss
-    k = max(1, min(50, steps // 10))
-    loss_d = {"first": _num(loss[:k].mean()), "last": _num(loss[-k:].mean()), "steps_averaged": k}
-    s0 = dict(probe0.get("summary") or {})
-    s0["q_over_c"] = _st(np.asarray(probe0["q"]) / np.where(lr * lam0 > 0, lr * lam0, np.nan))
-    s0["heat"], s0["drift"] = _st(probe0["heat"]), _st(probe0["drift"])
-    return TransformerLabResult(
-        **base,
-        relaxation_steps=relax,
-        long_enough=bool(long_enough),
-        q_over_c_mean=float(np.mean(qc_ok)) if qc_ok.size else None,
-        q_over_c_median=float(np.median(qc_ok)) if qc_ok.size else None,
-        spearman_predicted_vs_final=rho,
-        spearman_predicted_vs_final_ci=rho_ci,
-        fraction_moved_toward_req=frac,
-        fraction_moved_toward_req_ci=wilson_interval(k_toward, n_decided),
-        pearson_final_vs_req_trajectory=pear,
-        pearson_final_vs_req_trajectory_reason=pear_reason,
-        estimator="trajectory",
-        motion=motion_d,
-        trajectory=traj,
-        step0=s0,
-        loss=loss_d,
-        caveats=caveats,
-        items=items,
-        norms=r_all,
-        record=record,
-        timings=timings,
-    )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from normscope.errors import InputError
+from normscope.lab.wordnet_data import load_wordnet
 
 __all__ = ["PairData", "synthetic_data", "wordnet_data"]
 
@@ -159,41 +160,75 @@ def wordnet_data(n_items: int = 256, *, max_senses: int = 4, seed: int = 0, word
     InputError
         WordNet has too few suitable nouns for ``n_items``.
     """
-    from normscope.lab.wordnet_data import load_wordnet
-
     wn = wordnet if wordnet is not None else load_wordnet()
     rng = np.random.default_rng(seed)
     per_group = n_items // max_senses
     if per_group < 2:
         raise InputError(f"n_items must be >= 2 * max_senses, got {n_items}")
-    # words -> (synsets, hypernyms); only simple nouns with 1..max_senses senses
-    cache: dict[str, tuple[frozenset, frozenset, int]] = {}
+    nouns = _Nouns(wn, max_senses)
+    chosen = _draw_nouns(nouns, rng, per_group, max_senses)
+    pos = _positives([nouns.info(w) for w in chosen])
+    indptr, indices = _csr(pos)
+    amb = np.array([nouns.n_senses(w) for w in chosen], dtype=np.int64)
+    return PairData(
+        names=chosen,
+        ambiguity=amb,
+        indptr=indptr,
+        indices=indices,
+        source="wordnet",
+        info={"n_items": len(chosen), "max_senses": int(max_senses), "mean_positives": float(np.mean(np.diff(indptr)))},
+    )
 
-    def info(w):
-        if w not in cache:
-            # senses whose lemma is w itself (case-insensitive, as in the index); no morphy variants
-            ss = [x for x in wn.synsets(w, pos="n") if w in {m.lower() for m in x.lemma_names()}]
+
+class _Nouns:
+    """WordNet nouns as the lab reads them: synsets and direct hypernyms of a word (its own lemma only, no
+    morphy variants), its number of noun senses, whether it is a simple lowercase word."""
+
+    def __init__(self, wn, max_senses: int) -> None:
+        self.wn, self.max_senses = wn, max_senses
+        self.cache: dict[str, tuple[frozenset, frozenset, int]] = {}
+        # sense counts from the index (no synset parsing): nltk's lemma -> pos -> offsets map
+        self.offsets = getattr(wn, "_lemma_pos_offset_map", None)
+
+    def info(self, w: str) -> tuple[frozenset, frozenset, int]:
+        if w not in self.cache:
+            ss = [x for x in self.wn.synsets(w, pos="n") if w in {m.lower() for m in x.lemma_names()}]
             hyp = frozenset(h.name() for s in ss for h in s.hypernyms() + s.instance_hypernyms())
-            cache[w] = (frozenset(s.name() for s in ss), hyp, len(ss))
-        return cache[w]
+            self.cache[w] = (frozenset(s.name() for s in ss), hyp, len(ss))
+        return self.cache[w]
 
-    # sense counts from the index (no synset parsing): nltk's lemma -> pos -> offsets map
-    offsets = getattr(wn, "_lemma_pos_offset_map", None)
+    def n_senses(self, w: str) -> int:
+        if self.offsets is not None:
+            return len(self.offsets.get(w, {}).get("n", ()))
+        return self.info(w)[2]
 
-    def n_senses(w):
-        if offsets is not None:
-            return len(offsets.get(w, {}).get("n", ()))
-        return info(w)[2]
-
-    def ok(w):
+    @staticmethod
+    def ok(w: str) -> bool:
         return w.isalpha() and w.islower() and len(w) >= 3
 
+    def usable(self, w: str) -> bool:
+        return self.ok(w) and 1 <= self.n_senses(w) <= self.max_senses
+
+    def siblings(self, w: str, rng) -> list[str] | None:
+        """The usable co-hyponyms of one of ``w``'s senses (drawn with ``rng``), None when it has no hypernym."""
+        senses = sorted(self.info(w)[0])
+        if not senses:
+            return None
+        sense = self.wn.synset(senses[int(rng.integers(len(senses)))])
+        hyps = sense.hypernyms() + sense.instance_hypernyms()
+        if not hyps:
+            return None
+        sibs = sorted({lem.name() for child in hyps[0].hyponyms() + hyps[0].instance_hyponyms()
+                       for lem in child.lemmas()} - {w})
+        return [x for x in sibs if self.usable(x)]
+
+
+def _draw_nouns(nouns: _Nouns, rng, per_group: int, max_senses: int) -> list[str]:
+    """Draw ``per_group`` nouns per ambiguity group, hypernym by hypernym (each with a sibling drawn too)."""
     groups = {a: [] for a in range(1, max_senses + 1)}
-    for w in sorted(wn.all_lemma_names(pos="n")):
-        if ok(w):
-            a = n_senses(w)
-            if 1 <= a <= max_senses:
-                groups[a].append(w)
+    for w in sorted(nouns.wn.all_lemma_names(pos="n")):
+        if nouns.ok(w) and 1 <= nouns.n_senses(w) <= max_senses:
+            groups[nouns.n_senses(w)].append(w)
     queues = {a: [g[k] for k in rng.permutation(len(g))] for a, g in groups.items()}
     chosen: list[str] = []
     counts = {a: 0 for a in range(1, max_senses + 1)}
@@ -209,59 +244,46 @@ def wordnet_data(n_items: int = 256, *, max_senses: int = 4, seed: int = 0, word
         w = queues[a].pop()
         if w in taken:
             continue
-        senses = sorted(info(w)[0])
-        if not senses:
-            continue
-        sense = wn.synset(senses[int(rng.integers(len(senses)))])
-        hyps = sense.hypernyms() + sense.instance_hypernyms()
-        if not hyps:
-            continue
-        sibs = sorted(
-            {lem.name() for child in hyps[0].hyponyms() + hyps[0].instance_hyponyms() for lem in child.lemmas()}
-            - {w}
-        )
-        sibs = [x for x in sibs if ok(x) and 1 <= n_senses(x) <= max_senses]
+        sibs = nouns.siblings(w, rng)
         if not sibs:
             continue
-        has_chosen = any(x in taken for x in sibs)
-        new = [x for x in sibs if x not in taken and counts[n_senses(x)] < per_group]
-        new = [new[k] for k in rng.permutation(len(new))[:3]]
-        add = [w]
-        counts[a] += 1
-        for x in new:
-            if counts[n_senses(x)] < per_group and len(chosen) + len(add) < target:
-                counts[n_senses(x)] += 1
-                add.append(x)
-        if len(add) == 1 and not has_chosen:
-            counts[a] -= 1
-            continue
+        add = _with_siblings(w, a, sibs, nouns, rng, counts, taken, per_group, target - len(chosen))
         chosen += add
         taken.update(add)
-    if len(chosen) < per_group * max_senses:
-        raise InputError(f"WordNet gave only {len(chosen)} suitable nouns, need {per_group * max_senses}")
-    syn = [info(w)[0] for w in chosen]
-    hyp = [info(w)[1] for w in chosen]
-    by_key: dict[str, set] = {}
-    for i, (s, h) in enumerate(zip(syn, hyp)):
-        for key in [("s", x) for x in s] + [("h", x) for x in h]:
+    if len(chosen) < target:
+        raise InputError(f"WordNet gave only {len(chosen)} suitable nouns, need {target}")
+    return chosen
+
+
+def _with_siblings(w, a, sibs, nouns: _Nouns, rng, counts, taken, per_group: int, room: int) -> list[str]:
+    """``w`` and up to 3 of its siblings not yet taken (counted in ``counts``); ``[]`` when ``w`` would come
+    alone while none of its siblings is taken (an item needs a positive)."""
+    has_chosen = any(x in taken for x in sibs)
+    new = [x for x in sibs if x not in taken and counts[nouns.n_senses(x)] < per_group]
+    new = [new[k] for k in rng.permutation(len(new))[:3]]
+    add = [w]
+    counts[a] += 1
+    for x in new:
+        if counts[nouns.n_senses(x)] < per_group and len(add) < room:
+            counts[nouns.n_senses(x)] += 1
+            add.append(x)
+    if len(add) == 1 and not has_chosen:
+        counts[a] -= 1
+        return []
+    return add
+
+
+def _positives(infos: list[tuple[frozenset, frozenset, int]]) -> list[np.ndarray]:
+    """Per item, the items that share a synset (synonyms) or a direct hypernym (siblings) with it."""
+    by_key: dict[tuple, set] = {}
+    keys = [[("s", x) for x in s] + [("h", x) for x in h] for s, h, _ in infos]
+    for i, ks in enumerate(keys):
+        for key in ks:
             by_key.setdefault(key, set()).add(i)
     pos = []
-    for i, (s, h) in enumerate(zip(syn, hyp)):
-        p = set()
-        for key in [("s", x) for x in s] + [("h", x) for x in h]:
-            p |= by_key[key]
-        p.discard(i)
+    for i, ks in enumerate(keys):
+        p = set().union(*(by_key[k] for k in ks)) - {i}
         pos.append(np.array(sorted(p), dtype=np.int64))
-    keep_idx = [i for i in range(len(chosen)) if len(pos[i])]
-    if len(keep_idx) != len(chosen):  # pragma: no cover - construction guarantees a sibling
+    if any(len(p) == 0 for p in pos):  # pragma: no cover - construction guarantees a sibling
         raise InputError("internal: a WordNet item has no positive")
-    indptr, indices = _csr(pos)
-    amb = np.array([n_senses(w) for w in chosen], dtype=np.int64)
-    return PairData(
-        names=chosen,
-        ambiguity=amb,
-        indptr=indptr,
-        indices=indices,
-        source="wordnet",
-        info={"n_items": len(chosen), "max_senses": int(max_senses), "mean_positives": float(np.mean(np.diff(indptr)))},
-    )
+    return pos

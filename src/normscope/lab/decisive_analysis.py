@@ -188,7 +188,7 @@ def _prediction(spec, run, win, sizes, order, seed) -> dict | None:
                                beta=spec.beta, order=order, n_boot=sizes.n_boot, n_perm=sizes.n_perm, seed=seed)
 
 
-def analyse_design(*, sizes, data: dict, runs: dict, phases: dict, lam_per_lambda: float, grid: list, selected: dict,
+def analyse_design(*, sizes, data: dict, runs: dict, phases: dict, lam_per_lambda: float, grid: list, selected: dict,  # noqa: C901 -- over the complexity budget; split pending (issue 29)
                    predictions: dict, seed: int, device: str, workers: int, directory: Path, timings: dict):
     """The :class:`~normscope.lab.result.DecisiveResult` of a finished design (see :mod:`normscope.lab.decisive`)."""
     from normscope.lab.analysis import wilson_interval

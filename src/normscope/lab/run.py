@@ -31,7 +31,9 @@ from normscope.errors import InputError
 from normscope.lab.data import PairData, synthetic_data, wordnet_data
 from normscope.lab.encoders import MLPTwoTower, TableEncoder
 from normscope.lab.optim import DEFAULTS, make_optimizer
+from normscope._progress import Tracker
 from normscope.lab.result import LabResult
+from normscope.requests.lab import LabRequest
 
 __all__ = ["LabResult", "run_lab", "plot_trajectories", "plot_predicted_vs_observed", "GATE"]
 
@@ -86,66 +88,31 @@ def _make_data(data, *, n_items, n_concepts, seed) -> PairData:
     raise InputError(f"data must be 'synthetic', 'wordnet' or a PairData, got {data!r}")
 
 
-def run_lab(
-    *,
-    encoder: str = "table",
-    data="synthetic",
-    optimizer: str = "sgd",
-    lr: float | None = None,
-    weight_decay: float | None = None,
-    steps: int | None = None,
-    burn_in: int | None = None,
-    seed: int = 0,
-    estimator: str | None = None,
-    snapshots: int | None = None,
-    probe_batches: int | None = None,
-    n_items: int = 256,
-    n_concepts: int = 32,
-    dim: int = 16,
-    tau: float = 0.1,
-    batch_size: int = 64,
-    beta: float = 0.9,
-    hidden: int = 64,
-    input_dim: int = 32,
-    record_every: int | None = None,
-    track: bool = True,
-    progress: bool = False,
-    num_threads: int | None = 1,
-) -> LabResult:
+def run_lab(request: LabRequest | None = None, *, data: PairData | None = None, progress: bool = False,
+            num_threads: int | None = 1) -> LabResult:
     """Train a contrastive model with per-item tracking of R, heat, drift and predicted R_eq.
 
     Parameters
     ----------
-    encoder : {"table", "mlp"}, keyword-only
-        Free embedding table (k=1, docs/theory.md 7A) or two-tower bias-free ReLU MLP (k=2, 7B).
-    data : {"synthetic", "wordnet"} or PairData, keyword-only
-        Synthetic controlled ambiguity, or WordNet 3.0 nouns (see :mod:`normscope.lab.data`).
-    optimizer : {"sgd", "momentum", "adamw"}, keyword-only
-        All with exactly decoupled decay (:mod:`normscope.lab.optim`).
-    lr, weight_decay : float, keyword-only, optional
-        eta and lambda; defaults per encoder/optimizer in ``normscope.lab.optim.DEFAULTS``
-        (table SGD: eta=1, lambda=1e-3; MLP SGD: eta=0.5, lambda=2e-3).
-    steps, burn_in : int, keyword-only, optional
-        Total steps and the steps before the measurement window (table 12000/4000, MLP 8000/3000).
-    seed : int, keyword-only
-        Seeds data, initialisation and batches (deterministic).
-    estimator : {"snapshot", "trajectory"}, keyword-only, optional
-        Default "snapshot" for the table, "trajectory" for the MLP.
-    snapshots, probe_batches : int, keyword-only, optional
-        S states and K virtual batches per state for the snapshot estimator (table 32 x 100).
-    n_items, n_concepts, dim, tau, batch_size : keyword-only
-        N, concepts (synthetic), d, temperature, B (docs/theory.md 7A: 256, 32, 16, 0.1, 64).
-    beta : float, keyword-only
-        Momentum coefficient (momentum only).
-    hidden, input_dim : int, keyword-only
-        MLP widths.
-    record_every : int, keyword-only, optional
-        Trajectory recording interval (default ``steps // 400``).
-    track : bool, keyword-only
-        False trains without any tracking (for the speed benchmark); the summary then has no
-        agreement figures.
+    request : LabRequest, optional
+        The settings (:class:`~normscope.requests.lab.LabRequest`; default: the free table with SGD,
+        docs/theory.md 7A). ``encoder``: free embedding table (k=1, 7A) or two-tower bias-free ReLU MLP
+        (k=2, 7B). ``dataset``: synthetic controlled ambiguity, or WordNet 3.0 nouns
+        (:mod:`normscope.lab.data`). ``optimizer``: all with exactly decoupled decay
+        (:mod:`normscope.lab.optim`). ``lr``, ``weight_decay``: eta and lambda; defaults per encoder and
+        optimizer in ``normscope.lab.optim.DEFAULTS`` (table SGD: eta=1, lambda=1e-3; MLP SGD: eta=0.5,
+        lambda=2e-3). ``steps``, ``burn_in``: total steps and the steps before the measurement window
+        (table 12000/4000, MLP 8000/3000). ``seed``: data, initialisation and batches (deterministic).
+        ``estimator``: default "snapshot" for the table, "trajectory" for the MLP. ``snapshots``,
+        ``probe_batches``: S states and K virtual batches per state (table 32 x 100). ``n_items``,
+        ``n_concepts``, ``dim``, ``tau``, ``batch_size``: N, concepts (synthetic), d, temperature, B
+        (7A: 256, 32, 16, 0.1, 64). ``beta``: momentum coefficient. ``hidden``, ``input_dim``: MLP widths.
+        ``record_every``: trajectory recording interval (default ``steps // 400``). ``track``: False trains
+        without any tracking (for the speed benchmark); the summary then has no agreement figures.
+    data : PairData, optional, keyword-only
+        Pair data to train on instead of ``request.dataset``'s.
     progress : bool, keyword-only
-        Show a rich progress bar on stderr.
+        Progress on stderr.
     num_threads : int or None, keyword-only
         torch intra-op threads during the run (restored after). The lab's tensors are tiny, so
         one thread is fastest; torch's parallel ``index_add_`` was 10^4 x slower on a busy
@@ -168,17 +135,19 @@ def run_lab(
     old_threads = torch.get_num_threads()
     if num_threads is not None:
         torch.set_num_threads(int(num_threads))
+    r = request if request is not None else LabRequest()
     try:
-        return _run_lab(encoder=encoder, data=data, optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps,
-                        burn_in=burn_in, seed=seed, estimator=estimator, snapshots=snapshots,
-                        probe_batches=probe_batches, n_items=n_items, n_concepts=n_concepts, dim=dim, tau=tau,
-                        batch_size=batch_size, beta=beta, hidden=hidden, input_dim=input_dim,
-                        record_every=record_every, track=track, progress=progress)
+        return _run_lab(encoder=r.encoder, data=data if data is not None else r.dataset, optimizer=r.optimizer,
+                        lr=r.lr, weight_decay=r.weight_decay, steps=r.steps, burn_in=r.burn_in, seed=r.seed,
+                        estimator=r.estimator, snapshots=r.snapshots, probe_batches=r.probe_batches,
+                        n_items=r.n_items, n_concepts=r.n_concepts, dim=r.dim, tau=r.tau, batch_size=r.batch_size,
+                        beta=r.beta, hidden=r.hidden, input_dim=r.input_dim, record_every=r.record_every,
+                        track=r.track, progress=progress)
     finally:
         torch.set_num_threads(old_threads)
 
 
-def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed, estimator, snapshots, probe_batches,
+def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed, estimator, snapshots, probe_batches,  # noqa: C901 -- over the complexity budget; split pending (issue 29)
              n_items, n_concepts, dim, tau, batch_size, beta, hidden, input_dim, record_every, track, progress):
     if encoder not in _RUN_DEFAULTS:
         raise InputError(f"encoder must be 'table' or 'mlp' (a pretrained transformer: run_transformer_lab), got {encoder!r}")
@@ -259,15 +228,7 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
         rec_steps.append(t)
         rec_vals.append([float(r[m].mean()) for m in gmask])
 
-    bar = None
-    if progress:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        bar = Progress(TextColumn("lab {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-                       TimeElapsedColumn(), TimeRemainingColumn(), transient=True, console=Console(stderr=True))
-        bar.start()
-        task = bar.add_task(f"{encoder}/{optimizer}", total=steps)
+    bar = Tracker(f"lab {encoder}/{optimizer}", steps, unit="steps").start() if progress else None
     t0 = time.perf_counter()
     c0_cpu = time.process_time()
     try:
@@ -311,7 +272,7 @@ def _run_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed
                     e5_resid = max(e5_resid, float(((pred - r2_new).abs() / r2_new).max()))
                 z = z_new
             if bar is not None and (t % 50 == 0 or t == steps - 1):
-                bar.update(task, completed=t + 1)
+                bar.update(t + 1)
     finally:
         if bar is not None:
             bar.stop()

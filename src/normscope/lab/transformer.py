@@ -32,10 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._progress import Tracker
 from normscope.errors import InputError, ModelError
 from normscope.lab.checkpoint import check_checkpoint_file, load_checkpoint, save_checkpoint, settings_key
 from normscope.lab.optim import make_optimizer
 from normscope.lab.trajectory import TrajectoryRecord
+from normscope.requests.lab import TransformerLabRequest
 from normscope.validate import check_choice, check_int, check_output_path, check_positive, check_range
 
 __all__ = ["run_transformer_lab", "TRANSFORMER_DEFAULTS"]
@@ -116,7 +118,7 @@ class _Tracker:
         return ((z * jd).sum(1) / (z * z).sum(1)).cpu().numpy()
 
 
-def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_decay, steps, batch_size, tau, beta,
+def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_decay, steps, batch_size, tau, beta,  # noqa: C901 -- over the complexity budget; split pending (issue 29)
                   decay_flags, dropout, precision, seed, lambda_every, track, checkpoint, checkpoint_every,
                   settings, extra_state, progress):
     """The training loop with per-step tracking (see the module docstring); returns ``(record, state, timings)``.
@@ -184,14 +186,7 @@ def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_de
 
     bar = None
     if progress and start < steps:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        bar = Progress(TextColumn("lab transformer/" + optimizer), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-                       TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TimeRemainingColumn(), transient=True,
-                       console=Console(stderr=True))
-        bar.start()
-        task = bar.add_task("train", total=steps, completed=start, loss="")
+        bar = Tracker("lab transformer/" + optimizer, steps, unit="steps", completed=start).start()
     autocast = (torch.autocast(device_type=torch.device(enc.device).type, dtype=torch.bfloat16)
                 if precision == "bf16" else None)
     buf = {k: torch.empty_like(v) for k, v in theta.items()} if track else None
@@ -257,7 +252,7 @@ def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_de
             if checkpoint is not None and ((t + 1) % checkpoint_every == 0 or t + 1 == steps):
                 save(t + 1)
             if bar is not None:
-                bar.update(task, completed=t + 1, loss=f"{rec['loss'][t]:.3f}")
+                bar.update(t + 1, loss=f"{rec['loss'][t]:.3f}")
     finally:
         if bar is not None:
             bar.stop()
@@ -268,86 +263,40 @@ def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_de
     return record, extra_state, timings
 
 
-def run_transformer_lab(
-    *,
-    model: str | None = None,
-    encoder=None,
-    pairs="wordnet",
-    optimizer: str = "sgd",
-    lr: float | None = None,
-    weight_decay: float | None = None,
-    steps: int = 1000,
-    burn_in: int | None = None,
-    batch_size: int = 32,
-    tau: float = 0.05,
-    beta: float = 0.9,
-    decay_mask="all",
-    dropout: bool = False,
-    probe_items=64,
-    probe_batches: int = 32,
-    max_tokens: int | None = 16,
-    precision: str = "fp32",
-    device: str = "cpu",
-    seed: int = 0,
-    checkpoint: str | Path | None = None,
-    checkpoint_every: int = 100,
-    lambda_every: int = 50,
-    track: bool = True,
-    progress: bool = False,
-    num_threads: int | None = 1,
-    n_boot: int = 2000,
-):
+def run_transformer_lab(request: TransformerLabRequest | None = None, *, encoder=None, pairs=None,
+                        checkpoint: str | Path | None = None, progress: bool = False, num_threads: int | None = 1):
     """Continue contrastive training of a pretrained encoder and test Theorem 1 along the run.
 
     Parameters
     ----------
-    model : str, optional, keyword-only
-        Model name or path for :func:`normscope.load_encoder` (default: the bundled
-        all-MiniLM-L6-v2); a private copy is loaded (``fresh=True``).
+    request : TransformerLabRequest, optional
+        The settings (:class:`~normscope.requests.lab.TransformerLabRequest`; default: its defaults).
+        ``model``: name or path for :func:`normscope.load_encoder` (default: the bundled all-MiniLM-L6-v2); a
+        private copy is loaded (``fresh=True``). ``pairs``: ``wordnet`` (WordNet 3.0 noun (term, gloss)
+        pairs), ``beir:DIR``, ``scifact`` or a two-column file (:func:`normscope.pairs.load_pairs`).
+        ``optimizer``: exactly decoupled decay in each (:mod:`normscope.lab.optim`); momentum is heavy ball
+        with ``beta``. ``lr``, ``weight_decay``: eta and lambda; defaults :data:`TRANSFORMER_DEFAULTS`
+        (eta * lambda = 1e-3). ``steps``: T (>= 2). ``burn_in``: first step of the trajectory estimator's
+        window (default ``steps // 2``). ``batch_size``, ``tau``: B pairs per step and the InfoNCE
+        temperature (MiniLM's own 0.05). ``decay_mask``: theta_D (:func:`normscope.probes.decay_mask_for`);
+        default ``"all"``: with the usual ``"matrices"`` mask the final LayerNorm is undecayed and lambda_rad
+        is near 0 or negative for many inputs (docs/theory.md section 9), so decay exerts no restoring force
+        on the norm. ``dropout``: train with the model's dropout on (tracking and the probe always run
+        without). ``probe_items``: N held-out items drawn from the pairs or an items file
+        (:mod:`normscope.lab.transformer_data`). ``probe_batches``: K virtual batches of the step-0 probe.
+        ``max_tokens``: keep only pairs whose members have at most this many tokens (None: all).
+        ``precision``: training forward/backward precision (bf16: autocast; parameters and updates stay
+        fp32); the step-0 probe and the tracking forwards are always fp32 (a bf16 forward cannot resolve a
+        step of relative size 1e-3). ``resampling``: ``seed`` of the probe draw, the step-0 probe batches,
+        each step's batch and dropout masks; ``n_boot`` of every bootstrap over probe items.
+        ``checkpoint_every``, ``lambda_every``: steps between checkpoints and between lambda_rad (E4)
+        measurements. ``track``: False trains without tracking or prediction (the speed benchmark).
     encoder : TorchEncoder, optional, keyword-only
-        Instead of ``model``: an encoder object, deep-copied before training (never changed).
-    pairs : str or PairSource, keyword-only
-        ``wordnet`` (WordNet 3.0 noun (term, gloss) pairs), ``beir:DIR``, ``scifact`` or a two-column
-        file (:func:`normscope.pairs.load_pairs`).
-    optimizer : {"sgd", "momentum", "adamw"}, keyword-only
-        Exactly decoupled decay in each (:mod:`normscope.lab.optim`); momentum is heavy ball with ``beta``.
-    lr, weight_decay : float, optional, keyword-only
-        eta and lambda; defaults :data:`TRANSFORMER_DEFAULTS` (eta * lambda = 1e-3).
-    steps : int, keyword-only
-        Training steps T (>= 2).
-    burn_in : int, optional, keyword-only
-        First step of the trajectory estimator's window (default ``steps // 2``).
-    batch_size, tau : keyword-only
-        B pairs per step (default 32) and the InfoNCE temperature (default 0.05, MiniLM's own).
-    beta : float, keyword-only
-        Momentum coefficient (momentum only).
-    decay_mask : {"all", "matrices"} or callable, keyword-only
-        theta_D (:func:`normscope.probes.decay_mask_for`). Default ``"all"``: with the usual
-        ``"matrices"`` mask the final LayerNorm is undecayed and lambda_rad is near 0 or negative
-        for many inputs (docs/theory.md section 9), so decay exerts no restoring force on the norm.
-    dropout : bool, keyword-only
-        Train with the model's dropout on (default off, as the probe's steps). Tracking and the
-        probe always run without dropout.
-    probe_items : int or path, keyword-only
-        N held-out items drawn from the pairs (default 64) or an items file
-        (:mod:`normscope.lab.transformer_data`).
-    probe_batches : int, keyword-only
-        K virtual batches of the step-0 probe (>= 2).
-    max_tokens : int or None, keyword-only
-        Keep only pairs whose members have at most this many tokens (default 16; None: all).
-    precision : {"fp32", "bf16"}, keyword-only
-        Training forward/backward precision (bf16: autocast; parameters and updates stay fp32).
-        The step-0 probe and the tracking forwards are always fp32 (a bf16 forward cannot resolve
-        a step of relative size 1e-3).
-    device : str, keyword-only
-    seed : int, keyword-only
-        Seeds the probe draw, the step-0 probe batches, each step's batch and dropout masks.
+        Instead of ``request.model``: an encoder object, deep-copied before training (never changed).
+    pairs : PairSource, optional, keyword-only
+        Instead of ``request.pairs``: pairs already loaded.
     checkpoint : path, optional, keyword-only
         Checkpoint file (resumed when it exists and the settings match).
-    checkpoint_every, lambda_every : int, keyword-only
-        Steps between checkpoints and between lambda_rad (E4) measurements.
-    track : bool, keyword-only
-        False trains without tracking or prediction (the speed benchmark's baseline).
     progress : bool, keyword-only
     num_threads : int or None, keyword-only
         torch intra-op threads during the run (restored after); None leaves torch's setting.
@@ -373,6 +322,14 @@ def run_transformer_lab(
 
     from normscope.lab.analysis import analyse_transformer_run
 
+    r = request if request is not None else TransformerLabRequest()
+    model, optimizer, lr, weight_decay, steps, burn_in = r.model, r.optimizer, r.lr, r.weight_decay, r.steps, r.burn_in
+    pairs = pairs if pairs is not None else r.pairs
+    batch_size, tau, beta, decay_mask, dropout = r.batch_size, r.tau, r.beta, r.decay_mask, r.dropout
+    probe_items = int(r.probe_items) if isinstance(r.probe_items, int) else Path(r.probe_items)
+    probe_batches, max_tokens, precision, device = r.probe_batches, r.max_tokens, r.precision, r.device
+    checkpoint_every, lambda_every, track = r.checkpoint_every, r.lambda_every, r.track
+    seed, n_boot = r.resampling.seed, r.resampling.n_boot
     d_lr, d_wd = TRANSFORMER_DEFAULTS.get(optimizer, (None, None))
     lr = d_lr if lr is None else lr
     weight_decay = d_wd if weight_decay is None else weight_decay

@@ -1,4 +1,4 @@
-"""WordNet 3.0 for the lab's real-data mode: reuses :func:`normscope.signals.wordnet.load_wordnet`.
+"""WordNet 3.0 for the lab's real-data mode: reuses :func:`normscope.lexicons.wordnet.load_wordnet`.
 
 Search order (see that function): ``$NORMSCOPE_WORDNET`` (a database folder or a ``.tgz``),
 NLTK's data path, then :func:`normscope.data.data_path` ``("wordnet")``: a data folder's copy (the shared
@@ -23,6 +23,6 @@ def load_wordnet(path=None):
         No WordNet here and none could be fetched (:class:`~normscope.errors.DataMissing`), or an
         archive or the database files are unreadable.
     """
-    from normscope.signals.wordnet import load_wordnet as _load
+    from normscope.lexicons.wordnet import load_wordnet as _load
 
     return _load(path)

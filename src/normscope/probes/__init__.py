@@ -30,9 +30,10 @@ from normscope.pairs import sample_pair_batches
 from normscope.probes.adapters import ModuleAdapter, ProbeAdapter, TextEncoderAdapter, as_adapter
 from normscope.probes.figures import plot_heat_drift, plot_predicted_vs_observed
 from normscope.probes.moments import ProbeMoments, decay_mask_for, probe_moments, symmetric_info_nce
-from normscope.probes.result import ProbeResult
+from normscope.probes.result import CorrelationCI, ProbeCorrelation, ProbeResult
 from normscope.probes.quantities import item_quantities
-from normscope.probes.run import check_probe_options, run_probe
+from normscope.probes.run import run_probe
+from normscope.requests.probe import ProbeRequest
 from normscope.probes.summary import summarize_probe
 from normscope.probes.training import DEFAULT_PROBE_BATCH, KNOWN_TRAINING, TrainingFacts, training_for
 from normscope.probes.uncertainty import crossed_bootstrap
@@ -52,8 +53,10 @@ __all__ = [
     "ProbeMoments",
     "probe_moments",
     "ProbeResult",
+    "ProbeCorrelation",
+    "CorrelationCI",
     "run_probe",
-    "check_probe_options",
+    "ProbeRequest",
     "item_quantities",
     "crossed_bootstrap",
     "summarize_probe",

@@ -83,7 +83,7 @@ class ProbeAdapter(abc.ABC):
         """Cost of each item for chunking (tokens after truncation; default characters / 4)."""
         return [max(1, len(str(t)) // 4) for t in texts]
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (an optional hook with a default, not an abstract method)
         """Undo what the adapter changed on the wrapped model (default: nothing)."""
 
 

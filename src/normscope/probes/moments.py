@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from normscope.requests.probe import FD_DTYPES as _FD_DTYPES
+from normscope.requests.probe import SECOND_ORDER as _SECOND_ORDER
 from normscope.errors import InputError, ModelError
 from normscope.pairs import sample_pair_batches
 from normscope.probes.second_order import second_directional
@@ -22,12 +24,12 @@ __all__ = ["decay_mask_for", "symmetric_info_nce", "ProbeMoments", "probe_moment
            "SECOND_ORDER", "JVP2_CHECK_TOL"]
 
 #: Precisions of the D2 finite differences (``fd_dtype``; ``auto`` is float64).
-FD_DTYPES = ("float64", "float32", "auto")
+FD_DTYPES = _FD_DTYPES  # defined with the probe's request (normscope.requests.probe)
 #: Default step target ``eps ||a|| / R`` per precision (docs/theory.md section 6: 1e-3..1e-2).
 FD_TARGET = {"float64": 3e-3, "float32": 1e-2}
 #: How the second-order radial term c is computed (``second_order``): ``jvp`` forward-over-forward AD
 #: (exact), ``fd`` central finite differences in ``fd_dtype``, ``auto`` jvp where the model supports it.
-SECOND_ORDER = ("auto", "jvp", "fd")
+SECOND_ORDER = _SECOND_ORDER  # defined with the probe's request (normscope.requests.probe)
 #: Step target h of the float64 differences (at h and h/2) that check the nested JVP.
 JVP2_CHECK_TARGET = 1e-3
 #: Items of the first chunk that the float64 check recomputes.
@@ -228,7 +230,7 @@ def _fd_step(a_rel_median: float, target: float) -> float:
     return target / a_rel_median
 
 
-def probe_moments(
+def probe_moments(  # noqa: C901 -- over the complexity budget; split pending (issue 29)
     adapter,
     items,
     pairs,
@@ -581,7 +583,7 @@ def _jvp2_check(adapter, items, idx, theta, tangent, rel, zc_jvp) -> dict:
     with torch.no_grad():
         z0 = ad64.embed(th64, f, "query")
 
-        def central(target):
+        def central(target, ad64=ad64, th64=th64):  # bound here: the float64 copy is deleted after use
             eps = _fd_step(rel, target)
             zp = ad64.embed({n: th64[n] + eps * v64[n] for n in th64}, f, "query")
             zm = ad64.embed({n: th64[n] - eps * v64[n] for n in th64}, f, "query")

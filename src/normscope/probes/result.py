@@ -8,8 +8,45 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from normscope.results import StageResult, summary_field
+from normscope.values import Interval, Record
 
-__all__ = ["ProbeResult"]
+__all__ = ["ProbeResult", "ProbeCorrelation", "CorrelationCI"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CorrelationCI(Record):
+    """The confidence intervals of one probe correlation and what they resample (``resamples``)."""
+
+    pearson: Interval | None = None
+    spearman: Interval | None = None
+    level: float | None = None
+    n_boot: int | None = None
+    n_undefined: int | None = None
+    resamples: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeCorrelation(Record):
+    """A correlation of two per-item probe quantities ``x`` and ``y`` (see :class:`ProbeResult`).
+
+    ``n`` items enter it; ``n_excluded`` are left out, counted by reason in ``excluded`` (the same mask);
+    ``ci`` resamples batches and items, ``ci_items_only`` items with the batches fixed; a correlation
+    that could not be computed has ``pearson = spearman = None`` and a ``note``.
+    """
+
+    x: str | None = None
+    y: str | None = None
+    n_excluded: int | None = None
+    excluded: dict | None = None
+    pearson: float | None = None
+    spearman: float | None = None
+    n: int | None = None
+    ci: CorrelationCI | None = None
+    ci_items_only: CorrelationCI | None = None
+    p_value: float | None = None
+    p_text: str | None = None
+    p_method: str | None = None
+    note: str | None = None
 
 
 @dataclasses.dataclass
@@ -66,14 +103,14 @@ class ProbeResult(StageResult):
     loss: str = summary_field("probe loss", default=None)
     attention: list = summary_field("attention switched for forward-mode AD", default=None)
     seed: int = summary_field("seed", default=None)
-    corr_norm_heat: dict = summary_field("R vs heat \u03a3\u00b2", default=None)
-    corr_norm_drift: dict = summary_field("R vs drift D~", default=None)
-    corr_req_norm: dict = summary_field("R_eq(x; c_fit) (E7) vs R", default=None)
-    corr_req_lambda_rad_norm: dict | None = summary_field("R_eq(x; \u03bb_rad) (E7) vs R", default=None)
-    corr_req_nodecay_norm: dict | None = summary_field("R_eq(x; c = 0) (E7, no decay) vs R", default=None)
-    corr_norm_displacement: dict = summary_field("R vs R-free displacement E||a||\u00b2 (guard)", default=None)
-    corr_norm_heat_rate: dict = summary_field("R vs heat rate S/R\u2074 (guard)", default=None)
-    corr_norm_d2: dict = summary_field("R vs second-order drift D2 (guard)", default=None)
+    corr_norm_heat: ProbeCorrelation | None = summary_field("R vs heat \u03a3\u00b2", default=None)
+    corr_norm_drift: ProbeCorrelation | None = summary_field("R vs drift D~", default=None)
+    corr_req_norm: ProbeCorrelation | None = summary_field("R_eq(x; c_fit) (E7) vs R", default=None)
+    corr_req_lambda_rad_norm: ProbeCorrelation | None = summary_field("R_eq(x; \u03bb_rad) (E7) vs R", default=None)
+    corr_req_nodecay_norm: ProbeCorrelation | None = summary_field("R_eq(x; c = 0) (E7, no decay) vs R", default=None)
+    corr_norm_displacement: ProbeCorrelation | None = summary_field("R vs R-free displacement E||a||\u00b2 (guard)", default=None)
+    corr_norm_heat_rate: ProbeCorrelation | None = summary_field("R vs heat rate S/R\u2074 (guard)", default=None)
+    corr_norm_d2: ProbeCorrelation | None = summary_field("R vs second-order drift D2 (guard)", default=None)
     k_convergence: dict = summary_field("headline statistics at K/4, K/2, K", default=None)
     heat_cancelled_by_d2: float | None = summary_field("median share of heat cancelled by D2 (\u22122 D2 R\u00b2 / S)", default=None)
     n_negative_q: int = summary_field("items with q < 0 (net inward motion without decay)", unit="items", default=None)
@@ -104,7 +141,11 @@ class ProbeResult(StageResult):
         """The ``--json`` dict (:meth:`to_dict`)."""
         return self.to_dict()
 
-    def correlations(self) -> list[tuple[str, str, dict]]:
+    def __post_init__(self) -> None:
+        for k in self.CORRELATIONS:
+            object.__setattr__(self, k, ProbeCorrelation.from_json(getattr(self, k)))
+
+    def correlations(self) -> list[tuple[str, str, ProbeCorrelation]]:
         """``[(field, label, block)]`` of the correlations that were computed, in display order."""
         labels = self.labels()
         return [(k, labels[k][0], getattr(self, k)) for k in self.CORRELATIONS if getattr(self, k) is not None]

@@ -1,4 +1,4 @@
-"""The probe's entry point :func:`run_probe` (what ``normscope probe`` runs) and its option checks."""
+"""The probe's entry point :func:`run_probe` (what ``normscope probe`` runs)."""
 
 from __future__ import annotations
 
@@ -7,72 +7,17 @@ from collections.abc import Sequence
 from normscope._progress import progress_bar
 from normscope.errors import InputError
 from normscope.probes.adapters import as_adapter
-from normscope.probes.moments import FD_DTYPES, SECOND_ORDER, _as_pairs, _pair_len, probe_moments
+from normscope.probes.moments import _as_pairs, _pair_len, probe_moments
 from normscope.probes.result import ProbeResult
+from normscope.requests.probe import ProbeRequest
 from normscope.probes.summary import summarize_probe
 from normscope.probes.training import resolve_settings, training_for
 
-__all__ = ["run_probe", "check_probe_options"]
+__all__ = ["run_probe"]
 
 
-def check_probe_options(*, batches: int, batch_size: int | None = None, tau: float | None = None,
-                        lr: float | None = None, weight_decay: float | None = None, decay_mask="matrices",
-                        fd_dtype: str = "float64", chunk_size: int = 128, n_boot: int = 1000, junk: str = "drop",
-                        precision: str = "fp32", second_order: str = "auto") -> None:
-    """Check the probe's options before any work (the CLI calls this before loading model and pairs).
-
-    Raises
-    ------
-    InputError
-        ``batches < 2`` (standard errors, split-half reliability and the batch bootstrap need two),
-        ``batch_size < 2`` (in-batch negatives), non-positive tau or lr, negative weight decay,
-        unknown decay mask, second-order method, FD precision or junk mode, ``chunk_size < 1``,
-        ``n_boot < 1``.
-    """
-    from normscope.validate import check_choice, check_int, check_positive
-
-    check_int("--batches", batches, minimum=2)
-    if batch_size is not None:
-        check_int("--batch-size", batch_size, minimum=2)
-    if tau is not None:
-        check_positive("--tau", tau)
-    if lr is not None:
-        check_positive("--lr", lr)
-    if weight_decay is not None:
-        check_positive("--weight-decay", weight_decay, allow_zero=True)
-    if not callable(decay_mask):
-        check_choice("--decay-mask", decay_mask, ("matrices", "all"))
-    check_choice("--second-order", second_order, SECOND_ORDER)
-    check_choice("--fd-dtype", fd_dtype, FD_DTYPES)
-    check_int("--chunk-size", chunk_size, minimum=1)
-    check_int("n_boot", n_boot, minimum=1)
-    check_choice("junk", junk, ("drop", "error"))
-    check_choice("precision", precision, ("fp32", "bf16"))
-
-
-def run_probe(
-    encoder,
-    items,
-    pairs,
-    *,
-    batch_size: int | None = None,
-    batches: int = 16,
-    tau: float | None = None,
-    lr: float | None = None,
-    weight_decay: float | None = None,
-    decay_mask="matrices",
-    seed: int = 0,
-    progress: bool = False,
-    ids: Sequence[str] | None = None,
-    chunk_size: int = 128,
-    second_order: str = "auto",
-    fd_dtype: str = "float64",
-    fd_target: float | None = None,
-    symmetric: bool = True,
-    n_boot: int = 1000,
-    junk: str = "drop",
-    precision: str = "fp32",
-) -> ProbeResult:
+def run_probe(encoder, items, pairs, request: ProbeRequest | None = None, *, ids: Sequence[str] | None = None,
+              progress: bool = False) -> ProbeResult:
     """Probe heat and radial drift of every item and compare the predicted norm with the observed one.
 
     docs/theory.md section 6: K virtual SGD steps of symmetric InfoNCE on ``pairs``; per item D1,
@@ -87,53 +32,35 @@ def run_probe(
         (:func:`normscope.inputs.find_junk` with the model's tokenizer); at least 3 must remain.
     pairs : PairSource or (left, right)
         Training-like pairs (see :mod:`normscope.pairs`).
-    batch_size : int, optional, keyword-only
-        B. Default: the checkpoint's training batch size when known, capped at
-        :data:`~normscope.probes.training.DEFAULT_PROBE_BATCH` (64) for CPU cost (heat scales about
-        as 1/B: a caveat says so); else 64.
-    batches : int, keyword-only
-        K >= 2.
-    tau : float, optional, keyword-only
-        Temperature; default the temperature the checkpoint stores (CLIP: 1/exp(logit_scale)), else the
-        training value when known (MiniLM, mpnet: 0.05), else 0.05.
-    lr : float, optional, keyword-only
-        eta; default the known training value (MiniLM: 2e-5, the schedule's peak), else fitted by
-        (E11), else per unit eta.
-    weight_decay : float, optional, keyword-only
-        lambda, the user's what-if value. Default: the checkpoint's training value when it is known
-        and positive. Without one (trained without decay, or unknown) lambda_rad, q/c and
-        R_eq(lambda_rad) are not computed (``decay_reading`` says why).
-    decay_mask : {'matrices', 'all'} or callable, keyword-only
-        See :func:`~normscope.probes.moments.decay_mask_for`.
-    seed : int, keyword-only
-        Seed of the pair batches and of every bootstrap.
-    progress : bool, keyword-only
-        Rich progress bar on stderr.
+    request : ProbeRequest, optional
+        The settings (:class:`~normscope.requests.probe.ProbeRequest`; default: its defaults).
+        ``batch_size``: B; default the checkpoint's training batch size when known, capped at
+        :data:`~normscope.probes.training.DEFAULT_PROBE_BATCH` (64) for CPU cost (heat scales about as 1/B: a
+        caveat says so); else 64. ``batches``: K >= 2. ``tau``: default the temperature the checkpoint stores
+        (CLIP: 1/exp(logit_scale)), else the training value when known (MiniLM, mpnet: 0.05), else 0.05.
+        ``lr``: eta; default the known training value (MiniLM: 2e-5, the schedule's peak), else fitted by
+        (E11), else per unit eta. ``weight_decay``: lambda, the user's what-if value; default the
+        checkpoint's training value when it is known and positive; without one (trained without decay, or
+        unknown) lambda_rad, q/c and R_eq(lambda_rad) are not computed (``decay_reading`` says why).
+        ``decay_mask``: see :func:`~normscope.probes.moments.decay_mask_for`. ``chunk_size``: most probe
+        items per JVP chunk. ``second_order``: how the second-order radial term of D2 is computed
+        (:func:`~normscope.probes.moments.probe_moments`): ``jvp`` forward-over-forward AD, exact, checked on one
+        chunk against float64 differences (``second_order['check']``); ``fd`` finite differences in ``fd_dtype``;
+        ``auto`` (default) ``jvp`` where the model supports it, else ``fd`` (``second_order['fallback']`` says
+        why). ``fd_dtype``: precision of the D2 finite differences when they are used
+        (:func:`~normscope.probes.moments.probe_moments`; ``auto`` is float64; float32 adds a float64 spot
+        check, ``fd['check']``); ``fd_target``: ``eps ||a|| / R`` of the step (default 3e-3 in float64,
+        1e-2 in float32). ``symmetric``: symmetric (CLIP) InfoNCE, else the one-directional row loss.
+        ``resampling``: ``n_boot`` replicates of every bootstrap (two-stage over batches and items; items
+        only), ``seed`` of the pair batches and of every bootstrap. ``junk``: leave junk items out (listed
+        in ``junk``) or raise. ``precision``: of the K pair-gradient passes only (``grad_precision`` of
+        :func:`~normscope.probes.moments.probe_moments`); the probe items' embeddings, JVPs, finite
+        differences and lambda_rad stay fp32/fp64; with bf16, ``grad_error_vs_fp32`` reports batch 0's
+        gradient against fp32 (relative error, cosine).
     ids : sequence of str, optional, keyword-only
         Item ids (default ``"0".."P-1"``); the per-item table is keyed by them.
-    chunk_size : int, keyword-only
-        Most probe items per JVP chunk.
-    second_order : {'auto', 'jvp', 'fd'}, keyword-only
-        How the second-order radial term of D2 is computed (:func:`~normscope.probes.moments.probe_moments`):
-        ``jvp`` forward-over-forward AD, exact, checked on one chunk against float64 differences
-        (``second_order['check']``); ``fd`` finite differences in ``fd_dtype``; ``auto`` (default)
-        ``jvp`` where the model supports it, else ``fd`` (``second_order['fallback']`` says why).
-    fd_dtype : {'float64', 'float32', 'auto'}, keyword-only
-        Precision of the D2 finite differences when they are used (``auto`` is float64). float32 adds
-        a float64 spot check (``fd['check']``).
-    fd_target : float, optional, keyword-only
-        ``eps ||a|| / R`` of the finite-difference step (default 3e-3 in float64, 1e-2 in float32).
-    symmetric : bool, keyword-only
-        Symmetric (CLIP) InfoNCE, else the one-directional row loss.
-    n_boot : int, keyword-only
-        Replicates of every bootstrap (two-stage over batches and items; items only).
-    junk : {'drop', 'error'}, keyword-only
-        Leave junk items out (listed in ``junk``) or raise.
-    precision : {'fp32', 'bf16'}, keyword-only
-        Precision of the K pair-gradient passes only (``grad_precision`` of
-        :func:`~normscope.probes.moments.probe_moments`); the probe items' embeddings, JVPs, finite
-        differences and lambda_rad stay fp32/fp64. With bf16, ``grad_error_vs_fp32`` reports batch 0's
-        gradient against fp32 (relative error, cosine).
+    progress : bool, keyword-only
+        Rich progress bar on stderr (a progress line every 10 s when stderr is not a terminal).
 
     Returns
     -------
@@ -144,7 +71,7 @@ def run_probe(
     Raises
     ------
     InputError
-        Bad options (:func:`check_probe_options`), fewer than 3 items after junk, junk with
+        Fewer than 3 items after junk, junk with
         ``junk='error'``, too few pairs for B, ids of another length.
     ModelError
         A model with no trainable parameters or without forward-mode AD; with ``second_order='jvp'``,
@@ -154,9 +81,10 @@ def run_probe(
 
     from normscope.inputs import check_items, find_junk
 
-    check_probe_options(batches=batches, batch_size=batch_size, tau=tau, lr=lr, weight_decay=weight_decay,
-                        decay_mask=decay_mask, fd_dtype=fd_dtype, chunk_size=chunk_size, n_boot=n_boot, junk=junk,
-                        precision=precision, second_order=second_order)
+    r = request if request is not None else ProbeRequest()
+    batch_size, batches, tau, lr, weight_decay = r.batch_size, r.batches, r.tau, r.lr, r.weight_decay
+    decay_mask, chunk_size, fd_dtype, fd_target, symmetric = r.decay_mask, r.chunk_size, r.fd_dtype, r.fd_target, r.symmetric
+    junk, precision, n_boot, seed, second_order = r.junk, r.precision, r.resampling.n_boot, r.resampling.seed, r.second_order
     is_tensor = isinstance(items, torch.Tensor)
     texts = None if is_tensor else check_items(items)
     n = len(items)

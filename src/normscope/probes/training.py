@@ -179,7 +179,7 @@ class ProbeSettings:
     notes: list = field(default_factory=list)
 
 
-def resolve_settings(facts: TrainingFacts | None, *, fingerprint=None, n_pairs: int, batch_size: int | None,
+def resolve_settings(facts: TrainingFacts | None, *, fingerprint=None, n_pairs: int, batch_size: int | None,  # noqa: C901 -- over the complexity budget; split pending (issue 29)
                      tau: float | None, lr: float | None, weight_decay: float | None,
                      checkpoint_tau: float | None = None) -> ProbeSettings:
     """Choose B, tau, eta and lambda from the caller's options and the checkpoint's training values.

@@ -1,32 +1,19 @@
-"""What a report stage sees (:class:`StageContext`) and how it says it cannot run (:class:`StageUnavailable`)."""
+"""What a report stage sees while it runs (:class:`StageContext`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from normscope.report.config import ReportConfig, Sizes
+from normscope.datasets import shared_data_dir
+from normscope.encoders import load_encoder
+from normscope.encoders.glove import is_static_encoder, static_refusal
+from normscope.report.stage import StageUnavailable
 
-__all__ = ["StageContext", "StageUnavailable"]
+if TYPE_CHECKING:  # the config module sits above the stages (it validates --only against them)
+    from normscope.report.config import ReportConfig
 
-
-class StageUnavailable(Exception):
-    """Raised by a stage that cannot run here; the message says why (shown on the page).
-
-    Parameters
-    ----------
-    reason : str
-        One line, shown on the page and in the summary.
-    missing : dict, keyword-only
-        ``{dataset name: {"title", "cause"}}`` of the datasets whose absence stops the stage (built by
-        :func:`normscope.report.missing.data_unavailable`); the report counts the claims they block.
-    detail : str, keyword-only
-        The full error text (library messages included), kept in the stage record, never printed.
-    """
-
-    def __init__(self, reason: str, *, missing: dict | None = None, detail: str = "") -> None:
-        super().__init__(reason)
-        self.missing = dict(missing or {})
-        self.detail = detail
+__all__ = ["StageContext", "refuse_static"]
 
 
 class StageContext:
@@ -40,34 +27,32 @@ class StageContext:
         stderr console (progress and notes).
     """
 
-    def __init__(self, config: ReportConfig, console) -> None:
+    def __init__(self, config: ReportConfig, console, encoder=None) -> None:
         self.config = config
         self.out = config.out
         self.console = console
-        self._encoder = None
-
-    @property
-    def sizes(self) -> Sizes:
-        return self.config.sizes  # type: ignore[return-value]
+        self._encoder = encoder
 
     def encoder(self):
         """The report's encoder, loaded once (``normscope.load_encoder(model, device=..., precision=...)``)."""
         if self._encoder is None:
-            from normscope.encoders import load_encoder
-
             with self.console.status(f"loading model {self.config.model} ..."):
                 self._encoder = load_encoder(self.config.model, device=self.config.device,
                                              precision=self.config.precision)
         return self._encoder
 
     def data_dir(self) -> Path | None:
-        """The shared-data directory in use, or None."""
-        if self.config.data is not None:
-            return self.config.data
-        from normscope.datasets import shared_data_dir
-
-        return shared_data_dir()
+        """The data folder in use (``--data``, else ``$NORMSCOPE_DATA`` / the shared folder), or None."""
+        return self.config.data if self.config.data is not None else shared_data_dir()
 
     def figure_path(self, name: str) -> Path:
+        """Where figure ``name`` is written: in the report folder."""
         return self.out / name
 
+
+def refuse_static(ctx: StageContext) -> None:
+    """Raise :class:`~normscope.report.stage.StageUnavailable` with the one-line reason when the report's
+    model is a static word-vector table (GloVe): the probe and the labs need a network to differentiate."""
+    enc = ctx.encoder()
+    if is_static_encoder(enc):
+        raise StageUnavailable(str(static_refusal(enc)))

@@ -14,13 +14,17 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+import jinja2
+
+from normscope._format import claim_figure, duration, num
 from normscope._io import atomic_path
 from normscope.claims import CLAIMS, GLOSSARY, HEADLINE_RULE
+from normscope.report.stage import StageRecord
+from normscope.report.stages import SECTIONS
 from normscope.validate import check_output_path
-from normscope.report.config import SECTIONS
-from normscope.report.text import fmt, fmt_duration
+from normscope.values import Status
 
-__all__ = ["render_report", "render_html", "render_value", "fmt_duration", "TEMPLATE"]
+__all__ = ["render_report", "render_html", "render_multi_report", "render_value", "TEMPLATE"]
 
 _CSS = r"""<style>
  body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 980px; margin: 2em auto;
@@ -43,6 +47,7 @@ _CSS = r"""<style>
  .status-ok { background: #e3f4e1; color: #1e5e1a; }
  .status-unavailable, .status-not_run { background: #f4f0dc; color: #6a5500; }
  .status-failed { background: #f8e0e0; color: #8a1c1c; }
+ .status-kept { background: #ececec; color: #444; }
  table { max-width: 100%; }
  td, th { overflow-wrap: anywhere; }
  td.num { overflow-wrap: normal; }
@@ -127,14 +132,14 @@ here</b>{% for v, n in (ct.verdicts or {}).items() if v != 'not testable here' %
 
 {% for key, title in sections.items() %}{% set sec = summary.get(key, {}) %}{% set view = views.get(key, {}) %}
 <section id="sec-{{ key }}">
-<h2 id="{{ key }}">{{ title }}<span class="status status-{{ sec.status }}">{{ status_words.get(sec.status, sec.status) }}</span></h2>
+<h2 id="{{ key }}">{{ title }}<span class="status status-{{ sec.status }}">{{ status_words.get(sec.status, sec.status) }}</span>{% if kept.get(key) %}<span class="status status-kept">kept from an earlier run</span>{% endif %}</h2>
 {% if sec.status == 'ok' %}
 {% if view.sizes %}<p class="meta">Sizes: {{ view.sizes }}</p>{% endif %}
-{% if view.command %}<p class="meta">Same numbers as the individual command <code>{{ view.command }}</code>.</p>{% endif %}
+{% if view.commands %}<p class="meta">Same numbers as the individual command{{ 's' if view.commands|length > 1 else '' }}, run in this folder: {% for c in view.commands %}<code>{{ c.text }}</code>{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
 {% if view.key_numbers %}
 <table class="key">
 <tr><th>quantity</th><th>value</th><th>unit</th></tr>
-{% for row in view.key_numbers %}<tr><td>{{ row[0] }}</td><td{% if is_num(row[1]) %} class="num"{% endif %}>{{ cell(row[1]) }}</td><td>{{ row[2] }}</td></tr>
+{% for row in view.key_numbers %}<tr><td>{{ row.label }}</td><td{% if is_num(row.value) %} class="num"{% endif %}>{{ cell(row.value) }}</td><td>{{ row.unit }}</td></tr>
 {% endfor %}</table>
 {% endif %}
 {% for t in view.tables or [] %}
@@ -163,14 +168,14 @@ here</b>{% for v, n in (ct.verdicts or {}).items() if v != 'not testable here' %
 <h2 id="timing">Run</h2>
 <table>
 <tr><th>stage</th><th>status</th><th>wall time</th><th>from cache</th></tr>
-{% for st, rec in records.items() %}<tr><td>{{ st }}</td><td>{{ rec.status }}</td><td class="num">{{ duration(rec.seconds) }}</td><td>{{ 'yes' if rec.cached else 'no' }}</td></tr>
+{% for st, rec in records.items() %}<tr><td>{{ st }}</td><td>{{ rec.status.value }}{% if rec.kept %} (kept from an earlier run){% endif %}</td><td class="num">{{ duration(rec.seconds) }}</td><td>{{ 'yes' if rec.cached else 'no' }}</td></tr>
 {% endfor %}</table>
 <p class="meta">Sizes of this run (stages that ran): {% for k, v in run_sizes.items() %}{{ k }} = {{ 'stage default' if v is none else num(v) }}{% if not loop.last %}, {% endif %}{% endfor %}.</p>
 </body>
 </html>
 """
 
-_STATUS_WORDS = {"ok": "ok", "unavailable": "not available", "not_run": "not run", "failed": "failed"}
+_STATUS_WORDS = {s.value: s.words for s in Status}
 
 
 def _is_num(v) -> bool:
@@ -178,11 +183,7 @@ def _is_num(v) -> bool:
 
 
 def _num(v, digits: int = 3) -> str:
-    if v is None:
-        return "n/a"
-    if _is_num(v):
-        return fmt(v, digits)
-    return str(v)
+    return num(v, digits) if v is None or _is_num(v) else str(v)
 
 
 def render_value(v) -> Markup:
@@ -220,7 +221,7 @@ def _image_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def render_html(summary: dict, records: dict, out_dir: str | Path) -> str:
+def render_html(summary: dict, records: dict[str, StageRecord], out_dir: str | Path) -> str:
     """The page as a string.
 
     Parameters
@@ -228,7 +229,8 @@ def render_html(summary: dict, records: dict, out_dir: str | Path) -> str:
     summary : dict
         summary.json content (section key -> numbers, ``report``, ``what_this_says``).
     records : dict
-        Stage name -> stage record (views: key numbers, tables, figures, notes).
+        Stage name -> :class:`~normscope.report.stage.StageRecord` (views: key numbers, tables, figures,
+        notes, reproduce commands).
     out_dir : str or Path
         Directory holding the figure PNGs (embedded as base64 data URIs).
 
@@ -237,61 +239,25 @@ def render_html(summary: dict, records: dict, out_dir: str | Path) -> str:
     str
         Self-contained HTML (no external resource of any kind).
     """
-    import jinja2
-
     out_dir = Path(out_dir)
-    views: dict[str, dict] = {}
+    views = {key: sec for rec in records.values() for key, sec in rec.sections.items()}
     images: dict[str, str] = {}
     wide: dict[str, bool] = {}
-    for rec in records.values():
-        for key, sec in (rec.get("sections") or {}).items():
-            views[key] = sec
-            for f in sec.get("figures") or []:
-                p = out_dir / f["file"]
-                if p.is_file():
-                    images[f["file"]] = _image_uri(p)
-                    wide[f["file"]] = _png_aspect(p.read_bytes()[:32]) > 1.9
+    for f in (f for rec in records.values() for f in rec.figures()):
+        p = out_dir / f.file
+        if p.is_file():
+            images[f.file] = _image_uri(p)
+            wide[f.file] = _png_aspect(p.read_bytes()[:32]) > 1.9
     env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
-    tmpl = env.from_string(TEMPLATE)
-    return tmpl.render(
-        css=Markup(_CSS),
-        report=summary.get("report", {}),
-        run_sizes=_run_sizes(summary.get("report", {}), records),
-        summary=summary,
-        sections=SECTIONS,
-        views=views,
-        images=images,
-        wide=wide,
-        records=records,
-        says=summary.get("what_this_says") or {},
-        status_words=_STATUS_WORDS,
-        num=_num,
-        is_num=_is_num,
-        cell=render_value,
-        figure=claim_figure,
-        headline_rule=HEADLINE_RULE,
-        glossary=GLOSSARY,
-        duration=fmt_duration,
+    return env.from_string(TEMPLATE).render(
+        css=Markup(_CSS), report=summary["report"], run_sizes=summary["report"]["sizes"], summary=summary,
+        sections=SECTIONS, views=views, images=images, wide=wide, records=records,
+        kept={key: True for rec in records.values() if rec.kept for key in rec.sections},
+        says=summary["what_this_says"] if "what_this_says" in summary else {}, status_words=_STATUS_WORDS,
+        num=_num, is_num=_is_num, cell=render_value, figure=claim_figure, headline_rule=HEADLINE_RULE,
+        glossary=GLOSSARY, duration=duration,
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
-
-
-def claim_figure(c: dict) -> str:
-    """This run's figure of a scorecard row with its 95% CI: percentages where the row says so (a gain sized in %), 3
-    significant digits otherwise; ``n/a`` without a figure."""
-    if c.get("measured") is None:
-        return "n/a"
-    f = (lambda x: f"{100 * x:+.2f} %") if c.get("percent") else _num
-    return f(c["measured"]) + (f" [{f(c['ci'][0])}, {f(c['ci'][1])}]" if c.get("ci") else "")
-
-
-def _run_sizes(report: dict, records: dict) -> dict:
-    """The sizes of the stages that ran (not those left out with ``--only`` or not run)."""
-    from normscope.report.config import sizes_of_stages
-
-    ran = [st for st, rec in records.items() if rec.get("status") not in ("not_run", "not run", "not selected")
-           and st in (report.get("stages_run") or records)]
-    return sizes_of_stages(report.get("sizes"), ran)
 
 
 def render_report(summary: dict, records: dict, path: str | Path) -> Path:
@@ -379,27 +345,25 @@ def render_multi_report(summary: dict, records: dict, out_dir: str | Path, path:
     -------
     Path
     """
-    import jinja2
-
     out_dir = Path(out_dir)
-    report = summary.get("report", {})
-    models = list(report.get("models") or [])
+    report = summary["report"]
+    models = list(report["models"])
     figures: dict[str, dict[str, dict[str, str]]] = {}
     for m, recs in records.items():
         folder = out_dir / report["folders"][m]
         for rec in recs.values():
-            for key, sec in (rec.get("sections") or {}).items():
-                for f in sec.get("figures") or []:
-                    p = folder / f["file"]
+            for key, sec in rec.sections.items():
+                for f in sec.figures:
+                    p = folder / f.file
                     if p.is_file():
-                        figures.setdefault(key, {}).setdefault(f["file"], {})[m] = _image_uri(p)
-    claim_cells = {m: {r["key"]: r for r in (summary.get("claims") or {}).get(m) or []} for m in models}
+                        figures.setdefault(key, {}).setdefault(f.file, {})[m] = _image_uri(p)
+    claim_cells = {m: {r["key"]: r for r in (summary["claims"][m] if m in summary["claims"] else [])} for m in models}
     env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
     text = env.from_string(MULTI_TEMPLATE).render(
-        css=Markup(_CSS), report=report, models=models, sections=SECTIONS, side=summary.get("side_by_side") or {},
-        claim_names={k: (c.claim, c.paper) for k, c in CLAIMS.items()}, claim_cells=claim_cells, figure=claim_figure, figures=figures,
-        forest=_image_uri(forest) if forest is not None and Path(forest).is_file() else None,
-        status_words=_STATUS_WORDS, num=_num, is_num=_is_num, duration=fmt_duration, headline_rule=HEADLINE_RULE,
+        css=Markup(_CSS), report=report, models=models, sections=SECTIONS, side=summary["side_by_side"],
+        claim_names={k: (c.claim, c.paper) for k, c in CLAIMS.items()}, claim_cells=claim_cells, figure=claim_figure,
+        figures=figures, forest=_image_uri(forest) if forest is not None and Path(forest).is_file() else None,
+        status_words=_STATUS_WORDS, num=_num, is_num=_is_num, duration=duration, headline_rule=HEADLINE_RULE,
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
     path = check_output_path(path)

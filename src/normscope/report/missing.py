@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from normscope.errors import DataError, DataMissing
-from normscope.report.context import StageUnavailable
+from normscope.report.stage import StageUnavailable
 
 __all__ = ["data_unavailable", "missing_reason", "missing_entry", "availability", "WAYS"]
 

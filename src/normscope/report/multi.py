@@ -20,14 +20,21 @@ import dataclasses
 import time
 from pathlib import Path
 
+from rich.console import Console
+
 from normscope._io import output_set, write_json
 from normscope.encoders import model_slug
 from normscope.errors import InputError, NormscopeError
-from normscope.report.claims import CLAIMS
-from normscope.report.config import SECTIONS, ReportConfig
+from normscope._plot import pyplot, save_figure
+from normscope.claims import CLAIMS
+from normscope.report.config import ReportConfig
+from normscope.report.html import render_multi_report
 from normscope.report.runner import ReportResult, check_report_inputs, run_report
+from normscope.report.stage import StageRecord
+from normscope.report.stages import STAGES
 
-__all__ = ["MultiReportResult", "run_multi_report", "side_by_side", "plot_forest"]
+__all__ = ["MultiReportResult", "run_multi_report", "side_by_side", "forest_data", "plot_forest", "ForestPanel",
+           "ForestRow"]
 
 
 @dataclasses.dataclass
@@ -64,43 +71,78 @@ class MultiReportResult:
         return out
 
 
-def side_by_side(summaries: dict[str, dict], records: dict[str, dict]) -> dict[str, dict]:
+def side_by_side(records: dict[str, dict[str, StageRecord]]) -> dict[str, dict]:
     """Per section, the key numbers of every model: ``{section: {"status": {model: status}, "rows": [[label, v_A, v_B...]]}}``.
+
+    Rows are joined on each key number's :attr:`~normscope.report.stage.KeyNumber.key` (a field path),
+    never on its label, which may hold per-model details (``n = 120``): a row is labelled as the first
+    model that has it labels it, and a number only some models have shows ``None`` for the others.
 
     Parameters
     ----------
-    summaries : dict
-        Model name -> summary.json content.
     records : dict
-        Model name -> stage records (stage name -> record), whose sections hold ``key_numbers``.
-
-    Returns
-    -------
-    dict
-        Rows keep the first model's label order; a label only some models have shows ``None`` for the others.
+        Model name -> stage records (stage name -> :class:`~normscope.report.stage.StageRecord`).
     """
-    models = list(summaries)
+    models = list(records)
     out: dict[str, dict] = {}
-    for sec in SECTIONS:
-        status = {m: (summaries[m].get(sec) or {}).get("status", "not run") for m in models}
-        labels: list[str] = []
-        values: dict[str, dict[str, object]] = {}
-        for m in models:
-            view = {}
-            for rec in (records.get(m) or {}).values():
-                view = (rec.get("sections") or {}).get(sec) or view
-            for row in view.get("key_numbers") or []:
-                label = str(row[0]) + (f" ({row[2]})" if len(row) > 2 and row[2] else "")
-                if label not in values:
-                    labels.append(label)
-                    values[label] = {}
-                values[label][m] = row[1]
-        out[sec] = {"status": status, "rows": [[lab] + [values[lab].get(m) for m in models] for lab in labels]}
+    for st in STAGES:
+        for sec in st.sections:
+            status, labels, values = {}, {}, {}
+            for m in models:
+                rec = records[m].get(st.name)
+                section = rec.sections[sec] if rec is not None else None
+                status[m] = section.status.value if section is not None else "not_run"
+                for k in (section.key_numbers if section is not None else ()):
+                    labels.setdefault(k.key, k.label + (f" ({k.unit})" if k.unit else ""))
+                    values.setdefault(k.key, {})[m] = k.value
+            out[sec] = {"status": status, "rows": [[labels[k]] + [values[k].get(m) for m in models] for k in labels]}
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class ForestRow:
+    """One model's estimate of one claim in the forest plot (``ci`` None: no interval; ``estimate`` None: not measured)."""
+
+    model: str
+    estimate: float | None
+    ci: tuple[float, float] | None
+    refuted: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class ForestPanel:
+    """One panel of the forest plot: a claim, what its statistic is, one row per model (in the models' order)."""
+
+    key: str
+    title: str
+    what: str
+    rows: tuple[ForestRow, ...]
+
+
+def forest_data(claims: dict[str, list[dict]]) -> list[ForestPanel]:
+    """What the forest plot draws: one panel per claim (in :data:`CLAIMS` order) that some model measured.
+
+    Parameters
+    ----------
+    claims : dict
+        Model name -> scorecard rows (``key``, ``measured``, ``ci``, ``verdict``, ``what``).
+    """
+    models = list(claims)
+    panels = []
+    for key in CLAIMS:
+        rows = [_row(claims[m], key) for m in models]
+        if all(r.get("measured") is None for r in rows):
+            continue
+        what = next((r.get("what") for r in rows if r.get("what")), "") or ""
+        panels.append(ForestPanel(key, CLAIMS[key].claim, what, tuple(
+            ForestRow(m, r.get("measured"), tuple(r["ci"]) if r.get("ci") else None, r.get("verdict") == "refuted")
+            for m, r in zip(models, rows))))
+    return panels
+
+
 def plot_forest(claims: dict[str, list[dict]], path: str | Path) -> Path | None:
-    """Forest plot of the headline statistics: one panel per claim, one estimate with its 95% CI per model.
+    """Forest plot of the headline statistics (:func:`forest_data`): one panel per claim, one estimate with its 95%
+    CI per model.
 
     Parameters
     ----------
@@ -114,35 +156,27 @@ def plot_forest(claims: dict[str, list[dict]], path: str | Path) -> Path | None:
     Path or None
         None when no claim has a figure for any model.
     """
-    from normscope._plot import pyplot, save_figure
-
-    models = list(claims)
-    keys = [k for k in CLAIMS if any(_row(claims[m], k).get("measured") is not None for m in models)]
-    if not keys:
+    panels = forest_data(claims)
+    if not panels:
         return None
+    models = list(claims)
     plt = pyplot()
-    fig, axes = plt.subplots(len(keys), 1, figsize=(8.5, 1.1 + 0.55 * len(models) * len(keys) + 0.5 * len(keys)),
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8.5, 1.1 + 0.55 * len(models) * len(panels) + 0.5 * len(panels)),
                              squeeze=False)
-    for ax, key in zip(axes[:, 0], keys):
-        ys, what = [], ""
-        for y, m in enumerate(models):
-            r = _row(claims[m], key)
-            what = what or r.get("what") or ""
-            est = r.get("measured")
-            if est is None:
+    for ax, panel in zip(axes[:, 0], panels):
+        for y, row in enumerate(panel.rows):
+            if row.estimate is None:
                 ax.text(0.0, y, "  not measured", va="center", fontsize=8, color="0.4", transform=ax.get_yaxis_transform())
                 continue
-            ci = r.get("ci")
-            if ci:
-                ax.plot(ci, [y, y], color="C0", lw=2)
-            ax.plot([est], [y], "o", color="C3" if r.get("verdict") == "refuted" else "C0", ms=6)
-            ys.append(y)
+            if row.ci is not None:
+                ax.plot(row.ci, [y, y], color="C0", lw=2)
+            ax.plot([row.estimate], [y], "o", color="C3" if row.refuted else "C0", ms=6)
         ax.axvline(0.0, color="0.5", lw=0.8, ls="--")
         ax.set_yticks(range(len(models)))
         ax.set_yticklabels(models, fontsize=8)
         ax.set_ylim(-0.6, len(models) - 0.4)
         ax.invert_yaxis()
-        ax.set_title(f"{CLAIMS[key].claim}" + (f"\n{what}" if what else ""), fontsize=9, loc="left")
+        ax.set_title(panel.title + (f"\n{panel.what}" if panel.what else ""), fontsize=9, loc="left")
         ax.tick_params(axis="x", labelsize=8)
     fig.tight_layout()
     return save_figure(fig, Path(path), dpi=110)
@@ -178,10 +212,6 @@ def run_multi_report(config: ReportConfig, models: list[str], *, console=None, p
         Fewer than two models, a model named twice, two models with the same folder name, or an
         output place that cannot be written (checked before any model runs).
     """
-    from rich.console import Console
-
-    from normscope.report.html import render_multi_report
-
     t0 = time.perf_counter()
     console = console or Console(stderr=True, markup=False)
     models = [str(m) for m in models]
@@ -208,7 +238,7 @@ def run_multi_report(config: ReportConfig, models: list[str], *, console=None, p
             console.print(f"model {m}: failed: {errors[m]}")
     summaries = {m: r.summary for m, r in results.items()}
     records = {m: r.records for m, r in results.items()}
-    claims = {m: s.get("claims") or [] for m, s in summaries.items()}
+    claims = {m: s["claims"] for m, s in summaries.items()}
     forest = plot_forest(claims, out / "forest.png") if claims else None
     summary = {
         "report": {
@@ -221,7 +251,7 @@ def run_multi_report(config: ReportConfig, models: list[str], *, console=None, p
             "failed_models": errors,
         },
         "claims": claims,
-        "side_by_side": side_by_side(summaries, records),
+        "side_by_side": side_by_side(records),
         "models": {m: summaries.get(m, {"error": errors.get(m)}) for m in models},
     }
     summary_path, index = out / "summary.json", out / "index.html"

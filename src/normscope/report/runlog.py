@@ -17,7 +17,7 @@ import time
 import warnings
 from collections.abc import Iterator
 
-from normscope.report.text import fmt_duration
+from normscope._format import duration as fmt_duration
 
 __all__ = ["stage_log", "quiet_libraries", "LIBRARY_LOGGERS"]
 

@@ -1,12 +1,13 @@
 """Gathering the claims scorecard (``summary.json["claims"]``, the page's first section).
 
-Each stage puts the rows of the claims it tests under ``"claims"`` in its section dicts (built by
-the stage packages' builders with :func:`normscope.claims.claim_row`). :func:`gather_claims`
-returns one row per claim of :data:`~normscope.claims.CLAIMS`, in that order: the stage's row
-when it ran, otherwise a ``not testable here`` row that says why (the stage was not run, was
-unavailable, or failed), taken from the same stage record; the rows on the paper's models and
-benchmarks come from the run's model. It refuses a scorecard in which two rows resting on the same
-statistic carry different verdicts (:func:`~normscope.claims.check_one_verdict_per_statistic`).
+Each stage puts the rows of the claims it tests in its sections (:attr:`Section.claims`, built by the
+stage packages' builders with :func:`normscope.claims.claim_row`). :func:`gather_claims` returns one
+row per claim of :data:`~normscope.claims.CLAIMS`, in that order: the stage's row when it ran,
+otherwise a ``not testable here`` row that says why (the stage was not run, was unavailable, or
+failed), taken from the record of the stage whose section tests the claim (:attr:`Claim.section`);
+the rows on the paper's models and benchmarks come from the run's model. It refuses a scorecard in
+which two rows resting on the same statistic carry different verdicts
+(:func:`~normscope.claims.check_one_verdict_per_statistic`).
 """
 
 from __future__ import annotations
@@ -14,32 +15,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from normscope.claims import CLAIMS, check_one_verdict_per_statistic, not_testable_row, paper_scope_rows
+from normscope.report.stage import StageRecord
+from normscope.report.stages import STAGES
+from normscope.values import Status
 
-__all__ = ["CLAIM_SECTIONS", "gather_claims"]
-
-#: The page section whose stage tests each claim (where a missing row's reason is read).
-CLAIM_SECTIONS: dict[str, str] = {k: c.section for k, c in CLAIMS.items()}
-
-_STATUS_WORDS = {"not_run": "not run", "unavailable": "not available", "failed": "failed"}
+__all__ = ["gather_claims"]
 
 
-def gather_claims(sections: Mapping[str, Mapping], model: str | None = None) -> list[dict]:
+def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) -> list[dict]:
     """One scorecard row per claim, in :data:`~normscope.claims.CLAIMS` order.
 
     Parameters
     ----------
-    sections : mapping of section key -> section dict
-        The sections of the stage records (each may hold ``"claims"``, a list of rows, and
-        ``"status"`` / ``"reason"``).
+    records : mapping of stage name -> StageRecord
     model : str, optional
-        The run's model (for the row on the paper's models); default the set-up section's.
+        The run's model (for the rows on the paper's models); default the set-up section's.
 
     Returns
     -------
     list of dict
         Rows as built by :func:`~normscope.claims.claim_row`; a claim that no section tested gets
-        verdict ``not testable here`` and, as its reason, the status and reason of the section
-        that would have tested it.
+        verdict ``not testable here`` and, as its reason, the status and reason of the section that
+        would have tested it.
 
     Raises
     ------
@@ -47,27 +44,30 @@ def gather_claims(sections: Mapping[str, Mapping], model: str | None = None) -> 
         Two rows with the same ``statistic`` and different verdicts.
     """
     found: dict[str, dict] = {}
-    for sec in sections.values():
-        for row in (sec or {}).get("claims") or []:
-            found.setdefault(row["key"], dict(row))
+    sections = {}
+    for st in STAGES:
+        rec = records.get(st.name)
+        for key, sec in (rec.sections.items() if rec is not None else ()):
+            sections[key] = sec
+            for row in sec.claims:
+                found.setdefault(row["key"], dict(row))
     if model is None:
-        model = ((sections.get("setup") or {}).get("result") or {}).get("model")
+        setup = sections.get("setup")
+        model = ((setup.result or {}).get("model") if setup is not None else None)
     for row in paper_scope_rows(model):
         found.setdefault(row["key"], row)
     rows = []
-    for key in CLAIMS:
+    for key, claim in CLAIMS.items():
         if key in found:
             rows.append(found[key])
             continue
-        sec_key = CLAIM_SECTIONS.get(key, "")
-        sec = sections.get(sec_key) or {}
-        status = sec.get("status")
-        if status in _STATUS_WORDS:
-            why = f"section {_STATUS_WORDS[status]}: {sec.get('reason') or 'no reason given'}"
-        elif status == "ok":
+        sec = sections.get(claim.section)
+        if sec is None or sec.status is Status.NOT_RUN and sec.reason is None:
+            why = "no stage of this run tests it"
+        elif sec.status is Status.OK:
             why = "the section ran but reported no figure for this claim"
         else:
-            why = "no stage of this run tests it"
-        rows.append(not_testable_row(key, why, section=sec_key))
+            why = f"section {sec.status.words}: {sec.reason or 'no reason given'}"
+        rows.append(not_testable_row(key, why, section=claim.section))
     check_one_verdict_per_statistic(rows)
     return rows

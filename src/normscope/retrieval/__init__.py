@@ -1,8 +1,9 @@
 """Norm-aware retrieval and calibration of the norm as a confidence signal.
 
-- :mod:`~normscope.retrieval.scoring`: cosine, dot, inverse-norm discount, power family; exact folding.
+- :mod:`normscope.scoring` (a core module, shared with the similarity stage and the indexes): cosine, dot,
+  inverse-norm discount, power family; exact folding.
 - :mod:`~normscope.retrieval.search`: faiss exact search on folded vectors, re-ranking, the tie rule.
-- :mod:`~normscope.retrieval.beir`: BEIR directory / hub loaders; :mod:`~normscope.retrieval.trec`:
+- :mod:`~normscope.data.beir`: BEIR directory / hub loaders; :mod:`~normscope.retrieval.trec`:
   TREC-style (original NFCorpus) to BEIR conversion.
 - :mod:`~normscope.retrieval.evaluate`: trec_eval metrics (pytrec_eval) of the run's own order, paired tests and CIs,
   parameter fitting.
@@ -15,7 +16,7 @@
   a :class:`RetrievalResult`; :mod:`~normscope.retrieval.figures`: its figures.
 """
 
-from normscope.retrieval.beir import BeirDataset, load_beir, load_beir_hub, load_qrels
+from normscope.data.beir import BeirDataset, load_beir, load_beir_hub, load_qrels
 from normscope.retrieval.calibration import aurc, ece, reliability_data, risk_coverage
 from normscope.retrieval.confidence import evaluate_signals
 from normscope.retrieval.evaluate import METRICS, compare_to_baseline, evaluate_run, fit_parameter, per_query_scores
@@ -24,7 +25,7 @@ from normscope.retrieval.integrations import norm_aware_similarity, norm_aware_s
 from normscope.retrieval.mteb_model import NormAwareMTEBModel, evaluate_mteb
 from normscope.retrieval.pipeline import run_retrieval
 from normscope.retrieval.result import RetrievalResult
-from normscope.retrieval.scoring import SCORERS, fold_documents, fold_queries, score
+from normscope.scoring import SCORERS, fold_documents, fold_queries, score
 from normscope.retrieval.search import TIE_RULE, FoldedIndex, brute_force_search, exact_search, order_run, rerank
 from normscope.retrieval.trec import convert_trec
 

@@ -1,9 +1,9 @@
 """Approximate norm-aware search for large corpora: faiss HNSW and IVF over folded document vectors.
 
 Every normscope scorer is an inner product of a folded query and a folded document
-(:func:`~normscope.retrieval.scoring.fold_documents`), so a norm-aware index is an ordinary
+(:func:`~normscope.scoring.fold_documents`), so a norm-aware index is an ordinary
 maximum-inner-product index over the folded vectors; nothing changes at query time but
-:func:`~normscope.retrieval.scoring.fold_queries`. Three kinds, all with
+:func:`~normscope.scoring.fold_queries`. Three kinds, all with
 ``faiss.METRIC_INNER_PRODUCT``:
 
 ========  ==========================================  ==========================================
@@ -41,7 +41,7 @@ import numpy as np
 
 from normscope.errors import InputError
 from normscope.inputs import JUNK_ZERO, Junk, zero_vector_rows
-from normscope.retrieval.scoring import PARAM_NAMES, check_scorer, fold_documents, fold_queries, pair_dot, validate_param
+from normscope.scoring import PARAM_NAMES, check_scorer, fold_documents, fold_queries, pair_dot, validate_param
 from normscope.retrieval.search import _check_ids, order_run
 
 __all__ = ["ANN_KINDS", "AnnParams", "FoldedAnnIndex", "build_ann_index", "check_index_out", "compare_with_exact",
@@ -134,7 +134,7 @@ class FoldedAnnIndex:
 
     Build one with :func:`build_ann_index`, or :meth:`load` a saved one. :meth:`search` returns
     runs in the format of :meth:`normscope.retrieval.search.FoldedIndex.search`: candidates found by
-    faiss, scored by :func:`~normscope.retrieval.scoring.pair_dot` of the folded float32 vectors
+    faiss, scored by :func:`~normscope.scoring.pair_dot` of the folded float32 vectors
     (reconstructed from the index) and ordered by :data:`~normscope.retrieval.search.TIE_RULE`.
 
     Attributes
@@ -228,9 +228,9 @@ class FoldedAnnIndex:
         if k < 1:
             raise InputError(f"k must be >= 1, got {k}")
         k = min(int(k), len(self.doc_ids))
-        _, I = self.search_folded(Qf, min(len(self.doc_ids), k + _SLACK), ef_search=ef_search, nprobe=nprobe)
+        _, ids = self.search_folded(Qf, min(len(self.doc_ids), k + _SLACK), ef_search=ef_search, nprobe=nprobe)
         run = {}
-        for q, qf, cand in zip(query_ids, Qf, I):
+        for q, qf, cand in zip(query_ids, Qf, ids):
             cand = cand[cand >= 0]
             scores = pair_dot(self.index.reconstruct_batch(cand), qf[None, :]) if cand.size else []
             run[q] = {self.doc_ids[i]: float(s) for i, s in zip(cand, scores)}
@@ -351,7 +351,7 @@ def _make_index(kind: str, d: int, p: AnnParams):
     return faiss.IndexFlatIP(d)
 
 
-def build_ann_index(
+def build_ann_index(  # noqa: C901 -- over the complexity budget; split pending (issue 29)
     vectors,
     doc_ids: Sequence[str] | None = None,
     *,
@@ -367,7 +367,7 @@ def build_ann_index(
     Pass 1 computes every norm (8 bytes a document) to validate the scorer's parameter on the whole
     corpus before anything is built, finds the junk (zero) vectors (:func:`normscope.inputs.zero_vector_rows`:
     left out of the index, listed in the result's ``junk``, never ranked) and draws the IVF training
-    sample; pass 2 folds each chunk (:func:`~normscope.retrieval.scoring.fold_documents`) and adds it.
+    sample; pass 2 folds each chunk (:func:`~normscope.scoring.fold_documents`) and adds it.
     Peak memory is the index itself plus one chunk.
 
     Parameters
@@ -506,7 +506,7 @@ def time_exact(exact, Qf: np.ndarray, k: int, *, repeats: int = 3, threads: int 
     exact : faiss.Index
         Exact inner-product index over folded documents (``IndexFlatIP``).
     Qf : ndarray of shape (n_queries, d), float32
-        Folded queries (:func:`~normscope.retrieval.scoring.fold_queries`).
+        Folded queries (:func:`~normscope.scoring.fold_queries`).
 
     Returns
     -------
@@ -571,7 +571,7 @@ def compare_with_exact(ann: FoldedAnnIndex, Q, *, k: int = 10, repeats: int = 3,
     try:
         rows = []
         for setting in settings or [{}]:
-            t_ann, (s_ann, i_ann) = _best_of(lambda: ann.search_folded(Qf, k, **setting), repeats)
+            t_ann, (s_ann, i_ann) = _best_of(lambda setting=setting: ann.search_folded(Qf, k, **setting), repeats)
             s_ann = np.where(i_ann >= 0, s_ann, 0.0).astype(np.float64)  # faiss pads missing results with -1
             ratio = float(np.mean(s_ann[:, :k].sum(1) / s_exact[:, :k].astype(np.float64).sum(1)))
             rows.append({"kind": ann.params.kind, **setting, "k": k, "n_queries": len(Qf),

@@ -24,9 +24,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from normscope.errors import InputError
+from normscope.requests.retrieval import CalibrateRequest
 from normscope.results import StageResult, summary_field
 from normscope.retrieval.calibration import N_BINS, auroc_bootstrap_ci, ece, ece_bootstrap_ci, ece_support, reliability_data
-from normscope.retrieval.calibrator import (DEFAULT_SIGNALS, METHODS, Calibrator, answer_stats, check_fingerprint,
+from normscope.retrieval.calibrator import (Calibrator, answer_stats, check_fingerprint,
                                             fit_calibrator, keep_stats, load_calibrator, ltt_threshold, score_threshold,
                                             target_labels, target_name)
 from normscope.retrieval.qpp import QPP_SIGNALS, QPP_SPECS, corpus_scores, qpp_signals
@@ -120,73 +121,34 @@ def _parts(n: int, fractions: Sequence[float], rng) -> list[np.ndarray]:
     return [np.sort(x) for x in np.split(perm, cuts)]
 
 
-def run_calibrate(
-    dataset_dir,
-    *,
-    encoder=None,
-    model: str | None = None,
-    signals: Sequence[str] = DEFAULT_SIGNALS,
-    method: str = "isotonic",
-    target_k: int = 1,
-    fit_split: str | None = "train",
-    split: str = "test",
-    precision_target: float = 0.8,
-    delta: float = 0.1,
-    answer_at: Sequence[float] = (),
-    keep_k: int = 10,
-    calibration_fraction: float = 0.5,
-    apply=None,
-    max_docs: int | None = None,
-    max_queries: int | None = None,
-    seed: int = 0,
-    n_boot: int = 1000,
-    progress: bool = False,
-    batch_size: int = 64,
-    device: str = "cpu",
-    precision: str = "fp32",
-    run_file=None,
-    qrels_file=None,
-) -> CalibrateResult:
+def run_calibrate(request: CalibrateRequest, *, encoder=None, progress: bool = False) -> CalibrateResult:
     """Fit a calibrator for "the top-1 (or some top-K document) is relevant", or evaluate a fitted one.
 
     Parameters
     ----------
-    dataset_dir : str or Path
-        BEIR directory (or ``scifact`` / ``nfcorpus`` through the data registry, or ``hf:BeIR/<name>``).
+    request : CalibrateRequest
+        What to run (:class:`~normscope.requests.retrieval.CalibrateRequest`). ``dataset``: a BEIR directory
+        (or ``scifact`` / ``nfcorpus`` through the data registry, or ``hf:BeIR/<name>``). ``embedding.model``:
+        default the calibrator's model with ``apply``, else the bundled MiniLM. ``signals``: features of the
+        map, names of :data:`normscope.retrieval.qpp.QPP_SIGNALS`. ``target_k``: 1, the top-1 is relevant;
+        K > 1, some document of the top K is. ``fit_split``: split of the fit and calibration queries
+        (``train``, falling back to ``dev``; ``cv`` or None: one split cut into three parts, :data:`CV_PARTS`);
+        ``split``: the held-out split. ``precision_target``, ``delta``: "precision >= precision_target with
+        probability >= 1 - delta" (Learn-then-Test), and the target of the document threshold. ``answer_at``:
+        thresholds on P(relevant) to report on held-out queries. ``keep_k``: documents per query considered by
+        the document threshold. ``calibration_fraction``: share of the fitting split's queries kept for
+        choosing thresholds (never for fitting the map). ``apply``: evaluate this calibrator file on
+        ``split`` instead of fitting one (its model, signals, target and thresholds; a calibrator fitted for
+        another model fingerprint is refused). ``max_docs``, ``max_queries``, ``resampling``, ``embedding``: as
+        :class:`~normscope.requests.retrieval.RetrievalRequest`. ``run_file``, ``qrels_file``: instead of a
+        dataset, a cosine run (:func:`read_run`: TREC run text, or a parquet with ``query_id, doc_id, score``
+        and optional ``scorer``, ``query_norm``, ``doc_norm`` columns) and its qrels (BEIR TSV or TREC). Its
+        judged queries are cut into fit / calibration / held-out parts (:data:`CV_PARTS`); the signals are those
+        a run can give (no corpus score: not nqc, wig, smv; no text: not query_length; the norms only from the
+        parquet's norm columns). The model (required) names the model that made the run: its fingerprint goes
+        into the file.
     encoder : Encoder, keyword-only, optional
-    model : str, keyword-only, optional
-        Model name (default: the calibrator's model with ``apply``, else the bundled MiniLM).
-    signals : sequence of str, keyword-only
-        Features of the map, names of :data:`normscope.retrieval.qpp.QPP_SIGNALS` (default ``top1_score, margin``).
-    method : {'isotonic', 'platt'}, keyword-only
-    target_k : int, keyword-only
-        1: the top-1 is relevant; K > 1: some document of the top K is.
-    fit_split : str or None, keyword-only
-        Split of the fit and calibration queries (``train``, falling back to ``dev``; ``cv`` or None: one split
-        cut into three parts, :data:`CV_PARTS`).
-    split : str, keyword-only
-        The held-out split.
-    precision_target, delta : float, keyword-only
-        "precision >= precision_target with probability >= 1 - delta" (Learn-then-Test), and the target of the
-        document threshold.
-    answer_at : sequence of float, keyword-only
-        Thresholds on P(relevant) to report on held-out queries.
-    keep_k : int, keyword-only
-        Documents per query considered by the document threshold.
-    calibration_fraction : float, keyword-only
-        Share of the fitting split's queries kept for choosing thresholds (never for fitting the map).
-    apply : str or Path or Calibrator, keyword-only, optional
-        Evaluate this calibrator on ``split`` instead of fitting one (its model, signals, target and thresholds;
-        a calibrator fitted for another model fingerprint is refused).
-    max_docs, max_queries, seed, n_boot, progress, batch_size, device, precision :
-        As :func:`normscope.retrieval.run_retrieval`.
-    run_file, qrels_file : str or Path, keyword-only, optional
-        Instead of a dataset: a cosine run (:func:`read_run`: TREC run text, or a parquet with ``query_id,
-        doc_id, score`` and optional ``scorer``, ``query_norm``, ``doc_norm`` columns) and its qrels (BEIR TSV or
-        TREC). Its judged queries are cut into fit / calibration / held-out parts (:data:`CV_PARTS`); the
-        signals are those a run can give (no corpus score: not nqc, wig, smv; no text: not query_length; the
-        norms only from the parquet's norm columns). ``model`` (required) names the model that made the run: its
-        fingerprint goes into the file.
+    progress : bool, keyword-only
 
     Returns
     -------
@@ -200,11 +162,18 @@ def run_calibrate(
         Missing or malformed dataset, split or qrels.
     """
     from normscope.retrieval.pipeline import _Phases
-    from normscope.validate import check_int
 
+    r = request
+    dataset_dir, signals, method, target_k, fit_split, split = (r.dataset, r.signals, r.method, r.target_k,
+                                                                r.fit_split, r.split)
+    precision_target, delta, answer_at, keep_k = r.precision_target, r.delta, list(r.answer_at), r.keep_k
+    calibration_fraction, apply, max_docs, max_queries = r.calibration_fraction, r.apply, r.max_docs, r.max_queries
+    run_file, qrels_file = r.run_file, r.qrels_file
+    model, device, precision, batch_size = r.embedding.model, r.embedding.device, r.embedding.precision, r.embedding.batch_size
+    seed, n_boot = r.resampling.seed, r.resampling.n_boot
     cal_in = None
     if apply is not None:
-        cal_in = apply if isinstance(apply, Calibrator) else load_calibrator(apply)
+        cal_in = load_calibrator(apply)
         signals, method = list(cal_in.signals), cal_in.method
         target_k = 1 if cal_in.target == "top1_relevant" else int(cal_in.target.rsplit("_", 1)[1])
         model = model or cal_in.model["name"]
@@ -212,24 +181,9 @@ def run_calibrate(
     unknown = [s for s in signals if s not in QPP_SPECS]
     if not signals or unknown:
         raise InputError(f"unknown signal(s) {', '.join(unknown) or '(none given)'} (choose from {', '.join(QPP_SIGNALS)})")
-    if method not in METHODS:
-        raise InputError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
-    check_int("target_k", target_k, minimum=1)
-    check_int("keep_k", keep_k, minimum=1)
-    check_int("n_boot", n_boot, minimum=10)
-    if max(target_k, keep_k) > DEPTH:
-        raise InputError(f"target_k and keep_k must be at most {DEPTH}")
-    for name, v in (("precision_target", precision_target), ("delta", delta), ("calibration_fraction", calibration_fraction)):
-        if not 0 < float(v) < 1:
-            raise InputError(f"{name} must lie in (0, 1), got {v}")
-    for t in answer_at:
-        if not 0 <= float(t) <= 1:
-            raise InputError(f"a threshold on P(relevant) must lie in [0, 1], got {t}")
     ph = _Phases(progress, "calibrate")
     rng = np.random.default_rng(seed)
 
-    if (run_file is None) != (qrels_file is None):
-        raise InputError("give a run file and its qrels together")
     if run_file is not None:
         if model is None and encoder is None:
             raise InputError("with a run file, name the model that produced it (--model): its fingerprint goes into the "
@@ -249,7 +203,7 @@ def run_calibrate(
 def _from_dataset(dataset_dir, *, encoder, model, signals, target_k, fit_split, split, max_docs, max_queries, rng, ph,
                   device, precision, batch_size, progress, cal_in) -> dict:
     """Load, embed and search a BEIR dataset: the splits' runs, signals and labels."""
-    from normscope.retrieval.beir import load_dataset_any
+    from normscope.data.beir import load_dataset_any
     from normscope.retrieval.pipeline import (_drop_junk, _embed, _junk_entry, _resolve_fit_split, _sorted_split,
                                               _subsample_docs, _subsample_queries)
     from normscope.retrieval.search import FoldedIndex
@@ -376,7 +330,7 @@ def read_run(path) -> tuple[dict, dict]:
 def _from_run_file(run_file, qrels_file, *, signals, target_k, max_queries, rng, ph, model, encoder, device, precision,
                    cal_in) -> dict:
     """A run file and its qrels: one part of judged queries, its signals and labels."""
-    from normscope.retrieval.beir import SplitQueries, load_qrels
+    from normscope.data.beir import SplitQueries, load_qrels
 
     no = [s for s in signals if {"corpus_score", "query_text"} & set(QPP_SPECS[s].needs)]
     if no:

@@ -252,7 +252,6 @@ def ece_bootstrap_ci(confidence, correct, *, n_bins: int = N_BINS, n_boot: int =
     idx = rng.integers(0, c.size, size=(n_boot, c.size))
     offs = (np.arange(n_boot)[:, None] * n_bins + b[idx]).ravel()
     size = n_boot * n_bins
-    cnt = np.bincount(offs, minlength=size).reshape(n_boot, n_bins)
     sc = np.bincount(offs, weights=c[idx].ravel(), minlength=size).reshape(n_boot, n_bins)
     sy = np.bincount(offs, weights=y[idx].ravel(), minlength=size).reshape(n_boot, n_bins)
     e = np.abs(sy - sc).sum(axis=1) / c.size  # sum_m (n_m/n) |acc_m - conf_m| = sum_m |sum y - sum c| / n

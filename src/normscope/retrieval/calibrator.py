@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from normscope.errors import InputError
+from normscope.requests.retrieval import CalibrateRequest
 from normscope.retrieval.qpp import QPP_SIGNALS, QPP_SPECS, qpp_signals
 
 __all__ = [
@@ -60,7 +61,7 @@ __all__ = [
 FORMAT = "normscope-calibrator"
 VERSION = 1
 #: Signals of the default calibrator: only the run's own scores (any cosine run, normalised vectors included).
-DEFAULT_SIGNALS: tuple[str, ...] = ("top1_score", "margin")
+DEFAULT_SIGNALS: tuple[str, ...] = CalibrateRequest.defaults()["signals"]  # defined with the command's request
 #: ``--method`` -> scikit-learn's ``CalibratedClassifierCV(method=)``.
 METHODS = {"isotonic": "isotonic", "platt": "sigmoid"}
 #: Thresholds on P(relevant) tested by Learn-then-Test (fixed before any data; Bonferroni-Holm over all 10).

@@ -3,7 +3,7 @@
 The paper says norm-aware scoring costs about 1/1000 of the model's inference. What it adds to
 cosine scoring, per item, is the item's norm ``||z||`` and the discount of its candidates' cosine
 scores, ``cos / (1 + alpha ||d||)`` with the candidates' norms known (or folded into the
-document vectors once, :mod:`normscope.retrieval.scoring`). :func:`norm_scoring_cost` times that
+document vectors once, :mod:`normscope.scoring`). :func:`norm_scoring_cost` times that
 against encoding the same items with the encoder (forward passes only, no cache), in the same
 process, and reports the ratio per repeat.
 """

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from normscope.errors import InputError
-from normscope.retrieval.scoring import NEUTRAL_PARAM, PARAM_NAMES, check_scorer, validate_param
+from normscope.scoring import NEUTRAL_PARAM, check_scorer, default_grid, validate_param
 from normscope.retrieval.search import FoldedIndex
 
 __all__ = [
@@ -311,29 +311,6 @@ def compare_to_baseline(
                 "relative_ci": ci["relative_ci"],
             }
     return out
-
-
-_INVERSE_S = (-0.9, -0.75, -0.5, -0.25, -0.1, -0.05, -0.02, 0.0, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
-_POWER_BETA = (-4.0, -3.0, -2.0, -1.5, -1.0, -0.75, -0.5, -0.3, -0.2, -0.1, -0.05, 0.0,
-               0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
-
-
-def default_grid(scorer: str, doc_norms) -> list[float]:
-    """Grid searched when fitting ``scorer``'s parameter (denser near the neutral value 0).
-
-    ``inverse_norm``: ``alpha = s / max||d||`` for ``s`` in
-    {-0.9, -0.75, -0.5, -0.25, -0.1, -0.05, -0.02, 0, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32}
-    (``s > -1`` keeps every denominator positive; large ``s`` approaches ``cos/||d||``).
-    ``power``: ``beta`` in {0, ±0.05, ±0.1, ±0.2, ±0.3, ±0.5, ±0.75, ±1, ±1.5, ±2, ±3, ±4}.
-    ``cosine``/``dot``: no parameter, ``[None]``.
-    """
-    check_scorer(scorer)
-    if PARAM_NAMES[scorer] is None:
-        return [None]
-    if scorer == "inverse_norm":
-        m = float(np.max(np.asarray(doc_norms, dtype=np.float64)))
-        return [s / m for s in _INVERSE_S]
-    return list(_POWER_BETA)
 
 
 def fit_parameter(

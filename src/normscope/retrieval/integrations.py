@@ -15,7 +15,7 @@
   query, whether to answer, which documents to keep; a file fitted for another model fingerprint is
   refused in one line.
 
-The scores are those of :mod:`normscope.retrieval.scoring`, computed in torch (float32, or
+The scores are those of :mod:`normscope.scoring`, computed in torch (float32, or
 the input dtype when floating) for use inside sentence-transformers pipelines.
 """
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from normscope.errors import InputError
 from normscope.retrieval.mteb_model import NormAwareMTEBModel, evaluate_mteb  # re-exported (the MTEB wrapper lives there)
-from normscope.retrieval.scoring import check_param, check_scorer
+from normscope.scoring import check_param, check_scorer
 
 __all__ = [
     "asymmetric_norm_similarity",
@@ -55,7 +55,7 @@ def _to_tensor(x):
     return x
 
 
-_param = check_param  # the parameter rule of every scorer (normscope.retrieval.scoring)
+_param = check_param  # the parameter rule of every scorer (normscope.scoring)
 
 
 def _factor(scorer: str, param: float | None, norms):

@@ -2,9 +2,9 @@
 
 :class:`NormAwareMTEBModel` follows MTEB's ``EncoderProtocol`` (``encode`` + ``similarity`` +
 ``similarity_pairwise`` + ``mteb_model_meta``), so ``mteb.evaluate(model, tasks)`` ranks with the
-norm-aware score of :mod:`normscope.retrieval.scoring` (queries are ``embeddings1``, documents
+norm-aware score of :mod:`normscope.scoring` (queries are ``embeddings1``, documents
 ``embeddings2``; the norm factor applies to the documents). Its scores are exactly those of
-normscope's own runs (:func:`~normscope.retrieval.scoring.pair_dot` of the folded vectors), and
+normscope's own runs (:func:`~normscope.scoring.pair_dot` of the folded vectors), and
 MTEB evaluates with pytrec_eval, whose tie order is normscope's
 (:data:`~normscope.retrieval.search.TIE_RULE`), so ``mteb.evaluate`` and
 :func:`~normscope.retrieval.run_retrieval` give the same nDCG@10 on the same data.
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from normscope.errors import InputError, ModelError
-from normscope.retrieval.scoring import (
+from normscope.scoring import (
     PARAM_NAMES,
     check_param,
     check_scorer,

@@ -15,15 +15,16 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from normscope.errors import DataError, InputError
-from normscope.retrieval.beir import BeirDataset, SplitQueries, load_dataset_any
+from normscope.data.beir import BeirDataset, SplitQueries, load_dataset_any
 from normscope.retrieval.calibration import N_BINS
 from normscope.retrieval.claims import retrieval_claims
 from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
-from normscope.retrieval.evaluate import METRICS, RELEVANCE, compare_to_baseline, default_grid, fit_parameter, per_query_scores
+from normscope.retrieval.evaluate import METRICS, compare_to_baseline, default_grid, fit_parameter, per_query_scores
 from normscope.retrieval.incremental import FOLD_DRAWS, FOLDS, incremental_value
 from normscope.retrieval.qpp import BASELINE_SIGNALS, NORM_SIGNALS, QPP_SIGNALS, corpus_scores, evaluate_qpp, qpp_signals
+from normscope.requests.retrieval import RetrievalRequest
 from normscope.retrieval.result import RetrievalResult
-from normscope.retrieval.scoring import NEUTRAL_PARAM, PARAM_NAMES, SCORERS, check_scorer, validate_param
+from normscope.scoring import NEUTRAL_PARAM, PARAM_NAMES, check_scorer, validate_param
 from normscope.retrieval.search import TIE_RULE, FoldedIndex, run_to_frame
 from normscope.retrieval.strata import quartiles, query_zipf, strata_study
 
@@ -203,35 +204,7 @@ def _junk_entry(tables: Mapping[str, object]) -> dict:
     return {"count": len(ids), "ids": ids, "reasons": reasons, "by_split": by}
 
 
-def run_retrieval(
-    dataset_dir,
-    *,
-    encoder=None,
-    model: str | None = None,
-    scorers: Sequence[str] = SCORERS,
-    fit_split: str | None = "train",
-    split: str = "test",
-    params: Mapping[str, float] | None = None,
-    relevance: str = "graded",
-    grade_scale: int = 1,
-    dedupe_docs: bool = False,
-    ignore_identical_ids: bool = True,
-    junk: str = "drop",
-    max_docs: int | None = None,
-    max_queries: int | None = None,
-    seed: int = 0,
-    progress: bool = False,
-    k: int = 100,
-    batch_size: int = 64,
-    n_permutations: int = 10000,
-    n_boot: int = 1000,
-    device: str = "cpu",
-    precision: str = "fp32",
-    grids: Mapping[str, Sequence[float]] | None = None,
-    engine: str = "local",
-    address: str | None = None,
-    workers: int | None = None,
-) -> RetrievalResult:
+def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = False) -> RetrievalResult:  # noqa: C901 -- over the complexity budget; split pending (issue 29)
     """Norm-aware retrieval, where its gain lies, and confidence calibration on a BEIR dataset.
 
     Steps (each a phase line on stderr with ``progress``): load the dataset; embed documents
@@ -246,66 +219,32 @@ def run_retrieval(
 
     Parameters
     ----------
-    dataset_dir : str or Path
-        BEIR directory, or ``hf:BeIR/<name>`` (needs the ``datasets`` extra and network).
+    request : RetrievalRequest
+        What to run (:class:`~normscope.requests.retrieval.RetrievalRequest`). ``dataset``: a BEIR
+        directory, ``scifact``/``nfcorpus`` or ``hf:BeIR/<name>`` (needs the ``datasets`` extra and
+        network). ``scorers``: cosine always runs (baseline of the tests and of the calibration study).
+        ``fit_split``: the split whose queries fit the parameters and confidence maps; ``'train'`` falls
+        back to ``dev``/``validation``, then to 5-fold cross-validation over the evaluation queries (folds
+        drawn from the queries in id order with the seed; each fold scored with parameters and maps fitted
+        on the other four); ``'cv'`` or None asks for cross-validation directly. ``params``: fixed
+        parameters (e.g. ``(("inverse_norm", 0.05),)`` for a paper's alpha), evaluated as given and marked
+        "not fitted". ``relevance``: the gains of nDCG (:func:`~normscope.retrieval.evaluate.relevance_qrels`;
+        graded as BEIR). ``embedding.junk``: junk queries or documents (:func:`normscope.inputs.find_junk`)
+        are left out of every statistic and listed, or stop the run. ``max_docs``/``max_queries``: seeded
+        subsamples drawn in id order, ``max_queries`` per split, ``max_docs`` keeping every document relevant
+        to a kept query plus a random sample of the others. ``k``: depth of the evaluated runs.
+        ``resampling``: ``n_perm`` permutations of the paired randomisation tests, ``n_boot`` bootstrap
+        resamples of the CIs (queries resampled), ``seed`` of subsampling, folds, tests and bootstraps.
+        ``grids``: parameter grids replacing :func:`normscope.scoring.default_grid`. ``engine``: where the
+        documents are embedded (:mod:`normscope.engine`; ``'ray'`` needs the ``ray`` extra, ``address`` and
+        ``workers`` its cluster and actors); queries are embedded in this process; vectors equal the local
+        engine's to 1e-6.
     encoder : Encoder, keyword-only, optional
-        Raw-vector encoder; default ``normscope.load_encoder(model)``.
-    model : str, keyword-only, optional
-        Model name for :func:`normscope.load_encoder` (default the bundled MiniLM).
-    scorers : sequence of str, keyword-only
-        Subset of ``('cosine', 'dot', 'inverse_norm', 'power')``; cosine always runs (baseline of the
-        tests and of the calibration study).
-    fit_split : str or None, keyword-only
-        Split whose queries fit the parameters and confidence maps. ``'train'`` falls back to
-        ``dev``/``validation``, then to 5-fold cross-validation over the evaluation queries (folds
-        drawn from the queries in id order with ``seed``; each fold scored with parameters and maps
-        fitted on the other four). ``'cv'`` or None asks for cross-validation directly.
-    split : str, keyword-only
-        Evaluation split.
-    params : dict of {scorer: float}, keyword-only, optional
-        Fixed parameters (e.g. ``{"inverse_norm": 0.05}`` for a paper's alpha): evaluated as given,
-        marked "not fitted".
-    relevance : {'graded', 'binary'}, keyword-only
-        Gains of nDCG (see :func:`~normscope.retrieval.evaluate.relevance_qrels`); graded as BEIR.
-    dedupe_docs : bool, keyword-only
-        Count each distinct document text once (copies collapse to the one with the smallest id, judged with
-        the highest grade of the copies). Without it, exact duplicate documents are kept and a warning gives
-        their count and the tie rule's effect on them. Either way the result's ``duplicate_docs`` reports them.
-    grade_scale : int, keyword-only
-        Read every relevance grade times this factor (grades such as 0.5 are refused otherwise, with the
-        line named; :func:`~normscope.retrieval.beir.load_qrels`). nDCG is unchanged by the scale.
-    ignore_identical_ids : bool, keyword-only
-        Leave out a document whose id equals the query id (BEIR's default).
-    junk : {'drop', 'error'}, keyword-only
-        Junk queries or documents (:func:`normscope.inputs.find_junk`) are left out of every statistic
-        and listed, or (``'error'``) stop the run.
-    max_docs, max_queries : int or None, keyword-only
-        Subsample for quick runs (seeded, drawn in id order): ``max_queries`` per split; ``max_docs``
-        keeps every document relevant to a kept query plus a random sample of the others.
-    seed : int, keyword-only
-        Seeds subsampling, folds, randomisation tests and bootstraps.
+        Raw-vector encoder; default ``normscope.load_encoder(request.embedding.model, device=..., precision=...)``.
+        A given encoder keeps its own precision. The result reports it and, for bf16, the norm error
+        measured on a sample against fp32.
     progress : bool, keyword-only
         Phase lines and progress bars on stderr.
-    k : int, keyword-only
-        Depth of the evaluated runs (>= 10; 100 for Recall@100).
-    batch_size : int, keyword-only
-    n_permutations, n_boot : int, keyword-only
-        Of the paired randomisation tests and of the bootstrap CIs (queries resampled).
-    device : str, keyword-only
-        Torch device of the default encoder.
-    precision : {"fp32", "bf16"}, keyword-only
-        Precision of the default encoder's forward passes (``load_encoder(..., precision=)``); a given
-        ``encoder`` keeps its own. The result reports it and, for bf16, the norm error measured on a
-        sample against fp32.
-    grids : dict of {scorer: sequence of float}, keyword-only, optional
-        Parameter grids replacing :func:`~normscope.retrieval.evaluate.default_grid`.
-    engine : {'local', 'ray'}, keyword-only
-        Where the documents are embedded (:mod:`normscope.engine`; ``'ray'`` needs the ``ray``
-        extra); queries are embedded in this process. Vectors equal the local engine's to 1e-6.
-    address : str, keyword-only, optional
-        Ray cluster address with ``engine='ray'`` (default: a local cluster).
-    workers : int, keyword-only, optional
-        Ray encoder actors with ``engine='ray'``.
 
     Returns
     -------
@@ -321,32 +260,21 @@ def run_retrieval(
     ModelError
         Model cannot be loaded.
     """
+    from normscope.engine import check_engine  # imports Ray only when asked for
     from normscope.table import require_raw_norms
-    from normscope.validate import check_choice, check_int
 
-    scorers = [check_scorer(s) for s in scorers]
-    if not scorers:
-        raise InputError("no scorer given")
-    order = ["cosine"] + [s for s in dict.fromkeys(scorers) if s != "cosine"]
-    check_int("k", k, minimum=10)
-    check_choice("relevance", relevance, RELEVANCE)
-    check_int("grade_scale", grade_scale, minimum=1)
-    if encoder is None:
-        from normscope.table import PRECISIONS
-
-        check_choice("precision", precision, PRECISIONS)
-    check_choice("junk", junk, ("drop", "error"))
-    for name, v, lo in (("max_queries", max_queries, 1), ("max_docs", max_docs, 2)):
-        if v is not None:
-            check_int(name, v, minimum=lo)
-    check_int("n_boot", n_boot, minimum=10)
-    from normscope.engine import check_engine
-
+    r = request
+    dataset_dir, fit_split, split, relevance = r.dataset, r.fit_split, r.split, r.relevance
+    ignore_identical_ids, max_docs, max_queries, k = r.ignore_identical_ids, r.max_docs, r.max_queries, r.k
+    grade_scale, dedupe_docs = r.grade_scale, r.dedupe_docs
+    engine, address, workers = r.engine, r.address, r.workers
+    e = r.embedding
+    model, device, precision, batch_size, junk = e.model, e.device, e.precision, e.batch_size, e.junk
+    seed, n_boot, n_permutations = r.resampling.seed, r.resampling.n_boot, r.resampling.n_perm
+    params, grids = dict(r.params), {name: list(g) for name, g in r.grids}
+    order = ["cosine"] + [s for s in dict.fromkeys(r.scorers) if s != "cosine"]
     check_engine(engine, address, workers)
     fixed = _check_params(params, order)
-    grids = dict(grids or {})
-    for g in grids:
-        check_scorer(g)
     ph = _Phases(progress)
     rng = np.random.default_rng(seed)
 

@@ -6,8 +6,9 @@ import dataclasses
 from typing import Any, ClassVar
 
 from normscope.results import StageResult, summary_field
+from normscope.values import Interval, Record, key
 
-__all__ = ["RetrievalResult", "SCORER_LABELS", "SIGNAL_LABELS"]
+__all__ = ["RetrievalResult", "ScorerEval", "SignalCalibration", "SCORER_LABELS", "SIGNAL_LABELS"]
 
 #: Display labels of the per-scorer numbers (CLI table and report).
 SCORER_LABELS: dict[str, str] = {
@@ -31,6 +32,65 @@ SIGNAL_LABELS: dict[str, str] = {
     "aurc": "AURC",
     "aurc_optimal": "AURC (oracle)",
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class ScorerEval(Record):
+    """One scorer on the evaluation queries (``scorers[name]`` of ``normscope retrieval --json``).
+
+    ``param`` was fitted on ``fitted_on`` (or fixed: ``param_source``); the metrics are means over the
+    evaluation queries (pytrec_eval); ``delta``, ``relative`` (mean(scorer)/mean(cosine) - 1) and their
+    CIs are paired over queries; ``p_value`` is the paired t-test and ``p_value_randomization`` the
+    paired randomisation test of nDCG@10 against cosine.
+    """
+
+    param_name: str | None = None
+    param: float | list | None = None
+    param_source: str | None = None
+    param_mean: float | None = None
+    neutral_param: float | None = None
+    fitted_on: str | None = None
+    fit_metric: str | None = None
+    param_at_grid_edge: bool | None = None
+    fit_curves: Any = None
+    ndcg10: float | None = key("ndcg@10")
+    mrr10: float | None = key("mrr@10")
+    recall100: float | None = key("recall@100")
+    p_value: float | None = None
+    p_value_randomization: float | None = None
+    delta: float | None = None
+    delta_ci: Interval | None = None
+    relative: float | None = None
+    relative_ci: Interval | None = None
+    p_values: dict | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SignalCalibration(Record):
+    """One confidence signal for "the cosine top-1 is relevant" (``calibration[name]``).
+
+    ``auroc_raw`` is the raw signal in its pre-specified direction (absent for learned signals),
+    ``auroc`` the fitted map's; their CIs resample evaluation queries; ``ece`` over ``ece_bins``;
+    ``status`` is ``ok`` or says why the signal was not computed (``reason``).
+    """
+
+    status: str | None = None
+    reason: str | None = None
+    fit: dict | None = None
+    auroc: float | None = None
+    auroc_ci: Interval | None = None
+    auroc_raw: float | None = None
+    auroc_raw_ci: Interval | None = None
+    ece: float | None = None
+    ece_bins: dict | None = None
+    aurc: float | None = None
+    aurc_optimal: float | None = None
+    auroc_note: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Computed (a status of ``ok``, or none given)."""
+        return self.status in (None, "ok")
 
 
 @dataclasses.dataclass
@@ -70,9 +130,9 @@ class RetrievalResult(StageResult):
     norm_rel_error_vs_fp32: dict | None = summary_field("relative norm error vs fp32 (sample of documents)")
     metrics: list = summary_field("metrics")
     significance: dict = summary_field("significance tests")
-    scorers: dict = summary_field("scorers")
+    scorers: dict[str, ScorerEval] = summary_field("scorers")
     strata: dict = summary_field("strata (where the gain lies)")
-    calibration: dict = summary_field("calibration of the cosine top-1")
+    calibration: dict[str, SignalCalibration] = summary_field("calibration of the cosine top-1")
     calibration_info: dict = summary_field("calibration set-up")
     qpp: dict = summary_field("query performance predictors (QPP) and norm signals")
     qpp_info: dict = summary_field("QPP set-up")
@@ -85,3 +145,7 @@ class RetrievalResult(StageResult):
     doc_titles: dict = dataclasses.field(default_factory=dict)
     #: Seconds per phase (printed, not in the JSON, so that the JSON of two runs compares byte for byte).
     timings: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.scorers = {k: ScorerEval.from_json(v) for k, v in (self.scorers or {}).items()}
+        self.calibration = {k: SignalCalibration.from_json(v) for k, v in (self.calibration or {}).items()}

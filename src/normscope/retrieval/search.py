@@ -11,7 +11,7 @@ and evaluates exactly that order (:func:`normscope.retrieval.evaluate.per_query_
 rank column of ``-o``, normscope's metrics and pytrec_eval agree on tied runs.
 
 **Scores.** faiss (``IndexFlatIP`` on folded float32 vectors) finds candidates; each candidate is
-then scored by :func:`~normscope.retrieval.scoring.pair_dot` (float64 sum of exact float32
+then scored by :func:`~normscope.scoring.pair_dot` (float64 sum of exact float32
 products, the same bits for the same pair wherever it sits), so identical documents tie exactly
 and the result does not depend on the order of the corpus or of the queries. Candidates are
 fetched until no document outside them can reach the k-th score (float32 error bound
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from normscope.errors import InputError
-from normscope.retrieval.scoring import fold_documents, fold_queries, pair_dot, score
+from normscope.scoring import fold_documents, fold_queries, pair_dot, score
 
 __all__ = ["TIE_RULE", "FoldedIndex", "exact_search", "brute_force_search", "rerank", "order_run", "run_to_frame"]
 
@@ -97,7 +97,7 @@ class FoldedIndex:
     doc_ids : sequence of str, length n_docs
     scorer : {'cosine', 'dot', 'inverse_norm', 'power'}
     param : float or None
-        ``alpha`` / ``beta`` (see :mod:`normscope.retrieval.scoring`).
+        ``alpha`` / ``beta`` (see :mod:`normscope.scoring`).
 
     Raises
     ------
@@ -138,7 +138,7 @@ class FoldedIndex:
         Returns
         -------
         dict of {qid: {docid: float score}}
-            Inner dicts in rank order; scores are :func:`~normscope.retrieval.scoring.pair_dot` of
+            Inner dicts in rank order; scores are :func:`~normscope.scoring.pair_dot` of
             the folded float32 vectors (float64).
         """
         Qf = fold_queries(Q, self.scorer)
@@ -161,9 +161,9 @@ class FoldedIndex:
             S_all, I_all = self.index.search(Qf[todo], fetch)  # one faiss call per round: its batches are efficient
             for c0 in range(0, todo.size, chunk):
                 rows = todo[c0 : c0 + chunk]
-                S, I = S_all[c0 : c0 + chunk], I_all[c0 : c0 + chunk]
-                valid = (I >= 0) & (I != excl[rows, None])
-                Ic = np.where(valid, I, 0)
+                S, ids = S_all[c0 : c0 + chunk], I_all[c0 : c0 + chunk]
+                valid = (ids >= 0) & (ids != excl[rows, None])
+                Ic = np.where(valid, ids, 0)
                 s64 = np.where(valid, pair_dot(self.vectors[Ic], Qf[rows][:, None, :]), -np.inf)
                 order = _rule_order(s64, np.where(valid, self._id_rank[Ic], -1))
                 for j, r in enumerate(rows):
@@ -211,8 +211,8 @@ def exact_search(
     Returns
     -------
     dict of {qid: {docid: score}}
-        Scores are :func:`~normscope.retrieval.scoring.pair_dot` of the folded vectors (equal to
-        :func:`normscope.retrieval.scoring.score` up to float32 rounding of the folded vectors).
+        Scores are :func:`~normscope.scoring.pair_dot` of the folded vectors (equal to
+        :func:`normscope.scoring.score` up to float32 rounding of the folded vectors).
 
     Raises
     ------
@@ -236,7 +236,7 @@ def brute_force_search(
     """Reference top-``k`` search from the float64 score matrix of the raw vectors (no folding, no faiss).
 
     Same arguments, return format and tie rule as :func:`exact_search`; scores are
-    :func:`normscope.retrieval.scoring.score`.
+    :func:`normscope.scoring.score`.
     """
     D = np.asarray(D)
     if D.ndim != 2 or D.shape[0] == 0:

@@ -6,7 +6,7 @@ code before any result is seen (:data:`STRATIFIERS`):
 
 - ``query_norm``: quartiles of the raw query norm ``||q||``;
 - ``query_zipf``: quartiles of the query's mean word Zipf frequency (wordfreq, via
-  :func:`normscope.signals.frequency.zipf_frequency`; a query with no word known to wordfreq is
+  :func:`normscope.lexicons.zipf_frequency`; a query with no word known to wordfreq is
   left out of this stratifier and counted; with fewer than 8 such queries the stratifier is
   reported as not computed and the family is the remaining strata);
 - ``top_doc_norm``: quartiles of the norm of the cosine run's top-1 document (the same for every
@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from normscope.lexicons import zipf_frequency
 
 from normscope.errors import InputError
 from normscope.retrieval.evaluate import paired_bootstrap_ci, paired_randomization_test
@@ -89,8 +91,6 @@ def quartiles(x) -> tuple[np.ndarray, list[float]]:
 
 def query_zipf(texts: Sequence[str]) -> np.ndarray:
     """Mean wordfreq Zipf frequency of each text's words (NaN when wordfreq knows none of them)."""
-    from normscope.signals.frequency import zipf_frequency
-
     return zipf_frequency(list(texts))
 
 

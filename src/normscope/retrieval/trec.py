@@ -7,7 +7,7 @@ The original NFCorpus release (Boteva et al., ECIR 2016) is not in BEIR's layout
     SRC/{split}.{grades}.qrel        TREC qrels "qid 0 docid rel" (grades: 3-2-1 or 2-1-0)
 
 :func:`convert_trec` (command ``normscope beir-convert SRC OUT``) writes the BEIR layout that
-:func:`normscope.retrieval.beir.load_beir` reads: ``OUT/corpus.jsonl`` (the union of every
+:func:`normscope.data.beir.load_beir` reads: ``OUT/corpus.jsonl`` (the union of every
 ``*.docs`` file), ``OUT/queries.jsonl`` (the ``{kind}`` queries of every split, default
 ``titles``, as ir_datasets' ``nfcorpus/*`` queries) and ``OUT/qrels/{split}.tsv`` (the
 ``{grades}`` judgements, default ``3-2-1`` as ir_datasets). A plain ``{split}.queries`` or
@@ -26,7 +26,7 @@ from pathlib import Path
 from normscope._io import atomic_path
 from normscope.errors import DataError, InputError
 from normscope.inputs import read_text, split_lines
-from normscope.retrieval.beir import load_qrels
+from normscope.data.beir import load_qrels
 
 __all__ = ["convert_trec", "read_id_text"]
 

@@ -4,7 +4,7 @@ Each function returns a float64 array of shape (n,) aligned with its items, NaN 
 covariate is undefined (e.g. a word without a WordNet noun entry):
 
 - :func:`specificity` / :func:`wordnet_specificity` -- WordNet 3.0 hypernym depth, hyponym count,
-  senses (:mod:`normscope.signals.wordnet`; :func:`load_wordnet` returns the NLTK reader);
+  senses (:mod:`normscope.lexicons.wordnet`; :func:`load_wordnet` returns the NLTK reader);
 - :func:`zipf_frequency` (wordfreq), :func:`subtlex_zipf` (SUBTLEX-US, van Heuven et al. 2014);
 - :func:`concreteness` (Brysbaert et al. 2014);
 - :func:`label_entropy`, :func:`chaosnli_entropy`, :func:`cifar10h_entropy` (human label entropy, bits);
@@ -17,7 +17,7 @@ entry point of ``normscope correlate``.
 """
 
 from normscope.signals.concreteness import concreteness, concreteness_words, load_concreteness
-from normscope.signals.frequency import load_subtlex, subtlex_zipf, zipf_frequency
+from normscope.lexicons.frequency import load_subtlex, subtlex_zipf, zipf_frequency
 from normscope.signals.length import word_count
 from normscope.signals.figure import plot_signal
 from normscope.signals.result import CorrelateResult
@@ -30,7 +30,7 @@ from normscope.signals.uncertainty import (
     load_cifar10h,
     pair_text,
 )
-from normscope.signals.wordnet import (
+from normscope.lexicons.wordnet import (
     SPECIFICITY_MEASURES,
     load_wordnet,
     specificity,

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from normscope.errors import DataError, InputError
-from normscope.signals._files import data_file
+from normscope.data.files import data_file
 
 __all__ = ["load_concreteness", "concreteness", "concreteness_words"]
 

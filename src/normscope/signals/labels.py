@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-__all__ = ["SIGNALS", "CONTROLS", "MIN_VALID", "COVARIATE_LABEL", "covariate_label", "model_name"]
+from normscope.requests.correlate import SIGNALS, Signal  # the signals, in the report's order: defined with the request
 
-SIGNALS = ("specificity", "frequency", "concreteness", "uncertainty")
+__all__ = ["Signal", "SIGNALS", "SIGNAL_DATASETS", "SIGNAL_WORDS", "CONTROLS", "MIN_VALID", "COVARIATE_LABEL",
+           "covariate_label", "model_name"]
+
+#: The dataset (:mod:`normscope.data` name) each signal reads by default (frequency: wordfreq, a package).
+SIGNAL_DATASETS = {"specificity": "wordnet", "concreteness": "concreteness", "uncertainty": "chaosnli"}
+#: How a sentence names each signal's covariate.
+SIGNAL_WORDS = {
+    "frequency": "Zipf frequency",
+    "specificity": "WordNet specificity (hypernym depth)",
+    "concreteness": "concreteness rating",
+    "uncertainty": "human label entropy",
+}
 CONTROLS = ("frequency", "length", "words")
 #: Fewest items with a covariate value (per source too) for a correlation.
 MIN_VALID = 10

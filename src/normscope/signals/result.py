@@ -7,11 +7,57 @@ import dataclasses
 import pandas as pd
 
 from normscope.results import StageResult, summary_field
+from normscope.values import Interval, Record
 
-__all__ = ["CorrelateResult", "LENGTH_UNIT"]
+__all__ = ["CorrelateResult", "PartialCorrelation", "NormLength", "Stratum", "LENGTH_UNIT"]
 
 #: What the length control and rho(norm, length) count.
 LENGTH_UNIT = "tokens the model saw (after truncation at its maximum sequence length, special tokens included)"
+
+
+@dataclasses.dataclass(frozen=True)
+class PartialCorrelation(Record):
+    """A partial Spearman correlation (:meth:`normscope.stats.PartialResult.to_dict`): ``rho`` controlling for
+    ``controls``, its ``ci`` and permutation ``p_value`` over ``n`` items."""
+
+    rho: float | None = None
+    ci: Interval | None = None
+    p_value: float | None = None
+    n: int | None = None
+    n_dropped: int | None = None
+    n_controls: int | None = None
+    ci_level: float | None = None
+    ci_method: str | None = None
+    p_method: str | None = None
+    n_boot: int | None = None
+    n_perm: int | None = None
+    controls: list | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class NormLength(Record):
+    """Spearman rho(norm, length) over the valid items; ``length`` says what was counted."""
+
+    spearman: float | None = None
+    spearman_ci: Interval | None = None
+    n: int | None = None
+    length: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Stratum(Record):
+    """The correlations within one source of a pooled item set (``strata[i]``)."""
+
+    name: str | None = None
+    n: int | None = None
+    spearman: float | None = None
+    spearman_ci: Interval | None = None
+    p_value: float | None = None
+    partial_spearman: PartialCorrelation | None = None
+    norm_length_spearman: float | None = None
+    mean_length: float | None = None
+    mean_covariate: float | None = None
+    mean_norm: float | None = None
 
 
 @dataclasses.dataclass
@@ -65,13 +111,13 @@ class CorrelateResult(StageResult):
     pearson_ci: list = summary_field("95% CI", default_factory=list)
     p_value: float | None = summary_field("p (Spearman, permutation)", default=None)
     pearson_p: float | None = summary_field("p (Pearson, permutation)", default=None)
-    partial_spearman: dict | None = summary_field("partial Spearman \u03c1", default=None)
+    partial_spearman: PartialCorrelation | None = summary_field("partial Spearman \u03c1", default=None)
     controls: list = summary_field("controls partialled out", default_factory=list)
     controls_dropped: list = summary_field("controls constant over the items (not controlled)", default_factory=list)
     partial_reason: str | None = summary_field("why no partial correlation", default=None)
     by: str | None = summary_field("strata column", default=None)
-    strata: list | None = summary_field("per-source correlations", default=None)
-    norm_length: dict | None = summary_field("Spearman \u03c1(norm, length)", default=None)
+    strata: list[Stratum] | None = summary_field("per-source correlations", default=None)
+    norm_length: NormLength | None = summary_field("Spearman \u03c1(norm, length)", default=None)
     n_truncated: int | None = summary_field("items truncated at the model's maximum length", unit="items", default=None)
     junk: dict = summary_field("junk items left out", default_factory=dict)
     duplicates: dict = summary_field("exact duplicate items", default_factory=dict)
@@ -90,3 +136,8 @@ class CorrelateResult(StageResult):
     pair_format: str | None = summary_field("pair format", default=None)
     notes: list = summary_field("notes", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame, repr=False)
+
+    def __post_init__(self) -> None:
+        self.partial_spearman = PartialCorrelation.from_json(self.partial_spearman)
+        self.norm_length = NormLength.from_json(self.norm_length)
+        self.strata = None if self.strata is None else [Stratum.from_json(x) for x in self.strata]

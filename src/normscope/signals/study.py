@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
+from normscope.requests.correlate import CorrelateRequest
 from normscope.signals.items import ItemSet, default_item_set
 from normscope.signals.labels import CONTROLS, COVARIATE_LABEL, MIN_VALID, SIGNALS, covariate_label, model_name
 from normscope.signals.result import LENGTH_UNIT, CorrelateResult
@@ -222,93 +222,58 @@ def _stratum_rows(names, strata, cov, norm, length, ctrl, *, by, n_boot, n_perm,
     return rows
 
 
-def run_correlate(
-    signal: str,
+def run_correlate(  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+    request: CorrelateRequest,
     *,
-    encoder=None,
-    model: str = DEFAULT_MODEL,
     items: Sequence[str] | None = None,
     ids: Sequence[str] | None = None,
-    n: int | None = None,
-    controls: Sequence[str] = ("frequency", "length"),
-    by: str | None = None,
     strata: Sequence | None = None,
-    seed: int = 0,
-    progress: bool = False,
     covariates: pd.DataFrame | None = None,
-    measure: str = "min_depth",
-    dataset: str = "chaosnli",
-    subtlex: str | Path | None = None,
-    wordnet: str | Path | None = None,
-    images: str | Path | None = None,
-    n_boot: int = 2000,
-    n_perm: int = 2000,
-    batch_size: int = 64,
-    device: str = "cpu",
-    precision: str = "fp32",
-    junk: str = "drop",
-    keep_duplicates: bool = False,
+    encoder=None,
+    progress: bool = False,
 ) -> CorrelateResult:
     """Correlate raw embedding norms with a semantic covariate (bootstrap CIs, partial rho, per-source strata).
 
     Parameters
     ----------
-    signal : {"specificity", "frequency", "concreteness", "uncertainty"}
-        Covariate. Default item sets: specificity = the top-``n`` wordfreq words that are mainly
-        nouns in WordNet (:func:`normscope.signals.wordnet_nouns`, n=2000); frequency = top-``n``
+    request : CorrelateRequest
+        What to run (:class:`~normscope.requests.correlate.CorrelateRequest`): the signal, the number of default
+        items ``n``, the controls, the strata name ``by``, the specificity ``measure``, the uncertainty
+        ``dataset`` (cifar10h needs ``images``), ``keep_duplicates`` (exact duplicate items are counted once
+        unless it is set: the copy with the smallest id kept, the rest listed in ``duplicates``), a SUBTLEX-US file (``subtlex``: its Zipf values as the
+        frequency signal and control), the WordNet location, the model and its forward passes
+        (``embedding``; ``embedding.junk``: junk items, :func:`normscope.inputs.find_junk`, are left out and
+        listed, or an error), and the bootstrap resamples and permutations (``resampling``; its seed also
+        seeds item sampling). Default item sets: specificity = the top-``n`` wordfreq words that are mainly
+        nouns in WordNet (:func:`normscope.lexicons.wordnet_nouns`, n=2000); frequency = top-``n``
         wordfreq words (n=5000); concreteness = a seeded sample of ``n`` single words of
         Brysbaert et al. 2014 (n=5000; ``n=0`` for all 37,058); uncertainty = ChaosNLI SNLI +
         MNLI-m pairs (all 3,113, or a seeded sample of ``n``), embedded as ``"premise [SEP] hypothesis"``,
-        with the subset as the source (``by="source"``).
-    encoder : Encoder, optional
-        Default ``load_encoder(model, device=device, precision=precision)``.
-    precision : {"fp32", "bf16"}, optional
-        Precision of the default encoder's forward passes; a given ``encoder`` keeps its own. The
-        result reports it and, for bf16, the norm error measured on a sample against fp32.
+        with the subset as the source (``by="source"``). Controls: ``frequency`` (wordfreq Zipf, token
+        mean for phrases), ``length`` (tokens the model saw: after truncation, special tokens included),
+        ``words`` (word count), or a numeric column of ``covariates``; ``frequency`` is removed from the
+        controls of the frequency signal. For ChaosNLI pairs, frequency and word count read "premise
+        hypothesis" (the separator is not a word). With strata (``by``: a column of ``covariates``, or the
+        name given to ``strata``) the result has one row per source and the pooled partial correlation
+        controls the source.
+    encoder : Encoder, optional, keyword-only
+        Default ``load_encoder(request.embedding.model, device=..., precision=...)``; a given ``encoder``
+        keeps its own precision. The result reports it and, for bf16, the norm error measured on a sample
+        against fp32.
     items : sequence of str, optional
         The user's items instead of the default set (uncertainty then needs ``covariates``).
     ids : sequence of str, optional
         Unique ids of ``items`` (default ``"0".."n-1"``; the item itself for items taken from
         ``covariates``). Per-item outputs are keyed by id; the statistics are computed in id order,
         so a permutation of the input changes nothing but the row order of ``items``.
-    n : int, optional
-        Number of default items (see above); ignored with ``items``.
-    controls : sequence of str
-        Covariates partialled out: ``frequency`` (wordfreq Zipf, token mean for phrases),
-        ``length`` (tokens the model saw: after truncation, special tokens included), ``words``
-        (word count), or a numeric column of ``covariates``. ``frequency`` is removed from the
-        controls of the frequency signal. For ChaosNLI pairs, frequency and word count read
-        "premise hypothesis" (the separator is not a word).
-    by : str, optional
-        Name of the strata: a column of ``covariates``, or the name given to ``strata``; ``"source"``
-        for the default ChaosNLI set. With strata the result has one row per source and the pooled
-        partial correlation controls the source.
-    strata : sequence, optional
+    strata : sequence, optional, keyword-only
         Source label of each of ``items`` (e.g. read from the items file with
         :func:`normscope.signals.items.read_item_column`).
-    seed : int
-        Seeds item sampling, bootstrap and permutations.
-    covariates : pandas.DataFrame, optional
+    covariates : pandas.DataFrame, optional, keyword-only
         From :func:`read_covariate_file`: user values per item (``item``, ``value``) and optional
         extra columns (controls, or the strata named by ``by``).
-    measure : str
-        Specificity measure: ``min_depth`` (default), ``max_depth``, ``n_hyponyms``, ``n_senses``.
-    dataset : {"chaosnli", "cifar10h"}
-        Uncertainty dataset; cifar10h needs ``images`` and an image-capable encoder.
-    subtlex : path-like, optional
-        Use SUBTLEX-US Zipf values (van Heuven et al. 2014) from this file as the frequency signal
-        (and the frequency control) instead of wordfreq.
-    wordnet : path-like, optional
-        WordNet location (see :func:`normscope.signals.load_wordnet`).
-    n_boot, n_perm : int
-        Bootstrap resamples and permutations (:func:`normscope.stats.correlation`).
-    junk : {"drop", "error"}
-        Junk items (:func:`normscope.inputs.find_junk`) are left out and listed, or an error.
-    keep_duplicates : bool
-        Items whose text (and source, with strata) repeats another item's are exact duplicates: by
-        default each is counted once (the copy with the smallest id is kept; the others are listed in
-        ``duplicates``), since copies would be counted as independent evidence by every CI and p-value.
-        True keeps them (a note says so).
+    progress : bool, keyword-only
+        Progress on stderr.
 
     Returns
     -------
@@ -321,16 +286,21 @@ def run_correlate(
         items without labels, CIFAR-10H without images or with a text-only model, vectors that were
         already normalised (:func:`normscope.table.require_raw_norms`), junk with ``junk="error"``.
     """
-    from normscope import signals as sg
+    from normscope import signals as sg  # the package's loaders, looked up when called
     from normscope.encoders import load_encoder
     from normscope.encoders.embed import embed_texts
     from normscope.stats import correlation
     from normscope.table import require_raw_norms
 
+    signal, n, controls, by, measure, dataset = (request.signal, request.n, request.controls, request.by,
+                                                 request.measure, request.dataset)
+    subtlex, wordnet, images, keep_duplicates = request.subtlex, request.wordnet, request.images, request.keep_duplicates
+    e = request.embedding
+    model, device, precision, batch_size, junk = e.model or DEFAULT_MODEL, e.device, e.precision, e.batch_size, e.junk
+    seed, n_boot, n_perm = request.resampling.seed, request.resampling.n_boot, request.resampling.n_perm
+
     extra_cols = [c for c in (covariates.columns if covariates is not None else []) if c not in ("item", "value")]
     controls = _check_args(signal, controls, extra_cols, n, measure, dataset, by, covariates, items, strata)
-    if junk not in ("drop", "error"):
-        raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
     notes: list[str] = []
     if signal == "frequency" and "frequency" in controls:
         controls = [c for c in controls if c != "frequency"]

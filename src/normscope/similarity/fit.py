@@ -6,13 +6,14 @@ import numpy as np
 from scipy import stats as _sps
 
 from normscope.errors import InputError
+from normscope.scoring import default_grid
 from normscope.similarity.scorers import check_pair_scorer, pair_scores, validate_pair_param
 
 __all__ = ["pair_grid", "fit_pair_param"]
 
 def pair_grid(scorer: str, norms) -> list[float | None]:
     """Parameter values tried when fitting ``scorer``: the grid of the retrieval fit
-    (:func:`normscope.retrieval.evaluate.default_grid`).
+    (:func:`normscope.scoring.default_grid`).
 
     Parameters
     ----------
@@ -29,8 +30,6 @@ def pair_grid(scorer: str, norms) -> list[float | None]:
         -0.02, 0, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32}; ``power``: ``beta`` in {0, ±0.05,
         ±0.1, ±0.2, ±0.3, ±0.5, ±0.75, ±1, ±1.5, ±2, ±3, ±4}; ``cosine``, ``dot``: ``[None]``.
     """
-    from normscope.retrieval.evaluate import default_grid
-
     check_pair_scorer(scorer)
     return default_grid(scorer, norms)
 

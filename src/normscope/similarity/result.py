@@ -7,8 +7,30 @@ import dataclasses
 import pandas as pd
 
 from normscope.results import StageResult, summary_field
+from normscope.values import Interval, Record
 
-__all__ = ["SimilarityResult"]
+__all__ = ["SimilarityResult", "PairScorerEval"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PairScorerEval(Record):
+    """One pair scorer against the human scores (``scorers[name]`` of ``normscope similarity --json``).
+
+    ``param`` was fitted on the fit pairs (``fit_spearman`` there, ``curve`` over its grid); the
+    statistics are on the evaluated pairs; ``delta_spearman`` is its Spearman minus cosine's, with a
+    paired bootstrap ``delta_ci``.
+    """
+
+    param_name: str | None = None
+    param: float | None = None
+    spearman: float | None = None
+    spearman_ci: Interval | None = None
+    pearson: float | None = None
+    pearson_ci: Interval | None = None
+    delta_spearman: float | None = None
+    delta_ci: Interval | None = None
+    fit_spearman: float | None = None
+    curve: dict | list | None = None
 
 
 @dataclasses.dataclass
@@ -52,7 +74,7 @@ class SimilarityResult(StageResult):
     model: str = summary_field("model")
     n_pairs: int = summary_field("evaluated pairs", unit="pairs")
     fit: dict = summary_field("fit", default_factory=dict)
-    scorers: dict = summary_field("scorers", default_factory=dict)
+    scorers: dict[str, PairScorerEval] = summary_field("scorers", default_factory=dict)
     n_texts: int = summary_field("distinct texts embedded", unit="texts", default=0)
     n_truncated: int | None = summary_field("texts truncated at the model's maximum length", unit="texts", default=None)
     junk: dict = summary_field("junk texts left out", default_factory=dict)
@@ -71,3 +93,6 @@ class SimilarityResult(StageResult):
     notes: list = summary_field("notes", default_factory=list)
     claims: list = summary_field("claims scorecard rows (normscope.claims)", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame, repr=False)
+
+    def __post_init__(self) -> None:
+        self.scorers = {k: PairScorerEval.from_json(v) for k, v in (self.scorers or {}).items()}

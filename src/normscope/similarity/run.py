@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import hashlib
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from normscope.data import dataset_path
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
 from normscope.similarity.claims import similarity_claim
 from normscope.similarity.fit import fit_pair_param, pair_grid
 from normscope.similarity.formats import PairSet, read_pairs, read_sts, sts_train_split
+from normscope.requests.similarity import SimilarityRequest
 from normscope.similarity.result import SimilarityResult
-from normscope.similarity.scorers import PAIR_PARAM_NAMES, PAIR_SCORERS, check_pair_scorer, pair_scores
+from normscope.similarity.scorers import PAIR_PARAM_NAMES, check_pair_scorer, pair_scores
 
 __all__ = ["run_similarity", "MIN_PAIRS"]
 
@@ -84,66 +85,26 @@ def _collapse(s: PairSet, keep: bool, notes: list[str], where: str) -> tuple[Pai
     return s.subset(pos), info
 
 
-def run_similarity(
-    dataset: str | Path,
-    *,
-    fit: str | Path | None = None,
-    scorers: Sequence[str] = PAIR_SCORERS,
-    fmt: str = "auto",
-    fit_format: str = "auto",
-    encoder=None,
-    model: str = DEFAULT_MODEL,
-    seed: int = 0,
-    n_boot: int = 2000,
-    batch_size: int = 64,
-    device: str = "cpu",
-    precision: str = "fp32",
-    progress: bool = False,
-    junk: str = "drop",
-    keep_duplicates: bool = False,
-    whiten: Sequence[str] = (),
-    whiten_vocab: int = 20000,
-) -> SimilarityResult:
+def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, progress: bool = False) -> SimilarityResult:
     """Fit norm-aware pair scorers on fit pairs and compare them with cosine on the evaluated pairs.
 
     Parameters
     ----------
-    dataset : path-like
-        Evaluated pairs: an STS-B file or a word-similarity list
-        (:mod:`normscope.similarity.formats`).
-    fit : path-like, optional, keyword-only
-        Fit pairs (any supported format; pairs that are also evaluated are dropped from it). Default:
-        ``sts-train.csv`` beside an STS-B dev/test file, else a random half of ``dataset`` (seeded;
-        the other half is evaluated).
-    scorers : sequence of str, keyword-only
-        Of :data:`normscope.similarity.scorers.PAIR_SCORERS`; ``cosine`` (the baseline of the
-        differences) is always included.
-    fmt, fit_format : {"auto", "sts", "words"}, keyword-only
-        Formats of ``dataset`` and ``fit``.
+    request : SimilarityRequest, optional
+        What to run (:class:`~normscope.similarity.request.SimilarityRequest`: the evaluated and fit pairs,
+        their formats, the scorers, ``keep_duplicates`` (exact duplicate pairs counted once unless set),
+        ``whiten`` / ``whiten_vocab`` (whitened-cosine scorers, fitted on a word vocabulary), the model and its forward passes, the bootstrap); default: SimLex-999
+        with the bundled model. ``cosine`` (the baseline of the differences) is always included. Its
+        ``resampling.seed`` seeds the random half and the bootstrap; ``resampling.n_boot`` resamples the
+        evaluated pairs (CIs of each Spearman / Pearson and of each difference; the same resamples for every
+        scorer). Junk texts (:func:`normscope.inputs.find_junk`) are left out with their pairs, or an error
+        (``embedding.junk``).
     encoder : Encoder, optional, keyword-only
-        Default ``load_encoder(model, device=device, precision=precision)``.
-    precision : {"fp32", "bf16"}, optional
-        Precision of the default encoder's forward passes; a given ``encoder`` keeps its own. The
-        result reports it and, for bf16, the norm error measured on a sample against fp32.
-    seed : int, keyword-only
-        Seeds the random half and the bootstrap.
-    n_boot : int, keyword-only
-        Bootstrap resamples of the evaluated pairs (CIs of each Spearman / Pearson and of each
-        difference; the same resamples for every scorer).
-    junk : {"drop", "error"}, keyword-only
-        Junk texts (:func:`normscope.inputs.find_junk`) are left out with their pairs, or an error.
-    keep_duplicates : bool, keyword-only
-        A pair whose two texts (in either order) and human score repeat another pair's is an exact
-        duplicate: by default each is counted once in its file (the copy with the smallest id kept,
-        the rest listed in ``duplicates``), since copies would count as independent pairs in every CI.
-        True keeps them (a note says so).
-    whiten : sequence of {"zipf", "uniform"}, keyword-only
-        Also score the pairs by the cosine of whitened vectors (scorers ``zipf_whitened``,
-        ``uniform_whitened``; Yokoi et al. 2024, :mod:`normscope.similarity.whitening`), compared with
-        plain cosine like the other scorers. The whitening is fitted on a word vocabulary, never on the pairs.
-    whiten_vocab : int, keyword-only
-        Vocabulary of the whitening: the top ``whiten_vocab`` alphabetic English words of wordfreq,
-        embedded by the model, weighted by their wordfreq frequency (Zipfian) or uniformly.
+        Default ``load_encoder(request.embedding.model, device=..., precision=...)``; a given encoder keeps
+        its own precision. The result reports it and, for bf16, the norm error measured on a sample against
+        fp32.
+    progress : bool, keyword-only
+        Progress on stderr.
 
     Returns
     -------
@@ -152,32 +113,25 @@ def run_similarity(
     Raises
     ------
     InputError
-        Unreadable files, an unknown scorer or format, ``fit`` equal to ``dataset``, fewer than 10
-        fit or evaluated pairs, vectors that were already normalised.
+        Unreadable files, ``fit`` equal to ``dataset``, fewer than 10 fit or evaluated pairs, vectors that
+        were already normalised.
+    DataError
+        ``dataset`` names a registry dataset that is absent and cannot be fetched.
     """
+    r = request if request is not None else SimilarityRequest()
+    dataset, fit, scorers, fmt, fit_format = dataset_path(r.dataset), r.fit, r.scorers, r.fmt, r.fit_format
+    e = r.embedding
+    model, device, precision, batch_size, junk = e.model or DEFAULT_MODEL, e.device, e.precision, e.batch_size, e.junk
+    seed, n_boot = r.resampling.seed, r.resampling.n_boot
+    keep_duplicates, whiten, whiten_vocab = r.keep_duplicates, list(dict.fromkeys(r.whiten)), r.whiten_vocab
     from normscope.encoders import load_encoder
     from normscope.encoders.embed import embed_texts
     from normscope.stats import correlation
     from normscope.stats_designs import correlation_difference
     from normscope.table import require_raw_norms
-    from normscope.validate import check_int
-
-    from normscope.table import PRECISIONS
-    from normscope.validate import check_choice
-    from normscope.similarity.whitening import WHITENINGS, fit_whitening, reference_vocabulary
+    from normscope.similarity.whitening import fit_whitening, reference_vocabulary
 
     names = ["cosine"] + [check_pair_scorer(s) for s in dict.fromkeys(scorers) if s != "cosine"]
-    whiten = list(dict.fromkeys(whiten or ()))
-    bad = [w for w in whiten if w not in WHITENINGS]
-    if bad:
-        raise InputError(f"unknown whitening {bad[0]!r}; choose from {', '.join(WHITENINGS)}")
-    if whiten:
-        check_int("--whiten-vocab", whiten_vocab, minimum=2)
-    check_int("--n-boot", n_boot, minimum=0)
-    if encoder is None:
-        check_choice("precision", precision, PRECISIONS)
-    if junk not in ("drop", "error"):
-        raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
     notes: list[str] = []
     eval_all, duplicates = _collapse(read_pairs(dataset, fmt), keep_duplicates, notes, "evaluated file")
     fit_set, eval_set, fit_info = _fit_set(eval_all, fit, fit_format, seed)

@@ -18,7 +18,7 @@ product. ``alpha > 0`` (``beta < 0``) discounts pairs of high-norm items, ``alph
 favours them; ``alpha`` must exceed ``-1/max||z||`` so that no factor is zero or negative.
 
 These are the symmetric forms of the query-document scores of
-:mod:`normscope.retrieval.scoring` (there the norm factor applies to the document only, which is
+:mod:`normscope.scoring` (there the norm factor applies to the document only, which is
 right for retrieval; the asymmetric pairwise form is
 :func:`normscope.retrieval.integrations.asymmetric_norm_similarity_pairwise`). They are a normscope
 construction motivated by the norm-as-confidence reading of the theory (``docs/theory.md``), not
@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from normscope.errors import InputError
-from normscope.retrieval.scoring import PARAM_NAMES, SCORERS, check_param, check_scorer, validate_param
+from normscope.scoring import PARAM_NAMES, SCORERS, check_param, check_scorer, validate_param
 
 __all__ = [
     "PAIR_SCORERS",
@@ -44,7 +44,7 @@ __all__ = [
     "pair_scores",
 ]
 
-#: The scorers (the names of :data:`normscope.retrieval.scoring.SCORERS`, in their symmetric pair form).
+#: The scorers (the names of :data:`normscope.scoring.SCORERS`, in their symmetric pair form).
 PAIR_SCORERS: tuple[str, ...] = SCORERS
 #: Name of each scorer's parameter (None: no parameter).
 PAIR_PARAM_NAMES: dict[str, str | None] = PARAM_NAMES
@@ -53,7 +53,7 @@ _EPS = 1e-12  # norm clip of the cosine, as sentence_transformers.util.cos_sim
 
 
 def check_pair_scorer(scorer: str) -> str:
-    """``scorer`` if it is one of :data:`PAIR_SCORERS` (:func:`normscope.retrieval.scoring.check_scorer`).
+    """``scorer`` if it is one of :data:`PAIR_SCORERS` (:func:`normscope.scoring.check_scorer`).
 
     Raises
     ------
@@ -87,7 +87,7 @@ def _cos(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def validate_pair_param(scorer: str, param: float | None, norms) -> float | None:
     """Check that ``param`` gives finite, sign-preserving scores for items of norms ``norms``.
 
-    The rule of :func:`normscope.retrieval.scoring.validate_param`, applied to the norms of **both**
+    The rule of :func:`normscope.scoring.validate_param`, applied to the norms of **both**
     items of every pair (a pair score multiplies one factor per item).
 
     Parameters
@@ -114,10 +114,7 @@ def validate_pair_param(scorer: str, param: float | None, norms) -> float | None
     p = check_param(scorer, param)
     if p is None:
         return None
-    try:
-        return validate_param(scorer, p, np.asarray(norms, dtype=np.float64).ravel())
-    except InputError as exc:  # the retrieval wording speaks of documents; here they are the pairs' items
-        raise InputError(str(exc).replace("document(s)", "item(s)").replace("||d||", "||z||")) from None
+    return validate_param(scorer, p, np.asarray(norms, dtype=np.float64).ravel(), items="item", symbol="||z||")
 
 
 def cosine_pairs(a, b) -> np.ndarray:

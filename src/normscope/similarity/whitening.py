@@ -28,11 +28,12 @@ import dataclasses
 import numpy as np
 
 from normscope.errors import InputError
+from normscope.requests.similarity import WHITENINGS as _WHITENINGS
 
 __all__ = ["WHITENINGS", "Whitening", "fit_whitening", "reference_vocabulary"]
 
 #: Whitening weights: ``zipf`` (p(w) = word frequency) or ``uniform`` (p(w) = 1/|V|).
-WHITENINGS: tuple[str, ...] = ("zipf", "uniform")
+WHITENINGS: tuple[str, ...] = _WHITENINGS  # defined with the request (normscope.requests.similarity)
 
 
 @dataclasses.dataclass(frozen=True)

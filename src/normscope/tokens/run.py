@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from normscope.encoders import DEFAULT_MODEL
+from normscope.encoders import DEFAULT_MODEL, load_encoder
 from normscope.errors import InputError
+from normscope.requests.tokens import TokensRequest
 from normscope.tokens.result import TokensResult
 from normscope.tokens.table import embedding_table_of, token_table
 
@@ -93,18 +94,18 @@ def tokens_statistics(items: pd.DataFrame, *, n_boot: int = 2000, n_perm: int = 
     return {"counts": counts, "norm_median": median, "frequency": freq, "unused_vs_used": contrast}
 
 
-def run_tokens(encoder=None, *, model: str = DEFAULT_MODEL, device: str = "cpu", n_boot: int = 2000,
-               n_perm: int = 2000, seed: int = 0) -> TokensResult:
+def run_tokens(request: TokensRequest | None = None, *, encoder=None) -> TokensResult:
     """Row norms of the input embedding table of a model against token frequency and use.
 
     Parameters
     ----------
-    encoder : Encoder, optional
-        Default ``load_encoder(model, device=device)``: a transformer (its ``get_input_embeddings()``
-        and tokenizer vocabulary) or GloVe (its word-vector table).
-    n_boot, n_perm : int, keyword-only
-        Bootstrap resamples over tokens (CIs) and permutations (p-values).
-    seed : int, keyword-only
+    request : TokensRequest, optional
+        The model, device and resampling (:class:`~normscope.requests.tokens.TokensRequest`; default its
+        defaults): ``resampling.n_boot`` bootstrap resamples over tokens (CIs), ``resampling.n_perm``
+        permutations (p-values), ``resampling.seed``.
+    encoder : Encoder, optional, keyword-only
+        Default ``load_encoder(request.model, device=request.device)``: a transformer (its
+        ``get_input_embeddings()`` and tokenizer vocabulary) or GloVe (its word-vector table).
 
     Returns
     -------
@@ -113,17 +114,14 @@ def run_tokens(encoder=None, *, model: str = DEFAULT_MODEL, device: str = "cpu",
     Raises
     ------
     InputError
-        ``n_boot`` or ``n_perm`` negative.
+        Fewer than 2 rows (negative ``n_boot`` / ``n_perm`` are refused when the request is built).
     ModelError
         An encoder without an input embedding table and vocabulary (precomputed vectors).
     """
-    from normscope.encoders import load_encoder
-    from normscope.validate import check_int
-
-    check_int("--n-boot", n_boot, minimum=0)
-    check_int("--n-perm", n_perm, minimum=0)
+    r = request if request is not None else TokensRequest()
+    n_boot, n_perm, seed = r.resampling.n_boot, r.resampling.n_perm, r.resampling.seed
     if encoder is None:
-        encoder = load_encoder(model, device=device)
+        encoder = load_encoder(r.model or DEFAULT_MODEL, device=r.device)
     weights, tokens, special, info = embedding_table_of(encoder)
     if weights.shape[0] < 2:
         raise InputError("the embedding table has fewer than 2 rows")

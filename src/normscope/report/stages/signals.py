@@ -2,118 +2,243 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
-from normscope.report.context import StageContext, StageUnavailable
-from normscope.report.stages._common import ci_text
+from normscope._format import ci as ci_text, join_and, num, p_text
+from normscope.errors import DataMissing, NormscopeError
+from normscope.report.missing import missing_entry, missing_reason
+from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
+from normscope.report.text import ci_excludes_zero, ci_words, correlation_sentence, corr_parts
+from normscope.requests import Embedding, Request, Resampling, param
+from normscope.requests.correlate import CorrelateRequest
+from normscope.signals import CorrelateResult, plot_signal, run_correlate
 from normscope.signals.claims import controlled_figure as _controlled
 from normscope.signals.claims import signal_claims
-from normscope.stats import p_text
+from normscope.signals.labels import SIGNAL_DATASETS, SIGNAL_WORDS, SIGNALS, Signal
 
-__all__ = ["stage_signals", "SIGNAL_ORDER"]
+__all__ = ["SignalsStage", "SignalsRequest", "semantic_signal_sentences"]
 
-SIGNAL_ORDER = ("frequency", "specificity", "concreteness", "uncertainty")
-
-
-def _row(sig: str, r: dict) -> list:
-    part = r.get("partial_spearman") or {}
-    nl = r.get("norm_length") or {}
-    controls = ", ".join(part.get("controls") or []) + "".join(
-        f"{'; ' if part.get('controls') else ''}{c} not controlled (constant)" for c in r.get("controls_dropped") or [])
-    return [sig, r.get("dataset"), r.get("n"), r.get("n_missing"), r.get("spearman"), ci_text(r.get("spearman_ci")),
-            p_text(r.get("p_value"), int(r.get("n_perm") or 0)), part.get("rho"), ci_text(part.get("ci")), controls, nl.get("spearman"),
-            r.get("n_truncated")]
+SECTION = "semantic_signals"
+#: Most specificity items (the WordNet nouns among the most frequent words run out beyond this).
+SPECIFICITY_MAX = 2000
 
 
-def stage_signals(ctx: StageContext) -> dict:
-    from normscope.errors import DataMissing, NormscopeError
-    from normscope.report.missing import missing_entry, missing_reason
-    from normscope.signals import plot_signal, run_correlate
+@dataclasses.dataclass(frozen=True)
+class SignalsRequest(Request):
+    """``normscope correlate`` once per signal (:meth:`correlate`); ``items`` None: each signal's default item set."""
 
-    s = ctx.sizes
-    seed = ctx.config.seed
-    enc = ctx.encoder()
-    results: dict[str, dict] = {}
-    unavailable: dict[str, str] = {}
-    missing: dict[str, dict] = {}  # signal -> the dataset it lacks (the report says once how to get it)
-    commands: dict[str, str] = {}
-    figs, rows, strata_rows = [], [], []
-    for sig in SIGNAL_ORDER:
-        if sig not in ctx.config.signals:
-            unavailable[sig] = "not selected"
-            continue
-        n = s.signal_items
-        if n is not None and sig == "specificity":
-            n = min(n, 2000)
-        ctx.console.print(f"signals: {sig}")
-        try:
-            res = run_correlate(sig, encoder=enc, model=ctx.config.model, n=n, seed=seed, n_boot=s.n_boot,
-                                n_perm=s.n_perm, progress=True, device=ctx.config.device)
-        except DataMissing as exc:
-            unavailable[sig] = missing_reason({exc.dataset: missing_entry(exc)})
-            missing[sig] = {"dataset": exc.dataset, **missing_entry(exc)}
-            continue
-        except (NormscopeError, FileNotFoundError, LookupError) as exc:
-            unavailable[sig] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            continue
-        r = res.to_dict()
-        results[sig] = r
-        cmd = f"normscope correlate --signal {sig}" + (f" --n {n}" if n is not None else "")
-        commands[sig] = cmd + f" --n-boot {s.n_boot} --n-perm {s.n_perm} --seed {seed} --json {sig}.json"
-        fig = plot_signal(res, ctx.figure_path(f"semantic_signals_{sig}.png"))
-        per_source = " per source" if res.strata else ""
-        figs.append({"file": Path(fig).name, "caption": f"Raw norm vs {res.covariate}: items (points), "
-                     f"equal-count binned means{per_source} with 95% CIs; {res.dataset}."})
-        rows.append(_row(sig, r))
-        for st in r.get("strata") or []:
-            p = st.get("partial_spearman") or {}
-            strata_rows.append([sig, st["name"], st["n"], st["spearman"], ci_text(st["spearman_ci"]), p.get("rho"),
-                                ci_text(p.get("ci")), ", ".join(p.get("controls") or []), st["norm_length_spearman"],
-                                st["mean_length"], st["mean_covariate"]])
-    if not results:
-        raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()),
-                               missing={m["dataset"]: {"title": m["title"], "cause": m["cause"],
-                                                       "claims": [g for g, x in missing.items() if x["dataset"] == m["dataset"]]}
-                                        for m in missing.values()})
+    signals: tuple[Signal, ...] = SIGNALS
+    items: int | None = param(None, min=10)
+    embedding: Embedding = Embedding()
+    resampling: Resampling = Resampling(n_boot=2000, n_perm=2000)
+
+    def n_items(self, signal: str) -> int | None:
+        """The item count of ``signal`` (specificity at most :data:`SPECIFICITY_MAX`)."""
+        if self.items is not None and signal == "specificity":
+            return min(self.items, SPECIFICITY_MAX)
+        return self.items
+
+    def correlate(self, signal: str) -> CorrelateRequest:
+        """The request of one signal's ``normscope correlate``."""
+        return CorrelateRequest(signal=signal, n=self.n_items(signal), embedding=self.embedding,
+                                resampling=self.resampling)
+
+
+def _stratified_signal_sentence(name: str, s: CorrelateResult) -> str:
+    """Sentence of a signal pooled from several sources: per source, then the source-controlled partial."""
+    word = SIGNAL_WORDS.get(name, name)
+    parts = [f"{st.name}: not estimated (n = {num(st.n)})" if st.spearman is None else
+             f"{st.name}: \u03c1 = {num(st.spearman)}, {ci_words(st.spearman_ci)}, n = {num(st.n)}"
+             for st in s.strata or []]
+    out = (f"The items come from {len(parts)} sources, so the pooled Spearman \u03c1 = {num(s.spearman)} "
+           f"({ci_words(s.spearman_ci)}) mixes them; per source, norm vs {word}: " + "; ".join(parts) + ".")
+    p = s.partial_spearman
+    if p is not None and p.rho is not None:
+        out += " " + correlation_sentence("the raw norm", f"{word} controlling for {join_and(p.controls or [])}",
+                                          p.rho, p.ci, p.n, method="partial \u03c1")
+        out += f" Its CI and p-value resample and permute items within each {s.by or 'source'}."
+    return out
+
+
+def _partial_sentence(s: CorrelateResult, ci) -> str:
+    """How the partial correlation (controls actually partialled out) compares with the marginal one."""
+    p = s.partial_spearman
+    if p is None:
+        return ""
+    pci = list(p.ci) if p.ci is not None else None
+    ctrl = join_and(list(p.controls or s.controls or [])) or "the controls"
+    ex = ci_excludes_zero(pci)
+    if ex is True:
+        # "stays" only when the marginal's CI lies on the same side of 0 (signs from the CIs)
+        p_up = pci[0] > 0
+        m_ex = ci_excludes_zero(ci)
+        verb = "it stays" if m_ex and (ci[0] > 0) == p_up else "it turns" if m_ex else "it is"
+        return f" Controlling for {ctrl} {verb} {'positive' if p_up else 'negative'} (partial \u03c1 = {num(p.rho)}, {ci_words(pci)})."
+    if ex is False:
+        return f" Controlling for {ctrl}, the CI includes 0 (partial \u03c1 = {num(p.rho)}, {ci_words(pci)})."
+    return f" Partial \u03c1 controlling for {ctrl} = {num(p.rho)} (no CI)." if p.rho is not None else ""
+
+
+def _signal_sentence(name: str, s: CorrelateResult) -> str | None:
+    rho, ci, m = corr_parts(s)
+    if rho is None:
+        return None
+    if s.strata:
+        sentence = _stratified_signal_sentence(name, s)
+    else:
+        sentence = correlation_sentence("the raw norm", SIGNAL_WORDS.get(name, name), rho, ci, s.n, method=m)
+        sentence += _partial_sentence(s, ci)
+    if s.controls_dropped:
+        sentence += (f" {', '.join(s.controls_dropped).capitalize()} is constant over these items, so it was not"
+                     " controlled" + ("." if s.partial_spearman is not None else " and no partial correlation was computed."))
+    nl = s.norm_length
+    if nl is not None and nl.spearman is not None:
+        unit = "tokens the model saw" if str(nl.length or "").startswith("tokens") else "words"
+        sentence += (f" For comparison, the norm and the length ({unit}) have Spearman \u03c1 = "
+                     f"{num(nl.spearman)} ({ci_words(nl.spearman_ci)}).")
+    return sentence
+
+
+def semantic_signal_sentences(result: dict | None) -> list[str]:
+    """One sentence per signal that ran, chosen by the sign and CI of its (partial) correlation."""
+    out = [_signal_sentence(name, CorrelateResult.from_dict(d)) for name, d in (result or {}).items()]
+    return [s for s in out if s]
+
+
+def _row(sig: str, r: CorrelateResult) -> list:
+    part = r.partial_spearman
+    controls = ", ".join(part.controls or []) if part is not None else ""
+    controls += "".join(f"{'; ' if controls else ''}{c} not controlled (constant)" for c in r.controls_dropped or [])
+    return [sig, r.dataset, r.n, r.n_missing, r.spearman, ci_text(r.spearman_ci), p_text(r.p_value, int(r.n_perm or 0)),
+            part.rho if part is not None else None, ci_text(part.ci if part is not None else None), controls,
+            r.norm_length.spearman if r.norm_length is not None else None, r.n_truncated]
+
+
+def _strata_rows(sig: str, r: CorrelateResult) -> list[list]:
+    rows = []
+    for st in r.strata or []:
+        p = st.partial_spearman
+        rows.append([sig, st.name, st.n, st.spearman, ci_text(st.spearman_ci), p.rho if p else None,
+                     ci_text(p.ci if p else None), ", ".join(p.controls or []) if p else "", st.norm_length_spearman,
+                     st.mean_length, st.mean_covariate])
+    return rows
+
+
+def _notes(results: dict[str, CorrelateResult], unavailable: dict[str, str]) -> list[str]:
     notes = [f"{k}: not available ({v})" for k, v in unavailable.items()]
     for sig, r in results.items():
-        notes += [f"{sig}: {x}" for x in r.get("notes") or []]
-        if r.get("n_missing"):
-            notes.append(f"{sig}: {r['n_missing']} of {r.get('n_items')} items have no value and are excluded "
-                         f"(e.g. {', '.join(map(str, (r.get('missing_examples') or [])[:5]))}).")
-        if (r.get("junk") or {}).get("count"):
-            notes.append(f"{sig}: {r['junk']['count']} junk item(s) left out (ids {', '.join(r['junk']['ids'][:5])}).")
-    key_numbers = []
+        notes += [f"{sig}: {x}" for x in r.notes or []]
+        if r.n_missing:
+            notes.append(f"{sig}: {r.n_missing} of {r.n_items} items have no value and are excluded "
+                         f"(e.g. {', '.join(map(str, (r.missing_examples or [])[:5]))}).")
+        if r.junk["count"]:
+            notes.append(f"{sig}: {r.junk['count']} junk item(s) left out (ids {', '.join(r.junk['ids'][:5])}).")
+    return notes
+
+
+def _key_numbers(results: dict[str, CorrelateResult]) -> list[KeyNumber]:
+    out = []
     for k, r in results.items():
-        est, _, n, what = _controlled(r)
-        key_numbers.append([f"Spearman \u03c1, norm vs {k} (n = {r.get('n')}{', pooled over sources' if r.get('strata') else ''})",
-                            r.get("spearman"), ""])
-        if est is not None and est != r.get("spearman"):
-            key_numbers.append([f"{what} (n = {n})", est, ""])
-    sizes = "; ".join(f"{k}: {r.get('dataset')}" for k, r in results.items())
-    sizes += f"; {s.n_boot} bootstrap resamples, {s.n_perm} permutations"
-    tables = [{"title": "One row per signal (95% bootstrap CIs, permutation p; length = tokens the model saw)",
-               "columns": ["signal", "items", "n", "missing", "Spearman \u03c1", "95% CI", "p", "partial \u03c1",
-                           "95% CI", "controls", "\u03c1(norm, length)", "truncated"],
-               "rows": rows}]
+        est, _, n, what = _controlled(r.to_dict())
+        pooled = ", pooled over sources" if r.strata else ""
+        out.append(KeyNumber(f"{k}.spearman", f"Spearman \u03c1, norm vs {k} (n = {r.n}{pooled})", r.spearman))
+        if est is not None and est != r.spearman:
+            out.append(KeyNumber(f"{k}.partial_spearman.rho", f"{what} (n = {n})", est))
+    return out
+
+
+def _tables(rows: list[list], strata_rows: list[list]) -> list[Table]:
+    tables = [Table("One row per signal (95% bootstrap CIs, permutation p; length = tokens the model saw)",
+                    ["signal", "items", "n", "missing", "Spearman \u03c1", "95% CI", "p", "partial \u03c1", "95% CI",
+                     "controls", "\u03c1(norm, length)", "truncated"], rows)]
     if strata_rows:
-        tables.append({"title": "Per source (the pooled figure mixes sources; partial \u03c1 controls length and "
-                                "frequency within the source)",
-                       "columns": ["signal", "source", "n", "Spearman \u03c1", "95% CI", "partial \u03c1", "95% CI",
-                                   "controls", "\u03c1(norm, length)", "mean length (tokens)", "mean covariate"],
-                       "rows": strata_rows})
-    return {
-        "semantic_signals": {
-            "status": "ok",
-            "reason": None,
-            "command": " ; ".join(commands.values()),
-            "sizes": sizes,
-            "result": results,
-            "derived": {"unavailable": unavailable, "missing": missing, "commands": commands},
-            "key_numbers": key_numbers,
-            "tables": tables,
-            "figures": figs,
-            "notes": notes,
-            "claims": signal_claims(results, unavailable),
-        }
-    }
+        tables.append(Table("Per source (the pooled figure mixes sources; partial \u03c1 controls length and "
+                            "frequency within the source)",
+                            ["signal", "source", "n", "Spearman \u03c1", "95% CI", "partial \u03c1", "95% CI",
+                             "controls", "\u03c1(norm, length)", "mean length (tokens)", "mean covariate"], strata_rows))
+    return tables
+
+
+class SignalsStage(Stage[SignalsRequest]):
+    """The raw norm against Zipf frequency, WordNet specificity, concreteness and human label entropy."""
+
+    name = "signals"
+    sections = {SECTION: "Semantic signals"}
+    aliases = ("signal",)
+    size_names = ("signal_items", "n_boot", "n_perm")
+    explains = "the semantic signals"
+
+    def datasets(self, config) -> list[tuple[str, str]]:
+        return [(SIGNAL_DATASETS[s], f"signals ({s})") for s in SIGNALS if s in config.signals and s in SIGNAL_DATASETS]
+
+    def request(self, config) -> SignalsRequest:
+        s = config.sizes
+        return SignalsRequest(signals=tuple(x for x in SIGNALS if x in config.signals), items=s.signal_items,
+                              embedding=Embedding(model=config.model, device=config.device, precision=config.precision),
+                              resampling=Resampling(n_boot=s.n_boot, n_perm=s.n_perm, seed=config.seed))
+
+    def commands(self, request: SignalsRequest) -> list[Command]:
+        return [Command(tuple(request.correlate(sig).argv() + ["--json", f"{sig}.json"]), part=sig)
+                for sig in request.signals]
+
+    def run(self, ctx, request: SignalsRequest) -> dict[str, Section]:
+        enc = ctx.encoder()
+        results: dict[str, CorrelateResult] = {}
+        unavailable = {sig: "not selected" for sig in SIGNALS if sig not in request.signals}
+        missing: dict[str, dict] = {}  # signal -> the dataset it lacks (the report says once how to get it)
+        figs = []
+        for sig in request.signals:
+            ctx.console.print(f"signals: {sig}")
+            try:
+                res = run_correlate(request.correlate(sig), encoder=enc, progress=True)
+            except DataMissing as exc:
+                unavailable[sig] = missing_reason({exc.dataset: missing_entry(exc)})
+                missing[sig] = {"dataset": exc.dataset, **missing_entry(exc)}
+                continue
+            except (NormscopeError, FileNotFoundError, LookupError) as exc:
+                unavailable[sig] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                continue
+            results[sig] = res
+            fig = plot_signal(res, ctx.figure_path(f"semantic_signals_{sig}.png"))
+            per_source = " per source" if res.strata else ""
+            figs.append(Figure(Path(fig).name, f"Raw norm vs {res.covariate}: items (points), equal-count binned "
+                                               f"means{per_source} with 95% CIs; {res.dataset}."))
+        if not results:
+            raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()),
+                                   missing={m["dataset"]: {"title": m["title"], "cause": m["cause"],
+                                                           "claims": [g for g, x in missing.items()
+                                                                      if x["dataset"] == m["dataset"]]}
+                                            for m in missing.values()})
+        sizes = "; ".join(f"{k}: {r.dataset}" for k, r in results.items())
+        sizes += f"; {request.resampling.n_boot} bootstrap resamples, {request.resampling.n_perm} permutations"
+        commands = [c for c in self.commands(request) if c.part in results]
+        dicts = {k: r.to_dict() for k, r in results.items()}
+        return {SECTION: Section(
+            SECTION, commands=commands, sizes=sizes, result=dicts,
+            derived={"unavailable": dict(sorted(unavailable.items(), key=lambda kv: SIGNALS.index(kv[0]))),
+                     "missing": missing, "commands": {c.part: c.text for c in commands}},
+            key_numbers=_key_numbers(results), tables=_tables([_row(k, r) for k, r in results.items()],
+                                                              [x for k, r in results.items() for x in _strata_rows(k, r)]),
+            figures=figs, notes=_notes(results, unavailable), claims=signal_claims(dicts, unavailable))}
+
+    def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
+        return semantic_signal_sentences(section.result)
+
+    def headline(self, section: Section) -> str:
+        parts = []
+        for k, v in (section.result or {}).items():
+            rho, ci, _ = corr_parts(CorrelateResult.from_dict(v))
+            parts.append(f"{k} Spearman \u03c1 {num(rho)} {ci_text(ci)}" if ci_excludes_zero(ci) is not None
+                         else f"{k} Spearman \u03c1 {num(rho)}")
+        return "; ".join(parts)
+
+    def sizes_used(self, sizes, request: SignalsRequest, sections) -> dict[str, int]:
+        used = {k: v for k, v in super().sizes_used(sizes, request, sections).items() if k != "signal_items"}
+        sec = sections[SECTION]
+        for sig, d in ((sec.result or {}).items() if sec.ok else ()):
+            n = CorrelateResult.from_dict(d).n_items
+            if isinstance(n, int):
+                used[f"signal_items.{sig}"] = n
+        return used

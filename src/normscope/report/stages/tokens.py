@@ -7,13 +7,20 @@ rules of :mod:`normscope.claims` (a direction, no size: the paper gives no figur
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+from normscope._format import ci as ci_text, count, finite, num
 from normscope.claims import claim_row, judge, not_testable_row
-from normscope.report.context import StageContext
-from normscope.report.stages._common import ci_text, fmt_n
+from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, Table
+from normscope.report.text import ci_excludes_zero, ci_words
+from normscope.requests import Resampling
+from normscope.requests.tokens import TokensRequest
+from normscope.tokens import plot_tokens, run_tokens
 
-__all__ = ["stage_tokens", "tokens_claim"]
+__all__ = ["TokensStage", "tokens_claim", "token_table_sentences"]
+
+SECTION = "token_table"
 
 
 def tokens_claim(result: dict | None, reason: str | None = None) -> dict:
@@ -38,13 +45,13 @@ def tokens_claim(result: dict | None, reason: str | None = None) -> dict:
     what = ("median row norm of never-used ([unused*]) rows minus that of used (word and ## piece) rows of the input "
             "embedding table; percentile bootstrap CI, the two groups resampled independently over tokens")
     if result is None:
-        return not_testable_row("unused_rows_decay", reason or "the tokens stage did not run", section="token_table",
+        return not_testable_row("unused_rows_decay", reason or "the tokens stage did not run", section=SECTION,
                                 what=what)
     c = result.get("unused_vs_used")
     if not c or c.get("ci") is None or None in c["ci"]:
         n = (result.get("counts") or {}).get("unused", 0)
         return not_testable_row("unused_rows_decay", f"this table has {n} never-used rows (the test needs 10 with a CI)",
-                                section="token_table", what=what,
+                                section=SECTION, what=what,
                                 needs="a vocabulary with at least 10 reserved rows no training text uses ([unused*])")
     j = judge("unused_rows_decay", c["difference"], c["ci"])
     init = result.get("init_norm")
@@ -53,60 +60,95 @@ def tokens_claim(result: dict | None, reason: str | None = None) -> dict:
                  + (f"; a row at initialisation has norm about {init:.3f}, so the table shows the unheated rows small, "
                     "not whether they shrank from a larger value" if init else ""))
     ratio = (f"ratio of medians {c['ratio']:.3f} {ci_text(c.get('ratio_ci'))}" if c.get("ratio") is not None else "")
-    return claim_row("unused_rows_decay", measured=c["difference"], ci=c["ci"], judged=j, section="token_table",
+    return claim_row("unused_rows_decay", measured=c["difference"], ci=c["ci"], judged=j, section=SECTION,
                      n=c["n_unused"] + c["n_used"], what=what, label="median(unused) - median(used)",
                      statistic="tokens: median(unused) - median(used)", beside=ratio,
                      tested_on=str(result.get("model") or ""))
 
 
-def stage_tokens(ctx: StageContext) -> dict:
-    from normscope.tokens import plot_tokens, run_tokens
+def token_table_sentences(result: dict | None) -> list[str]:
+    """The input embedding table: row norm vs frequency among word tokens, never-used vs used rows, by their CIs."""
+    res = result or {}
+    out = []
+    f = (res.get("frequency") or {}).get("word") or {}
+    rho = finite(f.get("spearman"))
+    if rho is not None:
+        ci = f.get("spearman_ci")
+        ex = ci_excludes_zero(ci)
+        stats = f"Spearman \u03c1 = {num(rho)}, {ci_words(ci)}, {num(f.get('n'))} word tokens"
+        if ex is None:
+            out.append(f"Row norm and Zipf frequency of word tokens: {stats} (no CI, so no claim).")
+        elif not ex:
+            out.append(f"The row norms of word tokens show no evidence of a relation with their frequency ({stats}).")
+        else:
+            verb = "rise" if rho > 0 else "fall"
+            out.append(f"In the input embedding table, the row norms of word tokens {verb} with their frequency "
+                       f"({stats}).")
+    c = res.get("unused_vs_used") or {}
+    if finite(c.get("difference")) is not None:
+        out.append(f"The {num(c.get('n_unused'))} never-used rows have median norm {num(c.get('median_unused'))} "
+                   f"against {num(c.get('median_used'))} for the {num(c.get('n_used'))} used rows (difference "
+                   f"{num(c.get('difference'))}, {ci_words(c.get('ci'))}; ratio {num(c.get('ratio'))}, "
+                   f"{ci_words(c.get('ratio_ci'))}).")
+    elif res:
+        out.append(f"This table has {num((res.get('counts') or {}).get('unused', 0))} never-used rows: no contrast.")
+    return out
 
-    s, seed = ctx.sizes, ctx.config.seed
-    res = run_tokens(ctx.encoder(), n_boot=s.n_boot, n_perm=s.n_perm, seed=seed)
-    r = res.to_dict()
-    fig = plot_tokens(res, ctx.figure_path("token_table.png"))
-    rows = []
-    for k in ("word", "subword", "special", "unused"):
-        rows.append([k, r["counts"].get(k, 0), r["norm_median"].get(k)])
-    key_numbers = []
-    freq_rows = []
-    for g, label in (("word", "words"), ("subword", "## pieces (string as a word)"), ("used", "all used tokens")):
-        f = r["frequency"].get(g)
-        if f is None:
-            continue
-        freq_rows.append([label, f["n"], f["n_no_frequency"], f["spearman"], ci_text(f["spearman_ci"])])
-        if g == "word":
-            key_numbers.append([f"Spearman \u03c1, row norm vs Zipf frequency, word tokens (n = {fmt_n(f['n'])})",
-                                f["spearman"], ""])
-    c = r["unused_vs_used"]
-    if c is not None:
-        key_numbers += [["median row norm, never-used rows", c["median_unused"], "||E[t]||"],
-                        ["median row norm, used rows", c["median_used"], "||E[t]||"],
-                        ["median norm, unused minus used", c["difference"], "||E[t]||"]]
-    tables = [{"title": "Rows per kind and their median norm",
-               "columns": ["kind", "rows", "median ||E[t]||"], "rows": rows},
-              {"title": "Spearman \u03c1 of row norm and Zipf frequency (95% bootstrap CIs over tokens)",
-               "columns": ["tokens", "n", "left out (no frequency)", "Spearman \u03c1", "95% CI"], "rows": freq_rows}]
-    if c is not None:
-        tables.append({"title": "Never-used vs used rows (verdict: the shared rule under the scorecard; a direction is claimed, no size)",
-                       "columns": ["statistic", "value", "95% CI"],
-                       "rows": [["median(unused) \u2212 median(used)", c["difference"], ci_text(c["ci"])],
-                                ["median(unused) / median(used)", c["ratio"], ci_text(c["ratio_ci"])]]})
-    return {
-        "token_table": {
-            "status": "ok",
-            "reason": None,
-            "command": f"normscope tokens --model {ctx.config.model} --n-boot {s.n_boot} --n-perm {s.n_perm} --seed {seed} --json tokens.json",
-            "sizes": f"all {fmt_n(r['n_rows'])} rows of the input embedding table ({r['source']}); {s.n_boot} bootstrap resamples",
-            "result": r,
-            "key_numbers": key_numbers,
-            "tables": tables,
-            "figures": [{"file": Path(fig).name,
-                         "caption": "Left: row norm against the Zipf frequency of the token's string (lines: binned "
-                                    "medians). Right: row norms per kind; dotted: the norm of a row at "
-                                    "initialisation."}],
-            "notes": list(r["notes"]),
-            "claims": [tokens_claim(r)],
-        }
-    }
+
+class TokensStage(Stage[TokensRequest]):
+    """The rows of the model's input embedding table: norm vs token frequency, never-used vs used rows."""
+
+    name = "tokens"
+    sections = {SECTION: "Input embedding table: used and never-used rows"}
+    size_names = ("n_boot", "n_perm")
+    uses_data = False
+
+    def request(self, config) -> TokensRequest:
+        s = config.sizes
+        return TokensRequest(model=config.model, device=config.device,
+                             resampling=Resampling(n_boot=s.n_boot, n_perm=s.n_perm, seed=config.seed))
+
+    def commands(self, request: TokensRequest) -> list[Command]:
+        return [Command(tuple(request.argv() + ["--json", "tokens.json"]))]
+
+    def run(self, ctx, request: TokensRequest) -> dict[str, Section]:
+        res = run_tokens(request, encoder=ctx.encoder())
+        r = res.to_dict()
+        fig = plot_tokens(res, ctx.figure_path("token_table.png"))
+        rows = [[k, r["counts"].get(k, 0), r["norm_median"].get(k)] for k in ("word", "subword", "special", "unused")]
+        key_numbers, freq_rows = [], []
+        for g, label in (("word", "words"), ("subword", "## pieces (string as a word)"), ("used", "all used tokens")):
+            f = r["frequency"].get(g)
+            if f is None:
+                continue
+            freq_rows.append([label, f["n"], f["n_no_frequency"], f["spearman"], ci_text(f["spearman_ci"])])
+            if g == "word":
+                key_numbers.append(KeyNumber("frequency.word.spearman", "Spearman \u03c1, row norm vs Zipf frequency, "
+                                             f"word tokens (n = {count(f['n'])})", f["spearman"]))
+        c = r["unused_vs_used"]
+        if c is not None:
+            key_numbers += [KeyNumber("unused_vs_used.median_unused", "median row norm, never-used rows",
+                                      c["median_unused"], "||E[t]||"),
+                            KeyNumber("unused_vs_used.median_used", "median row norm, used rows", c["median_used"],
+                                      "||E[t]||"),
+                            KeyNumber("unused_vs_used.difference", "median norm, unused minus used", c["difference"],
+                                      "||E[t]||")]
+        tables = [Table("Rows per kind and their median norm", ["kind", "rows", "median ||E[t]||"], rows),
+                  Table("Spearman \u03c1 of row norm and Zipf frequency (95% bootstrap CIs over tokens)",
+                        ["tokens", "n", "left out (no frequency)", "Spearman \u03c1", "95% CI"], freq_rows)]
+        if c is not None:
+            tables.append(Table("Never-used vs used rows (verdict: the shared rule under the scorecard; a direction is "
+                                "claimed, no size)", ["statistic", "value", "95% CI"],
+                                [["median(unused) \u2212 median(used)", c["difference"], ci_text(c["ci"])],
+                                 ["median(unused) / median(used)", c["ratio"], ci_text(c["ratio_ci"])]]))
+        n_boot = request.resampling.n_boot
+        return {SECTION: Section(
+            SECTION, commands=self.commands(request),
+            sizes=f"all {count(r['n_rows'])} rows of the input embedding table ({r['source']}); {n_boot} bootstrap resamples",
+            result=r, key_numbers=key_numbers, tables=tables,
+            figures=[Figure(Path(fig).name, "Left: row norm against the Zipf frequency of the token's string (lines: "
+                            "binned medians). Right: row norms per kind; dotted: the norm of a row at initialisation.")],
+            notes=list(r["notes"]), claims=[tokens_claim(r)])}
+
+    def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
+        return token_table_sentences(section.result)

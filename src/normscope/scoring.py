@@ -1,4 +1,5 @@
-"""Norm-aware relevance scores and their exact folding into document vectors.
+"""Norm-aware relevance scores and their exact folding into document vectors (the kernels that
+retrieval, similarity and the faiss indexes share: numpy in, numpy out).
 
 Four scorers of a query vector ``q`` and a document vector ``d`` (raw, un-normalised
 embeddings; ``cos(q, d) = <q, d> / (||q|| ||d||)``):
@@ -58,6 +59,7 @@ __all__ = [
     "pair_dot",
     "folded_scores",
     "score_pairwise",
+    "default_grid",
 ]
 
 SCORERS: tuple[str, ...] = ("cosine", "dot", "inverse_norm", "power")
@@ -109,7 +111,8 @@ def _norms(a: np.ndarray) -> np.ndarray:
     return np.linalg.norm(a.astype(np.float64, copy=False), axis=1)
 
 
-def validate_param(scorer: str, param: float | None, doc_norms: np.ndarray) -> float | None:
+def validate_param(scorer: str, param: float | None, doc_norms: np.ndarray, *, items: str = "document",
+                   symbol: str = "||d||") -> float | None:
     """Check that ``param`` gives finite, sign-preserving scores on documents of norms ``doc_norms``.
 
     Parameters
@@ -121,6 +124,8 @@ def validate_param(scorer: str, param: float | None, doc_norms: np.ndarray) -> f
         absent) for ``cosine`` and ``dot``. None means the neutral value 0.
     doc_norms : ndarray of shape (n_docs,)
         Document norms ``||d||``.
+    items, symbol : str, keyword-only
+        How the error names what is scored and its norm (``"item"``, ``"||z||"`` for pair scores).
 
     Returns
     -------
@@ -150,8 +155,8 @@ def validate_param(scorer: str, param: float | None, doc_norms: np.ndarray) -> f
         if (denom <= 0).any():
             bound = -1.0 / float(norms.max())
             raise InputError(
-                f"inverse_norm: alpha={p:g} makes 1 + alpha*||d|| <= 0 for {int((denom <= 0).sum())} document(s) "
-                f"(division by zero or sign flip); alpha must be > {bound:.6g} = -1/max||d||"
+                f"inverse_norm: alpha={p:g} makes 1 + alpha*{symbol} <= 0 for {int((denom <= 0).sum())} {items}(s) "
+                f"(division by zero or sign flip); alpha must be > {bound:.6g} = -1/max{symbol}"
             )
     else:  # power
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
@@ -159,7 +164,7 @@ def validate_param(scorer: str, param: float | None, doc_norms: np.ndarray) -> f
         bad = ~np.isfinite(g) | (g > _F32_MAX)
         if bad.any():
             raise InputError(
-                f"power: beta={p:g} makes ||d||**beta non-finite for {int(bad.sum())} document(s) "
+                f"power: beta={p:g} makes {symbol}**beta non-finite for {int(bad.sum())} {items}(s) "
                 f"(norms in [{norms.min():.4g}, {norms.max():.4g}]; zero norms need beta >= 0)"
             )
     return p
@@ -417,3 +422,26 @@ def score_pairwise(Q, D, scorer: str, param: float | None = None) -> np.ndarray:
     if Qf.shape != Df.shape:
         raise InputError(f"pairwise scores need equal shapes, got {Qf.shape} and {Df.shape}")
     return pair_dot(Qf, Df)
+
+
+_INVERSE_S = (-0.9, -0.75, -0.5, -0.25, -0.1, -0.05, -0.02, 0.0, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+_POWER_BETA = (-4.0, -3.0, -2.0, -1.5, -1.0, -0.75, -0.5, -0.3, -0.2, -0.1, -0.05, 0.0,
+               0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
+
+
+def default_grid(scorer: str, doc_norms) -> list[float]:
+    """Grid searched when fitting ``scorer``'s parameter (denser near the neutral value 0).
+
+    ``inverse_norm``: ``alpha = s / max||d||`` for ``s`` in
+    {-0.9, -0.75, -0.5, -0.25, -0.1, -0.05, -0.02, 0, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32}
+    (``s > -1`` keeps every denominator positive; large ``s`` approaches ``cos/||d||``).
+    ``power``: ``beta`` in {0, ±0.05, ±0.1, ±0.2, ±0.3, ±0.5, ±0.75, ±1, ±1.5, ±2, ±3, ±4}.
+    ``cosine``/``dot``: no parameter, ``[None]``.
+    """
+    check_scorer(scorer)
+    if PARAM_NAMES[scorer] is None:
+        return [None]
+    if scorer == "inverse_norm":
+        m = float(np.max(np.asarray(doc_norms, dtype=np.float64)))
+        return [s / m for s in _INVERSE_S]
+    return list(_POWER_BETA)

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from normscope.requests.correlate import MEASURES
 from normscope.errors import DataError, InputError
 
 __all__ = [
@@ -47,7 +48,7 @@ __all__ = [
     "SPECIFICITY_MEASURES",
 ]
 
-SPECIFICITY_MEASURES = ("min_depth", "max_depth", "n_hyponyms", "n_senses")
+SPECIFICITY_MEASURES = MEASURES  # defined with the correlate request (normscope.requests.correlate)
 _ENV = "NORMSCOPE_WORDNET"
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from normscope.errors import DataError, InputError
-from normscope.signals._files import data_file
+from normscope.data.files import data_file
 
 __all__ = ["zipf_frequency", "load_subtlex", "subtlex_zipf", "SUBTLEX_CORPUS_MILLIONS"]
 

@@ -1,10 +1,11 @@
-"""Locating a covariate's data file: the user's path, or the dataset's copy (normscope.data.data_path)."""
+"""Locating a data file: the user's path, or the dataset's copy (:func:`normscope.data.data_path`)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from normscope.data import data_path
 from normscope.errors import InputError
 
 
@@ -34,8 +35,6 @@ def data_file(path: str | os.PathLike | None, *, subdir: str, name: str, what: s
         ``normscope data fetch`` command).
     """
     if path is None:
-        from normscope.data import data_path
-
         return data_path(subdir)  # the data folder's copy, else fetched (normscope.data)
     p = Path(path)
     if not p.is_file():

@@ -1,0 +1,172 @@
+"""The architecture counts of issue 29, measured on the source tree (no model, no data; ~2 s).
+
+    .venv/bin/python scripts/arch_counts.py [--json PATH]
+
+Prints, for ``src/normscope``:
+
+- ``.get("`` calls in ``report/`` + ``cli/`` and in the whole package (string-keyed reads of dicts);
+- the summary fields of the stages' typed results (every dataclass field of a ``StageResult``
+  subclass that goes to ``--json``), and how many of them are untyped containers (annotated
+  ``dict`` or ``list``, or with such a default);
+- the longest functions (lines, ``ast``) and how many exceed 80 lines (whole definitions, and bodies without
+  the signature and the docstring);
+- the parameters of each stage entry point;
+- function-level imports of normscope's own modules (and how many of them carry a comment saying
+  why they are deferred);
+- ruff's C901 findings above complexity 15 (when ruff is installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import importlib
+import inspect
+import json
+import re
+import shutil
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "normscope"
+
+#: The stage entry points (module, function).
+ENTRY_POINTS = (("normscope.probes", "run_probe"), ("normscope.retrieval", "run_retrieval"),
+                ("normscope.signals", "run_correlate"), ("normscope.similarity", "run_similarity"),
+                ("normscope.lab", "run_lab"), ("normscope.lab", "run_transformer_lab"),
+                ("normscope.report", "run_report"))
+#: The typed results (module, class).
+RESULTS = (("normscope.probes", "ProbeResult"), ("normscope.retrieval", "RetrievalResult"),
+           ("normscope.signals", "CorrelateResult"), ("normscope.similarity", "SimilarityResult"),
+           ("normscope.lab", "LabResult"), ("normscope.lab", "TransformerLabResult"))
+
+
+def count_get(paths) -> int:
+    return sum(p.read_text(encoding="utf-8").count('.get("') for d in paths for p in sorted(d.rglob("*.py")))
+
+
+def _untyped(ann) -> bool:
+    """True when a field's annotation is a bare container: dict/list (optionally | None), Any or object."""
+    if isinstance(ann, str):
+        s = ann.replace(" ", "")
+        return bool(re.match(r"^(Optional\[)?(dict|list|Dict|List|Any|object|tuple)\b", s)) or s in ("dict|None", "list|None")
+    origin = typing.get_origin(ann)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        args = [a for a in typing.get_args(ann) if a is not type(None)]
+        return len(args) == 1 and _untyped(args[0])
+    return ann in (dict, list, tuple, typing.Any, object) or origin in (dict, list)
+
+
+def summary_fields() -> tuple[int, int, dict]:
+    total = untyped = 0
+    per = {}
+    for mod, name in RESULTS:
+        cls = getattr(importlib.import_module(mod), name)
+        skip = set(getattr(cls, "NOT_IN_JSON", ()))
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:  # forward references the module cannot resolve: read the raw strings
+            hints = {f.name: f.type for f in dataclasses.fields(cls)}
+        fields = [f for f in dataclasses.fields(cls) if f.name not in skip]
+        u = [f.name for f in fields if _untyped(hints.get(f.name, f.type))]
+        per[name] = {"fields": len(fields), "untyped": len(u), "untyped_names": u}
+        total += len(fields)
+        untyped += len(u)
+    return total, untyped, per
+
+
+def functions(body: bool = False) -> list[tuple[int, str]]:
+    """(lines, name) of every function, longest first: the whole definition, or (``body``) its statements
+    without the signature and the docstring."""
+    out = []
+    for p in sorted(SRC.rglob("*.py")):
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                stmts = node.body
+                if body and stmts and isinstance(stmts[0], ast.Expr) and isinstance(getattr(stmts[0], "value", None),
+                                                                                   ast.Constant):
+                    stmts = stmts[1:]
+                start = stmts[0].lineno if body and stmts else node.lineno
+                out.append((node.end_lineno - start + 1, f"{p.relative_to(SRC.parent)}:{node.name}"))
+    return sorted(out, reverse=True)
+
+
+def function_imports() -> tuple[int, int, list[str]]:
+    """Function-level imports of normscope modules: (count, count with a reason comment, examples)."""
+    n = with_reason = 0
+    examples = []
+    for p in sorted(SRC.rglob("*.py")):
+        text = p.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        tree = ast.parse(text)
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith("normscope")):
+                    n += 1
+                    line = lines[node.lineno - 1]
+                    if "#" in line:
+                        with_reason += 1
+                    elif len(examples) < 10:
+                        examples.append(f"{p.relative_to(SRC.parent)}:{node.lineno} {line.strip()}")
+    return n, with_reason, examples
+
+
+def ruff_c901() -> list[str] | None:
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    if not Path(ruff).exists():
+        return None
+    r = subprocess.run([ruff, "check", "--isolated", "--select", "C901", "--config", "lint.mccabe.max-complexity=15",
+                        "--output-format", "concise", str(SRC)], capture_output=True, text=True)
+    return [line for line in r.stdout.splitlines() if "C901" in line]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", type=Path, help="also write the counts as JSON here")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(SRC.parent))
+    res: dict = {}
+    res["get_report_cli"] = count_get([SRC / "report", SRC / "cli"])
+    res["get_total"] = count_get([SRC])
+    total, untyped, per = summary_fields()
+    res["summary_fields"] = {"total": total, "untyped": untyped, "per_result": per}
+    fns = functions()
+    res["longest_functions"] = [f"{n} {name}" for n, name in fns[:10]]
+    res["functions_over_80_lines"] = [f"{n} {name}" for n, name in fns if n > 80]
+    bodies = functions(body=True)
+    res["function_bodies_over_80_lines"] = [f"{n} {name}" for n, name in bodies if n > 80]
+    res["entry_point_params"] = {}
+    for mod, name in ENTRY_POINTS:
+        fn = getattr(importlib.import_module(mod), name)
+        res["entry_point_params"][name] = len(inspect.signature(fn).parameters)
+    n, why, ex = function_imports()
+    res["function_level_imports"] = {"normscope_modules": n, "with_reason_comment": why, "examples": ex}
+    c = ruff_c901()
+    res["ruff_c901_over_15"] = c
+    print(f".get(\" in report/ + cli/: {res['get_report_cli']} (whole package {res['get_total']})")
+    print(f"summary fields: {total}, untyped (dict/list/Any): {untyped} ({100 * untyped / max(total, 1):.0f} %)")
+    for k, v in per.items():
+        print(f"  {k}: {v['fields']} fields, {v['untyped']} untyped")
+    print(f"functions over 80 lines: {len(res['functions_over_80_lines'])} (bodies without signature and docstring: "
+          f"{len(res['function_bodies_over_80_lines'])}); longest:")
+    for line in res["longest_functions"][:5]:
+        print(f"  {line}")
+    print("parameters per entry point: " + ", ".join(f"{k} {v}" for k, v in res["entry_point_params"].items()))
+    print(f"function-level imports of normscope modules: {n} ({why} with a reason comment)")
+    print("ruff C901 > 15: " + ("ruff not installed" if c is None else f"{len(c)}"))
+    for line in c or []:
+        print(f"  {line}")
+    if args.json:
+        args.json.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,212 @@
+"""Small value types carried inside the stages' results and the report's records.
+
+They are typed all the way to the JSON edge: code reads their attributes, and only
+:func:`normscope._io.to_jsonable` turns them into JSON (through ``to_json()``); ``from_json()``
+rebuilds them from a stage cache record. The JSON layout of each is the one the commands' ``--json``
+has always written (an interval is ``[lo, hi]``, a status its lower-case name).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import math
+import types
+import typing
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+__all__ = ["Status", "Interval", "Record", "key", "typed"]
+
+
+class Status(str, enum.Enum):
+    """What happened to a stage or a section of the report (JSON: the value, e.g. ``"not_run"``)."""
+
+    OK = "ok"
+    UNAVAILABLE = "unavailable"
+    NOT_RUN = "not_run"
+    FAILED = "failed"
+
+    @property
+    def words(self) -> str:
+        """How the page and the CLI say it: ``ok``, ``not available``, ``not run``, ``failed``."""
+        return {"ok": "ok", "unavailable": "not available", "not_run": "not run", "failed": "failed"}[self.value]
+
+    def to_json(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, value: Any) -> Status:
+        """The status named by ``value`` (a :class:`Status` or its JSON string).
+
+        Raises
+        ------
+        ValueError
+            Not a status name.
+        """
+        return value if isinstance(value, cls) else cls(str(value))
+
+
+def _finite(x) -> float | None:
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """A confidence interval ``[lo, hi]`` (JSON: a two-element list; a missing end is ``null``).
+
+    Attributes
+    ----------
+    lo, hi : float or None
+        The ends (None: not computed).
+    """
+
+    lo: float | None
+    hi: float | None
+
+    @classmethod
+    def of(cls, value: Sequence | Interval | None) -> Interval | None:
+        """An interval from ``[lo, hi]`` (None, or anything that is not a pair, gives None; a NaN end is None)."""
+        if value is None or isinstance(value, Interval):
+            return value
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
+            return None
+        return cls(*(v if _finite(v) is not None else None for v in value))
+
+    from_json = of
+
+    @property
+    def known(self) -> bool:
+        """Both ends are finite numbers."""
+        return self.lo is not None and self.hi is not None
+
+    def excludes(self, x: float = 0.0) -> bool | None:
+        """True when ``x`` lies outside ``[lo, hi]``, False inside, None when an end is missing."""
+        if not self.known:
+            return None
+        return self.lo > x or self.hi < x  # type: ignore[operator]
+
+    def side(self, x: float = 0.0) -> int:
+        """+1 when the interval lies above ``x``, -1 below, 0 when it contains ``x`` or an end is missing."""
+        if not self.known:
+            return 0
+        return 1 if self.lo > x else (-1 if self.hi < x else 0)  # type: ignore[operator]
+
+    def shifted(self, by: float) -> Interval:
+        """``[lo + by, hi + by]``."""
+        return Interval(None if self.lo is None else self.lo + by, None if self.hi is None else self.hi + by)
+
+    def to_json(self) -> list:
+        return [self.lo, self.hi]
+
+    def __iter__(self):  # ``lo, hi = interval``: an interval reads like the pair it is in JSON
+        return iter((self.lo, self.hi))
+
+    def __getitem__(self, i: int):
+        return (self.lo, self.hi)[i]
+
+    def __len__(self) -> int:
+        return 2
+
+
+def key(name: str, default: Any = None) -> Any:
+    """A :class:`Record` field whose JSON key is ``name`` (one that is not a Python name, e.g. ``ndcg@10``)."""
+    return dataclasses.field(default=default, metadata={"json": name})
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls) -> dict:
+    try:
+        return typing.get_type_hints(cls)
+    except (NameError, TypeError):  # an annotation its module cannot resolve: leave those values as they are
+        return {}
+
+
+def typed(value, tp):
+    """JSON ``value`` as the type ``tp`` when ``tp`` is a value type (a class with ``from_json``), ``T | None``,
+    ``dict[str, T]`` or ``list[T]`` of one; otherwise ``value`` itself."""
+    if value is None or tp is None:
+        return value
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return typed(value, args[0]) if len(args) == 1 else value
+    if origin is dict and isinstance(value, dict):
+        args = typing.get_args(tp)
+        return {k: typed(v, args[1]) for k, v in value.items()} if len(args) == 2 else value
+    if origin is list and isinstance(value, list):
+        args = typing.get_args(tp)
+        return [typed(v, args[0]) for v in value] if args else value
+    if isinstance(tp, type) and hasattr(tp, "from_json") and not isinstance(value, tp):
+        return tp.from_json(value)
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """A JSON object with known keys as a typed, frozen value (the base of the results' nested values).
+
+    Fields are the object's keys, in its key order (:func:`key` names a key that is not a Python name);
+    every field defaults to None. :meth:`from_json` reads an object: a key it lacks stays None and is left
+    out again by :meth:`to_json`, and keys it does not know are kept and written back after the known ones,
+    so ``from_json(d).to_json() == d`` for every object a command writes.
+    """
+
+    _absent: frozenset = dataclasses.field(default=frozenset(), repr=False, compare=False)
+    _extra: tuple = dataclasses.field(default=(), repr=False, compare=False)
+
+    #: Fields that are not JSON keys.
+    _PRIVATE: ClassVar[tuple[str, ...]] = ("_absent", "_extra")
+
+    @classmethod
+    def _keys(cls) -> list[tuple[str, str]]:
+        return [(f.name, f.metadata.get("json", f.name)) for f in dataclasses.fields(cls) if f.name not in cls._PRIVATE]
+
+    @classmethod
+    def from_json(cls, d):
+        """The value of the JSON object ``d`` (None stays None; a value of this type is returned as it is).
+
+        Raises
+        ------
+        TypeError
+            ``d`` is not a JSON object.
+        """
+        if d is None or isinstance(d, cls):
+            return d
+        if not isinstance(d, dict):
+            raise TypeError(f"{cls.__name__}: not a JSON object but {type(d).__name__}")
+        hints = _hints(cls)
+        keys = cls._keys()
+        known = {k for _, k in keys}
+        kw = {name: typed(d[k], hints.get(name)) for name, k in keys if k in d}
+        return cls(**kw, _absent=frozenset(k for _, k in keys if k not in d),
+                   _extra=tuple((k, v) for k, v in d.items() if k not in known))
+
+    def to_json(self) -> dict:
+        """The JSON object: every known key (those absent from the object read stay absent), then the others."""
+        out = {k: getattr(self, name) for name, k in self._keys()
+               if not (k in self._absent and getattr(self, name) is None)}
+        out.update(self._extra)
+        return out
+
+    def __getitem__(self, k: str):
+        """``value[key]``: the JSON key's value (for code written against the JSON object)."""
+        for name, j in self._keys():
+            if j == k:
+                return getattr(self, name)
+        return dict(self._extra)[k]
+
+    def get(self, k: str, default=None):
+        """``value.get(key)``, as on the JSON object (for code written against it; new code reads attributes)."""
+        try:
+            v = self[k]
+        except KeyError:
+            return default
+        return default if v is None and k in self._absent else v
