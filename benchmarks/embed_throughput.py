@@ -12,9 +12,17 @@ round) for ``--repeats`` rounds after one warm-up each:
   (batch 32, sorted by characters, the model's trailing ``Normalize``) against normscope
   ``encode_cached(load_encoder(), texts, cache=False)`` (batch ``--batch-size``, default 64) plus ``np.linalg.norm`` (raw vectors,
   ``Normalize`` dropped, batched by tokens);
+- **end to end, the path before issue 28** (the named baseline of that change, rebuilt in the script):
+  normscope's batches as ``encode_cached`` formed them then (by characters) with each text tokenized
+  twice (``SentenceTransformerEncoder.batches(..., tokenize_once=False)``); printed as its ratio to
+  sentence-transformers and as now / before;
 - **forward only** (tokenization outside the timed loop for both): each side's batches are tokenized
-  first, in its own order and batch size, and only the model's forward passes (under
-  ``torch.inference_mode``) are timed.
+  first, in its own order and batch size (normscope's: ``SentenceTransformerEncoder.batches``, what
+  ``encode`` runs), and only the model's forward passes (under ``torch.inference_mode``) are timed;
+- **tokenization only**: building those batches (sentence-transformers: ``preprocess`` per batch of 32
+  in character order; normscope: ``batches``, which tokenizes each text once and pads per batch where
+  the model allows, else tokenizes to sort and again per batch), and normscope's two-pass path
+  (``batches(..., tokenize_once=False)``, the path before issue 28) as its own baseline.
 
 Reported: texts/s = n / median wall time, the ratio normscope / baseline per round and its median, and
 the CPU seconds of each (``time.process_time``). Both outputs are checked to agree (cosine of normalised
@@ -71,6 +79,7 @@ def measure(texts: list[str], st, enc, repeats: int, bs: int = 64) -> dict:
     import torch
 
     from normscope.encoders import encode_cached
+    from normscope.encoders.cache import text_hashes
 
     def baseline():
         return st.encode(texts)
@@ -79,16 +88,43 @@ def measure(texts: list[str], st, enc, repeats: int, bs: int = 64) -> dict:
         v = encode_cached(enc, texts, cache=False, batch_size=bs)
         return v, np.linalg.norm(v, axis=1)
 
+    def ours_before():
+        """normscope's path before issue 28, rebuilt here as the named baseline of the change: encode_cached's
+        batches by characters (de-duplicated, stable), each text tokenized twice (to sort, then per batch)."""
+        text_hashes(texts)  # encode_cached hashes every text; kept for a like-for-like cost
+        first = list(dict.fromkeys(texts))
+        first.sort(key=lambda t: -len(t))
+        vec = {}
+        prev, enc._tokenize_once = enc._tokenize_once, False
+        try:
+            for s in range(0, len(first), bs):
+                b = first[s:s + bs]
+                vec.update(zip(b, enc.encode(b, batch_size=len(b))))
+        finally:
+            enc._tokenize_once = prev
+        v = np.stack([vec[t] for t in texts])
+        return v, np.linalg.norm(v, axis=1)
+
     ref = baseline()
     raw, norms = ours()  # warm-ups
+    enc.tokenize_once_supported()
+    before, _ = ours_before()
     cos = np.sum(raw / norms[:, None] * ref, axis=1)
     assert cos.min() > 0.9999, f"normscope and sentence-transformers disagree: min cosine {cos.min()}"
 
     # forward only: each side's own batches, tokenized before the timed loop
     st_order = np.argsort([-len(t) for t in texts], kind="stable")
-    st_batches = [st.preprocess([texts[i] for i in st_order[s:s + 32]]) for s in range(0, len(texts), 32)]
-    ns_order = np.argsort(-enc._token_lengths(texts), kind="stable")
-    ns_batches = [enc.tokenize([texts[i] for i in ns_order[s:s + bs]]) for s in range(0, len(texts), bs)]
+
+    def st_tokenize():
+        return [st.preprocess([texts[i] for i in st_order[s:s + 32]]) for s in range(0, len(texts), 32)]
+
+    def ns_tokenize():  # the batches encode runs (tokenized once where the model allows), CPU tensors
+        return [f for _, f in enc.batches(texts, bs)]
+
+    def ns_tokenize_twice():  # the path before issue 28: token counts to sort, then preprocess per batch
+        return [f for _, f in enc.batches(texts, bs, tokenize_once=False)]
+
+    st_batches, ns_batches = st_tokenize(), ns_tokenize()
 
     def st_forward():
         with torch.inference_mode():
@@ -101,7 +137,8 @@ def measure(texts: list[str], st, enc, repeats: int, bs: int = 64) -> dict:
                 enc.forward(f)
 
     st_forward(), ns_forward()
-    times = _interleaved({"st": baseline, "ns": ours, "st_fwd": st_forward, "ns_fwd": ns_forward}, repeats)
+    times = _interleaved({"st": baseline, "ns": ours, "ns_before": ours_before, "st_fwd": st_forward, "ns_fwd": ns_forward,
+                          "st_tok": st_tokenize, "ns_tok": ns_tokenize, "ns_tok_twice": ns_tokenize_twice}, repeats)
     med = {k: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for k, v in times.items()}
     return {
         "n": len(texts),
@@ -110,9 +147,18 @@ def measure(texts: list[str], st, enc, repeats: int, bs: int = 64) -> dict:
         "ratio_end_to_end": med["st"][0] / med["ns"][0],
         "ratio_end_to_end_per_round": [b[0] / o[0] for b, o in zip(times["st"], times["ns"])],
         "ratio_end_to_end_cpu": med["st"][1] / med["ns"][1],
+        "ratio_before_end_to_end": med["st"][0] / med["ns_before"][0],
+        "ratio_before_end_to_end_per_round": [b[0] / o[0] for b, o in zip(times["st"], times["ns_before"])],
+        "ratio_before_end_to_end_cpu": med["st"][1] / med["ns_before"][1],
+        "speedup_vs_before": med["ns_before"][0] / med["ns"][0],
+        "speedup_vs_before_cpu": med["ns_before"][1] / med["ns"][1],
+        "max_rel_diff_vs_before": float(np.max(np.linalg.norm(raw - before, axis=1) / np.linalg.norm(before, axis=1))),
         "ratio_forward_only": med["st_fwd"][0] / med["ns_fwd"][0],
         "ratio_forward_only_per_round": [b[0] / o[0] for b, o in zip(times["st_fwd"], times["ns_fwd"])],
         "ratio_forward_only_cpu": med["st_fwd"][1] / med["ns_fwd"][1],
+        "ratio_tokenize_only": med["st_tok"][0] / med["ns_tok"][0],
+        "tokenize_s": {"st": med["st_tok"][0], "ns": med["ns_tok"][0], "ns_twice": med["ns_tok_twice"][0]},
+        "tokenize_once": bool(enc.tokenize_once_supported()),
         "padded_tokens": {"st": int(sum(f["input_ids"].numel() for f in st_batches)),
                           "ns": int(sum(f["input_ids"].numel() for f in ns_batches))},
         "min_cosine_vs_sentence_transformers": float(cos.min()),
@@ -152,9 +198,14 @@ def main(argv=None) -> dict:
             tp = r["texts_per_s"]
             print(f"{name}, {threads} thread(s), n={r['n']}: end to end ST {tp['st']:.1f} / normscope {tp['ns']:.1f} texts/s, "
                   f"ratio {r['ratio_end_to_end']:.3f} (rounds " + ", ".join(f"{x:.2f}" for x in r["ratio_end_to_end_per_round"])
-                  + f"; CPU {r['ratio_end_to_end_cpu']:.3f}); forward only ratio {r['ratio_forward_only']:.3f} (rounds "
+                  + f"; CPU {r['ratio_end_to_end_cpu']:.3f}); the path before issue 28: ratio {r['ratio_before_end_to_end']:.3f} (rounds "
+                  + ", ".join(f"{x:.2f}" for x in r["ratio_before_end_to_end_per_round"])
+                  + f"; CPU {r['ratio_before_end_to_end_cpu']:.3f}), now / before {r['speedup_vs_before']:.3f} "
+                  f"(CPU {r['speedup_vs_before_cpu']:.3f}, max |dv|/|v| {r['max_rel_diff_vs_before']:.1e}); forward only ratio {r['ratio_forward_only']:.3f} (rounds "
                   + ", ".join(f"{x:.2f}" for x in r["ratio_forward_only_per_round"])
-                  + f"; CPU {r['ratio_forward_only_cpu']:.3f}); padded tokens ST {r['padded_tokens']['st']:,} / "
+                  + f"; CPU {r['ratio_forward_only_cpu']:.3f}); tokenization only ST {r['tokenize_s']['st']:.3f} s / "
+                  f"normscope {r['tokenize_s']['ns']:.3f} s (tokenized once: {r['tokenize_once']}; the two-pass path "
+                  f"{r['tokenize_s']['ns_twice']:.3f} s); padded tokens ST {r['padded_tokens']['st']:,} / "
                   f"normscope {r['padded_tokens']['ns']:,}", flush=True)
     return result
 

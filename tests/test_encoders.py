@@ -405,3 +405,120 @@ def test_tokenize_uses_preprocess_not_the_deprecated_tokenize(bundled_encoder, m
     for k in expected:
         if hasattr(expected[k], "shape"):
             assert (feats[k].cpu() == expected[k].cpu()).all()
+
+
+# ----------------------------------------------------------------------------- tokenize once (issue 28)
+#: Mixed lengths: two texts over the model's 256 word pieces, leading/trailing spaces (kept as the model keeps
+#: them), mixed case, a whitespace-only text (junk for embed_texts, but a valid input of encode), a duplicate.
+MIXED = [
+    "  The cat sat on the mat.  ",
+    " ".join(["Randomised trials of statin therapy reported fewer cardiovascular events."] * 30),
+    "dog",
+    "   ",
+    "Contrastive ENCODERS are trained with scale-invariant losses.",
+    "\tA man is playing a guitar on stage while the crowd sings along loudly.\n",
+    "dog",
+    " ".join(["Heat shock proteins chaperone misfolded polypeptides in stressed cells."] * 25),
+    "naïve café ✓ Überraschung",
+    "a",
+    "The membrane potential of a resting neuron is about minus seventy millivolts.",
+]
+
+
+def _old_path(monkeypatch, enc):
+    """Force the two-tokenization path of ``enc`` (token counts to sort, then ``preprocess`` per batch)."""
+    monkeypatch.setattr(enc, "_tokenize_once", False)
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 4, 64])
+def test_tokenize_once_batches_equal_model_preprocess(bundled_encoder, batch_size):
+    import torch
+
+    enc = bundled_encoder
+    assert enc.tokenize_once_supported()  # else the comparison below would test the old path against itself
+    lengths = enc._token_lengths(MIXED)  # the old sort key: one independent tokenizer call
+    assert lengths.max() == 256 and sorted(lengths)[-2] == 256  # both long texts are cut at 256 word pieces
+    batches = list(enc.batches(MIXED, batch_size))
+    idx = np.concatenate([i for i, _ in batches])
+    np.testing.assert_array_equal(idx, np.argsort(-lengths, kind="stable"))  # same order, hence the same batches
+    for rows, feats in batches:
+        ref = enc.model.preprocess([MIXED[i] for i in rows])  # the model's own features of this batch
+        assert feats.keys() == ref.keys()
+        for k, v in ref.items():
+            if isinstance(v, torch.Tensor):
+                assert feats[k].dtype == v.dtype and feats[k].shape == v.shape, k
+                assert torch.equal(feats[k], v), k
+            else:
+                assert feats[k] == v, k
+        assert feats["input_ids"].shape[1] == lengths[rows].max()
+
+
+def test_tokenize_once_vectors_equal_old_path_bit_for_bit(bundled_encoder, monkeypatch):
+    new = bundled_encoder.encode(MIXED, batch_size=4)
+    _old_path(monkeypatch, bundled_encoder)
+    old = bundled_encoder.encode(MIXED, batch_size=4)
+    np.testing.assert_array_equal(new, old)  # same batches, same features: the same float32 bits
+
+
+def test_tokenize_once_falls_back_where_not_equivalent(bundled_encoder, monkeypatch):
+    """An older ``preprocess`` without ``processing_kwargs``, or a model padding to a fixed length: the old path."""
+    enc = bundled_encoder
+    ref = enc.encode(MIXED[:5], batch_size=2)
+    plain = enc.model.preprocess
+    monkeypatch.setattr(enc, "_tokenize_once", None)
+    monkeypatch.setattr(enc.model, "preprocess", lambda texts: plain(texts))  # sentence-transformers < 6 signature
+    assert not enc.tokenize_once_supported()
+    np.testing.assert_array_equal(enc.encode(MIXED[:5], batch_size=2), ref)
+    monkeypatch.undo()
+    monkeypatch.setattr(enc, "_tokenize_once", None)
+    monkeypatch.setattr(enc.model[0], "processing_kwargs", {"text": {"padding": "max_length", "max_length": 300}})
+    assert not enc.tokenize_once_supported()  # preprocess pads every batch to 300: tokenizer.pad would not
+    feats = next(iter(enc.batches(MIXED[:3], 3)))[1]
+    assert feats["input_ids"].shape == (3, 300)
+
+
+def test_encode_cached_batches_by_tokens_like_encode(bundled_encoder):
+    """encode_cached forms its batches in decreasing token count (not characters): with distinct token counts its
+    batches are those of one ``encode`` call, so the vectors are the same bits."""
+    from normscope.encoders import encode_cached
+
+    texts = ["a b c d e f g h i j k", "photosynthesis", "Cats sleep all day.", "x y z w v u q r s t", "the cat sat on the mat today",
+             "electroencephalography abnormalities", "ok", "one two"]
+    seen = bundled_encoder.token_counts(texts)[0]
+    assert len(set(seen)) == len(texts)  # distinct: the order is fixed by tokens alone
+    by_chars = np.argsort([-len(t) for t in texts], kind="stable")
+    by_tokens = np.argsort(-seen, kind="stable")
+    assert {frozenset(by_chars[s:s + 3]) for s in (0, 3, 6)} != {frozenset(by_tokens[s:s + 3]) for s in (0, 3, 6)}
+    got = encode_cached(bundled_encoder, texts, batch_size=3, cache=False)
+    np.testing.assert_array_equal(got, bundled_encoder.encode(texts, batch_size=3))
+
+
+def test_embed_texts_one_tokenization_gives_the_same_junk_and_counts(bundled_encoder):
+    """find_junk on the shared ids (special tokens added) equals find_junk tokenizing without them; the counts equal."""
+    from normscope.inputs import JUNK_TOKENS, find_junk
+
+    tok = bundled_encoder.hf_tokenizer
+    texts = MIXED + ["\U0001F600\U0001F680", "[CLS] [SEP]", "[UNK]", "\U0001F600 ok", "", " \u200b "]
+    shared = bundled_encoder.token_ids(texts)
+    a = find_junk(texts, tokenizer=tok, token_ids=shared)
+    b = find_junk(texts, tokenizer=tok)
+    assert (a.index, a.reasons) == (b.index, b.reasons)
+    assert [texts[i] for i, r in zip(a.index, a.reasons) if r == JUNK_TOKENS] == ["\U0001F600\U0001F680", "[CLS] [SEP]", "[UNK]"]
+    for got, ref in zip(bundled_encoder.token_counts(texts, token_ids=shared), bundled_encoder.token_counts(texts)):
+        np.testing.assert_array_equal(got, ref)
+    assert bundled_encoder.token_counts(texts)[1][1] > 256  # a long text: raw past the model's 256
+
+    class AddsAWord:  # a fast tokenizer whose template adds a non-special token: the shared ids are not used
+        is_fast = True
+        all_special_ids, unk_token_id = tok.all_special_ids, tok.unk_token_id
+
+        def __call__(self, texts, add_special_tokens=True, **kw):
+            out = tok(texts, add_special_tokens=add_special_tokens, **kw)
+            if add_special_tokens:
+                word = tok.convert_tokens_to_ids("the")
+                out["input_ids"] = [[word] + x for x in out["input_ids"]] if isinstance(texts, list) else [word] + out["input_ids"]
+            return out
+
+    fake = AddsAWord()
+    c = find_junk(texts, tokenizer=fake, token_ids=fake(texts)["input_ids"])
+    assert (c.index, c.reasons) == (b.index, b.reasons)

@@ -251,3 +251,19 @@ def test_mpnet_training_values_known_by_weights_hash(mpnet):
     s = resolve_settings(facts, n_pairs=1000, batch_size=None, tau=None, lr=None, weight_decay=None)
     assert s.decay_reading == "trained_without_decay" and s.weight_decay is None and s.tau == 0.05
     assert any("AdamW" in n for n in s.notes)
+
+
+@pytest.mark.slow
+def test_mpnet_tokenizes_once_with_the_features_of_preprocess(mpnet, monkeypatch):
+    """Byte-level BPE, no token_type_ids: tokenize-once batches equal preprocess; vectors equal the old path's bits."""
+    import torch
+
+    texts = TEXTS + ["  spaces around  ", " ".join(["Quarks and gluons interact strongly."] * 60), "   "]
+    assert mpnet.tokenize_once_supported()
+    for rows, feats in mpnet.batches(texts, 3):
+        ref = mpnet.model.preprocess([texts[i] for i in rows])
+        assert feats.keys() == ref.keys() and "token_type_ids" not in feats
+        assert all(torch.equal(feats[k], v) and feats[k].dtype == v.dtype for k, v in ref.items() if isinstance(v, torch.Tensor))
+    new = mpnet.encode(texts, batch_size=3)
+    monkeypatch.setattr(mpnet, "_tokenize_once", False)
+    np.testing.assert_array_equal(new, mpnet.encode(texts, batch_size=3))

@@ -279,7 +279,7 @@ def zero_vector_rows(norms):
     return np.flatnonzero(~np.isfinite(r) | (r <= 0) | (r < floor)).astype(np.int64)
 
 
-def find_junk(texts: Sequence[str], ids: Sequence[str] | None = None, *, tokenizer=None) -> Junk:
+def find_junk(texts: Sequence[str], ids: Sequence[str] | None = None, *, tokenizer=None, token_ids=None) -> Junk:
     """Find the junk items of ``texts``: the one rule of every command (embed, probe, correlate, retrieval, report).
 
     An item is junk when it is empty after Unicode NFKC normalisation and removal of whitespace,
@@ -294,6 +294,13 @@ def find_junk(texts: Sequence[str], ids: Sequence[str] | None = None, *, tokeniz
         Default: ``"0".."n-1"``.
     tokenizer : Hugging Face tokenizer, optional
         The model's tokenizer (:attr:`normscope.encoders.base.Encoder.hf_tokenizer`).
+    token_ids : sequence of n sequences of int, optional, keyword-only
+        Each text's ``input_ids`` from ``tokenizer`` with special tokens added and truncation off (the
+        tokenization of :meth:`~normscope.encoders.base.Encoder.token_counts`), to save tokenizing
+        again. Used only for a fast tokenizer whose added tokens (those of the empty text) are all
+        special: there "special and unknown tokens only" holds with them exactly when it holds
+        without (a fast tokenizer adds them after its model, leaving the text's own tokens as they
+        are). Otherwise the texts are tokenized here, without special tokens.
 
     Returns
     -------
@@ -313,8 +320,12 @@ def find_junk(texts: Sequence[str], ids: Sequence[str] | None = None, *, tokeniz
             unk = getattr(tokenizer, "unk_token_id", None)
             if unk is not None:
                 special.add(unk)
-            enc = tokenizer([texts[i] for i in rest], add_special_tokens=False, truncation=False, verbose=False)
-            for i, tok_ids in zip(rest, enc["input_ids"]):
+            if (token_ids is not None and len(token_ids) == len(texts) and getattr(tokenizer, "is_fast", False)
+                    and set(tokenizer("", add_special_tokens=True)["input_ids"]) <= special):
+                rest_ids = [token_ids[i] for i in rest]
+            else:
+                rest_ids = tokenizer([texts[i] for i in rest], add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+            for i, tok_ids in zip(rest, rest_ids):
                 if all(t in special for t in tok_ids):
                     reasons[i] = JUNK_TOKENS
     index = sorted(reasons)

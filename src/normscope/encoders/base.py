@@ -60,12 +60,15 @@ class Encoder(abc.ABC):
         """
         return None
 
-    def token_counts(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    def token_counts(self, texts: Sequence[str], *, token_ids=None) -> tuple[np.ndarray, np.ndarray]:
         """Tokens of each text before and after the model's truncation (special tokens included).
 
         Parameters
         ----------
         texts : sequence of str, length n
+        token_ids : sequence of n sequences of int, optional, keyword-only
+            The texts' ``input_ids`` from :attr:`hf_tokenizer` with special tokens and truncation off
+            (:meth:`token_ids`), when already computed: counted instead of tokenizing again.
 
         Returns
         -------
@@ -74,17 +77,40 @@ class Encoder(abc.ABC):
         raw : ndarray of shape (n,), int64
             Tokens of the whole text; ``raw > seen`` marks a truncated item.
             Without a Hugging Face tokenizer both are whitespace word counts (no truncation known).
+
+        Raises
+        ------
+        InputError
+            ``token_ids`` of another length than ``texts``.
         """
         texts = [str(t) for t in texts]
         tok = self.hf_tokenizer
         if tok is None or not callable(tok):
             raw = np.array([len(t.split()) for t in texts], dtype=np.int64)
             return raw.copy(), raw
-        # verbose=False: no "Token indices sequence length is longer than ..." warning per long text
-        ids = tok(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"] if texts else []
+        ids = self.token_ids(texts) if token_ids is None else token_ids
+        if len(ids) != len(texts):
+            raise InputError(f"token_ids has {len(ids)} entries for {len(texts)} texts")
         raw = np.array([len(x) for x in ids], dtype=np.int64)
         seen = np.minimum(raw, self.max_seq_length) if self.max_seq_length else raw.copy()
         return seen, raw
+
+    def token_ids(self, texts: Sequence[str]) -> list:
+        """``input_ids`` of each text from :attr:`hf_tokenizer`, special tokens added, truncation off.
+
+        The one tokenization :meth:`token_counts` counts and
+        :func:`normscope.inputs.find_junk` can reuse (its ``token_ids``).
+
+        Returns
+        -------
+        list of n lists of int (empty without a Hugging Face tokenizer or without texts)
+        """
+        tok = self.hf_tokenizer
+        texts = [str(t) for t in texts]
+        if tok is None or not callable(tok) or not texts:
+            return []
+        # verbose=False: no "Token indices sequence length is longer than ..." warning per long text
+        return list(tok(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"])
 
     def count_truncated(self, texts: Sequence[str]) -> int:
         """Number of ``texts`` longer than :attr:`max_seq_length` tokens (0 when unknown)."""

@@ -107,7 +107,9 @@ def embed_texts(
     ids = _item_ids(ids, len(texts))
     if encoder is None:
         encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code, precision=precision)
-    found = find_junk(texts, ids, tokenizer=encoder.hf_tokenizer)
+    # one tokenization for the junk rule and the token counts (find_junk reuses it where that is exact)
+    token_ids = encoder.token_ids(texts) if encoder.hf_tokenizer is not None else None
+    found = find_junk(texts, ids, tokenizer=encoder.hf_tokenizer, token_ids=token_ids)
     if found and junk == "error":
         raise found.error(what)
     if found.count == len(texts) and texts:
@@ -117,7 +119,7 @@ def embed_texts(
     tokens = None
     n_truncated = None
     if encoder.hf_tokenizer is not None:
-        tokens, raw = encoder.token_counts(kept_texts)
+        tokens, raw = encoder.token_counts(kept_texts, token_ids=[token_ids[i] for i in keep])
         n_truncated = int(np.sum(raw > tokens))
     vectors = (encode or encode_cached)(encoder, kept_texts, batch_size=batch_size, progress=progress, cache=cache)
     zero = zero_vector_rows(np.linalg.norm(vectors.astype(np.float64), axis=1)) if len(vectors) else np.empty(0, np.int64)

@@ -199,8 +199,9 @@ class SentenceTransformerEncoder(TorchEncoder):
         Same features as ``SentenceTransformer.encode`` (the model's own
         ``preprocess``), without the dropped ``Normalize``. Items are batched in
         order of decreasing *token* count (sentence-transformers sorts by
-        character count), so each batch pads to a tight length; the forward pass
-        runs under ``torch.inference_mode`` and, for ``precision="bf16"``, under
+        character count), so each batch pads to a tight length; each text is
+        tokenized once (:meth:`batches`). The forward pass runs under
+        ``torch.inference_mode`` and, for ``precision="bf16"``, under
         :meth:`~normscope.encoders.base.TorchEncoder.autocast` (vectors returned as float32).
         """
         import torch
@@ -210,17 +211,127 @@ class SentenceTransformerEncoder(TorchEncoder):
         out = np.empty((n, self.dim), dtype=np.float32)
         if n == 0:
             return out
-        order = np.argsort(-self._token_lengths(texts), kind="stable")
-        preprocess = getattr(self.model, "preprocess", None) or self.model.tokenize
         n_batches = -(-n // batch_size)
         with torch.inference_mode(), self.autocast(), progress_bar(progress and n_batches > 1, n_batches) as advance:
-            for s in range(0, n, batch_size):
-                idx = order[s : s + batch_size]
-                feats = preprocess([texts[i] for i in idx])
+            for idx, feats in self.batches(texts, batch_size):
                 feats = {k: (v.to(self.device) if hasattr(v, "to") else v) for k, v in feats.items()}
                 out[idx] = self.model(feats)["sentence_embedding"].float().cpu().numpy()
                 advance()
         return out
+
+    def batches(self, texts: Sequence[str], batch_size: int = 64, *, tokenize_once: bool | None = None):
+        """The batches :meth:`encode` runs: ``(idx, features)`` pairs, longest texts (in tokens) first.
+
+        ``idx`` (ndarray of shape (b,), int64) are positions in ``texts``, in decreasing order of
+        token count (stable); ``features`` is the dict the model's ``preprocess`` returns for
+        ``[texts[i] for i in idx]`` (CPU tensors of shape (b, L), L the longest of the batch).
+
+        With ``tokenize_once`` (default: where :meth:`tokenize_once_supported`), every text is
+        tokenized once, by the model's own ``preprocess`` with padding switched off (its
+        per-call ``processing_kwargs``), the order taken from those token counts and each
+        batch padded by the tokenizer's ``pad``: the same tensors as ``preprocess`` of the batch.
+        Otherwise (``tokenize_once=False``, or a model where the check fails) the texts are
+        tokenized once to sort and again per batch by ``preprocess``, as before issue 28.
+
+        Parameters
+        ----------
+        texts : sequence of str, length n
+        batch_size : int
+            Texts per batch (>= 1).
+        tokenize_once : bool or None, keyword-only
+            None: :meth:`tokenize_once_supported`; False: the two-tokenization path.
+
+        Yields
+        ------
+        idx : ndarray of shape (b,), int64
+        features : dict of str to torch.Tensor (and ``"modality"``: str in sentence-transformers >= 6)
+        """
+        texts = [str(t) for t in texts]
+        if not texts:
+            return
+        if tokenize_once is None:
+            tokenize_once = self.tokenize_once_supported()
+        if tokenize_once:
+            enc = self._tokenize_unpadded(texts)
+            order = np.argsort(-np.array([len(x) for x in enc["input_ids"]]), kind="stable")
+            for s in range(0, len(texts), batch_size):
+                idx = order[s : s + batch_size]
+                yield idx, self._pad(enc, idx)
+            return
+        order = np.argsort(-self._token_lengths(texts), kind="stable")
+        preprocess = getattr(self.model, "preprocess", None) or self.model.tokenize
+        for s in range(0, len(texts), batch_size):
+            idx = order[s : s + batch_size]
+            yield idx, preprocess([texts[i] for i in idx])
+
+    #: Per-call ``processing_kwargs`` of sentence-transformers' ``Transformer.preprocess`` that keep
+    #: its tokenization (truncation, lower-casing, special tokens) and switch off padding and tensors.
+    _UNPADDED = {"common": {"return_tensors": None}, "text": {"padding": False}}
+    #: Keys the tokenizer's ``pad`` pads; any other key in the unpadded features disables the path.
+    _PADDED_KEYS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
+
+    def _tokenize_unpadded(self, texts: list[str]) -> dict:
+        """``preprocess(texts)`` without padding: ``{key: list of n lists of int}`` plus ``"modality"``."""
+        feats = self.model.preprocess(texts, processing_kwargs=self._UNPADDED)
+        return dict(feats)
+
+    def _pad(self, enc: dict, idx: np.ndarray) -> dict:
+        """The padded features (torch tensors) of rows ``idx`` of :meth:`_tokenize_unpadded` output."""
+        rows = {k: [v[i] for i in idx] for k, v in enc.items() if k in self._PADDED_KEYS}
+        out = dict(self.model.tokenizer.pad(rows, padding=True, return_tensors="pt"))
+        out.update({k: v for k, v in enc.items() if k not in self._PADDED_KEYS})
+        return out
+
+    #: Texts :meth:`tokenize_once_supported` checks: mixed lengths, one over 256 word pieces, leading and
+    #: trailing spaces, mixed case, an empty and an all-space text, characters outside ASCII.
+    _CHECK_TEXTS = ("  Leading and trailing spaces  ", "a", "", "   ", "Mixed CASE Words and ÜNICODE naïve café ✓",
+                    " ".join(["Heat shock proteins chaperone misfolded polypeptides in stressed cells."] * 40),
+                    "The cell membrane regulates what enters and leaves the cell.", "\tTab\nnewline ")
+
+    def tokenize_once_supported(self) -> bool:
+        """Whether :meth:`batches` can tokenize each text once for this model (checked once, then memoised).
+
+        True when the model's ``preprocess`` takes per-call ``processing_kwargs``
+        (sentence-transformers >= 6), returns only ``input_ids``/``attention_mask``/``token_type_ids``
+        lists and a ``"modality"`` of ``"text"`` with padding off, and padding those with the tokenizer's
+        ``pad`` gives exactly (keys, dtypes, values) what ``preprocess`` gives on :data:`_CHECK_TEXTS` in
+        every batch of 3. Otherwise False (older sentence-transformers, image or multi-modal models,
+        configured ``processing_kwargs`` that pad to a fixed length, ...): the two-tokenization path.
+        """
+        cached = getattr(self, "_tokenize_once", None)
+        if cached is None:
+            cached = self._tokenize_once = self._check_tokenize_once()
+        return cached
+
+    def _check_tokenize_once(self) -> bool:
+        import torch
+
+        preprocess = getattr(self.model, "preprocess", None)
+        tok = getattr(self.model, "tokenizer", None)
+        if preprocess is None or tok is None or not callable(getattr(tok, "pad", None)):
+            return False
+        texts = list(self._CHECK_TEXTS)
+        try:
+            enc = self._tokenize_unpadded(texts)
+            if not ({"input_ids"} <= set(enc) and set(enc) <= self._PADDED_KEYS | {"modality"}):
+                return False
+            if enc.get("modality", "text") != "text" or any(not isinstance(enc[k], list) for k in set(enc) & self._PADDED_KEYS):
+                return False
+            for s in range(0, len(texts), 3):
+                idx = np.arange(s, min(s + 3, len(texts)))
+                ours, ref = self._pad(enc, idx), preprocess([texts[i] for i in idx])
+                if set(ours) != set(ref):
+                    return False
+                for k, v in ref.items():
+                    w = ours[k]
+                    if isinstance(v, torch.Tensor):
+                        if not (isinstance(w, torch.Tensor) and w.dtype == v.dtype and w.shape == v.shape and torch.equal(w, v)):
+                            return False
+                    elif w != v:
+                        return False
+        except Exception:  # any failure of the unpadded call (older preprocess, other processors): the old path
+            return False
+        return True
 
     def _token_lengths(self, texts: list[str]) -> np.ndarray:
         """Token counts (truncated at ``max_seq_length``) used to sort; character counts if no tokenizer."""
