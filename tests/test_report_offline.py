@@ -146,3 +146,48 @@ def test_the_summary_fits_one_screen_whatever_happened(tmp_path):
         text = console.export_text()
         assert _rows(text, width) <= 40, (width, text)
         assert "more (see the page)" in text and text.rstrip().endswith(str((tmp_path / "summary.json").resolve()))
+
+
+def test_every_missing_dataset_line_is_shown_before_claim_rows(tmp_path):
+    """A fresh user's case (PyPI-only machine): 10 claims tested, 4 datasets missing with long lines. Every
+    missing-data line is printed whole; the claim rows and the verdict rule give way, still <= 40 rows."""
+    from rich.console import Console
+
+    from normscope.cli.report import print_summary
+    from normscope.claims import CLAIMS, claim_row, judge, not_testable_row
+    from normscope.report.runner import ReportResult
+    from normscope.report.stage import StageRecord
+    from normscope.report.stages import STAGES
+    from normscope.values import Status
+
+    summary = {"report": {"model": "m", "preset": "full", "seconds": 12.0, "stages_run": [st.name for st in STAGES],
+                          "stage_cached": {st.name: False for st in STAGES}}, "what_this_says": {}}
+    records = {}
+    for st in STAGES:
+        rec = StageRecord.error(st, Status.UNAVAILABLE, "needs data", key="k", request={}, seconds=1.0)
+        for key, sec in rec.sections.items():
+            summary[key] = sec.summary()
+        records[st.name] = rec
+    keys = [k for k, c in CLAIMS.items() if c.sign in (1, -1)][:10]
+    rows = [claim_row(k, measured=0.1 * CLAIMS[k].sign, ci=[0.05 * CLAIMS[k].sign, 0.15 * CLAIMS[k].sign],
+                      judged=judge(k, 0.1 * CLAIMS[k].sign, [0.05 * CLAIMS[k].sign, 0.15 * CLAIMS[k].sign]))
+            for k in keys]
+    rows += [not_testable_row(k, "needs data") for k in CLAIMS if k not in keys]
+    summary["claims"] = rows
+    summary["claims_tested"] = {"total": len(rows), "tested": len(keys), "not_tested": [k for k in CLAIMS if k not in keys],
+                                "verdicts": {"reproduced": len(keys)}}
+    lines = [f"Dataset {i} is not here: its host could not be resolved: " + "section, " * 20 + f"{i} claims left untested. "
+             f"Get it: `normscope data fetch d{i}` (network) | --data DIR or NORMSCOPE_DATA=DIR (local copy) | "
+             "--mirror URL|DIR" for i in range(4)]
+    summary["missing_data"] = [{"dataset": f"d{i}", "sections": [], "line": line} for i, line in enumerate(lines)]
+    res = ReportResult(index=tmp_path / "index.html", summary_path=tmp_path / "summary.json", summary=summary,
+                       records=records, seconds=1.0)
+    for width in (140, 200):  # the console width when output is not a terminal, and a wide one (at 80 columns the
+        # four 5-row lines cannot all fit: the last ones give way to "... and N more", tested above)
+        console = Console(record=True, width=width)
+        print_summary(res, console)
+        text = console.export_text()
+        assert _rows(text, width) <= 40, (width, text)
+        for line in lines:
+            assert line in text.replace("\n", ""), (width, line)
+        assert f"claims: 10 of {len(CLAIMS)} tested here" in text

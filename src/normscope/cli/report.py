@@ -221,9 +221,13 @@ def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> N
     if tested:  # one row per tested claim; the untested ones are counted above (their reasons: the page, the lines below)
         header, crow = _claim_rows(tested, width)
         rule = _fit(HEADLINE_RULE_SHORT, 400).rstrip()
-        # the claim rows give way to the missing-data and failure lines (at least the first of them)
-        room = (max_lines - sum(map(rows, lines)) - sum(map(rows, ends)) - 2 - rows(rule)
-                - (rows(tail[0]) + (1 if len(tail) > 1 else 0) if tail else 0))
+        # the claim rows give way to the missing-data and failure lines (all of them when they fit): first the
+        # verdict rule shrinks to a pointer, then the claim rows are cut
+        room = (max_lines - sum(map(rows, lines)) - sum(map(rows, ends)) - 2 - rows(rule) - sum(map(rows, tail)))
+        if len(crow) > room:
+            short = "how each verdict is decided: on the page and in docs/report.md"
+            room += rows(rule) - rows(short)
+            rule = short
         if len(crow) > room:
             crow = crow[: max(room - 1, 0)] + [f"... and {len(crow) - max(room - 1, 0)} more claims (see the page)"]
         lines += header + crow + [rule]

