@@ -19,12 +19,11 @@ The model is :class:`normscope.stats.CorrelationResult`.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import types
-import typing
 from typing import Any, ClassVar
 
 from normscope._io import to_jsonable
+from normscope.values import field_hints as _hints
+from normscope.values import typed as _typed
 
 __all__ = ["StageResult", "summary_field"]
 
@@ -96,31 +95,3 @@ class StageResult:
     def label(cls, name: str) -> str:
         """The display label of field ``name`` (the name itself when it has none)."""
         return cls.labels().get(name, (name, ""))[0]
-
-
-@functools.lru_cache(maxsize=None)
-def _hints(cls) -> dict:
-    try:
-        return typing.get_type_hints(cls)
-    except (NameError, TypeError):  # an annotation its module cannot resolve: leave those values as they are
-        return {}
-
-
-def _typed(value, tp):
-    """``value`` (JSON) as the type ``tp`` when ``tp`` is a value type (``from_json``), ``T | None``,
-    ``dict[str, T]`` or ``list[T]`` of one; otherwise ``value`` itself."""
-    if value is None or tp is None:
-        return value
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _typed(value, args[0]) if len(args) == 1 else value
-    if origin is dict and isinstance(value, dict):
-        args = typing.get_args(tp)
-        return {k: _typed(v, args[1]) for k, v in value.items()} if len(args) == 2 else value
-    if origin is list and isinstance(value, list):
-        args = typing.get_args(tp)
-        return [_typed(v, args[0]) for v in value] if args else value
-    if isinstance(tp, type) and hasattr(tp, "from_json"):
-        return tp.from_json(value)
-    return value

@@ -17,7 +17,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-__all__ = ["Status", "Interval", "Record", "key", "typed"]
+__all__ = ["Status", "Interval", "Record", "key", "typed", "field_hints"]
 
 
 class Status(str, enum.Enum):
@@ -122,7 +122,8 @@ def key(name: str, default: Any = None) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
-def _hints(cls) -> dict:
+def field_hints(cls) -> dict:
+    """The resolved type hints of dataclass ``cls`` (memoised); ``{}`` when an annotation cannot be resolved."""
     try:
         return typing.get_type_hints(cls)
     except (NameError, TypeError):  # an annotation its module cannot resolve: leave those values as they are
@@ -182,7 +183,7 @@ class Record:
             return d
         if not isinstance(d, dict):
             raise TypeError(f"{cls.__name__}: not a JSON object but {type(d).__name__}")
-        hints = _hints(cls)
+        hints = field_hints(cls)
         keys = cls._keys()
         known = {k for _, k in keys}
         kw = {name: typed(d[k], hints.get(name)) for name, k in keys if k in d}
