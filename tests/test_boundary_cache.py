@@ -45,22 +45,9 @@ def test_doubled_vectors_in_a_well_formed_shard_are_recomputed(cache_root, capsy
 @pytest.fixture(scope="module")
 def tiny_st(tmp_path_factory):
     """A random 2-layer BERT saved as a sentence-transformers directory (max_seq_length 32)."""
-    import torch
-    from sentence_transformers import SentenceTransformer, models
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from _tiny import tiny_sentence_transformer
 
-    from normscope.encoders.bundled import bundled_model_path
-
-    d = tmp_path_factory.mktemp("tinyst")
-    tok = AutoTokenizer.from_pretrained(str(bundled_model_path()))
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=64)
-    BertModel(cfg).save_pretrained(d / "hf")
-    tok.save_pretrained(d / "hf")
-    st = SentenceTransformer(modules=[models.Transformer(str(d / "hf"), max_seq_length=32), models.Pooling(32, "mean")])
-    st.save(str(d / "st"))
-    return d / "st"
+    return tiny_sentence_transformer(tmp_path_factory.mktemp("tinyst"))
 
 
 def _copy(src, dst):

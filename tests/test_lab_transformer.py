@@ -42,20 +42,10 @@ PROBES = ["lantern", "a quiet harbour at dawn", "violin", "red brick chimney", "
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """(model dir, pairs file, probe file): a random 2-layer BERT as a sentence-transformers model."""
-    from sentence_transformers import SentenceTransformer, models
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from normscope.encoders.bundled import bundled_model_path
+    from _tiny import tiny_sentence_transformer
 
     d = tmp_path_factory.mktemp("tiny")
-    tok = AutoTokenizer.from_pretrained(str(bundled_model_path()))
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=64)
-    BertModel(cfg).save_pretrained(d / "hf")
-    tok.save_pretrained(d / "hf")
-    st = SentenceTransformer(modules=[models.Transformer(str(d / "hf"), max_seq_length=32), models.Pooling(32, "mean")])
-    st.save(str(d / "st"))
+    tiny_sentence_transformer(d)
     rng = np.random.default_rng(0)
     lines = ["left\tright"]
     for i in range(120):
