@@ -94,7 +94,7 @@ def test_cifar_batch_payload_and_bad_batches_are_one_line(tmp_path, capsys, what
     batch = tmp_path / "cifar-10-batches-py"
     batch.mkdir()
     obj = {"payload": {b"data": _Payload(marker)}, "not_dict": [1, 2, 3], "no_data": {b"labels": [1]},
-           "float_data": {b"data": np.zeros((10000, 3072))}}.get(what)
+           "float_data": {b"data": np.zeros((10, 3072))}}.get(what)
     raw = b"\x00not a pickle at all" if what == "garbage" else pickle.dumps(obj, protocol=2)
     (batch / "test_batch").write_bytes(raw)
     code = run(["correlate", "--signal", "uncertainty", "--dataset", "cifar10h", "--images", str(batch)])

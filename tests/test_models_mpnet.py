@@ -205,6 +205,36 @@ def test_bundle_joined_verified_and_extracted_once(registry, monkeypatch):
     assert bundled_model_path(bundle.name) == path
 
 
+def test_reinstall_reuses_the_extraction_and_an_upgrade_replaces_it(registry):
+    """The cache holds one extraction per bundle: keyed by content, not by install time (CI ran out of disk
+    with one 420 MB mpnet copy per virtual environment)."""
+    import zipfile
+
+    bundle, site, _, _ = registry(sha=None)
+    first = bundled_model_path(bundle.name)
+    stamp = (first.stat().st_ino, first.stat().st_mtime_ns)
+    # a reinstall (another venv, same files): new mtimes, same content -> the same folder, not extracted again
+    for pkg, rel in bundle.parts:
+        os.utime(site / pkg / rel, ns=(1_900_000_000_000_000_000, 1_900_000_000_000_000_000))
+    bundled._KEYS.clear()
+    assert bundled_model_path(bundle.name) == first
+    assert (first.stat().st_ino, first.stat().st_mtime_ns) == stamp and len(list(first.parent.iterdir())) == 1
+    # an upgrade: one member's bytes change -> a new folder; the superseded one is removed
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("fake-model/modules.json", b"[]")
+        zf.writestr("fake-model/config.json", b'{"model_type": "bert", "v": 2}')
+        zf.writestr("fake-model/model.safetensors", b"\x01" * 1000)
+    blob = buf.getvalue()
+    (site / bundle.parts[0][0] / bundle.parts[0][1]).write_bytes(blob)
+    for pkg, rel in bundle.parts[1:]:
+        (site / pkg / rel).write_bytes(b"")
+    second = bundled_model_path(bundle.name)
+    assert second != first and not first.exists()
+    assert (second / "config.json").read_bytes() == b'{"model_type": "bert", "v": 2}'
+    assert sorted(p.name for p in second.parent.iterdir()) == [second.name]
+
+
 def test_bundle_with_wrong_hash_leaves_nothing(registry):
     bundle, *_ = registry(sha="0" * 64)
     with pytest.raises(ModelError, match="sha256 .* expected 0000.*reinstall: pip install fake"):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -225,8 +226,11 @@ def bundled_zip_path() -> Path:
 def bundled_model_path(name: str = DEFAULT_MODEL, *, missing_ok: bool = False) -> Path | None:
     """Directory of the extracted bundled model ``name`` (extracted once, atomically, verified).
 
-    The directory name carries the archive's total size and latest mtime, so an upgraded package
-    extracts anew. Extraction goes to a temporary directory renamed into place.
+    The directory name carries the archive's total size and a fingerprint of its content (the zip's
+    member names, sizes and CRC-32s; the sha256 of an ONNX file), so a reinstall of the same package
+    in another virtual environment reuses the extraction, and an upgraded package extracts anew and
+    removes the extraction it supersedes (the cache holds one copy per bundle, not one per install).
+    Extraction goes to a temporary directory renamed into place.
 
     Parameters
     ----------
@@ -259,9 +263,7 @@ def bundled_model_path(name: str = DEFAULT_MODEL, *, missing_ok: bool = False) -
             if missing_ok and bundle.optional:
                 return None
             raise ModelError(f"'{bundle.name}' needs the optional extra, not installed here: {bundle.install}")
-    stats = [p.stat() for p in parts]
-    size = sum(st.st_size for st in stats)
-    stem = f"{bundle.key}-{size}-{int(max(st.st_mtime for st in stats))}"
+    stem = f"{bundle.key}-{_content_key(bundle, parts)}"
     if bundle.kind == "onnx-bert":
         stem += f"-{_CONVERSION}"
     target = cache_dir(create=False) / "models" / stem
@@ -269,11 +271,55 @@ def bundled_model_path(name: str = DEFAULT_MODEL, *, missing_ok: bool = False) -
         return target
     try:
         _extract_once(bundle, parts, target)
+        _prune_superseded(bundle, target)
     except OSError as exc:
         reason = (exc.strerror or str(exc).splitlines()[0] or type(exc).__name__).lower()
         raise ModelError(f"cannot extract the bundled model {bundle.name} into {target.parent} ({reason}); "
                          "set NORMSCOPE_CACHE to a writable directory") from None
     return target
+
+
+#: In-process memo of content keys: (bundle key, ((path, size, mtime_ns), ...)) -> key.
+_KEYS: dict[tuple, str] = {}
+
+
+def _content_key(bundle: BundledModel, parts: list[Path]) -> str:
+    """``<total size>-<12 hex digits>``: what the installed archive holds, not when it was installed.
+
+    A zip's fingerprint hashes its central directory (each member's name, size and CRC-32; milliseconds
+    even for the 404 MB mpnet archive); an ONNX file's is its sha256. Memoised per process on the parts'
+    paths, sizes and mtimes.
+    """
+    stats = tuple((str(p), st.st_size, st.st_mtime_ns) for p in parts for st in [p.stat()])
+    memo = (bundle.key, stats)
+    if memo in _KEYS:
+        return _KEYS[memo]
+    size = sum(s[1] for s in stats)
+    if bundle.kind == "onnx-bert":
+        digest = joined_sha256(parts)
+    else:
+        h = hashlib.sha256()
+        try:
+            with open_joined(parts) as fh, zipfile.ZipFile(fh) as zf:
+                for info in zf.infolist():
+                    h.update(f"{info.filename}\0{info.file_size}\0{info.CRC:08x}\n".encode())
+        except (zipfile.BadZipFile, EOFError) as exc:
+            raise ModelError(f"bundled archive of '{bundle.name}' is corrupt ({exc}); reinstall: {bundle.install}") from None
+        digest = h.hexdigest()
+    _KEYS[memo] = key = f"{size}-{digest[:12]}"
+    return key
+
+
+def _prune_superseded(bundle: BundledModel, target: Path) -> None:
+    """Remove the other extractions of ``bundle`` beside ``target`` (older package versions, older cache layouts).
+
+    Each holds hundreds of MB and is never read again once ``target`` exists. Temporary ``.extract-``
+    directories of concurrent extractions are left alone; a directory that cannot be removed is skipped.
+    """
+    prefix = f"{bundle.key}-"
+    for sibling in target.parent.iterdir():
+        if sibling != target and sibling.name.startswith(prefix) and sibling.is_dir():
+            shutil.rmtree(sibling, ignore_errors=True)
 
 
 def _extract_once(bundle: BundledModel, parts: list[Path], target: Path) -> None:
