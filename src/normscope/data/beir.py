@@ -29,6 +29,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from normscope.data import data_path
 from normscope.errors import DataError, InputError
 from normscope.inputs import join_title, read_text, split_lines
 
@@ -424,8 +425,6 @@ def load_dataset_any(spec: str | Path, *, splits: Iterable[str] | None = None, g
     if s.startswith("hf:"):
         return load_beir_hub(s, splits=tuple(splits) if splits is not None else ("train", "dev", "test"))
     if s in ("scifact", "nfcorpus") and not Path(s).exists():
-        from normscope.data import data_path
-
         s = str(data_path(s))  # a data folder's copy, else fetched (normscope data fetch NAME)
     if not Path(s).exists():
         raise InputError(f"dataset not found: {s} (a BEIR directory, scifact or nfcorpus, or hf:BeIR/<name> for the hub)")

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from normscope._progress import progress_bar
+from normscope.encoders import bundled
 from normscope.encoders.bundled import cache_dir
 from normscope.errors import InputError
 from normscope.validate import write_failure
@@ -205,7 +206,6 @@ class _Store:
         try:
             self.root = model_cache_dir(fingerprint)
         except OSError as exc:  # the cache root itself cannot be created
-            from normscope.encoders import bundled
 
             self.root = bundled.cache_dir(create=False) / "embeddings" / fingerprint.key
             self._read_only(exc, "is not writable")

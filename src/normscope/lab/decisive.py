@@ -39,8 +39,18 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._io import write_json
+from normscope import encoders  # load_encoder looked up when called (tests replace it)
+from normscope.encoders import check_device
 from normscope.errors import InputError
-from normscope.lab.decisive_run import RunContext, RunSpec, load_run, relaxation_time, run_done, run_one
+from normscope.lab.checkpoint import settings_key
+from normscope.lab.decisive_analysis import analyse_design, grid_rows, write_predictions
+from normscope.lab.decisive_run import RunContext, RunSpec, _data, load_run, relaxation_time, run_done, run_key, run_one
+from normscope.lab.tiny_bert import build_tiny_bert, decay_mask_named
+from normscope.lab.transformer import _Tracker
+from normscope.lab.transformer_data import prepare_pairs_and_probes
+from normscope.probes import TextEncoderAdapter, decay_mask_for
+from normscope.validate import check_int, check_writable_dir
 
 __all__ = ["DesignSizes", "DESIGNS", "run_decisive_design", "select_setting", "design_specs", "STORED_RESULT"]
 
@@ -266,14 +276,10 @@ def design_specs(phase: str, sizes: DesignSizes, *, lam_per_lambda: float | None
 # ------------------------------------------------------------------------------------------ data
 def _prepare_data(directory: Path, sizes: DesignSizes, pairs, probe_items, seed: int) -> dict:
     """Training pairs, held-out pairs and probe items, written once to ``data.json`` (atomically)."""
-    from normscope._io import write_json
-    from normscope.encoders import load_encoder
-    from normscope.lab.transformer_data import prepare_pairs_and_probes
-
     path = directory / "data.json"
     if path.is_file():
         return json.loads(path.read_text())
-    enc = load_encoder(str(directory / "encoder_init"), fresh=True)
+    enc = encoders.load_encoder(str(directory / "encoder_init"), fresh=True)
     lab_pairs, probes = prepare_pairs_and_probes(enc, pairs, probe_items, max_tokens=sizes.max_tokens, seed=seed)
     n = len(lab_pairs)
     if n < sizes.n_eval + 4 * sizes.batch_size:
@@ -411,8 +417,6 @@ DATA_SIZES = ("hidden", "layers", "heads", "pretrain_steps", "pretrain_lr", "pro
 
 def _design_key(sizes: DesignSizes, pairs, probe_items, seed: int, *, data_only: bool = False) -> str:
     """Hash of the design's settings (``data_only``: of those the data and the pre-trained encoder depend on)."""
-    from normscope.lab.checkpoint import settings_key
-
     items = probe_items if isinstance(probe_items, int) else str(Path(probe_items).resolve())
     sz = sizes.to_dict()
     if data_only:
@@ -424,13 +428,8 @@ def _design_key(sizes: DesignSizes, pairs, probe_items, seed: int, *, data_only:
 
 def _lam_per_lambda_pretrained(ctx: RunContext) -> float:
     """Median over the probe items of lambda_rad / lambda (E4) on the pre-trained encoder (one JVP)."""
-    from normscope.encoders import load_encoder
-    from normscope.lab.decisive_run import _data
-    from normscope.lab.tiny_bert import decay_mask_named
-    from normscope.lab.transformer import _Tracker
-    from normscope.probes import TextEncoderAdapter, decay_mask_for
 
-    enc = load_encoder(str(Path(ctx.directory) / "encoder"), device=ctx.device, fresh=True)
+    enc = encoders.load_encoder(str(Path(ctx.directory) / "encoder"), device=ctx.device, fresh=True)
     adapter = TextEncoderAdapter(enc)
     try:
         theta = adapter.parameters()
@@ -491,10 +490,6 @@ def run_decisive_design(
     """
     import torch
 
-    from normscope.encoders import check_device
-    from normscope.lab.tiny_bert import build_tiny_bert, decay_mask_named
-    from normscope.validate import check_int, check_writable_dir
-
     sizes = DESIGNS.get(design) if isinstance(design, str) else design
     if sizes is None:
         raise InputError(f"unknown design size {design!r} (choose from {', '.join(DESIGNS)})")
@@ -516,7 +511,6 @@ def run_decisive_design(
     data_key = _design_key(sizes, pairs, items, seed, data_only=True)
     marker = directory / "design.json"
     settings = {"sizes": sizes.to_dict(), "pairs": str(pairs), "probe_items": str(items), "seed": seed}
-    from normscope._io import write_json
 
     if marker.is_file():
         old = json.loads(marker.read_text())
@@ -556,9 +550,6 @@ def run_decisive_design(
         _execute(specs, ctx, bar, workers, num_threads)
         bar.close()
         phases["grid"] = specs
-        from normscope.lab.checkpoint import settings_key
-        from normscope.lab.decisive_analysis import analyse_design, grid_rows, write_predictions
-        from normscope.lab.decisive_run import run_key
 
         rows = grid_rows([(s, load_run(s, ctx)) for s in specs], sizes, lam0)
         selected = select_setting(rows, sizes)
@@ -589,9 +580,6 @@ def run_decisive_design(
 
 def _lam_cached(directory: Path, ctx: RunContext, mask: str) -> float:
     """lambda_rad / lambda of the pre-trained encoder (E4, the design's mask), measured once into ``lambda0.json``."""
-    from normscope._io import write_json
-    from normscope.lab.checkpoint import settings_key
-
     key = settings_key({"data": ctx.data_key, "mask": mask})
     path = directory / "lambda0.json"
     if path.is_file():

@@ -15,7 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from normscope._io import write_json
+from normscope.lab.analysis import wilson_interval
+from normscope.lab.claims import transformer_claim_row
+from normscope.lab.decisive_run import relaxation_time
 from normscope.lab.prediction import snapshot_prediction
+from normscope.lab.result import DecisiveResult
 from normscope.lab.scaling import growth_without_decay, lambda_scaling_fit, predicted_exponent
 from normscope.lab.stationarity import classify_window
 from normscope.lab.trajectory import TrajectoryRecord, trajectory_estimates
@@ -128,8 +133,6 @@ def run_window(spec, run: dict, *, batch_size: int, n_eval: int, n_blocks: int |
 
 def grid_rows(runs: list, sizes, lam_per_lambda: float) -> list[dict]:
     """One row per grid setting: eta, lambda, relaxation time, label (collapse checks), loss, accuracy, norms."""
-    from normscope.lab.decisive_run import relaxation_time
-
     rows = []
     for spec, run in runs:
         win = run_window(spec, run, batch_size=sizes.batch_size, n_eval=sizes.n_eval)
@@ -154,8 +157,6 @@ def write_predictions(directory: Path, base_runs: list, *, key: str = "") -> dic
     resumed design reads the statement made the first time and never recomputes it, unless the base
     runs themselves were recomputed (another key).
     """
-    from normscope._io import write_json
-
     path = Path(directory) / "predictions.json"
     if path.is_file():
         old = json.loads(path.read_text())
@@ -191,10 +192,6 @@ def _prediction(spec, run, win, sizes, order, seed) -> dict | None:
 def analyse_design(*, sizes, data: dict, runs: dict, phases: dict, lam_per_lambda: float, grid: list, selected: dict,  # noqa: C901 -- over the complexity budget; split pending (issue 29)
                    predictions: dict, seed: int, device: str, workers: int, directory: Path, timings: dict):
     """The :class:`~normscope.lab.result.DecisiveResult` of a finished design (see :mod:`normscope.lab.decisive`)."""
-    from normscope.lab.analysis import wilson_interval
-    from normscope.lab.claims import transformer_claim_row
-    from normscope.lab.result import DecisiveResult
-
     ids, texts = list(data["probe_ids"]), list(data["probe_texts"])
     p = len(texts)
     order = np.lexsort((np.asarray(ids, dtype=str), np.asarray(texts, dtype=str)))

@@ -33,7 +33,15 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope import encoders  # load_encoder looked up when called (tests replace it)
+from normscope._io import atomic_path, write_json
 from normscope.errors import InputError, ModelError
+from normscope.lab.checkpoint import load_checkpoint, save_checkpoint, settings_key
+from normscope.lab.optim import make_optimizer
+from normscope.lab.tiny_bert import decay_mask_named, save_encoder_dir
+from normscope.lab.transformer import _Tracker, _to_device
+from normscope.pairs import sample_pair_batches
+from normscope.probes import TextEncoderAdapter, decay_mask_for, probe_moments, symmetric_info_nce
 
 __all__ = ["RunSpec", "RunContext", "run_one", "load_run", "run_done", "run_key", "heldout_accuracy", "relaxation_time"]
 
@@ -164,8 +172,6 @@ def run_key(spec: RunSpec, ctx: RunContext) -> str:
 
 
 def _key(spec: RunSpec, ctx: RunContext) -> str:
-    from normscope.lab.checkpoint import settings_key
-
     return settings_key({"spec": spec.to_dict(), "design": ctx.data_key if spec.kind == "pretrain" else ctx.key})
 
 
@@ -242,10 +248,8 @@ def heldout_accuracy(adapter, params, left: list, right: list, chunk: int = 256)
 
 
 def _load_encoder(ctx: RunContext, spec: RunSpec):
-    from normscope.encoders import load_encoder
-
     d = Path(ctx.directory)
-    enc = load_encoder(str(d / ("encoder_init" if spec.start == "init" else "encoder")), device=ctx.device, fresh=True)
+    enc = encoders.load_encoder(str(d / ("encoder_init" if spec.start == "init" else "encoder")), device=ctx.device, fresh=True)
     if spec.start not in ("init", "encoder"):
         import torch
 
@@ -280,14 +284,6 @@ def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:  # noqa: 
     if run_done(spec, ctx):
         return load_run(spec, ctx)
     import torch
-
-    from normscope._io import atomic_path, write_json
-    from normscope.lab.checkpoint import load_checkpoint, save_checkpoint, settings_key
-    from normscope.lab.optim import make_optimizer
-    from normscope.lab.tiny_bert import decay_mask_named
-    from normscope.lab.transformer import _to_device, _Tracker
-    from normscope.pairs import sample_pair_batches
-    from normscope.probes import TextEncoderAdapter, decay_mask_for, probe_moments, symmetric_info_nce
 
     t_wall, t_cpu = time.perf_counter(), time.process_time()
     data = _data(ctx.directory)
@@ -426,8 +422,6 @@ def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:  # noqa: 
             with atomic_path(paths["final"]) as tmp:
                 torch.save([p.detach().cpu() for p in params], tmp)
             if spec.kind == "pretrain":
-                from normscope.lab.tiny_bert import save_encoder_dir
-
                 save_encoder_dir(module.cpu() if ctx.device != "cpu" else module, Path(ctx.directory) / "encoder")
     finally:
         adapter.close()

@@ -37,6 +37,7 @@ import numpy as np
 
 from normscope import theory
 from normscope.errors import InputError
+from normscope.probes.uncertainty import rowwise_correlations
 
 __all__ = ["snapshot_prediction", "prediction_arrays"]
 
@@ -92,8 +93,6 @@ def prediction_arrays(za, zc, aa, r_snap, zjd, *, eta: float, weight_decay: floa
 
 def _stats_rows(r_eq: np.ndarray, r_bar: np.ndarray) -> np.ndarray:
     """Rows of ``[mean |rel|, median rel, Pearson, Spearman]`` over the finite items of each row."""
-    from normscope.probes.uncertainty import rowwise_correlations
-
     r_eq, r_bar = np.atleast_2d(r_eq), np.atleast_2d(r_bar)
     rel = (r_eq - r_bar) / r_bar
     with np.errstate(all="ignore"):

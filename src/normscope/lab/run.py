@@ -27,6 +27,7 @@ import pandas as pd
 import torch
 
 from normscope import theory
+from normscope._plot import pyplot, save_figure
 from normscope.errors import InputError
 from normscope.lab.data import PairData, synthetic_data, wordnet_data
 from normscope.lab.encoders import MLPTwoTower, TableEncoder
@@ -412,8 +413,6 @@ def plot_trajectories(result: LabResult, path) -> Path:
 
     Returns the written PNG path (atomic write).
     """
-    from normscope._plot import pyplot, save_figure
-
     plt = pyplot()
 
     path = Path(path)
@@ -437,8 +436,6 @@ def plot_predicted_vs_observed(result: LabResult, path) -> Path:
 
     Returns the written PNG path (atomic write).
     """
-    from normscope._plot import pyplot, save_figure
-
     plt = pyplot()
 
     path = Path(path)

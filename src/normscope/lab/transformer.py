@@ -32,11 +32,19 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope import theory
 from normscope._progress import Tracker
+from normscope.encoders import DEFAULT_MODEL, check_device, load_encoder
+from normscope.encoders.base import TorchEncoder
+from normscope.encoders.glove import is_static_encoder, static_refusal
 from normscope.errors import InputError, ModelError
+from normscope.lab.analysis import analyse_transformer_run
 from normscope.lab.checkpoint import check_checkpoint_file, load_checkpoint, save_checkpoint, settings_key
 from normscope.lab.optim import make_optimizer
 from normscope.lab.trajectory import TrajectoryRecord
+from normscope.lab.transformer_data import prepare_pairs_and_probes
+from normscope.pairs import sample_pair_batches
+from normscope.probes import TextEncoderAdapter, decay_mask_for, probe_moments, summarize_probe, symmetric_info_nce
 from normscope.requests.lab import TransformerLabRequest
 from normscope.validate import check_choice, check_int, check_output_path, check_positive, check_range
 
@@ -127,9 +135,6 @@ def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_de
     ``extra_state`` as stored in the checkpoint (the step-0 probe); timings in seconds.
     """
     import torch
-
-    from normscope.pairs import sample_pair_batches
-    from normscope.probes import symmetric_info_nce
 
     module = enc.module
     params = [p for _n, p in module.named_parameters() if p.requires_grad]
@@ -320,8 +325,6 @@ def run_transformer_lab(request: TransformerLabRequest | None = None, *, encoder
     """
     import torch
 
-    from normscope.lab.analysis import analyse_transformer_run
-
     r = request if request is not None else TransformerLabRequest()
     model, optimizer, lr, weight_decay, steps, burn_in = r.model, r.optimizer, r.lr, r.weight_decay, r.steps, r.burn_in
     pairs = pairs if pairs is not None else r.pairs
@@ -340,7 +343,6 @@ def run_transformer_lab(request: TransformerLabRequest | None = None, *, encoder
               batch_size=batch_size, tau=tau, beta=beta, decay_mask=decay_mask, probe_items=probe_items,
               probe_batches=probe_batches, max_tokens=max_tokens, precision=precision, checkpoint=checkpoint,
               checkpoint_every=checkpoint_every, lambda_every=lambda_every)
-    from normscope.encoders import check_device
 
     check_device(device)
     old_threads = torch.get_num_threads()
@@ -362,11 +364,6 @@ def run_transformer_lab(request: TransformerLabRequest | None = None, *, encoder
 
 
 def _load(model, encoder, device):
-    from normscope.encoders import load_encoder
-    from normscope.encoders.base import TorchEncoder
-
-    from normscope.encoders.glove import is_static_encoder, static_refusal
-
     if encoder is not None:
         if is_static_encoder(encoder):
             raise static_refusal(encoder)
@@ -377,7 +374,6 @@ def _load(model, encoder, device):
             enc.module.to(device)
             enc.device = device
         return enc
-    from normscope.encoders import DEFAULT_MODEL
 
     enc = load_encoder(model or DEFAULT_MODEL, device=device, fresh=True)
     if is_static_encoder(enc):
@@ -390,9 +386,6 @@ def _load(model, encoder, device):
 def _run(*, model, encoder, pairs, optimizer, lr, weight_decay, steps, burn_in, batch_size, tau, beta, decay_mask,
          dropout, probe_items, probe_batches, max_tokens, precision, device, seed, checkpoint, checkpoint_every,
          lambda_every, track, progress, n_boot, t_start, cpu_start, analyse):
-    from normscope.lab.transformer_data import prepare_pairs_and_probes
-    from normscope.probes import TextEncoderAdapter, decay_mask_for
-
     enc = _load(model, encoder, device)
     lab_pairs, probes = prepare_pairs_and_probes(enc, pairs, probe_items, max_tokens=max_tokens, seed=seed)
     if len(lab_pairs) < batch_size:
@@ -445,9 +438,6 @@ def _step0_probe(adapter, probes, pairs, *, batch_size, batches, tau, decay_mask
     R is computed here by item index (one forward of all probe items) and replaces the probe's own,
     so the per-item arrays never depend on the probe's chunk order.
     """
-    from normscope import theory
-    from normscope.probes import probe_moments, summarize_probe
-
     t0 = time.perf_counter()
     z = _Tracker(adapter, probes.texts).z(adapter.parameters())
     r = z.norm(dim=1).cpu().numpy()

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from normscope.encoders.model_cards import TRAINING_VALUES
+
 __all__ = [
     "KNOWN_TRAINING",
     "DEFAULT_PROBE_BATCH",
@@ -57,8 +59,6 @@ KNOWN_TRAINING: dict[str, dict] = {
 
 def _from_model_card(name: str, hub_id: str) -> dict:
     """A :data:`KNOWN_TRAINING` entry from :data:`normscope.encoders.model_cards.TRAINING_VALUES` (one source for all)."""
-    from normscope.encoders.model_cards import TRAINING_VALUES
-
     card = TRAINING_VALUES[name]
     keys = ("optimizer", "lr", "weight_decay", "batch_size", "loss", "tau", "schedule", "gradient_clipping")
     return {"name": hub_id, "values": {k: (card[k], card["source"]) for k in keys if k in card}}

@@ -39,10 +39,13 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._io import write_json
+from normscope.engine.shards import check_out_dir, replace_dir
 from normscope.errors import InputError
 from normscope.inputs import JUNK_ZERO, Junk, zero_vector_rows
 from normscope.scoring import PARAM_NAMES, check_scorer, fold_documents, fold_queries, pair_dot, validate_param
 from normscope.retrieval.search import _check_ids, order_run
+from normscope.validate import write_failure
 
 __all__ = ["ANN_KINDS", "AnnParams", "FoldedAnnIndex", "build_ann_index", "check_index_out", "compare_with_exact",
            "recall_at_k", "time_exact"]
@@ -269,9 +272,6 @@ class FoldedAnnIndex:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from normscope._io import write_json
-        from normscope.engine.shards import replace_dir
-
         path = Path(path)
         check_index_out(path)
         tmp = path.parent / f".{path.name}.tmp-{time.time_ns()}"
@@ -287,7 +287,6 @@ class FoldedAnnIndex:
                         "params": asdict(self.params), "fingerprint": self.fingerprint}, tmp / "meta.json")
             replace_dir(tmp, path)
         except (OSError, RuntimeError) as exc:  # faiss reports a full disk as a RuntimeError naming errno's text
-            from normscope.validate import write_failure
 
             raise (write_failure(exc, shown or path, "-o/--out") or exc) from None
         finally:
@@ -330,8 +329,6 @@ def check_index_out(path: str | Path) -> Path:
     ------
     InputError
     """
-    from normscope.engine.shards import check_out_dir
-
     return check_out_dir(path, "meta.json", "a normscope index")
 
 

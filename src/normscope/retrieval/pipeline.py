@@ -14,8 +14,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from normscope import encoders  # load_encoder looked up when called (tests replace it)
+from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import DataError, InputError
 from normscope.data.beir import BeirDataset, SplitQueries, load_dataset_any
+from normscope.engine import check_engine, embed_texts
 from normscope.retrieval.calibration import N_BINS
 from normscope.retrieval.claims import retrieval_claims
 from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
@@ -27,6 +30,7 @@ from normscope.retrieval.result import RetrievalResult
 from normscope.scoring import NEUTRAL_PARAM, PARAM_NAMES, check_scorer, validate_param
 from normscope.retrieval.search import TIE_RULE, FoldedIndex, run_to_frame
 from normscope.retrieval.strata import quartiles, query_zipf, strata_study
+from normscope.table import require_raw_norms
 
 __all__ = ["run_retrieval", "N_FOLDS"]
 
@@ -175,8 +179,6 @@ def _check_params(params: Mapping[str, float] | None, scorers: Sequence[str]) ->
 
 
 def _embed(encoder, texts, ids, *, junk, what, batch_size, progress, engine="local", address=None, workers=None):
-    from normscope.engine import embed_texts
-
     return embed_texts(texts, ids, encoder=encoder, junk=junk, what=what, batch_size=batch_size, progress=progress,
                        engine=engine, address=address, workers=workers)
 
@@ -260,9 +262,6 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     ModelError
         Model cannot be loaded.
     """
-    from normscope.engine import check_engine  # imports Ray only when asked for
-    from normscope.table import require_raw_norms
-
     r = request
     dataset_dir, fit_split, split, relevance = r.dataset, r.fit_split, r.split, r.relevance
     ignore_identical_ids, max_docs, max_queries, k = r.ignore_identical_ids, r.max_docs, r.max_queries, r.k
@@ -295,10 +294,8 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
                       f"texts with copies, {dup_docs['judged_copies']} of their documents judged): {how}",
                       UserWarning, stacklevel=2)
     if encoder is None:
-        from normscope.encoders import DEFAULT_MODEL, load_encoder
-
         with ph("loading the model", model or DEFAULT_MODEL):
-            encoder = load_encoder(model or DEFAULT_MODEL, device=device, precision=precision)
+            encoder = encoders.load_encoder(model or DEFAULT_MODEL, device=device, precision=precision)
     with ph("embedding the corpus", f"{len(keep):,} documents"):
         dtab = _embed(encoder, [ds.doc_texts[i] for i in keep], [ds.doc_ids[i] for i in keep], junk=junk,
                       what="documents", batch_size=batch_size, progress=progress, engine=engine, address=address,

@@ -59,6 +59,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from normscope.errors import InputError
+from normscope.retrieval.calibration import aurc, auroc_bootstrap_ci
 
 __all__ = [
     "QppSpec",
@@ -470,8 +471,6 @@ def evaluate_qpp(
     """
     from scipy.stats import kendalltau, rankdata, spearmanr
     from sklearn.metrics import roc_auc_score
-
-    from normscope.retrieval.calibration import aurc, auroc_bootstrap_ci
 
     if top1_relevant is None and ndcg is None:
         raise InputError("give top1_relevant, ndcg or both")

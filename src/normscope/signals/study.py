@@ -20,19 +20,21 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from normscope.encoders import DEFAULT_MODEL
+from normscope.encoders import DEFAULT_MODEL, load_encoder
+from normscope.encoders.embed import embed_texts
 from normscope.errors import InputError
+from normscope.inputs import collapse_duplicates
+from normscope.lexicons.wordnet import SPECIFICITY_MEASURES
 from normscope.requests.correlate import CorrelateRequest
 from normscope.signals.items import ItemSet, default_item_set
 from normscope.signals.labels import CONTROLS, COVARIATE_LABEL, MIN_VALID, SIGNALS, covariate_label, model_name
 from normscope.signals.result import LENGTH_UNIT, CorrelateResult
+from normscope.table import require_raw_norms
 
 __all__ = ["SIGNALS", "CONTROLS", "MIN_VALID", "COVARIATE_LABEL", "run_correlate", "model_name"]
 
 
 def _check_args(signal, controls, extra_cols, n, measure, dataset, by, covariates, items, strata) -> list[str]:
-    from normscope.signals import SPECIFICITY_MEASURES
-
     if signal not in SIGNALS:
         raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS)}")
     controls = [c.strip() for c in controls if c and c.strip()]
@@ -94,8 +96,6 @@ def _user_item_set(items, ids, covariates, strata, by, extra_cols) -> ItemSet:
 
 def _duplicates(iset: ItemSet, keep: bool, notes: list[str]) -> tuple[ItemSet, dict]:
     """``iset`` with exact duplicates collapsed (unless ``keep``) and their report (:func:`normscope.inputs.collapse_duplicates`)."""
-    from normscope.inputs import collapse_duplicates
-
     keys = iset.texts if iset.strata is None else list(zip(iset.strata.tolist(), iset.texts))
     pos, info = collapse_duplicates(keys, iset.ids)
     info["kept"] = bool(keep)
@@ -120,7 +120,7 @@ def _duplicates(iset: ItemSet, keep: bool, notes: list[str]) -> tuple[ItemSet, d
 
 def _controls(controls, ctexts, table, subtlex, extras, notes) -> tuple[dict, np.ndarray, str]:
     """Control columns of the kept items and the length (tokens seen, or words) with its unit."""
-    from normscope import signals as sg
+    from normscope import signals as sg  # deferred: normscope.signals imports this module (an import cycle)
 
     freq = (lambda t: sg.subtlex_zipf(t, path=subtlex)) if subtlex is not None else sg.zipf_frequency
     if table.tokens is not None:
@@ -142,8 +142,8 @@ def _partial(cov, norm, ctrl, *, strata=None, by=None, n_boot, n_perm, seed, whe
     "notes": [...]}``; with ``strata`` the source is a further control (resampled and permuted
     within sources).
     """
-    from normscope.stats import partial_spearman
-    from normscope.stats_designs import stratified_partial_spearman
+    from normscope.stats import partial_spearman  # deferred: normscope.stats imports scipy, and this module loads at start-up
+    from normscope.stats_designs import stratified_partial_spearman  # deferred: normscope.stats_designs imports scipy, and this module loads at start-up
 
     ok = np.isfinite(cov) & np.isfinite(norm)
     used, dropped, notes = {}, [], []
@@ -185,7 +185,7 @@ def _partial(cov, norm, ctrl, *, strata=None, by=None, n_boot, n_perm, seed, whe
 
 
 def _norm_length(norm, length, cov, *, n_boot, seed) -> dict | None:
-    from normscope.stats import correlation
+    from normscope.stats import correlation  # deferred: normscope.stats imports scipy, and this module loads at start-up
 
     ok = np.isfinite(cov) & np.isfinite(norm) & np.isfinite(length)
     if ok.sum() < MIN_VALID or np.ptp(length[ok]) == 0:
@@ -195,7 +195,7 @@ def _norm_length(norm, length, cov, *, n_boot, seed) -> dict | None:
 
 
 def _stratum_rows(names, strata, cov, norm, length, ctrl, *, by, n_boot, n_perm, seed, notes, words) -> list[dict]:
-    from normscope.stats import correlation
+    from normscope.stats import correlation  # deferred: normscope.stats imports scipy, and this module loads at start-up
 
     rows = []
     for name in names:
@@ -287,10 +287,7 @@ def run_correlate(  # noqa: C901 -- over the complexity budget; split pending (i
         already normalised (:func:`normscope.table.require_raw_norms`), junk with ``junk="error"``.
     """
     from normscope import signals as sg  # the package's loaders, looked up when called
-    from normscope.encoders import load_encoder
-    from normscope.encoders.embed import embed_texts
-    from normscope.stats import correlation
-    from normscope.table import require_raw_norms
+    from normscope.stats import correlation  # deferred: normscope.stats imports scipy, and this module loads at start-up
 
     signal, n, controls, by, measure, dataset = (request.signal, request.n, request.controls, request.by,
                                                  request.measure, request.dataset)
@@ -306,7 +303,7 @@ def run_correlate(  # noqa: C901 -- over the complexity budget; split pending (i
         controls = [c for c in controls if c != "frequency"]
         notes.append("'frequency' removed from the controls of the frequency signal itself")
     if signal == "uncertainty" and dataset == "cifar10h":
-        from normscope.signals.cifar import run_cifar10h
+        from normscope.signals.cifar import run_cifar10h  # deferred: only the CIFAR-10H study needs it (keeps start-up light)
 
         return run_cifar10h(encoder=encoder, model=model, images=images, n=n, seed=seed, n_boot=n_boot,
                             n_perm=n_perm, batch_size=batch_size, device=device)

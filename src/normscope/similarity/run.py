@@ -16,14 +16,20 @@ import numpy as np
 import pandas as pd
 
 from normscope.data import dataset_path
-from normscope.encoders import DEFAULT_MODEL
+from normscope.encoders import DEFAULT_MODEL, load_encoder
+from normscope.encoders.embed import embed_texts
 from normscope.errors import InputError
+from normscope.inputs import collapse_duplicates
 from normscope.similarity.claims import similarity_claim
 from normscope.similarity.fit import fit_pair_param, pair_grid
 from normscope.similarity.formats import PairSet, read_pairs, read_sts, sts_train_split
 from normscope.requests.similarity import SimilarityRequest
 from normscope.similarity.result import SimilarityResult
 from normscope.similarity.scorers import PAIR_PARAM_NAMES, check_pair_scorer, pair_scores
+from normscope.similarity.whitening import fit_whitening, reference_vocabulary
+from normscope.stats import correlation
+from normscope.stats_designs import correlation_difference
+from normscope.table import require_raw_norms
 
 __all__ = ["run_similarity", "MIN_PAIRS"]
 
@@ -66,8 +72,6 @@ def _keys(s: PairSet) -> list[tuple[str, str]]:
 
 def _collapse(s: PairSet, keep: bool, notes: list[str], where: str) -> tuple[PairSet, dict]:
     """``s`` with exact duplicate pairs (same two texts in either order, same score) counted once, and the report."""
-    from normscope.inputs import collapse_duplicates
-
     keys = [(k, float(x)) for k, x in zip(_keys(s), s.score)]
     pos, info = collapse_duplicates(keys, s.ids)
     info["kept"] = bool(keep)
@@ -124,12 +128,6 @@ def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, pr
     model, device, precision, batch_size, junk = e.model or DEFAULT_MODEL, e.device, e.precision, e.batch_size, e.junk
     seed, n_boot = r.resampling.seed, r.resampling.n_boot
     keep_duplicates, whiten, whiten_vocab = r.keep_duplicates, list(dict.fromkeys(r.whiten)), r.whiten_vocab
-    from normscope.encoders import load_encoder
-    from normscope.encoders.embed import embed_texts
-    from normscope.stats import correlation
-    from normscope.stats_designs import correlation_difference
-    from normscope.table import require_raw_norms
-    from normscope.similarity.whitening import fit_whitening, reference_vocabulary
 
     names = ["cosine"] + [check_pair_scorer(s) for s in dict.fromkeys(scorers) if s != "cosine"]
     notes: list[str] = []
