@@ -273,35 +273,46 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     rng = np.random.default_rng(r.resampling.seed)
     sp = _load_splits(r, rng, ph)
     if encoder is None:
-        e = r.embedding
-        with ph("loading the model", e.model or DEFAULT_MODEL):
-            encoder = encoders.load_encoder(e.model or DEFAULT_MODEL, device=e.device, precision=e.precision)
+        encoder = _load_model(r, ph)
     sp, vec = _embed_splits(sp, encoder, r, ph, progress)
     folds = _cv_folds(sp, rng)
     fitted_on = sp.fit_name if sp.mode == "split" else f"{N_FOLDS}-fold cross-validation over '{r.split}' queries"
-    runs: dict[str, dict] = {}
-    results: dict[str, dict] = {}
-    for scorer in order:
-        runs[scorer], results[scorer] = _score(scorer, sp, vec, r, fixed=fixed, folds=folds, fitted_on=fitted_on,
-                                               ph=ph)
+    runs, results = {}, {}  # scorer -> its run of the evaluation queries; scorer -> its summary
+    for s in order:
+        runs[s], results[s] = _score(s, sp, vec, r, fixed=fixed, folds=folds, fitted_on=fitted_on, ph=ph)
     per = _evaluate(sp.ev, runs, results, order, r, ph)
+    res = RetrievalResult(**_run_fields(r, sp, vec, encoder, fitted_on), scorers={s: results[s] for s in order},
+                          **_query_studies(sp, vec, runs, per, order, folds, fitted_on, r, ph),
+                          doc_norm_range=[float(vec.doc_norms.min()), float(vec.doc_norms.max())],
+                          items=_items_frame(sp.ev, vec, runs, order), doc_titles=_titles(sp.ds, vec.doc_ids),
+                          timings=ph.timings)
+    res.claims = retrieval_claims(res.to_dict())
+    return res
+
+
+def _load_model(r: RetrievalRequest, ph: _Phases):
+    """The request's model (the default when none is named) at its device and precision."""
+    e = r.embedding
+    with ph("loading the model", e.model or DEFAULT_MODEL):
+        return encoders.load_encoder(e.model or DEFAULT_MODEL, device=e.device, precision=e.precision)
+
+
+def _query_studies(sp: _Splits, vec: _Vectors, runs: dict, per: dict, order: list[str], folds, fitted_on: str,
+                   r: RetrievalRequest, ph: _Phases) -> dict:
+    """The per-query studies of the evaluation queries, as result fields: strata, calibration, QPP and the
+    norm's incremental value, and the per-query table."""
     covariates, strata = _strata(sp.ev, vec, runs, per, order, r, ph)
     sig_ev, sig_fit, calibration, conf = _calibration(sp, vec, runs, folds, r, ph)
     y_ev = sig_ev["top1_relevant"].to_numpy()
     s_corpus, qpp_df, qpp, incremental = _qpp_study(sp.ev, vec, runs, per, y_ev, r, ph)
-    per_query = _per_query_table(sp.ev, sig_ev, covariates, s_corpus, qpp_df, per, conf, strata, order)
-    res = RetrievalResult(
-        **_run_fields(r, sp, vec, encoder, fitted_on), scorers={s: results[s] for s in order}, strata=strata,
-        calibration=calibration,
-        calibration_info=_calibration_info(fitted_on, n_boot=r.resampling.n_boot, y_ev=y_ev, sig_fit=sig_fit),
-        qpp=qpp, qpp_info=qpp_info(n_boot=r.resampling.n_boot, smv_cut=int(qpp_df.attrs.get("smv_cut", 0)), depth=r.k),
+    n_boot = r.resampling.n_boot
+    return dict(
+        strata=strata, calibration=calibration,
+        calibration_info=_calibration_info(fitted_on, n_boot=n_boot, y_ev=y_ev, sig_fit=sig_fit),
+        qpp=qpp, qpp_info=qpp_info(n_boot=n_boot, smv_cut=int(qpp_df.attrs.get("smv_cut", 0)), depth=r.k),
         calibration_incremental=incremental,
-        doc_norm_range=[float(vec.doc_norms.min()), float(vec.doc_norms.max())],
-        items=_items_frame(sp.ev, vec, runs, order), per_query=per_query, doc_titles=_titles(sp.ds, vec.doc_ids),
-        timings=ph.timings,
+        per_query=_per_query_table(sp.ev, sig_ev, covariates, s_corpus, qpp_df, per, conf, strata, order),
     )
-    res.claims = retrieval_claims(res.to_dict())
-    return res
 
 
 @dataclasses.dataclass
