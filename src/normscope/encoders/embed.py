@@ -13,13 +13,11 @@ from pathlib import Path
 import numpy as np
 
 from normscope._io import write_json, write_outputs
-from normscope.datasets import wordfreq_words
 from normscope.encoders import load_encoder
 from normscope.validate import check_paths, check_room
 from normscope.encoders.base import Encoder
 from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.encoders.cache import encode_cached
-from normscope.encoders.precision import norm_error_vs_fp32
 from normscope.errors import InputError
 from normscope.inputs import JUNK_ZERO, check_items, find_junk, read_items, zero_vector_rows
 from normscope.table import EmbeddingTable
@@ -137,6 +135,8 @@ def embed_texts(
             tokens = tokens[ok]
             n_truncated = int(np.sum(raw[ok] > tokens))
 
+    from normscope.encoders.precision import norm_error_vs_fp32  # deferred: not loaded by `import normscope` (start-up)
+
     error = norm_error_vs_fp32(encoder, kept_texts, vectors, sample=precision_sample, cache=cache)
     return EmbeddingTable(
         ids=[ids[i] for i in keep], texts=kept_texts, vectors=vectors, fingerprint=encoder.fingerprint,
@@ -212,6 +212,8 @@ def embed_input(
     if wordfreq_top and input is not None:
         raise InputError("give either INPUT or wordfreq:N, not both")
     if wordfreq_top > 0:
+        from normscope.datasets import wordfreq_words  # deferred: not loaded by `import normscope` (start-up)
+
         texts = wordfreq_words(wordfreq_top)
         ids = [str(i) for i in range(len(texts))]
         source = f"wordfreq:en:top{wordfreq_top}"
