@@ -141,10 +141,6 @@ class ProbeResult(StageResult):
         """The ``--json`` dict (:meth:`to_dict`)."""
         return self.to_dict()
 
-    def __post_init__(self) -> None:
-        for k in self.CORRELATIONS:
-            object.__setattr__(self, k, ProbeCorrelation.from_json(getattr(self, k)))
-
     def correlations(self) -> list[tuple[str, str, ProbeCorrelation]]:
         """``[(field, label, block)]`` of the correlations that were computed, in display order."""
         labels = self.labels()

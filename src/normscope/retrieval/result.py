@@ -147,5 +147,6 @@ class RetrievalResult(StageResult):
     timings: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.scorers = {k: ScorerEval.from_json(v) for k, v in (self.scorers or {}).items()}
-        self.calibration = {k: SignalCalibration.from_json(v) for k, v in (self.calibration or {}).items()}
+        super().__post_init__()
+        self.scorers = self.scorers or {}
+        self.calibration = self.calibration or {}

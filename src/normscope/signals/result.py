@@ -136,8 +136,3 @@ class CorrelateResult(StageResult):
     pair_format: str | None = summary_field("pair format", default=None)
     notes: list = summary_field("notes", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame, repr=False)
-
-    def __post_init__(self) -> None:
-        self.partial_spearman = PartialCorrelation.from_json(self.partial_spearman)
-        self.norm_length = NormLength.from_json(self.norm_length)
-        self.strata = None if self.strata is None else [Stratum.from_json(x) for x in self.strata]

@@ -95,4 +95,5 @@ class SimilarityResult(StageResult):
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame, repr=False)
 
     def __post_init__(self) -> None:
-        self.scorers = {k: PairScorerEval.from_json(v) for k, v in (self.scorers or {}).items()}
+        super().__post_init__()
+        self.scorers = self.scorers or {}
