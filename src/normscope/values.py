@@ -17,7 +17,8 @@ import typing
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-__all__ = ["Status", "Interval", "Record", "key", "typed", "field_hints", "Spread", "Correlation", "Junk"]
+__all__ = ["Status", "Interval", "Record", "key", "typed", "field_hints", "Spread", "Correlation", "Junk",
+           "Duplicates", "NormError"]
 
 
 class Status(str, enum.Enum):
@@ -260,3 +261,27 @@ class Junk(Record):
     count: int | None = None
     ids: list[str] | None = None
     reasons: dict[str, int] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Duplicates(Record):
+    """Exact duplicate items (:func:`normscope.inputs.collapse_duplicates`): ``count`` left out as copies, ``groups`` of
+    copies, the left-out ``ids`` and the ``kept_ids`` (at most 20 each); ``kept`` when copies were kept."""
+
+    count: int | None = None
+    groups: int | None = None
+    ids: list[str] | None = None
+    kept_ids: list[str] | None = None
+    kept: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class NormError(Record):
+    """Relative norm error of reduced-precision vectors against fp32 on a sample
+    (:func:`normscope.encoders.precision.norm_error_vs_fp32`): ``median``, ``max``, ``cosine_min``, ``n_sample``."""
+
+    median: float | None = None
+    max: float | None = None
+    cosine_min: float | None = None
+    n_sample: int | None = None
+    seed: int | None = None

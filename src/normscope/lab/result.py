@@ -19,6 +19,7 @@ from normscope.results import StageResult, summary_field
 from normscope.values import Interval, Record, Spread, key
 
 __all__ = ["LabResult", "TransformerLabResult", "DecisiveResult", "Agreement", "LabGate", "LabGroup", "Motion",
+           "TrainingLoss", "Step0Summary",
            "TrajectoryCheck", "StationarityCheck", "Stationarity", "PredictionStats", "PredictionCI", "NullStat",
            "PredictionNull", "SnapshotPrediction", "RunTrajectory", "DecisiveRun", "ScalingFit", "ScalingRun",
            "ScalingPrediction", "LambdaScaling", "GridRow", "SelectedSetting", "EncoderConfig", "DecisiveEncoder",
@@ -77,6 +78,24 @@ class Motion(Record):
     fraction_moved_toward_common_target_ci: Interval | None = None
     fraction_of_distance: Spread | None = None
     n_with_prediction: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingLoss(Record):
+    """The training loss averaged over the first and the last ``steps_averaged`` steps."""
+
+    first: float | None = None
+    last: float | None = None
+    steps_averaged: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Step0Summary(Record):
+    """The step-0 probe's summary (its own keys kept) with q/c, heat and drift over the probe items."""
+
+    q_over_c: Spread | None = None
+    heat: Spread | None = None
+    drift: Spread | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -382,7 +401,7 @@ class LabResult(StageResult):
     groups: list[LabGroup] | None = _f("per ambiguity group")
     gate: LabGate | None = _f("docs/theory.md 7A gate")
     sgd_formula_expected: bool | None = _f("SGD formula expected to hold")
-    caveats: list = summary_field("caveats", default_factory=list)
+    caveats: list[str] = summary_field("caveats", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     trajectories: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     timings: dict = dataclasses.field(default_factory=dict)
@@ -465,9 +484,9 @@ class TransformerLabResult(StageResult):
     device: str | None = _f("device")
     motion: Motion | None = _f("how the norms moved (details)")
     trajectory: TrajectoryCheck | None = _f("trajectory estimator (details)")
-    step0: dict | None = _f("step-0 probe (details)")
-    loss: dict | None = _f("training loss")
-    caveats: list = summary_field("caveats", default_factory=list)
+    step0: Step0Summary | None = _f("step-0 probe (details)")
+    loss: TrainingLoss | None = _f("training loss")
+    caveats: list[str] = summary_field("caveats", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     norms: np.ndarray | None = None
     record: Any = None
@@ -536,7 +555,7 @@ class DecisiveResult(StageResult):
     predictions: dict | None = _f("\u03bb-scaling exponents predicted before the scaled runs")
     scaling: dict[str, LambdaScaling] | None = _f("\u03bb-scaling slopes per optimizer")
     nodecay: NoDecay | None = _f("SGD without decay")
-    caveats: list = summary_field("caveats", default_factory=list)
+    caveats: list[str] = summary_field("caveats", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     timings: dict = dataclasses.field(default_factory=dict)
     directory: str | None = None

@@ -12,7 +12,7 @@ from normscope.values import Interval, Junk, Record, Spread
 
 __all__ = ["ProbeResult", "ProbeCorrelation", "CorrelationCI", "BalanceStats", "BalanceCI", "NullSummary", "BalanceNull",
            "BalanceP", "Balance", "KConvergence", "D2Check", "SecondOrder", "FiniteDifferences", "DecayFit",
-           "Reliability", "RelativeSE"]
+           "Reliability", "RelativeSE", "GradError"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,6 +184,16 @@ class RelativeSE(Record):
     drift: float | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class GradError(Record):
+    """The bf16 pair gradient against fp32 on batch ``batch``: relative error and cosine to the fp32 gradient."""
+
+    rel_error: float | None = None
+    cosine: float | None = None
+    batch: int | None = None
+    reference: str | None = None
+
+
 @dataclasses.dataclass
 class ProbeResult(StageResult):
     """Output of :func:`~normscope.probes.run_probe` (``normscope probe``).
@@ -264,7 +274,7 @@ class ProbeResult(StageResult):
     second_order: SecondOrder = summary_field("second-order radial term of D2", default=None)
     fd: FiniteDifferences | None = summary_field("finite differences for D2", default=None)
     precision: str = summary_field("precision of the pair-gradient passes (the rest is fp32/fp64)", default="fp32")
-    grad_error_vs_fp32: dict | None = summary_field("bf16 pair gradient vs fp32 (batch 0)", default=None)
+    grad_error_vs_fp32: GradError | None = summary_field("bf16 pair gradient vs fp32 (batch 0)", default=None)
     loss_mean: float = summary_field("mean InfoNCE loss of the probe batches", default=None)
     timings_s: dict[str, float] = summary_field("time", unit="s", default=None)
     caveats: list[str] = summary_field("caveats", default=None)

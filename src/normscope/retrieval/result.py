@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from normscope.results import StageResult, summary_field
-from normscope.values import Interval, Junk, Record, key
+from normscope.values import Interval, Junk, NormError, Record, key
 
 __all__ = ["RetrievalResult", "ScorerEval", "SignalCalibration", "SCORER_LABELS", "SIGNAL_LABELS", "SignalFit",
            "EceBins", "QueryCounts", "RetrievalJunk", "Significance", "StratumRow", "Strata", "CalibrationInfo",
@@ -309,7 +309,7 @@ class RetrievalResult(StageResult):
     junk: RetrievalJunk = summary_field("junk items left out")
     n_truncated: dict[str, int | None] = summary_field("items truncated by the model", unit="items")
     precision: str = summary_field("precision of the forward passes")
-    norm_rel_error_vs_fp32: dict | None = summary_field("relative norm error vs fp32 (sample of documents)")
+    norm_rel_error_vs_fp32: NormError | None = summary_field("relative norm error vs fp32 (sample of documents)")
     metrics: list[str] = summary_field("metrics")
     significance: Significance = summary_field("significance tests")
     scorers: dict[str, ScorerEval] = summary_field("scorers")
