@@ -230,11 +230,9 @@ def _examples(res) -> list:
              "yes" if int(t.top1_relevant) else "no"] for t in pick]
 
 
-def _retrieval_tables(res: RetrievalResult) -> list[Table]:
-    tables = [Table("Scorers on the evaluation queries (parameters fitted on other queries; \u0394 and p vs cosine on nDCG@10)",
-                    ["scorer", "parameter", "value", "fitted on"] + [SCORER_LABELS[k] for k in (
-                        "ndcg@10", "mrr@10", "recall@100", "delta", "delta_ci", "relative", "p_value",
-                        "p_value_randomization")], _scorer_rows(res))]
+def _strata_tables(res: RetrievalResult) -> list[Table]:
+    """One table per norm-aware scorer: its difference to cosine in each pre-specified stratum."""
+    tables = []
     st = res.strata or Strata()
     for scorer, rows in (st.scorers or {}).items():
         tables.append(Table(f"{scorer} vs cosine in the pre-specified strata ({st.correction}; CI over the stratum's queries)",
@@ -242,7 +240,15 @@ def _retrieval_tables(res: RetrievalResult) -> list[Table]:
                              "95% CI", "relative \u0394", "p (Holm)"],
                             [[r.stratifier, f"Q{r.quartile}", ci_text(r.range), r.n, r.baseline_mean, r.scorer_mean,
                               r.mean_delta, ci_text(r.mean_delta_ci), pct(r.relative), r.p_holm] for r in rows]))
-    return tables + [_excluded_table(res),
+    return tables
+
+
+def _retrieval_tables(res: RetrievalResult) -> list[Table]:
+    tables = [Table("Scorers on the evaluation queries (parameters fitted on other queries; \u0394 and p vs cosine on nDCG@10)",
+                    ["scorer", "parameter", "value", "fitted on"] + [SCORER_LABELS[k] for k in (
+                        "ndcg@10", "mrr@10", "recall@100", "delta", "delta_ci", "relative", "p_value",
+                        "p_value_randomization")], _scorer_rows(res))]
+    return tables + _strata_tables(res) + [_excluded_table(res),
                      Table("Lowest- and highest-norm queries (cosine top-1)",
                            ["query", "||q||", "top-1 document (title, id)", "top-1 relevant"], _examples(res))]
 
