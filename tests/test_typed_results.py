@@ -16,7 +16,7 @@ from rich.console import Console
 from normscope._io import to_jsonable
 from normscope.claims import ClaimRow
 from normscope.results import StageResult, summary_field
-from normscope.values import Interval, Junk, Record, Spread, key
+from normscope.values import Interval, JunkSummary, Record, Spread, key
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -35,7 +35,7 @@ class _Pair(Record):
 class _Result(StageResult):
     pair: _Pair | None = summary_field("pair", default=None)
     pairs: dict[str, _Pair] | None = summary_field("pairs", default=None)
-    junk: Junk | None = summary_field("junk", default=None)
+    junk: JunkSummary | None = summary_field("junk", default=None)
 
 
 def test_a_record_writes_back_the_json_it_read_in_its_key_order():

@@ -17,7 +17,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-__all__ = ["Status", "Interval", "Record", "key", "typed", "field_hints", "Spread", "Correlation", "Junk",
+__all__ = ["Status", "Interval", "Record", "key", "typed", "field_hints", "Spread", "Correlation", "JunkSummary",
            "Duplicates", "NormError"]
 
 
@@ -254,7 +254,7 @@ class Correlation(Record):
 
 
 @dataclasses.dataclass(frozen=True)
-class Junk(Record):
+class JunkSummary(Record):
     """Items left out as junk (:meth:`normscope.inputs.Junk.to_dict`): ``count``, their ``ids``, counts per
     reason."""
 

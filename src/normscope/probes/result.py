@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from normscope.results import StageResult, summary_field
-from normscope.values import Interval, Junk, Record, Spread
+from normscope.values import Interval, JunkSummary, Record, Spread
 
 __all__ = ["ProbeResult", "ProbeCorrelation", "CorrelationCI", "BalanceStats", "BalanceCI", "NullSummary", "BalanceNull",
            "BalanceP", "Balance", "KConvergence", "D2Check", "SecondOrder", "FiniteDifferences", "DecayFit",
@@ -228,7 +228,7 @@ class ProbeResult(StageResult):
     model: str = summary_field("model", default=None)
     fingerprint: dict | None = summary_field("model fingerprint", default=None)
     n_items: int = summary_field("probe items P", unit="items", default=None)
-    junk: Junk = summary_field("junk items left out", default=None)
+    junk: JunkSummary = summary_field("junk items left out", default=None)
     n_truncated: int | None = summary_field("items truncated at the model's max length", unit="items", default=None)
     max_seq_length: int | None = summary_field("model max length", unit="tokens", default=None)
     batches: int = summary_field("probe batches K", default=None)

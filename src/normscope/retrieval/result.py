@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from normscope.results import StageResult, summary_field
-from normscope.values import Interval, Junk, NormError, Record, key
+from normscope.values import Interval, JunkSummary, NormError, Record, key
 
 __all__ = ["RetrievalResult", "ScorerEval", "SignalCalibration", "SCORER_LABELS", "SIGNAL_LABELS", "SignalFit",
            "EceBins", "QueryCounts", "RetrievalJunk", "Significance", "StratumRow", "Strata", "CalibrationInfo",
@@ -126,8 +126,8 @@ class QueryCounts(Record):
 class RetrievalJunk(Record):
     """Junk left out of the corpus (``documents``) and of the queries (``queries``: with ``by_split`` counts)."""
 
-    documents: Junk | None = None
-    queries: Junk | None = None
+    documents: JunkSummary | None = None
+    queries: JunkSummary | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,7 +7,7 @@ import dataclasses
 import pandas as pd
 
 from normscope.results import StageResult, summary_field
-from normscope.values import Correlation, Duplicates, Interval, Junk, NormError, Record
+from normscope.values import Correlation, Duplicates, Interval, JunkSummary, NormError, Record
 
 __all__ = ["CorrelateResult", "PartialCorrelation", "NormLength", "Stratum", "LENGTH_UNIT"]
 
@@ -119,7 +119,7 @@ class CorrelateResult(StageResult):
     strata: list[Stratum] | None = summary_field("per-source correlations", default=None)
     norm_length: NormLength | None = summary_field("Spearman \u03c1(norm, length)", default=None)
     n_truncated: int | None = summary_field("items truncated at the model's maximum length", unit="items", default=None)
-    junk: Junk = summary_field("junk items left out", default_factory=dict)
+    junk: JunkSummary = summary_field("junk items left out", default_factory=dict)
     duplicates: Duplicates = summary_field("exact duplicate items", default_factory=dict)
     precision: str = summary_field("precision of the forward passes", default="fp32")
     norm_rel_error_vs_fp32: NormError | None = summary_field("relative norm error vs fp32 (sample)", default=None)

@@ -7,7 +7,7 @@ import dataclasses
 import pandas as pd
 
 from normscope.results import StageResult, summary_field
-from normscope.values import Duplicates, Interval, Junk, NormError, Record
+from normscope.values import Duplicates, Interval, JunkSummary, NormError, Record
 
 __all__ = ["SimilarityResult", "PairScorerEval", "PairFit"]
 
@@ -94,7 +94,7 @@ class SimilarityResult(StageResult):
     scorers: dict[str, PairScorerEval] = summary_field("scorers", default_factory=dict)
     n_texts: int = summary_field("distinct texts embedded", unit="texts", default=0)
     n_truncated: int | None = summary_field("texts truncated at the model's maximum length", unit="texts", default=None)
-    junk: Junk = summary_field("junk texts left out", default_factory=dict)
+    junk: JunkSummary = summary_field("junk texts left out", default_factory=dict)
     precision: str = summary_field("precision of the forward passes", default="fp32")
     norm_rel_error_vs_fp32: NormError | None = summary_field("relative norm error vs fp32 (sample)", default=None)
     n_pairs_junk: int = summary_field("pairs left out for a junk text", unit="pairs", default=0)

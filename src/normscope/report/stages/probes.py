@@ -18,7 +18,7 @@ from normscope.pairs import load_pairs
 from normscope.probes import ProbeCorrelation, ProbeResult, plot_heat_drift, plot_predicted_vs_observed, run_probe
 from normscope.probes.result import (Balance, BalanceCI, BalanceNull, BalanceP, BalanceStats, FiniteDifferences,
                                      KConvergence, SecondOrder)
-from normscope.values import Junk
+from normscope.values import JunkSummary
 from normscope.probes.claims import probe_claims
 from normscope.report.context import refuse_static
 from normscope.report.missing import data_unavailable
@@ -261,7 +261,7 @@ def _key_numbers(res: ProbeResult, key: str) -> list[KeyNumber]:
                   f"{res.batch_size} / {res.batches} / {res.tau}"),
         KeyNumber("lr,weight_decay", "\u03b7 / \u03bb used", f"{res.lr} / {res.weight_decay}"),
         KeyNumber("second_order.description", "D2 second-order term", f"{so.description or ''}{spot}"),
-        KeyNumber("junk.count", labels["junk"][0], (res.junk or Junk()).count, "items"),
+        KeyNumber("junk.count", labels["junk"][0], (res.junk or JunkSummary()).count, "items"),
     ]
 
 
