@@ -45,9 +45,9 @@ def load_stored_full() -> dict | None:
     """
     try:
         d = json.loads(Path(STORED_RESULT).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(d, dict) or DecisiveResult.from_dict(d).sizes != DESIGNS["full"].to_dict():
+        if DecisiveResult.from_dict(d).sizes != DESIGNS["full"].to_dict():
+            return None
+    except (OSError, ValueError, TypeError, AttributeError):  # absent, not JSON, or not a design result's layout
         return None
     return d
 
