@@ -279,3 +279,20 @@ def test_partial_with_constant_or_collinear_controls():
     res = partial_spearman(x, y, lens, n_boot=300, n_perm=100, seed=2)
     assert abs(res.rho - _ranks_residual_partial(x, y, lens)) < 1e-12
     assert np.isfinite(res.ci).all()
+
+
+@pytest.mark.parametrize("kind", ["continuous", "ties", "columns", "constant_block"])
+def test_resample_ranks_equal_scipy_rankdata_bit_for_bit(kind):
+    """The bootstrap's O(n) ranks (counts of the distinct values drawn) are scipy's average ranks, exactly."""
+    from scipy.stats import rankdata
+
+    from normscope.stats import resample_ranks
+
+    rng = np.random.default_rng(7)
+    v = {"continuous": rng.normal(size=301), "ties": rng.integers(0, 6, size=257).astype(float),
+         "columns": np.round(rng.normal(size=(199, 3)), 1), "constant_block": np.r_[np.zeros(50), rng.normal(size=9)]}[kind]
+    ii = rng.integers(0, v.shape[0], size=(40, v.shape[0]))
+    ii[0] = 0  # a resample of one value drawn n times: every rank (n + 1) / 2
+    got, want = resample_ranks(v, ii), rankdata(v[ii], axis=1)
+    assert got.shape == want.shape and got.dtype == np.float64
+    assert np.array_equal(got, want)

@@ -380,7 +380,7 @@ def permutation_direction(p_below: float | None, p_above: float | None, n_perm: 
         The statistic, for the sentence.
     alpha : float
     """
-    from normscope.stats import p_text
+    from normscope.stats import p_text  # deferred: normscope.stats imports scipy, and this module loads at start-up
 
     if not _finite(p_below) or not _finite(p_above):
         return "not tested", "no permutation test"

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from normscope.errors import InputError
+from normscope.errors import DataError, InputError
 
 __all__ = ["shared_data_dir", "data_root", "set_data_root", "data_root_given", "wordfreq_words", "wordfreq_spec"]
 
@@ -75,8 +75,6 @@ def shared_data_dir() -> Path | None:
     env = os.environ.get("NORMSCOPE_DATA")
     if env:
         if not Path(env).is_dir():
-            from normscope.errors import DataError
-
             raise DataError(f"$NORMSCOPE_DATA={env} is not a folder (misspelt or missing?): set it to a data folder "
                             "or unset it")
         return Path(env)

@@ -21,7 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope.data import data_path
 from normscope.errors import DataError, InputError
+from normscope.inputs import csv_records
+from normscope.lexicons.wordnet import load_wordnet
 
 __all__ = ["PairSource", "sample_pair_batches", "beir_pairs", "wordnet_pairs", "file_pairs", "load_pairs", "pair_source_path"]
 
@@ -108,7 +111,7 @@ def beir_pairs(path: str | Path, split: str = "train", *, min_score: int = 1) ->
         Missing files, malformed lines (see :func:`~normscope.data.beir.load_beir`), qrels
         ids absent from the queries or corpus, or no pair with ``score >= min_score``.
     """
-    from normscope.data.beir import load_beir
+    from normscope.data.beir import load_beir  # deferred: only BEIR pairs need it (keeps start-up light)
 
     path = Path(path)
     ds = load_beir(path, splits=[split])
@@ -133,8 +136,6 @@ def beir_pairs(path: str | Path, split: str = "train", *, min_score: int = 1) ->
 # ----------------------------------------------------------------------------- WordNet
 def _wordnet_reader():
     """WordNet 3.0 through :func:`normscope.lexicons.wordnet.load_wordnet` (the one place it is located)."""
-    from normscope.lexicons.wordnet import load_wordnet
-
     return load_wordnet()
 
 
@@ -227,8 +228,6 @@ def file_pairs(path: str | Path, *, delimiter: str | None = None, header: bool |
         rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
                 if any(c.strip() for c in r)]
     else:
-        from normscope.inputs import csv_records
-
         rows = [r for _, r in csv_records(text, path, delimiter=delimiter) if any(c.strip() for c in r)]
     if header is None:  # a header is recognised by its column names only (predictable, unlike sniffing)
         header = bool(rows) and len(rows[0]) >= 2 and all(c.strip().lower() in _HEADER_NAMES for c in rows[0][:2])
@@ -291,8 +290,6 @@ def load_pairs(spec: str) -> PairSource:
         pos = spec.split(":", 1)[1] if ":" in spec else "n"
         return wordnet_pairs(pos=None if pos == "all" else pos)
     if spec == "scifact" or spec.startswith("scifact:"):
-        from normscope.data import data_path
-
         split = spec.split(":", 1)[1] if ":" in spec else "train"
         return beir_pairs(data_path("scifact"), split)
     if spec.startswith("beir:"):

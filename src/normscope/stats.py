@@ -167,6 +167,43 @@ def _rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return r
 
 
+def resample_ranks(v: np.ndarray, ii: np.ndarray) -> np.ndarray:
+    """Average ranks of each resample of ``v``: equal to ``scipy.stats.rankdata(v[ii], axis=1)``, in O(m (n + G)).
+
+    A bootstrap resample draws its values from ``v``'s own, so its ranks follow from ``v``'s sorted
+    distinct values and how often each was drawn: with ``c_g`` draws of the g-th smallest distinct value and
+    ``C_g = c_1 + ... + c_g``, every draw of it has the average rank ``C_{g-1} + (c_g + 1) / 2``. One
+    ``bincount`` per block replaces a sort per row (the bootstrap CIs of Spearman rho and of partial
+    Spearman spent most of their time in ``argsort``). The values are integers and halves, exact in float64,
+    so the result equals ``rankdata``'s bit for bit.
+
+    Parameters
+    ----------
+    v : ndarray of shape (n,) or (n, k), float
+        Finite values (per column when 2-D).
+    ii : ndarray of shape (m, n2), int
+        Row-wise indices into ``v`` (bootstrap resamples; any n2).
+
+    Returns
+    -------
+    ndarray of shape (m, n2) or (m, n2, k), float64
+        Ranks within each row of ``v[ii]`` (ties averaged), per column for a 2-D ``v``.
+    """
+    v = np.asarray(v)
+    ii = np.asarray(ii)
+    if v.ndim == 2:
+        return np.stack([resample_ranks(v[:, j], ii) for j in range(v.shape[1])], axis=-1)
+    _, group = np.unique(v, return_inverse=True)  # dense rank of each value (0-based)
+    n_groups = int(group.max()) + 1 if group.size else 0
+    m = ii.shape[0]
+    g = group.ravel()[ii]  # (m, n2): group of each draw
+    counts = np.bincount((g + n_groups * np.arange(m)[:, None]).ravel(), minlength=m * n_groups)
+    counts = counts.reshape(m, n_groups).astype(np.float64)
+    before = np.cumsum(counts, axis=1) - counts  # draws of smaller values
+    avg = before + (counts + 1.0) / 2.0
+    return np.take_along_axis(avg, g, axis=1)
+
+
 def _pearson(a: np.ndarray, b: np.ndarray) -> float:
     return float(_rowwise_pearson(a[None, :], b[None, :])[0])
 
@@ -318,7 +355,7 @@ def correlation(
     for s, ii in _boot_chunks(rng, n, n_boot, n):
         xb, yb = x[ii], y[ii]
         boot_p[s : s + len(ii)] = _rowwise_pearson(xb, yb)
-        boot_s[s : s + len(ii)] = _rowwise_pearson(_sps.rankdata(xb, axis=1), _sps.rankdata(yb, axis=1))
+        boot_s[s : s + len(ii)] = _rowwise_pearson(resample_ranks(x, ii), resample_ranks(y, ii))
     pearson_ci = _interval(boot_p, ci) if n_boot else (float("nan"), float("nan"))
     spearman_ci = _interval(boot_s, ci) if n_boot else (float("nan"), float("nan"))
 
@@ -457,9 +494,9 @@ def partial_spearman(
 
     boot = np.empty(n_boot)
     for s, ii in _boot_chunks(rng, n, n_boot, n * (k + 3)):
-        bx = _sps.rankdata(x[ii], axis=1)
-        by = _sps.rankdata(y[ii], axis=1)
-        bz = _sps.rankdata(z[ii], axis=1)  # (m, n, k): rank within each resample, per column
+        bx = resample_ranks(x, ii)
+        by = resample_ranks(y, ii)
+        bz = resample_ranks(z, ii)  # (m, n, k): rank within each resample, per column
         qb = _design_q(bz)
         boot[s : s + len(ii)] = _rowwise_pearson(_residualise_rows(bx, qb), _residualise_rows(by, qb))
     ci_t = _interval(boot, ci) if n_boot else (float("nan"), float("nan"))

@@ -35,6 +35,7 @@ from normscope.stats import (
     _residualise_rows,
     _rowwise_pearson,
     _validate_pairs,
+    resample_ranks,
 )
 
 __all__ = ["stratified_partial_spearman", "DifferenceResult", "correlation_difference"]
@@ -150,10 +151,10 @@ def stratified_partial_spearman(
     boot = np.empty(n_boot)
     for s, ii in _within_strata(children[: len(members)], members, n, n_boot, n * (k + len(labels) + 3),
                                 bootstrap=True):
-        bz = np.concatenate([_sps.rankdata(z[ii], axis=1), onehot[ii]], axis=2)
+        bz = np.concatenate([resample_ranks(z, ii), onehot[ii]], axis=2)
         qb = _design_q(bz)
-        boot[s : s + len(ii)] = _rowwise_pearson(_residualise_rows(_sps.rankdata(x[ii], axis=1), qb),
-                                                 _residualise_rows(_sps.rankdata(y[ii], axis=1), qb))
+        boot[s : s + len(ii)] = _rowwise_pearson(_residualise_rows(resample_ranks(x, ii), qb),
+                                                 _residualise_rows(resample_ranks(y, ii), qb))
     null = np.empty(n_perm)
     for s, ii in _within_strata(children[len(members):], members, n, n_perm, n, bootstrap=False):
         null[s : s + len(ii)] = _rowwise_pearson(np.broadcast_to(ex, ii.shape), _residualise_rows(ey[ii], q))

@@ -80,7 +80,7 @@ def _inside(child: Path, parent: Path) -> bool:
     return c != p and p in c.parents
 
 
-def check_paths(outputs: Iterable[tuple[str, PathLike | None, str]] = (),  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+def check_paths(outputs: Iterable[tuple[str, PathLike | None, str]] = (),
                 inputs: Iterable[tuple[str, PathLike | None]] = ()) -> list[Path]:
     """One check of a command's paths, before any work: no output lands on an input, outputs are distinct.
 
@@ -136,13 +136,27 @@ def check_paths(outputs: Iterable[tuple[str, PathLike | None, str]] = (),  # noq
             continue
         outs.append((option, Path(path), kind))
     ins = [(option, Path(path)) for option, path in inputs if path is not None]
-    for option, path, kind in outs:  # 1. suffixes
+    _check_suffixes(outs)
+    _check_places(outs)
+    _check_distinct(outs)
+    _check_not_inputs(outs, ins)
+    return [p for _, p, _ in outs]
+
+
+def _check_suffixes(outs: list[tuple[str, Path, str]]) -> None:
+    """Step 1 of :func:`check_paths`: each output's suffix fits its kind."""
+    for option, path, kind in outs:
         suffixes = OUTPUT_KINDS[kind]
         if suffixes is not None and path.suffix.lower() not in suffixes:
             want = " or ".join(suffixes) if len(suffixes) < 3 else ", ".join(suffixes[:-1]) + " or " + suffixes[-1]
             raise InputError(f"{option} must be a {want} file ({_KIND_WHAT[kind]}), got '{path}'")
+
+
+def _check_places(outs: list[tuple[str, Path, str]]) -> None:
+    """Step 2 of :func:`check_paths`: each output's place can be written (a file in a directory this command
+    creates is checked through that directory)."""
     made = {_key(p) for _, p, k in outs if k in ("dir", "folder") and not p.exists()}
-    for option, path, kind in outs:  # 2. places
+    for option, path, kind in outs:
         if kind in ("dir", "folder"):
             parent = path.parent if str(path.parent) else Path(".")
             if path.exists() and not path.is_dir():
@@ -157,7 +171,11 @@ def check_paths(outputs: Iterable[tuple[str, PathLike | None, str]] = (),  # noq
             continue
         else:
             check_output_path(path, option)
-    for i, (option, path, kind) in enumerate(outs):  # 3. distinct outputs
+
+
+def _check_distinct(outs: list[tuple[str, Path, str]]) -> None:
+    """Step 3 of :func:`check_paths`: no two outputs name one file, and no output lies inside a replaced ``dir``."""
+    for i, (option, path, kind) in enumerate(outs):
         for option2, path2, kind2 in outs[:i]:
             if _same(path, path2):
                 raise InputError(f"{option2} and {option} name the same file: {path2}"
@@ -166,13 +184,16 @@ def check_paths(outputs: Iterable[tuple[str, PathLike | None, str]] = (),  # noq
                 raise InputError(f"{option} {path} lies inside {option2} {path2}, which is replaced as a whole")
             if kind == "dir" and _inside(path2, path):
                 raise InputError(f"{option2} {path2} lies inside {option} {path}, which is replaced as a whole")
-    for option, path, kind in outs:  # 4. inputs
+
+
+def _check_not_inputs(outs: list[tuple[str, Path, str]], ins: list[tuple[str, Path]]) -> None:
+    """Step 4 of :func:`check_paths`: no output is an input, and no input lies inside a replaced ``dir``."""
+    for option, path, kind in outs:
         for option_in, src in ins:
             if _same(path, src):
                 raise InputError(f"{option} {path} is also the input {option_in}: an output never replaces an input")
             if kind == "dir" and _inside(src, path):
                 raise InputError(f"{option} {path} holds the input {option_in} ({src}) and would be replaced as a whole")
-    return [p for _, p, _ in outs]
 
 
 def check_output_path(path: str | Path, option: str = "output") -> Path:

@@ -29,6 +29,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from normscope.data import data_path
 from normscope.errors import DataError, InputError
 from normscope.inputs import join_title, read_text, split_lines
 
@@ -192,7 +193,7 @@ _QRELS_HEADER = {"query-id", "query_id", "qid", "query", "corpus-id", "corpus_id
                  "score", "rel", "relevance", "label", "grade", "iteration", "iter", "q0"}
 
 
-def load_qrels(path: str | Path, *, grade_scale: int = 1, trec: bool = False) -> dict[str, dict[str, int]]:  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+def load_qrels(path: str | Path, *, grade_scale: int = 1, trec: bool = False) -> dict[str, dict[str, int]]:
     """Read a BEIR qrels TSV (``query-id, corpus-id, score``, optional header; CRLF, BOM, ``.gz`` ok).
 
     Four-column TREC qrels (``qid iteration docid rel``, whitespace separated) are also read.
@@ -222,7 +223,6 @@ def load_qrels(path: str | Path, *, grade_scale: int = 1, trec: bool = False) ->
         or the same (qid, docid) judged twice with different scores. Identical repeated rows are merged
         with a :class:`BeirDataWarning`.
     """
-    import math
     from fractions import Fraction
 
     path = Path(path)
@@ -236,25 +236,10 @@ def load_qrels(path: str | Path, *, grade_scale: int = 1, trec: bool = False) ->
     want = "4 whitespace-separated fields (qid iteration docid rel)" if trec else \
         "3 tab-separated fields (query-id, corpus-id, score)"
     for lineno, line in enumerate(split_lines(read_text(path, error=DataError)), start=1):
-        if not line.strip():
+        row = _qrels_row(line, lineno, path, trec=trec, want=want)
+        if row is None:
             continue
-        if line.lstrip().startswith("#"):
-            raise DataError(f"{path}:{lineno}: a comment line ('#'); qrels files have no comments (trec_eval rejects "
-                            "them too): remove the line")
-        parts = line.split() if trec else (line.split("\t") if "\t" in line else line.split())
-        if len(parts) == 4:
-            parts = [parts[0], parts[2], parts[3]]
-        elif trec or len(parts) != 3:
-            raise DataError(f"{path}:{lineno}: expected {want}, got {len(parts)}")
-        q, d, s = (p.strip() for p in parts)
-        try:
-            value = float(s)
-        except ValueError:
-            if lineno == 1 and s.lower() in _QRELS_HEADER and q.lower() in _QRELS_HEADER:  # a header row
-                continue
-            raise DataError(f"{path}:{lineno}: score '{s}' is not a number") from None
-        if not math.isfinite(value):
-            raise DataError(f"{path}:{lineno}: score '{s}' is not a finite number")
+        q, d, s = row
         scaled = Fraction(s) * grade_scale  # exact: "0.1" is 1/10, not the float nearest it
         if scaled.denominator != 1:
             fractional.append((lineno, s))
@@ -267,19 +252,56 @@ def load_qrels(path: str | Path, *, grade_scale: int = 1, trec: bool = False) ->
             repeats += 1
         qrels[q][d] = rel
     if fractional:
-        ln, s = fractional[0]
-        lcm = 1
-        for _, t in fractional:
-            den = Fraction(t).limit_denominator(10**6).denominator
-            lcm = lcm * den // math.gcd(lcm, den)
-        scale = grade_scale * lcm
-        raise DataError(f"{path}:{ln}: grade '{s}' is not an integer{f' times {grade_scale}' if grade_scale > 1 else ''} "
-                        f"({len(fractional)} such line(s)); trec_eval and pytrec_eval read integer grades and truncating "
-                        f"would change them: read every grade times {scale} with --grade-scale {scale} (nDCG is unchanged "
-                        "by a common scale)")
+        raise _fractional_grades(path, fractional, grade_scale)
     if repeats:
         warnings.warn(f"{path}: {repeats} repeated identical judgement row(s) merged", BeirDataWarning, stacklevel=2)
     return qrels
+
+
+def _qrels_row(line: str, lineno: int, path: Path, *, trec: bool, want: str) -> tuple[str, str, str] | None:
+    """(query id, document id, grade as written) of one qrels line; None for a blank line or the header row;
+    :class:`DataError` naming the line for a comment, a wrong field count or a grade that is not a finite
+    number."""
+    import math
+
+    if not line.strip():
+        return None
+    if line.lstrip().startswith("#"):
+        raise DataError(f"{path}:{lineno}: a comment line ('#'); qrels files have no comments (trec_eval rejects "
+                        "them too): remove the line")
+    parts = line.split() if trec else (line.split("\t") if "\t" in line else line.split())
+    if len(parts) == 4:
+        parts = [parts[0], parts[2], parts[3]]
+    elif trec or len(parts) != 3:
+        raise DataError(f"{path}:{lineno}: expected {want}, got {len(parts)}")
+    q, d, s = (p.strip() for p in parts)
+    try:
+        value = float(s)
+    except ValueError:
+        if lineno == 1 and s.lower() in _QRELS_HEADER and q.lower() in _QRELS_HEADER:  # a header row
+            return None
+        raise DataError(f"{path}:{lineno}: score '{s}' is not a number") from None
+    if not math.isfinite(value):
+        raise DataError(f"{path}:{lineno}: score '{s}' is not a finite number")
+    return q, d, s
+
+
+def _fractional_grades(path: Path, fractional: list[tuple[int, str]], grade_scale: int) -> DataError:
+    """The error for grades that are not integers times ``grade_scale``: the first line, their count and
+    the smallest ``--grade-scale`` that makes every grade an integer."""
+    import math
+    from fractions import Fraction
+
+    ln, s = fractional[0]
+    lcm = 1
+    for _, t in fractional:
+        den = Fraction(t).limit_denominator(10**6).denominator
+        lcm = lcm * den // math.gcd(lcm, den)
+    scale = grade_scale * lcm
+    return DataError(f"{path}:{ln}: grade '{s}' is not an integer{f' times {grade_scale}' if grade_scale > 1 else ''} "
+                     f"({len(fractional)} such line(s)); trec_eval and pytrec_eval read integer grades and truncating "
+                     f"would change them: read every grade times {scale} with --grade-scale {scale} (nDCG is unchanged "
+                     "by a common scale)")
 
 
 def _build(name: str, docs: Iterable[tuple[str, dict]], queries: Iterable[tuple[str, dict]], qrels: dict) -> BeirDataset:
@@ -424,8 +446,6 @@ def load_dataset_any(spec: str | Path, *, splits: Iterable[str] | None = None, g
     if s.startswith("hf:"):
         return load_beir_hub(s, splits=tuple(splits) if splits is not None else ("train", "dev", "test"))
     if s in ("scifact", "nfcorpus") and not Path(s).exists():
-        from normscope.data import data_path
-
         s = str(data_path(s))  # a data folder's copy, else fetched (normscope data fetch NAME)
     if not Path(s).exists():
         raise InputError(f"dataset not found: {s} (a BEIR directory, scifact or nfcorpus, or hf:BeIR/<name> for the hub)")

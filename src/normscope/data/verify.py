@@ -17,8 +17,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from normscope._io import write_json
 from normscope.data.registry import Dataset
-from normscope.errors import DataError
+from normscope.encoders.bundled import cache_dir
+from normscope.errors import DataError, OutputError
+from normscope.inputs import read_text, split_lines
 
 __all__ = ["verify", "sha256_file", "check_hashes", "verify_copy", "VERIFIED_FILE"]
 
@@ -41,8 +44,6 @@ def _first(folder: Path, *names: str) -> Path:
 
 def _lines(path: Path) -> list[str]:
     """Text lines of a (possibly gzipped) UTF-8 file, CRLF tolerated, no trailing empty line."""
-    from normscope.inputs import read_text, split_lines
-
     return split_lines(read_text(path, error=DataError))
 
 
@@ -256,8 +257,6 @@ def _signature(folder: Path) -> dict[str, list[int]]:
 
 
 def _record_path() -> Path | None:
-    from normscope.encoders.bundled import cache_dir
-
     try:
         return cache_dir(create=False) / VERIFIED_FILE
     except OSError:
@@ -297,8 +296,6 @@ def verify_copy(ds: Dataset, folder: Path, where: str) -> dict:
         A pinned file differs or a content fact fails (one line naming the copy, the file and both
         values, and ``normscope --no-verify`` to accept the copy as it is).
     """
-    from normscope._io import write_json
-
     folder = Path(folder)
     key = str(folder.resolve())
     sig = _signature(folder)
@@ -328,6 +325,4 @@ def verify_copy(ds: Dataset, folder: Path, where: str) -> dict:
 
 
 def _output_errors() -> tuple[type[Exception], ...]:
-    from normscope.errors import OutputError
-
     return (OutputError,)

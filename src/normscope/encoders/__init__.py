@@ -24,6 +24,8 @@ from normscope.encoders.base import Encoder, TorchEncoder
 from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.encoders.cache import encode_cached
 from normscope.errors import InputError
+from normscope.table import PRECISIONS
+from normscope.validate import check_choice
 
 __all__ = ["model_slug", "Encoder", "TorchEncoder", "DEFAULT_MODEL", "BACKENDS", "load_encoder", "resolve_backend", "encode_cached"]
 
@@ -147,13 +149,10 @@ def load_encoder(
         Unknown backend, pooling or precision, pooling given to a backend that fixes its own,
         bad precomputed file, ``bf16`` for precomputed or static vectors or on a device without it.
     """
-    from normscope.table import PRECISIONS
-    from normscope.validate import check_choice
-
     check_choice("precision", precision, PRECISIONS)
     backend, bare = resolve_backend(name, backend, pooling)
     if backend == "precomputed":
-        from normscope.encoders.precomputed import PrecomputedEncoder
+        from normscope.encoders.precomputed import PrecomputedEncoder  # deferred: a back-end's module loads when its model is asked for (keeps `import normscope` light)
 
         return PrecomputedEncoder(bare).at_precision(precision)
     if backend == "static":
@@ -165,7 +164,7 @@ def load_encoder(
     if backend == "huggingface" and pooling is None:
         pooling = "mean"
     if backend != "open_clip":
-        from normscope.encoders._hub import check_name
+        from normscope.encoders._hub import check_name  # deferred: keeps `import normscope` light (the hub module loads with a model)
 
         check_name(bare)  # a missing local path fails here, before torch and the backend are imported
     if fresh:
@@ -178,7 +177,7 @@ def load_encoder(
 @functools.lru_cache(maxsize=2)
 def _glove_memo(name: str) -> Encoder:
     """One :class:`~normscope.encoders.glove.GloveEncoder` per process (the vocabulary dict takes ~1 s to build)."""
-    from normscope.encoders.glove import GloveEncoder
+    from normscope.encoders.glove import GloveEncoder  # deferred: a back-end's module loads when its model is asked for (keeps `import normscope` light)
 
     return GloveEncoder(name)
 
@@ -188,7 +187,7 @@ def _weights_stamp(name: str) -> tuple:
     p = Path(name)
     if not p.is_dir():
         return ()
-    from normscope.encoders.sentence_transformers import config_files, weight_files
+    from normscope.encoders.sentence_transformers import config_files, weight_files  # deferred: a back-end's module loads when its model is asked for (keeps `import normscope` light)
 
     stamp = []
     for f in [*weight_files(p), *config_files(p)]:
@@ -222,18 +221,18 @@ def _build(backend: str, name: str, pooling: str | None, device: str, trust_remo
     """Load an encoder; ``stamp`` is unused here and only keys :data:`_build_memo`."""
     check_device(device)
     if backend == "sentence-transformers":
-        from normscope.encoders.sentence_transformers import SentenceTransformerEncoder
+        from normscope.encoders.sentence_transformers import SentenceTransformerEncoder  # deferred: a back-end's module loads when its model is asked for (keeps `import normscope` light)
 
         return SentenceTransformerEncoder(name, device=device, trust_remote_code=trust_remote_code)
     if backend == "huggingface":
-        from normscope.encoders.huggingface import HuggingFaceEncoder
+        from normscope.encoders.huggingface import HuggingFaceEncoder  # deferred: a back-end's module loads when its model is asked for (keeps `import normscope` light)
 
         return HuggingFaceEncoder(name, pooling=pooling or "mean", device=device, trust_remote_code=trust_remote_code)
     if backend == "hf-clip":
-        from normscope.encoders.hf_clip import HFClipEncoder
+        from normscope.encoders.hf_clip import HFClipEncoder  # deferred: imports torch and transformers
 
         return HFClipEncoder(name, device=device)
-    from normscope.encoders.open_clip import OpenClipEncoder
+    from normscope.encoders.open_clip import OpenClipEncoder  # deferred: a back-end's module loads when its model is asked for (keeps `import normscope` light)
 
     return OpenClipEncoder(name, device=device)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from normscope._progress import progress_bar
 from normscope.errors import InputError
 from normscope.table import PRECISIONS, ModelFingerprint
 from normscope.validate import check_choice
@@ -239,8 +240,6 @@ class TorchEncoder(Encoder):
             Maps a list of inputs to the features :meth:`forward` takes.
         """
         import torch
-
-        from normscope._progress import progress_bar
 
         n = len(inputs)
         out = np.empty((n, self.dim), dtype=np.float32)

@@ -373,7 +373,7 @@ def _convert_onnx(bundle: BundledModel, onnx_path: Path, tmp: Path, target: Path
     """Rebuild the ONNX export as a sentence-transformers folder in ``tmp``, verify it, rename it to ``target``."""
     import json
 
-    from normscope.encoders.onnx_bert import verify_folder, write_st_folder
+    from normscope.encoders.onnx_bert import verify_folder, write_st_folder  # deferred: only the one-time conversion needs it (keeps `import normscope` light)
 
     info = write_st_folder(onnx_path, tmp, bundled_model_path(DEFAULT_MODEL))
     info["verification"] = verify_folder(tmp, onnx_path)

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from normscope._progress import progress_bar
+from normscope.encoders import bundled
 from normscope.encoders.bundled import cache_dir
 from normscope.errors import InputError
 from normscope.validate import write_failure
@@ -205,7 +206,6 @@ class _Store:
         try:
             self.root = model_cache_dir(fingerprint)
         except OSError as exc:  # the cache root itself cannot be created
-            from normscope.encoders import bundled
 
             self.root = bundled.cache_dir(create=False) / "embeddings" / fingerprint.key
             self._read_only(exc, "is not writable")
@@ -303,7 +303,7 @@ class _Store:
         self.seen.add(final.name)
 
 
-def encode_cached(  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+def encode_cached(
     encoder: Encoder,
     texts: Sequence[str],
     *,
@@ -362,54 +362,71 @@ def encode_cached(  # noqa: C901 -- over the complexity budget; split pending (i
         rows_of.setdefault(k, []).append(i)
     store = _Store(encoder.fingerprint, dim, set(rows_of)) if cache else None
     found = store.index if store is not None else {}
-    todo = [k for k in rows_of if k not in found]
-    # longest first, stable for determinism; the batches are slices of this order, so runs over the same
-    # texts form the same batches. By tokens the model sees (then characters) where the encoder has a
-    # tokenizer: each batch pads to a tight length (2,000 SciFact titles in batches of 64: 48,560 padded
-    # tokens against 65,744 by characters alone); else by characters, like SentenceTransformer.encode.
-    todo.sort(key=lambda k: -len(texts[rows_of[k][0]]))
-    if todo and getattr(encoder, "hf_tokenizer", None) is not None:
-        seen = encoder.token_counts([texts[rows_of[k][0]] for k in todo])[0]
-        todo = [todo[j] for j in np.argsort(-seen, kind="stable")]
+    todo = _longest_first(encoder, texts, rows_of, [k for k in rows_of if k not in found])
     batches = [todo[s : s + batch_size] for s in range(0, len(todo), batch_size)]
 
     def run_batch(batch: list[bytes]) -> None:
-        missing = [k for k in batch if k not in found]
-        if missing:
-            first_rows = [rows_of[k][0] for k in missing]
-            vecs = np.asarray(encoder.encode([texts[i] for i in first_rows], batch_size=len(missing)), dtype=np.float32)
-            if vecs.shape != (len(missing), dim):
-                raise RuntimeError(f"encoder returned shape {vecs.shape}, expected {(len(missing), dim)}")
-            if store is not None:
-                store.write(missing, vecs)
-            found.update(zip(missing, vecs))
+        _encode_batch(encoder, texts, rows_of, batch, found=found, store=store, dim=dim)
 
     n_cached = n - sum(len(rows_of[k]) for k in todo)
-    deferred = []
     with progress_bar(progress and len(batches) > 1, len(batches), note=f"({n_cached} cached)" if n_cached else "") as advance:
-        for batch in batches:
-            if store is None:
-                run_batch(batch)
-                advance()
-                continue
-            store.refresh()
-            if all(k in found for k in batch):
-                advance()
-                continue
-            with store.claim(batch, wait=False) as mine:
-                if mine:
-                    store.refresh(force=True)  # the batch may have been finished by the run that held it
-                    run_batch(batch)
-                    advance()
-                else:
-                    deferred.append(batch)
-        for batch in deferred:  # held by a concurrent run: wait for it, then read (or compute if it died)
-            with store.claim(batch, wait=True):
-                store.refresh(force=True)
-                run_batch(batch)
-            advance()
+        _run_batches(batches, run_batch, store, found, advance)
     if store is not None:
         store.report_damage()
     for k, rows in rows_of.items():
         out[rows] = found[k]
     return out
+
+
+def _longest_first(encoder: Encoder, texts: list[str], rows_of: dict[bytes, list[int]], todo: list[bytes]) -> list[bytes]:
+    """The keys to encode, longest text first (stable, for determinism; the batches are slices of this order,
+    so runs over the same texts form the same batches). By tokens the model sees (then characters) where the
+    encoder has a tokenizer: each batch pads to a tight length (2,000 SciFact titles in batches of 64: 48,560
+    padded tokens against 65,744 by characters alone); else by characters, like SentenceTransformer.encode."""
+    todo.sort(key=lambda k: -len(texts[rows_of[k][0]]))
+    if todo and getattr(encoder, "hf_tokenizer", None) is not None:
+        seen = encoder.token_counts([texts[rows_of[k][0]] for k in todo])[0]
+        todo = [todo[j] for j in np.argsort(-seen, kind="stable")]
+    return todo
+
+
+def _encode_batch(encoder: Encoder, texts: list[str], rows_of: dict[bytes, list[int]], batch: list[bytes], *,
+                  found: dict, store, dim: int) -> None:
+    """Encode the keys of ``batch`` not yet in ``found`` (one encoder call), write them as one shard and add
+    them to ``found``."""
+    missing = [k for k in batch if k not in found]
+    if missing:
+        first_rows = [rows_of[k][0] for k in missing]
+        vecs = np.asarray(encoder.encode([texts[i] for i in first_rows], batch_size=len(missing)), dtype=np.float32)
+        if vecs.shape != (len(missing), dim):
+            raise RuntimeError(f"encoder returned shape {vecs.shape}, expected {(len(missing), dim)}")
+        if store is not None:
+            store.write(missing, vecs)
+        found.update(zip(missing, vecs))
+
+
+def _run_batches(batches: list[list[bytes]], run_batch, store, found: dict, advance) -> None:
+    """Each batch in turn: shards written meanwhile by a concurrent run are read first, a batch whose lock a
+    concurrent run holds is left to it and done last (waiting for its lock, then read or computed)."""
+    deferred = []
+    for batch in batches:
+        if store is None:
+            run_batch(batch)
+            advance()
+            continue
+        store.refresh()
+        if all(k in found for k in batch):
+            advance()
+            continue
+        with store.claim(batch, wait=False) as mine:
+            if mine:
+                store.refresh(force=True)  # the batch may have been finished by the run that held it
+                run_batch(batch)
+                advance()
+            else:
+                deferred.append(batch)
+    for batch in deferred:  # held by a concurrent run: wait for it, then read (or compute if it died)
+        with store.claim(batch, wait=True):
+            store.refresh(force=True)
+            run_batch(batch)
+        advance()

@@ -13,11 +13,13 @@ from pathlib import Path
 import numpy as np
 
 from normscope._io import write_json, write_outputs
+from normscope.encoders import load_encoder
 from normscope.validate import check_paths, check_room
 from normscope.encoders.base import Encoder
 from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.encoders.cache import encode_cached
 from normscope.errors import InputError
+from normscope.inputs import JUNK_ZERO, check_items, find_junk, read_items, zero_vector_rows
 from normscope.table import EmbeddingTable
 
 __all__ = ["embed_texts", "embed_input", "PRECOMPUTED_SUFFIXES"]
@@ -98,9 +100,6 @@ def embed_texts(
         ``texts`` a single string or holding None; ``ids`` of another length; junk items with
         ``junk='error'``; every item junk; ``batch_size < 1``.
     """
-    from normscope.encoders import load_encoder
-    from normscope.inputs import JUNK_ZERO, check_items, find_junk, zero_vector_rows
-
     if junk not in ("drop", "error"):
         raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
     texts = check_items(texts)
@@ -135,7 +134,8 @@ def embed_texts(
         if tokens is not None:
             tokens = tokens[ok]
             n_truncated = int(np.sum(raw[ok] > tokens))
-    from normscope.encoders.precision import norm_error_vs_fp32
+
+    from normscope.encoders.precision import norm_error_vs_fp32  # deferred: not loaded by `import normscope` (start-up)
 
     error = norm_error_vs_fp32(encoder, kept_texts, vectors, sample=precision_sample, cache=cache)
     return EmbeddingTable(
@@ -206,16 +206,13 @@ def embed_input(
     ModelError
         Unknown or unreachable model.
     """
-    from normscope.encoders import load_encoder
-    from normscope.inputs import read_items
-
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")], inputs=[("INPUT", input)])
     if batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {batch_size}")
     if wordfreq_top and input is not None:
         raise InputError("give either INPUT or wordfreq:N, not both")
     if wordfreq_top > 0:
-        from normscope.datasets import wordfreq_words
+        from normscope.datasets import wordfreq_words  # deferred: not loaded by `import normscope` (start-up)
 
         texts = wordfreq_words(wordfreq_top)
         ids = [str(i) for i in range(len(texts))]
@@ -225,7 +222,7 @@ def embed_input(
     else:
         source = str(input)
         if Path(input).suffix.lower() in PRECOMPUTED_SUFFIXES and Path(input).is_file():
-            from normscope.encoders.precomputed import load_precomputed
+            from normscope.encoders.precomputed import load_precomputed  # deferred: a back-end's module loads when its input is given (keeps `import normscope` light)
 
             if precision != "fp32":
                 raise InputError(f"--precision {precision} applies to models; {input} holds precomputed vectors "
@@ -234,10 +231,10 @@ def embed_input(
             return _finish(table, source, False, out, json_path)
         if Path(input).suffix.lower() in PRECOMPUTED_SUFFIXES:
             raise InputError(f"input does not exist: {input}")
-        from normscope.encoders.images import embed_image_folder, is_image_folder
+        from normscope.encoders.images import embed_image_folder, is_image_folder  # deferred: a back-end's module loads when its input is given (keeps `import normscope` light)
 
         if is_image_folder(input):  # a directory that is not a BEIR dataset: its PNG/JPEG images
-            from normscope.encoders.images import list_images
+            from normscope.encoders.images import list_images  # deferred: a back-end's module loads when its input is given (keeps `import normscope` light)
 
             list_images(Path(input), hint=" (and no corpus.jsonl[.gz]: not a BEIR dataset either)")  # before the model
             encoder = load_encoder(model, backend=backend, pooling=pooling, device=device, trust_remote_code=trust_remote_code,

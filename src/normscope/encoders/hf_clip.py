@@ -28,9 +28,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from normscope._progress import progress_bar
 from normscope.encoders._hub import resolve
 from normscope.encoders.base import TorchEncoder
 from normscope.encoders.images import load_image
+from normscope.encoders.sentence_transformers import _quiet_transformers, _weights_hash, config_hash
 from normscope.errors import ModelError
 from normscope.table import ModelFingerprint
 
@@ -133,8 +135,6 @@ class HFClipEncoder(TorchEncoder):
     def __init__(self, name: str, *, device: str = "cpu"):
         from transformers import AutoConfig, AutoTokenizer, CLIPModel
 
-        from normscope.encoders.sentence_transformers import _quiet_transformers, _weights_hash
-
         _quiet_transformers()
         source = str(name).removeprefix("hf-clip:")
 
@@ -165,7 +165,6 @@ class HFClipEncoder(TorchEncoder):
         self.max_seq_length = min(int(x) for x in limits if isinstance(x, int) and 0 < x < 1_000_000)
         revision = _weights_hash(source) if Path(source).is_dir() else str(getattr(clip.config, "_commit_hash", None) or "hub")
         tp, vp = clip.text_projection.weight, clip.visual_projection.weight  # (out, in)
-        from normscope.encoders.sentence_transformers import config_hash
 
         common = {"name": f"hf-clip:{source}", "revision": revision, "dropped_modules": ("normalize",), "backend": "hf-clip",
                   "config": config_hash(source if Path(source).is_dir() else None, self.max_seq_length)}
@@ -238,7 +237,6 @@ class HFClipEncoder(TorchEncoder):
         """
         items = list(images)
         out = np.empty((len(items), self.dim), dtype=np.float32)
-        from normscope._progress import progress_bar
 
         n_batches = -(-len(items) // batch_size)
         with torch.inference_mode(), self.autocast(), progress_bar(progress and n_batches > 1, n_batches) as advance:

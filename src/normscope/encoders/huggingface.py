@@ -23,6 +23,7 @@ from normscope.encoders._hub import resolve
 from normscope._progress import progress_bar
 from normscope.encoders.base import TorchEncoder
 from normscope.encoders.bundled import bundled_model_path, is_bundled_name
+from normscope.encoders.sentence_transformers import _quiet_transformers, _weights_hash, config_hash
 from normscope.errors import InputError
 from normscope.table import ModelFingerprint
 
@@ -32,8 +33,6 @@ POOLINGS = ("mean", "cls")
 
 
 def _weights_revision(path: Path) -> str:
-    from normscope.encoders.sentence_transformers import _weights_hash
-
     return _weights_hash(str(path))
 
 
@@ -78,7 +77,6 @@ class HuggingFaceEncoder(TorchEncoder):
 
         if pooling not in POOLINGS:
             raise InputError(f"unknown pooling '{pooling}' for the huggingface backend; choose one of {POOLINGS}")
-        from normscope.encoders.sentence_transformers import _quiet_transformers
 
         _quiet_transformers()
         bundled = bundled_model_path(name, missing_ok=True) if is_bundled_name(name) else None
@@ -108,7 +106,6 @@ class HuggingFaceEncoder(TorchEncoder):
             if Path(source).is_dir()
             else str(getattr(model.config, "_commit_hash", None) or "hub")
         )
-        from normscope.encoders.sentence_transformers import config_hash
 
         self.fingerprint = ModelFingerprint(
             name=name, revision=revision, pooling=pooling, dropped_modules=(), backend="huggingface",

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from normscope.encoders.base import TorchEncoder
+from normscope.encoders.images import load_image
 from normscope.errors import ModelError
 from normscope.table import ModelFingerprint, file_sha256
 
@@ -148,12 +149,10 @@ class OpenClipEncoder(TorchEncoder):
         InputError
             An image path that does not exist or cannot be decoded.
         """
-        from normscope.encoders.images import load_image as load
-
         items = list(images)
         out = np.empty((len(items), self.dim), dtype=np.float32)
         with self._torch.inference_mode(), self.autocast():
             for s in range(0, len(items), batch_size):
-                pix = self._torch.stack([self.preprocess(load(x)) for x in items[s : s + batch_size]]).to(self.device)
+                pix = self._torch.stack([self.preprocess(load_image(x)) for x in items[s : s + batch_size]]).to(self.device)
                 out[s : s + batch_size] = self.module.encode_image(pix, normalize=False).float().cpu().numpy()
         return out

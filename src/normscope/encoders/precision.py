@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from normscope.encoders.cache import encode_cached
+
 __all__ = ["norm_error_vs_fp32", "PRECISION_SAMPLE"]
 
 #: Items of a run re-embedded in fp32 to measure a reduced precision's norm error.
@@ -55,8 +57,6 @@ def norm_error_vs_fp32(
         between a reduced-precision vector and its fp32 vector), ``"n_sample"``, ``"seed"``; None
         in fp32, with ``sample == 0`` or no items.
     """
-    from normscope.encoders.cache import encode_cached
-
     precision = getattr(encoder, "precision", "fp32")
     n = len(texts)
     if precision == "fp32" or sample <= 0 or n == 0:

@@ -27,7 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope.encoders import cache, resolve_backend
 from normscope.encoders.bundled import DEFAULT_MODEL
+from normscope.encoders.cache import encode_cached
+from normscope.encoders.embed import embed_input as _local_input
+from normscope.encoders.embed import embed_texts as _local_texts
 from normscope.errors import InputError, ModelError
 
 __all__ = ["ENGINES", "check_engine", "embed_input", "embed_texts", "encode_vectors"]
@@ -68,7 +72,6 @@ def _cache_root(address: str | None) -> str | None:
     """The driver's cache root for the workers of a local cluster; a remote cluster keeps its own."""
     if address:
         return None
-    from normscope.encoders import cache
 
     return str(cache.cache_dir())
 
@@ -116,13 +119,11 @@ def encode_vectors(
     """
     check_engine(engine, address, workers)
     if engine == "local":
-        from normscope.encoders.cache import encode_cached
-
         return encode_cached(encoder, texts, batch_size=batch_size, progress=progress, cache=cache)
     if batch_size < 1:
         raise InputError(f"batch_size must be >= 1, got {batch_size}")
-    from normscope.engine.ray_engine import EncoderSpec, RayCluster
-    from normscope.engine.ray_engine import encode_vectors as _ray_vectors
+    from normscope.engine.ray_engine import EncoderSpec, RayCluster  # deferred: imports ray
+    from normscope.engine.ray_engine import encode_vectors as _ray_vectors  # deferred: imports ray
 
     texts = [str(t) for t in texts]
     spec = EncoderSpec.from_encoder(encoder)
@@ -158,17 +159,15 @@ def embed_texts(texts: Sequence[str], ids: Sequence[str] | None = None, *, engin
     InputError, ModelError
         As the local function; bad engine options; missing ``ray`` extra.
     """
-    from normscope.encoders.embed import embed_texts as _local
-
     check_engine(engine, address, workers)
     if engine == "local":
-        return _local(texts, ids, **options)
+        return _local_texts(texts, ids, **options)
 
     def on_ray(encoder, kept, *, batch_size, progress, cache):
         return encode_vectors(encoder, kept, batch_size=batch_size, progress=progress, cache=cache, engine="ray",
                               address=address, workers=workers, threads=threads)
 
-    return _local(texts, ids, encode=on_ray, **options)
+    return _local_texts(texts, ids, encode=on_ray, **options)
 
 
 def embed_input(
@@ -216,9 +215,7 @@ def embed_input(
     """
     check_engine(engine, address, workers)
     if engine == "local":
-        from normscope.encoders.embed import embed_input as _local
-
-        return _local(input, **options)
+        return _local_input(input, **options)
     return _embed_input_ray(input, address, workers, threads, **options), None
 
 
@@ -237,8 +234,7 @@ def _embed_input_ray(input, address: str | None, workers: int | None, threads: i
         raise InputError("--engine ray needs -o OUT.parquet (a directory of parquet shards)")
     if junk not in ("drop", "error"):
         raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
-    from normscope.encoders import resolve_backend
-    from normscope.engine.ray_engine import EncoderSpec, RayCluster, embed_corpus
+    from normscope.engine.ray_engine import EncoderSpec, RayCluster, embed_corpus  # deferred: imports ray
 
     if resolve_backend(model, backend, pooling)[0] == "precomputed":
         raise InputError("the ray engine embeds texts with a model; precomputed vectors need no engine")

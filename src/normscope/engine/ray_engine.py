@@ -48,11 +48,17 @@ from ray.data.aggregate import AggregateFnV2, Sum
 from ray.data.block import BlockAccessor
 
 from normscope._io import write_json
+from normscope.encoders import load_encoder
+from normscope.encoders.cache import model_cache_dir, read_shard, shard_path, text_hashes, write_shard
+from normscope.encoders.embed import summary_warnings
+from normscope.encoders.precision import PRECISION_SAMPLE, norm_error_vs_fp32
 from normscope.engine.corpus import check_shard_out, corpus_columns, corpus_file, read_corpus
 from normscope.engine.norm_stats import NormSketch
 from normscope.engine.shards import FINGERPRINT_KEY, MANIFEST, replace_dir
 from normscope.errors import InputError, ModelError, NormscopeError
-from normscope.table import ModelFingerprint, norms_look_normalised
+from normscope.inputs import find_junk
+from normscope.table import EmbeddingTable, ModelFingerprint, norms_look_normalised
+from normscope.validate import check_paths
 
 __all__ = ["EncoderSpec", "RayCluster", "ray_session", "embed_corpus", "encode_vectors",
            "CorpusWorker", "VectorWorker", "NormStatsAgg"]
@@ -106,8 +112,6 @@ class EncoderSpec:
                    options={"precision": getattr(fp, "precision", "fp32")})
 
     def load(self):
-        from normscope.encoders import load_encoder
-
         enc = load_encoder(self.model, backend=self.backend, pooling=self.pooling, device=self.device,
                            trust_remote_code=self.trust_remote_code, **self.options)
         if self.fingerprint is not None and enc.fingerprint != self.fingerprint:
@@ -232,14 +236,11 @@ class _EncoderWorker:
         if not getattr(self.encoder, "cacheable", True):
             raise InputError("the ray engine embeds texts with a model; precomputed vectors need no engine")
         self.cache = cache
-        from normscope.encoders.cache import model_cache_dir
 
         self.root = model_cache_dir(self.encoder.fingerprint)
 
     def vectors(self, texts: list[str]) -> np.ndarray:
         """Raw float32 vectors (m, d) of one batch: read from its cache shard if one exists, else encoded and stored."""
-        from normscope.encoders.cache import read_shard, shard_path, text_hashes, write_shard
-
         if not texts:
             return np.empty((0, self.encoder.dim), dtype=np.float32)
         if not self.cache:
@@ -278,9 +279,6 @@ class CorpusWorker(_EncoderWorker):
         self.meta = {FINGERPRINT_KEY: json.dumps(self.encoder.fingerprint.to_dict()).encode()}
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        from normscope.inputs import find_junk
-        from normscope.table import EmbeddingTable
-
         ids = batch.column("id").to_pylist()
         texts = batch.column("text").to_pylist()
         found = find_junk(texts, ids, tokenizer=self.encoder.hf_tokenizer)
@@ -304,11 +302,9 @@ class CorpusWorker(_EncoderWorker):
         }).replace_schema_metadata(self.meta)
 
     def _write_junk(self, found) -> None:
-        from normscope._io import write_json as _write
-
         digest = hashlib.sha256("\n".join(found.ids).encode()).hexdigest()[:32]
         self.junk_dir.mkdir(parents=True, exist_ok=True)
-        _write({"ids": found.ids, "reasons": found.reasons}, self.junk_dir / f"{digest}.json")
+        write_json({"ids": found.ids, "reasons": found.reasons}, self.junk_dir / f"{digest}.json")
 
 
 class VectorWorker(_EncoderWorker):
@@ -419,7 +415,6 @@ def embed_corpus(input: str | Path, out: str | Path, *, spec: EncoderSpec, clust
         unreachable cluster.
     """
     input, out = Path(input), Path(out)
-    from normscope.validate import check_paths
 
     check_shard_out(out)
     check_paths([("-o/--out", out, "dir"), ("--json", json_path, "json")], inputs=[("INPUT", input)])
@@ -488,7 +483,6 @@ def _summarise(tmp: Path, input: Path, sized: RayCluster, cache: bool) -> dict:
         "engine": "ray", "workers": sized.workers, "threads_per_worker": sized.threads,
         "norm_quantiles": s["norm_quantiles"], "norm_quantile_rel_error": s["norm_quantile_rel_error"],
     }
-    from normscope.encoders.embed import summary_warnings
 
     summary["warnings"] = summary_warnings(summary)
     return summary
@@ -501,8 +495,6 @@ def _precision_error(tmp: Path, spec: EncoderSpec, n: int, cache: bool) -> dict:
     is re-embedded in fp32 by :func:`normscope.encoders.precision.norm_error_vs_fp32`.
     """
     import pyarrow.dataset as pads
-
-    from normscope.encoders.precision import PRECISION_SAMPLE, norm_error_vs_fp32
 
     precision = spec.options.get("precision", "fp32")
     if precision == "fp32":

@@ -21,6 +21,7 @@ import numpy as np
 
 from normscope.errors import InputError
 from normscope.table import EmbeddingTable, ModelFingerprint, _vectors_from_arrow
+from normscope.validate import check_writable_dir
 
 __all__ = ["VectorSource", "open_vectors", "read_table", "check_out_dir", "replace_dir", "MANIFEST", "FINGERPRINT_KEY"]
 
@@ -203,8 +204,6 @@ def check_out_dir(path: str | Path, marker: str, what: str, option: str = "-o/--
     OutputError
         The parent directory cannot be written (:func:`normscope.validate.check_writable_dir`).
     """
-    from normscope.validate import check_writable_dir
-
     path = Path(path)
     parent = path.parent
     if not parent.is_dir():

@@ -13,8 +13,10 @@ import math
 import numpy as np
 import pandas as pd
 
+from normscope.errors import InputError
 from normscope.lab.result import TransformerLabResult
 from normscope.lab.trajectory import motion, trajectory_estimates
+from normscope.stats import correlation, partial_spearman
 
 __all__ = ["analyse_transformer_run", "wilson_interval", "relaxation_steps", "STATIONARY_TOL"]
 
@@ -58,9 +60,6 @@ def relaxation_steps(lr: float, lambda_rad) -> float | None:
 
 def _spearman(x, y, *, n_boot, seed, order):
     """Spearman rho with a bootstrap CI over probe items (canonical item order), or (None, None, n)."""
-    from normscope.errors import InputError
-    from normscope.stats import correlation
-
     x = np.asarray(x, dtype=float)[order]
     y = np.asarray(y, dtype=float)[order]
     ok = np.isfinite(x) & np.isfinite(y)
@@ -76,9 +75,6 @@ def _spearman(x, y, *, n_boot, seed, order):
 
 def _partial(x, y, z, *, n_boot, seed, order):
     """Partial Spearman rho(x, y | z) with bootstrap CI and Freedman-Lane p (canonical item order), or Nones."""
-    from normscope.errors import InputError
-    from normscope.stats import partial_spearman
-
     x, y, z = (np.asarray(a, dtype=float)[order] for a in (x, y, z))
     ok = np.isfinite(x) & np.isfinite(y) & np.isfinite(z)
     if ok.sum() < 4:

@@ -39,8 +39,18 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._io import write_json
+from normscope import encoders  # load_encoder looked up when called (tests replace it)
+from normscope.encoders import check_device
 from normscope.errors import InputError
-from normscope.lab.decisive_run import RunContext, RunSpec, load_run, relaxation_time, run_done, run_one
+from normscope.lab.checkpoint import settings_key
+from normscope.lab.decisive_analysis import analyse_design, grid_rows, write_predictions
+from normscope.lab.decisive_run import RunContext, RunSpec, _data, load_run, relaxation_time, run_done, run_key, run_one
+from normscope.lab.tiny_bert import build_tiny_bert, decay_mask_named
+from normscope.lab.transformer import _Tracker
+from normscope.lab.transformer_data import prepare_pairs_and_probes
+from normscope.probes import TextEncoderAdapter, decay_mask_for
+from normscope.validate import check_int, check_writable_dir
 
 __all__ = ["DesignSizes", "DESIGNS", "run_decisive_design", "select_setting", "design_specs", "STORED_RESULT"]
 
@@ -266,14 +276,10 @@ def design_specs(phase: str, sizes: DesignSizes, *, lam_per_lambda: float | None
 # ------------------------------------------------------------------------------------------ data
 def _prepare_data(directory: Path, sizes: DesignSizes, pairs, probe_items, seed: int) -> dict:
     """Training pairs, held-out pairs and probe items, written once to ``data.json`` (atomically)."""
-    from normscope._io import write_json
-    from normscope.encoders import load_encoder
-    from normscope.lab.transformer_data import prepare_pairs_and_probes
-
     path = directory / "data.json"
     if path.is_file():
         return json.loads(path.read_text())
-    enc = load_encoder(str(directory / "encoder_init"), fresh=True)
+    enc = encoders.load_encoder(str(directory / "encoder_init"), fresh=True)
     lab_pairs, probes = prepare_pairs_and_probes(enc, pairs, probe_items, max_tokens=sizes.max_tokens, seed=seed)
     n = len(lab_pairs)
     if n < sizes.n_eval + 4 * sizes.batch_size:
@@ -411,8 +417,6 @@ DATA_SIZES = ("hidden", "layers", "heads", "pretrain_steps", "pretrain_lr", "pro
 
 def _design_key(sizes: DesignSizes, pairs, probe_items, seed: int, *, data_only: bool = False) -> str:
     """Hash of the design's settings (``data_only``: of those the data and the pre-trained encoder depend on)."""
-    from normscope.lab.checkpoint import settings_key
-
     items = probe_items if isinstance(probe_items, int) else str(Path(probe_items).resolve())
     sz = sizes.to_dict()
     if data_only:
@@ -424,13 +428,8 @@ def _design_key(sizes: DesignSizes, pairs, probe_items, seed: int, *, data_only:
 
 def _lam_per_lambda_pretrained(ctx: RunContext) -> float:
     """Median over the probe items of lambda_rad / lambda (E4) on the pre-trained encoder (one JVP)."""
-    from normscope.encoders import load_encoder
-    from normscope.lab.decisive_run import _data
-    from normscope.lab.tiny_bert import decay_mask_named
-    from normscope.lab.transformer import _Tracker
-    from normscope.probes import TextEncoderAdapter, decay_mask_for
 
-    enc = load_encoder(str(Path(ctx.directory) / "encoder"), device=ctx.device, fresh=True)
+    enc = encoders.load_encoder(str(Path(ctx.directory) / "encoder"), device=ctx.device, fresh=True)
     adapter = TextEncoderAdapter(enc)
     try:
         theta = adapter.parameters()
@@ -491,10 +490,56 @@ def run_decisive_design(
     """
     import torch
 
-    from normscope.encoders import check_device
-    from normscope.lab.tiny_bert import build_tiny_bert, decay_mask_named
-    from normscope.validate import check_int, check_writable_dir
+    sizes, items = _design_inputs(design, probe_items, device, workers)
+    directory = _design_directory(directory)
+    prog = _Progress(progress)
+    key = _design_key(sizes, pairs, items, seed)
+    data_key = _design_key(sizes, pairs, items, seed, data_only=True)
+    settings = {"sizes": sizes.to_dict(), "pairs": str(pairs), "probe_items": str(items), "seed": seed}
+    _mark_design(directory, key, data_key, settings, prog)
+    (directory / "runs").mkdir(exist_ok=True)
+    old_threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(int(num_threads))
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        if not (directory / "encoder_init").is_dir():
+            build_tiny_bert(directory / "encoder_init", hidden=sizes.hidden, layers=sizes.layers, heads=sizes.heads,
+                            max_seq_length=max(32, sizes.max_tokens), seed=seed)
+        data = _prepare_data(directory, sizes, pairs, items, seed)
+        ctx = RunContext(directory, sizes.batch_size, sizes.tau, sizes.decay_mask, seed, device, key=key,
+                         checkpoint_every=500, data_key=data_key)
+        phases: dict = {}
+        phases["pretrain"] = _phase(prog, ctx, 1, "encoder (AdamW pre-training)", design_specs("pretrain", sizes), 1,
+                                    num_threads)
+        lam0 = _lam_cached(directory, ctx, sizes.decay_mask)
+        phases["grid"] = _phase(prog, ctx, 2, "eta/lambda grid (SGD)", design_specs("grid", sizes, lam_per_lambda=lam0),
+                                workers, num_threads)
+        rows = grid_rows([(s, load_run(s, ctx)) for s in phases["grid"]], sizes, lam0)
+        selected = select_setting(rows, sizes)
+        prog.line(f"  selected SGD eta = {selected['eta']:g}, lambda = {selected['lambda']:.4g} ({selected['reason']})")
+        phases["base"] = _phase(prog, ctx, 3, "base runs (SGD, momentum, AdamW) with snapshot probes",
+                                design_specs("base", sizes, lam_per_lambda=lam0, selected=selected), workers, num_threads)
+        predictions = write_predictions(directory, [(s, load_run(s, ctx)) for s in phases["base"]],
+                                        key=settings_key({"base": [run_key(s, ctx) for s in phases["base"]]}))
+        phases["scaling"] = _phase(prog, ctx, 4, "lambda scaling and no decay",
+                                   design_specs("scaling", sizes, lam_per_lambda=lam0, selected=selected), workers,
+                                   num_threads)
+        prog.line(f"[phase 5/5] analysis ({sizes.n_boot:,} bootstrap resamples, {sizes.n_perm:,} permutations)")
+        runs = {s.name: (s, load_run(s, ctx)) for ph in phases.values() for s in ph}
+        timings = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+                   "runs_cpu_s": float(sum(r["meta"]["timings"]["cpu_s"] for _s, r in runs.values())),
+                   "runs_wall_s": float(sum(r["meta"]["timings"]["wall_s"] for _s, r in runs.values()))}
+        return analyse_design(sizes=sizes, data=data, runs=runs, phases=phases, lam_per_lambda=lam0,
+                              grid=rows, selected=selected, predictions=predictions, seed=seed, device=device,
+                              workers=workers, directory=directory, timings=timings)
+    finally:
+        torch.set_num_threads(old_threads)
 
+
+def _design_inputs(design, probe_items, device: str, workers: int) -> tuple[DesignSizes, int | str | Path]:
+    """The design's sizes and probe items (a count or an existing file), with the mask, device and workers
+    checked (:class:`InputError`)."""
     sizes = DESIGNS.get(design) if isinstance(design, str) else design
     if sizes is None:
         raise InputError(f"unknown design size {design!r} (choose from {', '.join(DESIGNS)})")
@@ -506,18 +551,23 @@ def run_decisive_design(
         items = int(items)
     if not isinstance(items, int) and not Path(items).is_file():
         raise InputError(f"--probe-items file does not exist: {items}")
+    return sizes, items
+
+
+def _design_directory(directory) -> Path:
+    """The design's directory, created when absent (its parent must be writable), checked writable."""
     directory = Path(directory)
     if not directory.exists():
         check_writable_dir(directory.parent, "--run-dir")
         directory.mkdir()
     check_writable_dir(directory, "--run-dir")
-    prog = _Progress(progress)
-    key = _design_key(sizes, pairs, items, seed)
-    data_key = _design_key(sizes, pairs, items, seed, data_only=True)
-    marker = directory / "design.json"
-    settings = {"sizes": sizes.to_dict(), "pairs": str(pairs), "probe_items": str(items), "seed": seed}
-    from normscope._io import write_json
+    return directory
 
+
+def _mark_design(directory: Path, key: str, data_key: str, settings: dict, prog: _Progress) -> None:
+    """``design.json``: written for a new directory or new later-phase settings; a directory whose data or
+    encoder settings differ is refused (:class:`InputError` naming what differs)."""
+    marker = directory / "design.json"
     if marker.is_file():
         old = json.loads(marker.read_text())
         if old.get("data_key") != data_key:
@@ -532,66 +582,19 @@ def run_decisive_design(
             write_json({"key": key, "data_key": data_key, "settings": settings}, marker)
     else:
         write_json({"key": key, "data_key": data_key, "settings": settings}, marker)
-    (directory / "runs").mkdir(exist_ok=True)
-    old_threads = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(int(num_threads))
-    t0, c0 = time.perf_counter(), time.process_time()
-    try:
-        if not (directory / "encoder_init").is_dir():
-            build_tiny_bert(directory / "encoder_init", hidden=sizes.hidden, layers=sizes.layers, heads=sizes.heads,
-                            max_seq_length=max(32, sizes.max_tokens), seed=seed)
-        data = _prepare_data(directory, sizes, pairs, items, seed)
-        ctx = RunContext(directory, sizes.batch_size, sizes.tau, sizes.decay_mask, seed, device, key=key,
-                         checkpoint_every=500, data_key=data_key)
-        phases: dict = {}
-        specs = design_specs("pretrain", sizes)
-        bar = prog.phase(1, "encoder (AdamW pre-training)", specs, ctx)
-        _execute(specs, ctx, bar, 1, num_threads)
-        bar.close()
-        phases["pretrain"] = specs
-        lam0 = _lam_cached(directory, ctx, sizes.decay_mask)
-        specs = design_specs("grid", sizes, lam_per_lambda=lam0)
-        bar = prog.phase(2, "eta/lambda grid (SGD)", specs, ctx)
-        _execute(specs, ctx, bar, workers, num_threads)
-        bar.close()
-        phases["grid"] = specs
-        from normscope.lab.checkpoint import settings_key
-        from normscope.lab.decisive_analysis import analyse_design, grid_rows, write_predictions
-        from normscope.lab.decisive_run import run_key
 
-        rows = grid_rows([(s, load_run(s, ctx)) for s in specs], sizes, lam0)
-        selected = select_setting(rows, sizes)
-        prog.line(f"  selected SGD eta = {selected['eta']:g}, lambda = {selected['lambda']:.4g} ({selected['reason']})")
-        specs = design_specs("base", sizes, lam_per_lambda=lam0, selected=selected)
-        bar = prog.phase(3, "base runs (SGD, momentum, AdamW) with snapshot probes", specs, ctx)
-        _execute(specs, ctx, bar, workers, num_threads)
-        bar.close()
-        phases["base"] = specs
-        predictions = write_predictions(directory, [(s, load_run(s, ctx)) for s in specs],
-                                        key=settings_key({"base": [run_key(s, ctx) for s in specs]}))
-        specs = design_specs("scaling", sizes, lam_per_lambda=lam0, selected=selected)
-        bar = prog.phase(4, "lambda scaling and no decay", specs, ctx)
-        _execute(specs, ctx, bar, workers, num_threads)
-        bar.close()
-        phases["scaling"] = specs
-        prog.line(f"[phase 5/5] analysis ({sizes.n_boot:,} bootstrap resamples, {sizes.n_perm:,} permutations)")
-        runs = {s.name: (s, load_run(s, ctx)) for ph in phases.values() for s in ph}
-        timings = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
-                   "runs_cpu_s": float(sum(r["meta"]["timings"]["cpu_s"] for _s, r in runs.values())),
-                   "runs_wall_s": float(sum(r["meta"]["timings"]["wall_s"] for _s, r in runs.values()))}
-        return analyse_design(sizes=sizes, data=data, runs=runs, phases=phases, lam_per_lambda=lam0,
-                              grid=rows, selected=selected, predictions=predictions, seed=seed, device=device,
-                              workers=workers, directory=directory, timings=timings)
-    finally:
-        torch.set_num_threads(old_threads)
+
+def _phase(prog: _Progress, ctx: RunContext, number: int, title: str, specs: list, workers: int,
+           num_threads: int | None) -> list:
+    """Run one phase's runs (a progress bar when asked); returns its specs."""
+    bar = prog.phase(number, title, specs, ctx)
+    _execute(specs, ctx, bar, workers, num_threads)
+    bar.close()
+    return specs
 
 
 def _lam_cached(directory: Path, ctx: RunContext, mask: str) -> float:
     """lambda_rad / lambda of the pre-trained encoder (E4, the design's mask), measured once into ``lambda0.json``."""
-    from normscope._io import write_json
-    from normscope.lab.checkpoint import settings_key
-
     key = settings_key({"data": ctx.data_key, "mask": mask})
     path = directory / "lambda0.json"
     if path.is_file():

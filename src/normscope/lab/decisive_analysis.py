@@ -15,7 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from normscope._io import write_json
+from normscope.lab.analysis import wilson_interval
+from normscope.lab.claims import transformer_claim_row
+from normscope.lab.decisive_run import relaxation_time
 from normscope.lab.prediction import snapshot_prediction
+from normscope.lab.result import DecisiveResult
 from normscope.lab.scaling import growth_without_decay, lambda_scaling_fit, predicted_exponent
 from normscope.lab.stationarity import classify_window
 from normscope.lab.trajectory import TrajectoryRecord, trajectory_estimates
@@ -128,8 +133,6 @@ def run_window(spec, run: dict, *, batch_size: int, n_eval: int, n_blocks: int |
 
 def grid_rows(runs: list, sizes, lam_per_lambda: float) -> list[dict]:
     """One row per grid setting: eta, lambda, relaxation time, label (collapse checks), loss, accuracy, norms."""
-    from normscope.lab.decisive_run import relaxation_time
-
     rows = []
     for spec, run in runs:
         win = run_window(spec, run, batch_size=sizes.batch_size, n_eval=sizes.n_eval)
@@ -154,8 +157,6 @@ def write_predictions(directory: Path, base_runs: list, *, key: str = "") -> dic
     resumed design reads the statement made the first time and never recomputes it, unless the base
     runs themselves were recomputed (another key).
     """
-    from normscope._io import write_json
-
     path = Path(directory) / "predictions.json"
     if path.is_file():
         old = json.loads(path.read_text())
@@ -188,40 +189,66 @@ def _prediction(spec, run, win, sizes, order, seed) -> dict | None:
                                beta=spec.beta, order=order, n_boot=sizes.n_boot, n_perm=sizes.n_perm, seed=seed)
 
 
-def analyse_design(*, sizes, data: dict, runs: dict, phases: dict, lam_per_lambda: float, grid: list, selected: dict,  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+def analyse_design(*, sizes, data: dict, runs: dict, phases: dict, lam_per_lambda: float, grid: list, selected: dict,
                    predictions: dict, seed: int, device: str, workers: int, directory: Path, timings: dict):
     """The :class:`~normscope.lab.result.DecisiveResult` of a finished design (see :mod:`normscope.lab.decisive`)."""
-    from normscope.lab.analysis import wilson_interval
-    from normscope.lab.claims import transformer_claim_row
-    from normscope.lab.result import DecisiveResult
-
     ids, texts = list(data["probe_ids"]), list(data["probe_texts"])
     p = len(texts)
     order = np.lexsort((np.asarray(ids, dtype=str), np.asarray(texts, dtype=str)))
     kw = dict(batch_size=sizes.batch_size, n_eval=sizes.n_eval)
-    # ---- encoder
-    pre_spec, pre = runs["pretrain"]
+    encoder = _encoder_summary(sizes, runs["pretrain"], lam_per_lambda)
+    cols: dict = {"id": ids, "text": texts}  # the per-item table, filled by each phase in turn
+    base, wins = _base_summaries(phases["base"], runs, sizes, ids, order, seed, kw, cols)
+    scaling = _scaling_summaries(phases, runs, predictions, sizes, order, seed, kw, cols)
+    nodecay = _nodecay_summary(phases, runs, wins, sizes, order, seed, cols)
+    items = pd.DataFrame(cols)
+    sgd = base.get("sgd", {})
+    headline = (sgd.get("prediction") or {})
+    result = DecisiveResult(
+        design=sizes.name, sizes=sizes.to_dict(), encoder=encoder, seed=seed, device=device, workers=workers,
+        pairs=data["pairs"], n_train_pairs=len(data["train_left"]), n_eval_pairs=len(data["eval_left"]),
+        n_source_pairs=data["n_source"], n_long_pairs=data["n_long"], n_held_out_probe_pairs=data["n_held_out_probe"],
+        probe_items=p, probe_set=data["probe_set"], decay_mask=sizes.decay_mask,
+        lambda_rad_per_lambda_pretrained=lam_per_lambda, grid=grid, selected=selected, base=base,
+        predictions=predictions, scaling=scaling, nodecay=nodecay,
+        stationary=sgd.get("label") == "stationary", stationarity_label=sgd.get("label"),
+        mean_abs_rel_error=(headline.get("stats") or {}).get("mean_abs_rel_error"),
+        mean_abs_rel_error_ci=(headline.get("ci") or {}).get("mean_abs_rel_error"),
+        pearson=(headline.get("stats") or {}).get("pearson"), pearson_ci=(headline.get("ci") or {}).get("pearson"),
+        spearman=(headline.get("stats") or {}).get("spearman"), spearman_ci=(headline.get("ci") or {}).get("spearman"),
+        null_p_mean_abs_rel_error=((headline.get("null") or {}).get("mean_abs_rel_error") or {}).get("p"),
+        caveats=_caveats(selected, base, headline, p), items=items, timings=timings, directory=str(directory))
+    result.claim = transformer_claim_row(result.to_dict())
+    return result
+
+
+def _encoder_summary(sizes, pretrain: tuple, lam_per_lambda: float) -> dict:
+    """The pre-trained encoder: its configuration, pre-training, held-out accuracy (Wilson CI) and loss."""
+    pre_spec, pre = pretrain
     acc = float(pre["eval_acc"][-1])
     k = int(round(acc * sizes.n_eval))
-    encoder = {"config": {"hidden": sizes.hidden, "layers": sizes.layers, "heads": sizes.heads,
-                          "intermediate": 4 * sizes.hidden, "pooling": "mean", "tokenizer": "all-MiniLM-L6-v2 (bundled)"},
-               "pretrain": {"optimizer": "adamw", "lr": pre_spec.lr, "weight_decay": 0.0, "steps": pre_spec.steps,
-                            "batch_size": sizes.batch_size, "tau": sizes.tau},
-               "heldout_accuracy": acc, "heldout_accuracy_ci": wilson_interval(k, sizes.n_eval),
-               "chance": 1.0 / sizes.n_eval, "n_eval": sizes.n_eval,
-               "accuracy_curve": {"steps": pre["eval_steps"].tolist(), "values": pre["eval_acc"].tolist()},
-               "loss": {"first": _num(pre["loss"][: max(1, pre_spec.steps // 20)].mean()),
-                        "last": _num(pre["loss"][-max(1, pre_spec.steps // 20):].mean())},
-               "lambda_rad_per_lambda": lam_per_lambda}
-    # ---- base runs: stationarity, trajectory, prediction
-    base, wins, preds = {}, {}, {}
-    cols: dict = {"id": ids, "text": texts}
-    for spec in phases["base"]:
+    return {"config": {"hidden": sizes.hidden, "layers": sizes.layers, "heads": sizes.heads,
+                       "intermediate": 4 * sizes.hidden, "pooling": "mean", "tokenizer": "all-MiniLM-L6-v2 (bundled)"},
+            "pretrain": {"optimizer": "adamw", "lr": pre_spec.lr, "weight_decay": 0.0, "steps": pre_spec.steps,
+                         "batch_size": sizes.batch_size, "tau": sizes.tau},
+            "heldout_accuracy": acc, "heldout_accuracy_ci": wilson_interval(k, sizes.n_eval),
+            "chance": 1.0 / sizes.n_eval, "n_eval": sizes.n_eval,
+            "accuracy_curve": {"steps": pre["eval_steps"].tolist(), "values": pre["eval_acc"].tolist()},
+            "loss": {"first": _num(pre["loss"][: max(1, pre_spec.steps // 20)].mean()),
+                     "last": _num(pre["loss"][-max(1, pre_spec.steps // 20):].mean())},
+            "lambda_rad_per_lambda": lam_per_lambda}
+
+
+def _base_summaries(base_specs: list, runs: dict, sizes, ids: list, order, seed: int, kw: dict,
+                    cols: dict) -> tuple[dict, dict]:
+    """Each base run's window summary (stationarity, trajectory) with its snapshot prediction of R_eq; the
+    per-item columns go into ``cols``. Returns (summary per optimizer, window per optimizer)."""
+    base, wins = {}, {}
+    for spec in base_specs:
         _s, run = runs[spec.name]
         win = run_window(spec, run, **kw)
         wins[spec.optimizer] = win
         pr = _prediction(spec, run, win, sizes, order, seed)
-        preds[spec.optimizer] = pr
         summ = dict(win["summary"])
         if pr is not None:
             summ["prediction"] = {k2: v for k2, v in pr.items() if k2 != "items"}
@@ -233,7 +260,13 @@ def analyse_design(*, sizes, data: dict, runs: dict, phases: dict, lam_per_lambd
             cols[f"{spec.optimizer}_heat_share"] = win["estimates"]["heat_share"]
             cols[f"{spec.optimizer}_q_over_c_trajectory"] = win["estimates"]["q_over_c"]
         base[spec.optimizer] = summ
-    # ---- lambda scaling
+    return base, wins
+
+
+def _scaling_summaries(phases: dict, runs: dict, predictions: dict, sizes, order, seed: int, kw: dict,
+                       cols: dict) -> dict:
+    """Per optimizer: the fit of R_bar against lambda over its base and lambda-scaled runs (blocks of the
+    window, items in canonical order), the stated prediction and whether its exponent is in the fit's CI."""
     scaling = {}
     for opt in OPTIMIZERS:
         b = next((s for s in phases["base"] if s.optimizer == opt), None)
@@ -258,34 +291,40 @@ def analyse_design(*, sizes, data: dict, runs: dict, phases: dict, lam_per_lambd
                         "prediction_in_ci": (bool(lo <= e <= hi) if e is not None else None),
                         "free_vector_in_ci": bool(lo <= pred.get("free_vector", float("nan")) <= hi)
                         if pred.get("free_vector") is not None else None}
-    # ---- no decay
-    nodecay = None
+    return scaling
+
+
+def _nodecay_summary(phases: dict, runs: dict, wins: dict, sizes, order, seed: int, cols: dict) -> dict | None:
+    """The run without decay: growth of the norms, the initial rate of mean R^2 against the rate the SGD base
+    run's drift and displacement predict, and (into ``cols``) each item's late / early RMS norm ratio."""
     nd = next((s for s in phases["scaling"] if s.kind == "nodecay"), None)
-    if nd is not None:
-        run = runs[nd.name][1]
-        g = growth_without_decay(run["r2"][:, order], n_boot=sizes.n_boot, seed=seed)
-        ts = run["track_steps"].astype(float)
-        q = max(2, len(ts) // 4)
-        mr2 = run["r2"][:q].mean(axis=1)
-        measured_rate = float(np.polyfit(ts[:q], mr2, 1)[0]) if q >= 2 else None
-        wsgd = wins.get("sgd")
-        pred_rate = None
-        if wsgd is not None:
-            bs = next(s for s in phases["base"] if s.optimizer == "sgd")
-            brun = runs[bs.name][1]
-            w = brun["track_steps"] >= bs.burn_in
-            pred_rate = float(np.mean(2 * brun["zd"][w].mean(axis=0) + brun["dd"][w].mean(axis=0)))
-        nodecay = {**g, "steps": nd.steps, "start": nd.start, "eta": nd.lr,
-                   "initial_rate_of_mean_r2": measured_rate,
-                   "predicted_initial_rate": pred_rate,
-                   "predicted_rule": ("E[R_{t+1}^2 - R_t^2] = 2 D~ + E||Delta||^2 with no decay: the SGD base run's window "
-                                      "drift and displacement, averaged over the probe items"),
-                   "accuracy_end": float(run["eval_acc"][-1]) if run["eval_acc"].size else None}
-        cols["nodecay_ratio"] = np.sqrt(run["r2"][-max(1, len(ts) // 4):].mean(axis=0)
-                                        / run["r2"][: max(1, len(ts) // 4)].mean(axis=0))
-    items = pd.DataFrame(cols)
-    sgd = base.get("sgd", {})
-    headline = (sgd.get("prediction") or {})
+    if nd is None:
+        return None
+    run = runs[nd.name][1]
+    g = growth_without_decay(run["r2"][:, order], n_boot=sizes.n_boot, seed=seed)
+    ts = run["track_steps"].astype(float)
+    q = max(2, len(ts) // 4)
+    mr2 = run["r2"][:q].mean(axis=1)
+    measured_rate = float(np.polyfit(ts[:q], mr2, 1)[0]) if q >= 2 else None
+    pred_rate = None
+    if wins.get("sgd") is not None:
+        bs = next(s for s in phases["base"] if s.optimizer == "sgd")
+        brun = runs[bs.name][1]
+        w = brun["track_steps"] >= bs.burn_in
+        pred_rate = float(np.mean(2 * brun["zd"][w].mean(axis=0) + brun["dd"][w].mean(axis=0)))
+    cols["nodecay_ratio"] = np.sqrt(run["r2"][-max(1, len(ts) // 4):].mean(axis=0)
+                                    / run["r2"][: max(1, len(ts) // 4)].mean(axis=0))
+    return {**g, "steps": nd.steps, "start": nd.start, "eta": nd.lr,
+            "initial_rate_of_mean_r2": measured_rate,
+            "predicted_initial_rate": pred_rate,
+            "predicted_rule": ("E[R_{t+1}^2 - R_t^2] = 2 D~ + E||Delta||^2 with no decay: the SGD base run's window "
+                               "drift and displacement, averaged over the probe items"),
+            "accuracy_end": float(run["eval_acc"][-1]) if run["eval_acc"].size else None}
+
+
+def _caveats(selected: dict, base: dict, headline: dict, p: int) -> list[str]:
+    """What limits the result: a fallback grid choice, base runs that are not stationary, AdamW and momentum,
+    negative q and items with lambda_rad <= 0 in the SGD prediction."""
     caveats = []
     if selected.get("fallback"):
         caveats.append(f"grid: {selected['reason']}")
@@ -304,19 +343,4 @@ def analyse_design(*, sizes, data: dict, runs: dict, phases: dict, lam_per_lambd
     if headline.get("n_excluded"):
         caveats.append(f"SGD: {headline['n_excluded']} of {p} probe items have lambda_rad <= 0 (E4): no root of (E7) "
                        "with c > 0; they are left out of the prediction statistics")
-    result = DecisiveResult(
-        design=sizes.name, sizes=sizes.to_dict(), encoder=encoder, seed=seed, device=device, workers=workers,
-        pairs=data["pairs"], n_train_pairs=len(data["train_left"]), n_eval_pairs=len(data["eval_left"]),
-        n_source_pairs=data["n_source"], n_long_pairs=data["n_long"], n_held_out_probe_pairs=data["n_held_out_probe"],
-        probe_items=p, probe_set=data["probe_set"], decay_mask=sizes.decay_mask,
-        lambda_rad_per_lambda_pretrained=lam_per_lambda, grid=grid, selected=selected, base=base,
-        predictions=predictions, scaling=scaling, nodecay=nodecay,
-        stationary=sgd.get("label") == "stationary", stationarity_label=sgd.get("label"),
-        mean_abs_rel_error=(headline.get("stats") or {}).get("mean_abs_rel_error"),
-        mean_abs_rel_error_ci=(headline.get("ci") or {}).get("mean_abs_rel_error"),
-        pearson=(headline.get("stats") or {}).get("pearson"), pearson_ci=(headline.get("ci") or {}).get("pearson"),
-        spearman=(headline.get("stats") or {}).get("spearman"), spearman_ci=(headline.get("ci") or {}).get("spearman"),
-        null_p_mean_abs_rel_error=((headline.get("null") or {}).get("mean_abs_rel_error") or {}).get("p"),
-        caveats=caveats, items=items, timings=timings, directory=str(directory))
-    result.claim = transformer_claim_row(result.to_dict())
-    return result
+    return caveats

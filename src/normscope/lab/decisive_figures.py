@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._plot import pyplot, save_figure
 from normscope.errors import InputError
 
 __all__ = ["plot_decisive_trajectories", "plot_decisive_prediction", "plot_lambda_scaling"]
@@ -32,8 +33,6 @@ def plot_decisive_trajectories(d: dict, path) -> Path:
     InputError
         No base run in ``d``.
     """
-    from normscope._plot import pyplot, save_figure
-
     base = _base(d)
     plt = pyplot()
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10.0, 3.8))
@@ -64,8 +63,6 @@ def plot_decisive_prediction(d: dict, path) -> Path:
     InputError
         No base run with a prediction.
     """
-    from normscope._plot import pyplot, save_figure
-
     base = _base(d)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.6, 5.2))
@@ -113,8 +110,6 @@ def plot_lambda_scaling(d: dict, path) -> Path:
     InputError
         No scaling fit in ``d``.
     """
-    from normscope._plot import pyplot, save_figure
-
     sc = d.get("scaling") or {}
     if not sc:
         raise InputError("the design result has no lambda-scaling fits")

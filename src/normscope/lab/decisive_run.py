@@ -33,7 +33,15 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope import encoders  # load_encoder looked up when called (tests replace it)
+from normscope._io import atomic_path, write_json
 from normscope.errors import InputError, ModelError
+from normscope.lab.checkpoint import load_checkpoint, save_checkpoint, settings_key
+from normscope.lab.optim import make_optimizer
+from normscope.lab.tiny_bert import decay_mask_named, save_encoder_dir
+from normscope.lab.transformer import _Tracker, _to_device
+from normscope.pairs import sample_pair_batches
+from normscope.probes import TextEncoderAdapter, decay_mask_for, probe_moments, symmetric_info_nce
 
 __all__ = ["RunSpec", "RunContext", "run_one", "load_run", "run_done", "run_key", "heldout_accuracy", "relaxation_time"]
 
@@ -164,8 +172,6 @@ def run_key(spec: RunSpec, ctx: RunContext) -> str:
 
 
 def _key(spec: RunSpec, ctx: RunContext) -> str:
-    from normscope.lab.checkpoint import settings_key
-
     return settings_key({"spec": spec.to_dict(), "design": ctx.data_key if spec.kind == "pretrain" else ctx.key})
 
 
@@ -242,10 +248,8 @@ def heldout_accuracy(adapter, params, left: list, right: list, chunk: int = 256)
 
 
 def _load_encoder(ctx: RunContext, spec: RunSpec):
-    from normscope.encoders import load_encoder
-
     d = Path(ctx.directory)
-    enc = load_encoder(str(d / ("encoder_init" if spec.start == "init" else "encoder")), device=ctx.device, fresh=True)
+    enc = encoders.load_encoder(str(d / ("encoder_init" if spec.start == "init" else "encoder")), device=ctx.device, fresh=True)
     if spec.start not in ("init", "encoder"):
         import torch
 
@@ -260,7 +264,7 @@ def _load_encoder(ctx: RunContext, spec: RunSpec):
     return enc
 
 
-def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:
     """Run (or resume, or skip when finished) one run of the design; returns :func:`load_run`'s dict.
 
     Parameters
@@ -279,20 +283,8 @@ def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:  # noqa: 
     """
     if run_done(spec, ctx):
         return load_run(spec, ctx)
-    import torch
-
-    from normscope._io import atomic_path, write_json
-    from normscope.lab.checkpoint import load_checkpoint, save_checkpoint, settings_key
-    from normscope.lab.optim import make_optimizer
-    from normscope.lab.tiny_bert import decay_mask_named
-    from normscope.lab.transformer import _to_device, _Tracker
-    from normscope.pairs import sample_pair_batches
-    from normscope.probes import TextEncoderAdapter, decay_mask_for, probe_moments, symmetric_info_nce
-
     t_wall, t_cpu = time.perf_counter(), time.process_time()
     data = _data(ctx.directory)
-    left, right = data["train_left"], data["train_right"]
-    probe_texts = data["probe_texts"]
     paths = _paths(ctx, spec.name)
     key = _key(spec, ctx)
     enc = _load_encoder(ctx, spec)
@@ -300,139 +292,216 @@ def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:  # noqa: 
     timings = {"train_s": 0.0, "train_cpu_s": 0.0, "track_s": 0.0, "track_cpu_s": 0.0, "probe_s": 0.0,
                "probe_cpu_s": 0.0, "eval_s": 0.0, "checkpoint_s": 0.0}
     try:
-        module = enc.module
-        params = [p for _n, p in module.named_parameters() if p.requires_grad]
-        theta = adapter.parameters()
-        keys = list(theta)
-        if not params or len(keys) != len(params):
-            raise ModelError("the encoder's trainable parameters and the adapter's do not match")
-        mask_spec = decay_mask_named(spec.decay_mask or ctx.decay_mask, list(theta))
-        mask = decay_mask_for(theta, mask_spec)
-        flags = [mask[k] for k in keys]
-        opt = make_optimizer(spec.optimizer, spec.lr, spec.weight_decay,
-                             **({"beta": spec.beta} if spec.optimizer == "momentum" else {}))
-        tracker = _Tracker(adapter, probe_texts)
-        p_items = len(probe_texts)
-        n_pairs = len(left)
-        rec: dict = {"loss": np.zeros(spec.steps), "track_steps": [], "r2": [], "r2_next": [], "zd": [], "dd": [],
-                     "dec": [], "lam_steps": [], "lam": [], "snap_steps": [], "snap_r": [], "snap_zjd": [], "snap_za": [],
-                     "snap_zc": [], "snap_aa": [], "eval_steps": [], "eval_acc": []}
-        settings = {"key": key}
-        start = 0
-        ck = load_checkpoint(paths["ckpt"], settings) if paths["ckpt"].is_file() else None
-        if ck is not None:
-            start = int(ck["step"])
-            with torch.no_grad():
-                for p, v in zip(params, ck["params"]):
-                    p.copy_(v.to(p.device))
-            opt.load_state_dict(_to_device(ck["opt"], params[0].device))
-            rec = _record_from_payload(ck["record"])
+        run = _Training(spec, ctx, enc, adapter, data, paths, key, timings)
+        start = run.resume()
         if progress is not None:
             progress(start)
-
-        def save(step):
-            t0 = time.perf_counter()
-            save_checkpoint(paths["ckpt"], {"settings": settings, "key": settings_key(settings), "step": step,
-                                            "params": [p.detach().cpu() for p in params], "opt": opt.state_dict(),
-                                            "record": _record_payload(rec)})
-            timings["checkpoint_s"] += time.perf_counter() - t0
-
-        def measure_lambda(step):
-            rec["lam_steps"].append(step)
-            rec["lam"].append(tracker.lambda_per_lambda(theta, mask))
-
-        buf = {k: torch.empty_like(v) for k, v in theta.items()}
-        snaps = set(int(s) for s in spec.snapshots)
-        evals = set(int(s) for s in spec.eval_steps)
-        clock, cpu = time.perf_counter, time.process_time
-        z_cache: tuple | None = None
-        every = max(1, min(20, spec.steps // 10))  # progress calls
-        if spec.track and start == 0 and not rec["lam_steps"]:
-            measure_lambda(0)
-        if 0 in evals and start == 0 and not rec["eval_steps"]:
-            rec["eval_steps"].append(0)
-            rec["eval_acc"].append(heldout_accuracy(adapter, theta, data["eval_left"], data["eval_right"]))
-        for t in range(start, spec.steps):
-            if t in snaps and t not in rec["snap_steps"]:
-                w0, c0 = clock(), cpu()
-                m = probe_moments(adapter, probe_texts, (left, right), batch_size=ctx.batch_size,
-                                  batches=spec.probe_batches, tau=ctx.tau, decay_mask=mask_spec,
-                                  seed=_seed(ctx.seed, 2, t))
-                rec["snap_steps"].append(t)
-                rec["snap_r"].append(m.r)
-                rec["snap_zjd"].append(m.zjd)
-                rec["snap_za"].append(m.za)
-                rec["snap_zc"].append(m.zc)
-                rec["snap_aa"].append(m.aa)
-                timings["probe_s"] += clock() - w0
-                timings["probe_cpu_s"] += cpu() - c0
-            w0, c0 = clock(), cpu()
-            bidx = sample_pair_batches(n_pairs, ctx.batch_size, 1, _seed(ctx.seed, 1, t))[0]
-            module.eval()
-            zq = enc.forward(enc.tokenize([left[i] for i in bidx]))
-            zdoc = enc.forward(enc.tokenize([right[i] for i in bidx]))
-            loss = symmetric_info_nce(zq.float(), zdoc.float(), ctx.tau)
-            grads = torch.autograd.grad(loss, params, allow_unused=True)
-            grads = [g.detach() if g is not None else torch.zeros_like(p) for g, p in zip(grads, params)]
-            rec["loss"][t] = float(loss.detach())
-            direction = opt.direction(grads)
-            timings["train_s"] += clock() - w0
-            timings["train_cpu_s"] += cpu() - c0
-            tracked = spec.track and t % spec.track_every == 0
-            if tracked:
-                w0, c0 = clock(), cpu()
-                z = z_cache[1] if (z_cache is not None and z_cache[0] == t) else tracker.z(theta)
-                with torch.no_grad():
-                    for kk, s in zip(keys, direction):
-                        torch.add(theta[kk], s, alpha=-spec.lr, out=buf[kk])
-                z_free = tracker.z(buf)
-                timings["track_s"] += clock() - w0
-                timings["track_cpu_s"] += cpu() - c0
-            w0, c0 = clock(), cpu()
-            opt.apply(params, direction, decay=flags)
-            timings["train_s"] += clock() - w0
-            timings["train_cpu_s"] += cpu() - c0
-            if tracked:
-                w0, c0 = clock(), cpu()
-                z_new = tracker.z(theta)
-                delta = z_free - z
-                r2_new = (z_new * z_new).sum(1)
-                rec["track_steps"].append(t)
-                rec["r2"].append((z * z).sum(1).cpu().numpy())
-                rec["r2_next"].append(r2_new.cpu().numpy())
-                rec["zd"].append((z * delta).sum(1).cpu().numpy())
-                rec["dd"].append((delta * delta).sum(1).cpu().numpy())
-                rec["dec"].append((r2_new - (z_free * z_free).sum(1)).cpu().numpy())
-                z_cache = (t + 1, z_new)
-                timings["track_s"] += clock() - w0
-                timings["track_cpu_s"] += cpu() - c0
-            if spec.track and (t + 1) % spec.lambda_every == 0:
-                w0, c0 = clock(), cpu()
-                measure_lambda(t + 1)
-                timings["track_s"] += clock() - w0
-                timings["track_cpu_s"] += cpu() - c0
-            if (t + 1) in evals:
-                w0 = clock()
-                rec["eval_steps"].append(t + 1)
-                rec["eval_acc"].append(heldout_accuracy(adapter, theta, data["eval_left"], data["eval_right"]))
-                timings["eval_s"] += clock() - w0
-            if not math.isfinite(rec["loss"][t]):
-                raise InputError(f"run {spec.name} diverged at step {t} (loss {rec['loss'][t]}); lower the learning rate")
-            if (t + 1) % ctx.checkpoint_every == 0 and t + 1 < spec.steps:
-                save(t + 1)
-            if progress is not None and ((t + 1) % every == 0 or t + 1 == spec.steps):
-                progress(t + 1)
+        run.train(start, progress)
         if spec.save_final:
-            with atomic_path(paths["final"]) as tmp:
-                torch.save([p.detach().cpu() for p in params], tmp)
-            if spec.kind == "pretrain":
-                from normscope.lab.tiny_bert import save_encoder_dir
-
-                save_encoder_dir(module.cpu() if ctx.device != "cpu" else module, Path(ctx.directory) / "encoder")
+            run.save_final()
     finally:
         adapter.close()
+    with atomic_path(paths["npz"]) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez(f, **_run_arrays(run.rec, len(data["probe_texts"])))
+    timings.update(wall_s=time.perf_counter() - t_wall, cpu_s=time.process_time() - t_cpu, steps_run=spec.steps - start)
+    write_json({"key": key, "spec": spec.to_dict(), "timings": timings}, paths["json"])
+    paths["ckpt"].unlink(missing_ok=True)
+    return load_run(spec, ctx)
+
+
+class _Training:
+    """One run's training state: the encoder's trainable parameters (``params``) and the adapter's views of
+    them (``theta``), the decay mask, the optimizer, the probe-item tracker, the record ``rec`` (per-step loss;
+    per tracked step R^2 before and after, <z, Delta>, ||Delta||^2 and the decay's change; lambda_rad / lambda;
+    snapshot probes; held-out accuracy) and the timings (seconds)."""
+
+    def __init__(self, spec: RunSpec, ctx: RunContext, enc, adapter, data: dict, paths: dict, key: str, timings: dict):
+        import torch
+
+        self.spec, self.ctx, self.enc, self.adapter, self.data = spec, ctx, enc, adapter, data
+        self.paths, self.timings = paths, timings
+        self.left, self.right, self.probe_texts = data["train_left"], data["train_right"], data["probe_texts"]
+        self.module = enc.module
+        self.params = [p for _n, p in self.module.named_parameters() if p.requires_grad]
+        self.theta = adapter.parameters()
+        self.keys = list(self.theta)
+        if not self.params or len(self.keys) != len(self.params):
+            raise ModelError("the encoder's trainable parameters and the adapter's do not match")
+        self.mask_spec = decay_mask_named(spec.decay_mask or ctx.decay_mask, list(self.theta))
+        self.mask = decay_mask_for(self.theta, self.mask_spec)
+        self.flags = [self.mask[k] for k in self.keys]
+        self.opt = make_optimizer(spec.optimizer, spec.lr, spec.weight_decay,
+                                  **({"beta": spec.beta} if spec.optimizer == "momentum" else {}))
+        self.tracker = _Tracker(adapter, self.probe_texts)
+        self.rec: dict = {"loss": np.zeros(spec.steps), "track_steps": [], "r2": [], "r2_next": [], "zd": [], "dd": [],
+                          "dec": [], "lam_steps": [], "lam": [], "snap_steps": [], "snap_r": [], "snap_zjd": [],
+                          "snap_za": [], "snap_zc": [], "snap_aa": [], "eval_steps": [], "eval_acc": []}
+        self.settings = {"key": key}
+        self.buf = {k: torch.empty_like(v) for k, v in self.theta.items()}
+        self.snaps = set(int(s) for s in spec.snapshots)
+        self.evals = set(int(s) for s in spec.eval_steps)
+        self.z_cache: tuple | None = None  # (step, z at that step) from the previous tracked step
+
+    def resume(self) -> int:
+        """The step to start from: 0, or a matching checkpoint's (parameters, optimizer state and record restored)."""
+        import torch
+
+        ck = load_checkpoint(self.paths["ckpt"], self.settings) if self.paths["ckpt"].is_file() else None
+        if ck is None:
+            return 0
+        with torch.no_grad():
+            for p, v in zip(self.params, ck["params"]):
+                p.copy_(v.to(p.device))
+        self.opt.load_state_dict(_to_device(ck["opt"], self.params[0].device))
+        self.rec = _record_from_payload(ck["record"])
+        return int(ck["step"])
+
+    def train(self, start: int, progress) -> None:
+        """Steps ``start`` .. ``spec.steps - 1``: snapshot probes, the SGD-family step with tracking,
+        lambda_rad / lambda, held-out accuracy, the divergence check, checkpoints and progress calls."""
+        spec, rec = self.spec, self.rec
+        every = max(1, min(20, spec.steps // 10))  # progress calls
+        if spec.track and start == 0 and not rec["lam_steps"]:
+            self.measure_lambda(0)
+        if 0 in self.evals and start == 0 and not rec["eval_steps"]:
+            rec["eval_steps"].append(0)
+            rec["eval_acc"].append(self.accuracy())
+        for t in range(start, spec.steps):
+            if t in self.snaps and t not in rec["snap_steps"]:
+                self.snapshot(t)
+            self.step(t)
+            if spec.track and (t + 1) % spec.lambda_every == 0:
+                w0, c0 = time.perf_counter(), time.process_time()
+                self.measure_lambda(t + 1)
+                self._add("track", w0, c0)
+            if (t + 1) in self.evals:
+                w0 = time.perf_counter()
+                rec["eval_steps"].append(t + 1)
+                rec["eval_acc"].append(self.accuracy())
+                self.timings["eval_s"] += time.perf_counter() - w0
+            if not math.isfinite(rec["loss"][t]):
+                raise InputError(f"run {spec.name} diverged at step {t} (loss {rec['loss'][t]}); lower the learning rate")
+            if (t + 1) % self.ctx.checkpoint_every == 0 and t + 1 < spec.steps:
+                self.save(t + 1)
+            if progress is not None and ((t + 1) % every == 0 or t + 1 == spec.steps):
+                progress(t + 1)
+
+    def _add(self, what: str, w0: float, c0: float) -> None:
+        """Wall and CPU seconds since ``w0`` / ``c0`` added to ``{what}_s`` and ``{what}_cpu_s``."""
+        self.timings[f"{what}_s"] += time.perf_counter() - w0
+        self.timings[f"{what}_cpu_s"] += time.process_time() - c0
+
+    def step(self, t: int) -> None:
+        """One optimizer step on batch ``t``; a tracked step also records the probe items' displacement under
+        the plain decay-free SGD step (``Delta``) and their norms before and after the actual update."""
+        spec = self.spec
+        direction = self.direction(t)
+        tracked = spec.track and t % spec.track_every == 0
+        if tracked:
+            z, z_free = self.track_before(direction, t)
+        w0, c0 = time.perf_counter(), time.process_time()
+        self.opt.apply(self.params, direction, decay=self.flags)
+        self._add("train", w0, c0)
+        if tracked:
+            self.track_after(t, z, z_free)
+
+    def direction(self, t: int) -> list:
+        """The optimizer's direction from batch ``t``'s symmetric InfoNCE gradient (its loss recorded)."""
+        import torch
+
+        enc, ctx = self.enc, self.ctx
+        w0, c0 = time.perf_counter(), time.process_time()
+        bidx = sample_pair_batches(len(self.left), ctx.batch_size, 1, _seed(ctx.seed, 1, t))[0]
+        self.module.eval()
+        zq = enc.forward(enc.tokenize([self.left[i] for i in bidx]))
+        zdoc = enc.forward(enc.tokenize([self.right[i] for i in bidx]))
+        loss = symmetric_info_nce(zq.float(), zdoc.float(), ctx.tau)
+        grads = torch.autograd.grad(loss, self.params, allow_unused=True)
+        grads = [g.detach() if g is not None else torch.zeros_like(p) for g, p in zip(grads, self.params)]
+        self.rec["loss"][t] = float(loss.detach())
+        direction = self.opt.direction(grads)
+        self._add("train", w0, c0)
+        return direction
+
+    def track_before(self, direction: list, t: int):
+        """(z, z_free): the probe items' embeddings now (reused from the previous tracked step when it was the
+        step before) and after the step ``-lr * direction`` without decay."""
+        import torch
+
+        w0, c0 = time.perf_counter(), time.process_time()
+        zc = self.z_cache
+        z = zc[1] if (zc is not None and zc[0] == t) else self.tracker.z(self.theta)
+        with torch.no_grad():
+            for kk, s in zip(self.keys, direction):
+                torch.add(self.theta[kk], s, alpha=-self.spec.lr, out=self.buf[kk])
+        z_free = self.tracker.z(self.buf)
+        self._add("track", w0, c0)
+        return z, z_free
+
+    def track_after(self, t: int, z, z_free) -> None:
+        """Record step ``t``: R^2 before and after, <z, Delta>, ||Delta||^2 and the decay's change of R^2."""
+        w0, c0 = time.perf_counter(), time.process_time()
+        rec = self.rec
+        z_new = self.tracker.z(self.theta)
+        delta = z_free - z
+        r2_new = (z_new * z_new).sum(1)
+        rec["track_steps"].append(t)
+        rec["r2"].append((z * z).sum(1).cpu().numpy())
+        rec["r2_next"].append(r2_new.cpu().numpy())
+        rec["zd"].append((z * delta).sum(1).cpu().numpy())
+        rec["dd"].append((delta * delta).sum(1).cpu().numpy())
+        rec["dec"].append((r2_new - (z_free * z_free).sum(1)).cpu().numpy())
+        self.z_cache = (t + 1, z_new)
+        self._add("track", w0, c0)
+
+    def snapshot(self, t: int) -> None:
+        """The probe's moments (:func:`probe_moments`) of the probe items at step ``t``."""
+        ctx, rec = self.ctx, self.rec
+        w0, c0 = time.perf_counter(), time.process_time()
+        m = probe_moments(self.adapter, self.probe_texts, (self.left, self.right), batch_size=ctx.batch_size,
+                          batches=self.spec.probe_batches, tau=ctx.tau, decay_mask=self.mask_spec,
+                          seed=_seed(ctx.seed, 2, t))
+        rec["snap_steps"].append(t)
+        rec["snap_r"].append(m.r)
+        rec["snap_zjd"].append(m.zjd)
+        rec["snap_za"].append(m.za)
+        rec["snap_zc"].append(m.zc)
+        rec["snap_aa"].append(m.aa)
+        self._add("probe", w0, c0)
+
+    def measure_lambda(self, step: int) -> None:
+        """lambda_rad / lambda of each probe item (E4) at ``step``."""
+        self.rec["lam_steps"].append(step)
+        self.rec["lam"].append(self.tracker.lambda_per_lambda(self.theta, self.mask))
+
+    def accuracy(self) -> float:
+        """Held-out top-1 accuracy of the current parameters."""
+        return heldout_accuracy(self.adapter, self.theta, self.data["eval_left"], self.data["eval_right"])
+
+    def save(self, step: int) -> None:
+        """A checkpoint at ``step`` (parameters, optimizer state, record)."""
+        t0 = time.perf_counter()
+        save_checkpoint(self.paths["ckpt"], {"settings": self.settings, "key": settings_key(self.settings),
+                                             "step": step, "params": [p.detach().cpu() for p in self.params],
+                                             "opt": self.opt.state_dict(), "record": _record_payload(self.rec)})
+        self.timings["checkpoint_s"] += time.perf_counter() - t0
+
+    def save_final(self) -> None:
+        """The final parameters (atomically); a pre-training run also writes its encoder folder."""
+        import torch
+
+        with atomic_path(self.paths["final"]) as tmp:
+            torch.save([p.detach().cpu() for p in self.params], tmp)
+        if self.spec.kind == "pretrain":
+            module = self.module
+            save_encoder_dir(module.cpu() if self.ctx.device != "cpu" else module, Path(self.ctx.directory) / "encoder")
+
+
+def _run_arrays(rec: dict, p_items: int) -> dict:
+    """The record as the arrays of the run's ``.npz`` (empty records as (0, P) or (0, 0, P) arrays)."""
     p_shape = (0, p_items)
-    arrays = {
+    return {
         "loss": rec["loss"],
         "track_steps": np.asarray(rec["track_steps"], dtype=np.int64),
         **{k: (np.stack(rec[k]) if rec[k] else np.zeros(p_shape)) for k in ("r2", "r2_next", "zd", "dd", "dec")},
@@ -445,10 +514,3 @@ def run_one(spec: RunSpec, ctx: RunContext, *, progress=None) -> dict:  # noqa: 
         "eval_steps": np.asarray(rec["eval_steps"], dtype=np.int64),
         "eval_acc": np.asarray(rec["eval_acc"], dtype=float),
     }
-    with atomic_path(paths["npz"]) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-    timings.update(wall_s=time.perf_counter() - t_wall, cpu_s=time.process_time() - t_cpu, steps_run=spec.steps - start)
-    write_json({"key": key, "spec": spec.to_dict(), "timings": timings}, paths["json"])
-    paths["ckpt"].unlink(missing_ok=True)
-    return load_run(spec, ctx)

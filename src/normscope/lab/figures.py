@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._plot import pyplot, save_figure
 from normscope.errors import InputError
 
 __all__ = ["example_items", "plot_transformer_trajectories", "plot_predicted_vs_final", "plot_optimizer_comparison"]
@@ -42,8 +43,6 @@ def plot_transformer_trajectories(result, path, *, n: int = 6) -> Path:
     InputError
         The result has no tracked norms (tracking off).
     """
-    from normscope._plot import pyplot, save_figure
-
     if result.norms is None or result.items.empty:
         raise InputError("the result has no tracked norms (run with track=True)")
     plt = pyplot()
@@ -73,8 +72,6 @@ def plot_predicted_vs_final(result, path) -> Path:
     InputError
         The result has no per-item estimates.
     """
-    from normscope._plot import pyplot, save_figure
-
     it = result.items
     if it.empty:
         raise InputError("the result has no per-item estimates (run with track=True)")
@@ -116,8 +113,6 @@ def plot_optimizer_comparison(results, path) -> Path:
     InputError
         No result with tracked norms.
     """
-    from normscope._plot import pyplot, save_figure
-
     results = [r for r in results if r.norms is not None]
     if not results:
         raise InputError("no tracked run to compare")

@@ -37,6 +37,7 @@ import numpy as np
 
 from normscope import theory
 from normscope.errors import InputError
+from normscope.probes.uncertainty import rowwise_correlations
 
 __all__ = ["snapshot_prediction", "prediction_arrays"]
 
@@ -92,8 +93,6 @@ def prediction_arrays(za, zc, aa, r_snap, zjd, *, eta: float, weight_decay: floa
 
 def _stats_rows(r_eq: np.ndarray, r_bar: np.ndarray) -> np.ndarray:
     """Rows of ``[mean |rel|, median rel, Pearson, Spearman]`` over the finite items of each row."""
-    from normscope.probes.uncertainty import rowwise_correlations
-
     r_eq, r_bar = np.atleast_2d(r_eq), np.atleast_2d(r_bar)
     rel = (r_eq - r_bar) / r_bar
     with np.errstate(all="ignore"):
@@ -170,45 +169,8 @@ def snapshot_prediction(za, zc, aa, r_snap, zjd, r2_blocks, *, eta: float, weigh
     point = _stats_rows(pt["r_eq"], r_bar)[0]
 
     rng = np.random.default_rng(seed)
-    boot = np.empty((n_boot, len(STAT_NAMES)))
-    block = 250
-    for b0 in range(0, n_boot, block):
-        m = min(block, n_boot - b0)
-        cs = rng.multinomial(s, np.full(s, 1.0 / s), size=m)  # snapshots (and their time blocks)
-        cb = rng.multinomial(k, np.full(k, 1.0 / k), size=(m, s))  # batches within each snapshot
-        ws = cs / s
-        w = ws[:, :, None] * cb / k
-        rep = prediction_arrays(za, zc, aa, r_snap, zjd, w=w, ws=ws, **kw)
-        rbar_b = np.sqrt(ws @ r2_blocks)
-        idx = rng.integers(0, p, size=(m, p))
-        boot[b0:b0 + m] = _stats_rows(np.take_along_axis(rep["r_eq"], idx, axis=1),
-                                      np.take_along_axis(rbar_b, idx, axis=1))
-    ci = {}
-    for j, name in enumerate(STAT_NAMES):
-        col = boot[:, j][np.isfinite(boot[:, j])]
-        ci[name] = [float(q) for q in np.quantile(col, [(1 - level) / 2, (1 + level) / 2])] if col.size else None
-
-    # permutation null: other items' R-free displacement statistics (e, d), own R and own c
-    e, d, c, r_ref = pt["e"], pt["d"], pt["c"], pt["r_ref"]
-    perms = np.argsort(rng.random((n_perm, p)), axis=1)
-    heat_n = r_ref[None, :] ** 2 * e[perms]
-    drift_n = r_ref[None, :] * d[perms]
-    cc = np.broadcast_to(c, heat_n.shape)
-    req_n = np.where(cc > 0, theory.equilibrium_radius(drift_n, heat_n, c=np.where(cc > 0, cc, np.nan)), np.nan)
-    null = _stats_rows(req_n, np.broadcast_to(r_bar, req_n.shape))
-    better = {"mean_abs_rel_error": lambda x, v: x <= v, "median_rel_error": lambda x, v: np.abs(x) <= abs(v),
-              "pearson": lambda x, v: x >= v, "spearman": lambda x, v: x >= v}
-    null_d = {}
-    for j, name in enumerate(STAT_NAMES):
-        col = null[:, j]
-        ok = np.isfinite(col)
-        if not ok.any() or not np.isfinite(point[j]):
-            null_d[name] = {"median": None, "p": None, "p_above": None}
-            continue
-        cnt = int(np.sum(better[name](col[ok], point[j])))
-        worse = int(np.sum(better[name](np.full(int(ok.sum()), point[j]), col[ok])))  # null at least as bad
-        null_d[name] = {"median": float(np.median(col[ok])), "p": (1 + cnt) / (1 + int(ok.sum())),
-                        "p_above": (1 + worse) / (1 + int(ok.sum()))}
+    ci = _bootstrap_ci((za, zc, aa, r_snap, zjd), r2_blocks, kw, rng, n_boot=n_boot, level=level)
+    null_d = _permutation_null(pt, r_bar, point, rng, n_perm=n_perm)
     n_neg_q = int(np.sum(pt["q"] < 0))
     excluded = {"lambda_rad<=0": int(np.sum(flag != ""))}
     return {
@@ -228,3 +190,58 @@ def snapshot_prediction(za, zc, aa, r_snap, zjd, r2_blocks, *, eta: float, weigh
                         f"least as good) / (1 + {n_perm}); p_above the same with 'at least as bad' (the other side)"),
         "n_boot": int(n_boot), "n_perm": int(n_perm),
     }
+
+
+def _bootstrap_ci(moments: tuple, r2_blocks: np.ndarray, kw: dict, rng: np.random.Generator, *, n_boot: int,
+                  level: float) -> dict:
+    """Percentile intervals of the agreement statistics (name -> [lo, hi] or None): snapshots (with their time
+    blocks) resampled, then the batches within each drawn snapshot, then probe items; draws from ``rng`` in
+    blocks of 250 replicates."""
+    za, zc, aa, r_snap, zjd = moments
+    s, k, p = za.shape
+    boot = np.empty((n_boot, len(STAT_NAMES)))
+    block = 250
+    for b0 in range(0, n_boot, block):
+        m = min(block, n_boot - b0)
+        cs = rng.multinomial(s, np.full(s, 1.0 / s), size=m)  # snapshots (and their time blocks)
+        cb = rng.multinomial(k, np.full(k, 1.0 / k), size=(m, s))  # batches within each snapshot
+        ws = cs / s
+        w = ws[:, :, None] * cb / k
+        rep = prediction_arrays(za, zc, aa, r_snap, zjd, w=w, ws=ws, **kw)
+        rbar_b = np.sqrt(ws @ r2_blocks)
+        idx = rng.integers(0, p, size=(m, p))
+        boot[b0:b0 + m] = _stats_rows(np.take_along_axis(rep["r_eq"], idx, axis=1),
+                                      np.take_along_axis(rbar_b, idx, axis=1))
+    ci = {}
+    for j, name in enumerate(STAT_NAMES):
+        col = boot[:, j][np.isfinite(boot[:, j])]
+        ci[name] = [float(q) for q in np.quantile(col, [(1 - level) / 2, (1 + level) / 2])] if col.size else None
+    return ci
+
+
+def _permutation_null(pt: dict, r_bar: np.ndarray, point: np.ndarray, rng: np.random.Generator, *,
+                      n_perm: int) -> dict:
+    """Permutation null of each statistic (name -> median, one-sided p and p_above): every item keeps its own R
+    and c and gets another item's R-free displacement statistics (e, d)."""
+    e, d, c, r_ref = pt["e"], pt["d"], pt["c"], pt["r_ref"]
+    p = len(r_bar)
+    perms = np.argsort(rng.random((n_perm, p)), axis=1)
+    heat_n = r_ref[None, :] ** 2 * e[perms]
+    drift_n = r_ref[None, :] * d[perms]
+    cc = np.broadcast_to(c, heat_n.shape)
+    req_n = np.where(cc > 0, theory.equilibrium_radius(drift_n, heat_n, c=np.where(cc > 0, cc, np.nan)), np.nan)
+    null = _stats_rows(req_n, np.broadcast_to(r_bar, req_n.shape))
+    better = {"mean_abs_rel_error": lambda x, v: x <= v, "median_rel_error": lambda x, v: np.abs(x) <= abs(v),
+              "pearson": lambda x, v: x >= v, "spearman": lambda x, v: x >= v}
+    null_d = {}
+    for j, name in enumerate(STAT_NAMES):
+        col = null[:, j]
+        ok = np.isfinite(col)
+        if not ok.any() or not np.isfinite(point[j]):
+            null_d[name] = {"median": None, "p": None, "p_above": None}
+            continue
+        cnt = int(np.sum(better[name](col[ok], point[j])))
+        worse = int(np.sum(better[name](np.full(int(ok.sum()), point[j]), col[ok])))  # null at least as bad
+        null_d[name] = {"median": float(np.median(col[ok])), "p": (1 + cnt) / (1 + int(ok.sum())),
+                        "p_above": (1 + worse) / (1 + int(ok.sum()))}
+    return null_d

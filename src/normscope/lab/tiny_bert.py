@@ -17,6 +17,10 @@ import tempfile
 from pathlib import Path
 
 from normscope._io import _umask
+from normscope.encoders.bundled import bundled_model_path
+from normscope.encoders.sentence_transformers import _quiet_transformers
+from normscope.errors import InputError
+from normscope.validate import check_choice
 
 __all__ = ["build_tiny_bert", "save_encoder_dir", "decay_mask_named"]
 
@@ -49,9 +53,6 @@ def decay_mask_named(name: str, param_names=None):
     InputError
         Unknown mask name, or ``final-layernorm`` on a model without BERT-style layer names.
     """
-    from normscope.errors import InputError
-    from normscope.validate import check_choice
-
     check_choice("decay mask", name, MASKS)
     if name == "no-embeddings":
         return _no_embeddings
@@ -120,9 +121,6 @@ def build_tiny_bert(path: str | Path, *, hidden: int = 128, layers: int = 2, hea
     import torch
     from sentence_transformers import SentenceTransformer, models
     from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from normscope.encoders.bundled import bundled_model_path
-    from normscope.encoders.sentence_transformers import _quiet_transformers
 
     _quiet_transformers()
     path = Path(path)

@@ -32,11 +32,19 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope import theory
 from normscope._progress import Tracker
+from normscope.encoders import DEFAULT_MODEL, check_device, load_encoder
+from normscope.encoders.base import TorchEncoder
+from normscope.encoders.glove import is_static_encoder, static_refusal
 from normscope.errors import InputError, ModelError
+from normscope.lab.analysis import analyse_transformer_run
 from normscope.lab.checkpoint import check_checkpoint_file, load_checkpoint, save_checkpoint, settings_key
 from normscope.lab.optim import make_optimizer
 from normscope.lab.trajectory import TrajectoryRecord
+from normscope.lab.transformer_data import prepare_pairs_and_probes
+from normscope.pairs import sample_pair_batches
+from normscope.probes import TextEncoderAdapter, decay_mask_for, probe_moments, summarize_probe, symmetric_info_nce
 from normscope.requests.lab import TransformerLabRequest
 from normscope.validate import check_choice, check_int, check_output_path, check_positive, check_range
 
@@ -118,9 +126,9 @@ class _Tracker:
         return ((z * jd).sum(1) / (z * z).sum(1)).cpu().numpy()
 
 
-def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_decay, steps, batch_size, tau, beta,  # noqa: C901 -- over the complexity budget; split pending (issue 29)
-                  decay_flags, dropout, precision, seed, lambda_every, track, checkpoint, checkpoint_every,
-                  settings, extra_state, progress):
+def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_decay, steps, batch_size, tau, beta,
+                   decay_flags, dropout, precision, seed, lambda_every, track, checkpoint, checkpoint_every,
+                   settings, extra_state, progress):
     """The training loop with per-step tracking (see the module docstring); returns ``(record, state, timings)``.
 
     ``record`` is a :class:`TrajectoryRecord` (None with ``track=False``); ``state`` is
@@ -128,139 +136,191 @@ def _train_tracked(enc, adapter, pairs, probe_texts, *, optimizer, lr, weight_de
     """
     import torch
 
-    from normscope.pairs import sample_pair_batches
-    from normscope.probes import symmetric_info_nce
-
-    module = enc.module
-    params = [p for _n, p in module.named_parameters() if p.requires_grad]
-    theta = adapter.parameters()  # detached views of the same storage, keys "inner.<name>"
-    keys = list(theta)
-    if len(keys) != len(params):
-        raise ModelError("the encoder's trainable parameters and the adapter's do not match")
-    mask = dict(zip(keys, decay_flags))
-    opt = make_optimizer(optimizer, lr, weight_decay, **({"beta": beta} if optimizer == "momentum" else {}))
-    tracker = _Tracker(adapter, probe_texts) if track else None
-    p_items = len(probe_texts)
-    rec = {"r2": np.zeros((steps + 1, p_items)), "zd": np.zeros((steps, p_items)), "dd": np.zeros((steps, p_items)),
-           "dec": np.zeros((steps, p_items)), "loss": np.zeros(steps), "batches": np.zeros((steps, batch_size), np.int64),
-           "lam_steps": [], "lam": []}
-    start = 0
-    ck = load_checkpoint(checkpoint, settings) if checkpoint is not None else None
-    if ck is not None:
-        start = min(int(ck["step"]), steps)
-        with torch.no_grad():
-            for p, v in zip(params, ck["params"]):
-                p.copy_(v)
-        opt.load_state_dict(_to_device(ck["opt"], params[0].device))
-        old = ck["record"]
-        for k in ("r2", "zd", "dd", "dec", "loss", "batches"):
-            n_keep = start + 1 if k == "r2" else start
-            rec[k][:n_keep] = old[k][:n_keep]
-        # E4 measurements on the regular schedule (a finished shorter run also measured at its last step,
-        # which an extended run would not have: dropped, so an extended run equals an uninterrupted one)
-        keep = [i for i, s in enumerate(old["lam_steps"])
-                if s <= start and (s % lambda_every == 0 or (s == start == steps))]
-        rec["lam_steps"] = [old["lam_steps"][i] for i in keep]
-        rec["lam"] = [old["lam"][i] for i in keep]
-        extra_state = ck["extra"]
-    elif callable(extra_state):
-        extra_state = extra_state()
-    timings = {"train_s": 0.0, "track_s": 0.0, "train_cpu_s": 0.0, "track_cpu_s": 0.0, "checkpoint_s": 0.0,
-               "steps_run": steps - start}
-    clock = time.perf_counter
-    cpu = time.process_time
-
-    def add(kind, w0, c0):
-        timings[f"{kind}_s"] += clock() - w0
-        timings[f"{kind}_cpu_s"] += cpu() - c0
-
-    def save(step):
-        t0 = time.perf_counter()
-        save_checkpoint(checkpoint, {
-            "settings": settings, "key": settings_key(settings), "step": step, "params": [p.detach().cpu() for p in params],
-            "opt": opt.state_dict(), "extra": extra_state,
-            "record": {**{k: v[: step + 1] if k == "r2" else v[:step] for k, v in rec.items() if k not in ("lam_steps", "lam")},
-                       "lam_steps": list(rec["lam_steps"]), "lam": list(rec["lam"])},
-        })
-        timings["checkpoint_s"] += time.perf_counter() - t0
-
+    run = _TrackedTraining(enc, adapter, probe_texts, optimizer=optimizer, lr=lr, weight_decay=weight_decay,
+                           steps=steps, batch_size=batch_size, beta=beta, decay_flags=decay_flags, track=track,
+                           lambda_every=lambda_every, checkpoint=checkpoint, settings=settings)
+    start = run.resume(extra_state)
     bar = None
     if progress and start < steps:
         bar = Tracker("lab transformer/" + optimizer, steps, unit="steps", completed=start).start()
     autocast = (torch.autocast(device_type=torch.device(enc.device).type, dtype=torch.bfloat16)
                 if precision == "bf16" else None)
-    buf = {k: torch.empty_like(v) for k, v in theta.items()} if track else None
-    n_pairs = len(pairs.left)
     try:
-        z = None
         if track:
-            t0, c0 = clock(), cpu()
-            z = tracker.z(theta)
-            if start == 0:
-                rec["r2"][0] = (z * z).sum(1).cpu().numpy()
-            if not rec["lam_steps"]:
-                rec["lam_steps"].append(0)
-                rec["lam"].append(extra_state["lam0"])
-            add("track", t0, c0)
+            run.track_start(start)
         for t in range(start, steps):
-            t0, c0 = clock(), cpu()
-            s_seed = _step_seed(seed, t)
-            bidx = sample_pair_batches(n_pairs, batch_size, 1, s_seed)[0]
-            rec["batches"][t] = bidx
-            torch.manual_seed(s_seed)  # dropout masks: deterministic per step, so a resumed run is identical
-            module.train(bool(dropout))
-            fl = enc.tokenize([pairs.left[i] for i in bidx])
-            fr = enc.tokenize([pairs.right[i] for i in bidx])
-            if autocast is not None:
-                with autocast:
-                    zq, zdoc = enc.forward(fl), enc.forward(fr)
-            else:
-                zq, zdoc = enc.forward(fl), enc.forward(fr)
-            loss = symmetric_info_nce(zq.float(), zdoc.float(), tau)
-            grads = torch.autograd.grad(loss, params, allow_unused=True)
-            module.eval()
-            grads = [g.detach() if g is not None else torch.zeros_like(p) for g, p in zip(grads, params)]
-            rec["loss"][t] = float(loss.detach())
-            direction = opt.direction(grads)
-            add("train", t0, c0)
+            direction = run.direction(t, pairs, seed=seed, tau=tau, dropout=dropout, autocast=autocast)
+            z_free = run.free_step(direction) if track else None
+            t0, c0 = time.perf_counter(), time.process_time()
+            run.opt.apply(run.params, direction, decay=decay_flags)
+            run.add("train", t0, c0)
             if track:
-                t0, c0 = clock(), cpu()
-                with torch.no_grad():
-                    for k, s in zip(keys, direction):
-                        torch.add(theta[k], s, alpha=-lr, out=buf[k])
-                z_free = tracker.z(buf)  # decay-free step: f(theta_t - eta s_t)
-                add("track", t0, c0)
-            t0, c0 = clock(), cpu()
-            opt.apply(params, direction, decay=decay_flags)
-            add("train", t0, c0)
-            if track:
-                t0, c0 = clock(), cpu()
-                z_new = tracker.z(theta)
-                delta = z_free - z
-                r2_new = (z_new * z_new).sum(1)
-                rec["zd"][t] = (z * delta).sum(1).cpu().numpy()
-                rec["dd"][t] = (delta * delta).sum(1).cpu().numpy()
-                rec["dec"][t] = (r2_new - (z_free * z_free).sum(1)).cpu().numpy()
-                rec["r2"][t + 1] = r2_new.cpu().numpy()
-                z = z_new
-                if (t + 1) % lambda_every == 0 or t + 1 == steps:
-                    rec["lam_steps"].append(t + 1)
-                    rec["lam"].append(tracker.lambda_per_lambda(theta, mask))
-                add("track", t0, c0)
-            if not math.isfinite(rec["loss"][t]):
-                raise InputError(f"training diverged at step {t} (loss {rec['loss'][t]}); lower --lr")
+                run.track_step(t, z_free)
+            loss = run.rec["loss"][t]
+            if not math.isfinite(loss):
+                raise InputError(f"training diverged at step {t} (loss {loss}); lower --lr")
             if checkpoint is not None and ((t + 1) % checkpoint_every == 0 or t + 1 == steps):
-                save(t + 1)
+                run.save(t + 1)
             if bar is not None:
-                bar.update(t + 1, loss=f"{rec['loss'][t]:.3f}")
+                bar.update(t + 1, loss=f"{loss:.3f}")
     finally:
         if bar is not None:
             bar.stop()
     record = None
     if track:
+        rec = run.rec
         record = TrajectoryRecord(rec["r2"], rec["zd"], rec["dd"], rec["dec"], rec["loss"],
                                   np.asarray(rec["lam_steps"], dtype=np.int64), np.stack(rec["lam"]), rec["batches"])
-    return record, extra_state, timings
+    return record, run.extra_state, run.timings
+
+
+class _TrackedTraining:
+    """The state of :func:`_train_tracked`: trainable parameters (``params``) and the adapter's views of them
+    (``theta``), the decay mask, the optimizer, the probe-item tracker, the record (per step the probe items'
+    R^2, <z, Delta>, ||Delta||^2 and the decay's change, the loss and the batch; lambda_rad / lambda on its
+    schedule), the current probe embeddings ``z``, the checkpoint's extra state and the timings (seconds)."""
+
+    def __init__(self, enc, adapter, probe_texts, *, optimizer, lr, weight_decay, steps, batch_size, beta,
+                 decay_flags, track, lambda_every, checkpoint, settings):
+        import torch
+
+        self.enc, self.adapter, self.module = enc, adapter, enc.module
+        self.lr, self.steps, self.batch_size, self.track, self.lambda_every = lr, steps, batch_size, track, lambda_every
+        self.checkpoint, self.settings = checkpoint, settings
+        self.params = [p for _n, p in self.module.named_parameters() if p.requires_grad]
+        self.theta = adapter.parameters()  # detached views of the same storage, keys "inner.<name>"
+        self.keys = list(self.theta)
+        if len(self.keys) != len(self.params):
+            raise ModelError("the encoder's trainable parameters and the adapter's do not match")
+        self.mask = dict(zip(self.keys, decay_flags))
+        self.opt = make_optimizer(optimizer, lr, weight_decay, **({"beta": beta} if optimizer == "momentum" else {}))
+        self.tracker = _Tracker(adapter, probe_texts) if track else None
+        p_items = len(probe_texts)
+        self.rec = {"r2": np.zeros((steps + 1, p_items)), "zd": np.zeros((steps, p_items)),
+                    "dd": np.zeros((steps, p_items)), "dec": np.zeros((steps, p_items)), "loss": np.zeros(steps),
+                    "batches": np.zeros((steps, batch_size), np.int64), "lam_steps": [], "lam": []}
+        self.extra_state = None
+        self.timings: dict = {}
+        self.buf = {k: torch.empty_like(v) for k, v in self.theta.items()} if track else None
+        self.z = None
+
+    def resume(self, extra_state) -> int:
+        """The first step: 0 (``extra_state`` computed when callable), or a matching checkpoint's step with its
+        parameters, optimizer state, extra state and record up to that step restored."""
+        import torch
+
+        steps, rec = self.steps, self.rec
+        start = 0
+        ck = load_checkpoint(self.checkpoint, self.settings) if self.checkpoint is not None else None
+        if ck is not None:
+            start = min(int(ck["step"]), steps)
+            with torch.no_grad():
+                for p, v in zip(self.params, ck["params"]):
+                    p.copy_(v)
+            self.opt.load_state_dict(_to_device(ck["opt"], self.params[0].device))
+            old = ck["record"]
+            for k in ("r2", "zd", "dd", "dec", "loss", "batches"):
+                n_keep = start + 1 if k == "r2" else start
+                rec[k][:n_keep] = old[k][:n_keep]
+            # E4 measurements on the regular schedule (a finished shorter run also measured at its last step,
+            # which an extended run would not have: dropped, so an extended run equals an uninterrupted one)
+            keep = [i for i, s in enumerate(old["lam_steps"])
+                    if s <= start and (s % self.lambda_every == 0 or (s == start == steps))]
+            rec["lam_steps"] = [old["lam_steps"][i] for i in keep]
+            rec["lam"] = [old["lam"][i] for i in keep]
+            extra_state = ck["extra"]
+        elif callable(extra_state):
+            extra_state = extra_state()
+        self.extra_state = extra_state
+        self.timings = {"train_s": 0.0, "track_s": 0.0, "train_cpu_s": 0.0, "track_cpu_s": 0.0, "checkpoint_s": 0.0,
+                        "steps_run": steps - start}
+        return start
+
+    def add(self, kind: str, w0: float, c0: float) -> None:
+        """Wall and CPU seconds since ``w0`` / ``c0`` added to ``{kind}_s`` and ``{kind}_cpu_s``."""
+        self.timings[f"{kind}_s"] += time.perf_counter() - w0
+        self.timings[f"{kind}_cpu_s"] += time.process_time() - c0
+
+    def save(self, step: int) -> None:
+        """A checkpoint at ``step``: parameters, optimizer state, extra state and the record so far."""
+        rec = self.rec
+        t0 = time.perf_counter()
+        save_checkpoint(self.checkpoint, {
+            "settings": self.settings, "key": settings_key(self.settings), "step": step,
+            "params": [p.detach().cpu() for p in self.params], "opt": self.opt.state_dict(), "extra": self.extra_state,
+            "record": {**{k: v[: step + 1] if k == "r2" else v[:step] for k, v in rec.items() if k not in ("lam_steps", "lam")},
+                       "lam_steps": list(rec["lam_steps"]), "lam": list(rec["lam"])},
+        })
+        self.timings["checkpoint_s"] += time.perf_counter() - t0
+
+    def track_start(self, start: int) -> None:
+        """The probe items' embeddings at the start (R^2 at step 0; lambda_rad / lambda at 0 from the step-0 probe)."""
+        t0, c0 = time.perf_counter(), time.process_time()
+        self.z = self.tracker.z(self.theta)
+        if start == 0:
+            self.rec["r2"][0] = (self.z * self.z).sum(1).cpu().numpy()
+        if not self.rec["lam_steps"]:
+            self.rec["lam_steps"].append(0)
+            self.rec["lam"].append(self.extra_state["lam0"])
+        self.add("track", t0, c0)
+
+    def direction(self, t: int, pairs, *, seed: int, tau: float, dropout, autocast) -> list:
+        """The optimizer's direction from step ``t``'s batch (seeded by the step; dropout masks too) and its
+        symmetric InfoNCE gradient; the loss and the batch are recorded."""
+        import torch
+
+        enc, module, rec = self.enc, self.module, self.rec
+        t0, c0 = time.perf_counter(), time.process_time()
+        s_seed = _step_seed(seed, t)
+        bidx = sample_pair_batches(len(pairs.left), self.batch_size, 1, s_seed)[0]
+        rec["batches"][t] = bidx
+        torch.manual_seed(s_seed)  # dropout masks: deterministic per step, so a resumed run is identical
+        module.train(bool(dropout))
+        fl = enc.tokenize([pairs.left[i] for i in bidx])
+        fr = enc.tokenize([pairs.right[i] for i in bidx])
+        if autocast is not None:
+            with autocast:
+                zq, zdoc = enc.forward(fl), enc.forward(fr)
+        else:
+            zq, zdoc = enc.forward(fl), enc.forward(fr)
+        loss = symmetric_info_nce(zq.float(), zdoc.float(), tau)
+        grads = torch.autograd.grad(loss, self.params, allow_unused=True)
+        module.eval()
+        grads = [g.detach() if g is not None else torch.zeros_like(p) for g, p in zip(grads, self.params)]
+        rec["loss"][t] = float(loss.detach())
+        direction = self.opt.direction(grads)
+        self.add("train", t0, c0)
+        return direction
+
+    def free_step(self, direction: list):
+        """The probe items' embeddings after the decay-free step: f(theta_t - eta s_t)."""
+        import torch
+
+        t0, c0 = time.perf_counter(), time.process_time()
+        with torch.no_grad():
+            for k, s in zip(self.keys, direction):
+                torch.add(self.theta[k], s, alpha=-self.lr, out=self.buf[k])
+        z_free = self.tracker.z(self.buf)
+        self.add("track", t0, c0)
+        return z_free
+
+    def track_step(self, t: int, z_free) -> None:
+        """Record step ``t`` after the update: <z, Delta>, ||Delta||^2, the decay's change of R^2, R^2 at t + 1,
+        and lambda_rad / lambda on its schedule (and at the last step)."""
+        rec, z = self.rec, self.z
+        t0, c0 = time.perf_counter(), time.process_time()
+        z_new = self.tracker.z(self.theta)
+        delta = z_free - z
+        r2_new = (z_new * z_new).sum(1)
+        rec["zd"][t] = (z * delta).sum(1).cpu().numpy()
+        rec["dd"][t] = (delta * delta).sum(1).cpu().numpy()
+        rec["dec"][t] = (r2_new - (z_free * z_free).sum(1)).cpu().numpy()
+        rec["r2"][t + 1] = r2_new.cpu().numpy()
+        self.z = z_new
+        if (t + 1) % self.lambda_every == 0 or t + 1 == self.steps:
+            rec["lam_steps"].append(t + 1)
+            rec["lam"].append(self.tracker.lambda_per_lambda(self.theta, self.mask))
+        self.add("track", t0, c0)
 
 
 def run_transformer_lab(request: TransformerLabRequest | None = None, *, encoder=None, pairs=None,
@@ -320,8 +380,6 @@ def run_transformer_lab(request: TransformerLabRequest | None = None, *, encoder
     """
     import torch
 
-    from normscope.lab.analysis import analyse_transformer_run
-
     r = request if request is not None else TransformerLabRequest()
     model, optimizer, lr, weight_decay, steps, burn_in = r.model, r.optimizer, r.lr, r.weight_decay, r.steps, r.burn_in
     pairs = pairs if pairs is not None else r.pairs
@@ -340,7 +398,6 @@ def run_transformer_lab(request: TransformerLabRequest | None = None, *, encoder
               batch_size=batch_size, tau=tau, beta=beta, decay_mask=decay_mask, probe_items=probe_items,
               probe_batches=probe_batches, max_tokens=max_tokens, precision=precision, checkpoint=checkpoint,
               checkpoint_every=checkpoint_every, lambda_every=lambda_every)
-    from normscope.encoders import check_device
 
     check_device(device)
     old_threads = torch.get_num_threads()
@@ -362,11 +419,6 @@ def run_transformer_lab(request: TransformerLabRequest | None = None, *, encoder
 
 
 def _load(model, encoder, device):
-    from normscope.encoders import load_encoder
-    from normscope.encoders.base import TorchEncoder
-
-    from normscope.encoders.glove import is_static_encoder, static_refusal
-
     if encoder is not None:
         if is_static_encoder(encoder):
             raise static_refusal(encoder)
@@ -377,7 +429,6 @@ def _load(model, encoder, device):
             enc.module.to(device)
             enc.device = device
         return enc
-    from normscope.encoders import DEFAULT_MODEL
 
     enc = load_encoder(model or DEFAULT_MODEL, device=device, fresh=True)
     if is_static_encoder(enc):
@@ -390,9 +441,6 @@ def _load(model, encoder, device):
 def _run(*, model, encoder, pairs, optimizer, lr, weight_decay, steps, burn_in, batch_size, tau, beta, decay_mask,
          dropout, probe_items, probe_batches, max_tokens, precision, device, seed, checkpoint, checkpoint_every,
          lambda_every, track, progress, n_boot, t_start, cpu_start, analyse):
-    from normscope.lab.transformer_data import prepare_pairs_and_probes
-    from normscope.probes import TextEncoderAdapter, decay_mask_for
-
     enc = _load(model, encoder, device)
     lab_pairs, probes = prepare_pairs_and_probes(enc, pairs, probe_items, max_tokens=max_tokens, seed=seed)
     if len(lab_pairs) < batch_size:
@@ -445,9 +493,6 @@ def _step0_probe(adapter, probes, pairs, *, batch_size, batches, tau, decay_mask
     R is computed here by item index (one forward of all probe items) and replaces the probe's own,
     so the per-item arrays never depend on the probe's chunk order.
     """
-    from normscope import theory
-    from normscope.probes import probe_moments, summarize_probe
-
     t0 = time.perf_counter()
     z = _Tracker(adapter, probes.texts).z(adapter.parameters())
     r = z.norm(dim=1).cpu().numpy()

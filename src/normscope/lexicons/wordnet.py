@@ -37,6 +37,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from normscope.data import data_path
+from normscope.data.verify import sha256_file
+from normscope.encoders.bundled import cache_dir
 from normscope.requests.correlate import MEASURES
 from normscope.errors import DataError, InputError
 
@@ -67,9 +70,6 @@ def _extract_archive(archive: Path) -> Path:
     another archive is never served from an earlier one's extraction; a file that is not a readable
     archive holding ``wordnet/data.noun`` and ``index.noun`` is refused in one line.
     """
-    from normscope.data.verify import sha256_file
-    from normscope.encoders.bundled import cache_dir
-
     try:
         digest = sha256_file(archive)
     except OSError as exc:
@@ -125,7 +125,6 @@ def _resolve_root(path: str | os.PathLike | None) -> Path:
         root = _reader_root(found) if found.is_dir() else None
         if root is not None:
             return root
-    from normscope.data import data_path
 
     found = data_path("wordnet")  # a data folder's copy, else fetched; DataError naming `normscope data fetch wordnet`
     return _reader_root(found) or _extract_archive(found / "wordnet-3.0.tgz")

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from normscope.encoders.base import TorchEncoder
+from normscope.encoders.glove import is_static_encoder, static_refusal
 from normscope.errors import ModelError
 
 __all__ = ["ProbeAdapter", "TextEncoderAdapter", "ModuleAdapter", "as_adapter"]
@@ -284,10 +286,6 @@ def as_adapter(encoder) -> ProbeAdapter:
         adapter without a floating ``dtype``.
     """
     import torch
-
-    from normscope.encoders.base import TorchEncoder
-
-    from normscope.encoders.glove import is_static_encoder, static_refusal
 
     if is_static_encoder(encoder):
         raise static_refusal(encoder)

@@ -21,6 +21,7 @@ items, :data:`SIGN_STABLE_BATCHES` batches; docs/probe.md).
 from __future__ import annotations
 
 from normscope.claims import Gate, claim_row, fmt_value, judge, not_testable_row, permutation_direction
+from normscope.stats import p_text
 
 __all__ = ["probe_claims", "design_gate", "SIGN_STABLE_ITEMS", "SIGN_STABLE_BATCHES", "NEGLIGIBLE_HEAT_SHARE"]
 
@@ -117,8 +118,6 @@ def probe_claims(summary: dict) -> list[dict]:
 
 
 def _balance_row(summary: dict, design: Gate, opt: str, adam_note: str, tested: str) -> dict:
-    from normscope.stats import p_text
-
     b = summary.get("balance") or {}
     st, ci = b.get("statistics") or {}, b.get("ci") or {}
     what = ("dispersion of the implied decay, mean |q(x)/c - 1| with c = median q (0 when one decay balances every "

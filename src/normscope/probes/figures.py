@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._plot import pyplot, save_figure
 from normscope.probes.result import ProbeResult
 
 __all__ = ["plot_predicted_vs_observed", "plot_heat_drift"]
@@ -24,8 +25,6 @@ def plot_predicted_vs_observed(result: ProbeResult, path: str | Path) -> Path:
     -------
     Path
     """
-    from normscope._plot import pyplot, save_figure
-
     plt = pyplot()
 
     df = result.items
@@ -59,8 +58,6 @@ def plot_heat_drift(result: ProbeResult, path: str | Path) -> Path:
     -------
     Path
     """
-    from normscope._plot import pyplot, save_figure
-
     plt = pyplot()
 
     df = result.items

@@ -230,7 +230,7 @@ def _fd_step(a_rel_median: float, target: float) -> float:
     return target / a_rel_median
 
 
-def probe_moments(  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+def probe_moments(
     adapter,
     items,
     pairs,
@@ -336,13 +336,39 @@ def probe_moments(  # noqa: C901 -- over the complexity budget; split pending (i
         No trainable parameters, a model without forward-mode AD support, or (``second_order='jvp'``)
         without nested forward-mode support or failing the float64 check.
     """
-    import torch
-    from torch.func import jvp
+    left, right, n_pairs, fd_dtype, fd_target = _check_probe_args(items, pairs, batches, second_order, fd_dtype,
+                                                                  fd_target)
+    theta = adapter.parameters()
+    if not theta:
+        raise ModelError(f"model {adapter.name!r} has no trainable parameters (requires_grad is False everywhere)")
+    mask = decay_mask_for(theta, decay_mask)
+    batch_idx = sample_pair_batches(n_pairs, batch_size, batches, seed)
+    run = _ProbeRun(adapter, items, theta, chunk_size=chunk_size, batches=batches, second_order=second_order,
+                    fd_dtype=fd_dtype, fd_target=fd_target, fd_check=fd_check)
+    total_steps = batches + 1
+    for k, bidx in enumerate(batch_idx):
+        tangent = run.batch_direction(k, left, right, bidx, tau=tau, symmetric=symmetric, grad_precision=grad_precision)
+        for ci, idx in enumerate(run.chunks):
+            run.chunk_moments(k, ci, idx, tangent)
+        if progress is not None:
+            progress(k + 1, total_steps)
+    zjd = run.decay_term(mask)
+    if progress is not None:
+        progress(total_steps, total_steps)
+    return ProbeMoments(
+        r=run.r, za=run.za, aa=run.aa, zc=run.zc, a_sum=run.a_sum, zjd=zjd, eps=run.eps_used, losses=run.losses,
+        grad_norms=run.gnorms, timings=run.timings, fd_dtype=fd_dtype, fd_target=fd_target, fd_check=run.fd_chk,
+        grad_precision=grad_precision, grad_check=run.grad_check,
+        second_order=run.method, second_order_check=run.jvp2_chk, second_order_note=run.note,
+    )
 
+
+def _check_probe_args(items, pairs, batches: int, second_order: str, fd_dtype: str, fd_target: float | None):
+    """(left, right, number of pairs, fd_dtype, fd_target) with ``'auto'`` and the default step resolved;
+    :class:`InputError` for K < 1, no items, too few pairs or an unknown choice."""
     if batches < 1:
         raise InputError(f"batches must be >= 1, got {batches}")
-    n_items = len(items)
-    if n_items == 0:
+    if len(items) == 0:
         raise InputError("no probe items")
     left, right = _as_pairs(pairs)
     n_pairs = _pair_len((left, right))
@@ -354,124 +380,168 @@ def probe_moments(  # noqa: C901 -- over the complexity budget; split pending (i
         fd_dtype = "float64"
     if fd_target is None:
         fd_target = FD_TARGET[fd_dtype]
-    theta = adapter.parameters()
-    if not theta:
-        raise ModelError(f"model {adapter.name!r} has no trainable parameters (requires_grad is False everywhere)")
-    mask = decay_mask_for(theta, decay_mask)
-    batch_idx = sample_pair_batches(n_pairs, batch_size, batches, seed)
+    return left, right, n_pairs, fd_dtype, fd_target
 
-    # chunks of probe items (features prepared once)
-    chunks = _make_chunks(adapter, items, chunk_size)
-    feats = [adapter.features(items, idx, "query") for idx in chunks]
-    timings = {"backward": 0.0, "jvp": 0.0, "jvp2": 0.0, "jvp2_check": 0.0, "fd": 0.0, "lambda_rad": 0.0, "z": 0.0}
 
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        z_chunks = [adapter.embed(theta, f, "query").double() for f in feats]
-    timings["z"] = time.perf_counter() - t0
-    # every per-item array is written back by the chunk's item indices (chunks are not in input order)
-    r = np.empty(n_items)
-    for idx, z in zip(chunks, z_chunks):
-        r[idx] = z.norm(dim=1).cpu().numpy()
-    if np.any(~np.isfinite(r)) or np.any(r <= 0):
-        raise ModelError(f"model {adapter.name!r} returns zero or non-finite embeddings for some probe items")
-    d = z_chunks[0].shape[1]
+class _ProbeRun:
+    """One :func:`probe_moments` run: the probe items' chunks, their features and embeddings z (float64, by
+    chunk) and norms R, the per-batch arrays being filled (``za``, ``aa``, ``zc``: (K, P); ``a_sum``: (P, d)),
+    the second-order method in use (a nested JVP that fails on the first chunk of the first batch switches
+    it to finite differences once, under ``second_order='auto'``), the checks and the timings (seconds)."""
 
-    method = "fd" if second_order == "fd" else "jvp"
-    note = None
-    fdiff = _FiniteDifferences(adapter, items, chunks, feats, fd_dtype, fd_target, timings) if method == "fd" else None
-    za = np.zeros((batches, n_items))
-    aa = np.zeros((batches, n_items))
-    zc = np.zeros((batches, n_items))
-    a_sum = np.zeros((n_items, d))
-    eps_used = np.full((batches, len(chunks)), np.nan)
-    losses = np.zeros(batches)
-    gnorms = np.zeros(batches)
-    total_steps = batches + 1
-    grad_check = fd_chk = jvp2_chk = None
-    for k, bidx in enumerate(batch_idx):
+    def __init__(self, adapter, items, theta: dict, *, chunk_size: int, batches: int, second_order: str,
+                 fd_dtype: str, fd_target: float, fd_check: bool):
+        import torch
+
+        self.adapter, self.items, self.theta = adapter, items, theta
+        self.second_order, self.fd_dtype, self.fd_target, self.fd_check = second_order, fd_dtype, fd_target, fd_check
+        n_items = len(items)
+        # chunks of probe items (features prepared once)
+        self.chunks = _make_chunks(adapter, items, chunk_size)
+        self.feats = [adapter.features(items, idx, "query") for idx in self.chunks]
+        self.timings = {"backward": 0.0, "jvp": 0.0, "jvp2": 0.0, "jvp2_check": 0.0, "fd": 0.0, "lambda_rad": 0.0,
+                        "z": 0.0}
         t0 = time.perf_counter()
-        th = {n: v.detach().clone().requires_grad_(True) for n, v in theta.items()}
-        fq = adapter.features(left, bidx, "query")
-        fdoc = adapter.features(right, bidx, "doc")
-        g, loss = _pair_gradient(adapter, th, theta, fq, fdoc, tau, symmetric, bf16=grad_precision == "bf16")
-        if k == 0 and grad_precision == "bf16":
-            g32, _ = _pair_gradient(adapter, th, theta, fq, fdoc, tau, symmetric, bf16=False)
-            grad_check = _grad_error(g, g32)
-        del th
-        losses[k] = float(loss.detach())
-        gnorms[k] = float(torch.sqrt(sum((v.double() ** 2).sum() for v in g.values())))
-        timings["backward"] += time.perf_counter() - t0
-        tangent = {n: -v for n, v in g.items()}
-        if fdiff is not None:
-            fdiff.direction(tangent)
-        for ci, idx in enumerate(chunks):
-            z = z_chunks[ci]
-            c = None
-            if method == "jvp":
-                t0 = time.perf_counter()
-                a, c, reason = _nested_jvp(adapter, feats[ci], theta, tangent)
-                timings["jvp2"] += time.perf_counter() - t0
-                if reason is None and k == 0 and ci == 0 and fd_check:
-                    t0 = time.perf_counter()
-                    rel = float(torch.median(a.norm(dim=1) / z.norm(dim=1)))
-                    sub = slice(0, JVP2_CHECK_ITEMS)  # the first items of the chunk: 5 float64 forwards of them
-                    jvp2_chk = _jvp2_check(adapter, items, idx[sub], theta, tangent, rel,
-                                           (z[sub] * c[sub]).sum(1).cpu().numpy())
-                    timings["jvp2_check"] += time.perf_counter() - t0
-                    if jvp2_chk["verdict"] == "failed":
-                        reason = (f"the nested JVP's D2 differs from float64 finite differences by up to "
-                                  f"{jvp2_chk['max_rel_diff']:.2g} of mean |D2| on model {adapter.name!r} (tolerance "
-                                  f"{JVP2_CHECK_TOL:g}; the differences agree with each other to "
-                                  f"{jvp2_chk['fd_own_error']:.2g}): an op's second-order forward rule is wrong")
-                if reason is not None:
-                    if second_order == "jvp" or k > 0 or ci > 0:
-                        raise ModelError(reason + " (use second_order='fd')")
-                    method, c = "fd", None
-                    note = reason + f"; D2 by {fd_dtype} finite differences instead"
-                    warnings.warn(note, RuntimeWarning, stacklevel=2)
-                    fdiff = _FiniteDifferences(adapter, items, chunks, feats, fd_dtype, fd_target, timings)
-                    fdiff.direction(tangent)
-            if c is None:
-                t0 = time.perf_counter()
-                try:
-                    _, a = jvp(lambda p, _f=feats[ci]: adapter.embed(p, _f, "query"), (theta,), (tangent,))
-                except (NotImplementedError, RuntimeError) as exc:
-                    raise ModelError(
-                        f"forward-mode AD (torch.func.jvp) fails on model {adapter.name!r}: {str(exc).splitlines()[0][:160]}"
-                    ) from None
-                a = a.detach().double()
-                timings["jvp"] += time.perf_counter() - t0
-                rel = float(torch.median(a.norm(dim=1) / z.norm(dim=1)))
-                zc[k, idx], eps_used[k, ci] = fdiff.zc(ci, rel)
-                if k == 0 and ci == 0 and fd_check and fdiff.torch_dtype != torch.float64:
-                    t0 = time.perf_counter()
-                    fd_chk = _fd_float64_check(adapter, items, idx, theta, tangent, rel, zc[0, idx])
-                    timings["fd_check"] = time.perf_counter() - t0
-            else:
-                zc[k, idx] = (z * c).sum(1).cpu().numpy()
-            za[k, idx] = (z * a).sum(1).cpu().numpy()
-            aa[k, idx] = (a * a).sum(1).cpu().numpy()
-            a_sum[idx] += a.cpu().numpy()
-        if progress is not None:
-            progress(k + 1, total_steps)
+        with torch.no_grad():
+            self.z_chunks = [adapter.embed(theta, f, "query").double() for f in self.feats]
+        self.timings["z"] = time.perf_counter() - t0
+        # every per-item array is written back by the chunk's item indices (chunks are not in input order)
+        self.r = np.empty(n_items)
+        for idx, z in zip(self.chunks, self.z_chunks):
+            self.r[idx] = z.norm(dim=1).cpu().numpy()
+        if np.any(~np.isfinite(self.r)) or np.any(self.r <= 0):
+            raise ModelError(f"model {adapter.name!r} returns zero or non-finite embeddings for some probe items")
+        d = self.z_chunks[0].shape[1]
+        self.method = "fd" if second_order == "fd" else "jvp"
+        self.note = None
+        self.fdiff = self._finite_differences() if self.method == "fd" else None
+        self.za = np.zeros((batches, n_items))
+        self.aa = np.zeros((batches, n_items))
+        self.zc = np.zeros((batches, n_items))
+        self.a_sum = np.zeros((n_items, d))
+        self.eps_used = np.full((batches, len(self.chunks)), np.nan)
+        self.losses = np.zeros(batches)
+        self.gnorms = np.zeros(batches)
+        self.grad_check = self.fd_chk = self.jvp2_chk = None
 
-    # lambda_rad (E4): one JVP along theta_D
-    t0 = time.perf_counter()
-    theta_d = {n: (v if mask[n] else torch.zeros_like(v)) for n, v in theta.items()}
-    zjd = np.zeros(n_items)
-    for ci, idx in enumerate(chunks):
-        _, jd = jvp(lambda p, _f=feats[ci]: adapter.embed(p, _f, "query"), (theta,), (theta_d,))
-        zjd[idx] = (z_chunks[ci] * jd.detach().double()).sum(1).cpu().numpy()
-    timings["lambda_rad"] = time.perf_counter() - t0
-    if progress is not None:
-        progress(total_steps, total_steps)
-    return ProbeMoments(
-        r=r, za=za, aa=aa, zc=zc, a_sum=a_sum, zjd=zjd, eps=eps_used, losses=losses, grad_norms=gnorms,
-        timings=timings, fd_dtype=fd_dtype, fd_target=fd_target, fd_check=fd_chk,
-        grad_precision=grad_precision, grad_check=grad_check,
-        second_order=method, second_order_check=jvp2_chk, second_order_note=note,
-    )
+    def _finite_differences(self) -> _FiniteDifferences:
+        return _FiniteDifferences(self.adapter, self.items, self.chunks, self.feats, self.fd_dtype, self.fd_target,
+                                  self.timings)
+
+    def batch_direction(self, k: int, left, right, bidx, *, tau: float, symmetric: bool, grad_precision: str) -> dict:
+        """Batch ``k``'s InfoNCE gradient g_k (its loss and norm recorded; with bf16, batch 0 also in fp32 for
+        ``grad_check``) and the virtual step's direction v = -g_k (set on the finite differences)."""
+        import torch
+
+        t0 = time.perf_counter()
+        th = {n: v.detach().clone().requires_grad_(True) for n, v in self.theta.items()}
+        fq = self.adapter.features(left, bidx, "query")
+        fdoc = self.adapter.features(right, bidx, "doc")
+        g, loss = _pair_gradient(self.adapter, th, self.theta, fq, fdoc, tau, symmetric, bf16=grad_precision == "bf16")
+        if k == 0 and grad_precision == "bf16":
+            g32, _ = _pair_gradient(self.adapter, th, self.theta, fq, fdoc, tau, symmetric, bf16=False)
+            self.grad_check = _grad_error(g, g32)
+        del th
+        self.losses[k] = float(loss.detach())
+        self.gnorms[k] = float(torch.sqrt(sum((v.double() ** 2).sum() for v in g.values())))
+        self.timings["backward"] += time.perf_counter() - t0
+        tangent = {n: -v for n, v in g.items()}
+        if self.fdiff is not None:
+            self.fdiff.direction(tangent)
+        return tangent
+
+    def chunk_moments(self, k: int, ci: int, idx: np.ndarray, tangent: dict) -> None:
+        """<z, a>, ||a||^2 and <z, c> of chunk ``ci``'s items along batch ``k``'s direction, and a summed."""
+        z = self.z_chunks[ci]
+        c = None
+        if self.method == "jvp":
+            a, c = self._nested(k, ci, idx, tangent, z)
+        if c is None:
+            a = self._first_order_fd(k, ci, idx, tangent, z)
+        else:
+            self.zc[k, idx] = (z * c).sum(1).cpu().numpy()
+        self.za[k, idx] = (z * a).sum(1).cpu().numpy()
+        self.aa[k, idx] = (a * a).sum(1).cpu().numpy()
+        self.a_sum[idx] += a.cpu().numpy()
+
+    def _nested(self, k: int, ci: int, idx: np.ndarray, tangent: dict, z):
+        """(a, c) of one chunk by the nested JVP, checked on the first chunk of the first batch; (a or None,
+        None) once it has fallen back to finite differences."""
+        t0 = time.perf_counter()
+        a, c, reason = _nested_jvp(self.adapter, self.feats[ci], self.theta, tangent)
+        self.timings["jvp2"] += time.perf_counter() - t0
+        if reason is None and k == 0 and ci == 0 and self.fd_check:
+            reason = self._check_nested(idx, tangent, z, a, c)
+        if reason is not None:
+            self._fall_back(reason, k, ci, tangent)
+            c = None
+        return a, c
+
+    def _check_nested(self, idx: np.ndarray, tangent: dict, z, a, c) -> str | None:
+        """The float64 check of the nested JVP's D2 (:func:`_jvp2_check`); the reason to reject it, or None."""
+        import torch
+
+        t0 = time.perf_counter()
+        rel = float(torch.median(a.norm(dim=1) / z.norm(dim=1)))
+        sub = slice(0, JVP2_CHECK_ITEMS)  # the first items of the chunk: 5 float64 forwards of them
+        self.jvp2_chk = _jvp2_check(self.adapter, self.items, idx[sub], self.theta, tangent, rel,
+                                    (z[sub] * c[sub]).sum(1).cpu().numpy())
+        self.timings["jvp2_check"] += time.perf_counter() - t0
+        if self.jvp2_chk["verdict"] == "failed":
+            return (f"the nested JVP's D2 differs from float64 finite differences by up to "
+                    f"{self.jvp2_chk['max_rel_diff']:.2g} of mean |D2| on model {self.adapter.name!r} (tolerance "
+                    f"{JVP2_CHECK_TOL:g}; the differences agree with each other to "
+                    f"{self.jvp2_chk['fd_own_error']:.2g}): an op's second-order forward rule is wrong")
+        return None
+
+    def _fall_back(self, reason: str, k: int, ci: int, tangent: dict) -> None:
+        """Switch to finite differences (``'auto'`` on the first chunk of the first batch: a warning and
+        ``note``), else raise :class:`ModelError`."""
+        if self.second_order == "jvp" or k > 0 or ci > 0:
+            raise ModelError(reason + " (use second_order='fd')")
+        self.method = "fd"
+        self.note = reason + f"; D2 by {self.fd_dtype} finite differences instead"
+        # stacklevel 5: _fall_back < _nested < chunk_moments < probe_moments < its caller
+        warnings.warn(self.note, RuntimeWarning, stacklevel=5)
+        self.fdiff = self._finite_differences()
+        self.fdiff.direction(tangent)
+
+    def _first_order_fd(self, k: int, ci: int, idx: np.ndarray, tangent: dict, z):
+        """a by one JVP and <z, c> by finite differences (the step from median ||a|| / R); with float32
+        differences, the first chunk of the first batch is checked against float64 (``fd_chk``). Returns a."""
+        import torch
+        from torch.func import jvp
+
+        t0 = time.perf_counter()
+        try:
+            _, a = jvp(lambda p, _f=self.feats[ci]: self.adapter.embed(p, _f, "query"), (self.theta,), (tangent,))
+        except (NotImplementedError, RuntimeError) as exc:
+            raise ModelError(
+                f"forward-mode AD (torch.func.jvp) fails on model {self.adapter.name!r}: {str(exc).splitlines()[0][:160]}"
+            ) from None
+        a = a.detach().double()
+        self.timings["jvp"] += time.perf_counter() - t0
+        rel = float(torch.median(a.norm(dim=1) / z.norm(dim=1)))
+        self.zc[k, idx], self.eps_used[k, ci] = self.fdiff.zc(ci, rel)
+        if k == 0 and ci == 0 and self.fd_check and self.fdiff.torch_dtype != torch.float64:
+            t0 = time.perf_counter()
+            self.fd_chk = _fd_float64_check(self.adapter, self.items, idx, self.theta, tangent, rel, self.zc[0, idx])
+            self.timings["fd_check"] = time.perf_counter() - t0
+        return a
+
+    def decay_term(self, mask: dict) -> np.ndarray:
+        """<z, J_x theta_D> per item (E4, lambda_rad's numerator): one JVP along the decayed parameters."""
+        import torch
+        from torch.func import jvp
+
+        t0 = time.perf_counter()
+        theta_d = {n: (v if mask[n] else torch.zeros_like(v)) for n, v in self.theta.items()}
+        zjd = np.zeros(len(self.items))
+        for ci, idx in enumerate(self.chunks):
+            _, jd = jvp(lambda p, _f=self.feats[ci]: self.adapter.embed(p, _f, "query"), (self.theta,), (theta_d,))
+            zjd[idx] = (self.z_chunks[ci] * jd.detach().double()).sum(1).cpu().numpy()
+        self.timings["lambda_rad"] = time.perf_counter() - t0
+        return zjd
 
 
 def _nested_jvp(adapter, feats, theta, tangent):

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from normscope._progress import progress_bar
 from normscope.errors import InputError
+from normscope.inputs import check_items, find_junk
 from normscope.probes.adapters import as_adapter
 from normscope.probes.moments import _as_pairs, _pair_len, probe_moments
 from normscope.probes.result import ProbeResult
@@ -78,8 +79,6 @@ def run_probe(encoder, items, pairs, request: ProbeRequest | None = None, *, ids
         one without nested forward-mode AD or failing the float64 check.
     """
     import torch
-
-    from normscope.inputs import check_items, find_junk
 
     r = request if request is not None else ProbeRequest()
     batch_size, batches, tau, lr, weight_decay = r.batch_size, r.batches, r.tau, r.lr, r.weight_decay

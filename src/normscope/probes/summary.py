@@ -9,10 +9,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from normscope import theory
 from normscope.errors import InputError
 from normscope.probes.balance import balance_test
 from normscope.probes.moments import ProbeMoments
 from normscope.probes.quantities import item_quantities
+from normscope.probes.result import ProbeResult
 from normscope.probes.uncertainty import (
     CI_BATCHES_ITEMS,
     CI_ITEMS_ONLY,
@@ -21,7 +23,7 @@ from normscope.probes.uncertainty import (
     k_convergence,
 )
 
-from normscope.stats import p_text  # re-exported: the one p formatter
+from normscope.stats import correlation, p_text  # re-exported: the one p formatter
 
 __all__ = ["summarize_probe", "correlation_specs", "p_text"]
 
@@ -52,8 +54,6 @@ def _excluded(q: dict, x: str, y: str) -> tuple[int, dict]:
 
 
 def _block(q: dict, spec: CorrSpec, ci: dict, *, n_boot: int, seed: int) -> dict:
-    from normscope.stats import correlation
-
     _, x, y = spec
     n_excl, reasons = _excluded(q, x, y)
     base = {"x": x, "y": y, "n_excluded": n_excl, "excluded": reasons}
@@ -97,8 +97,6 @@ def _stats(v: np.ndarray, what: str) -> dict:
 
 def _fit_eta(m: ProbeMoments, eta: float | None, eta_source: str | None, caveats: list) -> tuple[float, str, dict]:
     """eta: the given value, else the (E11) fit when positive, else 1 (per unit eta); with the fit itself."""
-    from normscope import theory
-
     try:
         fit = theory.fit_decay_and_lr(m.r, m.d1, m.d2, m.s)
         fit_d = {"lambda_rad": fit.lambda_rad, "eta": fit.eta, "error": None}
@@ -157,8 +155,6 @@ def summarize_probe(
     -------
     ProbeResult
     """
-    from normscope.probes.result import ProbeResult
-
     r, p, k = m.r, m.r.size, m.za.shape[0]
     caveats = list(caveats)
     eta_used, eta_source, fit_d = _fit_eta(m, eta, eta_source, caveats)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from normscope.encoders.model_cards import TRAINING_VALUES
+
 __all__ = [
     "KNOWN_TRAINING",
     "DEFAULT_PROBE_BATCH",
@@ -57,8 +59,6 @@ KNOWN_TRAINING: dict[str, dict] = {
 
 def _from_model_card(name: str, hub_id: str) -> dict:
     """A :data:`KNOWN_TRAINING` entry from :data:`normscope.encoders.model_cards.TRAINING_VALUES` (one source for all)."""
-    from normscope.encoders.model_cards import TRAINING_VALUES
-
     card = TRAINING_VALUES[name]
     keys = ("optimizer", "lr", "weight_decay", "batch_size", "loss", "tau", "schedule", "gradient_clipping")
     return {"name": hub_id, "values": {k: (card[k], card["source"]) for k in keys if k in card}}
@@ -179,7 +179,7 @@ class ProbeSettings:
     notes: list = field(default_factory=list)
 
 
-def resolve_settings(facts: TrainingFacts | None, *, fingerprint=None, n_pairs: int, batch_size: int | None,  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+def resolve_settings(facts: TrainingFacts | None, *, fingerprint=None, n_pairs: int, batch_size: int | None,
                      tau: float | None, lr: float | None, weight_decay: float | None,
                      checkpoint_tau: float | None = None) -> ProbeSettings:
     """Choose B, tau, eta and lambda from the caller's options and the checkpoint's training values.
@@ -207,6 +207,24 @@ def resolve_settings(facts: TrainingFacts | None, *, fingerprint=None, n_pairs: 
     The values are checked by :func:`normscope.probes.run.check_probe_options` before this runs.
     """
     notes: list[str] = []
+    b, b_src = _probe_batch_size(facts, batch_size, n_pairs, notes)
+    t, t_src = _probe_tau(facts, tau, checkpoint_tau)
+    eta, eta_src = _probe_lr(facts, lr, notes)
+    lam, reading, lam_src = _probe_decay(facts, weight_decay, notes)
+    opt = str(facts.get("optimizer") or "") if facts else ""
+    if opt.lower().startswith("adam"):
+        notes.append(f"{facts.name} was trained with {opt}: the SGD form of Theorem 1 is not expected to hold "
+                     "quantitatively (docs/theory.md C3 and section 8); read rank statistics only")
+    training = facts.to_dict() if facts else unknown_training_block(fingerprint)
+    return ProbeSettings(batch_size=b, batch_size_source=b_src, tau=t, tau_source=t_src, lr=eta, lr_source=eta_src,
+                         weight_decay=lam, weight_decay_source=lam_src, decay_reading=reading, training=training,
+                         notes=notes)
+
+
+def _probe_batch_size(facts: TrainingFacts | None, batch_size: int | None, n_pairs: int,
+                      notes: list[str]) -> tuple[int, str]:
+    """(B, its source): the given one, else the training B capped at :data:`DEFAULT_PROBE_BATCH` and the pairs
+    available, else the default; a note when B differs from the training B."""
     train_b = facts.get("batch_size") if facts else None
     if batch_size is not None:
         b, b_src = int(batch_size), "given (--batch-size)"
@@ -219,26 +237,42 @@ def resolve_settings(facts: TrainingFacts | None, *, fingerprint=None, n_pairs: 
         notes.append(f"probe batch size B={b} differs from the training B={train_b}: heat scales about as 1/B, so "
                      f"absolute heat and q are not the training values (heat here is roughly {train_b / b:.0f}x the "
                      "training heat; ranks are unaffected)")
+    return b, b_src
+
+
+def _probe_tau(facts: TrainingFacts | None, tau: float | None, checkpoint_tau: float | None) -> tuple[float, str]:
+    """(tau, its source): the given one, else the checkpoint's learned temperature, else the training value,
+    else :data:`DEFAULT_TAU`."""
     if tau is not None:
-        t, t_src = float(tau), "given (--tau)"
-    elif checkpoint_tau is not None and checkpoint_tau > 0:
-        t, t_src = float(checkpoint_tau), "the checkpoint's learned temperature 1/exp(logit_scale)"
-    elif facts and facts.get("tau") is not None:
-        t, t_src = float(facts.get("tau")), "known training value: " + facts.source("tau")
-    else:
-        t, t_src = DEFAULT_TAU, "default (training temperature unknown)"
+        return float(tau), "given (--tau)"
+    if checkpoint_tau is not None and checkpoint_tau > 0:
+        return float(checkpoint_tau), "the checkpoint's learned temperature 1/exp(logit_scale)"
+    if facts and facts.get("tau") is not None:
+        return float(facts.get("tau")), "known training value: " + facts.source("tau")
+    return DEFAULT_TAU, "default (training temperature unknown)"
+
+
+def _probe_lr(facts: TrainingFacts | None, lr: float | None, notes: list[str]) -> tuple[float | None, str]:
+    """(eta, its source): the given one, else the training value (a note when its schedule decays to 0),
+    else None."""
     if lr is not None:
-        eta, eta_src = float(lr), "given (--lr)"
-    elif facts and facts.get("lr") is not None:
-        eta, eta_src = float(facts.get("lr")), f"known training value of {facts.name}"
+        return float(lr), "given (--lr)"
+    if facts and facts.get("lr") is not None:
+        eta = float(facts.get("lr"))
         sched = facts.get("schedule") or ""
         if "decay to 0" in sched:
             notes.append(f"eta = {eta:g} is the peak of the training schedule ({sched}); the end-of-training eta "
                          "that the theory asks for is 0 under that schedule, so eta is ill-defined (docs/theory.md "
                          "section 8): absolute heat, drift, q and c_fit scale with this choice; rank statistics of "
                          "heat do not")
-    else:
-        eta, eta_src = None, "unknown"
+        return eta, f"known training value of {facts.name}"
+    return None, "unknown"
+
+
+def _probe_decay(facts: TrainingFacts | None, weight_decay: float | None,
+                 notes: list[str]) -> tuple[float | None, str, str]:
+    """(lambda, its reading, its source): the given what-if value, the checkpoint's decay, none (trained without
+    decay) or unknown; a note saying what the reading allows."""
     train_wd = facts.get("weight_decay") if facts else None
     if weight_decay is not None:
         lam, reading = float(weight_decay), "what_if"
@@ -263,11 +297,4 @@ def resolve_settings(facts: TrainingFacts | None, *, fingerprint=None, n_pairs: 
         notes.append(f"weight decay lambda = {lam:g} is the user's what-if value (--weight-decay), not the "
                      "checkpoint's: lambda_rad, q/c and R_eq(lambda_rad) answer 'what if', they are not predictions "
                      "for this checkpoint")
-    opt = str(facts.get("optimizer") or "") if facts else ""
-    if opt.lower().startswith("adam"):
-        notes.append(f"{facts.name} was trained with {opt}: the SGD form of Theorem 1 is not expected to hold "
-                     "quantitatively (docs/theory.md C3 and section 8); read rank statistics only")
-    training = facts.to_dict() if facts else unknown_training_block(fingerprint)
-    return ProbeSettings(batch_size=b, batch_size_source=b_src, tau=t, tau_source=t_src, lr=eta, lr_source=eta_src,
-                         weight_decay=lam, weight_decay_source=lam_src, decay_reading=reading, training=training,
-                         notes=notes)
+    return lam, reading, lam_src

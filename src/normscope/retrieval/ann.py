@@ -39,10 +39,13 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._io import write_json
+from normscope.engine.shards import check_out_dir, replace_dir
 from normscope.errors import InputError
 from normscope.inputs import JUNK_ZERO, Junk, zero_vector_rows
 from normscope.scoring import PARAM_NAMES, check_scorer, fold_documents, fold_queries, pair_dot, validate_param
 from normscope.retrieval.search import _check_ids, order_run
+from normscope.validate import write_failure
 
 __all__ = ["ANN_KINDS", "AnnParams", "FoldedAnnIndex", "build_ann_index", "check_index_out", "compare_with_exact",
            "recall_at_k", "time_exact"]
@@ -269,9 +272,6 @@ class FoldedAnnIndex:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from normscope._io import write_json
-        from normscope.engine.shards import replace_dir
-
         path = Path(path)
         check_index_out(path)
         tmp = path.parent / f".{path.name}.tmp-{time.time_ns()}"
@@ -287,7 +287,6 @@ class FoldedAnnIndex:
                         "params": asdict(self.params), "fingerprint": self.fingerprint}, tmp / "meta.json")
             replace_dir(tmp, path)
         except (OSError, RuntimeError) as exc:  # faiss reports a full disk as a RuntimeError naming errno's text
-            from normscope.validate import write_failure
 
             raise (write_failure(exc, shown or path, "-o/--out") or exc) from None
         finally:
@@ -330,8 +329,6 @@ def check_index_out(path: str | Path) -> Path:
     ------
     InputError
     """
-    from normscope.engine.shards import check_out_dir
-
     return check_out_dir(path, "meta.json", "a normscope index")
 
 
@@ -351,7 +348,7 @@ def _make_index(kind: str, d: int, p: AnnParams):
     return faiss.IndexFlatIP(d)
 
 
-def build_ann_index(  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+def build_ann_index(
     vectors,
     doc_ids: Sequence[str] | None = None,
     *,
@@ -398,8 +395,34 @@ def build_ann_index(  # noqa: C901 -- over the complexity budget; split pending 
         Unknown scorer or kind, a missing or invalid parameter (checked on every norm before
         building), ids missing, of the wrong number or duplicated, bad settings (:meth:`AnnParams.resolved`).
     """
-    import faiss
+    vectors, n, d, params = _check_build_args(vectors, doc_ids, scorer=scorer, param=param, params=params,
+                                              threads=threads)
+    if fingerprint is None and hasattr(vectors, "chunks") and vectors.fingerprint is not None:
+        fingerprint = vectors.fingerprint.to_dict()
+    norms, ids, want, sample = _first_pass(vectors, chunk_rows, n, d, params)
+    ids = [str(i) for i in doc_ids] if doc_ids is not None else ids
+    ids = _check_ids(ids, n, "document")
+    zero = zero_vector_rows(norms)  # junk (zero) vectors: left out of the index, listed, never ranked
+    if zero.size == n:
+        raise InputError(f"every one of the {n} document vectors is junk ({JUNK_ZERO})")
+    good = np.ones(n, dtype=bool)
+    good[zero] = False
+    validate_param(scorer, param, norms[good])
+    junk = Junk().merged(zero, [ids[i] for i in zero], JUNK_ZERO)
+    ids = [d for d, g in zip(ids, good) if g]
+    if want is not None:
+        sample = sample[good[want]]
+    del norms
+    index = _fill_index(vectors, good, sample, d=d, scorer=scorer, param=param, params=params, threads=threads,
+                        chunk_rows=chunk_rows)
+    out = FoldedAnnIndex(index, ids, scorer, param, params, fingerprint)
+    out.junk = junk
+    return out
 
+
+def _check_build_args(vectors, doc_ids, *, scorer: str, param, params: AnnParams, threads: int):
+    """(vectors as an array or the source, n, d, the settings resolved for n); :class:`InputError` for a
+    parameter missing or not taken, an empty or non-2-D array, an array without ids, ``threads < 1``."""
     check_scorer(scorer)
     if PARAM_NAMES[scorer] is not None and param is None:
         raise InputError(f"scorer {scorer} needs --{PARAM_NAMES[scorer]}")
@@ -416,13 +439,15 @@ def build_ann_index(  # noqa: C901 -- over the complexity budget; split pending 
     params = params.resolved(n)
     if threads < 1:
         raise InputError(f"threads must be >= 1, got {threads}")
-    if fingerprint is None and is_source and vectors.fingerprint is not None:
-        fingerprint = vectors.fingerprint.to_dict()
+    return vectors, n, d, params
 
-    # pass 1: norms (parameter check on the whole corpus), ids, IVF training sample
+
+def _first_pass(vectors, chunk_rows: int, n: int, d: int, params: AnnParams):
+    """Pass 1 over the chunks: every norm (float64), the source's ids and, for IVF, the seeded training sample
+    (float32) with its row positions. Returns (norms, ids, positions or None, sample or None)."""
     norms = np.empty(n, dtype=np.float64)
     ids: list[str] = []
-    want = None
+    want = sample = None
     if params.kind == "ivf":
         want = np.sort(np.random.default_rng(params.seed).choice(n, size=params.train_size, replace=False))
         sample = np.empty((params.train_size, d), dtype=np.float32)
@@ -437,19 +462,14 @@ def build_ann_index(  # noqa: C901 -- over the complexity budget; split pending 
             sample[t : t + len(pick)] = v[pick]
             t += len(pick)
         s = e
-    ids = [str(i) for i in doc_ids] if doc_ids is not None else ids
-    ids = _check_ids(ids, n, "document")
-    zero = zero_vector_rows(norms)  # junk (zero) vectors: left out of the index, listed, never ranked
-    if zero.size == n:
-        raise InputError(f"every one of the {n} document vectors is junk ({JUNK_ZERO})")
-    good = np.ones(n, dtype=bool)
-    good[zero] = False
-    validate_param(scorer, param, norms[good])
-    junk = Junk().merged(zero, [ids[i] for i in zero], JUNK_ZERO)
-    ids = [d for d, g in zip(ids, good) if g]
-    if want is not None:
-        sample = sample[good[want]]
-    del norms
+    return norms, ids, want, sample
+
+
+def _fill_index(vectors, good: np.ndarray, sample, *, d: int, scorer: str, param, params: AnnParams, threads: int,
+                chunk_rows: int):
+    """Pass 2: the faiss index (IVF trained on the folded sample), every non-junk vector folded and added
+    chunk by chunk, with ``threads`` OpenMP threads (restored after)."""
+    import faiss
 
     before = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(int(threads))
@@ -466,9 +486,7 @@ def build_ann_index(  # noqa: C901 -- over the complexity budget; split pending 
                 index.add(fold_documents(v[keep] if not keep.all() else v, scorer, param))
     finally:
         faiss.omp_set_num_threads(before)
-    out = FoldedAnnIndex(index, ids, scorer, param, params, fingerprint)
-    out.junk = junk
-    return out
+    return index
 
 
 def recall_at_k(approx: np.ndarray, exact: np.ndarray, k: int) -> float:

@@ -23,15 +23,23 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from normscope import encoders  # load_encoder looked up when called (tests replace it)
+from normscope.data.beir import SplitQueries, load_dataset_any, load_qrels
+from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
+from normscope.inputs import read_text, split_lines
 from normscope.requests.retrieval import CalibrateRequest
 from normscope.results import StageResult, summary_field
 from normscope.retrieval.calibration import N_BINS, auroc_bootstrap_ci, ece, ece_bootstrap_ci, ece_support, reliability_data
 from normscope.retrieval.calibrator import (Calibrator, answer_stats, check_fingerprint,
                                             fit_calibrator, keep_stats, load_calibrator, ltt_threshold, score_threshold,
                                             target_labels, target_name)
+from normscope.retrieval.pipeline import (_Phases, _drop_junk, _embed, _junk_entry, _resolve_fit_split, _sorted_split,
+                                          _subsample_docs, _subsample_queries)
 from normscope.retrieval.qpp import QPP_SIGNALS, QPP_SPECS, corpus_scores, qpp_signals
 from normscope.retrieval.result import EceBins
+from normscope.retrieval.search import FoldedIndex, order_run
+from normscope.table import require_raw_norms
 from normscope.values import Interval, Record
 
 __all__ = ["run_calibrate", "CalibrateResult", "CV_PARTS", "evaluate_calibrator", "read_run", "ThresholdStats",
@@ -244,8 +252,6 @@ def run_calibrate(request: CalibrateRequest, *, encoder=None, progress: bool = F
     DataError
         Missing or malformed dataset, split or qrels.
     """
-    from normscope.retrieval.pipeline import _Phases
-
     r = request
     dataset_dir, signals, method, target_k, fit_split, split = (r.dataset, r.signals, r.method, r.target_k,
                                                                 r.fit_split, r.split)
@@ -286,12 +292,6 @@ def run_calibrate(request: CalibrateRequest, *, encoder=None, progress: bool = F
 def _from_dataset(dataset_dir, *, encoder, model, signals, target_k, fit_split, split, max_docs, max_queries, rng, ph,
                   device, precision, batch_size, progress, cal_in) -> dict:
     """Load, embed and search a BEIR dataset: the splits' runs, signals and labels."""
-    from normscope.data.beir import load_dataset_any
-    from normscope.retrieval.pipeline import (_drop_junk, _embed, _junk_entry, _resolve_fit_split, _sorted_split,
-                                              _subsample_docs, _subsample_queries)
-    from normscope.retrieval.search import FoldedIndex
-    from normscope.table import require_raw_norms
-
     with ph("loading the dataset", str(dataset_dir)):
         ds = load_dataset_any(dataset_dir)
         if cal_in is not None:
@@ -302,10 +302,8 @@ def _from_dataset(dataset_dir, *, encoder, model, signals, target_k, fit_split, 
         fit = _subsample_queries(_sorted_split(ds.split_queries(fit_name)), max_queries, rng) if mode == "split" else None
         keep, _ = _subsample_docs(ds, [ev] + ([fit] if fit else []), max_docs, rng)
     if encoder is None:
-        from normscope.encoders import DEFAULT_MODEL, load_encoder
-
         with ph("loading the model", model or DEFAULT_MODEL):
-            encoder = load_encoder(model or DEFAULT_MODEL, device=device, precision=precision)
+            encoder = encoders.load_encoder(model or DEFAULT_MODEL, device=device, precision=precision)
     if cal_in is not None:
         check_fingerprint(cal_in, encoder)
     with ph("embedding the corpus", f"{len(keep):,} documents"):
@@ -369,9 +367,6 @@ def read_run(path) -> tuple[dict, dict]:
 
     import pandas as pd
 
-    from normscope.inputs import read_text, split_lines
-    from normscope.retrieval.search import order_run
-
     p = Path(path)
     if not p.is_file():
         raise InputError(f"run file not found: {p}")
@@ -413,17 +408,13 @@ def read_run(path) -> tuple[dict, dict]:
 def _from_run_file(run_file, qrels_file, *, signals, target_k, max_queries, rng, ph, model, encoder, device, precision,
                    cal_in) -> dict:
     """A run file and its qrels: one part of judged queries, its signals and labels."""
-    from normscope.data.beir import SplitQueries, load_qrels
-
     no = [s for s in signals if {"corpus_score", "query_text"} & set(QPP_SPECS[s].needs)]
     if no:
         raise InputError(f"signal(s) {', '.join(no)} need the corpus score or the query text, which a run file does not "
                          "carry; use a BEIR dataset or other signals")
     if encoder is None:
-        from normscope.encoders import load_encoder
-
         with ph("loading the model (for its fingerprint)", model):
-            encoder = load_encoder(model, device=device, precision=precision)
+            encoder = encoders.load_encoder(model, device=device, precision=precision)
     if cal_in is not None:
         check_fingerprint(cal_in, encoder)
     with ph("reading the run and its qrels", f"{run_file}, {qrels_file}"):

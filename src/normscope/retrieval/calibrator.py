@@ -35,9 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._io import write_json
 from normscope.errors import InputError
 from normscope.requests.retrieval import CalibrateRequest
 from normscope.retrieval.qpp import QPP_SIGNALS, QPP_SPECS, qpp_signals
+from normscope.table import ModelFingerprint
 
 __all__ = [
     "FORMAT",
@@ -157,8 +159,6 @@ class Calibrator:
 
     def save(self, path) -> Path:
         """Write the JSON file atomically (:func:`normscope._io.write_json`)."""
-        from normscope._io import write_json
-
         return write_json(self.to_dict(), path)
 
     @classmethod
@@ -208,8 +208,6 @@ def check_fingerprint(cal: Calibrator, fingerprint) -> None:
     InputError
         One line naming both models and their fingerprint keys.
     """
-    from normscope.table import ModelFingerprint
-
     fp = getattr(fingerprint, "fingerprint", fingerprint)
     if isinstance(fp, dict):
         fp = ModelFingerprint.from_dict(fp)

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._plot import pyplot, save_figure
 from normscope.errors import InputError
+from normscope.validate import check_output_path
 
 __all__ = ["plot_reliability", "plot_risk_coverage"]
 
@@ -24,9 +26,6 @@ def _calibration_of(obj) -> dict:
 
 def _start(result, path):
     """(pyplot, checked output path, calibration dict): the common start of both figures."""
-    from normscope._plot import pyplot
-    from normscope.validate import check_output_path
-
     return pyplot(), check_output_path(path), _calibration_of(result)
 
 
@@ -56,8 +55,6 @@ def plot_reliability(result, path, *, signals: Sequence[str] | None = None, ncol
     Path
     """
     from matplotlib.gridspec import GridSpec
-
-    from normscope._plot import save_figure
 
     plt, path, cal = _start(result, path)
     signals = list(signals or cal)
@@ -118,8 +115,6 @@ def plot_risk_coverage(result, path, *, signals: Sequence[str] | None = None) ->
     -------
     Path
     """
-    from normscope._plot import save_figure
-
     plt, path, cal = _start(result, path)
     signals = [s for s in (signals or cal) if cal.get(s, {}).get("risk_coverage")]
     if not signals:

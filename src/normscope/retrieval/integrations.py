@@ -26,7 +26,9 @@ from collections.abc import Callable
 import numpy as np
 
 from normscope.errors import InputError
+from normscope.retrieval.calibrator import Calibrator, apply_to_run, load_calibrator
 from normscope.retrieval.mteb_model import NormAwareMTEBModel, evaluate_mteb  # re-exported (the MTEB wrapper lives there)
+from normscope.retrieval.qpp import QPP_SPECS, corpus_scores
 from normscope.scoring import check_param, check_scorer
 
 __all__ = [
@@ -151,8 +153,6 @@ norm_aware_similarity_pairwise = asymmetric_norm_similarity_pairwise
 
 
 def _calibrator(cal):
-    from normscope.retrieval.calibrator import Calibrator, load_calibrator
-
     return cal if isinstance(cal, Calibrator) else load_calibrator(cal)
 
 
@@ -203,9 +203,6 @@ def calibrate_semantic_search(calibrator, hits, *, model, query_embeddings=None,
     InputError
         Another model's calibrator, a missing input, too few hits per query.
     """
-    from normscope.retrieval.calibrator import apply_to_run
-    from normscope.retrieval.qpp import corpus_scores
-
     cal = _calibrator(calibrator)
     Q, C = _np(query_embeddings, "query_embeddings"), _np(corpus_embeddings, "corpus_embeddings")
     qids = [str(i) for i in range(len(hits))]
@@ -264,9 +261,6 @@ def calibrate_index_search(calibrator, run, *, index_dir, query_vectors=None, qu
     from pathlib import Path
 
     import pandas as pd
-
-    from normscope.retrieval.calibrator import apply_to_run
-    from normscope.retrieval.qpp import QPP_SPECS
 
     cal = _calibrator(calibrator)
     meta_path = Path(index_dir) / "meta.json"

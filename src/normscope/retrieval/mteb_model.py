@@ -33,6 +33,7 @@ from normscope.scoring import (
     folded_scores,
     pair_dot,
 )
+from normscope.table import norms_look_normalised
 
 __all__ = ["NormAwareMTEBModel", "evaluate_mteb", "mteb_name"]
 
@@ -147,8 +148,6 @@ class NormAwareMTEBModel:
         accepted and ignored: queries and documents are encoded the same way. Warns once when the
         vectors are normalised (every norm equal): the norm-aware score then equals cosine.
         """
-        from normscope.table import norms_look_normalised
-
         texts = _flatten_inputs(inputs)
         accepted = inspect.signature(self.encoder.encode).parameters
         flag = next((f for f in ("progress", "show_progress_bar") if f in accepted), None)  # normscope / sentence-transformers

@@ -14,8 +14,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from normscope import encoders  # load_encoder looked up when called (tests replace it)
+from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import DataError, InputError
 from normscope.data.beir import BeirDataset, SplitQueries, load_dataset_any
+from normscope.engine import check_engine, embed_texts
 from normscope.retrieval.calibration import N_BINS
 from normscope.retrieval.claims import retrieval_claims
 from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
@@ -27,6 +30,7 @@ from normscope.retrieval.result import RetrievalResult
 from normscope.scoring import NEUTRAL_PARAM, PARAM_NAMES, check_scorer, validate_param
 from normscope.retrieval.search import TIE_RULE, FoldedIndex, run_to_frame
 from normscope.retrieval.strata import quartiles, query_zipf, strata_study
+from normscope.table import require_raw_norms
 
 __all__ = ["run_retrieval", "N_FOLDS"]
 
@@ -142,8 +146,10 @@ def _duplicate_docs(ds: BeirDataset, keep: list[int], splits: list, dedupe: bool
     return [i for i in keep if i not in drop], out, info
 
 
-def _resolve_fit_split(ds: BeirDataset, fit_split: str | None, split: str) -> tuple[str, str]:
-    """(mode, split name): mode 'split' fits on a named split, 'cv' cross-validates on the eval split."""
+def _resolve_fit_split(ds: BeirDataset, fit_split: str | None, split: str, *, stacklevel: int = 3) -> tuple[str, str]:
+    """(mode, split name): mode 'split' fits on a named split, 'cv' cross-validates on the eval split.
+
+    ``stacklevel`` of the fallback warnings: 3 names the caller's caller."""
     if fit_split is not None and fit_split == split:
         raise InputError(f"fit split '{fit_split}' equals the evaluation split: parameters are never fitted on test queries")
     if fit_split in (None, "cv"):
@@ -153,9 +159,10 @@ def _resolve_fit_split(ds: BeirDataset, fit_split: str | None, split: str) -> tu
     if fit_split == "train":
         for alt in ("dev", "validation"):
             if alt in ds.qrels and alt != split:
-                warnings.warn(f"no train split: fitting on '{alt}'", UserWarning, stacklevel=3)
+                warnings.warn(f"no train split: fitting on '{alt}'", UserWarning, stacklevel=stacklevel)
                 return "split", alt
-        warnings.warn(f"no train or dev split: {N_FOLDS}-fold cross-validation on '{split}'", UserWarning, stacklevel=3)
+        warnings.warn(f"no train or dev split: {N_FOLDS}-fold cross-validation on '{split}'", UserWarning,
+                      stacklevel=stacklevel)
         return "cv", split
     raise DataError(f"dataset '{ds.name}' has no qrels split '{fit_split}' (available: {', '.join(ds.splits)})")
 
@@ -175,8 +182,6 @@ def _check_params(params: Mapping[str, float] | None, scorers: Sequence[str]) ->
 
 
 def _embed(encoder, texts, ids, *, junk, what, batch_size, progress, engine="local", address=None, workers=None):
-    from normscope.engine import embed_texts
-
     return embed_texts(texts, ids, encoder=encoder, junk=junk, what=what, batch_size=batch_size, progress=progress,
                        engine=engine, address=address, workers=workers)
 
@@ -204,7 +209,7 @@ def _junk_entry(tables: Mapping[str, object]) -> dict:
     return {"count": len(ids), "ids": ids, "reasons": reasons, "by_split": by}
 
 
-def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = False) -> RetrievalResult:  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = False) -> RetrievalResult:
     """Norm-aware retrieval, where its gain lies, and confidence calibration on a BEIR dataset.
 
     Steps (each a phase line on stderr with ``progress``): load the dataset; embed documents
@@ -260,31 +265,102 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     ModelError
         Model cannot be loaded.
     """
-    from normscope.engine import check_engine  # imports Ray only when asked for
-    from normscope.table import require_raw_norms
-
     r = request
-    dataset_dir, fit_split, split, relevance = r.dataset, r.fit_split, r.split, r.relevance
-    ignore_identical_ids, max_docs, max_queries, k = r.ignore_identical_ids, r.max_docs, r.max_queries, r.k
-    grade_scale, dedupe_docs = r.grade_scale, r.dedupe_docs
-    engine, address, workers = r.engine, r.address, r.workers
-    e = r.embedding
-    model, device, precision, batch_size, junk = e.model, e.device, e.precision, e.batch_size, e.junk
-    seed, n_boot, n_permutations = r.resampling.seed, r.resampling.n_boot, r.resampling.n_perm
-    params, grids = dict(r.params), {name: list(g) for name, g in r.grids}
     order = ["cosine"] + [s for s in dict.fromkeys(r.scorers) if s != "cosine"]
-    check_engine(engine, address, workers)
-    fixed = _check_params(params, order)
+    check_engine(r.engine, r.address, r.workers)
+    fixed = _check_params(dict(r.params), order)
     ph = _Phases(progress)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(r.resampling.seed)
+    sp = _load_splits(r, rng, ph)
+    if encoder is None:
+        encoder = _load_model(r, ph)
+    sp, vec = _embed_splits(sp, encoder, r, ph, progress)
+    folds = _cv_folds(sp, rng)
+    fitted_on = sp.fit_name if sp.mode == "split" else f"{N_FOLDS}-fold cross-validation over '{r.split}' queries"
+    runs, results = {}, {}  # scorer -> its run of the evaluation queries; scorer -> its summary
+    for s in order:
+        runs[s], results[s] = _score(s, sp, vec, r, fixed=fixed, folds=folds, fitted_on=fitted_on, ph=ph)
+    per = _evaluate(sp.ev, runs, results, order, r, ph)
+    res = RetrievalResult(**_run_fields(r, sp, vec, encoder, fitted_on), scorers={s: results[s] for s in order},
+                          **_query_studies(sp, vec, runs, per, order, folds, fitted_on, r, ph),
+                          doc_norm_range=[float(vec.doc_norms.min()), float(vec.doc_norms.max())],
+                          items=_items_frame(sp.ev, vec, runs, order), doc_titles=_titles(sp.ds, vec.doc_ids),
+                          timings=ph.timings)
+    res.claims = retrieval_claims(res.to_dict())
+    return res
 
-    with ph("loading the dataset", str(dataset_dir), announce=False):
-        ds = load_dataset_any(dataset_dir, grade_scale=int(grade_scale))
-        mode, fit_name = _resolve_fit_split(ds, fit_split, split)
-        ev = _subsample_queries(_sorted_split(ds.split_queries(split)), max_queries, rng)
-        fit = _subsample_queries(_sorted_split(ds.split_queries(fit_name)), max_queries, rng) if mode == "split" else None
-        keep, doc_info = _subsample_docs(ds, [ev] + ([fit] if fit else []), max_docs, rng)
-        keep, (ev, fit), dup_docs = _duplicate_docs(ds, keep, [ev, fit], dedupe_docs)
+
+def _load_model(r: RetrievalRequest, ph: _Phases):
+    """The request's model (the default when none is named) at its device and precision."""
+    e = r.embedding
+    with ph("loading the model", e.model or DEFAULT_MODEL):
+        return encoders.load_encoder(e.model or DEFAULT_MODEL, device=e.device, precision=e.precision)
+
+
+def _query_studies(sp: _Splits, vec: _Vectors, runs: dict, per: dict, order: list[str], folds, fitted_on: str,
+                   r: RetrievalRequest, ph: _Phases) -> dict:
+    """The per-query studies of the evaluation queries, as result fields: strata, calibration, QPP and the
+    norm's incremental value, and the per-query table."""
+    covariates, strata = _strata(sp.ev, vec, runs, per, order, r, ph)
+    sig_ev, sig_fit, calibration, conf = _calibration(sp, vec, runs, folds, r, ph)
+    y_ev = sig_ev["top1_relevant"].to_numpy()
+    s_corpus, qpp_df, qpp, incremental = _qpp_study(sp.ev, vec, runs, per, y_ev, r, ph)
+    n_boot = r.resampling.n_boot
+    return dict(
+        strata=strata, calibration=calibration,
+        calibration_info=_calibration_info(fitted_on, n_boot=n_boot, y_ev=y_ev, sig_fit=sig_fit),
+        qpp=qpp, qpp_info=qpp_info(n_boot=n_boot, smv_cut=int(qpp_df.attrs.get("smv_cut", 0)), depth=r.k),
+        calibration_incremental=incremental,
+        per_query=_per_query_table(sp.ev, sig_ev, covariates, s_corpus, qpp_df, per, conf, strata, order),
+    )
+
+
+@dataclasses.dataclass
+class _Splits:
+    """The loaded dataset and what of it is evaluated: query splits (in id order, subsampled, junk dropped
+    once embedded), kept document positions and the records of their subsampling and duplicates."""
+
+    ds: BeirDataset
+    mode: str  # "split": parameters and maps fitted on the split fit_name; "cv": cross-validated on ev
+    fit_name: str
+    ev: SplitQueries
+    fit: SplitQueries | None
+    keep: list[int]
+    doc_info: dict
+    dup_docs: dict
+
+    @property
+    def splits(self) -> list[SplitQueries]:
+        """The evaluated split, then the fitting split when there is one."""
+        return [self.ev] + ([self.fit] if self.fit else [])
+
+
+@dataclasses.dataclass
+class _Vectors:
+    """The embedded corpus and queries: tables, document vectors ``D`` (n, d) float32 with float64 norms,
+    evaluation (and fitting) query vectors in their split's id order, and self-hit counts per split."""
+
+    dtab: object
+    qtabs: dict
+    doc_ids: list[str]
+    D: np.ndarray
+    doc_norms: np.ndarray
+    Qev: np.ndarray
+    Qfit: np.ndarray | None
+    qev_norms: np.ndarray
+    identical: dict
+
+
+def _load_splits(r: RetrievalRequest, rng: np.random.Generator, ph: _Phases) -> _Splits:
+    """Load the dataset, resolve the fitting mode, subsample queries and documents (in this order, from ``rng``)
+    and find duplicate documents (collapsed with ``dedupe_docs``; a warning either way)."""
+    with ph("loading the dataset", str(r.dataset), announce=False):
+        ds = load_dataset_any(r.dataset, grade_scale=int(r.grade_scale))
+        mode, fit_name = _resolve_fit_split(ds, r.fit_split, r.split, stacklevel=4)
+        ev = _subsample_queries(_sorted_split(ds.split_queries(r.split)), r.max_queries, rng)
+        fit = _subsample_queries(_sorted_split(ds.split_queries(fit_name)), r.max_queries, rng) if mode == "split" else None
+        keep, doc_info = _subsample_docs(ds, [ev] + ([fit] if fit else []), r.max_docs, rng)
+        keep, (ev, fit), dup_docs = _duplicate_docs(ds, keep, [ev, fit], r.dedupe_docs)
     if dup_docs["count"]:
         how = ("collapsed (--dedupe-docs): each text is one document, the copy with the smallest id, judged with the "
                "highest grade of its copies" if dup_docs["collapsed"] else
@@ -293,23 +369,27 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
                "counts each text once")
         warnings.warn(f"{dup_docs['count']} of the corpus documents copy another document's text ({dup_docs['groups']} "
                       f"texts with copies, {dup_docs['judged_copies']} of their documents judged): {how}",
-                      UserWarning, stacklevel=2)
-    if encoder is None:
-        from normscope.encoders import DEFAULT_MODEL, load_encoder
+                      UserWarning, stacklevel=3)
+    return _Splits(ds, mode, fit_name, ev, fit, keep, doc_info, dup_docs)
 
-        with ph("loading the model", model or DEFAULT_MODEL):
-            encoder = load_encoder(model or DEFAULT_MODEL, device=device, precision=precision)
+
+def _embed_splits(sp: _Splits, encoder, r: RetrievalRequest, ph: _Phases, progress: bool) -> tuple[_Splits, _Vectors]:
+    """Embed the kept documents (on the request's engine) and each split's queries (here), drop junk queries,
+    check the norms are raw, count judged junk documents and queries that share a document's id (a warning)."""
+    e = r.embedding
+    ds, keep = sp.ds, sp.keep
     with ph("embedding the corpus", f"{len(keep):,} documents"):
-        dtab = _embed(encoder, [ds.doc_texts[i] for i in keep], [ds.doc_ids[i] for i in keep], junk=junk,
-                      what="documents", batch_size=batch_size, progress=progress, engine=engine, address=address,
-                      workers=workers)
+        dtab = _embed(encoder, [ds.doc_texts[i] for i in keep], [ds.doc_ids[i] for i in keep], junk=e.junk,
+                      what="documents", batch_size=e.batch_size, progress=progress, engine=r.engine, address=r.address,
+                      workers=r.workers)
     qtabs = {}
-    for sq in [ev] + ([fit] if fit else []):
+    for sq in sp.splits:
         with ph(f"embedding the '{sq.split}' queries", f"{len(sq.query_ids):,} queries"):
-            qtabs[sq.split] = _embed(encoder, sq.texts, sq.query_ids, junk=junk, what=f"'{sq.split}' queries",
-                                     batch_size=batch_size, progress=progress)
-    ev = _drop_junk(ev, qtabs[ev.split])
-    fit = _drop_junk(fit, qtabs[fit.split]) if fit else None
+            qtabs[sq.split] = _embed(encoder, sq.texts, sq.query_ids, junk=e.junk, what=f"'{sq.split}' queries",
+                                     batch_size=e.batch_size, progress=progress)
+    ev = _drop_junk(sp.ev, qtabs[sp.ev.split])
+    fit = _drop_junk(sp.fit, qtabs[sp.fit.split]) if sp.fit else None
+    sp = dataclasses.replace(sp, ev=ev, fit=fit)
     doc_ids, D = list(dtab.ids), dtab.vectors
     doc_norms = np.linalg.norm(D.astype(np.float64), axis=1)
     require_raw_norms(doc_norms, "norm-aware retrieval")
@@ -318,74 +398,100 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     Qfit = qtabs[fit.split].vectors[[qpos[fit.split][q] for q in fit.query_ids]] if fit else None
     qev_norms = np.linalg.norm(Qev.astype(np.float64), axis=1)
     docset, junk_docs = set(doc_ids), set(dtab.junk.ids)
-    for sq in [ev] + ([fit] if fit else []):
+    for sq in sp.splits:
         sq.counts["qrels_junk_docs"] = sum(1 for q in sq.qrels.values() for d in q if d in junk_docs)
-    identical = {sq.split: sum(q in docset for q in sq.query_ids) for sq in [ev] + ([fit] if fit else [])}
+    identical = {sq.split: sum(q in docset for q in sq.query_ids) for sq in sp.splits}
     if any(identical.values()):
-        what = "left out of their results (BEIR's default)" if ignore_identical_ids else "kept (--keep-identical-ids)"
+        what = "left out of their results (BEIR's default)" if r.ignore_identical_ids else "kept (--keep-identical-ids)"
         warnings.warn(f"{identical[ev.split]} of {len(ev.query_ids)} '{ev.split}' queries have the id of a corpus document "
-                      f"(as in ArguAna or Quora); these self-hits are {what}", UserWarning, stacklevel=2)
+                      f"(as in ArguAna or Quora); these self-hits are {what}", UserWarning, stacklevel=3)
+    return sp, _Vectors(dtab, qtabs, doc_ids, D, doc_norms, Qev, Qfit, qev_norms, identical)
 
-    folds = None
-    if mode == "cv":
-        if len(ev.query_ids) < 2 * N_FOLDS:
-            raise InputError(f"cross-validation needs at least {2 * N_FOLDS} evaluation queries, got {len(ev.query_ids)}")
-        folds = [np.sort(f) for f in np.array_split(rng.permutation(len(ev.query_ids)), N_FOLDS)]
-    fitted_on = fit_name if mode == "split" else f"{N_FOLDS}-fold cross-validation over '{split}' queries"
-    search_kw = {"ignore_identical_ids": ignore_identical_ids}
-    fit_kw = {"relevance": relevance, **search_kw}
 
-    runs: dict[str, dict] = {}
-    results: dict[str, dict] = {}
-    for scorer in order:
-        pname = PARAM_NAMES[scorer]
-        grid = list(grids[scorer]) if scorer in grids else None
-        parts = []
-        if pname is None or scorer in fixed:
-            what = "searching" if pname is None else f"searching with fixed {pname}={fixed[scorer]:g}"
-            with ph(f"{scorer}: {what}", f"{len(ev.query_ids):,} queries, k={k}"):
-                p = None if pname is None else validate_param(scorer, fixed[scorer], doc_norms)
-                run = FoldedIndex(D, doc_ids, scorer, p).search(Qev, ev.query_ids, k=k, **search_kw)
-            param, source = p, ("none" if pname is None else "fixed (not fitted)")
-        else:
-            n_grid = len(grid or default_grid(scorer, doc_norms))
-            with ph(f"{scorer}: fitting {pname} and searching", f"{n_grid} grid values, {fitted_on}"):
-                if mode == "split":
-                    p, curve = fit_parameter(scorer, Qfit, D, query_ids=fit.query_ids, doc_ids=doc_ids, qrels=fit.qrels,
-                                             grid=grid, **fit_kw)
-                    parts.append({"part": "fit split", "n_fit": len(fit.query_ids), "param": p, "curve": curve})
-                    run = FoldedIndex(D, doc_ids, scorer, p).search(Qev, ev.query_ids, k=k, **search_kw)
-                    param = p
-                else:
-                    run = {}
-                    for i, f in enumerate(folds):
-                        tr = np.setdiff1d(np.arange(len(ev.query_ids)), f)
-                        tr_ids = [ev.query_ids[j] for j in tr]
-                        p, curve = fit_parameter(scorer, Qev[tr], D, query_ids=tr_ids, doc_ids=doc_ids,
-                                                 qrels={q: ev.qrels[q] for q in tr_ids}, grid=grid, **fit_kw)
-                        parts.append({"part": f"fold {i + 1}", "n_fit": len(tr_ids), "param": p, "curve": curve})
-                        run.update(FoldedIndex(D, doc_ids, scorer, p).search(Qev[f], [ev.query_ids[j] for j in f], k=k,
-                                                                             **search_kw))
-                    run = {q: run[q] for q in ev.query_ids}
-                    param = [pt["param"] for pt in parts]
-            source = "fitted"
-        runs[scorer] = run
-        g = grid or default_grid(scorer, doc_norms)
-        edge = None if not parts else bool(any(np.isclose(pt["param"], min(g)) or np.isclose(pt["param"], max(g))
-                                               for pt in parts))
-        results[scorer] = {
-            "param_name": pname, "param": param, "param_source": source,
-            "param_mean": float(np.mean(param)) if isinstance(param, list) else param,
-            "neutral_param": NEUTRAL_PARAM[scorer],
-            "fitted_on": fitted_on if source == "fitted" else None,
-            "fit_metric": "ndcg@10" if source == "fitted" else None,
-            "param_at_grid_edge": edge, "fit_curves": parts,
-        }
+def _cv_folds(sp: _Splits, rng: np.random.Generator) -> list[np.ndarray] | None:
+    """The :data:`N_FOLDS` cross-validation folds (sorted positions in ``ev``) drawn from ``rng``; None when
+    fitting on a named split."""
+    if sp.mode != "cv":
+        return None
+    n = len(sp.ev.query_ids)
+    if n < 2 * N_FOLDS:
+        raise InputError(f"cross-validation needs at least {2 * N_FOLDS} evaluation queries, got {n}")
+    return [np.sort(f) for f in np.array_split(rng.permutation(n), N_FOLDS)]
 
+
+def _score(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, *, fixed: dict, folds, fitted_on: str,
+           ph: _Phases) -> tuple[dict, dict]:
+    """One scorer's top-``k`` run of the evaluation queries and its parameter record: no parameter, a fixed one,
+    or fitted by grid search on nDCG@10 (on the fitting split, or per fold on the other folds)."""
+    ev, D, doc_ids = sp.ev, vec.D, vec.doc_ids
+    pname = PARAM_NAMES[scorer]
+    grids = {name: list(g) for name, g in r.grids}
+    grid = list(grids[scorer]) if scorer in grids else None
+    search_kw = {"ignore_identical_ids": r.ignore_identical_ids}
+    parts = []
+    if pname is None or scorer in fixed:
+        what = "searching" if pname is None else f"searching with fixed {pname}={fixed[scorer]:g}"
+        with ph(f"{scorer}: {what}", f"{len(ev.query_ids):,} queries, k={r.k}"):
+            p = None if pname is None else validate_param(scorer, fixed[scorer], vec.doc_norms)
+            run = FoldedIndex(D, doc_ids, scorer, p).search(vec.Qev, ev.query_ids, k=r.k, **search_kw)
+        param, source = p, ("none" if pname is None else "fixed (not fitted)")
+    else:
+        n_grid = len(grid or default_grid(scorer, vec.doc_norms))
+        with ph(f"{scorer}: fitting {pname} and searching", f"{n_grid} grid values, {fitted_on}"):
+            if sp.mode == "split":
+                run, param = _fit_on_split(scorer, sp, vec, r, grid, parts)
+            else:
+                run, param = _fit_by_folds(scorer, sp, vec, r, grid, folds, parts)
+        source = "fitted"
+    g = grid or default_grid(scorer, vec.doc_norms)
+    edge = None if not parts else bool(any(np.isclose(pt["param"], min(g)) or np.isclose(pt["param"], max(g))
+                                           for pt in parts))
+    return run, {
+        "param_name": pname, "param": param, "param_source": source,
+        "param_mean": float(np.mean(param)) if isinstance(param, list) else param,
+        "neutral_param": NEUTRAL_PARAM[scorer],
+        "fitted_on": fitted_on if source == "fitted" else None,
+        "fit_metric": "ndcg@10" if source == "fitted" else None,
+        "param_at_grid_edge": edge, "fit_curves": parts,
+    }
+
+
+def _fit_on_split(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, grid, parts: list) -> tuple[dict, float]:
+    """The parameter fitted on the fitting split's queries (its curve appended to ``parts``) and the evaluation run."""
+    search_kw = {"ignore_identical_ids": r.ignore_identical_ids}
+    fit = sp.fit
+    p, curve = fit_parameter(scorer, vec.Qfit, vec.D, query_ids=fit.query_ids, doc_ids=vec.doc_ids, qrels=fit.qrels,
+                             grid=grid, relevance=r.relevance, **search_kw)
+    parts.append({"part": "fit split", "n_fit": len(fit.query_ids), "param": p, "curve": curve})
+    return FoldedIndex(vec.D, vec.doc_ids, scorer, p).search(vec.Qev, sp.ev.query_ids, k=r.k, **search_kw), p
+
+
+def _fit_by_folds(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, grid, folds,
+                  parts: list) -> tuple[dict, list]:
+    """Cross-validation: each fold's queries searched with the parameter fitted on the other folds (one part per
+    fold appended to ``parts``); the run in evaluation-query order and the per-fold parameters."""
+    search_kw = {"ignore_identical_ids": r.ignore_identical_ids}
+    ev = sp.ev
+    run = {}
+    for i, f in enumerate(folds):
+        tr = np.setdiff1d(np.arange(len(ev.query_ids)), f)
+        tr_ids = [ev.query_ids[j] for j in tr]
+        p, curve = fit_parameter(scorer, vec.Qev[tr], vec.D, query_ids=tr_ids, doc_ids=vec.doc_ids,
+                                 qrels={q: ev.qrels[q] for q in tr_ids}, grid=grid, relevance=r.relevance, **search_kw)
+        parts.append({"part": f"fold {i + 1}", "n_fit": len(tr_ids), "param": p, "curve": curve})
+        run.update(FoldedIndex(vec.D, vec.doc_ids, scorer, p).search(vec.Qev[f], [ev.query_ids[j] for j in f], k=r.k,
+                                                                     **search_kw))
+    return {q: run[q] for q in ev.query_ids}, [pt["param"] for pt in parts]
+
+
+def _evaluate(ev: SplitQueries, runs: dict, results: dict, order: list[str], r: RetrievalRequest, ph: _Phases) -> dict:
+    """Per-query metrics of every run and the paired tests and CIs against cosine, written into ``results``;
+    returns the per-query scores (scorer -> metric -> array over ``ev``'s queries)."""
+    n_permutations, n_boot, seed = r.resampling.n_perm, r.resampling.n_boot, r.resampling.seed
     with ph("evaluating", f"{len(order)} runs, paired tests with {n_permutations:,} permutations"):
-        per = {s: per_query_scores(ev.qrels, runs[s], METRICS, relevance=relevance) for s in order}
+        per = {s: per_query_scores(ev.qrels, runs[s], METRICS, relevance=r.relevance) for s in order}
         comp = compare_to_baseline(ev.qrels, runs, baseline="cosine", metrics=METRICS, n_permutations=n_permutations,
-                                   seed=seed, relevance=relevance, n_boot=n_boot, per_query=per)
+                                   seed=seed, relevance=r.relevance, n_boot=n_boot, per_query=per)
     for s in order:
         for m in METRICS:
             results[s][m] = float(per[s][m].mean())
@@ -393,37 +499,63 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
         results[s].update(p_value=c and c["p_t_test"], p_value_randomization=c and c["p_randomization"],
                           delta=c and c["mean_diff"], delta_ci=c and c["mean_diff_ci"], relative=c and c["relative"],
                           relative_ci=c and c["relative_ci"], p_values=comp.get(s))
+    return per
 
+
+def _strata(ev: SplitQueries, vec: _Vectors, runs: dict, per: dict, order: list[str], r: RetrievalRequest,
+            ph: _Phases) -> tuple[dict, dict]:
+    """The strata's covariates (query norm, query Zipf frequency, the cosine top-1 document's norm) and the
+    strata study of nDCG@10 (not computed below 8 evaluation queries)."""
     top1 = [next(iter(runs["cosine"][q]), None) for q in ev.query_ids]
-    dnorm = dict(zip(doc_ids, doc_norms))
-    covariates = {"query_norm": qev_norms, "query_zipf": query_zipf(ev.texts),
+    dnorm = dict(zip(vec.doc_ids, vec.doc_norms))
+    covariates = {"query_norm": vec.qev_norms, "query_zipf": query_zipf(ev.texts),
                   "top_doc_norm": np.array([dnorm[d] if d is not None else np.nan for d in top1])}
     with ph("strata", "3 stratifiers x 4 quartiles per scorer"):
-        strata = (strata_study({s: per[s]["ndcg@10"] for s in order}, covariates, n_boot=n_boot,
-                               n_permutations=n_permutations, seed=seed)
+        strata = (strata_study({s: per[s]["ndcg@10"] for s in order}, covariates, n_boot=r.resampling.n_boot,
+                               n_permutations=r.resampling.n_perm, seed=r.resampling.seed)
                   if len(ev.query_ids) >= 8 else {"status": "not computed", "reason": "fewer than 8 evaluation queries"})
+    return covariates, strata
 
+
+def _calibration(sp: _Splits, vec: _Vectors, runs: dict, folds, r: RetrievalRequest, ph: _Phases):
+    """Confidence signals of the cosine run's top-1 (and of the fitting split's own cosine run) and the
+    calibration study: (signals of ev, signals of fit or None, calibration, calibrated confidences)."""
+    ev, fit = sp.ev, sp.fit
     with ph("calibration", f"{len(SIGNALS)} signals"):
-        sig_ev = query_signals(runs["cosine"], query_ids=ev.query_ids, query_norms=qev_norms, doc_ids=doc_ids,
-                               doc_norms=doc_norms, qrels=ev.qrels)
+        sig_ev = query_signals(runs["cosine"], query_ids=ev.query_ids, query_norms=vec.qev_norms, doc_ids=vec.doc_ids,
+                               doc_norms=vec.doc_norms, qrels=ev.qrels)
         sig_fit = None
-        if mode == "split":
-            fit_cos = FoldedIndex(D, doc_ids, "cosine").search(Qfit, fit.query_ids, k=2, **search_kw)
-            sig_fit = query_signals(fit_cos, query_ids=fit.query_ids, query_norms=np.linalg.norm(Qfit.astype(np.float64), axis=1),
-                                    doc_ids=doc_ids, doc_norms=doc_norms, qrels=fit.qrels)
-        calibration, conf = calibration_study(sig_ev, sig_fit=sig_fit, folds=folds, n_boot=n_boot, seed=seed)
-    y_ev = sig_ev["top1_relevant"].to_numpy()
+        if sp.mode == "split":
+            fit_cos = FoldedIndex(vec.D, vec.doc_ids, "cosine").search(vec.Qfit, fit.query_ids, k=2,
+                                                                       ignore_identical_ids=r.ignore_identical_ids)
+            sig_fit = query_signals(fit_cos, query_ids=fit.query_ids,
+                                    query_norms=np.linalg.norm(vec.Qfit.astype(np.float64), axis=1),
+                                    doc_ids=vec.doc_ids, doc_norms=vec.doc_norms, qrels=fit.qrels)
+        calibration, conf = calibration_study(sig_ev, sig_fit=sig_fit, folds=folds, n_boot=r.resampling.n_boot,
+                                              seed=r.resampling.seed)
+    return sig_ev, sig_fit, calibration, conf
+
+
+def _qpp_study(ev: SplitQueries, vec: _Vectors, runs: dict, per: dict, y_ev: np.ndarray, r: RetrievalRequest,
+               ph: _Phases):
+    """The QPP predictors of the cosine run, their evaluation on top-1 relevance and nDCG@10, and the norm's
+    incremental value: (corpus scores s(C), predictor frame, QPP table, incremental study)."""
+    n_boot, seed = r.resampling.n_boot, r.resampling.seed
     with ph("QPP baselines and the norm's incremental value",
             f"{len(QPP_SIGNALS)} predictors; {FOLDS}-fold cross-fitting x {FOLD_DRAWS} fold draws"):
-        s_corpus = corpus_scores(Qev, D)
-        qpp_df = qpp_signals(runs["cosine"], query_ids=ev.query_ids, query_texts=ev.texts, query_norms=qev_norms,
-                             doc_ids=doc_ids, doc_norms=doc_norms, corpus_score=s_corpus)
+        s_corpus = corpus_scores(vec.Qev, vec.D)
+        qpp_df = qpp_signals(runs["cosine"], query_ids=ev.query_ids, query_texts=ev.texts, query_norms=vec.qev_norms,
+                             doc_ids=vec.doc_ids, doc_norms=vec.doc_norms, corpus_score=s_corpus)
         ndcg_cos = per["cosine"]["ndcg@10"]
         qpp = evaluate_qpp(qpp_df, top1_relevant=y_ev, ndcg=ndcg_cos, n_boot=n_boot, seed=seed)
         incremental = incremental_study(qpp_df, y_ev, ndcg_cos, n_boot=n_boot, seed=seed)
+    return s_corpus, qpp_df, qpp, incremental
 
-    fp = getattr(encoder, "fingerprint", None)
-    counts = {sq.split: {k_: int(v) for k_, v in sq.counts.items()} for sq in [ev] + ([fit] if fit else [])}
+
+def _per_query_table(ev: SplitQueries, sig_ev, covariates: dict, s_corpus, qpp_df, per: dict, conf: dict,
+                     strata: dict, order: list[str]):
+    """One row per evaluation query: signals, text, covariates, QPP predictors, nDCG@10 and calibrated
+    confidence per scorer, and the stratifiers' quartiles (0 for a stratifier not computed)."""
     per_query = sig_ev.assign(split=ev.split, text=ev.texts, query_zipf=covariates["query_zipf"], corpus_score=s_corpus,
                               **{c: qpp_df[c].to_numpy() for c in QPP_SIGNALS if c not in sig_ev.columns},
                               **{f"ndcg@10_{s}": per[s]["ndcg@10"] for s in order},
@@ -431,24 +563,40 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     if isinstance(strata.get("stratifiers"), dict):
         for name, info in strata["stratifiers"].items():
             per_query[f"quartile_{name}"] = quartiles(covariates[name])[0] if info["status"] == "ok" else 0
+    return per_query
+
+
+def _items_frame(ev: SplitQueries, vec: _Vectors, runs: dict, order: list[str]):
+    """The ``-o`` table: every scorer's run, one row per (query, document) with relevance and both norms (float32)."""
+    import pandas as pd
+
+    dnorm = dict(zip(vec.doc_ids, vec.doc_norms))
+    qnorm = dict(zip(ev.query_ids, vec.qev_norms))
     frames = []
-    qnorm = dict(zip(ev.query_ids, qev_norms))
     for s in order:
         df = run_to_frame(runs[s], scorer=s)
         df["relevance"] = [int(ev.qrels.get(q, {}).get(d, 0)) for q, d in zip(df["query_id"], df["doc_id"])]
         df["doc_norm"] = df["doc_id"].map(dnorm).astype(np.float32)
         df["query_norm"] = df["query_id"].map(qnorm).astype(np.float32)
         frames.append(df)
-    import pandas as pd
+    return pd.concat(frames, ignore_index=True)
 
-    res = RetrievalResult(
-        dataset=str(dataset_dir), dataset_name=ds.name,
+
+def _run_fields(r: RetrievalRequest, sp: _Splits, vec: _Vectors, encoder, fitted_on: str) -> dict:
+    """The result's fields that describe the run: dataset, model, settings, sizes, exclusions, junk,
+    truncation, precision and how significance is computed."""
+    ev, fit, dtab, qtabs = sp.ev, sp.fit, vec.dtab, vec.qtabs
+    fp = getattr(encoder, "fingerprint", None)
+    counts = {sq.split: {k_: int(v) for k_, v in sq.counts.items()} for sq in sp.splits}
+    n_permutations, n_boot, seed = r.resampling.n_perm, r.resampling.n_boot, r.resampling.seed
+    return dict(
+        dataset=str(r.dataset), dataset_name=sp.ds.name,
         model=fp.name if fp is not None else type(encoder).__name__, model_revision=getattr(fp, "revision", None),
-        split=split, fit_split=fitted_on, fit_mode=mode, seed=int(seed), k=int(k), relevance=relevance,
-        grade_scale=int(grade_scale), tie_rule=TIE_RULE,
-        ignore_identical_ids=bool(ignore_identical_ids), identical_ids=identical,
-        n_docs=len(doc_ids), docs={**doc_info, "n_docs": len(doc_ids), "junk_left_out": dtab.junk.count},
-        duplicate_docs=dup_docs,
+        split=r.split, fit_split=fitted_on, fit_mode=sp.mode, seed=int(seed), k=int(r.k), relevance=r.relevance,
+        grade_scale=int(r.grade_scale), tie_rule=TIE_RULE,
+        ignore_identical_ids=bool(r.ignore_identical_ids), identical_ids=vec.identical,
+        n_docs=len(vec.doc_ids), docs={**sp.doc_info, "n_docs": len(vec.doc_ids), "junk_left_out": dtab.junk.count},
+        duplicate_docs=sp.dup_docs,
         n_queries={"eval": len(ev.query_ids), "fit": len(fit.query_ids) if fit else None},
         excluded_queries={"eval": counts[ev.split], "fit": counts[fit.split] if fit else None},
         junk={"documents": {**dtab.junk.to_dict()}, "queries": _junk_entry({s: t for s, t in qtabs.items()})},
@@ -463,30 +611,22 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
             "delta_ci": "paired percentile bootstrap over queries of the mean nDCG@10 difference (and of the relative "
                         "difference mean(scorer)/mean(cosine) - 1)",
             "n_permutations": int(n_permutations), "n_boot": int(n_boot), "seed": int(seed)},
-        scorers={s: results[s] for s in order},
-        strata=strata,
-        calibration=calibration,
-        calibration_info={
-            "label": "top-1 document of the cosine run is relevant (judgement score >= 1)",
-            "reference_run": "cosine", "fitted_on": fitted_on, "ece_bins": N_BINS,
-            "mapping": "Platt scaling (1-D logistic regression, slope >= 0 in the fixed direction) for raw signals; "
-                       "learned signals are logistic-regression probabilities; top1_score_uncalibrated has no map",
-            "direction": {**DIRECTION, "rule": "fixed before any fit: +1 reads a higher value as more confidence; -1 "
-                          "(the norms) reads a larger norm as less reliable, as the paper's cos/(1 + alpha||z||) does; "
-                          "auroc_raw is the AUROC of direction x signal"},
-            "auroc_ci": f"percentile bootstrap over evaluation queries ({n_boot} resamples), maps held fixed",
-            "base_rate_eval": float(y_ev.mean()),
-            "base_rate_fit": float(sig_fit["top1_relevant"].mean()) if sig_fit is not None else None},
-        qpp=qpp,
-        qpp_info=qpp_info(n_boot=n_boot, smv_cut=int(qpp_df.attrs.get("smv_cut", 0)), depth=k),
-        calibration_incremental=incremental,
-        doc_norm_range=[float(doc_norms.min()), float(doc_norms.max())],
-        items=pd.concat(frames, ignore_index=True), per_query=per_query,
-        doc_titles=_titles(ds, doc_ids),
-        timings=ph.timings,
     )
-    res.claims = retrieval_claims(res.to_dict())
-    return res
+
+
+def _calibration_info(fitted_on: str, *, n_boot: int, y_ev: np.ndarray, sig_fit) -> dict:
+    """How the calibration study was computed (the ``calibration_info`` of the JSON)."""
+    return {
+        "label": "top-1 document of the cosine run is relevant (judgement score >= 1)",
+        "reference_run": "cosine", "fitted_on": fitted_on, "ece_bins": N_BINS,
+        "mapping": "Platt scaling (1-D logistic regression, slope >= 0 in the fixed direction) for raw signals; "
+                   "learned signals are logistic-regression probabilities; top1_score_uncalibrated has no map",
+        "direction": {**DIRECTION, "rule": "fixed before any fit: +1 reads a higher value as more confidence; -1 "
+                      "(the norms) reads a larger norm as less reliable, as the paper's cos/(1 + alpha||z||) does; "
+                      "auroc_raw is the AUROC of direction x signal"},
+        "auroc_ci": f"percentile bootstrap over evaluation queries ({n_boot} resamples), maps held fixed",
+        "base_rate_eval": float(y_ev.mean()),
+        "base_rate_fit": float(sig_fit["top1_relevant"].mean()) if sig_fit is not None else None}
 
 
 def qpp_info(*, n_boot: int, smv_cut: int, depth: int) -> dict:

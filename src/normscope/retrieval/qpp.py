@@ -59,6 +59,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from normscope.errors import InputError
+from normscope.retrieval.calibration import aurc, auroc_bootstrap_ci
 
 __all__ = [
     "QppSpec",
@@ -314,7 +315,7 @@ def smv(S, corpus_score, k: int = SMV_K) -> tuple[np.ndarray, np.ndarray]:
     return np.where(n > 0, v, np.nan), n
 
 
-def qpp_signals(  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+def qpp_signals(
     run: Mapping[str, Mapping[str, float]],
     *,
     query_ids: Sequence[str],
@@ -359,66 +360,86 @@ def qpp_signals(  # noqa: C901 -- over the complexity budget; split pending (iss
     """
     import pandas as pd
 
-    unknown = [s for s in signals if s not in QPP_SPECS]
-    if unknown:
-        raise InputError(f"unknown signal(s) {', '.join(unknown)} (choose from {', '.join(QPP_SIGNALS)})")
-    given = {"scores": True, "query_text": query_texts is not None, "query_norm": query_norms is not None,
-             "doc_norms": doc_norms is not None and doc_ids is not None, "corpus_score": corpus_score is not None}
-    for s in signals:
-        missing = [n for n in QPP_SPECS[s].needs if not given[n]]
-        if missing:
-            raise InputError(f"signal '{s}' needs {' and '.join(missing).replace('_', ' ')}, which was not given")
-    n = len(query_ids)
+    _check_signals(signals, query_texts=query_texts, query_norms=query_norms, doc_ids=doc_ids, doc_norms=doc_norms,
+                   corpus_score=corpus_score)
     S, docs = score_matrix(run, query_ids)
     short = [q for q, r in zip(query_ids, docs) if len(r) < 2]
     if short:
         raise InputError(f"query '{short[0]}' has {len(docs[query_ids.index(short[0])])} result(s); the margin needs 2")
     cols: dict[str, np.ndarray] = {}
     attrs = {"smv_cut": 0}
-
-    def aligned(x, what):
-        a = np.asarray(x, dtype=np.float64).ravel()
-        if a.shape != (n,):
-            raise InputError(f"{what} must have one value per query ({n}), got {a.size}")
-        return a
-
     for s in signals:
-        if s == "query_length":
-            if len(query_texts) != n:
-                raise InputError(f"query texts must have one value per query ({n}), got {len(query_texts)}")
-            cols[s] = np.array([len(str(t).split()) for t in query_texts], dtype=np.float64)
-        elif s == "query_norm":
-            cols[s] = aligned(query_norms, "query norms")
-        elif s == "top1_score":
-            cols[s] = S[:, 0].copy()
-        elif s == "margin":
-            cols[s] = S[:, 0] - S[:, 1]
-        elif s == "nqc":
-            cols[s] = nqc(S, aligned(corpus_score, "corpus scores"))
-        elif s == "wig":
-            cols[s] = wig(S, aligned(corpus_score, "corpus scores"))
-        elif s == "smv":
-            v, used = smv(S, aligned(corpus_score, "corpus scores"))
-            cols[s] = v
-            attrs["smv_cut"] = int((used < np.minimum(SMV_K, np.isfinite(S).sum(axis=1))).sum())
-        elif s == "sigma_k":
-            cols[s] = sigma_k(S)
-        elif s == "sigma_max":
-            cols[s] = sigma_max(S)
-        elif s in ("top_doc_norm", "doc_norm_spread"):
-            if len(doc_ids) != len(np.asarray(doc_norms).ravel()):
-                raise InputError("document ids and norms differ in length")
-            dn = dict(zip(map(str, doc_ids), np.asarray(doc_norms, dtype=np.float64).ravel()))
-            absent = next((d for r in docs for d in r[:SPREAD_K] if d not in dn), None)
-            if absent is not None:
-                raise InputError(f"document '{absent}' of the run has no norm")
-            if s == "top_doc_norm":
-                cols[s] = np.array([dn[r[0]] for r in docs])
-            else:
-                cols[s] = np.array([np.std([dn[d] for d in r[:SPREAD_K]]) for r in docs])
+        cols[s], cut = _signal_column(s, S, docs, n=len(query_ids), query_texts=query_texts, query_norms=query_norms,
+                                      doc_ids=doc_ids, doc_norms=doc_norms, corpus_score=corpus_score)
+        if cut is not None:
+            attrs["smv_cut"] = cut
     df = pd.DataFrame({"query_id": list(query_ids), **cols})
     df.attrs.update(attrs)
     return df
+
+
+def _check_signals(signals: Sequence[str], **inputs) -> None:
+    """:class:`InputError` for an unknown signal or one whose input (named) was not given."""
+    unknown = [s for s in signals if s not in QPP_SPECS]
+    if unknown:
+        raise InputError(f"unknown signal(s) {', '.join(unknown)} (choose from {', '.join(QPP_SIGNALS)})")
+    given = {"scores": True, "query_text": inputs["query_texts"] is not None,
+             "query_norm": inputs["query_norms"] is not None,
+             "doc_norms": inputs["doc_norms"] is not None and inputs["doc_ids"] is not None,
+             "corpus_score": inputs["corpus_score"] is not None}
+    for s in signals:
+        missing = [n for n in QPP_SPECS[s].needs if not given[n]]
+        if missing:
+            raise InputError(f"signal '{s}' needs {' and '.join(missing).replace('_', ' ')}, which was not given")
+
+
+def _aligned(x, what: str, n: int) -> np.ndarray:
+    """``x`` as float64 with one value per query, else :class:`InputError`."""
+    a = np.asarray(x, dtype=np.float64).ravel()
+    if a.shape != (n,):
+        raise InputError(f"{what} must have one value per query ({n}), got {a.size}")
+    return a
+
+
+def _signal_column(s: str, S: np.ndarray, docs: list, *, n: int, query_texts, query_norms, doc_ids, doc_norms,
+                   corpus_score) -> tuple[np.ndarray, int | None]:
+    """One predictor's values per query (float64) and, for ``smv``, the number of queries whose SMV used fewer
+    than k scores (else None)."""
+    if s == "query_length":
+        if len(query_texts) != n:
+            raise InputError(f"query texts must have one value per query ({n}), got {len(query_texts)}")
+        return np.array([len(str(t).split()) for t in query_texts], dtype=np.float64), None
+    if s == "query_norm":
+        return _aligned(query_norms, "query norms", n), None
+    if s == "top1_score":
+        return S[:, 0].copy(), None
+    if s == "margin":
+        return S[:, 0] - S[:, 1], None
+    if s == "nqc":
+        return nqc(S, _aligned(corpus_score, "corpus scores", n)), None
+    if s == "wig":
+        return wig(S, _aligned(corpus_score, "corpus scores", n)), None
+    if s == "smv":
+        v, used = smv(S, _aligned(corpus_score, "corpus scores", n))
+        return v, int((used < np.minimum(SMV_K, np.isfinite(S).sum(axis=1))).sum())
+    if s == "sigma_k":
+        return sigma_k(S), None
+    if s == "sigma_max":
+        return sigma_max(S), None
+    return _doc_norm_signal(s, docs, doc_ids, doc_norms), None
+
+
+def _doc_norm_signal(s: str, docs: list, doc_ids, doc_norms) -> np.ndarray:
+    """``top_doc_norm`` (the top document's norm) or ``doc_norm_spread`` (SD of the top-:data:`SPREAD_K` norms)."""
+    if len(doc_ids) != len(np.asarray(doc_norms).ravel()):
+        raise InputError("document ids and norms differ in length")
+    dn = dict(zip(map(str, doc_ids), np.asarray(doc_norms, dtype=np.float64).ravel()))
+    absent = next((d for r in docs for d in r[:SPREAD_K] if d not in dn), None)
+    if absent is not None:
+        raise InputError(f"document '{absent}' of the run has no norm")
+    if s == "top_doc_norm":
+        return np.array([dn[r[0]] for r in docs])
+    return np.array([np.std([dn[d] for d in r[:SPREAD_K]]) for r in docs])
 
 
 def _kendall_rows(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -470,8 +491,6 @@ def evaluate_qpp(
     """
     from scipy.stats import kendalltau, rankdata, spearmanr
     from sklearn.metrics import roc_auc_score
-
-    from normscope.retrieval.calibration import aurc, auroc_bootstrap_ci
 
     if top1_relevant is None and ndcg is None:
         raise InputError("give top1_relevant, ndcg or both")

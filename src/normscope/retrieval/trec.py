@@ -27,6 +27,8 @@ from normscope._io import atomic_path
 from normscope.errors import DataError, InputError
 from normscope.inputs import read_text, split_lines
 from normscope.data.beir import load_qrels
+from normscope.engine.shards import replace_dir
+from normscope.validate import check_paths, write_failure
 
 __all__ = ["convert_trec", "read_id_text"]
 
@@ -100,8 +102,6 @@ def convert_trec(src: str | Path, out: str | Path, *, queries: str = "titles", q
         No ``*.docs`` or no ``*.qrel`` file; a split whose qrels have no matching queries file;
         malformed lines (file and line named); one id with two texts.
     """
-    from normscope.validate import check_paths
-
     src, out = Path(src), Path(out)
     if not src.is_dir():
         raise InputError(f"TREC-style source folder not found: {src}")
@@ -132,8 +132,6 @@ def convert_trec(src: str | Path, out: str | Path, *, queries: str = "titles", q
         raise DataError(f"{src}: no {{split}}.{qrels}.qrel file (grading variants present: "
                         f"{', '.join(sorted({p.name for p in src.glob('*.qrel*')}))})")
     # the folder is written whole in a staging folder beside OUT, then renamed: OUT is never half written
-    from normscope.engine.shards import replace_dir
-    from normscope.validate import write_failure
 
     stage = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:12]}"
     files = [("corpus.jsonl", "".join(json.dumps({"_id": i, "title": "", "text": t}, ensure_ascii=False) + "\n"

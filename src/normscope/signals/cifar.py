@@ -7,8 +7,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from normscope.encoders import load_encoder
+from normscope.encoders.images import read_indexed_images
 from normscope.errors import InputError
+from normscope.signals.items import sample_indices
+from normscope.signals.labels import COVARIATE_LABEL, MIN_VALID, model_name
 from normscope.signals.result import CorrelateResult
+from normscope.signals.uncertainty import cifar10h_entropy
+from normscope.stats import correlation
+from normscope.table import require_raw_norms
 
 __all__ = ["run_cifar10h", "load_cifar_images", "read_cifar_batch"]
 
@@ -98,8 +105,6 @@ def load_cifar_images(path: str | Path) -> np.ndarray:
     """
     p = Path(path)
     if p.is_dir() and not (p / "test_batch").is_file():
-        from normscope.encoders.images import read_indexed_images
-
         return read_indexed_images(p, n=10000, size=(32, 32))
     if p.is_dir():
         p = p / "test_batch"
@@ -129,11 +134,6 @@ def run_cifar10h(*, encoder, model, images, n, seed, n_boot, n_perm, batch_size,
     InputError
         No ``images``, a text-only encoder, normalised vectors.
     """
-    from normscope.signals import cifar10h_entropy
-    from normscope.signals.items import sample_indices
-    from normscope.signals.labels import COVARIATE_LABEL, MIN_VALID, model_name
-    from normscope.stats import correlation
-    from normscope.table import require_raw_norms
 
     if images is None:
         raise InputError(
@@ -141,8 +141,6 @@ def run_cifar10h(*, encoder, model, images, n, seed, n_boot, n_perm, batch_size,
         )
     arr = load_cifar_images(images)
     if encoder is None:
-        from normscope.encoders import load_encoder
-
         encoder = load_encoder(model, device=device)
     if not hasattr(encoder, "encode_images"):
         raise InputError(f"model {model_name(encoder, model)!r} is a text encoder; CIFAR-10H needs an image model (e.g. hf-clip:openai/clip-vit-base-patch32)")

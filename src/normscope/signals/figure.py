@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope.signals.labels import COVARIATE_LABEL
 from normscope.signals.result import CorrelateResult
 from normscope.validate import check_paths
 
@@ -37,9 +38,8 @@ def plot_signal(result: CorrelateResult, path: str | Path, *, bins: int = 10) ->
     InputError
         Output directory missing or not writable.
     """
-    from normscope._plot import pyplot, save_figure
-    from normscope.signals.labels import COVARIATE_LABEL
-    from normscope.stats import binned_means
+    from normscope._plot import pyplot, save_figure  # deferred: not loaded at the CLI's start-up
+    from normscope.stats import binned_means  # deferred: normscope.stats imports scipy, and this module loads at start-up
 
     path = check_paths([("figure", path, "figure")])[0]  # .png, .pdf or .svg, checked before drawing
     plt = pyplot()

@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from normscope.datasets import wordfreq_words
 from normscope.errors import InputError
+from normscope.inputs import csv_records, read_text, split_lines
 
 __all__ = ["ItemSet", "default_item_set", "read_covariate_file", "read_item_column", "sample_indices", "DEFAULT_N"]
 
@@ -91,7 +93,7 @@ def default_item_set(signal: str, *, encoder, n: int | None, seed: int, wordnet=
     InputError
         Missing data (WordNet, Brysbaert file, ChaosNLI).
     """
-    from normscope import signals as sg
+    from normscope import signals as sg  # deferred: normscope.signals imports this module (an import cycle)
 
     n_eff = DEFAULT_N[signal] if n is None else n
     if signal == "specificity":
@@ -99,8 +101,6 @@ def default_item_set(signal: str, *, encoder, n: int | None, seed: int, wordnet=
         return ItemSet(ids=list(items), texts=list(items),
                        dataset=f"wordfreq top-{len(items)} English words that are mainly WordNet 3.0 nouns")
     if signal == "frequency":
-        from normscope.datasets import wordfreq_words
-
         items = wordfreq_words(n_eff or 5000)
         return ItemSet(ids=list(items), texts=list(items), dataset=f"wordfreq top-{len(items)} alphabetic English words")
     if signal == "concreteness":
@@ -186,8 +186,6 @@ def read_item_column(path: str | Path, column: str, n_items: int) -> np.ndarray:
         A text file (no columns), a missing column / field, an empty label, or a row count that
         differs from ``n_items``.
     """
-    from normscope.inputs import csv_records, read_text, split_lines
-
     p = Path(path)
     name = p.name.lower().removesuffix(".gz")
     if name.endswith(".csv"):

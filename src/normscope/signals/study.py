@@ -20,19 +20,21 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from normscope.encoders import DEFAULT_MODEL
+from normscope.encoders import DEFAULT_MODEL, load_encoder
+from normscope.encoders.embed import embed_texts
 from normscope.errors import InputError
+from normscope.inputs import collapse_duplicates
+from normscope.lexicons.wordnet import SPECIFICITY_MEASURES
 from normscope.requests.correlate import CorrelateRequest
 from normscope.signals.items import ItemSet, default_item_set
 from normscope.signals.labels import CONTROLS, COVARIATE_LABEL, MIN_VALID, SIGNALS, covariate_label, model_name
 from normscope.signals.result import LENGTH_UNIT, CorrelateResult
+from normscope.table import require_raw_norms
 
 __all__ = ["SIGNALS", "CONTROLS", "MIN_VALID", "COVARIATE_LABEL", "run_correlate", "model_name"]
 
 
 def _check_args(signal, controls, extra_cols, n, measure, dataset, by, covariates, items, strata) -> list[str]:
-    from normscope.signals import SPECIFICITY_MEASURES
-
     if signal not in SIGNALS:
         raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS)}")
     controls = [c.strip() for c in controls if c and c.strip()]
@@ -94,8 +96,6 @@ def _user_item_set(items, ids, covariates, strata, by, extra_cols) -> ItemSet:
 
 def _duplicates(iset: ItemSet, keep: bool, notes: list[str]) -> tuple[ItemSet, dict]:
     """``iset`` with exact duplicates collapsed (unless ``keep``) and their report (:func:`normscope.inputs.collapse_duplicates`)."""
-    from normscope.inputs import collapse_duplicates
-
     keys = iset.texts if iset.strata is None else list(zip(iset.strata.tolist(), iset.texts))
     pos, info = collapse_duplicates(keys, iset.ids)
     info["kept"] = bool(keep)
@@ -120,7 +120,7 @@ def _duplicates(iset: ItemSet, keep: bool, notes: list[str]) -> tuple[ItemSet, d
 
 def _controls(controls, ctexts, table, subtlex, extras, notes) -> tuple[dict, np.ndarray, str]:
     """Control columns of the kept items and the length (tokens seen, or words) with its unit."""
-    from normscope import signals as sg
+    from normscope import signals as sg  # deferred: normscope.signals imports this module (an import cycle)
 
     freq = (lambda t: sg.subtlex_zipf(t, path=subtlex)) if subtlex is not None else sg.zipf_frequency
     if table.tokens is not None:
@@ -142,8 +142,8 @@ def _partial(cov, norm, ctrl, *, strata=None, by=None, n_boot, n_perm, seed, whe
     "notes": [...]}``; with ``strata`` the source is a further control (resampled and permuted
     within sources).
     """
-    from normscope.stats import partial_spearman
-    from normscope.stats_designs import stratified_partial_spearman
+    from normscope.stats import partial_spearman  # deferred: normscope.stats imports scipy, and this module loads at start-up
+    from normscope.stats_designs import stratified_partial_spearman  # deferred: normscope.stats_designs imports scipy, and this module loads at start-up
 
     ok = np.isfinite(cov) & np.isfinite(norm)
     used, dropped, notes = {}, [], []
@@ -185,7 +185,7 @@ def _partial(cov, norm, ctrl, *, strata=None, by=None, n_boot, n_perm, seed, whe
 
 
 def _norm_length(norm, length, cov, *, n_boot, seed) -> dict | None:
-    from normscope.stats import correlation
+    from normscope.stats import correlation  # deferred: normscope.stats imports scipy, and this module loads at start-up
 
     ok = np.isfinite(cov) & np.isfinite(norm) & np.isfinite(length)
     if ok.sum() < MIN_VALID or np.ptp(length[ok]) == 0:
@@ -195,7 +195,7 @@ def _norm_length(norm, length, cov, *, n_boot, seed) -> dict | None:
 
 
 def _stratum_rows(names, strata, cov, norm, length, ctrl, *, by, n_boot, n_perm, seed, notes, words) -> list[dict]:
-    from normscope.stats import correlation
+    from normscope.stats import correlation  # deferred: normscope.stats imports scipy, and this module loads at start-up
 
     rows = []
     for name in names:
@@ -222,7 +222,7 @@ def _stratum_rows(names, strata, cov, norm, length, ctrl, *, by, n_boot, n_perm,
     return rows
 
 
-def run_correlate(  # noqa: C901 -- over the complexity budget; split pending (issue 29)
+def run_correlate(
     request: CorrelateRequest,
     *,
     items: Sequence[str] | None = None,
@@ -286,78 +286,124 @@ def run_correlate(  # noqa: C901 -- over the complexity budget; split pending (i
         items without labels, CIFAR-10H without images or with a text-only model, vectors that were
         already normalised (:func:`normscope.table.require_raw_norms`), junk with ``junk="error"``.
     """
-    from normscope import signals as sg  # the package's loaders, looked up when called
-    from normscope.encoders import load_encoder
-    from normscope.encoders.embed import embed_texts
-    from normscope.stats import correlation
-    from normscope.table import require_raw_norms
-
-    signal, n, controls, by, measure, dataset = (request.signal, request.n, request.controls, request.by,
-                                                 request.measure, request.dataset)
-    subtlex, wordnet, images, keep_duplicates = request.subtlex, request.wordnet, request.images, request.keep_duplicates
-    e = request.embedding
-    model, device, precision, batch_size, junk = e.model or DEFAULT_MODEL, e.device, e.precision, e.batch_size, e.junk
-    seed, n_boot, n_perm = request.resampling.seed, request.resampling.n_boot, request.resampling.n_perm
-
+    r, e = request, request.embedding
+    signal, by, model = r.signal, r.by, e.model or DEFAULT_MODEL
     extra_cols = [c for c in (covariates.columns if covariates is not None else []) if c not in ("item", "value")]
-    controls = _check_args(signal, controls, extra_cols, n, measure, dataset, by, covariates, items, strata)
+    controls = _check_args(signal, r.controls, extra_cols, r.n, r.measure, r.dataset, by, covariates, items, strata)
     notes: list[str] = []
     if signal == "frequency" and "frequency" in controls:
         controls = [c for c in controls if c != "frequency"]
         notes.append("'frequency' removed from the controls of the frequency signal itself")
-    if signal == "uncertainty" and dataset == "cifar10h":
-        from normscope.signals.cifar import run_cifar10h
+    if signal == "uncertainty" and r.dataset == "cifar10h":
+        from normscope.signals.cifar import run_cifar10h  # deferred: only the CIFAR-10H study needs it (keeps start-up light)
 
-        return run_cifar10h(encoder=encoder, model=model, images=images, n=n, seed=seed, n_boot=n_boot,
-                            n_perm=n_perm, batch_size=batch_size, device=device)
+        return run_cifar10h(encoder=encoder, model=model, images=r.images, n=r.n, seed=r.resampling.seed,
+                            n_boot=r.resampling.n_boot, n_perm=r.resampling.n_perm, batch_size=e.batch_size,
+                            device=e.device)
     if encoder is None:
-        encoder = load_encoder(model, device=device, precision=precision)
-    if items is None and covariates is None:
-        iset = default_item_set(signal, encoder=encoder, n=n, seed=seed, wordnet=wordnet)
-        by = "source" if iset.strata is not None else None
-    else:
-        iset = _user_item_set(items, ids, covariates, strata, by, extra_cols)
-        if iset.strata is not None and by is None:
-            by = "stratum"
+        encoder = load_encoder(model, device=e.device, precision=e.precision)
+    iset, by = _item_set(r, encoder, items=items, ids=ids, covariates=covariates, strata=strata, by=by,
+                         extra_cols=extra_cols)
+    iset, duplicates = _duplicates(iset, r.keep_duplicates, notes)
+    table = embed_texts(iset.texts, iset.ids, encoder=encoder, batch_size=e.batch_size, progress=progress, junk=e.junk)
+    kept = _kept_values(iset, table, r, controls, notes)
+    items_df = _items_table(table, kept)
+    missing = _check_valid(kept.cov, kept.texts, signal)
+    st = _statistics(kept, table, iset, r, by=by, notes=notes)
+    res, part = st["res"], st["part"]
+    return CorrelateResult(
+        signal=signal,
+        covariate=covariate_label(signal, r.measure, user=covariates is not None, subtlex=r.subtlex is not None),
+        model=model_name(encoder, model), dataset=iset.dataset, n_items=len(iset.texts), n=res["n"],
+        n_missing=int(missing.sum()), missing_examples=[kept.texts[i] for i in np.flatnonzero(missing)[:10]],
+        spearman=res["spearman"], spearman_ci=res["spearman_ci"], pearson=res["pearson"],
+        pearson_ci=res["pearson_ci"], p_value=res["p_value"], pearson_p=res["pearson_p"],
+        partial_spearman=part["partial"], controls=part["used"], controls_dropped=part["dropped"],
+        partial_reason=part["reason"], by=by, strata=st["strata"], norm_length=st["norm_length"],
+        n_truncated=table.n_truncated, junk=table.junk.to_dict(), duplicates=duplicates,
+        precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=table.norm_rel_error_vs_fp32, ci_level=res["ci_level"],
+        ci_method=res["ci_method"], p_method=res["p_method"], n_boot=r.resampling.n_boot, n_perm=res["n_perm"],
+        seed=r.resampling.seed, norm_mean=float(np.mean(kept.norm)),
+        norm_sd=float(np.std(kept.norm, ddof=1)) if len(kept.norm) > 1 else None,
+        measures=st["measures"], entropy_unit="bits" if signal == "uncertainty" else None,
+        pair_format=iset.pair_format, notes=notes, items=items_df,
+    )
 
-    iset, duplicates = _duplicates(iset, keep_duplicates, notes)
-    table = embed_texts(iset.texts, iset.ids, encoder=encoder, batch_size=batch_size, progress=progress, junk=junk)
+
+def _item_set(r: CorrelateRequest, encoder, *, items, ids, covariates, strata, by, extra_cols) -> tuple[ItemSet, str | None]:
+    """The items to embed and the strata name: the signal's default set (its sources as ``'source'``), or
+    the user's items and covariates (unnamed strata as ``'stratum'``)."""
+    if items is None and covariates is None:
+        iset = default_item_set(r.signal, encoder=encoder, n=r.n, seed=r.resampling.seed, wordnet=r.wordnet)
+        return iset, ("source" if iset.strata is not None else None)
+    iset = _user_item_set(items, ids, covariates, strata, by, extra_cols)
+    if iset.strata is not None and by is None:
+        by = "stratum"
+    return iset, by
+
+
+@dataclasses.dataclass
+class _Kept:
+    """The embedded items (junk left out), in the table's order: texts, raw norms (float64), the covariate,
+    extra columns (user columns; every specificity measure), the controls, the length with its unit, the
+    strata; ``keep`` their positions in the item set."""
+
+    keep: np.ndarray
+    texts: list[str]
+    norm: np.ndarray
+    cov: np.ndarray
+    extras: dict
+    ctrl: dict
+    length: np.ndarray
+    length_unit: str
+    strata: np.ndarray | None
+
+
+def _kept_values(iset: ItemSet, table, r: CorrelateRequest, controls: list[str], notes: list[str]) -> _Kept:
+    """The norms (checked raw), the covariate, the extra columns and the controls of the embedded items."""
     norm = table.norms.astype(np.float64)
     require_raw_norms(norm, "correlate")
     pos = {i: k for k, i in enumerate(iset.ids)}
     keep = np.array([pos[i] for i in table.ids], dtype=np.intp)
     texts = table.texts
     ctexts = [iset.control_texts[k] for k in keep] if iset.control_texts is not None else texts
-
     extras = {k: np.asarray(v)[keep] for k, v in iset.extras.items()}
-    if iset.covariate is not None:
-        cov = iset.covariate[keep]
-    elif signal == "specificity":
-        spec = sg.wordnet_specificity(texts, wordnet=sg.load_wordnet(wordnet))
-        extras.update({m: spec[m].to_numpy() for m in sg.SPECIFICITY_MEASURES})
-        cov = spec[measure].to_numpy()
-    elif signal == "frequency":
-        cov = sg.subtlex_zipf(texts, path=subtlex) if subtlex is not None else sg.zipf_frequency(texts)
-    else:
-        cov = sg.concreteness(texts)
-    ctrl, length, length_unit = _controls(controls, ctexts, table, subtlex, extras, notes)
+    cov = iset.covariate[keep] if iset.covariate is not None else _covariate(r, texts, extras)
+    ctrl, length, length_unit = _controls(controls, ctexts, table, r.subtlex, extras, notes)
     strata_kept = iset.strata[keep] if iset.strata is not None else None
+    return _Kept(keep, texts, norm, cov, extras, ctrl, length, length_unit, strata_kept)
 
-    items_df = pd.DataFrame({"id": table.ids, "item": texts, "norm": norm, "covariate": cov,
+
+def _covariate(r: CorrelateRequest, texts: list[str], extras: dict) -> np.ndarray:
+    """The signal's covariate of the default items: WordNet specificity (every measure also into
+    ``extras``), Zipf frequency (wordfreq, or the SUBTLEX-US file) or Brysbaert concreteness."""
+    from normscope import signals as sg  # deferred: normscope.signals imports this module (an import cycle)
+
+    if r.signal == "specificity":
+        spec = sg.wordnet_specificity(texts, wordnet=sg.load_wordnet(r.wordnet))
+        extras.update({m: spec[m].to_numpy() for m in sg.SPECIFICITY_MEASURES})
+        return spec[r.measure].to_numpy()
+    if r.signal == "frequency":
+        return sg.subtlex_zipf(texts, path=r.subtlex) if r.subtlex is not None else sg.zipf_frequency(texts)
+    return sg.concreteness(texts)
+
+
+def _items_table(table, kept: _Kept) -> pd.DataFrame:
+    """The per-item table: id, item, norm, covariate, tokens, stratum, extra columns, ``control_*``."""
+    texts = kept.texts
+    items_df = pd.DataFrame({"id": table.ids, "item": texts, "norm": kept.norm, "covariate": kept.cov,
                              "tokens": table.tokens if table.tokens is not None else np.full(len(texts), np.nan)})
-    if strata_kept is not None:
-        items_df["stratum"] = strata_kept
-    for k, v in extras.items():
+    if kept.strata is not None:
+        items_df["stratum"] = kept.strata
+    for k, v in kept.extras.items():
         items_df[k] = v
-    for k, v in ctrl.items():
+    for k, v in kept.ctrl.items():
         items_df[f"control_{k}"] = v
+    return items_df
 
-    # statistics in id order: the same numbers whatever the input order
-    order = np.argsort(np.asarray(table.ids, dtype=object).astype(str), kind="stable")
-    cov_o, norm_o, len_o = cov[order], norm[order], length[order]
-    ctrl_o = {c: v[order] for c, v in ctrl.items()}
-    strata_o = strata_kept[order] if strata_kept is not None else None
 
+def _check_valid(cov: np.ndarray, texts: list[str], signal: str) -> np.ndarray:
+    """The mask of items without a covariate value; :class:`InputError` below :data:`MIN_VALID` valid items."""
     missing = ~np.isfinite(cov)
     n_missing = int(missing.sum())
     valid = int((~missing).sum())
@@ -366,7 +412,20 @@ def run_correlate(  # noqa: C901 -- over the complexity budget; split pending (i
                if n_missing else f"all {len(texts)} given item(s) have one: use more items (a larger --n or a longer "
                "--items file)")
         raise InputError(f"only {valid} item(s) have a {signal} value (need at least {MIN_VALID}); {why}")
+    return missing
 
+
+def _statistics(kept: _Kept, table, iset: ItemSet, r: CorrelateRequest, *, by: str | None, notes: list[str]) -> dict:
+    """The statistics, computed in id order (the same numbers whatever the input order): Spearman/Pearson with
+    CIs and p (``res``), the partial correlation (``part``), one row per stratum, rho(norm, length) and, for
+    WordNet specificity, every measure's rho (``measures``)."""
+    from normscope.stats import correlation  # deferred: normscope.stats imports scipy, and this module loads at start-up
+
+    n_boot, n_perm, seed = r.resampling.n_boot, r.resampling.n_perm, r.resampling.seed
+    order = np.argsort(np.asarray(table.ids, dtype=object).astype(str), kind="stable")
+    cov_o, norm_o, len_o = kept.cov[order], kept.norm[order], kept.length[order]
+    ctrl_o = {c: v[order] for c, v in kept.ctrl.items()}
+    strata_o = kept.strata[order] if kept.strata is not None else None
     res = correlation(norm_o, cov_o, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID).to_dict()
     words = table.tokens is None
     part = _partial(cov_o, norm_o, ctrl_o, strata=strata_o, by=by, n_boot=n_boot, n_perm=n_perm, seed=seed,
@@ -383,27 +442,11 @@ def run_correlate(  # noqa: C901 -- over the complexity budget; split pending (i
                          "sources, and each source is reported on its own")
     norm_length = _norm_length(norm_o, len_o, cov_o, n_boot=n_boot, seed=seed)
     if norm_length is not None:
-        norm_length["length"] = length_unit
-
+        norm_length["length"] = kept.length_unit
     measures = None
-    if signal == "specificity" and iset.covariate is None:
+    if r.signal == "specificity" and iset.covariate is None:
         measures = {}
-        for m in sg.SPECIFICITY_MEASURES:
-            r = correlation(norm_o, extras[m][order], n_boot=n_boot, n_perm=0, seed=seed, min_n=MIN_VALID).to_dict()
-            measures[m] = {"spearman": r["spearman"], "spearman_ci": r["spearman_ci"], "n": r["n"]}
-    return CorrelateResult(
-        signal=signal,
-        covariate=covariate_label(signal, measure, user=covariates is not None, subtlex=subtlex is not None),
-        model=model_name(encoder, model), dataset=iset.dataset, n_items=len(iset.texts), n=res["n"],
-        n_missing=n_missing, missing_examples=[texts[i] for i in np.flatnonzero(missing)[:10]],
-        spearman=res["spearman"], spearman_ci=res["spearman_ci"], pearson=res["pearson"],
-        pearson_ci=res["pearson_ci"], p_value=res["p_value"], pearson_p=res["pearson_p"],
-        partial_spearman=part["partial"], controls=part["used"], controls_dropped=part["dropped"],
-        partial_reason=part["reason"], by=by, strata=strata_rows, norm_length=norm_length,
-        n_truncated=table.n_truncated, junk=table.junk.to_dict(), duplicates=duplicates,
-        precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=table.norm_rel_error_vs_fp32, ci_level=res["ci_level"],
-        ci_method=res["ci_method"], p_method=res["p_method"], n_boot=n_boot, n_perm=res["n_perm"], seed=seed,
-        norm_mean=float(np.mean(norm)), norm_sd=float(np.std(norm, ddof=1)) if len(norm) > 1 else None,
-        measures=measures, entropy_unit="bits" if signal == "uncertainty" else None,
-        pair_format=iset.pair_format, notes=notes, items=items_df,
-    )
+        for m in SPECIFICITY_MEASURES:
+            c = correlation(norm_o, kept.extras[m][order], n_boot=n_boot, n_perm=0, seed=seed, min_n=MIN_VALID).to_dict()
+            measures[m] = {"spearman": c["spearman"], "spearman_ci": c["spearman_ci"], "n": c["n"]}
+    return {"res": res, "part": part, "strata": strata_rows, "norm_length": norm_length, "measures": measures}

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from normscope.data import data_path
 from normscope.errors import DataError, InputError
 
 __all__ = [
@@ -92,7 +93,6 @@ def _chaos_dir(path) -> Path:
         if not p.exists():
             raise InputError(f"ChaosNLI path not found: {p}")
         return p
-    from normscope.data import data_path
 
     return data_path("chaosnli")
 
@@ -199,8 +199,6 @@ def load_cifar10h(path: str | os.PathLike | None = None) -> np.ndarray:
         Missing file or wrong shape.
     """
     if path is None:
-        from normscope.data import data_path
-
         path = data_path("cifar10h")
     p = Path(path)
     if p.is_dir():

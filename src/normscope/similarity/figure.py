@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._plot import pyplot, save_figure
 from normscope.similarity.result import SimilarityResult
 from normscope.validate import check_paths
 
@@ -32,8 +33,6 @@ def plot_similarity(result: SimilarityResult, path: str | Path) -> Path:
     InputError
         Output directory missing or not writable.
     """
-    from normscope._plot import pyplot, save_figure
-
     path = check_paths([("figure", path, "figure")])[0]  # .png, .pdf or .svg, checked before drawing
     plt = pyplot()
     fitted = {k: v for k, v in result.scorers.items() if v.get("param_name")}

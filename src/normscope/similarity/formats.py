@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from normscope.errors import InputError
+from normscope.inputs import read_text, split_lines
 
 __all__ = ["PairSet", "read_pairs", "read_sts", "read_word_pairs", "detect_pair_format", "sts_train_split",
            "PAIR_FORMATS"]
@@ -81,8 +82,6 @@ class PairSet:
 
 def _lines(path: Path) -> list[tuple[int, str]]:
     """(1-based line number, line) of the non-blank lines (UTF-8, BOM dropped, ``.gz`` read)."""
-    from normscope.inputs import read_text, split_lines
-
     if not path.is_file():
         raise InputError(f"pair file not found: {path}")
     out = [(i, ln) for i, ln in enumerate(split_lines(read_text(path)), 1) if ln.strip()]

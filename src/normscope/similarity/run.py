@@ -8,6 +8,7 @@ bootstrap CI (the same resampled pairs for both scorers).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 from pathlib import Path
@@ -16,14 +17,20 @@ import numpy as np
 import pandas as pd
 
 from normscope.data import dataset_path
-from normscope.encoders import DEFAULT_MODEL
+from normscope.encoders import DEFAULT_MODEL, load_encoder
+from normscope.encoders.embed import embed_texts
 from normscope.errors import InputError
+from normscope.inputs import collapse_duplicates
 from normscope.similarity.claims import similarity_claim
 from normscope.similarity.fit import fit_pair_param, pair_grid
 from normscope.similarity.formats import PairSet, read_pairs, read_sts, sts_train_split
 from normscope.requests.similarity import SimilarityRequest
 from normscope.similarity.result import SimilarityResult
 from normscope.similarity.scorers import PAIR_PARAM_NAMES, check_pair_scorer, pair_scores
+from normscope.similarity.whitening import fit_whitening, reference_vocabulary
+from normscope.stats import correlation
+from normscope.stats_designs import correlation_difference
+from normscope.table import require_raw_norms
 
 __all__ = ["run_similarity", "MIN_PAIRS"]
 
@@ -66,8 +73,6 @@ def _keys(s: PairSet) -> list[tuple[str, str]]:
 
 def _collapse(s: PairSet, keep: bool, notes: list[str], where: str) -> tuple[PairSet, dict]:
     """``s`` with exact duplicate pairs (same two texts in either order, same score) counted once, and the report."""
-    from normscope.inputs import collapse_duplicates
-
     keys = [(k, float(x)) for k, x in zip(_keys(s), s.score)]
     pos, info = collapse_duplicates(keys, s.ids)
     info["kept"] = bool(keep)
@@ -119,35 +124,71 @@ def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, pr
         ``dataset`` names a registry dataset that is absent and cannot be fetched.
     """
     r = request if request is not None else SimilarityRequest()
-    dataset, fit, scorers, fmt, fit_format = dataset_path(r.dataset), r.fit, r.scorers, r.fmt, r.fit_format
-    e = r.embedding
-    model, device, precision, batch_size, junk = e.model or DEFAULT_MODEL, e.device, e.precision, e.batch_size, e.junk
+    dataset, e = dataset_path(r.dataset), r.embedding
     seed, n_boot = r.resampling.seed, r.resampling.n_boot
-    keep_duplicates, whiten, whiten_vocab = r.keep_duplicates, list(dict.fromkeys(r.whiten)), r.whiten_vocab
-    from normscope.encoders import load_encoder
-    from normscope.encoders.embed import embed_texts
-    from normscope.stats import correlation
-    from normscope.stats_designs import correlation_difference
-    from normscope.table import require_raw_norms
-    from normscope.similarity.whitening import fit_whitening, reference_vocabulary
-
-    names = ["cosine"] + [check_pair_scorer(s) for s in dict.fromkeys(scorers) if s != "cosine"]
+    whiten = list(dict.fromkeys(r.whiten))
+    names = ["cosine"] + [check_pair_scorer(s) for s in dict.fromkeys(r.scorers) if s != "cosine"]
     notes: list[str] = []
-    eval_all, duplicates = _collapse(read_pairs(dataset, fmt), keep_duplicates, notes, "evaluated file")
-    fit_set, eval_set, fit_info = _fit_set(eval_all, fit, fit_format, seed)
+    eval_set, fit_set, fit_info, duplicates, overlap = _pair_sets(r, dataset, notes)
+    if encoder is None:
+        encoder = load_encoder(e.model or DEFAULT_MODEL, device=e.device, precision=e.precision)
+    texts = sorted(set(fit_set.text1 + fit_set.text2 + eval_set.text1 + eval_set.text2))
+    table = embed_texts(texts, texts, encoder=encoder, batch_size=e.batch_size, progress=progress, junk=e.junk,
+                        what="texts")
+    norms = table.norms.astype(np.float64)
+    require_raw_norms(norms, "similarity")
+    fit_set, fit_junk, eval_set, eval_junk, (af, bf, ae, be) = _pair_vectors(table, fit_set, eval_set)
+    canon = np.argsort(np.array(_content(eval_set)), kind="stable")  # bootstraps resample pairs in content order
+    items = pd.DataFrame({"split": ["fit"] * len(fit_set) + ["eval"] * len(eval_set),
+                          "id": fit_set.ids + eval_set.ids, "text1": fit_set.text1 + eval_set.text1,
+                          "text2": fit_set.text2 + eval_set.text2,
+                          "human": np.concatenate([fit_set.score, eval_set.score]),
+                          "norm1": np.linalg.norm(np.vstack([af, ae]), axis=1),
+                          "norm2": np.linalg.norm(np.vstack([bf, be]), axis=1)})
+    pairs = _Pairs(fit_set, eval_set, af, bf, ae, be, canon, pair_scores(ae, be, "cosine"))
+    out = _fitted_scorers(names, pairs, norms, items, n_boot=n_boot, seed=seed)
+    whitening: dict = {}
+    if whiten:
+        whitening = _whitened_scorers(whiten, r.whiten_vocab, encoder, pairs, out, items, batch_size=e.batch_size,
+                                      progress=progress, n_boot=n_boot, seed=seed)
+    shared = len(set(fit_set.text1 + fit_set.text2) & set(eval_set.text1 + eval_set.text2))
+    fit_info.update(n_pairs=len(fit_set), n_overlap_removed=len(overlap), n_shared_texts=shared,
+                    n_pairs_junk=fit_junk, format=fit_set.format, norm_max=float(norms.max()),
+                    criterion="largest Spearman rho with the human scores of the fit pairs, grid search "
+                              "(ties: the value closest to cosine)")
+    notes = _notes(notes, fit_set, eval_set, fit_info, overlap, whitening, shared=shared, seed=seed)
+    res = SimilarityResult(
+        dataset=str(eval_set.path), format=eval_set.format, model=table.fingerprint.name, n_pairs=len(eval_set),
+        fit=fit_info, scorers=out, n_texts=len(table), n_truncated=table.n_truncated, junk=table.junk.to_dict(),
+        precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=table.norm_rel_error_vs_fp32,
+        n_pairs_junk=eval_junk, duplicates=duplicates, ci_method=_CI_METHOD,
+        delta_ci_method=("paired percentile bootstrap: the same resampled evaluated pairs for the scorer and for "
+                         "cosine, the fitted parameter held fixed"),
+        n_boot=n_boot, seed=seed, whitening=whitening, norm_mean=float(norms.mean()), norm_sd=float(norms.std(ddof=1)) if len(norms) > 1 else None,
+        notes=notes, items=items,
+    )
+    res.claims = [similarity_claim(res.to_dict())]
+    return res
+
+
+def _pair_sets(r: SimilarityRequest, dataset, notes: list[str]) -> tuple[PairSet, PairSet, dict, dict, list[int]]:
+    """(evaluated pairs, fit pairs, fit description, duplicates of the evaluated file, fit positions dropped
+    because they are evaluated pairs too): duplicates collapsed unless kept, never the same pair in both."""
+    eval_all, duplicates = _collapse(read_pairs(dataset, r.fmt), r.keep_duplicates, notes, "evaluated file")
+    fit_set, eval_set, fit_info = _fit_set(eval_all, r.fit, r.fit_format, r.resampling.seed)
     if fit_info["source"] == "file":
-        fit_set, fit_dups = _collapse(fit_set, keep_duplicates, notes, "fit file")
+        fit_set, fit_dups = _collapse(fit_set, r.keep_duplicates, notes, "fit file")
         fit_info["duplicates"] = fit_dups
     ev_keys = set(_keys(eval_set))
     overlap = [i for i, k in enumerate(_keys(fit_set)) if k in ev_keys]
     fit_set = fit_set.subset([i for i in range(len(fit_set)) if i not in set(overlap)])
-    if encoder is None:
-        encoder = load_encoder(model, device=device, precision=precision)
-    texts = sorted(set(fit_set.text1 + fit_set.text2 + eval_set.text1 + eval_set.text2))
-    table = embed_texts(texts, texts, encoder=encoder, batch_size=batch_size, progress=progress, junk=junk,
-                        what="texts")
-    norms = table.norms.astype(np.float64)
-    require_raw_norms(norms, "similarity")
+    return eval_set, fit_set, fit_info, duplicates, overlap
+
+
+def _pair_vectors(table, fit_set: PairSet, eval_set: PairSet):
+    """The pairs whose two texts were embedded (junk texts drop their pairs; at least :data:`MIN_PAIRS` of
+    each kind) and their float64 vectors: (fit pairs, fit pairs dropped, evaluated pairs, evaluated pairs
+    dropped, (fit side 1, fit side 2, evaluated side 1, evaluated side 2))."""
     row = {t: i for i, t in enumerate(table.ids)}
     vec = table.vectors.astype(np.float64)
 
@@ -161,25 +202,45 @@ def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, pr
         if len(s) < MIN_PAIRS:
             raise InputError(f"only {len(s)} {what} pairs (need {MIN_PAIRS})")
     pick = lambda s, side: vec[[row[t] for t in (s.text1 if side == 1 else s.text2)]]  # noqa: E731
-    af, bf, ae, be = pick(fit_set, 1), pick(fit_set, 2), pick(eval_set, 1), pick(eval_set, 2)
-    cos_eval = pair_scores(ae, be, "cosine")
-    canon = np.argsort(np.array(_content(eval_set)), kind="stable")  # bootstraps resample pairs in content order
-    out: dict[str, dict] = {}
-    items = pd.DataFrame({"split": ["fit"] * len(fit_set) + ["eval"] * len(eval_set),
-                          "id": fit_set.ids + eval_set.ids, "text1": fit_set.text1 + eval_set.text1,
-                          "text2": fit_set.text2 + eval_set.text2,
-                          "human": np.concatenate([fit_set.score, eval_set.score]),
-                          "norm1": np.linalg.norm(np.vstack([af, ae]), axis=1),
-                          "norm2": np.linalg.norm(np.vstack([bf, be]), axis=1)})
-    for name in names:
-        param, curve = fit_pair_param(name, af, bf, fit_set.score, grid=pair_grid(name, norms))
-        s_eval = pair_scores(ae, be, name, param)
-        items[f"score_{name}"] = np.concatenate([pair_scores(af, bf, name, param), s_eval])
-        r = correlation(s_eval[canon], eval_set.score[canon], n_boot=n_boot, n_perm=0, seed=seed,
-                        min_n=MIN_PAIRS).to_dict()
-        d = (None if name == "cosine" else
-             correlation_difference(eval_set.score[canon], s_eval[canon], cos_eval[canon], method="spearman",
+    return fit_set, fit_junk, eval_set, eval_junk, (pick(fit_set, 1), pick(fit_set, 2), pick(eval_set, 1),
+                                                    pick(eval_set, 2))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Pairs:
+    """Fit and evaluated pairs with their vectors (float64, one row per pair and side), the content order
+    the bootstraps resample in, and cosine's scores of the evaluated pairs (the baseline of every difference)."""
+
+    fit: PairSet
+    eval: PairSet
+    af: np.ndarray
+    bf: np.ndarray
+    ae: np.ndarray
+    be: np.ndarray
+    canon: np.ndarray
+    cos_eval: np.ndarray
+
+    def evaluate(self, s_eval: np.ndarray, *, n_boot: int, seed: int, baseline: bool = False):
+        """(Spearman / Pearson with CIs of ``s_eval`` and the human scores, the paired difference to cosine or
+        None for cosine itself), resampling the evaluated pairs in content order."""
+        c = self.canon
+        r = correlation(s_eval[c], self.eval.score[c], n_boot=n_boot, n_perm=0, seed=seed, min_n=MIN_PAIRS).to_dict()
+        d = (None if baseline else
+             correlation_difference(self.eval.score[c], s_eval[c], self.cos_eval[c], method="spearman",
                                     n_boot=n_boot, seed=seed, min_n=MIN_PAIRS))
+        return r, d
+
+
+def _fitted_scorers(names: list[str], p: _Pairs, norms: np.ndarray, items: pd.DataFrame, *, n_boot: int,
+                    seed: int) -> dict:
+    """Each scorer's parameter fitted on the fit pairs (grid search on Spearman rho) and its evaluation; the
+    scores go into ``items`` (``score_<name>``)."""
+    out: dict[str, dict] = {}
+    for name in names:
+        param, curve = fit_pair_param(name, p.af, p.bf, p.fit.score, grid=pair_grid(name, norms))
+        s_eval = pair_scores(p.ae, p.be, name, param)
+        items[f"score_{name}"] = np.concatenate([pair_scores(p.af, p.bf, name, param), s_eval])
+        r, d = p.evaluate(s_eval, n_boot=n_boot, seed=seed, baseline=name == "cosine")
         out[name] = {"param_name": PAIR_PARAM_NAMES[name], "param": param, "spearman": r["spearman"],
                      "spearman_ci": r["spearman_ci"], "pearson": r["pearson"], "pearson_ci": r["pearson_ci"],
                      "delta_spearman": 0.0 if d is None else d.delta, "delta_ci": None if d is None else list(d.ci),
@@ -187,36 +248,41 @@ def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, pr
                      "relative_ci": None if d is None else d.to_dict()["relative_ci"],
                      "fit_spearman": max(c["spearman"] for c in curve if np.isfinite(c["spearman"])),
                      "curve": curve}
-    whitening: dict = {}
-    if whiten:
-        words, wvec, freq = reference_vocabulary(encoder, whiten_vocab, batch_size=batch_size, progress=progress)
-        whitening = {"vocabulary": f"the top {len(words)} alphabetic English words of wordfreq embedded by the model "
-                                   f"(of {whiten_vocab} asked; the others were junk for this model)",
-                     "n_vocab": len(words), "weights": "zipf: wordfreq word_frequency(w, 'en') renormalised over the "
-                     "vocabulary; uniform: 1/|V|", "method": "Yokoi et al. 2024 (NeurIPS), Zipfian Whitening, "
-                     "Algorithm 1: centre by the p-weighted mean, rescale by V Sigma^-1 of the SVD of the "
-                     "sqrt(p)-weighted centred vectors; pairs scored by the cosine of whitened vectors"}
-        for kind in whiten:
-            w = fit_whitening(wvec, freq, kind=kind)
-            name = f"{kind}_whitened"
-            s_fit = pair_scores(w(af), w(bf), "cosine")
-            s_eval = pair_scores(w(ae), w(be), "cosine")
-            items[f"score_{name}"] = np.concatenate([s_fit, s_eval])
-            r = correlation(s_eval[canon], eval_set.score[canon], n_boot=n_boot, n_perm=0, seed=seed,
-                            min_n=MIN_PAIRS).to_dict()
-            d = correlation_difference(eval_set.score[canon], s_eval[canon], cos_eval[canon], method="spearman",
-                                       n_boot=n_boot, seed=seed, min_n=MIN_PAIRS)
-            fit_rho = correlation(s_fit, fit_set.score, n_boot=0, n_perm=0, min_n=MIN_PAIRS).to_dict()["spearman"]
-            out[name] = {"param_name": None, "param": None, "spearman": r["spearman"],
-                         "spearman_ci": r["spearman_ci"], "pearson": r["pearson"], "pearson_ci": r["pearson_ci"],
-                         "delta_spearman": d.delta, "delta_ci": list(d.ci), "relative": d.to_dict()["relative"],
-                         "relative_ci": d.to_dict()["relative_ci"], "fit_spearman": fit_rho, "curve": [],
-                         "whitening": {"kind": kind, "rank": w.rank, "n_vocab": w.n_vocab}}
-    shared = len(set(fit_set.text1 + fit_set.text2) & set(eval_set.text1 + eval_set.text2))
-    fit_info.update(n_pairs=len(fit_set), n_overlap_removed=len(overlap), n_shared_texts=shared,
-                    n_pairs_junk=fit_junk, format=fit_set.format, norm_max=float(norms.max()),
-                    criterion="largest Spearman rho with the human scores of the fit pairs, grid search "
-                              "(ties: the value closest to cosine)")
+    return out
+
+
+def _whitened_scorers(whiten: list[str], whiten_vocab: int, encoder, p: _Pairs, out: dict, items: pd.DataFrame, *,
+                      batch_size: int, progress: bool, n_boot: int, seed: int) -> dict:
+    """Cosine of Zipfian- (or uniformly) whitened vectors (Yokoi et al. 2024), the whitening fitted on a
+    wordfreq vocabulary embedded by the model; each kind's evaluation into ``out`` and scores into ``items``.
+    Returns the whitening description."""
+    words, wvec, freq = reference_vocabulary(encoder, whiten_vocab, batch_size=batch_size, progress=progress)
+    whitening = {"vocabulary": f"the top {len(words)} alphabetic English words of wordfreq embedded by the model "
+                               f"(of {whiten_vocab} asked; the others were junk for this model)",
+                 "n_vocab": len(words), "weights": "zipf: wordfreq word_frequency(w, 'en') renormalised over the "
+                 "vocabulary; uniform: 1/|V|", "method": "Yokoi et al. 2024 (NeurIPS), Zipfian Whitening, "
+                 "Algorithm 1: centre by the p-weighted mean, rescale by V Sigma^-1 of the SVD of the "
+                 "sqrt(p)-weighted centred vectors; pairs scored by the cosine of whitened vectors"}
+    for kind in whiten:
+        w = fit_whitening(wvec, freq, kind=kind)
+        name = f"{kind}_whitened"
+        s_fit = pair_scores(w(p.af), w(p.bf), "cosine")
+        s_eval = pair_scores(w(p.ae), w(p.be), "cosine")
+        items[f"score_{name}"] = np.concatenate([s_fit, s_eval])
+        r, d = p.evaluate(s_eval, n_boot=n_boot, seed=seed)
+        fit_rho = correlation(s_fit, p.fit.score, n_boot=0, n_perm=0, min_n=MIN_PAIRS).to_dict()["spearman"]
+        out[name] = {"param_name": None, "param": None, "spearman": r["spearman"],
+                     "spearman_ci": r["spearman_ci"], "pearson": r["pearson"], "pearson_ci": r["pearson_ci"],
+                     "delta_spearman": d.delta, "delta_ci": list(d.ci), "relative": d.to_dict()["relative"],
+                     "relative_ci": d.to_dict()["relative_ci"], "fit_spearman": fit_rho, "curve": [],
+                     "whitening": {"kind": kind, "rank": w.rank, "n_vocab": w.n_vocab}}
+    return whitening
+
+
+def _notes(notes: list[str], fit_set: PairSet, eval_set: PairSet, fit_info: dict, overlap: list, whitening: dict, *,
+           shared: int, seed: int) -> list[str]:
+    """The files' notes (the fit file's unless it is a random half), then the run's: duplicates, dropped
+    overlap, the random half, the whitening and what the CIs leave out."""
     notes = [f"evaluated file: {n}" for n in eval_set.notes] + [f"fit file: {n}" for n in fit_set.notes
                                                                  if fit_info["source"] != "random half"] + notes
     if overlap:
@@ -229,16 +295,5 @@ def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, pr
                      "any pair; their CIs hold the whitening fixed")
     notes.append("CIs resample the evaluated pairs with the fitted parameters held fixed: they leave out the "
                  "uncertainty of the fit, and treat pairs as independent although some share a text")
-    res = SimilarityResult(
-        dataset=str(eval_set.path), format=eval_set.format, model=table.fingerprint.name, n_pairs=len(eval_set),
-        fit=fit_info, scorers=out, n_texts=len(table), n_truncated=table.n_truncated, junk=table.junk.to_dict(),
-        precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=table.norm_rel_error_vs_fp32,
-        n_pairs_junk=eval_junk, duplicates=duplicates, ci_method=_CI_METHOD,
-        delta_ci_method=("paired percentile bootstrap: the same resampled evaluated pairs for the scorer and for "
-                         "cosine, the fitted parameter held fixed"),
-        n_boot=n_boot, seed=seed, whitening=whitening, norm_mean=float(norms.mean()), norm_sd=float(norms.std(ddof=1)) if len(norms) > 1 else None,
-        notes=notes, items=items,
-    )
-    res.claims = [similarity_claim(res.to_dict())]
-    return res
+    return notes
 

@@ -27,6 +27,8 @@ import dataclasses
 
 import numpy as np
 
+from normscope.datasets import wordfreq_words
+from normscope.encoders.embed import embed_texts
 from normscope.errors import InputError
 from normscope.requests.similarity import WHITENINGS as _WHITENINGS
 
@@ -130,9 +132,6 @@ def reference_vocabulary(encoder, n_vocab: int, *, batch_size: int = 64, progres
         ``wordfreq.word_frequency(w, "en")`` (occurrences per word of running text).
     """
     from wordfreq import word_frequency
-
-    from normscope.datasets import wordfreq_words
-    from normscope.encoders.embed import embed_texts
 
     words = wordfreq_words(int(n_vocab))
     table = embed_texts(words, words, encoder=encoder, batch_size=batch_size, progress=progress, what="words")

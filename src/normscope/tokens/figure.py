@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._plot import pyplot, save_figure
 from normscope.tokens.result import TokensResult
 from normscope.validate import check_output_path
 
@@ -34,8 +35,6 @@ def plot_tokens(result: TokensResult, path: str | Path) -> Path:
     InputError
         Output directory missing or not writable.
     """
-    from normscope._plot import pyplot, save_figure
-
     path = check_output_path(path)
     plt = pyplot()
     t = result.items

@@ -8,6 +8,7 @@ import pandas as pd
 from normscope.encoders import DEFAULT_MODEL, load_encoder
 from normscope.errors import InputError
 from normscope.requests.tokens import TokensRequest
+from normscope.stats import correlation
 from normscope.tokens.result import TokensResult
 from normscope.tokens.table import embedding_table_of, token_table
 
@@ -71,8 +72,6 @@ def tokens_statistics(items: pd.DataFrame, *, n_boot: int = 2000, n_perm: int = 
         figure is computed from the rows of its group in token order, so permuting the table's rows
         changes none of them.
     """
-    from normscope.stats import correlation
-
     t = _canonical(items)
     kinds = ("word", "subword", "special", "unused")
     counts = {k: int((t["kind"] == k).sum()) for k in kinds}

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from normscope.encoders.glove import is_static_encoder
 from normscope.errors import InputError, ModelError
 
 __all__ = ["KINDS", "UNUSED_RE", "vocabulary_scheme", "token_string", "classify_tokens", "token_zipf", "token_table",
@@ -198,8 +199,6 @@ def embedding_table_of(encoder) -> tuple[np.ndarray, list, list, dict]:
     ModelError
         An encoder without an input embedding table (precomputed vectors) or without a vocabulary.
     """
-    from normscope.encoders.glove import is_static_encoder
-
     if is_static_encoder(encoder):
         return np.asarray(encoder.vectors), list(encoder.vocab), [], {"source": "the GloVe word-vector table",
                                                                        "initializer_range": None}
