@@ -6,8 +6,10 @@ Prints, for ``src/normscope``:
 
 - ``.get("`` calls in ``report/`` + ``cli/`` and in the whole package (string-keyed reads of dicts);
 - the summary fields of the stages' typed results (every dataclass field of a ``StageResult``
-  subclass that goes to ``--json``), and how many of them are untyped containers (annotated
-  ``dict`` or ``list``, or with such a default);
+  subclass that goes to ``--json``), and how many of them are untyped: a bare ``dict``, ``list``,
+  ``tuple``, ``Any`` or ``object``, or a container of such (``list[dict]``); a container of value types
+  or scalars (``dict[str, ScorerEval]``, ``list[str]``) is typed. The earlier, stricter count (every
+  ``dict``/``list`` untyped, parameterised or not) is printed beside it;
 - the longest functions (lines, ``ast``) and how many exceed 80 lines (whole definitions, and bodies without
   the signature and the docstring);
 - the parameters of each stage entry point;
@@ -49,20 +51,34 @@ def count_get(paths) -> int:
     return sum(p.read_text(encoding="utf-8").count('.get("') for d in paths for p in sorted(d.rglob("*.py")))
 
 
-def _untyped(ann) -> bool:
-    """True when a field's annotation is a bare container: dict/list (optionally | None), Any or object."""
+def _bare(ann) -> bool:
+    """True when ``ann`` says nothing of its values: dict/list/tuple without parameters, Any, object, or a container
+    of those."""
+    origin = typing.get_origin(ann)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return any(_bare(a) for a in typing.get_args(ann) if a is not type(None))
+    if origin in (dict, list, tuple):
+        return any(_bare(a) for a in typing.get_args(ann) if a is not Ellipsis)
+    return ann in (dict, list, tuple, typing.Any, object)
+
+
+def _untyped(ann, strict: bool = False) -> bool:
+    """True when a field's annotation is untyped (:func:`_bare`); ``strict``: the earlier rule, any dict/list/tuple
+    (optionally | None), Any or object."""
+    if not strict and not isinstance(ann, str):
+        return _bare(ann)
     if isinstance(ann, str):
         s = ann.replace(" ", "")
         return bool(re.match(r"^(Optional\[)?(dict|list|Dict|List|Any|object|tuple)\b", s)) or s in ("dict|None", "list|None")
     origin = typing.get_origin(ann)
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
         args = [a for a in typing.get_args(ann) if a is not type(None)]
-        return len(args) == 1 and _untyped(args[0])
+        return len(args) == 1 and _untyped(args[0], strict)
     return ann in (dict, list, tuple, typing.Any, object) or origin in (dict, list)
 
 
-def summary_fields() -> tuple[int, int, dict]:
-    total = untyped = 0
+def summary_fields() -> tuple[int, int, int, dict]:
+    total = untyped = strict = 0
     per = {}
     for mod, name in RESULTS:
         cls = getattr(importlib.import_module(mod), name)
@@ -73,10 +89,12 @@ def summary_fields() -> tuple[int, int, dict]:
             hints = {f.name: f.type for f in dataclasses.fields(cls)}
         fields = [f for f in dataclasses.fields(cls) if f.name not in skip]
         u = [f.name for f in fields if _untyped(hints.get(f.name, f.type))]
-        per[name] = {"fields": len(fields), "untyped": len(u), "untyped_names": u}
+        s = [f.name for f in fields if _untyped(hints.get(f.name, f.type), strict=True)]
+        per[name] = {"fields": len(fields), "untyped": len(u), "untyped_names": u, "untyped_strict": len(s)}
         total += len(fields)
         untyped += len(u)
-    return total, untyped, per
+        strict += len(s)
+    return total, untyped, strict, per
 
 
 def functions(body: bool = False) -> list[tuple[int, str]]:
@@ -135,8 +153,8 @@ def main(argv=None) -> int:
     res: dict = {}
     res["get_report_cli"] = count_get([SRC / "report", SRC / "cli"])
     res["get_total"] = count_get([SRC])
-    total, untyped, per = summary_fields()
-    res["summary_fields"] = {"total": total, "untyped": untyped, "per_result": per}
+    total, untyped, strict, per = summary_fields()
+    res["summary_fields"] = {"total": total, "untyped": untyped, "untyped_strict": strict, "per_result": per}
     fns = functions()
     res["longest_functions"] = [f"{n} {name}" for n, name in fns[:10]]
     res["functions_over_80_lines"] = [f"{n} {name}" for n, name in fns if n > 80]
@@ -151,7 +169,8 @@ def main(argv=None) -> int:
     c = ruff_c901()
     res["ruff_c901_over_15"] = c
     print(f".get(\" in report/ + cli/: {res['get_report_cli']} (whole package {res['get_total']})")
-    print(f"summary fields: {total}, untyped (dict/list/Any): {untyped} ({100 * untyped / max(total, 1):.0f} %)")
+    print(f"summary fields: {total}, untyped (dict/list/Any): {untyped} ({100 * untyped / max(total, 1):.0f} %); "
+          f"counting every dict/list, parameterised or not: {strict} ({100 * strict / max(total, 1):.0f} %)")
     for k, v in per.items():
         print(f"  {k}: {v['fields']} fields, {v['untyped']} untyped")
     print(f"functions over 80 lines: {len(res['functions_over_80_lines'])} (bodies without signature and docstring: "

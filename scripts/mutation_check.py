@@ -25,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: The presentation tests (one pytest run).
 PRESENTATION = (("tests/test_presentation.py",),)
+#: The typed reads of the results by the page and the CLI (tests/test_typed_results.py).
+TYPED = (("tests/test_typed_results.py",),)
 #: The unit tests of the sentences and claims rows (not those that run a report): one pytest run.
 SENTENCES = (("tests/test_report.py", "tests/test_probe_text.py", "tests/test_retrieval_report.py",
               "tests/test_report_similarity.py", "-k", "(sentence or claim or parse_stages or guards or direction "
@@ -48,8 +50,8 @@ MUTANTS = (
            'return (f"n = {num(r.n)}: mean ||z|| {num(r.norm_mean)}, sd {num(r.norm_std)}, "',
            'return (f"n = {num(r.n)}: mean ||z|| {num(r.norm_mean)}, sd {num(r.norm_mean)}, "'),
     Mutant("lab headline inverts the gate", "src/normscope/report/stages/lab.py",
-           "gate {'passed' if (r.gate or {}).get('passed') else 'not passed'}",
-           "gate {'not passed' if (r.gate or {}).get('passed') else 'passed'}"),
+           "gate {'passed' if r.gate is not None and r.gate.passed else 'not passed'}",
+           "gate {'not passed' if r.gate is not None and r.gate.passed else 'passed'}"),
     Mutant("signals headline drops the CI", "src/normscope/report/stages/signals.py",
            'parts.append(f"{k} Spearman \\u03c1 {num(rho)} {ci_text(ci)}" if ci_excludes_zero(ci) is not None',
            'parts.append(f"{k} Spearman \\u03c1 {num(rho)}" if ci_excludes_zero(ci) is not None'),
@@ -68,16 +70,16 @@ MUTANTS = (
            'direction = "rises" if up else "falls"', 'direction = "falls" if up else "rises"',
            SENTENCES),
     Mutant("forest plot marks no refuted model", "src/normscope/report/multi.py",
-           'r.get("verdict") == "refuted")', 'False)'),
+           'r.verdict == "refuted")', 'False)'),
     Mutant("forest plot drops the CI", "src/normscope/report/multi.py",
-           'tuple(r["ci"]) if r.get("ci") else None', 'None'),
+           'tuple(r.ci) if r.ci else None', 'None'),
     Mutant("side by side joins on labels", "src/normscope/report/multi.py",
            "labels.setdefault(k.key, k.label + (f\" ({k.unit})\" if k.unit else \"\"))\n"
            "                    values.setdefault(k.key, {})[m] = k.value",
            "labels.setdefault(k.label, k.label + (f\" ({k.unit})\" if k.unit else \"\"))\n"
            "                    values.setdefault(k.label, {})[m] = k.value"),
     Mutant("several-model scorecard drops the verdict", "src/normscope/cli/report.py",
-           "return f\"{fig} {r['verdict']}\".strip()", "return fig.strip()"),
+           "return f\"{fig} {r.verdict}\".strip()", "return fig.strip()"),
     Mutant("summary.json loses the key numbers", "src/normscope/report/stage.py",
            '"key_numbers": [k.row() for k in self.key_numbers] if self.ok else None}',
            '"key_numbers": None}'),
@@ -89,6 +91,16 @@ MUTANTS = (
            "if cv is not None and cv < 1e-3:", "if cv is not None and cv < 1e-9:", SENTENCES),
     Mutant("calibration sentence better-than-chance side", "src/normscope/report/stages/retrieval.py",
            "    if ci[0] > 0.5:", "    if ci[1] > 0.5:", SENTENCES),
+    Mutant("transformer table reads eta as lambda", "src/normscope/report/stages/transformer.py",
+           "sig3(b.eta), sig3(b.lam), f\"{b.steps:,}\"", "sig3(b.eta), sig3(b.eta), f\"{b.steps:,}\"", TYPED),
+    Mutant("QPP table shows the Kendall CI for Spearman", "src/normscope/report/stages/retrieval.py",
+           "e.spearman_rho, ci_text(e.spearman_rho_ci)", "e.spearman_rho, ci_text(e.kendall_tau_ci)", TYPED),
+    Mutant("lab key numbers ignore the result's gate", "src/normscope/report/stages/lab.py",
+           "gate = LabGate.from_json({**GATE, **(res.gate.to_json() if res.gate is not None else {})})",
+           "gate = LabGate.from_json(dict(GATE))", TYPED),
+    Mutant("CLI summary counts every claim as tested", "src/normscope/cli/report.py",
+           "lines.append(f\"claims: {ct.tested if ct.tested is not None else '?'} of \"",
+           "lines.append(f\"claims: {ct.total if ct.tested is not None else '?'} of \"", TYPED),
 )
 
 

@@ -50,7 +50,7 @@ def test_planted_geometry_and_exact_scores(tmp_path, rng):
     sc = res.scorers
     assert list(sc) == ["cosine", "dot", "inverse_norm", "power"]
     assert res.fit_split == "train" and sc["inverse_norm"]["fitted_on"] == "train"
-    assert res.n_queries == {"eval": 40, "fit": 60}
+    assert (res.n_queries.eval, res.n_queries.fit) == (40, 60)
     # the planted geometry: discounting the norm must help, and the fit on train must find it
     assert sc["inverse_norm"]["param"] > 0 and sc["power"]["param"] < 0
     assert sc["inverse_norm"]["delta_ci"][0] > 0 and sc["dot"]["delta_ci"][1] < 0
@@ -230,7 +230,7 @@ def test_scifact_subset_real_model(shared_data, bundled_encoder):
     # embeddings go through normscope's content-addressed cache (hits after the first run)
     res = run_retrieval(shared_data / "scifact", encoder=bundled_encoder, scorers=("cosine", "inverse_norm"), max_docs=60,
                         max_queries=12, **FAST)
-    assert res.n_docs == 60 and res.n_queries == {"eval": 12, "fit": 12}
+    assert res.n_docs == 60 and (res.n_queries.eval, res.n_queries.fit) == (12, 12)
     assert res.model == "sentence-transformers/all-MiniLM-L6-v2"
     assert res.excluded_queries["eval"]["qrels_unknown_docs"] == 0
     assert res.items.groupby(["scorer", "query_id"]).size().max() == 60

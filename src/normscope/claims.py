@@ -41,9 +41,12 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from normscope.values import Interval, Record
+
 __all__ = [
     "Size",
     "Claim",
+    "ClaimRow",
     "Gate",
     "CLAIMS",
     "VERDICTS",
@@ -636,6 +639,35 @@ def claim_row(key: str, *, measured, ci: Sequence[float] | None, judged: dict, s
             "verdict": judged["verdict"], "direction": judged["direction"], "size": judged["size"],
             "reason": judged["reason"], "why": why, "needs": needs, "section": section or c.section, "n": n,
             "what": what, "statistic": statistic, "details": dict(details or {})}
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimRow(Record):
+    """A scorecard row as a typed value (the JSON object :func:`claim_row` writes; read back with
+    :meth:`~normscope.values.Record.from_json`). Rows written by an earlier normscope may lack keys
+    (they read as None)."""
+
+    key: str | None = None
+    claim: str | None = None
+    paper: str | None = None
+    claimed_size: str | None = None
+    tested_on: str | None = None
+    label: str | None = None
+    measured: float | None = None
+    ci: Interval | None = None
+    percent: bool | None = None
+    beside: str | None = None
+    verdict: str | None = None
+    direction: str | None = None
+    size: str | None = None
+    reason: str | None = None
+    why: str | None = None
+    needs: str | None = None
+    section: str | None = None
+    n: int | None = None
+    what: str | None = None
+    statistic: str | None = None
+    details: dict | None = None
 
 
 def not_testable_row(key: str, reason: str, *, section: str | None = None, what: str = "", needs: str = "",

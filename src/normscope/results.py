@@ -59,6 +59,18 @@ class StageResult:
     #: Fields that :meth:`to_dict` leaves out (per-item tables, raw arrays, figures' inputs).
     NOT_IN_JSON: ClassVar[tuple[str, ...]] = ("items",)
 
+    def __post_init__(self) -> None:
+        """Fields typed with a value type (a class with ``from_json``, or a ``dict``/``list`` of them) hold that
+        type also when the entry point built them from plain dicts (:func:`normscope.values.typed`)."""
+        hints = _hints(type(self))
+        for f in dataclasses.fields(self):
+            if f.name in self.NOT_IN_JSON:
+                continue
+            v = getattr(self, f.name)
+            t = _typed(v, hints.get(f.name))
+            if t is not v:
+                object.__setattr__(self, f.name, t)
+
     def to_dict(self) -> dict:
         """The ``--json`` summary: every field except :attr:`NOT_IN_JSON`, strict-JSON values."""
         out = {}

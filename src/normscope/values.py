@@ -17,7 +17,8 @@ import typing
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-__all__ = ["Status", "Interval", "Record", "key", "typed", "field_hints"]
+__all__ = ["Status", "Interval", "Record", "key", "typed", "field_hints", "Spread", "Correlation", "JunkSummary",
+           "Duplicates", "NormError"]
 
 
 class Status(str, enum.Enum):
@@ -154,17 +155,19 @@ def typed(value, tp):
 class Record:
     """A JSON object with known keys as a typed, frozen value (the base of the results' nested values).
 
-    Fields are the object's keys, in its key order (:func:`key` names a key that is not a Python name);
-    every field defaults to None. :meth:`from_json` reads an object: a key it lacks stays None and is left
-    out again by :meth:`to_json`, and keys it does not know are kept and written back after the known ones,
-    so ``from_json(d).to_json() == d`` for every object a command writes.
+    Fields are the object's keys (:func:`key` names a key that is not a Python name); every field defaults
+    to None. :meth:`from_json` reads an object: a key it lacks stays None and is left out again by
+    :meth:`to_json`, keys it does not know are kept, and the object's key order is kept, so
+    ``from_json(d).to_json()`` is ``d`` key for key and in the same order (the JSON text a command writes
+    does not change when a result is read back). A value built from its fields writes them in field order.
     """
 
     _absent: frozenset = dataclasses.field(default=frozenset(), repr=False, compare=False)
     _extra: tuple = dataclasses.field(default=(), repr=False, compare=False)
+    _order: tuple = dataclasses.field(default=(), repr=False, compare=False)
 
     #: Fields that are not JSON keys.
-    _PRIVATE: ClassVar[tuple[str, ...]] = ("_absent", "_extra")
+    _PRIVATE: ClassVar[tuple[str, ...]] = ("_absent", "_extra", "_order")
 
     @classmethod
     def _keys(cls) -> list[tuple[str, str]]:
@@ -188,13 +191,16 @@ class Record:
         known = {k for _, k in keys}
         kw = {name: typed(d[k], hints.get(name)) for name, k in keys if k in d}
         return cls(**kw, _absent=frozenset(k for _, k in keys if k not in d),
-                   _extra=tuple((k, v) for k, v in d.items() if k not in known))
+                   _extra=tuple((k, v) for k, v in d.items() if k not in known), _order=tuple(d))
 
     def to_json(self) -> dict:
-        """The JSON object: every known key (those absent from the object read stay absent), then the others."""
+        """The JSON object: every known key (those absent from the object read stay absent) and the others, in
+        the order of the object read (a value built from its fields: field order, then the others)."""
         out = {k: getattr(self, name) for name, k in self._keys()
                if not (k in self._absent and getattr(self, name) is None)}
         out.update(self._extra)
+        if self._order:
+            out = {**{k: out[k] for k in self._order if k in out}, **out}
         return out
 
     def __getitem__(self, k: str):
@@ -211,3 +217,71 @@ class Record:
         except KeyError:
             return default
         return default if v is None and k in self._absent else v
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread(Record):
+    """A per-item quantity summarised over the items (``{mean, sd, median, min, max, n}``, any subset; the
+    producer may add what the quantity is relative to, e.g. ``c``)."""
+
+    mean: float | None = None
+    sd: float | None = None
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+    n: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Correlation(Record):
+    """Pearson and Spearman correlation with CIs and permutation p-values
+    (:meth:`normscope.stats.CorrelationResult.to_dict`): ``n`` valid pairs, ``n_dropped`` left out."""
+
+    pearson: float | None = None
+    spearman: float | None = None
+    pearson_ci: Interval | None = None
+    spearman_ci: Interval | None = None
+    n: int | None = None
+    n_dropped: int | None = None
+    p_value: float | None = None
+    pearson_p: float | None = None
+    ci_level: float | None = None
+    ci_method: str | None = None
+    n_boot: int | None = None
+    n_perm: int | None = None
+    p_method: str | None = None
+    exact_p: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class JunkSummary(Record):
+    """Items left out as junk (:meth:`normscope.inputs.Junk.to_dict`): ``count``, their ``ids``, counts per
+    reason."""
+
+    count: int | None = None
+    ids: list[str] | None = None
+    reasons: dict[str, int] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Duplicates(Record):
+    """Exact duplicate items (:func:`normscope.inputs.collapse_duplicates`): ``count`` left out as copies, ``groups`` of
+    copies, the left-out ``ids`` and the ``kept_ids`` (at most 20 each); ``kept`` when copies were kept."""
+
+    count: int | None = None
+    groups: int | None = None
+    ids: list[str] | None = None
+    kept_ids: list[str] | None = None
+    kept: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class NormError(Record):
+    """Relative norm error of reduced-precision vectors against fp32 on a sample
+    (:func:`normscope.encoders.precision.norm_error_vs_fp32`): ``median``, ``max``, ``cosine_min``, ``n_sample``."""
+
+    median: float | None = None
+    max: float | None = None
+    cosine_min: float | None = None
+    n_sample: int | None = None
+    seed: int | None = None

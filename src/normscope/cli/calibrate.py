@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from normscope._io import write_json, write_outputs
+from normscope._io import to_jsonable, write_json, write_outputs
 from normscope.cli import app
 from normscope.cli._console import make_console
 from normscope.cli._options import BatchSize, Device, JsonOut, Precision, Seed, TableOut, split_list
@@ -30,47 +30,46 @@ def _ci(ci, spec: str = ".3f") -> str:
 
 def print_result(res, console: Console, err: Console) -> None:
     """The tables of ``normscope calibrate`` for a :class:`~normscope.retrieval.calibrate.CalibrateResult`."""
-    h, cal = res.heldout, res.calibrator
+    from normscope.retrieval.calibrate import AnswerThreshold, DocumentThreshold, ThresholdStats  # torch, faiss
+
+    h, th_cal = res.heldout, res.thresholds
     parts = ", ".join(f"{v} {k}" for k, v in res.parts.items())
     t = Table(title=f"{res.dataset_name} / {res.model}: P({res.target}) from {', '.join(res.signals)} ({res.method}); "
                     f"queries: {parts}", title_justify="left")
-    t.add_column("held-out ('" + h["split"] + "')")
+    t.add_column("held-out ('" + h.split + "')")
     t.add_column("value", justify="right")
     t.add_column("95% CI (bootstrap over queries)")
-    t.add_row("queries", str(h["n"]), "")
-    t.add_row("base rate", _f(h["base_rate"]), "")
-    t.add_row("mean P(relevant)", _f(h["mean_p"]), "")
-    t.add_row("AUROC", _f(h["auroc"]), _ci(h["auroc_ci"]))
-    t.add_row(f"ECE (15 bins, {h['ece_bins']['populated_bins']} populated)", _f(h["ece"]), _ci(h["ece_ci"]))
+    t.add_row("queries", str(h.n), "")
+    t.add_row("base rate", _f(h.base_rate), "")
+    t.add_row("mean P(relevant)", _f(h.mean_p), "")
+    t.add_row("AUROC", _f(h.auroc), _ci(h.auroc_ci))
+    t.add_row(f"ECE (15 bins, {h.ece_bins.populated_bins} populated)", _f(h.ece), _ci(h.ece_ci))
     console.print(t)
     th = Table(title="thresholds (chosen on the calibration queries; precision and coverage on held-out queries)",
                title_justify="left")
     for c in ("rule", "threshold", "held-out precision", "95% CI", "held-out coverage", "95% CI", "guarantee"):
         th.add_column(c)
-    ans = cal["thresholds"].get("answer") or {}
-    a = h.get("answer")
-    th.add_row(f"answer when P >= lambda (target precision {_f(ans.get('precision'), '.2f')})", _f(ans.get("threshold"), ".2f"),
-               _f(a and a["precision"]), _ci(a and a.get("precision_ci")), _f(a and a["coverage"]),
-               _ci(a and a.get("coverage_ci")),
-               f"Learn-then-Test, 1 - delta = {1 - ans['delta']:g}" if ans.get("threshold") is not None else "none found")
-    for r in h.get("answer_at") or []:
-        th.add_row("answer when P >= p (asked)", _f(r["threshold"], ".2f"), _f(r["precision"]), _ci(r.get("precision_ci")),
-                   _f(r["coverage"]), _ci(r.get("coverage_ci")), "none (measured)")
-    kd = cal["thresholds"].get("keep_documents") or {}
-    k = h.get("keep_documents")
-    th.add_row(f"keep top-{kd.get('k', '-')} documents with cosine >= t", _f(kd.get("threshold")),
-               _f(k and k["precision"]), _ci(k and k.get("precision_ci")), _f(k and k["coverage"]),
-               _ci(k and k.get("coverage_ci")), "none (measured)")
+    ans = th_cal.answer or AnswerThreshold()
+    a = h.answer or ThresholdStats()
+    th.add_row(f"answer when P >= lambda (target precision {_f(ans.precision, '.2f')})", _f(ans.threshold, ".2f"),
+               _f(a.precision), _ci(a.precision_ci), _f(a.coverage), _ci(a.coverage_ci),
+               f"Learn-then-Test, 1 - delta = {1 - ans.delta:g}" if ans.threshold is not None else "none found")
+    for r in h.answer_at or []:
+        th.add_row("answer when P >= p (asked)", _f(r.threshold, ".2f"), _f(r.precision), _ci(r.precision_ci),
+                   _f(r.coverage), _ci(r.coverage_ci), "none (measured)")
+    kd = th_cal.keep_documents or DocumentThreshold()
+    k = h.keep_documents or ThresholdStats()
+    th.add_row(f"keep top-{kd.k if kd.k is not None else '-'} documents with cosine >= t", _f(kd.threshold),
+               _f(k.precision), _ci(k.precision_ci), _f(k.coverage), _ci(k.coverage_ci), "none (measured)")
     console.print(th)
-    if ans.get("statement"):
-        err.print(f"guarantee: {ans['statement']}; assumption: {ans.get('assumption')}", soft_wrap=True, markup=False)
-    if h["ece_bins"].get("flag"):
-        err.print(f"(!) {h['ece_bins']['flag']}", soft_wrap=True, markup=False)
+    if ans.statement:
+        err.print(f"guarantee: {ans.statement}; assumption: {ans.assumption}", soft_wrap=True, markup=False)
+    if h.ece_bins.flag:
+        err.print(f"(!) {h.ece_bins.flag}", soft_wrap=True, markup=False)
     if res.shift:
         s = res.shift
-        err.print(f"shift: fitted on {s['fitted_on'].get('dataset_name')} '{s['fitted_on'].get('split')}', evaluated on "
-                  f"{s['evaluated_on']['dataset_name']} '{s['evaluated_on']['split']}': {s['note']}", soft_wrap=True,
-                  markup=False)
+        err.print(f"shift: fitted on {s.fitted_on.dataset_name} '{s.fitted_on.split}', evaluated on "
+                  f"{s.evaluated_on.dataset_name} '{s.evaluated_on.split}': {s.note}", soft_wrap=True, markup=False)
 
 
 _DEFAULT = CalibrateRequest(dataset="scifact")
@@ -128,7 +127,7 @@ def calibrate(
         embedding=Embedding(model=model, device=device, precision=precision, batch_size=batch_size),
         resampling=Resampling(n_boot=n_boot, seed=seed))
     res = run_calibrate(request, progress=True)
-    panel = {f"P({res.target}), held-out": {"status": "ok", **res.heldout}}
+    panel = {f"P({res.target}), held-out": {"status": "ok", **to_jsonable(res.heldout)}}
     write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p),
                    calibrator_out: lambda p: write_json(res.calibrator, p),
                    fig: lambda p: plot_reliability(panel, p, ncols=1)},

@@ -146,8 +146,8 @@ def correlate(
     if res.n_missing:
         console.print(styled(f"{res.n_missing} of {res.n_items} items have no {signal} value "
                              f"(excluded), e.g. {res.missing_examples[:5]}", "yellow"))
-    if res.junk and res.junk["count"]:
-        console.print(styled(f"{res.junk['count']} junk item(s) left out: ids {', '.join(res.junk['ids'][:5])}", "yellow"))
+    if res.junk is not None and res.junk.count:
+        console.print(styled(f"{res.junk.count} junk item(s) left out: ids {', '.join(res.junk.ids[:5])}", "yellow"))
     if res.n_truncated:
         console.print(f"{res.n_truncated} item(s) were cut at the model's maximum sequence length; the length "
                       "control counts the tokens the model saw")

@@ -23,6 +23,7 @@ from normscope.engine.shards import open_vectors, replace_dir
 from normscope.errors import InputError, ModelError
 from normscope.inputs import JUNK_ZERO, Junk, read_items, zero_vector_rows
 from normscope.validate import check_paths, check_room
+from normscope.values import JunkSummary
 from normscope.cli._options import BatchSize, Device, JsonOut, Seed
 
 index_app = typer.Typer(help="Norm-aware faiss indexes (HNSW, IVF, flat) over folded document vectors.",
@@ -199,9 +200,10 @@ def search(
         t.add_row("QPS (faiss call) / exact", f"{c['qps']:.0f} / {c['qps_exact']:.0f} = {c['speedup_vs_exact']:.2f}x")
     make_console().print(t)
     err = make_console(stderr=True)
-    if junk and junk.get("count"):
-        shown = ", ".join(junk["ids"][:5]) + (f" (and {junk['count'] - 5} more)" if junk["count"] > 5 else "")
-        err.print(f"{junk['count']} junk queries left out, not ranked ({'; '.join(junk['reasons'])}): ids {shown}",
+    j = JunkSummary.from_json(junk or {})
+    if j.count:
+        shown = ", ".join(j.ids[:5]) + (f" (and {j.count - 5} more)" if j.count > 5 else "")
+        err.print(f"{j.count} junk queries left out, not ranked ({'; '.join(j.reasons)}): ids {shown}",
                   soft_wrap=True, markup=False, highlight=False)
     written = [str(p) for p in (out, json_path) if p is not None]
     if written:

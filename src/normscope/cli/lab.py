@@ -17,6 +17,7 @@ from normscope._io import write_json, write_outputs
 from normscope.cli import app
 from normscope.cli._console import make_console, styled
 from normscope.cli._options import Device, FigOut, JsonOut, Seed, TableOut
+from normscope.claims import ClaimRow
 from normscope.errors import InputError
 from normscope.pairs import pair_source_path
 from normscope.requests import Resampling
@@ -162,8 +163,8 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
     for col in ("ambiguity", "n", "R observed", "heat Sigma^2", "drift D~", "R_eq (E7)", "mean |rel|"):
         t.add_column(col, justify="right")
     for g in res.groups:
-        t.add_row(str(g["ambiguity"]), str(g["n"]), _fmt(g["r_obs"], ".4f"), _fmt(g["heat"], ".3g"),
-                  _fmt(g["drift"], ".3g"), _fmt(g["r_eq"], ".4f"), _fmt(g["mean_abs_rel_error"], ".4f"))
+        t.add_row(str(g.ambiguity), str(g.n), _fmt(g.r_obs, ".4f"), _fmt(g.heat, ".3g"), _fmt(g.drift, ".3g"),
+                  _fmt(g.r_eq, ".4f"), _fmt(g.mean_abs_rel_error, ".4f"))
     console.print(t)
     qc = res.q_over_c
     console.print(
@@ -171,18 +172,19 @@ def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, se
         f"median rel {_fmt(res.median_rel_error, '+.4f')}, max|rel| {_fmt(res.max_abs_rel_error, '.4f')}, "
         f"Pearson {_fmt(res.pearson, '.4f')}, Spearman {_fmt(res.spearman, '.4f')}"
     )
-    console.print(f"balance q/c (E9): mean {_fmt(qc['mean'], '.4f')}, sd {_fmt(qc['sd'], '.4f')} (c = {res.c:.4g}, {res.c_row} row)")
+    console.print(f"balance q/c (E9): mean {_fmt(qc.mean, '.4f')}, sd {_fmt(qc.sd, '.4f')} (c = {res.c:.4g}, {res.c_row} row)")
     if res.single_snapshot is not None:
         ss = res.single_snapshot
-        console.print(f"single snapshot for comparison: mean|rel| {_fmt(ss['mean_abs_rel_error'], '.4f')}, Pearson {_fmt(ss['pearson'], '.4f')}")
+        console.print(f"single snapshot for comparison: mean|rel| {_fmt(ss.mean_abs_rel_error, '.4f')}, "
+                      f"Pearson {_fmt(ss.pearson, '.4f')}")
     if res.optimizer == "momentum" and res.uncorrected is not None:
         u = res.uncorrected
-        console.print(f"without the (E12) momentum correction: mean|rel| {_fmt(u['mean_abs_rel_error'], '.4f')}, "
-                      f"median rel {_fmt(u['median_rel_error'], '+.4f')}")
+        console.print(f"without the (E12) momentum correction: mean|rel| {_fmt(u.mean_abs_rel_error, '.4f')}, "
+                      f"median rel {_fmt(u.median_rel_error, '+.4f')}")
     g = res.gate
-    verdict = "passed" if g["passed"] else "not passed"
-    console.print(f"docs/theory.md 7A gate, defined for SGD (mean|rel| <= {g['mean_abs_rel_error']}, |median| <= {g['abs_median_rel_error']}, "
-                  f"Pearson >= {g['pearson']}):", styled(verdict, "bold"))
+    verdict = "passed" if g.passed else "not passed"
+    console.print(f"docs/theory.md 7A gate, defined for SGD (mean|rel| <= {g.mean_abs_rel_error}, |median| <= "
+                  f"{g.abs_median_rel_error}, Pearson >= {g.pearson}):", styled(verdict, "bold"))
     if not res.sgd_formula_expected:
         console.print(styled("note:", "yellow"), "AdamW: the SGD form of Theorem 1 is NOT expected to hold (docs/theory.md C3); "
                       "read these figures as a measurement, not a test of the theorem")
@@ -218,7 +220,7 @@ def _transformer_lab(request, *, checkpoint, json_path, out, fig) -> None:
         ("relaxation_steps", _fmt(res.relaxation_steps, ".0f")),
         ("long_enough", "yes" if res.long_enough else "no"),
         ("norms stationary over the window (measured: |median q/c_realised - 1| <= 0.25)",
-         "yes" if (res.trajectory or {}).get("stationary") else "no"),
+         "yes" if res.trajectory is not None and res.trajectory.stationary else "no"),
         ("q_over_c_mean", _fmt(res.q_over_c_mean, ".3f")),
         ("q_over_c_median", _fmt(res.q_over_c_median, ".3f")),
         ("fraction_moved_toward_req", _fmt(res.fraction_moved_toward_req, ".3f") + _ci(res.fraction_moved_toward_req_ci)),
@@ -230,21 +232,21 @@ def _transformer_lab(request, *, checkpoint, json_path, out, fig) -> None:
     if res.motion is not None:
         m = res.motion
         t.add_row("Spearman \u03c1, norm at step 0 vs final R (persistence baseline)",
-                  _fmt(m["spearman_start_vs_final"], ".3f") + _ci(m["spearman_start_vs_final_ci"]))
+                  _fmt(m.spearman_start_vs_final, ".3f") + _ci(m.spearman_start_vs_final_ci))
         t.add_row("partial Spearman \u03c1, step-0 R_eq vs final R given R_0 (the per-item test)",
-                  _fmt(m["partial_spearman_predicted_vs_final_given_start"], ".3f")
-                  + _ci(m["partial_spearman_predicted_vs_final_given_start_ci"]))
+                  _fmt(m.partial_spearman_predicted_vs_final_given_start, ".3f")
+                  + _ci(m.partial_spearman_predicted_vs_final_given_start_ci))
         t.add_row("fraction moved toward a common target (median R_eq) (baseline)",
-                  _fmt(m["fraction_moved_toward_common_target"], ".3f") + _ci(m["fraction_moved_toward_common_target_ci"]))
-        t.add_row("median fraction of the predicted distance travelled", _fmt(m["fraction_of_distance"]["median"], ".3f"))
-        t.add_row("probe items with a step-0 prediction", f"{m['n_with_prediction']} of {res.probe_items}")
+                  _fmt(m.fraction_moved_toward_common_target, ".3f") + _ci(m.fraction_moved_toward_common_target_ci))
+        t.add_row("median fraction of the predicted distance travelled", _fmt(m.fraction_of_distance.median, ".3f"))
+        t.add_row("probe items with a step-0 prediction", f"{m.n_with_prediction} of {res.probe_items}")
     console.print(t)
     if res.pearson_final_vs_req_trajectory_reason:
         console.print(f"stationary check not computed: {res.pearson_final_vs_req_trajectory_reason}")
     for c in res.caveats:
         console.print(styled("caveat:", "yellow"), c)
     tm = res.timings
-    if tm.get("s_per_step") is not None:
+    if tm.get("s_per_step") is not None:  # timings: a free-form dict of seconds
         console.print(f"{tm['s_per_step']:.3f} s per step with tracking ({tm['steps_run']} steps run here), "
                       f"step-0 probe {tm['probe0_s']:.1f} s")
     written = _write(res, json_path, out)
@@ -259,6 +261,8 @@ def _transformer_lab(request, *, checkpoint, json_path, out, fig) -> None:
 def _decisive(request: DecisiveRequest, *, run_dir, json_path, out, fig) -> None:
     from normscope.lab import run_decisive_design  # torch: start-up stays light
     from normscope.lab.decisive_figures import plot_decisive_prediction, plot_decisive_trajectories, plot_lambda_scaling
+    from normscope.lab.result import (NullStat, PredictionCI, PredictionNull, PredictionStats,  # torch, as above
+                                      RunTrajectory, ScalingPrediction, SnapshotPrediction)
 
     console = make_console()
     err = make_console(stderr=True)
@@ -266,49 +270,49 @@ def _decisive(request: DecisiveRequest, *, run_dir, json_path, out, fig) -> None
     err.print(f"decisive design '{request.size}' in {run_dir} (a rerun continues there)", soft_wrap=True, markup=False)
     res = run_decisive_design(directory=run_dir, **request.run_kwargs(), progress=True)
     d = res.to_dict()
-    enc = res.encoder or {}
-    console.print(f"encoder: BERT hidden {enc['config']['hidden']}, {enc['config']['layers']} layers; AdamW "
-                  f"{enc['pretrain']['steps']:,} steps; held-out top-1 accuracy {enc['heldout_accuracy']:.3f}"
-                  f"{_ci(enc['heldout_accuracy_ci'])} among {enc['n_eval']} (chance {enc['chance']:.4f})", markup=False)
-    g = Table(title=f"eta/lambda grid (SGD, mask {res.decay_mask}); selected: eta={res.selected['eta']:g}, "
-                    f"lambda={res.selected['lambda']:.4g} ({res.selected['rule']})")
+    enc = res.encoder
+    console.print(f"encoder: BERT hidden {enc.config.hidden}, {enc.config.layers} layers; AdamW "
+                  f"{enc.pretrain['steps']:,} steps; held-out top-1 accuracy {enc.heldout_accuracy:.3f}"
+                  f"{_ci(enc.heldout_accuracy_ci)} among {enc.n_eval} (chance {enc.chance:.4f})", markup=False)
+    g = Table(title=f"eta/lambda grid (SGD, mask {res.decay_mask}); selected: eta={res.selected.eta:g}, "
+                    f"lambda={res.selected.lam:.4g} ({res.selected.rule})")
     for col in ("eta", "lambda", "eta*lambda", "mask", "relaxation (steps)", "steps", "label", "loss", "accuracy", "mean R"):
         g.add_column(col, justify="right")
     for r in res.grid:
-        g.add_row(f"{r['eta']:g}", f"{r['lambda']:.4g}", f"{r['eta_lambda']:.2g}", r["mask"], _fmt(r["relaxation_steps"], ".0f"),
-                  str(r["steps"]), r["label"], _fmt(r["loss_window"], ".3f"), _fmt(r["accuracy_end"], ".3f"),
-                  _fmt(r["mean_r_window"], ".3f"))
+        g.add_row(f"{r.eta:g}", f"{r.lam:.4g}", f"{r.eta_lambda:.2g}", r.mask, _fmt(r.relaxation_steps, ".0f"),
+                  str(r.steps), r.label, _fmt(r.loss_window, ".3f"), _fmt(r.accuracy_end, ".3f"),
+                  _fmt(r.mean_r_window, ".3f"))
     console.print(g)
     t = Table(title="base runs: stationarity and the prediction with no fitted constant (R_eq (E7) vs time-averaged R)")
     for col in ("optimizer", "eta", "lambda", "relaxations", "label", "mean |rel|", "Pearson", "Spearman",
                 "null p (mean |rel|)", "heat share"):
         t.add_column(col, justify="right")
     for opt, b in (res.base or {}).items():
-        pr = b.get("prediction") or {}
-        st, ci, nl = pr.get("stats") or {}, pr.get("ci") or {}, pr.get("null") or {}
-        t.add_row(opt, f"{b['eta']:g}", f"{b['lambda']:.4g}", _fmt(b["relaxations"], ".3g"), b["label"],
-                  _fmt(st.get("mean_abs_rel_error"), ".3f") + _ci(ci.get("mean_abs_rel_error")),
-                  _fmt(st.get("pearson"), ".3f") + _ci(ci.get("pearson")),
-                  _fmt(st.get("spearman"), ".3f") + _ci(ci.get("spearman")),
-                  _fmt((nl.get("mean_abs_rel_error") or {}).get("p"), ".3g"),
-                  _fmt((b.get("trajectory") or {}).get("heat_share"), ".3g"))
+        pr = b.prediction or SnapshotPrediction()
+        st, ci = pr.stats or PredictionStats(), pr.ci or PredictionCI()
+        null = (pr.null or PredictionNull()).mean_abs_rel_error or NullStat()
+        t.add_row(opt, f"{b.eta:g}", f"{b.lam:.4g}", _fmt(b.relaxations, ".3g"), b.label,
+                  _fmt(st.mean_abs_rel_error, ".3f") + _ci(ci.mean_abs_rel_error),
+                  _fmt(st.pearson, ".3f") + _ci(ci.pearson),
+                  _fmt(st.spearman, ".3f") + _ci(ci.spearman),
+                  _fmt(null.p, ".3g"), _fmt((b.trajectory or RunTrajectory()).heat_share, ".3g"))
     console.print(t)
     s = Table(title="lambda scaling at fixed eta: slope of log R-bar on log lambda (predicted before the scaled runs)")
     for col in ("optimizer", "lambdas", "slope [95% CI]", "predicted", "labels"):
         s.add_column(col, justify="right")
     for opt, sc in (res.scaling or {}).items():
-        f = sc["fit"]
-        s.add_row(opt, ", ".join(f"{r['lambda']:.3g}" for r in sc["runs"]), f"{f['slope']:.3f}" + _ci(f["ci"]),
-                  _fmt((sc["prediction"] or {}).get("exponent"), ".3f"), ", ".join(r["label"] for r in sc["runs"]))
+        f = sc.fit
+        s.add_row(opt, ", ".join(f"{r.lam:.3g}" for r in sc.runs), f"{f.slope:.3f}" + _ci(f.ci),
+                  _fmt((sc.prediction or ScalingPrediction()).exponent, ".3f"), ", ".join(r.label for r in sc.runs))
     console.print(s)
     nd = res.nodecay
     if nd:
-        console.print(f"no decay (SGD, {nd['steps']} steps from the SGD base run's end): R_end/R_start {nd['ratio']:.4f}"
-                      f"{_ci(nd['ci'])}, {nd['fraction_grew']:.0%} of items grew; initial rate of mean R^2 "
-                      f"{_fmt(nd['initial_rate_of_mean_r2'], '.3g')} per step vs predicted "
-                      f"{_fmt(nd['predicted_initial_rate'], '.3g')}", markup=False)
-    row = res.claim or {}
-    console.print(f"scorecard (theorem1_transformer): {row.get('verdict')}: {row.get('why')}", markup=False)
+        console.print(f"no decay (SGD, {nd.steps} steps from the SGD base run's end): R_end/R_start {nd.ratio:.4f}"
+                      f"{_ci(nd.ci)}, {nd.fraction_grew:.0%} of items grew; initial rate of mean R^2 "
+                      f"{_fmt(nd.initial_rate_of_mean_r2, '.3g')} per step vs predicted "
+                      f"{_fmt(nd.predicted_initial_rate, '.3g')}", markup=False)
+    row = ClaimRow.from_json(res.claim) or ClaimRow()
+    console.print(f"scorecard (theorem1_transformer): {row.verdict}: {row.why}", markup=False)
     for c in res.caveats:
         console.print(styled("caveat:", "yellow"), c)
     written = write_outputs({json_path: lambda p: write_json({**d, "timings": res.timings}, p),

@@ -64,34 +64,37 @@ def _probe_table(res) -> Rows:
 def print_probe(res, console: Console) -> None:
     """The probe's console output: correlations, the K-convergence table, the reading of lambda, and the caveats."""
     console.print(_probe_table(res).table())
-    kc = res.k_convergence or {}
-    if "rows" in kc and kc["rows"]:
+    kc = res.k_convergence
+    if kc is not None and kc.rows:
         k = Table(title="Spearman rho by number of batches (first K/4, K/2, K; 95% CI over batches and items)")
         k.add_column("K", justify="right")
-        heads = [key for key in kc["rows"][0] if key != "batches"]
+        heads = [key for key in kc.rows[0] if key != "batches"]
         labels = res.labels()
         for key in heads:
             k.add_column(labels[key][0])
-        for row in kc["rows"]:
+        for row in kc.rows:
             k.add_row(str(row["batches"]), *[f"{fixed(row[h]['spearman'], '+.2f')} {ci_fixed(row[h]['ci'], '+.2f')}"
                                              for h in heads])
         console.print(k)
     console.print(f"heat cancelled by D2 (median): {fixed(res.heat_cancelled_by_d2, '.2f')} | q<0: {res.n_negative_q} | "
                   f"lambda_rad/lambda<0: {res.n_negative_lambda_rad} | c_fit: {fixed(res.c_fit, '.3g')} | "
-                  f"junk left out: {res.junk['count']} | truncated: {count(res.n_truncated)}")
-    b = res.balance or {}
-    if (b.get("statistics") or {}).get("dispersion") is not None:
-        st, null = b["statistics"], (b.get("null") or {}).get("dispersion") or {}
-        console.print(f"Theorem 1's requirement q(x) = c: dispersion mean |q/c_fit - 1| = {st['dispersion']:.3g} "
-                      f"(permutation null mean {null.get('mean', float('nan')):.3g}, "
-                      f"{p_text((b.get('p_below') or {}).get('dispersion'), int(b.get('n_perm') or 0))} below); "
-                      f"q < 0: {st['share_negative_q']:.1%} of items; heat share of the balance {st['heat_share']:.2%}",
+                  f"junk left out: {res.junk.count} | truncated: {count(res.n_truncated)}")
+    b = res.balance
+    if b is not None and b.statistics is not None and b.statistics.dispersion is not None:
+        st = b.statistics
+        null = b.null.dispersion if b.null is not None else None
+        null_mean = null.mean if null is not None and null.mean is not None else float("nan")
+        p_below = b.p_below.dispersion if b.p_below is not None else None
+        console.print(f"Theorem 1's requirement q(x) = c: dispersion mean |q/c_fit - 1| = {st.dispersion:.3g} "
+                      f"(permutation null mean {null_mean:.3g}, {p_text(p_below, int(b.n_perm or 0))} below); "
+                      f"q < 0: {st.share_negative_q:.1%} of items; heat share of the balance {st.heat_share:.2%}",
                       soft_wrap=True, highlight=False)
     console.print(f"weight decay: {res.weight_decay_source}")
-    so = res.second_order or {}
-    chk = so.get("check")
-    console.print(f"D2 second-order term: {so.get('description')}"
-                  + (f"; float64 check ({chk['items']} items): max {chk['max_rel_diff']:.1e} of mean |D2|" if chk else ""))
+    so = res.second_order
+    chk = so.check if so is not None else None
+    console.print(f"D2 second-order term: {so.description if so is not None else None}"
+                  + (f"; float64 check ({chk.items} items): max {chk.max_rel_diff:.1e} of mean |D2|"
+                     if chk is not None and chk.to_json() else ""))
     for c in res.caveats:
         console.print(styled("caveat:", "yellow"), c)
 

@@ -14,7 +14,7 @@ from normscope._format import claim_figure, duration
 from normscope.cli import app
 from normscope.cli._console import make_console, styled
 from normscope.cli._options import Address, Device, Engine, Models, Precision, Seed, models_of, split_list
-from normscope.claims import CLAIMS, HEADLINE_RULE_SHORT
+from normscope.claims import CLAIMS, HEADLINE_RULE_SHORT, ClaimRow
 from normscope.datasets import wordfreq_spec
 
 
@@ -132,23 +132,24 @@ def _screen_rows(line, width: int) -> int:
 def _section_lines(result, width: int) -> list:
     """The title and one row per section: status and headline figure, or what it lacks."""
     from normscope.report.stages import STAGES  # imports torch: the CLI's start-up stays light
+    from normscope.report.summary import ReportSummary  # normscope.report imports torch, as above
 
-    s = result.summary
-    rep = s["report"]
-    ran = rep["stages_run"]
-    n_cached = sum(bool(rep["stage_cached"][st]) for st in ran)
+    s = ReportSummary.from_json(result.summary)
+    rep = s.report
+    ran = rep.stages_run
+    n_cached = sum(bool(rep.stage_cached[st]) for st in ran)
     cached = f"; {n_cached} of {len(ran)} stage(s) from the cache" if n_cached else ""
-    lacking = [sec for m in s.get("missing_data") or [] for sec in m["sections"]]
+    lacking = [sec for m in s.missing_data or [] for sec in m.sections]
     names = {key: title.split(":")[0] for st in STAGES for key, title in st.sections.items()}
     table = _Rows(width, [("section", 18, max(map(len, names.values())), 1), ("status", 11, 11, 0),
                           ("headline", 20, 400, 3)])
-    lines: list = [f"normscope report: {rep['model']} ({rep['preset']} sizes, {duration(rep['seconds'] or 0)}{cached})"]
+    lines: list = [f"normscope report: {rep.model} ({rep.preset} sizes, {duration(rep.seconds or 0)}{cached})"]
     lines += table.header()
     for st in STAGES:
         rec = result.records[st.name]
         for key, sec in rec.sections.items():
             if sec.ok:
-                says = s["what_this_says"].get(key) or []
+                says = s.what_this_says.get(key) or []
                 head = st.headline(sec) or (says[0] if says else "")
                 if any(x.startswith(names[key] + " (") for x in lacking):
                     head = "some parts lack data (below); " + head
@@ -163,17 +164,17 @@ def _section_lines(result, width: int) -> list:
     return lines
 
 
-def _claim_rows(claims: list[dict], width: int) -> list:
+def _claim_rows(claims: list[ClaimRow], width: int) -> list:
     """One row per tested claim: statistic, figure [CI], verdict, the one-line reason."""
     ctab = _Rows(width, [("claim", 16, 50, 2), ("this run: statistic [95% CI]", 20, 60, 2),
                          ("verdict", 17, 17, 0), ("reason", 12, 200, 3)])
     rows = []
     for c in claims:
         fig = claim_figure(c)
-        stat = c.get("label") or _lead(str(c.get("what") or ""))  # e.g. "Pearson r(R, D~)"
-        v = c.get("verdict", "")
-        rows.append(ctab.line([c.get("claim", ""), f"{stat}: {fig}" if stat and fig != "n/a" else fig, v,
-                               str(c.get("reason") or c.get("why") or "")], ["", "", _COLOUR.get(v, "dim"), ""]))
+        stat = c.label or _lead(str(c.what or ""))  # e.g. "Pearson r(R, D~)"
+        v = c.verdict or ""
+        rows.append(ctab.line([c.claim or "", f"{stat}: {fig}" if stat and fig != "n/a" else fig, v,
+                               str(c.reason or c.why or "")], ["", "", _COLOUR.get(v, "dim"), ""]))
     return ctab.header(), rows
 
 
@@ -200,22 +201,25 @@ def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> N
     Table rows are cut to the console's width with an ellipsis, never wrapped; the missing-data and failure
     lines (which the terminal may wrap: each counts for the screen rows it takes) are cut to the rows left.
     """
-    s = result.summary
+    from normscope.report.summary import ClaimsTested, ReportSummary  # normscope.report imports torch
+
+    s = ReportSummary.from_json(result.summary)
     width = max(console.width, 60)
     rows = lambda line: _screen_rows(line, width)  # noqa: E731
     lines = _section_lines(result, width)
-    claims = s.get("claims") or []
-    tested = [c for c in claims if c.get("verdict") != "not testable here"]
-    tail = [m["line"] for m in s.get("missing_data") or []]
+    claims = s.claims or []
+    tested = [c for c in claims if c.verdict != "not testable here"]
+    tail = [m.line for m in s.missing_data or []]
     tail += [f"failed: {st}: {str(rec.reason or '')[:160]} (see the page and {result.index.parent}/stages/{st}.failed.json)"
              for st, rec in result.records.items() if rec.status.value == "failed" and rec.ran]
     tail = [_fit(t, 400).rstrip() for t in tail]  # one line each, at most 400 characters
     ends = [f"report: {result.index.resolve()}", f"numbers: {result.summary_path.resolve()}"]
     if claims:
-        ct = s.get("claims_tested") or {}
-        counts = ", ".join(f"{n} {v}" for v, n in (ct.get("verdicts") or {}).items() if v != "not testable here")
-        untested = len(ct.get("not_tested") or [])
-        lines.append(f"claims: {ct.get('tested', '?')} of {ct.get('total', len(claims))} tested here"
+        ct = s.claims_tested or ClaimsTested()
+        counts = ", ".join(f"{n} {v}" for v, n in (ct.verdicts or {}).items() if v != "not testable here")
+        untested = len(ct.not_tested or [])
+        lines.append(f"claims: {ct.tested if ct.tested is not None else '?'} of "
+                     f"{ct.total if ct.total is not None else len(claims)} tested here"
                      f"{f' ({counts})' if counts else ''}; {untested} not testable here"
                      f"{' (each row on the page says why)' if untested else ''}")
     if tested:  # one row per tested claim; the untested ones are counted above (their reasons: the page, the lines below)
@@ -236,20 +240,24 @@ def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> N
         console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
-def _claim_cell(r: dict | None, failed: bool) -> str:
+def _claim_cell(r: ClaimRow | dict | None, failed: bool) -> str:
     """One model's cell of the side-by-side scorecard: figure [CI] and verdict, or why there is no row."""
     if r is None:
         return "model failed" if failed else "not run"
-    fig = "" if r.get("measured") is None else claim_figure(r)
-    return f"{fig} {r['verdict']}".strip()
+    r = ClaimRow.from_json(r)
+    fig = "" if r.measured is None else claim_figure(r)
+    return f"{fig} {r.verdict}".strip()
 
 
 def print_multi_summary(result, console: Console) -> None:
     """The scorecard of a side-by-side report: one row per claim, one column per model (figure [CI] verdict)."""
+    from normscope.report.summary import ReportInfo  # normscope.report imports torch: start-up stays light
+
     s = result.summary
-    models = s["report"]["models"]
-    console.print(f"normscope report: {len(models)} models side by side ({s['report']['preset']} sizes, "
-                  f"{duration(s['report'].get('seconds'))})", soft_wrap=True, highlight=False, markup=False)
+    info = ReportInfo.from_json(s["report"])
+    models = info.models
+    console.print(f"normscope report: {len(models)} models side by side ({info.preset} sizes, "
+                  f"{duration(info.seconds)})", soft_wrap=True, highlight=False, markup=False)
     table = _Rows(max(console.width, 60), [("claim", 20, 50, 1)] + [(m, 14, 60, 1) for m in models])
     for line in table.header():
         console.print(line, soft_wrap=True)

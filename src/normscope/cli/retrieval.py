@@ -22,17 +22,17 @@ from normscope.cli._options import (Address, BatchSize, Device, Engine, JsonOut,
                                     TableOut, Workers, models_of, split_list)
 
 
-def _param_text(r: dict) -> str:
-    if r["param_name"] is None:
+def _param_text(r) -> str:
+    if r.param_name is None:
         return MISSING
-    p = r["param"]
+    p = r.param
     if isinstance(p, list):
-        return f"{r['param_name']} per fold {', '.join(f'{x:.3g}' for x in p)} (mean {r['param_mean']:.3g})"
-    return f"{r['param_name']}={p:.4g}"
+        return f"{r.param_name} per fold {', '.join(f'{x:.3g}' for x in p)} (mean {r.param_mean:.3g})"
+    return f"{r.param_name}={p:.4g}"
 
 
 def _fitted_text(r: dict) -> str:
-    return {"fitted": "fitted", "fixed (not fitted)": "not fitted (fixed)"}.get(r["param_source"], MISSING)
+    return {"fitted": "fitted", "fixed (not fitted)": "not fitted (fixed)"}.get(r.param_source, MISSING)
 
 
 def _scorer_table(res) -> Rows:
@@ -40,13 +40,13 @@ def _scorer_table(res) -> Rows:
     from normscope.retrieval.result import SCORER_LABELS  # retrieval/ imports torch and faiss: start-up stays light
 
     keys = ("ndcg@10", "mrr@10", "recall@100", "delta", "delta_ci", "relative", "p_value", "p_value_randomization")
-    n_perm = int((res.significance or {}).get("n_permutations") or 0)
+    n_perm = int(res.significance.n_permutations or 0) if res.significance is not None else 0
     rows = tuple(Row(f"scorers.{name}", name, (
-        _param_text(r), _fitted_text(r), fixed(r["ndcg@10"]), fixed(r["mrr@10"]), fixed(r["recall@100"]),
-        fixed(r["delta"]), ci_fixed(r["delta_ci"], ".4f"), MISSING if r["relative"] is None else f"{100 * r['relative']:+.2f} %",
-        p_value(r["p_value"]), MISSING if r["p_value_randomization"] is None
-        else p_text(r["p_value_randomization"], n_perm).removeprefix("p = "))) for name, r in res.scorers.items())
-    return Rows(f"{res.dataset_name} / {res.split} ({res.n_queries['eval']} queries, {res.n_docs} docs); "
+        _param_text(r), _fitted_text(r), fixed(r.ndcg10), fixed(r.mrr10), fixed(r.recall100),
+        fixed(r.delta), ci_fixed(r.delta_ci, ".4f"), MISSING if r.relative is None else f"{100 * r.relative:+.2f} %",
+        p_value(r.p_value), MISSING if r.p_value_randomization is None
+        else p_text(r.p_value_randomization, n_perm).removeprefix("p = "))) for name, r in res.scorers.items())
+    return Rows(f"{res.dataset_name} / {res.split} ({res.n_queries.eval} queries, {res.n_docs} docs); "
                 f"parameters fitted on {res.fit_split}; {res.relevance} relevance",
                 ("scorer", "parameter", "fitted?", *[SCORER_LABELS[k] for k in keys]), rows)
 
@@ -57,39 +57,39 @@ def print_result(res, console: Console, err: Console) -> None:
 
     console.print(_scorer_table(res).table())
     st = res.strata
-    for scorer, rows in (st["scorers"] if st and "scorers" in st else {}).items():
+    for scorer, rows in ((st.scorers if st is not None else None) or {}).items():
         s = Table(title=f"{scorer} vs cosine by pre-specified stratum (nDCG@10; CI over the stratum's queries; "
                         f"p Holm-corrected over the {len(rows)} strata)")
         for c in ("stratifier", "quartile (range)", "n", "\u0394", "95% CI", "relative \u0394", "p (Holm)"):
             s.add_column(c)
         for r in rows:
-            rel = MISSING if r["relative"] is None else f"{100 * r['relative']:+.1f} %"
-            s.add_row(r["stratifier"], f"Q{r['quartile']} ({r['range'][0]:.3g}-{r['range'][1]:.3g})", str(r["n"]),
-                      fixed(r["mean_delta"]), ci_fixed(r["mean_delta_ci"], ".4f"), rel, p_value(r["p_holm"]))
+            rel = MISSING if r.relative is None else f"{100 * r.relative:+.1f} %"
+            s.add_row(r.stratifier, f"Q{r.quartile} ({r.range.lo:.3g}-{r.range.hi:.3g})", str(r.n),
+                      fixed(r.mean_delta), ci_fixed(r.mean_delta_ci, ".4f"), rel, p_value(r.p_holm))
         console.print(s)
     info = res.calibration_info
-    c = Table(title=f"confidence that the cosine top-1 is relevant (base rate {info['base_rate_eval']:.3f}; maps fitted on "
-                    f"{info['fitted_on']}; AUROC CIs: bootstrap over queries)")
+    c = Table(title=f"confidence that the cosine top-1 is relevant (base rate {info.base_rate_eval:.3f}; maps fitted on "
+                    f"{info.fitted_on}; AUROC CIs: bootstrap over queries)")
     for col in ["signal", "direction"] + [SIGNAL_LABELS[k] for k in ("auroc_raw", "auroc_raw_ci", "auroc", "auroc_ci", "ece",
                                                                   "ece_bins", "aurc", "aurc_optimal")]:
         c.add_column(col)
     flags = []
     for name, e in res.calibration.items():
-        if e["status"] != "ok":
-            c.add_row(name, MISSING, f"not computed: {e['reason']}", "", "", "", "", "", "", "")
+        if e.status != "ok":
+            c.add_row(name, MISSING, f"not computed: {e.reason}", "", "", "", "", "", "", "")
             continue
-        d = e["fit"]["direction"]
-        bins = e["ece_bins"]
+        d = e.fit.direction
+        bins = e.ece_bins
         c.add_row(name, MISSING if d is None else f"{d:+d}", fixed(e.auroc_raw, ".3f"), ci_fixed(e.auroc_raw_ci),
-                  fixed(e["auroc"], ".3f"), ci_fixed(e["auroc_ci"]), fixed(e["ece"], ".3f"),
-                  f"{bins['populated_bins']}" + (" (!)" if bins["flag"] else ""), fixed(e["aurc"], ".3f"),
-                  fixed(e["aurc_optimal"], ".3f"))
-        if bins["flag"]:
-            flags.append(f"{name}: {bins['flag']}")
+                  fixed(e.auroc, ".3f"), ci_fixed(e.auroc_ci), fixed(e.ece, ".3f"),
+                  f"{bins.populated_bins}" + (" (!)" if bins.flag else ""), fixed(e.aurc, ".3f"),
+                  fixed(e.aurc_optimal, ".3f"))
+        if bins.flag:
+            flags.append(f"{name}: {bins.flag}")
         if e.auroc_note:
-            flags.append(f"{name}: AUROC {e['auroc_note']}")
+            flags.append(f"{name}: AUROC {e.auroc_note}")
     console.print(c)
-    err.print(f"calibration direction: {info['direction']['rule']}; AUROC (calibrated) is that of the fitted map "
+    err.print(f"calibration direction: {info.direction_rule}; AUROC (calibrated) is that of the fitted map "
               "(flat, 0.5, where the fitting queries go the other way)", soft_wrap=True, markup=False)
     for f in flags:
         err.print(f"(!) {f}", soft_wrap=True, markup=False)
@@ -100,10 +100,10 @@ def print_result(res, console: Console, err: Console) -> None:
                       f"without a relevant document, {counts.get('excluded_junk', 0)} junk; {counts['qrels_unknown_docs']} "
                       f"qrels rows name unknown documents, {counts.get('qrels_junk_docs', 0)} junk documents",
                       soft_wrap=True, markup=False)
-    for side, j in res.junk.items():
-        if j["count"]:
-            shown = ", ".join(j["ids"][:5]) + (f" (and {j['count'] - 5} more)" if j["count"] > 5 else "")
-            err.print(f"junk {side} left out: {j['count']} ({shown})", soft_wrap=True, markup=False)
+    for side, j in (("documents", res.junk.documents), ("queries", res.junk.queries)):
+        if j is not None and j.count:
+            shown = ", ".join(j.ids[:5]) + (f" (and {j.count - 5} more)" if j.count > 5 else "")
+            err.print(f"junk {side} left out: {j.count} ({shown})", soft_wrap=True, markup=False)
     trunc = {k: v for k, v in res.n_truncated.items() if v}
     if trunc:
         err.print("truncated at the model's maximum length: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in trunc.items()),

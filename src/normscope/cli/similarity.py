@@ -29,16 +29,16 @@ def _f(v) -> str:
 
 
 def _table(res) -> Rows:
-    fit_txt = (f"fitted on {res.fit['n_pairs']} pairs ({res.fit['source']}"
-               + (f": {Path(res.fit['path']).name}" if res.fit["source"] != "random half" else f", seed {res.seed}")
+    fit_txt = (f"fitted on {res.fit.n_pairs} pairs ({res.fit.source}"
+               + (f": {Path(res.fit.path).name}" if res.fit.source != "random half" else f", seed {res.seed}")
                + ")")
     rows = []
     for name, s in res.scorers.items():
-        par = MISSING if s["param"] is None else f"{s['param_name']} = {s['param']:.4g}"
-        dci = MISSING if s["delta_ci"] is None else f"[{_f(s['delta_ci'][0])}, {_f(s['delta_ci'][1])}]"
-        rows.append(Row(f"scorers.{name}", name, (par, fixed(s["spearman"], ".3f"), ci_fixed(s["spearman_ci"]),
-                                                  fixed(s["pearson"], ".3f"),
-                                                  MISSING if name == "cosine" else _f(s["delta_spearman"]), dci)))
+        par = MISSING if s.param is None else f"{s.param_name} = {s.param:.4g}"
+        dci = MISSING if s.delta_ci is None else f"[{_f(s.delta_ci.lo)}, {_f(s.delta_ci.hi)}]"
+        rows.append(Row(f"scorers.{name}", name, (par, fixed(s.spearman, ".3f"), ci_fixed(s.spearman_ci),
+                                                  fixed(s.pearson, ".3f"),
+                                                  MISSING if name == "cosine" else _f(s.delta_spearman), dci)))
     return Rows(f"{Path(res.dataset).name}: {res.n_pairs} evaluated pairs — {res.model}",
                 ("scorer", "parameter", "Spearman ρ", "95% CI", "Pearson r", "Δ Spearman vs cosine", "95% CI (paired)"),
                 tuple(rows), caption=fit_txt)
@@ -93,9 +93,9 @@ def similarity(
         return
     res = call(models[0])
     make_console().print(_table(res).table())
-    if res.junk and res.junk["count"]:
-        console.print(styled(f"{res.junk['count']} junk text(s) left out with their {res.n_pairs_junk} evaluated "
-                             f"pair(s): {', '.join(res.junk['ids'][:5])}", "yellow"))
+    if res.junk is not None and res.junk.count:
+        console.print(styled(f"{res.junk.count} junk text(s) left out with their {res.n_pairs_junk} evaluated "
+                             f"pair(s): {', '.join(res.junk.ids[:5])}", "yellow"))
     if res.n_truncated:
         console.print(f"{res.n_truncated} text(s) were cut at the model's maximum sequence length")
     for note in res.notes:

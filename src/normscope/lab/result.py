@@ -16,8 +16,326 @@ import numpy as np
 import pandas as pd
 
 from normscope.results import StageResult, summary_field
+from normscope.values import Interval, Record, Spread, key
 
-__all__ = ["LabResult", "TransformerLabResult"]
+__all__ = ["LabResult", "TransformerLabResult", "DecisiveResult", "Agreement", "LabGate", "LabGroup", "Motion",
+           "TrainingLoss", "Step0Summary",
+           "TrajectoryCheck", "StationarityCheck", "Stationarity", "PredictionStats", "PredictionCI", "NullStat",
+           "PredictionNull", "SnapshotPrediction", "RunTrajectory", "DecisiveRun", "ScalingFit", "ScalingRun",
+           "ScalingPrediction", "LambdaScaling", "GridRow", "SelectedSetting", "EncoderConfig", "DecisiveEncoder",
+           "NoDecay"]
+
+
+# -- the lab's nested values (free table / MLP) ------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Agreement(Record):
+    """Agreement of predicted R_eq and the observed norm over the items (relative errors, correlations)."""
+
+    mean_abs_rel_error: float | None = None
+    median_rel_error: float | None = None
+    max_abs_rel_error: float | None = None
+    pearson: float | None = None
+    spearman: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class LabGate(Record):
+    """The docs/theory.md 7A gate: its thresholds and whether this run ``passed`` it."""
+
+    mean_abs_rel_error: float | None = None
+    abs_median_rel_error: float | None = None
+    pearson: float | None = None
+    passed: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class LabGroup(Record):
+    """Means over the items of one ambiguity group."""
+
+    ambiguity: int | None = None
+    n: int | None = None
+    r_obs: float | None = None
+    heat: float | None = None
+    drift: float | None = None
+    r_eq: float | None = None
+    mean_abs_rel_error: float | None = None
+
+
+# -- the transformer lab's nested values ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Motion(Record):
+    """How the probe items' norms moved from step 0 to the end, against baselines (``motion``)."""
+
+    spearman_start_vs_final: float | None = None
+    spearman_start_vs_final_ci: Interval | None = None
+    partial_spearman_predicted_vs_final_given_start: float | None = None
+    partial_spearman_predicted_vs_final_given_start_ci: Interval | None = None
+    fraction_moved_toward_common_target: float | None = None
+    fraction_moved_toward_common_target_ci: Interval | None = None
+    fraction_of_distance: Spread | None = None
+    n_with_prediction: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingLoss(Record):
+    """The training loss averaged over the first and the last ``steps_averaged`` steps."""
+
+    first: float | None = None
+    last: float | None = None
+    steps_averaged: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Step0Summary(Record):
+    """The step-0 probe's summary (its own keys kept) with q/c, heat and drift over the probe items."""
+
+    q_over_c: Spread | None = None
+    heat: Spread | None = None
+    drift: Spread | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TrajectoryCheck(Record):
+    """The trajectory estimator's summary (``trajectory``); ``stationary`` is the measured stationarity."""
+
+    stationary: bool | None = None
+
+
+# -- the decisive design's nested values (docs/lab.md) ---------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class StationarityCheck(Record):
+    """One check of :func:`normscope.lab.stationarity.classify_window`."""
+
+    passed: bool | None = None
+    value: Any = None
+    rule: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Stationarity(Record):
+    """:func:`normscope.lab.stationarity.classify_window` of one run's window."""
+
+    label: str | None = None
+    passed: bool | None = None
+    checks: dict[str, StationarityCheck] | None = None
+    reasons: list[str] | None = None
+    mean_r2_halves: list | None = None
+    relative_change: float | None = None
+    loss_mean: float | None = None
+    chance_loss: float | None = None
+    spread: float | None = None
+    accuracy: float | None = None
+    accuracy_ci: Interval | None = None
+    relaxations_before_window: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictionStats(Record):
+    """The statistics of the prediction with no fitted constant (:data:`normscope.lab.prediction.STAT_NAMES`)."""
+
+    mean_abs_rel_error: float | None = None
+    median_rel_error: float | None = None
+    pearson: float | None = None
+    spearman: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictionCI(Record):
+    """The 95 % CIs of :class:`PredictionStats` (snapshots, batches, items)."""
+
+    mean_abs_rel_error: Interval | None = None
+    median_rel_error: Interval | None = None
+    pearson: Interval | None = None
+    spearman: Interval | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class NullStat(Record):
+    """One statistic under the permutation null: its ``median``, ``p`` (at least as good) and ``p_above``."""
+
+    median: float | None = None
+    p: float | None = None
+    p_above: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictionNull(Record):
+    """:class:`NullStat` of each statistic of :class:`PredictionStats`."""
+
+    mean_abs_rel_error: NullStat | None = None
+    median_rel_error: NullStat | None = None
+    pearson: NullStat | None = None
+    spearman: NullStat | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SnapshotPrediction(Record):
+    """:func:`normscope.lab.prediction.snapshot_prediction` of a base run (its per-item arrays in ``per_item``)."""
+
+    stats: PredictionStats | None = None
+    ci: PredictionCI | None = None
+    null: PredictionNull | None = None
+    n_items: int | None = None
+    n_excluded: int | None = None
+    excluded: dict[str, int] | None = None
+    n_negative_q: int | None = None
+    negative_q: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunTrajectory(Record):
+    """Medians over the probe items of the trajectory estimates of a run's window."""
+
+    q_over_c: float | None = None
+    q_over_c_realised: float | None = None
+    c_realised_over_c: float | None = None
+    heat_share: float | None = None
+    drift_share: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DecisiveRun(Record):
+    """One run of the design (``base[optimizer]``): its setting, window, stationarity, trajectory and prediction."""
+
+    name: str | None = None
+    optimizer: str | None = None
+    eta: float | None = None
+    lam: float | None = key("lambda")
+    steps: int | None = None
+    burn_in: int | None = None
+    start: str | None = None
+    relaxation_steps: float | None = None
+    relaxations: float | None = None
+    label: str | None = None
+    reasons: list[str] | None = None
+    stationarity: Stationarity | None = None
+    lambda_rad_per_lambda: float | None = None
+    relative_step: float | None = None
+    trajectory: RunTrajectory | None = None
+    prediction: SnapshotPrediction | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalingFit(Record):
+    """:func:`normscope.lab.scaling.lambda_scaling_fit`: the slope of log R-bar on log lambda and its CI."""
+
+    slope: float | None = None
+    ci: Interval | None = None
+    intercept: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalingRun(Record):
+    """One run of a lambda-scaling series."""
+
+    name: str | None = None
+    lam: float | None = key("lambda")
+    steps: int | None = None
+    label: str | None = None
+    reasons: list[str] | None = None
+    relaxations: float | None = None
+    mean_r_window: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalingPrediction(Record):
+    """:func:`normscope.lab.scaling.predicted_exponent`, stated before the scaled runs."""
+
+    exponent: float | None = None
+    heat_share: float | None = None
+    free_vector: float | None = None
+    basis: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class LambdaScaling(Record):
+    """The lambda-scaling series of one optimizer (``scaling[optimizer]``)."""
+
+    fit: ScalingFit | None = None
+    prediction: ScalingPrediction | None = None
+    runs: list[ScalingRun] | None = None
+    all_stationary: bool | None = None
+    prediction_in_ci: bool | None = None
+    free_vector_in_ci: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class GridRow(Record):
+    """One setting of the eta/lambda grid (:func:`normscope.lab.decisive_analysis.grid_rows`)."""
+
+    eta: float | None = None
+    lam: float | None = key("lambda")
+    eta_lambda: float | None = None
+    mask: str | None = None
+    relative_step: float | None = None
+    relaxation_steps: float | None = None
+    steps: int | None = None
+    label: str | None = None
+    reasons: list[str] | None = None
+    loss_window: float | None = None
+    accuracy_end: float | None = None
+    mean_r_start: float | None = None
+    mean_r_window: float | None = None
+    relative_change: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SelectedSetting(Record):
+    """The base SGD setting and the rule that chose it (:func:`normscope.lab.decisive.select_setting`)."""
+
+    eta: float | None = None
+    lam: float | None = key("lambda")
+    relaxation_steps: float | None = None
+    rule: str | None = None
+    reason: str | None = None
+    fallback: bool | None = None
+    relative_step: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderConfig(Record):
+    """The design's BERT."""
+
+    hidden: int | None = None
+    layers: int | None = None
+    heads: int | None = None
+    intermediate: int | None = None
+    pooling: str | None = None
+    tokenizer: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DecisiveEncoder(Record):
+    """The design's encoder: its config, its AdamW pre-training and its held-out accuracy."""
+
+    config: EncoderConfig | None = None
+    pretrain: dict | None = None
+    heldout_accuracy: float | None = None
+    heldout_accuracy_ci: Interval | None = None
+    chance: float | None = None
+    n_eval: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class NoDecay(Record):
+    """The SGD run without decay (:func:`normscope.lab.scaling.growth_without_decay` and the initial rates)."""
+
+    ratio: float | None = None
+    ci: Interval | None = None
+    fraction_grew: float | None = None
+    grew: bool | None = None
+    steps: int | None = None
+    start: str | None = None
+    eta: float | None = None
+    initial_rate_of_mean_r2: float | None = None
+    predicted_initial_rate: float | None = None
+    accuracy_end: float | None = None
 
 
 def _f(label: str, unit: str = "", default: Any = None):
@@ -68,22 +386,22 @@ class LabResult(StageResult):
     c_row: str = _f("row of the section-4 table for c")
     snapshots: int | None = _f("snapshot states S")
     probe_batches: int | None = _f("virtual batches K per state")
-    single_snapshot: dict | None = _f("agreement from a single snapshot")
-    uncorrected: dict | None = _f("agreement without the (E12) momentum correction")
+    single_snapshot: Agreement | None = _f("agreement from a single snapshot")
+    uncorrected: Agreement | None = _f("agreement without the (E12) momentum correction")
     e5_max_rel_residual: float | None = _f("largest per-step (E5) residual (relative)")
     mean_abs_rel_error: float | None = _f("mean |relative error| of R_eq")
     median_rel_error: float | None = _f("median signed relative error")
     max_abs_rel_error: float | None = _f("max |relative error|")
     pearson: float | None = _f("Pearson r, R_eq vs observed R")
     spearman: float | None = _f("Spearman \u03c1, R_eq vs observed R")
-    q_over_c: dict | None = _f("q/c (E9; 1 = balance)")
+    q_over_c: Spread | None = _f("q/c (E9; 1 = balance)")
     corr_r_heat: float | None = _f("Pearson r(R, heat)")
     corr_r_drift: float | None = _f("Pearson r(R, drift)")
     spearman_r_ambiguity: float | None = _f("Spearman \u03c1(R, ambiguity)")
-    groups: list | None = _f("per ambiguity group")
-    gate: dict | None = _f("docs/theory.md 7A gate")
+    groups: list[LabGroup] | None = _f("per ambiguity group")
+    gate: LabGate | None = _f("docs/theory.md 7A gate")
     sgd_formula_expected: bool | None = _f("SGD formula expected to hold")
-    caveats: list = summary_field("caveats", default_factory=list)
+    caveats: list[str] = summary_field("caveats", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     trajectories: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     timings: dict = dataclasses.field(default_factory=dict)
@@ -137,9 +455,9 @@ class TransformerLabResult(StageResult):
     q_over_c_mean: float | None = _f("mean q/c over the window (E9; 1 = balance)")
     q_over_c_median: float | None = _f("median q/c over the window")
     spearman_predicted_vs_final: float | None = _f("Spearman \u03c1, step-0 R_eq vs final R")
-    spearman_predicted_vs_final_ci: list | None = _f("95% CI (bootstrap over probe items)")
+    spearman_predicted_vs_final_ci: Interval | None = _f("95% CI (bootstrap over probe items)")
     fraction_moved_toward_req: float | None = _f("fraction of probe items whose norm moved toward R_eq")
-    fraction_moved_toward_req_ci: list | None = _f("95% Wilson interval (probe items as independent trials)")
+    fraction_moved_toward_req_ci: Interval | None = _f("95% Wilson interval (probe items as independent trials)")
     pearson_final_vs_req_trajectory: float | None = _f("Pearson r, final R vs R_eq of the window (stationary check)")
     pearson_final_vs_req_trajectory_reason: str | None = _f("why the stationary check is not computed")
     estimator: str = _f("estimator", default="trajectory")
@@ -164,11 +482,11 @@ class TransformerLabResult(StageResult):
     probe_batches: int | None = _f("step-0 probe batches K")
     seed: int | None = _f("seed")
     device: str | None = _f("device")
-    motion: dict | None = _f("how the norms moved (details)")
-    trajectory: dict | None = _f("trajectory estimator (details)")
-    step0: dict | None = _f("step-0 probe (details)")
-    loss: dict | None = _f("training loss")
-    caveats: list = summary_field("caveats", default_factory=list)
+    motion: Motion | None = _f("how the norms moved (details)")
+    trajectory: TrajectoryCheck | None = _f("trajectory estimator (details)")
+    step0: Step0Summary | None = _f("step-0 probe (details)")
+    loss: TrainingLoss | None = _f("training loss")
+    caveats: list[str] = summary_field("caveats", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     norms: np.ndarray | None = None
     record: Any = None
@@ -209,15 +527,15 @@ class DecisiveResult(StageResult):
     stationary: bool | None = _f("SGD base run stationary (all checks passed)")
     stationarity_label: str | None = _f("SGD base run: stationary / drifting / collapsed")
     mean_abs_rel_error: float | None = _f("mean |R_eq - R-bar| / R-bar (SGD, snapshot probes)")
-    mean_abs_rel_error_ci: list | None = _f("95% CI (snapshots, batches, items)")
+    mean_abs_rel_error_ci: Interval | None = _f("95% CI (snapshots, batches, items)")
     pearson: float | None = _f("Pearson r, R_eq vs time-averaged norm R-bar (SGD)")
-    pearson_ci: list | None = _f("95% CI (snapshots, batches, items)")
+    pearson_ci: Interval | None = _f("95% CI (snapshots, batches, items)")
     spearman: float | None = _f("Spearman \u03c1, R_eq vs R-bar (SGD)")
-    spearman_ci: list | None = _f("95% CI (snapshots, batches, items)")
+    spearman_ci: Interval | None = _f("95% CI (snapshots, batches, items)")
     null_p_mean_abs_rel_error: float | None = _f("permutation p of the mean |rel. error| (R-free statistics shuffled)")
     claim: dict | None = _f("scorecard row")
     sizes: dict | None = _f("design sizes")
-    encoder: dict | None = _f("the encoder: config, AdamW pre-training, held-out accuracy")
+    encoder: DecisiveEncoder | None = _f("the encoder: config, AdamW pre-training, held-out accuracy")
     seed: int | None = _f("seed")
     device: str | None = _f("device")
     workers: int | None = _f("parallel runs")
@@ -231,13 +549,13 @@ class DecisiveResult(StageResult):
     probe_set: str | None = _f("how the probe items were chosen")
     decay_mask: str | None = _f("decay mask \u03b8_D")
     lambda_rad_per_lambda_pretrained: float | None = _f("\u03bb_rad/\u03bb of the pre-trained encoder (E4, median item)")
-    grid: list | None = _f("\u03b7/\u03bb grid (SGD)")
-    selected: dict | None = _f("selected SGD setting and the rule")
-    base: dict | None = _f("base runs per optimizer")
+    grid: list[GridRow] | None = _f("\u03b7/\u03bb grid (SGD)")
+    selected: SelectedSetting | None = _f("selected SGD setting and the rule")
+    base: dict[str, DecisiveRun] | None = _f("base runs per optimizer")
     predictions: dict | None = _f("\u03bb-scaling exponents predicted before the scaled runs")
-    scaling: dict | None = _f("\u03bb-scaling slopes per optimizer")
-    nodecay: dict | None = _f("SGD without decay")
-    caveats: list = summary_field("caveats", default_factory=list)
+    scaling: dict[str, LambdaScaling] | None = _f("\u03bb-scaling slopes per optimizer")
+    nodecay: NoDecay | None = _f("SGD without decay")
+    caveats: list[str] = summary_field("caveats", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     timings: dict = dataclasses.field(default_factory=dict)
     directory: str | None = None

@@ -8,9 +8,11 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from normscope.results import StageResult, summary_field
-from normscope.values import Interval, Record
+from normscope.values import Interval, JunkSummary, Record, Spread
 
-__all__ = ["ProbeResult", "ProbeCorrelation", "CorrelationCI"]
+__all__ = ["ProbeResult", "ProbeCorrelation", "CorrelationCI", "BalanceStats", "BalanceCI", "NullSummary", "BalanceNull",
+           "BalanceP", "Balance", "KConvergence", "D2Check", "SecondOrder", "FiniteDifferences", "DecayFit",
+           "Reliability", "RelativeSE", "GradError"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +51,149 @@ class ProbeCorrelation(Record):
     note: str | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class BalanceStats(Record):
+    """The statistics of Theorem 1's requirement q(x) = c (:data:`normscope.probes.balance.STATISTICS`)."""
+
+    dispersion: float | None = None
+    share_negative_q: float | None = None
+    mean_abs_rel_error: float | None = None
+    heat_share: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class BalanceCI(Record):
+    """The CIs of :class:`BalanceStats` (batches and items)."""
+
+    dispersion: Interval | None = None
+    share_negative_q: Interval | None = None
+    mean_abs_rel_error: Interval | None = None
+    heat_share: Interval | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class NullSummary(Record):
+    """A statistic under the permutation null: its ``mean`` and central 95 % ``range``."""
+
+    mean: float | None = None
+    range: Interval | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class BalanceNull(Record):
+    """:class:`NullSummary` of each statistic of :class:`BalanceStats`."""
+
+    dispersion: NullSummary | None = None
+    share_negative_q: NullSummary | None = None
+    mean_abs_rel_error: NullSummary | None = None
+    heat_share: NullSummary | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class BalanceP(Record):
+    """One-sided permutation p-values of each statistic of :class:`BalanceStats`."""
+
+    dispersion: float | None = None
+    share_negative_q: float | None = None
+    mean_abs_rel_error: float | None = None
+    heat_share: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Balance(Record):
+    """:func:`normscope.probes.balance.balance_test`: the statistics, their permutation null and CIs."""
+
+    primary: str | None = None
+    n_items: int | None = None
+    c: str | None = None
+    c_fit: float | None = None
+    statistics: BalanceStats | None = None
+    method: str | None = None
+    ci_resamples: str | None = None
+    n_perm: int | None = None
+    n_boot: int | None = None
+    null: BalanceNull | None = None
+    p_below: BalanceP | None = None
+    p_above: BalanceP | None = None
+    ci: BalanceCI | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class KConvergence(Record):
+    """:func:`normscope.probes.uncertainty.k_convergence`: one row per number of batches K, keyed by correlation field
+    (``{"batches": K, field: {"spearman", "ci"}}``)."""
+
+    method: str | None = None
+    rows: list[dict] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class D2Check(Record):
+    """A float64 check of the second-order term D2 on one chunk: relative differences to the reference."""
+
+    items: int | None = None
+    median_rel_diff: float | None = None
+    max_rel_diff: float | None = None
+    verdict: str | None = None
+    reference: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SecondOrder(Record):
+    """How D2's term was computed (``method``, ``description``), its float64 ``check`` and a ``fallback`` note."""
+
+    method: str | None = None
+    description: str | None = None
+    check: D2Check | None = None
+    fallback: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FiniteDifferences(Record):
+    """The finite differences of D2: dtype, step target, median step, and their float64 ``check``."""
+
+    dtype: str | None = None
+    target: float | None = None
+    eps_median: float | None = None
+    check: D2Check | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DecayFit(Record):
+    """The (E11) least-squares fit of lambda_rad and eta (``error`` says why it failed)."""
+
+    lambda_rad: float | None = None
+    eta: float | None = None
+    error: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Reliability(Record):
+    """Split-half reliability of drift and heat across items (Spearman-Brown corrected)."""
+
+    drift_split_half: float | None = None
+    heat_split_half: float | None = None
+    method: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RelativeSE(Record):
+    """Median relative standard error per item of heat and drift."""
+
+    heat: float | None = None
+    drift: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class GradError(Record):
+    """The bf16 pair gradient against fp32 on batch ``batch``: relative error and cosine to the fp32 gradient."""
+
+    rel_error: float | None = None
+    cosine: float | None = None
+    batch: int | None = None
+    reference: str | None = None
+
+
 @dataclasses.dataclass
 class ProbeResult(StageResult):
     """Output of :func:`~normscope.probes.run_probe` (``normscope probe``).
@@ -83,7 +228,7 @@ class ProbeResult(StageResult):
     model: str = summary_field("model", default=None)
     fingerprint: dict | None = summary_field("model fingerprint", default=None)
     n_items: int = summary_field("probe items P", unit="items", default=None)
-    junk: dict = summary_field("junk items left out", default=None)
+    junk: JunkSummary = summary_field("junk items left out", default=None)
     n_truncated: int | None = summary_field("items truncated at the model's max length", unit="items", default=None)
     max_seq_length: int | None = summary_field("model max length", unit="tokens", default=None)
     batches: int = summary_field("probe batches K", default=None)
@@ -101,7 +246,7 @@ class ProbeResult(StageResult):
     n_pairs: int = summary_field("pairs available", unit="pairs", default=None)
     decay_mask: str = summary_field("decay mask \u03b8_D", default=None)
     loss: str = summary_field("probe loss", default=None)
-    attention: list = summary_field("attention switched for forward-mode AD", default=None)
+    attention: list[str] = summary_field("attention switched for forward-mode AD", default=None)
     seed: int = summary_field("seed", default=None)
     corr_norm_heat: ProbeCorrelation | None = summary_field("R vs heat \u03a3\u00b2", default=None)
     corr_norm_drift: ProbeCorrelation | None = summary_field("R vs drift D~", default=None)
@@ -111,28 +256,28 @@ class ProbeResult(StageResult):
     corr_norm_displacement: ProbeCorrelation | None = summary_field("R vs R-free displacement E||a||\u00b2 (guard)", default=None)
     corr_norm_heat_rate: ProbeCorrelation | None = summary_field("R vs heat rate S/R\u2074 (guard)", default=None)
     corr_norm_d2: ProbeCorrelation | None = summary_field("R vs second-order drift D2 (guard)", default=None)
-    k_convergence: dict = summary_field("headline statistics at K/4, K/2, K", default=None)
+    k_convergence: KConvergence = summary_field("headline statistics at K/4, K/2, K", default=None)
     heat_cancelled_by_d2: float | None = summary_field("median share of heat cancelled by D2 (\u22122 D2 R\u00b2 / S)", default=None)
     n_negative_q: int = summary_field("items with q < 0 (net inward motion without decay)", unit="items", default=None)
     n_negative_lambda_rad: int = summary_field("items with \u03bb_rad/\u03bb < 0 under this decay mask", unit="items", default=None)
     c_fit: float | None = summary_field("fitted c = median q", unit="per step", default=None)
     q_over_c_mean: float | None = summary_field("mean q/c", default=None)
-    q_over_c: dict = summary_field("q/c", default=None)
+    q_over_c: Spread = summary_field("q/c", default=None)
     r_eq_cfit_mean_abs_rel_error: float | None = summary_field("mean |R_eq(c_fit) \u2212 R| / R", default=None)
-    balance: dict = summary_field("Theorem 1's requirement q(x) = c for every item, against a permutation null",
+    balance: Balance = summary_field("Theorem 1's requirement q(x) = c for every item, against a permutation null",
                                   default=None)
-    fit_e11: dict = summary_field("(E11) least-squares \u03bb_rad and \u03b7", default=None)
-    lambda_rad_per_lambda: dict = summary_field("\u03bb_rad/\u03bb over items", default=None)
-    reliability: dict = summary_field("split-half reliability", default=None)
-    median_rel_se: dict = summary_field("median relative standard error per item", default=None)
-    norm: dict = summary_field("observed norm R", unit="||z||", default=None)
-    second_order: dict = summary_field("second-order radial term of D2", default=None)
-    fd: dict | None = summary_field("finite differences for D2", default=None)
+    fit_e11: DecayFit = summary_field("(E11) least-squares \u03bb_rad and \u03b7", default=None)
+    lambda_rad_per_lambda: Spread = summary_field("\u03bb_rad/\u03bb over items", default=None)
+    reliability: Reliability = summary_field("split-half reliability", default=None)
+    median_rel_se: RelativeSE = summary_field("median relative standard error per item", default=None)
+    norm: Spread = summary_field("observed norm R", unit="||z||", default=None)
+    second_order: SecondOrder = summary_field("second-order radial term of D2", default=None)
+    fd: FiniteDifferences | None = summary_field("finite differences for D2", default=None)
     precision: str = summary_field("precision of the pair-gradient passes (the rest is fp32/fp64)", default="fp32")
-    grad_error_vs_fp32: dict | None = summary_field("bf16 pair gradient vs fp32 (batch 0)", default=None)
+    grad_error_vs_fp32: GradError | None = summary_field("bf16 pair gradient vs fp32 (batch 0)", default=None)
     loss_mean: float = summary_field("mean InfoNCE loss of the probe batches", default=None)
-    timings_s: dict = summary_field("time", unit="s", default=None)
-    caveats: list = summary_field("caveats", default=None)
+    timings_s: dict[str, float] = summary_field("time", unit="s", default=None)
+    caveats: list[str] = summary_field("caveats", default=None)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     moments: Any = None
 
@@ -140,10 +285,6 @@ class ProbeResult(StageResult):
     def summary(self) -> dict:
         """The ``--json`` dict (:meth:`to_dict`)."""
         return self.to_dict()
-
-    def __post_init__(self) -> None:
-        for k in self.CORRELATIONS:
-            object.__setattr__(self, k, ProbeCorrelation.from_json(getattr(self, k)))
 
     def correlations(self) -> list[tuple[str, str, ProbeCorrelation]]:
         """``[(field, label, block)]`` of the correlations that were computed, in display order."""

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from normscope.errors import DataError, DataMissing
 from normscope.report.stage import StageUnavailable
+from normscope.report.summary import ClaimsTested, MissingData, MissingEntry, ReportSummary
 
 __all__ = ["data_unavailable", "missing_reason", "missing_entry", "availability", "WAYS"]
 
@@ -93,16 +94,19 @@ def availability(summary: Mapping, sections: Mapping[str, str]) -> dict:
     sections : mapping of section key -> heading
         The page's section titles (:data:`normscope.report.config.SECTIONS`).
     """
-    claims = list(summary.get("claims") or [])
-    untested = [c for c in claims if c.get("verdict") == "not testable here"]
+    summ = ReportSummary.from_json(dict(summary))
+    claims = summ.claims or []
+    untested = [c for c in claims if c.verdict == "not testable here"]
     verdicts: dict[str, int] = {}
     for c in claims:
-        verdicts[c.get("verdict", "?")] = verdicts.get(c.get("verdict", "?"), 0) + 1
+        v = c.verdict if c.verdict is not None else "?"
+        verdicts[v] = verdicts.get(v, 0) + 1
     by_data: dict[str, dict] = {}
 
-    def add(name: str, entry: Mapping, where: str, claim_keys: Sequence[str]) -> None:
-        d = by_data.setdefault(name, {"dataset": name, "title": entry.get("title", name), "cause": entry.get("cause", ""),
-                                      "sections": [], "claims": []})
+    def add(name: str, entry: MissingEntry, where: str, claim_keys: Sequence[str]) -> None:
+        d = by_data.setdefault(name, {"dataset": name, "title": entry.title if entry.title is not None else name,
+                                      "cause": entry.cause if entry.cause is not None else "", "sections": [],
+                                      "claims": []})
         if where not in d["sections"]:
             d["sections"].append(where)
         for k in claim_keys:
@@ -110,21 +114,21 @@ def availability(summary: Mapping, sections: Mapping[str, str]) -> dict:
                 d["claims"].append(k)
 
     for key, title in sections.items():
-        sec = summary.get(key) or {}
-        in_sec = [c["key"] for c in untested if c.get("section") == key]
-        for name, entry in (sec.get("missing") or {}).items():
-            only = entry.get("claims")  # a stage that lacks several datasets may say which claims each one blocks
+        sec = summ.section(key)
+        in_sec = [c.key for c in untested if c.section == key]
+        for name, entry in (sec.missing or {}).items():
+            only = entry.claims  # a stage that lacks several datasets may say which claims each one blocks
             add(name, entry, title.split(":")[0], in_sec if only is None else [k for k in in_sec if k in only])
-        for sig, entry in ((sec.get("derived") or {}).get("missing") or {}).items():
-            add(entry["dataset"], entry, _SIGNAL_LABEL.format(sig), [k for k in in_sec if k == sig])
+        # the semantic-signals section's derived numbers (a stage's own free-form dict) name the dataset per signal
+        for sig, entry in ((sec.derived or {}).get("missing") or {}).items():
+            entry = MissingEntry.from_json(entry)
+            add(entry.dataset, entry, _SIGNAL_LABEL.format(sig), [k for k in in_sec if k == sig])
     for d in by_data.values():
         n = len(d["claims"])  # the keys are in ``claims``; the line counts them so it stays one line
         blocked = f", {n} claim{'s' if n != 1 else ''} left untested" if n else ""
         d["line"] = (f"{d['title']} is {_cause(d['cause'])}: {', '.join(d['sections'])} not run{blocked}. "
                      f"Get it: `normscope data fetch {d['dataset']}` (network) | --data DIR or NORMSCOPE_DATA=DIR "
                      "(local copy) | --mirror URL|DIR")
-    return {
-        "claims_tested": {"total": len(claims), "tested": len(claims) - len(untested),
-                          "not_tested": [c["key"] for c in untested], "verdicts": verdicts},
-        "missing_data": list(by_data.values()),
-    }
+    tested = ClaimsTested(total=len(claims), tested=len(claims) - len(untested), not_tested=[c.key for c in untested],
+                          verdicts=verdicts)
+    return {"claims_tested": tested.to_json(), "missing_data": [MissingData(**d).to_json() for d in by_data.values()]}

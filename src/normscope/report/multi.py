@@ -26,7 +26,7 @@ from normscope._io import output_set, write_json
 from normscope.encoders import model_slug
 from normscope.errors import InputError, NormscopeError
 from normscope._plot import pyplot, save_figure
-from normscope.claims import CLAIMS
+from normscope.claims import CLAIMS, ClaimRow
 from normscope.report.config import ReportConfig
 from normscope.report.html import render_multi_report
 from normscope.report.runner import ReportResult, check_report_inputs, run_report
@@ -131,11 +131,11 @@ def forest_data(claims: dict[str, list[dict]]) -> list[ForestPanel]:
     panels = []
     for key in CLAIMS:
         rows = [_row(claims[m], key) for m in models]
-        if all(r.get("measured") is None for r in rows):
+        if all(r.measured is None for r in rows):
             continue
-        what = next((r.get("what") for r in rows if r.get("what")), "") or ""
+        what = next((r.what for r in rows if r.what), "") or ""
         panels.append(ForestPanel(key, CLAIMS[key].claim, what, tuple(
-            ForestRow(m, r.get("measured"), tuple(r["ci"]) if r.get("ci") else None, r.get("verdict") == "refuted")
+            ForestRow(m, r.measured, tuple(r.ci) if r.ci else None, r.verdict == "refuted")
             for m, r in zip(models, rows))))
     return panels
 
@@ -182,8 +182,9 @@ def plot_forest(claims: dict[str, list[dict]], path: str | Path) -> Path | None:
     return save_figure(fig, Path(path), dpi=110)
 
 
-def _row(rows: list[dict], key: str) -> dict:
-    return next((r for r in rows or [] if r.get("key") == key), {})
+def _row(rows: list[dict], key: str) -> ClaimRow:
+    """The scorecard row of claim ``key`` (an empty row when there is none)."""
+    return next((r for r in map(ClaimRow.from_json, rows or []) if r.key == key), ClaimRow())
 
 
 def run_multi_report(config: ReportConfig, models: list[str], *, console=None, progress: bool = True,

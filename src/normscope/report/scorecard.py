@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from normscope.claims import CLAIMS, check_one_verdict_per_statistic, not_testable_row, paper_scope_rows
 from normscope.report.stage import StageRecord
 from normscope.report.stages import STAGES
+from normscope.report.stages.setup import SECTION as SETUP, SetupResult
 from normscope.values import Status
 
 __all__ = ["gather_claims"]
@@ -52,8 +53,8 @@ def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) 
             for row in sec.claims:
                 found.setdefault(row["key"], dict(row))
     if model is None:
-        setup = sections.get("setup")
-        model = ((setup.result or {}).get("model") if setup is not None else None)
+        setup = sections.get(SETUP)
+        model = SetupResult.from_json(setup.result or {}).model if setup is not None else None
     for row in paper_scope_rows(model):
         found.setdefault(row["key"], row)
     rows = []

@@ -8,7 +8,7 @@ theorem's gate). When a number is missing the sentence says so instead of guessi
 from __future__ import annotations
 
 from normscope._format import finite, num
-from normscope.values import Interval
+from normscope.values import Correlation, Interval
 
 __all__ = ["strength", "ci_excludes_zero", "ci_words", "corr_parts", "correlation_sentence"]
 
@@ -48,8 +48,8 @@ def corr_parts(c) -> tuple:
     (``spearman`` and ``spearman_ci``, as an object or its JSON), or None (``(None, None, ...)``)."""
     if c is None:
         return None, None, "Spearman \u03c1"
-    if isinstance(c, dict):
-        return c.get("spearman"), c.get("spearman_ci"), "Spearman \u03c1"
+    if isinstance(c, dict):  # a correlate result's JSON
+        c = Correlation.from_json(c)
     ci = c.ci.spearman if getattr(c, "ci", None) is not None else getattr(c, "spearman_ci", None)
     return c.spearman, (list(ci) if ci is not None else None), "Spearman \u03c1"
 

@@ -37,14 +37,92 @@ from normscope.retrieval.calibrator import (Calibrator, answer_stats, check_fing
 from normscope.retrieval.pipeline import (_Phases, _drop_junk, _embed, _junk_entry, _resolve_fit_split, _sorted_split,
                                           _subsample_docs, _subsample_queries)
 from normscope.retrieval.qpp import QPP_SIGNALS, QPP_SPECS, corpus_scores, qpp_signals
+from normscope.retrieval.result import EceBins
 from normscope.retrieval.search import FoldedIndex, order_run
 from normscope.table import require_raw_norms
+from normscope.values import Interval, Record
 
-__all__ = ["run_calibrate", "CalibrateResult", "CV_PARTS", "evaluate_calibrator", "read_run"]
+__all__ = ["run_calibrate", "CalibrateResult", "CV_PARTS", "evaluate_calibrator", "read_run", "ThresholdStats",
+           "HeldOut", "AnswerThreshold", "DocumentThreshold", "Thresholds", "DatasetRef", "Shift"]
 
 #: Fit / calibration / held-out fractions when the dataset has only one split.
 CV_PARTS = (0.4, 0.3, 0.3)
 DEPTH = 100
+
+
+@dataclasses.dataclass(frozen=True)
+class ThresholdStats(Record):
+    """Precision and coverage (with bootstrap CIs over queries) of one threshold on the held-out queries."""
+
+    threshold: float | None = None
+    precision: float | None = None
+    precision_ci: Interval | None = None
+    coverage: float | None = None
+    coverage_ci: Interval | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldOut(Record):
+    """Every held-out number of a calibrator (:func:`evaluate_calibrator`), on split ``split``."""
+
+    n: int | None = None
+    base_rate: float | None = None
+    mean_p: float | None = None
+    auroc: float | None = None
+    auroc_ci: Interval | None = None
+    ece: float | None = None
+    ece_ci: Interval | None = None
+    ece_bins: EceBins | None = None
+    answer: ThresholdStats | None = None
+    answer_at: list[ThresholdStats] | None = None
+    keep_documents: ThresholdStats | None = None
+    split: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswerThreshold(Record):
+    """The Learn-then-Test threshold on P(relevant) (:func:`normscope.retrieval.calibrator.ltt_threshold`)."""
+
+    threshold: float | None = None
+    precision: float | None = None
+    delta: float | None = None
+    statement: str | None = None
+    assumption: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DocumentThreshold(Record):
+    """The cosine threshold of the top-``k`` documents (:func:`normscope.retrieval.calibrator.score_threshold`)."""
+
+    k: int | None = None
+    threshold: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Thresholds(Record):
+    """The thresholds a calibrator file holds (``thresholds``), chosen on its calibration queries."""
+
+    answer: AnswerThreshold | None = None
+    keep_documents: DocumentThreshold | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetRef(Record):
+    """Where a calibrator was fitted or is evaluated."""
+
+    dataset: str | None = None
+    dataset_name: str | None = None
+    split: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Shift(Record):
+    """A calibrator applied to another dataset than the one it was fitted on."""
+
+    fitted_on: DatasetRef | None = None
+    evaluated_on: DatasetRef | None = None
+    same_dataset: bool | None = None
+    note: str | None = None
 
 
 @dataclasses.dataclass
@@ -69,8 +147,13 @@ class CalibrateResult(StageResult):
     parts: dict = summary_field("queries per part", unit="queries")
     seed: int = summary_field("seed")
     calibrator: dict = summary_field("calibrator (the --calibrator file)")
-    heldout: dict = summary_field("held-out evaluation")
-    shift: dict | None = summary_field("shift: fitted on another dataset")
+
+    @property
+    def thresholds(self) -> Thresholds:
+        """The calibrator's thresholds (of its file's content :attr:`calibrator`)."""
+        return Thresholds.from_json((self.calibrator or {}).get("thresholds") or {})
+    heldout: HeldOut = summary_field("held-out evaluation")
+    shift: Shift | None = summary_field("shift: fitted on another dataset")
     junk: dict = summary_field("junk items left out")
     items: Any = None
     timings: dict = dataclasses.field(default_factory=dict)

@@ -6,9 +6,11 @@ import dataclasses
 from typing import Any, ClassVar
 
 from normscope.results import StageResult, summary_field
-from normscope.values import Interval, Record, key
+from normscope.values import Interval, JunkSummary, NormError, Record, key
 
-__all__ = ["RetrievalResult", "ScorerEval", "SignalCalibration", "SCORER_LABELS", "SIGNAL_LABELS"]
+__all__ = ["RetrievalResult", "ScorerEval", "SignalCalibration", "SCORER_LABELS", "SIGNAL_LABELS", "SignalFit",
+           "EceBins", "QueryCounts", "RetrievalJunk", "Significance", "StratumRow", "Strata", "CalibrationInfo",
+           "QppEval", "QppInfo", "SingleBaseline", "IncrementalNdcg", "IncrementalValue"]
 
 #: Display labels of the per-scorer numbers (CLI table and report).
 SCORER_LABELS: dict[str, str] = {
@@ -66,6 +68,25 @@ class ScorerEval(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class SignalFit(Record):
+    """The fitted map of a confidence signal: its pre-specified ``direction`` and the ``mapping``."""
+
+    direction: int | None = None
+    mapping: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class EceBins(Record):
+    """How the ECE's bins were filled (:func:`normscope.retrieval.calibration.bin_report`); ``flag`` says when too few
+    bins are populated for the ECE to mean much."""
+
+    populated_bins: int | None = None
+    largest_bin: int | None = None
+    n: int | None = None
+    flag: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class SignalCalibration(Record):
     """One confidence signal for "the cosine top-1 is relevant" (``calibration[name]``).
 
@@ -76,13 +97,13 @@ class SignalCalibration(Record):
 
     status: str | None = None
     reason: str | None = None
-    fit: dict | None = None
+    fit: SignalFit | None = None
     auroc: float | None = None
     auroc_ci: Interval | None = None
     auroc_raw: float | None = None
     auroc_raw_ci: Interval | None = None
     ece: float | None = None
-    ece_bins: dict | None = None
+    ece_bins: EceBins | None = None
     aurc: float | None = None
     aurc_optimal: float | None = None
     auroc_note: str | None = None
@@ -91,6 +112,167 @@ class SignalCalibration(Record):
     def ok(self) -> bool:
         """Computed (a status of ``ok``, or none given)."""
         return self.status in (None, "ok")
+
+
+@dataclasses.dataclass(frozen=True)
+class QueryCounts(Record):
+    """Queries evaluated (``eval``) and used for fitting (``fit``; None without a fit split)."""
+
+    eval: int | None = None
+    fit: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RetrievalJunk(Record):
+    """Junk left out of the corpus (``documents``) and of the queries (``queries``: with ``by_split`` counts)."""
+
+    documents: JunkSummary | None = None
+    queries: JunkSummary | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Significance(Record):
+    """How the scorers' differences to cosine were tested: the methods in words, ``n_permutations``, ``n_boot``."""
+
+    p_value: str | None = None
+    metrics: str | None = None
+    p_value_randomization: str | None = None
+    delta_ci: str | None = None
+    n_permutations: int | None = None
+    n_boot: int | None = None
+    seed: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class StratumRow(Record):
+    """One scorer against cosine in one pre-specified stratum (a quartile of one stratifier)."""
+
+    stratifier: str | None = None
+    quartile: int | None = None
+    range: Interval | None = None
+    n: int | None = None
+    baseline_mean: float | None = None
+    scorer_mean: float | None = None
+    mean_delta: float | None = None
+    mean_delta_ci: Interval | None = None
+    relative: float | None = None
+    relative_ci: Interval | None = None
+    p: float | None = None
+    p_holm: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Strata(Record):
+    """The pre-specified strata (:func:`normscope.retrieval.strata.stratified_comparison`): rows per scorer."""
+
+    metric: str | None = None
+    statistic: str | None = None
+    test: str | None = None
+    correction: str | None = None
+    stratifiers: dict | None = None
+    scorers: dict[str, list[StratumRow]] | None = None
+    n_boot: int | None = None
+    seed: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class CalibrationInfo(Record):
+    """The calibration set-up: the label, where the maps were fitted, the ECE bins, the map and direction rules."""
+
+    label: str | None = None
+    reference_run: str | None = None
+    fitted_on: str | None = None
+    ece_bins: int | None = None
+    mapping: str | None = None
+    direction: dict | None = None
+    auroc_ci: str | None = None
+    base_rate_eval: float | None = None
+    base_rate_fit: float | None = None
+
+    @property
+    def direction_rule(self) -> str | None:
+        """How the signals' directions were fixed (the ``rule`` of ``direction``, whose other keys are signals)."""
+        return (self.direction or {}).get("rule")
+
+
+@dataclasses.dataclass(frozen=True)
+class QppEval(Record):
+    """One query performance predictor or norm signal (``qpp[name]``), in its pre-specified ``direction``."""
+
+    kind: str | None = None
+    direction: int | None = None
+    formula: str | None = None
+    reference: str | None = None
+    k: int | None = None
+    status: str | None = None
+    reason: str | None = None
+    auroc: float | None = None
+    auroc_ci: Interval | None = None
+    aurc: float | None = None
+    kendall_tau: float | None = None
+    spearman_rho: float | None = None
+    kendall_tau_ci: Interval | None = None
+    spearman_rho_ci: Interval | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class QppInfo(Record):
+    """How the QPP table was computed (:func:`normscope.retrieval.pipeline.qpp_info`)."""
+
+    run: str | None = None
+    direction: str | None = None
+    tasks: str | None = None
+    ci: str | None = None
+    baselines: list[str] | None = None
+    norm_signals: list[str] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SingleBaseline(Record):
+    """The norm signals added to one free baseline (top-1 task)."""
+
+    baseline: list[str] | None = None
+    auroc_without: float | None = None
+    auroc_with: float | None = None
+    diff: float | None = None
+    ci: Interval | None = None
+    fold_draws: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class IncrementalNdcg(Record):
+    """The norm signals' incremental value for per-query nDCG@10 (Kendall tau, cross-fitted)."""
+
+    status: str | None = None
+    reason: str | None = None
+    tau_without: float | None = None
+    tau_with: float | None = None
+    diff: float | None = None
+    ci: Interval | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class IncrementalValue(Record):
+    """``calibration_incremental`` (:func:`normscope.retrieval.pipeline.incremental_study`): the norm signals added to
+    every free baseline at once (top-1 AUROC; nDCG@10 in ``ndcg10``), then to each alone (``single_baselines``)."""
+
+    status: str | None = None
+    reason: str | None = None
+    baseline: list[str] | None = None
+    added: list[str] | None = None
+    auroc_without: float | None = None
+    auroc_with: float | None = None
+    diff: float | None = None
+    ci: Interval | None = None
+    ci_covers: str | None = None
+    folds: int | None = None
+    fold_draws: int | None = None
+    ndcg10: IncrementalNdcg | None = key("ndcg@10")
+    single_baselines: list[SingleBaseline] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
 
 
 @dataclasses.dataclass
@@ -118,26 +300,26 @@ class RetrievalResult(StageResult):
     grade_scale: int = summary_field("relevance grades read times")
     tie_rule: str = summary_field("tie rule")
     ignore_identical_ids: bool = summary_field("self-hits left out")
-    identical_ids: dict = summary_field("queries whose id is a corpus id")
+    identical_ids: dict[str, int] = summary_field("queries whose id is a corpus id")
     n_docs: int = summary_field("documents", unit="documents")
     docs: dict = summary_field("corpus subsample")
     duplicate_docs: dict = summary_field("exact duplicate documents")
-    n_queries: dict = summary_field("queries evaluated", unit="queries")
-    excluded_queries: dict = summary_field("queries excluded")
-    junk: dict = summary_field("junk items left out")
-    n_truncated: dict = summary_field("items truncated by the model", unit="items")
+    n_queries: QueryCounts = summary_field("queries evaluated", unit="queries")
+    excluded_queries: dict[str, dict[str, int] | None] = summary_field("queries excluded")
+    junk: RetrievalJunk = summary_field("junk items left out")
+    n_truncated: dict[str, int | None] = summary_field("items truncated by the model", unit="items")
     precision: str = summary_field("precision of the forward passes")
-    norm_rel_error_vs_fp32: dict | None = summary_field("relative norm error vs fp32 (sample of documents)")
-    metrics: list = summary_field("metrics")
-    significance: dict = summary_field("significance tests")
+    norm_rel_error_vs_fp32: NormError | None = summary_field("relative norm error vs fp32 (sample of documents)")
+    metrics: list[str] = summary_field("metrics")
+    significance: Significance = summary_field("significance tests")
     scorers: dict[str, ScorerEval] = summary_field("scorers")
-    strata: dict = summary_field("strata (where the gain lies)")
+    strata: Strata = summary_field("strata (where the gain lies)")
     calibration: dict[str, SignalCalibration] = summary_field("calibration of the cosine top-1")
-    calibration_info: dict = summary_field("calibration set-up")
-    qpp: dict = summary_field("query performance predictors (QPP) and norm signals")
-    qpp_info: dict = summary_field("QPP set-up")
-    calibration_incremental: dict = summary_field("incremental value of the norm signals (cross-fitted)")
-    doc_norm_range: list = summary_field("document norm range", unit="||z||")
+    calibration_info: CalibrationInfo = summary_field("calibration set-up")
+    qpp: dict[str, QppEval] = summary_field("query performance predictors (QPP) and norm signals")
+    qpp_info: QppInfo = summary_field("QPP set-up")
+    calibration_incremental: IncrementalValue = summary_field("incremental value of the norm signals (cross-fitted)")
+    doc_norm_range: list[float] = summary_field("document norm range", unit="||z||")
     #: The scorecard rows this run feeds (:func:`normscope.retrieval.claims.retrieval_claims`).
     claims: list = summary_field("claims scorecard rows", default_factory=list)
     items: Any = None
@@ -147,5 +329,6 @@ class RetrievalResult(StageResult):
     timings: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.scorers = {k: ScorerEval.from_json(v) for k, v in (self.scorers or {}).items()}
-        self.calibration = {k: SignalCalibration.from_json(v) for k, v in (self.calibration or {}).items()}
+        super().__post_init__()
+        self.scorers = self.scorers or {}
+        self.calibration = self.calibration or {}

@@ -7,7 +7,7 @@ import dataclasses
 import pandas as pd
 
 from normscope.results import StageResult, summary_field
-from normscope.values import Interval, Record
+from normscope.values import Correlation, Duplicates, Interval, JunkSummary, NormError, Record
 
 __all__ = ["CorrelateResult", "PartialCorrelation", "NormLength", "Stratum", "LENGTH_UNIT"]
 
@@ -104,25 +104,25 @@ class CorrelateResult(StageResult):
     n_items: int = summary_field("items given", unit="items")
     n: int = summary_field("valid items", unit="items")
     n_missing: int = summary_field("items without a covariate value", unit="items")
-    missing_examples: list = summary_field("examples of items without a value", default_factory=list)
+    missing_examples: list[str] = summary_field("examples of items without a value", default_factory=list)
     spearman: float | None = summary_field("Spearman \u03c1", default=None)
-    spearman_ci: list = summary_field("95% CI", default_factory=list)
+    spearman_ci: Interval | None = summary_field("95% CI", default=None)
     pearson: float | None = summary_field("Pearson r", default=None)
-    pearson_ci: list = summary_field("95% CI", default_factory=list)
+    pearson_ci: Interval | None = summary_field("95% CI", default=None)
     p_value: float | None = summary_field("p (Spearman, permutation)", default=None)
     pearson_p: float | None = summary_field("p (Pearson, permutation)", default=None)
     partial_spearman: PartialCorrelation | None = summary_field("partial Spearman \u03c1", default=None)
-    controls: list = summary_field("controls partialled out", default_factory=list)
-    controls_dropped: list = summary_field("controls constant over the items (not controlled)", default_factory=list)
+    controls: list[str] = summary_field("controls partialled out", default_factory=list)
+    controls_dropped: list[str] = summary_field("controls constant over the items (not controlled)", default_factory=list)
     partial_reason: str | None = summary_field("why no partial correlation", default=None)
     by: str | None = summary_field("strata column", default=None)
     strata: list[Stratum] | None = summary_field("per-source correlations", default=None)
     norm_length: NormLength | None = summary_field("Spearman \u03c1(norm, length)", default=None)
     n_truncated: int | None = summary_field("items truncated at the model's maximum length", unit="items", default=None)
-    junk: dict = summary_field("junk items left out", default_factory=dict)
-    duplicates: dict = summary_field("exact duplicate items", default_factory=dict)
+    junk: JunkSummary = summary_field("junk items left out", default_factory=dict)
+    duplicates: Duplicates = summary_field("exact duplicate items", default_factory=dict)
     precision: str = summary_field("precision of the forward passes", default="fp32")
-    norm_rel_error_vs_fp32: dict | None = summary_field("relative norm error vs fp32 (sample)", default=None)
+    norm_rel_error_vs_fp32: NormError | None = summary_field("relative norm error vs fp32 (sample)", default=None)
     ci_level: float = summary_field("confidence level", default=0.95)
     ci_method: str = summary_field("CI method", default="percentile bootstrap")
     p_method: str = summary_field("p-value method", default="")
@@ -131,13 +131,8 @@ class CorrelateResult(StageResult):
     seed: int = summary_field("seed", default=0)
     norm_mean: float | None = summary_field("mean norm", unit="||z||", default=None)
     norm_sd: float | None = summary_field("sd of the norm", unit="||z||", default=None)
-    measures: dict | None = summary_field("Spearman \u03c1 per WordNet measure", default=None)
+    measures: dict[str, Correlation] | None = summary_field("Spearman \u03c1 per WordNet measure", default=None)
     entropy_unit: str | None = summary_field("entropy unit", default=None)
     pair_format: str | None = summary_field("pair format", default=None)
-    notes: list = summary_field("notes", default_factory=list)
+    notes: list[str] = summary_field("notes", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame, repr=False)
-
-    def __post_init__(self) -> None:
-        self.partial_spearman = PartialCorrelation.from_json(self.partial_spearman)
-        self.norm_length = NormLength.from_json(self.norm_length)
-        self.strata = None if self.strata is None else [Stratum.from_json(x) for x in self.strata]

@@ -7,9 +7,26 @@ import dataclasses
 import pandas as pd
 
 from normscope.results import StageResult, summary_field
-from normscope.values import Interval, Record
+from normscope.values import Duplicates, Interval, JunkSummary, NormError, Record
 
-__all__ = ["SimilarityResult", "PairScorerEval"]
+__all__ = ["SimilarityResult", "PairScorerEval", "PairFit"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PairFit(Record):
+    """Where the pair scorers' parameters were fitted (``fit`` of ``normscope similarity --json``)."""
+
+    source: str | None = None
+    path: str | None = None
+    seed: int | None = None
+    duplicates: Duplicates | None = None
+    n_pairs: int | None = None
+    n_overlap_removed: int | None = None
+    n_shared_texts: int | None = None
+    n_pairs_junk: int | None = None
+    format: str | None = None
+    norm_max: float | None = None
+    criterion: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,15 +90,15 @@ class SimilarityResult(StageResult):
     format: str = summary_field("format")
     model: str = summary_field("model")
     n_pairs: int = summary_field("evaluated pairs", unit="pairs")
-    fit: dict = summary_field("fit", default_factory=dict)
+    fit: PairFit = summary_field("fit", default_factory=dict)
     scorers: dict[str, PairScorerEval] = summary_field("scorers", default_factory=dict)
     n_texts: int = summary_field("distinct texts embedded", unit="texts", default=0)
     n_truncated: int | None = summary_field("texts truncated at the model's maximum length", unit="texts", default=None)
-    junk: dict = summary_field("junk texts left out", default_factory=dict)
+    junk: JunkSummary = summary_field("junk texts left out", default_factory=dict)
     precision: str = summary_field("precision of the forward passes", default="fp32")
-    norm_rel_error_vs_fp32: dict | None = summary_field("relative norm error vs fp32 (sample)", default=None)
+    norm_rel_error_vs_fp32: NormError | None = summary_field("relative norm error vs fp32 (sample)", default=None)
     n_pairs_junk: int = summary_field("pairs left out for a junk text", unit="pairs", default=0)
-    duplicates: dict = summary_field("exact duplicate pairs of the evaluated file", default_factory=dict)
+    duplicates: Duplicates = summary_field("exact duplicate pairs of the evaluated file", default_factory=dict)
     ci_level: float = summary_field("confidence level", default=0.95)
     ci_method: str = summary_field("CI method", default="")
     delta_ci_method: str = summary_field("CI method of the differences", default="")
@@ -90,9 +107,10 @@ class SimilarityResult(StageResult):
     whitening: dict = summary_field("whitening of the whitened scorers", default_factory=dict)
     norm_mean: float | None = summary_field("mean norm", unit="||z||", default=None)
     norm_sd: float | None = summary_field("sd of the norm", unit="||z||", default=None)
-    notes: list = summary_field("notes", default_factory=list)
+    notes: list[str] = summary_field("notes", default_factory=list)
     claims: list = summary_field("claims scorecard rows (normscope.claims)", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame, repr=False)
 
     def __post_init__(self) -> None:
-        self.scorers = {k: PairScorerEval.from_json(v) for k, v in (self.scorers or {}).items()}
+        super().__post_init__()
+        self.scorers = self.scorers or {}

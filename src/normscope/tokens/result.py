@@ -7,8 +7,32 @@ import dataclasses
 import pandas as pd
 
 from normscope.results import StageResult, summary_field
+from normscope.values import Correlation, Interval, Record
 
-__all__ = ["TokensResult"]
+__all__ = ["TokensResult", "FrequencyCorrelation", "MedianContrast"]
+
+
+@dataclasses.dataclass(frozen=True)
+class FrequencyCorrelation(Correlation):
+    """Row norm vs Zipf frequency in one group of tokens, with ``n_no_frequency`` tokens of the group left out for want
+    of a frequency."""
+
+    n_no_frequency: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class MedianContrast(Record):
+    """Never-used vs used rows: difference and ratio of the median row norms with their bootstrap CIs."""
+
+    median_unused: float | None = None
+    median_used: float | None = None
+    difference: float | None = None
+    ci: Interval | None = None
+    ratio: float | None = None
+    ratio_ci: Interval | None = None
+    n_unused: int | None = None
+    n_used: int | None = None
+    method: str | None = None
 
 
 @dataclasses.dataclass
@@ -49,14 +73,15 @@ class TokensResult(StageResult):
     source: str = summary_field("embedding table", default="")
     n_rows: int = summary_field("rows (vocabulary entries)", unit="rows", default=0)
     dim: int = summary_field("dimension d", default=0)
-    counts: dict = summary_field("rows per kind", default_factory=dict)
-    norm_median: dict = summary_field("median row norm per kind", unit="||E[t]||", default_factory=dict)
-    frequency: dict = summary_field("Spearman rho, row norm vs Zipf frequency", default_factory=dict)
-    unused_vs_used: dict | None = summary_field("never-used rows vs used rows", default=None)
+    counts: dict[str, int] = summary_field("rows per kind", default_factory=dict)
+    norm_median: dict[str, float | None] = summary_field("median row norm per kind", unit="||E[t]||", default_factory=dict)
+    frequency: dict[str, FrequencyCorrelation | None] = summary_field("Spearman rho, row norm vs Zipf frequency",
+                                                                      default_factory=dict)
+    unused_vs_used: MedianContrast | None = summary_field("never-used rows vs used rows", default=None)
     init_norm: float | None = summary_field("expected row norm at initialisation", unit="||E[t]||", default=None)
     frequency_source: str = summary_field("frequency", default="")
     n_boot: int = summary_field("bootstrap resamples", default=0)
     n_perm: int = summary_field("permutations", default=0)
     seed: int = summary_field("seed", default=0)
-    notes: list = summary_field("notes", default_factory=list)
+    notes: list[str] = summary_field("notes", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame, repr=False)

@@ -9,10 +9,12 @@ from pathlib import Path
 import shlex
 
 from normscope._format import num, sig3
-from normscope.lab import LabRequest, LabResult, plot_predicted_vs_observed, plot_trajectories, run_lab
+from normscope.lab import GATE, LabRequest, LabResult, plot_predicted_vs_observed, plot_trajectories, run_lab
 from normscope.lab.claims import lab_claim, optimizer_claim
+from normscope.lab.result import Agreement, LabGate
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, Table
 from normscope.requests import Request, param
+from normscope.values import Spread
 
 __all__ = ["LabStage", "LabCheckRequest", "training_lab_sentences", "LIMIT_OPTIMIZERS"]
 
@@ -57,19 +59,19 @@ def training_lab_sentences(res: LabResult) -> list[str]:
 
 
 def _key_numbers(res: LabResult) -> list[KeyNumber]:
-    gate = res.gate or {}
-    qc = res.q_over_c or {}
+    # the gate's thresholds as the run states them (GATE when a result lacks them)
+    gate = LabGate.from_json({**GATE, **(res.gate.to_json() if res.gate is not None else {})})
+    qc = res.q_over_c or Spread()
     return [
-        KeyNumber("mean_abs_rel_error", "%s (gate \u2264 %s)" % (res.label("mean_abs_rel_error"),
-                                                                 gate.get("mean_abs_rel_error", 0.05)),
+        KeyNumber("mean_abs_rel_error", "%s (gate \u2264 %s)" % (res.label("mean_abs_rel_error"), gate.mean_abs_rel_error),
                   res.mean_abs_rel_error),
         KeyNumber("median_rel_error", "%s (gate |.| \u2264 %s)" % (res.label("median_rel_error"),
-                                                                   gate.get("abs_median_rel_error", 0.02)),
+                                                                   gate.abs_median_rel_error),
                   res.median_rel_error),
-        KeyNumber("pearson", "%s (gate \u2265 %s)" % (res.label("pearson"), gate.get("pearson", 0.95)), res.pearson),
+        KeyNumber("pearson", "%s (gate \u2265 %s)" % (res.label("pearson"), gate.pearson), res.pearson),
         KeyNumber("spearman", res.label("spearman"), res.spearman),
-        KeyNumber("gate.passed", "gate passed", "yes" if gate.get("passed") else "no"),
-        KeyNumber("q_over_c.mean", "mean " + res.label("q_over_c"), qc.get("mean")),
+        KeyNumber("gate.passed", "gate passed", "yes" if gate.passed else "no"),
+        KeyNumber("q_over_c.mean", "mean " + res.label("q_over_c"), qc.mean),
         KeyNumber("n_items,dim,batch_size", "items / dimension / batch", f"{res.n_items} / {res.dim} / {res.batch_size}"),
         KeyNumber("lr,weight_decay", "learning rate \u03b7 / weight decay \u03bb", f"{res.lr} / {res.weight_decay}"),
         KeyNumber("steps,burn_in", "steps (burn-in)", f"{res.steps} ({res.burn_in})", "steps"),
@@ -105,8 +107,8 @@ class LabStage(Stage[LabCheckRequest]):
                 Figure(Path(p2).name, "Training lab: mean norm per ambiguity group over training steps; the "
                        "measurement window starts at the dashed line.")]
         # heat and drift: 3 significant digits (groups differ in the 2nd-3rd significant digit, which 3 decimals hide)
-        rows = [[g["ambiguity"], g["n"], g["r_obs"], g["r_eq"], sig3(g["heat"]), sig3(g["drift"]),
-                 g["mean_abs_rel_error"]] for g in res.groups or []]
+        rows = [[g.ambiguity, g.n, g.r_obs, g.r_eq, sig3(g.heat), sig3(g.drift), g.mean_abs_rel_error]
+                for g in res.groups or []]
         notes = list(res.caveats or [])
         if res.sgd_formula_expected is False:
             notes.append("The SGD formula (E7) is not expected to hold for this optimizer.")
@@ -115,9 +117,9 @@ class LabStage(Stage[LabCheckRequest]):
                         "network (the two-tower MLP: normscope lab --encoder mlp).")
         lim_rows = []
         for opt, r in limits.items():
-            unc = (r.uncorrected or {}).get("mean_abs_rel_error") if opt == "momentum" else r.mean_abs_rel_error
+            unc = (r.uncorrected or Agreement()).mean_abs_rel_error if opt == "momentum" else r.mean_abs_rel_error
             lim_rows.append([opt, unc, r.mean_abs_rel_error if opt == "momentum" else None,
-                             "yes" if (r.gate or {}).get("passed") else "no",
+                             "yes" if r.gate is not None and r.gate.passed else "no",
                              shlex.join(request.limits()[opt].argv())])
         n_boot, seed = request.n_boot, request.lab.seed
         return {SECTION: Section(
@@ -142,7 +144,7 @@ class LabStage(Stage[LabCheckRequest]):
     def headline(self, section: Section) -> str:
         r = LabResult.from_dict(section.result)
         return (f"mean |rel. error| {num(r.mean_abs_rel_error)}, median {num(r.median_rel_error)}, "
-                f"Pearson {num(r.pearson)}: gate {'passed' if (r.gate or {}).get('passed') else 'not passed'}")
+                f"Pearson {num(r.pearson)}: gate {'passed' if r.gate is not None and r.gate.passed else 'not passed'}")
 
     def sizes_used(self, sizes, request: LabCheckRequest, sections) -> dict[str, int]:
         used = super().sizes_used(sizes, request, sections)

@@ -16,6 +16,9 @@ from normscope.datasets import wordfreq_words
 from normscope.errors import DataError, NormscopeError
 from normscope.pairs import load_pairs
 from normscope.probes import ProbeCorrelation, ProbeResult, plot_heat_drift, plot_predicted_vs_observed, run_probe
+from normscope.probes.result import (Balance, BalanceCI, BalanceNull, BalanceP, BalanceStats, FiniteDifferences,
+                                     KConvergence, SecondOrder)
+from normscope.values import JunkSummary
 from normscope.probes.claims import probe_claims
 from normscope.report.context import refuse_static
 from normscope.report.missing import data_unavailable
@@ -97,10 +100,11 @@ def prediction_reading(res: dict) -> tuple[str, str]:
     The checkpoint's own lambda gives R_eq(x; lambda_rad) (``corr_req_lambda_rad_norm``); otherwise
     R_eq(x; c_fit) with one fitted c (``corr_req_norm``, docs/theory.md section 6, step 6(ii)).
     """
-    dr = res.get("decay_reading") or "unknown"
-    if dr == "checkpoint" and isinstance(res.get("corr_req_lambda_rad_norm"), dict):
+    r = ProbeResult.from_dict(res)
+    dr = r.decay_reading or "unknown"
+    if dr == "checkpoint" and r.corr_req_lambda_rad_norm is not None:
         return "corr_req_lambda_rad_norm", ("R_eq(x; \u03bb_rad) with the checkpoint's own training weight decay "
-                                            f"\u03bb = {res.get('weight_decay')}")
+                                            f"\u03bb = {r.weight_decay}")
     return "corr_req_norm", ("R_eq(x; c_fit), one fitted c = median q (docs/theory.md section 6, step 6(ii)), because "
                              + _CFIT_WHY.get(dr, "no lambda applies") + ": a rank test of the (E7) shape, not a "
                              "prediction from the checkpoint's training values")
@@ -110,26 +114,29 @@ def _fmt(x) -> str:
     return "n/a" if x is None else f"{x:+.3f}"
 
 
-def _balance_numbers(b: dict) -> list[KeyNumber]:
+def _balance_numbers(b: Balance) -> list[KeyNumber]:
     """Key numbers of Theorem 1's requirement q(x) = c (:mod:`normscope.probes.balance`)."""
-    st, null = b.get("statistics") or {}, b.get("null") or {}
+    st, null = b.statistics or BalanceStats(), b.null or BalanceNull()
+    cis, p_below = b.ci or BalanceCI(), b.p_below or BalanceP()
     rows = []
     for name, label in (("dispersion", "dispersion of the implied decay, mean |q/c_fit − 1| (0 = one decay "
                                        "balances every item)"),
                         ("share_negative_q", "share of items with q < 0"),
                         ("mean_abs_rel_error", "mean |R_eq(c_fit) − R| / R")):
-        if st.get(name) is None:
+        value = getattr(st, name)
+        if value is None:
             continue
-        n = null.get(name) or {}
-        ci = (b.get("ci") or {}).get(name)
-        p = p_text((b.get("p_below") or {}).get(name), int(b.get("n_perm") or 0))
+        n = getattr(null, name)
+        ci = getattr(cis, name)
+        p = p_text(getattr(p_below, name), int(b.n_perm or 0))
+        null_mean = n.mean if n is not None and n.mean is not None else float("nan")
         rows.append(KeyNumber(f"balance.statistics.{name}", label,
-                              f"{st[name]:.3g} {ci_text(ci)}; permutation null mean {n.get('mean', float('nan')):.3g}, "
-                              f"{p} (one-sided, below)" if n else f"{st[name]:.3g} {ci_text(ci)}"))
-    if st.get("heat_share") is not None:
+                              f"{value:.3g} {ci_text(ci)}; permutation null mean {null_mean:.3g}, "
+                              f"{p} (one-sided, below)" if n is not None and n.to_json() else f"{value:.3g} {ci_text(ci)}"))
+    if st.heat_share is not None:
         rows.append(KeyNumber("balance.statistics.heat_share",
                               "median heat share of the balance, Σ²/2R⁴ over |D~|/R² + Σ²/2R⁴",
-                              st["heat_share"]))
+                              st.heat_share))
     return rows
 
 
@@ -222,8 +229,8 @@ def _table_rows(res: ProbeResult) -> list[list]:
 
 
 def _k_table(res: ProbeResult) -> list[Table]:
-    kc = res.k_convergence or {}
-    if not kc.get("rows"):
+    kc = res.k_convergence or KConvergence()
+    if not kc.rows:
         return []
     heads = [k for k in kc["rows"][0] if k != "batches"]
     labels = res.labels()
@@ -236,10 +243,10 @@ def _k_table(res: ProbeResult) -> list[Table]:
 def _key_numbers(res: ProbeResult, key: str) -> list[KeyNumber]:
     labels = res.labels()
     req = getattr(res, key) or ProbeCorrelation()
-    so = res.second_order or {}
-    chk = so.get("check") or (res.fd or {}).get("check") or {}
-    spot = (f"; float64 spot check: median {chk['median_rel_diff']:.2%}, max {chk['max_rel_diff']:.2%} of mean |D2|"
-            if chk else "")
+    so = res.second_order or SecondOrder()
+    chk = so.check if so.check is not None and so.check.to_json() else (res.fd or FiniteDifferences()).check
+    spot = (f"; float64 spot check: median {chk.median_rel_diff:.2%}, max {chk.max_rel_diff:.2%} of mean |D2|"
+            if chk is not None and chk.to_json() else "")
     return [
         KeyNumber(f"{key}.spearman", f"Spearman \u03c1, {labels[key][0]}", req.spearman),
         KeyNumber(f"{key}.ci.spearman", "95% CI (batches and items)", ci_text(req.ci.spearman if req.ci else None)),
@@ -249,12 +256,12 @@ def _key_numbers(res: ProbeResult, key: str) -> list[KeyNumber]:
         KeyNumber("n_negative_q", labels["n_negative_q"][0], res.n_negative_q, "items"),
         KeyNumber("n_negative_lambda_rad", labels["n_negative_lambda_rad"][0], res.n_negative_lambda_rad, "items"),
         KeyNumber("c_fit", labels["c_fit"][0], res.c_fit, labels["c_fit"][1]),
-        *_balance_numbers(res.balance or {}),
+        *_balance_numbers(res.balance or Balance()),
         KeyNumber("batch_size,batches,tau", "probe batch size B / batches K / \u03c4",
                   f"{res.batch_size} / {res.batches} / {res.tau}"),
         KeyNumber("lr,weight_decay", "\u03b7 / \u03bb used", f"{res.lr} / {res.weight_decay}"),
-        KeyNumber("second_order.description", "D2 second-order term", f"{so.get('description') or ''}{spot}"),
-        KeyNumber("junk.count", labels["junk"][0], (res.junk or {}).get("count"), "items"),
+        KeyNumber("second_order.description", "D2 second-order term", f"{so.description or ''}{spot}"),
+        KeyNumber("junk.count", labels["junk"][0], (res.junk or JunkSummary()).count, "items"),
     ]
 
 

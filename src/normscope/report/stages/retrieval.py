@@ -20,7 +20,9 @@ from normscope.retrieval import RetrievalResult, run_retrieval
 from normscope.retrieval.claims import CLAIM_SCORER, cost_claim
 from normscope.retrieval.cost import norm_scoring_cost
 from normscope.retrieval.figures import plot_reliability, plot_risk_coverage
-from normscope.retrieval.result import SCORER_LABELS, SIGNAL_LABELS, ScorerEval, SignalCalibration
+from normscope.retrieval.result import (SCORER_LABELS, SIGNAL_LABELS, EceBins, IncrementalNdcg, IncrementalValue,
+                                        QppInfo, QueryCounts, ScorerEval, SignalCalibration, SignalFit, Significance,
+                                        Strata, StratumRow)
 
 __all__ = ["RetrievalStage", "RetrievalRequest", "measure_cost", "COST_ITEMS", "COST_REPEATS", "retrieval_sentences",
            "calibration_sentences"]
@@ -34,11 +36,10 @@ COST_ITEMS = 128
 COST_REPEATS = 5
 
 
-def measure_cost(res: RetrievalResult, encoder, summary: dict) -> tuple[dict | None, str]:
+def measure_cost(res: RetrievalResult, encoder) -> tuple[dict | None, str]:
     """Time norm-aware scoring against the encoder on the first :data:`COST_ITEMS` evaluation queries
     (:func:`normscope.retrieval.cost.norm_scoring_cost`); ``(cost, reason)``, cost None when it cannot be measured."""
-    r = (summary.get("scorers") or {}).get(CLAIM_SCORER) or {}
-    alpha = r.get("param_mean")
+    alpha = (res.scorers.get(CLAIM_SCORER) or ScorerEval()).param_mean
     if alpha is None:
         return None, f"the {CLAIM_SCORER} scorer was not run"
     pq = res.per_query.head(COST_ITEMS)
@@ -74,16 +75,16 @@ def _scorer_sentence(name: str, s: ScorerEval, base: float) -> str | None:
             f"difference ({stats}).")
 
 
-def _strata_sentence(rows: list[dict]) -> str:
+def _strata_sentence(rows: list[StratumRow]) -> str:
     """The pre-specified strata of inverse_norm (Holm-corrected)."""
-    sig = [r for r in rows if r["p_holm"] is not None and r["p_holm"] < 0.05]
+    sig = [r for r in rows if r.p_holm is not None and r.p_holm < 0.05]
     where = "(quartiles of query norm, query word frequency and top-1 document norm)"
     if sig:
-        listed = "; ".join(f"{r['stratifier']} Q{r['quartile']}: \u0394 {num(r['mean_delta'])} ({pct(r['relative'])}, "
-                           f"Holm p = {num(r['p_holm'])})" for r in sig)
+        listed = "; ".join(f"{r.stratifier} Q{r.quartile}: \u0394 {num(r.mean_delta)} ({pct(r.relative)}, "
+                           f"Holm p = {num(r.p_holm)})" for r in sig)
         return (f"In the pre-specified strata {where}, {len(sig)} of {len(rows)} differ from cosine after Holm "
                 f"correction: {listed}.")
-    ps = [r["p_holm"] for r in rows if r["p_holm"] is not None]
+    ps = [r.p_holm for r in rows if r.p_holm is not None]
     return (f"In none of the {len(rows)} pre-specified strata {where} does inverse_norm differ from cosine after Holm "
             "correction" + (f" (smallest adjusted p = {num(min(ps))})." if ps else "."))
 
@@ -95,7 +96,7 @@ def retrieval_sentences(result: dict | None) -> list[str]:
     if cos is None or cos.ndcg10 is None:
         return []
     out = [s for name, sc in res.scorers.items() if name != "cosine" for s in [_scorer_sentence(name, sc, cos.ndcg10)] if s]
-    rows = ((res.strata or {}).get("scorers") or {}).get(CLAIM_SCORER)
+    rows = ((res.strata or Strata()).scorers or {}).get(CLAIM_SCORER)
     if rows:
         out.append(_strata_sentence(rows))
     return out
@@ -108,8 +109,8 @@ def _signal_sentence(name: str, c: SignalCalibration) -> str | None:
     auc, ci = (c.auroc_raw, c.auroc_raw_ci) if raw else (c.auroc, c.auroc_ci)
     if auc is None:
         return None
-    cal = f"; calibrated map AUROC {num(c.auroc)}" if (c.fit or {}).get("mapping") == "platt" and c.auroc is not None else ""
-    flag = (c.ece_bins or {}).get("flag") or ""
+    cal = f"; calibrated map AUROC {num(c.auroc)}" if (c.fit or SignalFit()).mapping == "platt" and c.auroc is not None else ""
+    flag = (c.ece_bins or EceBins()).flag or ""
     ece_txt = f"; ECE {num(c.ece)}" + (f" ({flag})" if flag else "") if c.ece is not None else ""
     ci = list(ci) if ci is not None else None
     if ci_excludes_zero(ci) is None:
@@ -132,52 +133,56 @@ def calibration_sentences(result: dict | None) -> list[str]:
     return [s for s in out if s]
 
 
-def qpp_tables(summary: dict) -> list[Table]:
+def qpp_tables(res: RetrievalResult) -> list[Table]:
     """The QPP baselines beside the norm signals (two tasks, CIs over queries) and the cross-fitted incremental value."""
-    q, qi, inc = summary.get("qpp") or {}, summary.get("qpp_info") or {}, summary.get("calibration_incremental") or {}
+    q, qi, inc = res.qpp or {}, res.qpp_info or QppInfo(), res.calibration_incremental or IncrementalValue()
     tables = []
     if q:
         rows = []
         for name, e in q.items():
-            if e.get("status") != "ok":
-                rows.append([name, e.get("kind"), e.get("direction"), f"not computed: {e.get('reason')}", None, None, None,
-                             None, None, None, e.get("formula")])
+            if e.status != "ok":
+                rows.append([name, e.kind, e.direction, f"not computed: {e.reason}", None, None, None, None, None, None,
+                             e.formula])
                 continue
-            rows.append([name, e.get("kind"), e.get("direction"), e.get("auroc"), ci_text(e.get("auroc_ci")), e.get("aurc"),
-                         e.get("kendall_tau"), ci_text(e.get("kendall_tau_ci")), e.get("spearman_rho"),
-                         ci_text(e.get("spearman_rho_ci")), f"{e.get('formula')} ({e.get('reference')})"])
+            rows.append([name, e.kind, e.direction, e.auroc, ci_text(e.auroc_ci), e.aurc, e.kendall_tau,
+                         ci_text(e.kendall_tau_ci), e.spearman_rho, ci_text(e.spearman_rho_ci),
+                         f"{e.formula} ({e.reference})"])
         tables.append(Table("Query performance predictors beside the norm signals, each in its pre-specified direction "
-                            f"(top-1 relevant: AUROC, AURC; nDCG@10: Kendall tau-b, Spearman rho; {qi.get('ci', '')})",
+                            f"(top-1 relevant: AUROC, AURC; nDCG@10: Kendall tau-b, Spearman rho; {qi.ci or ''})",
                             ["signal", "kind", "direction", "AUROC", "95% CI", "AURC", "Kendall tau", "95% CI",
                              "Spearman rho", "95% CI", "formula (reference)"], rows))
-    if inc.get("status") == "ok":
-        base = ", ".join(inc["baseline"])
-        rows = [["top-1 relevant (AUROC)", base, inc["auroc_without"], inc["auroc_with"], inc["diff"], ci_text(inc["ci"])]]
-        nd = inc.get("ndcg@10") or {}
-        if nd.get("status") == "ok":
-            rows.append(["nDCG@10 (Kendall tau)", base, nd["tau_without"], nd["tau_with"], nd["diff"], ci_text(nd["ci"])])
-        for r in inc.get("single_baselines") or []:
-            rows.append(["top-1 relevant (AUROC)", ", ".join(r["baseline"]), r["auroc_without"], r["auroc_with"], r["diff"],
-                         ci_text(r["ci"])])
-        tables.append(Table(f"Incremental value of the norm signals ({', '.join(inc['added'])}): cross-fitted models "
-                            f"with and without them ({inc['folds']} folds x {inc['fold_draws']} fold draws, fixed before "
-                            f"fitting; CI: {inc['ci_covers']})",
+    if inc.ok:
+        base = ", ".join(inc.baseline)
+        rows = [["top-1 relevant (AUROC)", base, inc.auroc_without, inc.auroc_with, inc.diff, ci_text(inc.ci)]]
+        nd = inc.ndcg10 or IncrementalNdcg()
+        if nd.status == "ok":
+            rows.append(["nDCG@10 (Kendall tau)", base, nd.tau_without, nd.tau_with, nd.diff, ci_text(nd.ci)])
+        for r in inc.single_baselines or []:
+            rows.append(["top-1 relevant (AUROC)", ", ".join(r.baseline), r.auroc_without, r.auroc_with, r.diff,
+                         ci_text(r.ci)])
+        tables.append(Table(f"Incremental value of the norm signals ({', '.join(inc.added)}): cross-fitted models "
+                            f"with and without them ({inc.folds} folds x {inc.fold_draws} fold draws, fixed before "
+                            f"fitting; CI: {inc.ci_covers})",
                             ["task", "baseline signals", "without norms", "with norms", "difference", "95% CI"], rows))
     return tables
 
 
-def incremental_notes(summary: dict) -> list:
+def incremental_notes(res: RetrievalResult) -> list:
     """One sentence on the norm's incremental value, chosen by whether its CI excludes 0 (the table's numbers)."""
-    inc = summary.get("calibration_incremental") or {}
-    if inc.get("status") != "ok":
-        return [f"Incremental value of the norm signals: not computed ({inc.get('reason')})."] if inc else []
+    inc = res.calibration_incremental
+    if inc is None or not inc.ok:
+        return [f"Incremental value of the norm signals: not computed ({inc.reason})."] if inc else []
     out = []
-    for what, e, stat in (("the cross-fitted AUROC for a relevant top-1", inc, "auroc"),
-                          ("the cross-fitted Kendall tau with nDCG@10", inc.get("ndcg@10") or {}, "tau")):
-        if e.get("status") != "ok" or not e.get("ci"):
+    nd = inc.ndcg10 or IncrementalNdcg()
+    for what, e in (("the cross-fitted AUROC for a relevant top-1", (inc.status, inc.ci, inc.auroc_without,
+                                                                     inc.auroc_with, inc.diff)),
+                    ("the cross-fitted Kendall tau with nDCG@10", (nd.status, nd.ci, nd.tau_without, nd.tau_with,
+                                                                   nd.diff))):
+        status, ci, without, with_, diff = e
+        if status != "ok" or not ci:
             continue
-        lo, hi = e["ci"]
-        nums = (f"{e[stat + '_without']:.3f} without, {e[stat + '_with']:.3f} with, difference {e['diff']:+.3f}, "
+        lo, hi = ci
+        nums = (f"{without:.3f} without, {with_:.3f} with, difference {diff:+.3f}, "
                 f"95% CI [{lo:+.3f}, {hi:+.3f}]")
         if lo > 0:
             out.append(f"Adding the norm signals to every free baseline raises {what} ({nums}).")
@@ -198,7 +203,7 @@ def _param_value(r: ScorerEval) -> str:
 
 
 def _scorer_rows(res: RetrievalResult) -> list:
-    n_perm = int((res.significance or {}).get("n_permutations") or 0)
+    n_perm = int((res.significance or Significance()).n_permutations or 0)
     rows = []
     for name, r in res.scorers.items():
         fitted = {"fitted": r.fitted_on, "fixed (not fitted)": "not fitted (fixed)"}.get(r.param_source, "-")
@@ -211,8 +216,8 @@ def _scorer_rows(res: RetrievalResult) -> list:
 def _excluded_table(res: RetrievalResult) -> Table:
     exc = res.excluded_queries or {}
     names = {"eval": f"evaluation ('{res.split}')", "fit": f"fitting ('{res.fit_split}')"}
-    cols = [k for k in ("eval", "fit") if exc.get(k)]
-    keys = list(dict.fromkeys(k for c in cols for k in exc[c]))
+    cols = [k for k in names if exc.get(k)]
+    keys = list(dict.fromkeys(k for c in cols for k in exc[c]))  # the counts the pipeline kept, in its order
     return Table("Queries judged, evaluated and excluded, per split", ["count"] + [names[c] for c in cols],
                  [[k.replace("_", " ")] + [exc[c].get(k) for c in cols] for k in keys])
 
@@ -225,20 +230,25 @@ def _examples(res) -> list:
              "yes" if int(t.top1_relevant) else "no"] for t in pick]
 
 
+def _strata_tables(res: RetrievalResult) -> list[Table]:
+    """One table per norm-aware scorer: its difference to cosine in each pre-specified stratum."""
+    tables = []
+    st = res.strata or Strata()
+    for scorer, rows in (st.scorers or {}).items():
+        tables.append(Table(f"{scorer} vs cosine in the pre-specified strata ({st.correction}; CI over the stratum's queries)",
+                            ["stratifier", "quartile", "range", "n", "cosine nDCG@10", f"{scorer} nDCG@10", "\u0394",
+                             "95% CI", "relative \u0394", "p (Holm)"],
+                            [[r.stratifier, f"Q{r.quartile}", ci_text(r.range), r.n, r.baseline_mean, r.scorer_mean,
+                              r.mean_delta, ci_text(r.mean_delta_ci), pct(r.relative), r.p_holm] for r in rows]))
+    return tables
+
+
 def _retrieval_tables(res: RetrievalResult) -> list[Table]:
     tables = [Table("Scorers on the evaluation queries (parameters fitted on other queries; \u0394 and p vs cosine on nDCG@10)",
                     ["scorer", "parameter", "value", "fitted on"] + [SCORER_LABELS[k] for k in (
                         "ndcg@10", "mrr@10", "recall@100", "delta", "delta_ci", "relative", "p_value",
                         "p_value_randomization")], _scorer_rows(res))]
-    st = res.strata or {}
-    for scorer, rows in (st.get("scorers") or {}).items():
-        tables.append(Table(f"{scorer} vs cosine in the pre-specified strata ({st['correction']}; CI over the stratum's queries)",
-                            ["stratifier", "quartile", "range", "n", "cosine nDCG@10", f"{scorer} nDCG@10", "\u0394",
-                             "95% CI", "relative \u0394", "p (Holm)"],
-                            [[r["stratifier"], f"Q{r['quartile']}", ci_text(r["range"]), r["n"], r["baseline_mean"],
-                              r["scorer_mean"], r["mean_delta"], ci_text(r["mean_delta_ci"]), pct(r["relative"]),
-                              r["p_holm"]] for r in rows]))
-    return tables + [_excluded_table(res),
+    return tables + _strata_tables(res) + [_excluded_table(res),
                      Table("Lowest- and highest-norm queries (cosine top-1)",
                            ["query", "||q||", "top-1 document (title, id)", "top-1 relevant"], _examples(res))]
 
@@ -250,11 +260,11 @@ def _retrieval_notes(res: RetrievalResult) -> list[str]:
              "document)."]
     notes += [f"{name}: the fitted {r.param_name} lies at the edge of its search grid."
               for name, r in res.scorers.items() if r.param_at_grid_edge]
-    notes += [f"{j['count']} junk {side} left out of every statistic (ids {', '.join(j['ids'][:5])})."
-              for side, j in res.junk.items() if j["count"]]
+    notes += [f"{j.count} junk {side} left out of every statistic (ids {', '.join(j.ids[:5])})."
+              for side, j in (("documents", res.junk.documents), ("queries", res.junk.queries)) if j and j.count]
     sig = res.significance
-    return notes + [f"p (paired t): {sig['p_value']}", f"p (randomisation): {sig['p_value_randomization']}",
-                    f"\u0394 CI: {sig['delta_ci']}"]
+    return notes + [f"p (paired t): {sig.p_value}", f"p (randomisation): {sig.p_value_randomization}",
+                    f"\u0394 CI: {sig.delta_ci}"]
 
 
 def _calibration_rows(res: RetrievalResult) -> tuple[list, list[str]]:
@@ -265,12 +275,12 @@ def _calibration_rows(res: RetrievalResult) -> tuple[list, list[str]]:
             rows.append([name, "-", f"not computed: {c.reason}", None, None, None, None, None, None, None])
             continue
         bins = c.ece_bins
-        rows.append([name, c.fit.get("direction") or "-", c.auroc_raw, ci_text(c.auroc_raw_ci), c.auroc,
+        rows.append([name, c.fit.direction or "-", c.auroc_raw, ci_text(c.auroc_raw_ci), c.auroc,
                      ci_text(c.auroc_ci), c.ece,
-                     f"{bins['populated_bins']} of {info['ece_bins']}" + (" (!)" if bins["flag"] else ""),
+                     f"{bins.populated_bins} of {info.ece_bins}" + (" (!)" if bins.flag else ""),
                      c.aurc, c.aurc_optimal])
-        if bins["flag"]:
-            flags.append(f"{name}: {bins['flag']}.")
+        if bins.flag:
+            flags.append(f"{name}: {bins.flag}.")
     return rows, flags
 
 
@@ -296,22 +306,22 @@ def _calibration_section(ctx, res: RetrievalResult, summary: dict, result: dict,
     rows, flags = _calibration_rows(res)
     return Section(
         "calibration", commands=commands,
-        sizes=f"{res.n_queries['eval']} evaluation queries; maps fitted on {info['fitted_on']}",
-        result=result, derived={"info": info, "n_boot": n_boot, "qpp": summary.get("qpp"),
-                                "qpp_info": summary.get("qpp_info"),
-                                "calibration_incremental": summary.get("calibration_incremental")},
-        key_numbers=[KeyNumber("calibration_info.label", "label", info["label"]),
-                     KeyNumber("calibration_info.base_rate_eval", "base rate (evaluation)", info["base_rate_eval"]),
-                     KeyNumber("calibration_info.fitted_on", "fitted on", info["fitted_on"]),
-                     KeyNumber("calibration_info.ece_bins", "ECE bins", info["ece_bins"])],
+        sizes=f"{res.n_queries.eval} evaluation queries; maps fitted on {info.fitted_on}",
+        result=result, derived={"info": summary["calibration_info"], "n_boot": n_boot, "qpp": summary["qpp"],
+                                "qpp_info": summary["qpp_info"],
+                                "calibration_incremental": summary["calibration_incremental"]},
+        key_numbers=[KeyNumber("calibration_info.label", "label", info.label),
+                     KeyNumber("calibration_info.base_rate_eval", "base rate (evaluation)", info.base_rate_eval),
+                     KeyNumber("calibration_info.fitted_on", "fitted on", info.fitted_on),
+                     KeyNumber("calibration_info.ece_bins", "ECE bins", info.ece_bins)],
         tables=[Table("Confidence signals for 'the top-1 is relevant' (AUROC 0.5 = chance; raw: direction x signal; "
-                      f"calibrated: the fitted map; CIs: {info['auroc_ci']})",
+                      f"calibrated: the fitted map; CIs: {info.auroc_ci})",
                       ["signal", "direction"] + [SIGNAL_LABELS[k] for k in ("auroc_raw", "auroc_raw_ci", "auroc", "auroc_ci",
                                                                             "ece", "ece_bins", "aurc", "aurc_optimal")],
-                      rows)] + qpp_tables(summary),
+                      rows)] + qpp_tables(res),
         figures=_calibration_figures(ctx, res, summary["calibration"]),
-        notes=[info["mapping"], info["direction"]["rule"]] + flags + incremental_notes(summary),
-        claims=[c for c in summary.get("claims") or [] if c["section"] == "calibration"])
+        notes=[info.mapping, info.direction_rule] + flags + incremental_notes(res),
+        claims=[c for c in summary["claims"] if c["section"] == "calibration"])
 
 
 class RetrievalStage(Stage[RetrievalRequest]):
@@ -352,18 +362,18 @@ class RetrievalStage(Stage[RetrievalRequest]):
         # by name, as the command names it (found the same way), so that its JSON names no machine's path
         res = run_retrieval(request, encoder=ctx.encoder(), progress=True)
         summary = to_jsonable(res.to_dict())
-        cost, why = measure_cost(res, ctx.encoder(), summary)
+        cost, why = measure_cost(res, ctx.encoder())
         commands = self.commands(request)
         results = self.section_results(commands, [summary])
         retrieval = Section(
             "retrieval", commands=commands,
-            sizes=(f"SciFact: {res.n_docs} documents, {res.n_queries['eval']} '{res.split}' queries evaluated, "
-                   f"parameters fitted on {res.n_queries['fit']} queries of '{res.fit_split}'"),
+            sizes=(f"SciFact: {res.n_docs} documents, {res.n_queries.eval} '{res.split}' queries evaluated, "
+                   f"parameters fitted on {res.n_queries.fit} queries of '{res.fit_split}'"),
             result=results["retrieval"], derived={"delta_ndcg10_vs_cosine": {n: r.delta for n, r in res.scorers.items()},
                                                   "inference_cost": cost},
             key_numbers=[KeyNumber(f"scorers.{n}.ndcg@10", f"nDCG@10, {n}", r.ndcg10) for n, r in res.scorers.items()],
             tables=_retrieval_tables(res), notes=_retrieval_notes(res),
-            claims=[c for c in summary.get("claims") or [] if c["section"] != "calibration"] + [cost_claim(cost, why)])
+            claims=[c for c in summary["claims"] if c["section"] != "calibration"] + [cost_claim(cost, why)])
         calibration = _calibration_section(ctx, res, summary, results["calibration"], commands, request.resampling.n_boot)
         return {"retrieval": retrieval, "calibration": calibration}
 
@@ -387,7 +397,7 @@ class RetrievalStage(Stage[RetrievalRequest]):
             res = RetrievalResult.from_dict(sec.result)
             if isinstance(res.n_docs, int):
                 used["retrieval_docs"] = res.n_docs
-            if isinstance((res.n_queries or {}).get("eval"), int):
-                used["retrieval_queries"] = res.n_queries["eval"]
+            if isinstance((res.n_queries or QueryCounts()).eval, int):
+                used["retrieval_queries"] = res.n_queries.eval
         return used
 

@@ -13,10 +13,32 @@ from normscope.data import data_path, dataset_names, dataset_status, datasets_he
 from normscope.errors import DataError
 from normscope.report.stage import Command, KeyNumber, Section, Stage, Table
 from normscope.requests import Request
+from normscope.values import Record
 
-__all__ = ["SetupStage", "SetupRequest"]
+__all__ = ["SetupStage", "SetupRequest", "SetupResult"]
 
 SECTION = "setup"
+
+
+@dataclasses.dataclass(frozen=True)
+class SetupResult(Record):
+    """The set-up section's result: the model and its fingerprint, the run's settings, the datasets, the versions."""
+
+    model: str | None = None
+    fingerprint: dict | None = None
+    dim: int | None = None
+    max_seq_length: int | None = None
+    device: str | None = None
+    seed: int | None = None
+    preset: str | None = None
+    sizes: dict | None = None
+    data_dir: str | None = None
+    datasets: dict | None = None
+    normscope_version: str | None = None
+    torch_version: str | None = None
+    torch_threads: int | None = None
+    python: str | None = None
+    platform: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,14 +99,12 @@ class SetupStage(Stage[SetupRequest]):
         fp = enc.fingerprint
         data = ctx.data_dir()
         datasets, rows = _datasets(dict(request.needed))
-        result = {
-            "model": fp.name, "fingerprint": fp.to_dict(), "dim": int(enc.dim),
-            "max_seq_length": getattr(enc, "max_seq_length", None), "device": request.device, "seed": request.seed,
-            "preset": request.preset, "sizes": dict(request.sizes), "data_dir": str(data) if data is not None else None,
-            "datasets": datasets, "normscope_version": __version__, "torch_version": torch.__version__,
-            "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
-            "platform": platform.platform(),
-        }
+        result = SetupResult(
+            model=fp.name, fingerprint=fp.to_dict(), dim=int(enc.dim), max_seq_length=getattr(enc, "max_seq_length", None),
+            device=request.device, seed=request.seed, preset=request.preset, sizes=dict(request.sizes),
+            data_dir=str(data) if data is not None else None, datasets=datasets, normscope_version=__version__,
+            torch_version=torch.__version__, torch_threads=torch.get_num_threads(), python=platform.python_version(),
+            platform=platform.platform())
         present = sum(d["present"] for d in datasets.values())
         key_numbers = [
             KeyNumber("model", "model", fp.name),
@@ -94,14 +114,14 @@ class SetupStage(Stage[SetupRequest]):
             KeyNumber("fingerprint.dropped_modules", "modules dropped to get raw vectors",
                       ", ".join(fp.dropped_modules) or "none"),
             KeyNumber("dim", "embedding dimension d", int(enc.dim)),
-            KeyNumber("max_seq_length", "max sequence length", result["max_seq_length"], "tokens"),
-            KeyNumber("device,torch_threads", "device / torch threads", f"{request.device} / {result['torch_threads']}"),
+            KeyNumber("max_seq_length", "max sequence length", result.max_seq_length, "tokens"),
+            KeyNumber("device,torch_threads", "device / torch threads", f"{request.device} / {result.torch_threads}"),
             KeyNumber("seed", "seed", request.seed),
             KeyNumber("preset", "size preset", request.preset),
             KeyNumber("datasets", "datasets present", f"{present} of {len(datasets)}"),
         ]
         return {SECTION: Section(
-            SECTION, result=result, key_numbers=key_numbers,
+            SECTION, result=result.to_json(), key_numbers=key_numbers,
             tables=[Table("Datasets (origins, licences and checks: docs/data.md)",
                           ["dataset", "read by", "here", "where from / how to get it", "verified by"], rows)],
             notes=["The model fingerprint is the `fingerprint` of every command's --json; "

@@ -133,8 +133,8 @@ def _notes(results: dict[str, CorrelateResult], unavailable: dict[str, str]) -> 
         if r.n_missing:
             notes.append(f"{sig}: {r.n_missing} of {r.n_items} items have no value and are excluded "
                          f"(e.g. {', '.join(map(str, (r.missing_examples or [])[:5]))}).")
-        if r.junk["count"]:
-            notes.append(f"{sig}: {r.junk['count']} junk item(s) left out (ids {', '.join(r.junk['ids'][:5])}).")
+        if r.junk is not None and r.junk.count:
+            notes.append(f"{sig}: {r.junk.count} junk item(s) left out (ids {', '.join(r.junk.ids[:5])}).")
     return notes
 
 

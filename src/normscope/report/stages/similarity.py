@@ -14,7 +14,7 @@ from normscope.report.text import ci_words, ci_excludes_zero
 from normscope.requests import Embedding, Resampling
 from normscope.requests.similarity import SimilarityRequest
 from normscope.similarity import SimilarityResult, plot_similarity, run_similarity
-from normscope.similarity.result import PairScorerEval
+from normscope.similarity.result import PairFit, PairScorerEval
 
 __all__ = ["SimilarityStage", "SimilarityRequest", "similarity_sentences"]
 
@@ -39,10 +39,10 @@ def similarity_sentences(result: dict | None) -> list[str]:
     cos = res.scorers.get("cosine")
     if cos is None or cos.spearman is None:
         return []
-    fit = res.fit or {}
+    fit = res.fit or PairFit()
     out = [f"On {num(res.n_pairs)} evaluated pairs, cosine similarity has Spearman \u03c1 = {num(cos.spearman)} "
            f"({ci_words(list(cos.spearman_ci) if cos.spearman_ci else None)}) with the human scores; parameters were "
-           f"fitted on {num(fit.get('n_pairs'))} other pairs ({fit.get('source', 'fit pairs')})."]
+           f"fitted on {num(fit.n_pairs)} other pairs ({fit.source if fit.source is not None else 'fit pairs'})."]
     return out + [_scorer_sentence(name, s) for name, s in res.scorers.items()
                   if name != "cosine" and s.delta_spearman is not None]
 
@@ -84,7 +84,7 @@ class SimilarityStage(Stage[SimilarityRequest]):
         fit = res.fit
         return {SECTION: Section(
             SECTION, commands=self.commands(request),
-            sizes=(f"SimLex-999: {fit['n_pairs']} fit pairs, {res.n_pairs} evaluated pairs ({fit['source']}, seed "
+            sizes=(f"SimLex-999: {fit.n_pairs} fit pairs, {res.n_pairs} evaluated pairs ({fit.source}, seed "
                    f"{seed}); {res.n_texts} distinct words; {n_boot} bootstrap resamples"),
             result=r, derived={}, key_numbers=key_numbers,
             tables=[Table("One row per scorer: parameter fitted on the fit pairs, statistics on the evaluated pairs "

@@ -21,6 +21,9 @@ from normscope.lab import run_decisive_design
 from normscope.lab.claims import transformer_claim_row
 from normscope.lab.decisive import DESIGNS, STORED_RESULT
 from normscope.lab.decisive_figures import plot_decisive_prediction, plot_decisive_trajectories, plot_lambda_scaling
+from normscope.lab.result import (DecisiveEncoder, DecisiveResult, EncoderConfig, NullStat, PredictionCI,
+                                  PredictionNull, PredictionStats, RunTrajectory, ScalingPrediction, SelectedSetting,
+                                  SnapshotPrediction, Stationarity)
 from normscope.report.missing import data_unavailable
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, Table
 from normscope.requests.lab import DecisiveRequest
@@ -42,53 +45,52 @@ def load_stored_full() -> dict | None:
     """
     try:
         d = json.loads(Path(STORED_RESULT).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(d, dict) or d.get("sizes") != DESIGNS["full"].to_dict():
+        if DecisiveResult.from_dict(d).sizes != DESIGNS["full"].to_dict():
+            return None
+    except (OSError, ValueError, TypeError, AttributeError):  # absent, not JSON, or not a design result's layout
         return None
     return d
 
 
-def _stationarity_rows(d: dict, which: str) -> list:
+def _stationarity_rows(d: DecisiveResult, which: str) -> list:
     rows = []
-    for opt, b in (d.get("base") or {}).items():
-        st = b.get("stationarity") or {}
-        ch = st.get("checks") or {}
-        rows.append([which, opt, sig3(b.get("eta")), sig3(b.get("lambda")), f"{b.get('steps'):,}",
-                     sig3(b.get("relaxations")), b.get("label"),
-                     f"{st.get('relative_change'):+.2%}" if st.get("relative_change") is not None else "n/a",
-                     f"{sig3(st.get('loss_mean'))} / {sig3(st.get('chance_loss'))}",
-                     f"{sig3(st.get('accuracy'))} {ci_text(st.get('accuracy_ci'))}",
-                     "; ".join(b.get("reasons") or []) or "all checks passed",
-                     "yes" if all(c.get("passed") for c in ch.values()) else "no"])
+    for opt, b in (d.base or {}).items():
+        st = b.stationarity or Stationarity()
+        rows.append([which, opt, sig3(b.eta), sig3(b.lam), f"{b.steps:,}", sig3(b.relaxations), b.label,
+                     f"{st.relative_change:+.2%}" if st.relative_change is not None else "n/a",
+                     f"{sig3(st.loss_mean)} / {sig3(st.chance_loss)}",
+                     f"{sig3(st.accuracy)} {ci_text(st.accuracy_ci)}",
+                     "; ".join(b.reasons or []) or "all checks passed",
+                     "yes" if all(c.passed for c in (st.checks or {}).values()) else "no"])
     return rows
 
 
-def _prediction_rows(d: dict, which: str) -> list:
+def _prediction_rows(d: DecisiveResult, which: str) -> list:
     rows = []
-    for opt, b in (d.get("base") or {}).items():
-        pr = b.get("prediction") or {}
-        st, ci, nl = pr.get("stats") or {}, pr.get("ci") or {}, pr.get("null") or {}
-        if not st:
+    for opt, b in (d.base or {}).items():
+        pr = b.prediction or SnapshotPrediction()
+        st, ci, nl = pr.stats or PredictionStats(), pr.ci or PredictionCI(), pr.null or PredictionNull()
+        if pr.stats is None or pr.stats.to_json() == {}:
             continue
-        rows.append([which, opt, f"{sig3(st.get('mean_abs_rel_error'))} {ci_text(ci.get('mean_abs_rel_error'))}",
-                     f"{sig3(st.get('median_rel_error'))} {ci_text(ci.get('median_rel_error'))}",
-                     f"{sig3(st.get('pearson'))} {ci_text(ci.get('pearson'))}",
-                     f"{sig3(st.get('spearman'))} {ci_text(ci.get('spearman'))}",
-                     f"{sig3((nl.get('mean_abs_rel_error') or {}).get('median'))} (p {sig3((nl.get('mean_abs_rel_error') or {}).get('p'))})",
-                     f"{pr.get('n_items')} ({pr.get('n_negative_q')} with q < 0)",
-                     sig3((b.get("trajectory") or {}).get("heat_share"))])
+        null = nl.mean_abs_rel_error or NullStat()
+        rows.append([which, opt, f"{sig3(st.mean_abs_rel_error)} {ci_text(ci.mean_abs_rel_error)}",
+                     f"{sig3(st.median_rel_error)} {ci_text(ci.median_rel_error)}",
+                     f"{sig3(st.pearson)} {ci_text(ci.pearson)}",
+                     f"{sig3(st.spearman)} {ci_text(ci.spearman)}",
+                     f"{sig3(null.median)} (p {sig3(null.p)})",
+                     f"{pr.n_items} ({pr.n_negative_q} with q < 0)",
+                     sig3((b.trajectory or RunTrajectory()).heat_share)])
     return rows
 
 
-def _scaling_rows(d: dict, which: str) -> list:
+def _scaling_rows(d: DecisiveResult, which: str) -> list:
     rows = []
-    for opt, s in (d.get("scaling") or {}).items():
-        f = s["fit"]
-        rows.append([which, opt, ", ".join(f"{r['lambda']:.3g}" for r in s["runs"]),
-                     f"{f['slope']:.3f} {ci_text(f['ci'])}", sig3((s.get("prediction") or {}).get("exponent")),
-                     {True: "yes", False: "no", None: "n/a"}[s.get("prediction_in_ci")],
-                     ", ".join(r["label"] for r in s["runs"])])
+    for opt, s in (d.scaling or {}).items():
+        f = s.fit
+        rows.append([which, opt, ", ".join(f"{r.lam:.3g}" for r in s.runs),
+                     f"{f.slope:.3f} {ci_text(f.ci)}", sig3((s.prediction or ScalingPrediction()).exponent),
+                     {True: "yes", False: "no", None: "n/a"}[s.prediction_in_ci],
+                     ", ".join(r.label for r in s.runs)])
     return rows
 
 
@@ -113,7 +115,8 @@ def _figures(shown: dict, which_shown: str, figure_path) -> list[Figure]:
     return figs
 
 
-def _tables(own: dict, stored: dict | None, shown: dict, which_shown: str, full_run: bool) -> list[Table]:
+def _tables(own: DecisiveResult, stored: DecisiveResult | None, shown: DecisiveResult, which_shown: str,
+            full_run: bool) -> list[Table]:
     rows = _stationarity_rows(own, "this run")
     prows = _prediction_rows(own, "this run")
     srows = _scaling_rows(own, "this run")
@@ -121,10 +124,9 @@ def _tables(own: dict, stored: dict | None, shown: dict, which_shown: str, full_
         rows += _stationarity_rows(stored, "full (stored)")
         prows += _prediction_rows(stored, "full (stored)")
         srows += _scaling_rows(stored, "full (stored)")
-    sel = shown.get("selected") or {}
-    grid_rows = [[which_shown, sig3(r["eta"]), sig3(r["lambda"]), sig3(r["eta_lambda"]), r.get("mask"),
-                  sig3(r["relaxation_steps"]),
-                  r["steps"], r["label"], sig3(r["loss_window"]), sig3(r["accuracy_end"])] for r in shown.get("grid") or []]
+    sel = shown.selected or SelectedSetting()
+    grid_rows = [[which_shown, sig3(r.eta), sig3(r.lam), sig3(r.eta_lambda), r.mask, sig3(r.relaxation_steps),
+                  r.steps, r.label, sig3(r.loss_window), sig3(r.accuracy_end)] for r in shown.grid or []]
     return [
         Table("Stationarity checks of the base runs (collapsed: loss not below chance, items indistinguishable; "
               "drifting: mean R^2 not stable between the window's halves, or the window too early)",
@@ -137,30 +139,30 @@ def _tables(own: dict, stored: dict | None, shown: dict, which_shown: str, full_
         Table("\u03bb scaling at fixed \u03b7 (slope of log R-bar on log \u03bb, CI over items and time blocks; "
               "predicted from h before the scaled runs)",
               ["design", "optimizer", "\u03bb", "slope [95% CI]", "predicted", "prediction in CI", "labels"], srows),
-        Table(f"\u03b7/\u03bb grid ({which_shown}); rule: {sel.get('rule', '')}",
+        Table(f"\u03b7/\u03bb grid ({which_shown}); rule: {sel.rule or ''}",
               ["design", "\u03b7", "\u03bb", "\u03b7\u03bb", "decay mask", "relaxation time", "steps", "label", "loss",
                "accuracy"], grid_rows),
     ]
 
 
-def _key_numbers(shown: dict, which_shown: str) -> list[KeyNumber]:
-    sel = shown.get("selected") or {}
-    enc = shown.get("encoder") or {}
+def _key_numbers(shown: DecisiveResult, which_shown: str) -> list[KeyNumber]:
+    sel = shown.selected or SelectedSetting()
+    enc = shown.encoder or DecisiveEncoder()
     out = [
         KeyNumber("shown", "design shown in figures and scorecard", which_shown),
         KeyNumber("encoder.heldout_accuracy", "held-out top-1 accuracy of the pre-trained encoder",
-                  enc.get("heldout_accuracy"), f"(chance {sig3(enc.get('chance'))})"),
-        KeyNumber("selected", "selected SGD eta / lambda", f"{sel.get('eta')} / {sig3(sel.get('lambda'))}"),
-        KeyNumber("stationarity_label", "SGD base run", shown.get("stationarity_label")),
-        KeyNumber("mean_abs_rel_error", "mean |R_eq - R-bar| / R-bar (SGD)", shown.get("mean_abs_rel_error"),
-                  ci_text(shown.get("mean_abs_rel_error_ci"))),
-        KeyNumber("pearson", "Pearson r, R_eq vs R-bar (SGD)", shown.get("pearson"), ci_text(shown.get("pearson_ci"))),
+                  enc.heldout_accuracy, f"(chance {sig3(enc.chance)})"),
+        KeyNumber("selected", "selected SGD eta / lambda", f"{sel.eta} / {sig3(sel.lam)}"),
+        KeyNumber("stationarity_label", "SGD base run", shown.stationarity_label),
+        KeyNumber("mean_abs_rel_error", "mean |R_eq - R-bar| / R-bar (SGD)", shown.mean_abs_rel_error,
+                  ci_text(shown.mean_abs_rel_error_ci)),
+        KeyNumber("pearson", "Pearson r, R_eq vs R-bar (SGD)", shown.pearson, ci_text(shown.pearson_ci)),
         KeyNumber("null_p_mean_abs_rel_error", "permutation p (R-free statistics shuffled)",
-                  shown.get("null_p_mean_abs_rel_error")),
+                  shown.null_p_mean_abs_rel_error),
     ]
-    nd = shown.get("nodecay") or {}
-    if nd:
-        out.append(KeyNumber("nodecay.ratio", "no decay: R_end / R_start (SGD)", nd.get("ratio"), ci_text(nd.get("ci"))))
+    nd = shown.nodecay
+    if nd is not None and nd.to_json():
+        out.append(KeyNumber("nodecay.ratio", "no decay: R_end / R_start (SGD)", nd.ratio, ci_text(nd.ci)))
     return out
 
 
@@ -181,29 +183,33 @@ def transformer_section(own: dict, stored: dict | None, *, figure_path, commands
     -------
     Section
     """
-    full_run = own.get("design") == "full"
-    shown = own if full_run or stored is None else stored
+    own_r = DecisiveResult.from_dict(own)
+    stored_r = None if stored is None else DecisiveResult.from_dict(stored)
+    full_run = own_r.design == "full"
+    shown, shown_r = (own, own_r) if full_run or stored is None else (stored, stored_r)
     which_shown = "this run" if shown is own else "full design (stored)"
     claim_src = own if (full_run or stored is None) else stored
     claim = transformer_claim_row(claim_src, full_command=FULL_COMMAND)
     if claim_src is stored:
         claim["tested_on"] = (f"the full design's stored result (regenerate: {FULL_COMMAND}); this report re-ran the "
-                              f"smaller '{own.get('design')}' design, whose SGD base run is "
-                              f"{own.get('stationarity_label')}; {claim['tested_on']}")
+                              f"smaller '{own_r.design}' design, whose SGD base run is "
+                              f"{own_r.stationarity_label}; {claim['tested_on']}")
     notes = []
     if not full_run:
-        notes.append(f"This report ran the '{own.get('design')}' design (about a minute of CPU), smaller than the full "
+        notes.append(f"This report ran the '{own_r.design}' design (about a minute of CPU), smaller than the full "
                      "one (about an hour on 2 CPU cores): its runs are too short to be stationary, so it cannot decide; "
                      + ("the scorecard row and figures show the stored full design's result." if stored is not None else
                         f"no stored full result of this design version was found: run {FULL_COMMAND}"))
-    notes += [f"this run: {c}" for c in own.get("caveats") or []]
-    if stored is not None and not full_run:
-        notes += [f"full design: {c}" for c in stored.get("caveats") or []]
-    sizes = (f"'{own.get('design')}' design: BERT hidden {(own.get('encoder') or {}).get('config', {}).get('hidden')}, "
-             f"{own.get('probe_items')} probe items, {own.get('n_eval_pairs')} held-out pairs")
+    notes += [f"this run: {c}" for c in own_r.caveats or []]
+    if stored_r is not None and not full_run:
+        notes += [f"full design: {c}" for c in stored_r.caveats or []]
+    config = (own_r.encoder or DecisiveEncoder()).config or EncoderConfig()
+    sizes = (f"'{own_r.design}' design: BERT hidden {config.hidden}, "
+             f"{own_r.probe_items} probe items, {own_r.n_eval_pairs} held-out pairs")
     return Section(SECTION, commands=list(commands), sizes=sizes, result=own,
                    derived={"stored_full": stored, "shown": which_shown, "full_command": FULL_COMMAND},
-                   key_numbers=_key_numbers(shown, which_shown), tables=_tables(own, stored, shown, which_shown, full_run),
+                   key_numbers=_key_numbers(shown_r, which_shown),
+                   tables=_tables(own_r, stored_r, shown_r, which_shown, full_run),
                    figures=_figures(shown, which_shown, figure_path), notes=notes, claims=[claim])
 
 
