@@ -14,7 +14,8 @@ Prints, for ``src/normscope``:
   the signature and the docstring);
 - the parameters of each stage entry point;
 - function-level imports of normscope's own modules (and how many of them carry a comment saying
-  why they are deferred);
+  why they are deferred: on the import's line, or on its block of consecutive imports or the comment line
+  just above that block);
 - ruff's C901 findings above complexity 15 (when ruff is installed).
 """
 
@@ -114,6 +115,19 @@ def functions(body: bool = False) -> list[tuple[int, str]]:
     return sorted(out, reverse=True)
 
 
+def _block_comment(lines: list[str], lineno: int) -> bool:
+    """Whether the block of consecutive import lines holding line ``lineno`` (1-based) carries a comment: on one
+    of its lines or on the comment line just above it (one comment gives the reason for the whole block)."""
+    i = lineno - 1
+    while i > 0 and lines[i - 1].strip().startswith(("from ", "import ")):
+        i -= 1
+    j = lineno - 1
+    while j + 1 < len(lines) and lines[j + 1].strip().startswith(("from ", "import ")):
+        j += 1
+    block = lines[i : j + 1]
+    return any("#" in b for b in block) or (i > 0 and lines[i - 1].strip().startswith("#"))
+
+
 def function_imports() -> tuple[int, int, list[str]]:
     """Function-level imports of normscope modules: (count, count with a reason comment, examples)."""
     n = with_reason = 0
@@ -129,7 +143,7 @@ def function_imports() -> tuple[int, int, list[str]]:
                 if isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith("normscope")):
                     n += 1
                     line = lines[node.lineno - 1]
-                    if "#" in line:
+                    if "#" in line or _block_comment(lines, node.lineno):
                         with_reason += 1
                     elif len(examples) < 10:
                         examples.append(f"{p.relative_to(SRC.parent)}:{node.lineno} {line.strip()}")

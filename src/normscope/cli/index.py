@@ -160,8 +160,9 @@ def search(
     json_path: JsonOut = None,
 ) -> None:
     """Top-k documents of each query under the index's norm-aware scorer."""
-    import faiss  # faiss and retrieval/ (torch) only when an index is searched: the CLI's start-up stays light
+    import faiss  # only when an index is searched: the CLI's start-up stays light
 
+    # retrieval/ imports torch: imported here so that the CLI's start-up stays light
     from normscope.retrieval.ann import FoldedAnnIndex, compare_with_exact
     from normscope.retrieval.search import run_to_frame
 

@@ -18,6 +18,8 @@ from normscope.cli import app
 from normscope.cli._console import make_console, styled
 from normscope.cli._options import Device, FigOut, JsonOut, Seed, TableOut
 from normscope.claims import ClaimRow
+from normscope.encoders import resolve_backend
+from normscope.encoders.glove import static_refusal
 from normscope.errors import InputError
 from normscope.pairs import pair_source_path
 from normscope.requests import Resampling
@@ -104,11 +106,7 @@ def lab(
         if v is not None:
             raise InputError(f"{name} applies to --encoder table/mlp only (the transformer lab uses the trajectory estimator)")
     if model is not None and design != "decisive":
-        from normscope.encoders import resolve_backend
-
         if resolve_backend(model)[0] == "static":  # GloVe: no network to train or differentiate
-            from normscope.encoders.glove import static_refusal
-
             raise static_refusal(model)
     if design not in (None, "single", "decisive"):
         raise InputError(f"--design must be single or decisive, got {design!r}")

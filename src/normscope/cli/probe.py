@@ -14,6 +14,7 @@ from normscope.cli import app
 from normscope.cli._console import make_console, styled
 from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, model_figure, write_outputs
 from normscope.encoders import load_encoder, resolve_backend
+from normscope.encoders.glove import static_refusal
 from normscope.validate import check_paths
 from normscope.cli._options import (Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed, TableOut,
                                     TrustRemoteCode, models_of)
@@ -143,8 +144,6 @@ def probe(
         if resolve_backend(m)[0] == "precomputed":
             raise InputError(f"--model {m}: precomputed vectors cannot be probed (the probe differentiates the model's weights); give a model")
         if resolve_backend(m)[0] == "static":  # GloVe: no network to differentiate
-            from normscope.encoders.glove import static_refusal
-
             raise static_refusal(m)
     console = make_console(stderr=True)
     if len(models) == 1:

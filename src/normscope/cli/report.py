@@ -15,6 +15,7 @@ from normscope.cli import app
 from normscope.cli._console import make_console, styled
 from normscope.cli._options import Address, Device, Engine, Models, Precision, Seed, models_of, split_list
 from normscope.claims import CLAIMS, HEADLINE_RULE_SHORT, ClaimRow
+from normscope.data import settings
 from normscope.datasets import wordfreq_spec
 
 
@@ -38,8 +39,8 @@ def report(
     address: Address = None,
 ) -> None:
     """Reproduce the whole analysis for one model (or several, side by side): HTML report, summary.json and figures."""
-    from normscope.data import settings
-    from normscope.report import FULL, QUICK, STAGE_NAMES, ReportConfig, run_report  # torch: start-up stays light
+    # report/ imports torch and signals/ pandas: imported here so that the CLI's start-up stays light
+    from normscope.report import FULL, QUICK, STAGE_NAMES, ReportConfig, run_report
     from normscope.report.runner import check_report_inputs
     from normscope.signals.labels import SIGNALS
 
