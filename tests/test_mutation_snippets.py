@@ -1,0 +1,20 @@
+"""The mutation check's snippets still match the code (a stale one makes scripts/mutation_check.py stop)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("mutation_check", ROOT / "scripts" / "mutation_check.py")
+mutation_check = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(mutation_check)
+
+
+@pytest.mark.parametrize("mutant", mutation_check.MUTANTS, ids=lambda m: m.name)
+def test_each_mutant_snippet_occurs_exactly_once(mutant):
+    text = (ROOT / mutant.path).read_text(encoding="utf-8")
+    assert text.count(mutant.old) == 1, f"{mutant.name}: its snippet occurs {text.count(mutant.old)} times in {mutant.path}"
+    assert mutant.new != mutant.old
