@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("mutation_check", ROOT / "scripts" / "mutation_check.py")
 mutation_check = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("mutation_check", mutation_check)  # its dataclasses look their module up
 _spec.loader.exec_module(mutation_check)
 
 
