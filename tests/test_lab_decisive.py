@@ -439,6 +439,12 @@ def test_cli_decisive_and_report_section(tiny_design, tiny_files, tmp_path, monk
     assert row["tested_on"].startswith("the full design's stored result")
     assert "smaller than the full one" in sec.notes[0] and sec.derived["shown"] == "full design (stored)"
     assert len(sec.figures) == 3 and all((tmp_path / f.file).is_file() for f in sec.figures)
+    from normscope._format import num
+    from normscope.report.stages.transformer import TransformerStage
+
+    head = TransformerStage().headline(sec)  # the CLI summary's line: which design, its label, its statistic
+    assert head.startswith(f"full design (stored): SGD base run {sec.derived['stored_full']['stationarity_label']}; "), head
+    assert f"mean |R_eq - R-bar| / R-bar {num(stored['mean_abs_rel_error'])} [" in head
     alone = transformer_section(own, None, figure_path=lambda n: tmp_path / n)
     assert alone.claims[0]["verdict"] == own["claim"]["verdict"] and "no stored full result" in alone.notes[0]
 

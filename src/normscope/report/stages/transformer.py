@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from normscope._format import ci as ci_text, sig3
+from normscope._format import ci as ci_text, num, sig3
 from normscope.errors import DataError, InputError
 from normscope.lab import run_decisive_design
 from normscope.lab.claims import transformer_claim_row
@@ -228,6 +228,16 @@ class TransformerStage(Stage[DecisiveRequest]):
 
     def commands(self, request: DecisiveRequest) -> list[Command]:
         return [Command(tuple(request.argv() + ["--run-dir", RUN_DIR, "--json", JSON_FILE]))]
+
+    def headline(self, section: Section) -> str:
+        """``<design shown>: SGD base run <label>; mean |R_eq - R-bar| / R-bar <value> [CI]; held-out top-1 accuracy
+        ...`` (the default's "label value" read "design shown in figures and scorecard full design (stored)")."""
+        k = {x.key: x for x in section.key_numbers}
+        parts = [f"{k['shown'].value}: SGD base run {k['stationarity_label'].value}"] if "shown" in k else []
+        for key in ("mean_abs_rel_error", "encoder.heldout_accuracy"):
+            if key in k and isinstance(k[key].value, float):
+                parts.append(f"{k[key].label.removesuffix(' (SGD)')} {num(k[key].value)} {k[key].unit}".rstrip())
+        return "; ".join(parts) or super().headline(section)
 
     def run(self, ctx, request: DecisiveRequest) -> dict[str, Section]:
         try:
