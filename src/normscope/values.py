@@ -11,11 +11,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import math
 import types
 import typing
 from collections.abc import Sequence
 from typing import Any, ClassVar
+
+from normscope._format import finite
 
 __all__ = ["Status", "Interval", "Record", "key", "typed", "field_hints", "Spread", "Correlation", "JunkSummary",
            "Duplicates", "NormError"]
@@ -49,16 +50,6 @@ class Status(str, enum.Enum):
         return value if isinstance(value, cls) else cls(str(value))
 
 
-def _finite(x) -> float | None:
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 @dataclasses.dataclass(frozen=True)
 class Interval:
     """A confidence interval ``[lo, hi]`` (JSON: a two-element list; a missing end is ``null``).
@@ -79,7 +70,7 @@ class Interval:
             return value
         if not isinstance(value, (list, tuple)) or len(value) != 2:
             return None
-        return cls(*(v if _finite(v) is not None else None for v in value))
+        return cls(*(v if finite(v) is not None else None for v in value))
 
     from_json = of
 
