@@ -36,3 +36,22 @@ def assert_vectors_close(actual, desired, *, rtol: float = RTOL, err_msg: str = 
     ok = (na > 0) & (nb > 0)
     cos = (a[ok] * b[ok]).sum(1) / (na[ok] * nb[ok])
     assert (cos >= 1 - max(1e-9, rtol**2)).all(), f"{err_msg} a cosine is below 1 - 1e-9: {cos.min()!r}"
+
+
+def assert_item_columns_match(a_items, b_items, texts, *, rtol: float, err_msg: str = "") -> None:
+    """Every per-item column of two item tables (pandas, keyed by ``text``) agrees on the rows ``texts``.
+
+    Float columns within ``rtol`` (and an absolute 1e-6 of the column's largest magnitude, for values near
+    0), every other column exactly; ``id`` and ``text`` are the keys, not compared. For the permutation tests
+    of per-item outputs: run B got the items in another order, compared row by row with run A.
+    """
+    ta, tb = a_items.set_index("text"), b_items.set_index("text")
+    for col in a_items.columns:
+        if col in ("id", "text"):
+            continue
+        x, y = ta[col].loc[list(texts)].to_numpy(), tb[col].loc[list(texts)].to_numpy()
+        if x.dtype.kind in "fc":
+            scale = np.nanmax(np.abs(x)) if np.isfinite(x).any() else 1.0
+            np.testing.assert_allclose(y, x, rtol=rtol, atol=1e-6 * scale, err_msg=f"{err_msg}{col}")
+        else:
+            np.testing.assert_array_equal(y, x, err_msg=f"{err_msg}{col}")

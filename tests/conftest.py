@@ -36,3 +36,15 @@ def shared_data():
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a network connection fails the test (``socket.connect`` / ``connect_ex``)."""
+    import socket
+
+    def refuse(self, *a, **k):
+        raise AssertionError(f"network access attempted: {a}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)

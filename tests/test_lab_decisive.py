@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
+from _close import assert_item_columns_match
 
 from normscope import theory
 from normscope.claims import CLAIMS
@@ -284,9 +286,8 @@ def test_tiny_design_end_to_end(tiny_design):
     assert m["eta"] / (1 - 0.9) == pytest.approx(s["eta"]) and m["eta"] * m["lambda"] == pytest.approx(s["eta"] * s["lambda"])
     assert a["eta"] * a["lambda"] == pytest.approx(s["eta"] * s["lambda"])
     # the predictions were stated before the scaled runs (file written first), from the base runs' heat share
-    pred = json.loads((tiny_design.directory and __import__("pathlib").Path(tiny_design.directory) / "predictions.json")
-                      .read_text())
-    runs = __import__("pathlib").Path(tiny_design.directory) / "runs"
+    pred = json.loads((Path(tiny_design.directory) / "predictions.json").read_text())
+    runs = Path(tiny_design.directory) / "runs"
     assert min((runs / f"scale_{o}_x2.json").stat().st_mtime for o in ("sgd", "momentum", "adamw")) >= \
         (runs.parent / "predictions.json").stat().st_mtime
     assert pred["sgd"]["exponent"] == pytest.approx(-1 / (2 * (1 + s["trajectory"]["heat_share"])))
@@ -310,16 +311,7 @@ def test_permuting_probe_items_permutes_every_per_item_output(tiny_design, tiny_
                             probe_items=tmp_path / "probes.txt", seed=1)
     a = tiny_design
     assert list(b.items["text"]) == [PROBES[i] for i in perm]
-    ta, tb = a.items.set_index("text"), b.items.set_index("text")
-    for col in a.items.columns:
-        if col in ("id", "text"):
-            continue
-        x, y = ta[col].loc[PROBES].to_numpy(), tb[col].loc[PROBES].to_numpy()
-        if x.dtype.kind in "fc":
-            scale = np.nanmax(np.abs(x)) if np.isfinite(x).any() else 1.0
-            np.testing.assert_allclose(y, x, rtol=2e-5, atol=1e-6 * scale, err_msg=col)
-        else:
-            np.testing.assert_array_equal(y, x, err_msg=col)
+    assert_item_columns_match(a.items, b.items, PROBES, rtol=2e-5)
     # summaries computed in a canonical item order: the same up to float32 batching rounding of the forwards
     sa, sb = a.to_dict(), b.to_dict()
     assert sb["stationarity_label"] == sa["stationarity_label"] and sb["claim"]["verdict"] == sa["claim"]["verdict"]
@@ -329,12 +321,12 @@ def test_permuting_probe_items_permutes_every_per_item_output(tiny_design, tiny_
         assert sb["scaling"][opt]["fit"]["slope"] == pytest.approx(sa["scaling"][opt]["fit"]["slope"], rel=1e-4, abs=1e-6)
 
 
-def test_killed_run_resumes_to_the_same_record(tiny_design, tmp_path):
-    """A run killed after a checkpoint continues from it; the record equals an uninterrupted run's."""
-    import dataclasses
+def _finished_copy(tiny_design, tmp_path, optimizer: str):
+    """A copy of the finished tiny design whose runs folder keeps only the final checkpoints, and the base run
+    ``optimizer``'s spec, the sizes and the design key: a run to execute again from its start."""
     from pathlib import Path
 
-    from normscope.lab.decisive_run import RunContext, load_run, run_one
+    from normscope.lab.decisive import design_specs
 
     src = Path(tiny_design.directory)
     d = tmp_path / "copy"
@@ -342,12 +334,21 @@ def test_killed_run_resumes_to_the_same_record(tiny_design, tmp_path):
     (d / "runs").mkdir()
     for f in (src / "runs").glob("*.final.pt"):
         shutil.copy(f, d / "runs" / f.name)
-    design = json.loads((src / "design.json").read_text())
-    spec = next(s for s in __import__("normscope.lab.decisive", fromlist=["x"]).design_specs(
-        "base", _tiny_sizes(), lam_per_lambda=json.loads((src / "lambda0.json").read_text())["median_lambda_rad_per_lambda"],
-        selected=tiny_design.selected) if s.optimizer == "momentum")
     sz = _tiny_sizes()
-    ctx = RunContext(d, sz.batch_size, sz.tau, sz.decay_mask, 1, "cpu", checkpoint_every=4, key=design["key"])
+    lam0 = json.loads((src / "lambda0.json").read_text())["median_lambda_rad_per_lambda"]
+    spec = next(s for s in design_specs("base", sz, lam_per_lambda=lam0, selected=tiny_design.selected)
+                if s.optimizer == optimizer)
+    return d, spec, sz, json.loads((src / "design.json").read_text())["key"]
+
+
+def test_killed_run_resumes_to_the_same_record(tiny_design, tmp_path):
+    """A run killed after a checkpoint continues from it; the record equals an uninterrupted run's."""
+    import dataclasses
+
+    from normscope.lab.decisive_run import RunContext, load_run, run_one
+
+    d, spec, sz, key = _finished_copy(tiny_design, tmp_path, "momentum")
+    ctx = RunContext(d, sz.batch_size, sz.tau, sz.decay_mask, 1, "cpu", checkpoint_every=4, key=key)
 
     class Killed(Exception):
         pass
@@ -370,7 +371,7 @@ def test_killed_run_resumes_to_the_same_record(tiny_design, tmp_path):
     finally:
         torch.set_num_threads(threads)
     assert resumed_from[0] == 8  # continued from the checkpoint at step 8, not from 0
-    ref = load_run(spec, dataclasses.replace(ctx, directory=src))
+    ref = load_run(spec, dataclasses.replace(ctx, directory=Path(tiny_design.directory)))
     for k in ("loss", "track_steps", "r2", "zd", "dd", "dec", "lam", "snap_za", "snap_aa", "snap_r", "eval_acc"):
         np.testing.assert_array_equal(res[k], ref[k], err_msg=k)
     assert not (d / "runs" / f"{spec.name}.ckpt").exists()
@@ -478,23 +479,11 @@ def test_report_transformer_stage_renders_and_feeds_the_scorecard(tiny_design, t
 def test_device_plumbing_on_cpu(tiny_design, tmp_path, monkeypatch):
     """``device`` reaches every model load and the run is unchanged by an explicit device index ("cpu:0")."""
     import dataclasses
-    from pathlib import Path
 
     import normscope.encoders as encoders
-    from normscope.lab.decisive import design_specs
     from normscope.lab.decisive_run import RunContext, load_run, run_one
 
-    src = Path(tiny_design.directory)
-    d = tmp_path / "copy"
-    shutil.copytree(src, d, ignore=shutil.ignore_patterns("runs"))
-    (d / "runs").mkdir()
-    for f in (src / "runs").glob("*.final.pt"):
-        shutil.copy(f, d / "runs" / f.name)
-    sz = _tiny_sizes()
-    lam0 = json.loads((src / "lambda0.json").read_text())["median_lambda_rad_per_lambda"]
-    spec = next(s for s in design_specs("base", sz, lam_per_lambda=lam0, selected=tiny_design.selected)
-                if s.optimizer == "sgd")
-    key = json.loads((src / "design.json").read_text())["key"]
+    d, spec, sz, key = _finished_copy(tiny_design, tmp_path, "sgd")
     ctx = RunContext(d, sz.batch_size, sz.tau, sz.decay_mask, 1, "cpu:0", key=key)
     seen = []
     real = encoders.load_encoder
@@ -508,7 +497,7 @@ def test_device_plumbing_on_cpu(tiny_design, tmp_path, monkeypatch):
     finally:
         torch.set_num_threads(threads)
     assert seen == ["cpu:0"]
-    ref = load_run(spec, dataclasses.replace(ctx, directory=src, device="cpu"))
+    ref = load_run(spec, dataclasses.replace(ctx, directory=Path(tiny_design.directory), device="cpu"))
     for k in ("loss", "r2", "zd", "dd", "snap_za", "snap_zc", "snap_aa", "snap_zjd", "eval_acc"):
         np.testing.assert_array_equal(res[k], ref[k], err_msg=k)
     import torch

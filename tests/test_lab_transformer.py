@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from _close import assert_item_columns_match
 import torch
 
 from normscope.errors import InputError
@@ -270,18 +271,8 @@ def test_permuting_probe_items_permutes_every_per_item_output(tiny, sgd_run, tmp
     (tmp_path / "probes.txt").write_text("\n".join(PROBES[i] for i in perm) + "\n")
     b = run_transformer_lab(**_kw(tiny, decay_mask="matrices", probe_items=tmp_path / "probes.txt"))
     a = sgd_run
-    ta = a.items.set_index("text")
-    tb = b.items.set_index("text")
     assert list(b.items["text"]) == [PROBES[i] for i in perm]
-    for col in a.items.columns:
-        if col in ("id", "text"):
-            continue
-        x, y = ta[col].loc[PROBES].to_numpy(), tb[col].loc[PROBES].to_numpy()
-        if x.dtype.kind in "fc":
-            scale = np.nanmax(np.abs(x)) if np.isfinite(x).any() else 1.0
-            np.testing.assert_allclose(y, x, rtol=1e-5, atol=1e-6 * scale, err_msg=col)
-        else:
-            np.testing.assert_array_equal(y, x, err_msg=col)
+    assert_item_columns_match(a.items, b.items, PROBES, rtol=1e-5)
     np.testing.assert_allclose(b.norms, a.norms[:, perm], rtol=1e-6)
     # the summary (CIs included) is computed in a canonical item order: invariant
     sa, sb = a.to_dict(), b.to_dict()

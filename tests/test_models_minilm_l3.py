@@ -191,16 +191,11 @@ def test_a_changed_onnx_file_is_refused_before_conversion(onnx_path, tmp_path, m
     assert not models.exists() or not any(models.iterdir())
 
 
-def test_cli_embed_works_with_no_network(l3, tmp_path, monkeypatch):
+def test_cli_embed_works_with_no_network(l3, tmp_path, no_network):
     import json
-    import socket
 
     from normscope.cli import run
 
-    def refuse(self, *a, **k):
-        raise AssertionError(f"network access attempted: {a}")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
     words = tmp_path / "words.txt"
     words.write_text("dog\ncat\nthe theory of relativity\n")
     js = tmp_path / "e.json"

@@ -11,7 +11,6 @@ import importlib.util
 import io
 import json
 import os
-import socket
 import zipfile
 
 import numpy as np
@@ -44,17 +43,6 @@ def mpnet():
     from normscope.encoders import load_encoder
 
     return load_encoder(MPNET_MODEL)
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    """Any attempt to open a network connection fails the test."""
-
-    def refuse(self, *a, **k):
-        raise AssertionError(f"network access attempted: {a}")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
 
 
 @pytest.mark.slow
