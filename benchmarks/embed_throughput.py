@@ -12,13 +12,15 @@ round) for ``--repeats`` rounds after one warm-up each:
   (batch 32, sorted by characters, the model's trailing ``Normalize``) against normscope
   ``encode_cached(load_encoder(), texts, cache=False)`` (batch ``--batch-size``, default 64) plus ``np.linalg.norm`` (raw vectors,
   ``Normalize`` dropped, batched by tokens);
-- **end to end, the path before issue 28** (the named baseline of that change, rebuilt in the script):
-  normscope's batches as ``encode_cached`` formed them then (by characters) with each text tokenized
-  twice (``SentenceTransformerEncoder.batches(..., tokenize_once=False)``); printed as its ratio to
-  sentence-transformers and as now / before;
+- **end to end, aten kernels** (the named baseline of the oneDNN change): the same normscope call with
+  ``enc.linear_kernel = "aten"``, i.e. PyTorch's default float32 ``F.linear`` (MKL), the kernels
+  sentence-transformers runs; printed as its ratio to sentence-transformers and as now / aten;
 - **forward only** (tokenization outside the timed loop for both): each side's batches are tokenized
   first, in its own order and batch size (normscope's: ``SentenceTransformerEncoder.batches``, what
-  ``encode`` runs), and only the model's forward passes (under ``torch.inference_mode``) are timed;
+  ``encode`` runs), and only the model's forward passes are timed: sentence-transformers' under
+  ``torch.inference_mode``, normscope's under ``enc.inference()`` (inference mode and oneDNN linear);
+  and sentence-transformers' own batches under ``torch.inference_mode`` plus
+  ``normscope.encoders.kernels.OneDNNLinear``, which shows how much of the difference is the kernel;
 - **tokenization only**: building those batches (sentence-transformers: ``preprocess`` per batch of 32
   in character order; normscope: ``batches``, which tokenizes each text once and pads per batch where
   the model allows, else tokenizes to sort and again per batch), and normscope's two-pass path
@@ -79,7 +81,7 @@ def measure(texts: list[str], st, enc, repeats: int, bs: int = 64) -> dict:
     import torch
 
     from normscope.encoders import encode_cached
-    from normscope.encoders.cache import text_hashes
+    from normscope.encoders.kernels import OneDNNLinear
 
     def baseline():
         return st.encode(texts)
@@ -88,27 +90,18 @@ def measure(texts: list[str], st, enc, repeats: int, bs: int = 64) -> dict:
         v = encode_cached(enc, texts, cache=False, batch_size=bs)
         return v, np.linalg.norm(v, axis=1)
 
-    def ours_before():
-        """normscope's path before issue 28, rebuilt here as the named baseline of the change: encode_cached's
-        batches by characters (de-duplicated, stable), each text tokenized twice (to sort, then per batch)."""
-        text_hashes(texts)  # encode_cached hashes every text; kept for a like-for-like cost
-        first = list(dict.fromkeys(texts))
-        first.sort(key=lambda t: -len(t))
-        vec = {}
-        prev, enc._tokenize_once = enc._tokenize_once, False
+    def ours_aten():
+        """normscope with PyTorch's default float32 linear kernel (MKL): the path before the oneDNN change."""
+        enc.linear_kernel = "aten"
         try:
-            for s in range(0, len(first), bs):
-                b = first[s:s + bs]
-                vec.update(zip(b, enc.encode(b, batch_size=len(b))))
+            return ours()
         finally:
-            enc._tokenize_once = prev
-        v = np.stack([vec[t] for t in texts])
-        return v, np.linalg.norm(v, axis=1)
+            enc.linear_kernel = "onednn"
 
     ref = baseline()
     raw, norms = ours()  # warm-ups
     enc.tokenize_once_supported()
-    before, _ = ours_before()
+    before, _ = ours_aten()
     cos = np.sum(raw / norms[:, None] * ref, axis=1)
     assert cos.min() > 0.9999, f"normscope and sentence-transformers disagree: min cosine {cos.min()}"
 
@@ -132,12 +125,18 @@ def measure(texts: list[str], st, enc, repeats: int, bs: int = 64) -> dict:
                 st(dict(f))
 
     def ns_forward():
-        with torch.inference_mode():
+        with enc.inference():
             for f in ns_batches:
                 enc.forward(f)
 
-    st_forward(), ns_forward()
-    times = _interleaved({"st": baseline, "ns": ours, "ns_before": ours_before, "st_fwd": st_forward, "ns_fwd": ns_forward,
+    def st_forward_onednn():
+        with torch.inference_mode(), OneDNNLinear():
+            for f in st_batches:
+                st(dict(f))
+
+    st_forward(), ns_forward(), st_forward_onednn()
+    times = _interleaved({"st": baseline, "ns": ours, "ns_aten": ours_aten, "st_fwd": st_forward, "ns_fwd": ns_forward,
+                          "st_fwd_onednn": st_forward_onednn,
                           "st_tok": st_tokenize, "ns_tok": ns_tokenize, "ns_tok_twice": ns_tokenize_twice}, repeats)
     med = {k: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for k, v in times.items()}
     return {
@@ -147,12 +146,15 @@ def measure(texts: list[str], st, enc, repeats: int, bs: int = 64) -> dict:
         "ratio_end_to_end": med["st"][0] / med["ns"][0],
         "ratio_end_to_end_per_round": [b[0] / o[0] for b, o in zip(times["st"], times["ns"])],
         "ratio_end_to_end_cpu": med["st"][1] / med["ns"][1],
-        "ratio_before_end_to_end": med["st"][0] / med["ns_before"][0],
-        "ratio_before_end_to_end_per_round": [b[0] / o[0] for b, o in zip(times["st"], times["ns_before"])],
-        "ratio_before_end_to_end_cpu": med["st"][1] / med["ns_before"][1],
-        "speedup_vs_before": med["ns_before"][0] / med["ns"][0],
-        "speedup_vs_before_cpu": med["ns_before"][1] / med["ns"][1],
-        "max_rel_diff_vs_before": float(np.max(np.linalg.norm(raw - before, axis=1) / np.linalg.norm(before, axis=1))),
+        "ratio_aten_end_to_end": med["st"][0] / med["ns_aten"][0],
+        "ratio_aten_end_to_end_per_round": [b[0] / o[0] for b, o in zip(times["st"], times["ns_aten"])],
+        "ratio_aten_end_to_end_cpu": med["st"][1] / med["ns_aten"][1],
+        "speedup_vs_aten": med["ns_aten"][0] / med["ns"][0],
+        "speedup_vs_aten_per_round": [b[0] / o[0] for b, o in zip(times["ns_aten"], times["ns"])],
+        "speedup_vs_aten_cpu": med["ns_aten"][1] / med["ns"][1],
+        "max_rel_diff_vs_aten": float(np.max(np.linalg.norm(raw - before, axis=1) / np.linalg.norm(before, axis=1))),
+        "max_norm_rel_diff_vs_aten": float(np.max(np.abs(norms / np.linalg.norm(before, axis=1) - 1))),
+        "ratio_st_forward_onednn": med["st_fwd"][0] / med["st_fwd_onednn"][0],
         "ratio_forward_only": med["st_fwd"][0] / med["ns_fwd"][0],
         "ratio_forward_only_per_round": [b[0] / o[0] for b, o in zip(times["st_fwd"], times["ns_fwd"])],
         "ratio_forward_only_cpu": med["st_fwd"][1] / med["ns_fwd"][1],
@@ -198,12 +200,15 @@ def main(argv=None) -> dict:
             tp = r["texts_per_s"]
             print(f"{name}, {threads} thread(s), n={r['n']}: end to end ST {tp['st']:.1f} / normscope {tp['ns']:.1f} texts/s, "
                   f"ratio {r['ratio_end_to_end']:.3f} (rounds " + ", ".join(f"{x:.2f}" for x in r["ratio_end_to_end_per_round"])
-                  + f"; CPU {r['ratio_end_to_end_cpu']:.3f}); the path before issue 28: ratio {r['ratio_before_end_to_end']:.3f} (rounds "
-                  + ", ".join(f"{x:.2f}" for x in r["ratio_before_end_to_end_per_round"])
-                  + f"; CPU {r['ratio_before_end_to_end_cpu']:.3f}), now / before {r['speedup_vs_before']:.3f} "
-                  f"(CPU {r['speedup_vs_before_cpu']:.3f}, max |dv|/|v| {r['max_rel_diff_vs_before']:.1e}); forward only ratio {r['ratio_forward_only']:.3f} (rounds "
+                  + f"; CPU {r['ratio_end_to_end_cpu']:.3f}); aten kernels: ratio {r['ratio_aten_end_to_end']:.3f} (rounds "
+                  + ", ".join(f"{x:.2f}" for x in r["ratio_aten_end_to_end_per_round"])
+                  + f"; CPU {r['ratio_aten_end_to_end_cpu']:.3f}), oneDNN / aten {r['speedup_vs_aten']:.3f} (rounds "
+                  + ", ".join(f"{x:.2f}" for x in r["speedup_vs_aten_per_round"])
+                  + f"; CPU {r['speedup_vs_aten_cpu']:.3f}, max |dv|/|v| {r['max_rel_diff_vs_aten']:.1e}, max norm diff "
+                  f"{r['max_norm_rel_diff_vs_aten']:.1e}); forward only ratio {r['ratio_forward_only']:.3f} (rounds "
                   + ", ".join(f"{x:.2f}" for x in r["ratio_forward_only_per_round"])
-                  + f"; CPU {r['ratio_forward_only_cpu']:.3f}); tokenization only ST {r['tokenize_s']['st']:.3f} s / "
+                  + f"; CPU {r['ratio_forward_only_cpu']:.3f}; ST's own forward under OneDNNLinear / without "
+                  f"{r['ratio_st_forward_onednn']:.3f}); tokenization only ST {r['tokenize_s']['st']:.3f} s / "
                   f"normscope {r['tokenize_s']['ns']:.3f} s (tokenized once: {r['tokenize_once']}; the two-pass path "
                   f"{r['tokenize_s']['ns_twice']:.3f} s); padded tokens ST {r['padded_tokens']['st']:,} / "
                   f"normscope {r['padded_tokens']['ns']:,}", flush=True)

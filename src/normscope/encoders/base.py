@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from normscope._progress import progress_bar
+from normscope.encoders.kernels import linear_kernel_context
 from normscope.errors import InputError
 from normscope.table import PRECISIONS, ModelFingerprint
 from normscope.validate import check_choice
@@ -165,10 +166,18 @@ class TorchEncoder(Encoder):
         float32 accumulation; the weights stay float32) and returns float32 vectors.
         :meth:`forward` itself is never autocast: code that differentiates it (the probes) stays in
         float32/float64 unless it enters :meth:`autocast` itself where that is safe.
+    linear_kernel : {"onednn", "aten"}
+        Kernel of the float32 matrix products in :meth:`encode` on CPU (:meth:`inference`):
+        ``"onednn"`` (default) routes ``F.linear`` to oneDNN
+        (:class:`normscope.encoders.kernels.OneDNNLinear`, about 2x MKL on CPUs where MKL does not
+        use AVX-512; same products up to float32 summation order); ``"aten"`` keeps PyTorch's
+        default (MKL), the kernels sentence-transformers runs. Not part of the fingerprint: the two
+        agree to about 1e-6 relative. Set it on the instance (``enc.linear_kernel = "aten"``).
     """
 
     module: Any
     device: str
+    linear_kernel: str = "onednn"
 
     def at_precision(self, precision: str) -> "TorchEncoder":
         """A twin of this encoder whose :meth:`encode` runs at ``precision``, sharing the same module.
@@ -212,6 +221,27 @@ class TorchEncoder(Encoder):
 
         return torch.autocast(device_type=torch.device(self.device).type, dtype=torch.bfloat16)
 
+    def inference(self):
+        """Context manager for inference-time forward passes: ``torch.inference_mode``, :meth:`autocast`
+        and, in fp32, :attr:`linear_kernel`.
+
+        Example: ``with encoder.inference(): z = encoder.forward(feats)``. The vectors are those of
+        ``with torch.inference_mode(), encoder.autocast()`` up to float32 summation order.
+
+        Raises
+        ------
+        InputError
+            :attr:`linear_kernel` is not one of ``"onednn"``, ``"aten"``.
+        """
+        import torch
+
+        stack = contextlib.ExitStack()
+        stack.enter_context(torch.inference_mode())
+        stack.enter_context(self.autocast())
+        if self.precision == "fp32":
+            stack.enter_context(linear_kernel_context(self.linear_kernel))
+        return stack
+
     @abc.abstractmethod
     def tokenize(self, texts: Sequence[str]) -> dict:
         """Tokenise ``texts`` into a dict of tensors on :attr:`device` (truncating to max length)."""
@@ -225,8 +255,8 @@ class TorchEncoder(Encoder):
         """Raw vectors of ``inputs``, ndarray of shape (n, :attr:`dim`), float32, rows in input order.
 
         Items are batched in order of decreasing ``lengths`` (stable), so each batch pads to a tight
-        length; each batch is ``self.forward(prepare(batch))`` under ``torch.inference_mode`` and
-        :meth:`autocast` (the encoder's precision).
+        length; each batch is ``self.forward(prepare(batch))`` under :meth:`inference`
+        (``torch.inference_mode``, the encoder's precision and linear kernel).
 
         Parameters
         ----------
@@ -239,7 +269,6 @@ class TorchEncoder(Encoder):
         prepare : callable, keyword-only
             Maps a list of inputs to the features :meth:`forward` takes.
         """
-        import torch
 
         n = len(inputs)
         out = np.empty((n, self.dim), dtype=np.float32)
@@ -247,7 +276,7 @@ class TorchEncoder(Encoder):
             return out
         order = np.argsort(-np.asarray(lengths), kind="stable")
         n_batches = -(-n // batch_size)
-        with torch.inference_mode(), self.autocast(), progress_bar(progress and n_batches > 1, n_batches) as advance:
+        with self.inference(), progress_bar(progress and n_batches > 1, n_batches) as advance:
             for s in range(0, n, batch_size):
                 idx = order[s : s + batch_size]
                 out[idx] = self.forward(prepare([inputs[i] for i in idx])).float().cpu().numpy()

@@ -239,7 +239,7 @@ class HFClipEncoder(TorchEncoder):
         out = np.empty((len(items), self.dim), dtype=np.float32)
 
         n_batches = -(-len(items) // batch_size)
-        with torch.inference_mode(), self.autocast(), progress_bar(progress and n_batches > 1, n_batches) as advance:
+        with self.inference(), progress_bar(progress and n_batches > 1, n_batches) as advance:
             for s in range(0, len(items), batch_size):
                 pixels = self.pixel_values(items[s : s + batch_size])
                 out[s : s + batch_size] = self.image_module(pixels).float().cpu().numpy()

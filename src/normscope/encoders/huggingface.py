@@ -160,7 +160,7 @@ class HuggingFaceEncoder(TorchEncoder):
         lengths = [len(x) for x in self.tokenizer(texts, truncation=True, max_length=self.max_seq_length)["input_ids"]]
         order = np.argsort(-np.asarray(lengths), kind="stable")
         n_batches = -(-n // batch_size)
-        with self._torch.inference_mode(), self.autocast(), progress_bar(progress and n_batches > 1, n_batches) as advance:
+        with self.inference(), progress_bar(progress and n_batches > 1, n_batches) as advance:
             for s in range(0, n, batch_size):
                 idx = order[s : s + batch_size]
                 out[idx] = self.forward(self.tokenize([texts[i] for i in idx])).float().cpu().numpy()

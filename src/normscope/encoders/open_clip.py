@@ -128,7 +128,7 @@ class OpenClipEncoder(TorchEncoder):
         """Raw text vectors, ndarray of shape (n, d), float32 (forward pass at :attr:`precision`)."""
         texts = [str(t) for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        with self._torch.inference_mode(), self.autocast():
+        with self.inference():
             for s in range(0, len(texts), batch_size):
                 out[s : s + batch_size] = self.forward(self.tokenize(texts[s : s + batch_size])).float().cpu().numpy()
         return out
@@ -151,7 +151,7 @@ class OpenClipEncoder(TorchEncoder):
         """
         items = list(images)
         out = np.empty((len(items), self.dim), dtype=np.float32)
-        with self._torch.inference_mode(), self.autocast():
+        with self.inference():
             for s in range(0, len(items), batch_size):
                 pix = self._torch.stack([self.preprocess(load_image(x)) for x in items[s : s + batch_size]]).to(self.device)
                 out[s : s + batch_size] = self.module.encode_image(pix, normalize=False).float().cpu().numpy()

@@ -201,10 +201,10 @@ class SentenceTransformerEncoder(TorchEncoder):
         order of decreasing *token* count (sentence-transformers sorts by
         character count), so each batch pads to a tight length; each text is
         tokenized once (:meth:`batches`). The forward pass runs under
-        ``torch.inference_mode`` and, for ``precision="bf16"``, under
-        :meth:`~normscope.encoders.base.TorchEncoder.autocast` (vectors returned as float32).
+        :meth:`~normscope.encoders.base.TorchEncoder.inference`: ``torch.inference_mode``, for
+        ``precision="bf16"`` ``torch.autocast`` (vectors returned as float32), and in fp32 the
+        oneDNN matrix products of :attr:`~normscope.encoders.base.TorchEncoder.linear_kernel`.
         """
-        import torch
 
         texts = [str(t) for t in texts]
         n = len(texts)
@@ -212,7 +212,7 @@ class SentenceTransformerEncoder(TorchEncoder):
         if n == 0:
             return out
         n_batches = -(-n // batch_size)
-        with torch.inference_mode(), self.autocast(), progress_bar(progress and n_batches > 1, n_batches) as advance:
+        with self.inference(), progress_bar(progress and n_batches > 1, n_batches) as advance:
             for idx, feats in self.batches(texts, batch_size):
                 feats = {k: (v.to(self.device) if hasattr(v, "to") else v) for k, v in feats.items()}
                 out[idx] = self.model(feats)["sentence_embedding"].float().cpu().numpy()
