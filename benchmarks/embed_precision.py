@@ -8,7 +8,8 @@ for ``--repeats`` rounds after one warm-up each:
 
 - baseline: ``SentenceTransformer(<bundled all-MiniLM-L6-v2>).encode(texts)`` in fp32 with its defaults
   (batch 32, the model's trailing ``Normalize``), i.e. what a user runs;
-- normscope fp32: ``encode_cached(load_encoder(), texts, cache=False)`` (raw vectors, batch 64);
+- normscope fp32: ``encode_cached(load_encoder(), texts, cache=False)`` (raw vectors, batch 64; float32
+  matrix products on oneDNN, :class:`normscope.encoders.kernels.OneDNNLinear`);
 - normscope bf16: ``encode_cached(load_encoder(precision="bf16"), texts, cache=False)``: the same
   model (shared weights) with the forward pass under ``torch.autocast("cpu", dtype=torch.bfloat16)``
   (matrix products in bfloat16, layer norms and softmax in float32; attention by the fused SDPA kernel);
