@@ -48,6 +48,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", default=None, help="embedding cache folder (default: a fresh empty one)")
     ap.add_argument("--profile", default=None, help="stage to run under cProfile")
     ap.add_argument("--json", default=None, help="write the per-stage figures here")
+    ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"),
+                    help="the report's --precision (bf16: the stages that embed run under autocast)")
     args = ap.parse_args(argv)
 
     cache = args.cache or tempfile.mkdtemp(prefix="normscope-cache-")
@@ -85,14 +87,14 @@ def main(argv=None) -> int:
         st.run = wrap(st.name, st.run)
     only = parse_stages(args.only) if args.only else None
     kw = {"only": tuple(only)} if only else {}
-    config = ReportConfig(out=Path(args.out), quick=args.quick, force=True, **kw)
+    config = ReportConfig(out=Path(args.out), quick=args.quick, force=True, precision=args.precision, **kw)
     load0 = _load()
     w0, c0 = time.perf_counter(), time.process_time()
     runner.run_report(config, heartbeat=None)
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     load1 = _load()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(f"\nnormscope report ({'quick' if args.quick else 'full'}), empty cache {cache}; load average before "
+    print(f"\nnormscope report ({'quick' if args.quick else 'full'}, {args.precision}), empty cache {cache}; load average before "
           f"{load0}, after {load1}; {os.cpu_count()} CPUs")
     print(f"{'stage':<12}{'wall s':>9}{'CPU s':>9}{'cores':>7}{'peak RSS GB':>13}")
     for name, r in rows.items():
@@ -106,7 +108,7 @@ def main(argv=None) -> int:
                                                           for k, v in rows.items()},
                                                "total": {"wall_s": wall, "cpu_s": cpu, "peak_rss_gb": peak},
                                                "load_before": load0, "load_after": load1, "cache": cache,
-                                               "quick": args.quick}, indent=1))
+                                               "quick": args.quick, "precision": args.precision}, indent=1))
     return 0
 
 
