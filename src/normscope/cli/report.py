@@ -132,8 +132,9 @@ def _screen_rows(line, width: int) -> int:
 
 def _section_lines(result, width: int) -> list:
     """The title and one row per section: status and headline figure, or what it lacks."""
-    from normscope.report.stages import STAGES  # imports torch: the CLI's start-up stays light
+    from normscope.report.stages import SECTIONS, STAGES  # imports torch: the CLI's start-up stays light
     from normscope.report.summary import ReportSummary  # normscope.report imports torch, as above
+    from normscope.report.text import precision_sentence  # normscope.report imports torch, as above
 
     s = ReportSummary.from_json(result.summary)
     rep = s.report
@@ -145,6 +146,9 @@ def _section_lines(result, width: int) -> list:
     table = _Rows(width, [("section", 18, max(map(len, names.values())), 1), ("status", 11, 11, 0),
                           ("headline", 20, 400, 3)])
     lines: list = [f"normscope report: {rep.model} ({rep.preset} sizes, {duration(rep.seconds or 0)}{cached})"]
+    note = precision_sentence(result.summary, SECTIONS)
+    if note:
+        lines.append(note)
     lines += table.header()
     for st in STAGES:
         rec = result.records[st.name]

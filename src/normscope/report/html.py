@@ -21,6 +21,7 @@ from normscope._io import atomic_path
 from normscope.claims import CLAIMS, GLOSSARY, HEADLINE_RULE
 from normscope.report.stage import StageRecord
 from normscope.report.stages import SECTIONS
+from normscope.report.text import precision_sentence
 from normscope.validate import check_output_path
 from normscope.values import Status
 
@@ -82,11 +83,13 @@ TEMPLATE = r"""<!DOCTYPE html>
 <body>
 <h1>normscope report</h1>
 <p class="meta">Model <code>{{ report.model }}</code> &middot; size preset <b>{{ report.preset }}</b>
+ &middot; precision {{ report.precision or 'fp32' }}
  &middot; seed {{ report.seed }} &middot; device {{ report.device }} &middot; normscope {{ report.normscope_version }}
  &middot; generated {{ generated }}; this run took {{ duration(report.seconds) }}
  {%- set cached = (report.stage_cached or {}).values()|select|list|length %}
  {%- if cached %} ({{ cached }} stage(s) reused from the cache; their own times are in the stage table){% endif %}.
  All numbers on this page are in <code>summary.json</code> beside it.</p>
+{% if precision_note %}<p class="meta precision"><b>{{ precision_note }}</b></p>{% endif %}
 <nav><b>Sections:</b> <a href="#claims">Claims scorecard</a> &middot;
 {% for key, title in sections.items() %}<a href="#{{ key }}">{{ title }}</a>{% if not loop.last %} &middot; {% endif %}{% endfor %}
 </nav>
@@ -255,7 +258,7 @@ def render_html(summary: dict, records: dict[str, StageRecord], out_dir: str | P
         kept={key: True for rec in records.values() if rec.kept for key in rec.sections},
         says=summary["what_this_says"] if "what_this_says" in summary else {}, status_words=_STATUS_WORDS,
         num=_num, is_num=_is_num, cell=render_value, figure=claim_figure, headline_rule=HEADLINE_RULE,
-        glossary=GLOSSARY, duration=duration,
+        glossary=GLOSSARY, duration=duration, precision_note=precision_sentence(summary, SECTIONS),
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from normscope._format import finite, num
 from normscope.values import Correlation, Interval
 
-__all__ = ["strength", "ci_excludes_zero", "ci_words", "corr_parts", "correlation_sentence"]
+__all__ = ["strength", "ci_excludes_zero", "ci_words", "corr_parts", "correlation_sentence", "precision_errors",
+           "precision_sentence"]
 
 
 def strength(rho: float) -> str:
@@ -100,3 +101,64 @@ def correlation_sentence(
         return (f"{x[0].upper() + x[1:]} {direction} with {y} by its CI, which excludes 0 ({stats}), while the point "
                 "estimate lies on the other side of 0: read the sign from the CI, the size as uncertain.")
     return f"{x[0].upper() + x[1:]} {direction} with {y} ({strength(r)}; {stats}); the CI excludes 0."
+
+
+def precision_errors(summary: dict, sections: dict[str, str]) -> list[tuple[str, str, dict]]:
+    """What a reduced precision cost, as each section measured it: ``(label, kind, numbers)`` rows.
+
+    Parameters
+    ----------
+    summary : dict
+        summary.json content (section key -> ``{"result": ...}``).
+    sections : dict
+        Section key -> title (``normscope.report.stages.SECTIONS``), in page order; labels are the titles'
+        part before ":", plus the result's sub-key where a section holds several runs (e.g. one per signal).
+
+    Returns
+    -------
+    list of (str, str, dict)
+        ``kind`` ``"norm"``: a ``norm_rel_error_vs_fp32`` (``median``, ``max``: relative norm error against the
+        same model in fp32 on ``n_sample`` seeded items); ``"gradient"``: a ``grad_error_vs_fp32`` (the probe's
+        pair gradient: ``rel_error``, ``cosine``). Empty in fp32.
+    """
+    rows: list[tuple[str, str, dict]] = []
+
+    def walk(obj, label: str) -> None:
+        if not isinstance(obj, dict):
+            return
+        for k, v in obj.items():
+            if k == "norm_rel_error_vs_fp32" and isinstance(v, dict) and finite(v.get("median")) is not None:
+                rows.append((label, "norm", v))
+            elif k == "grad_error_vs_fp32" and isinstance(v, dict) and finite(v.get("rel_error")) is not None:
+                rows.append((label, "gradient", v))
+            elif isinstance(v, dict):
+                walk(v, label if k in ("result", "derived") else f"{label} ({k})")
+
+    for key, title in sections.items():
+        entry = summary.get(key)
+        if isinstance(entry, dict):
+            walk(entry.get("result"), title.split(":")[0])
+    return rows
+
+
+def precision_sentence(summary: dict, sections: dict[str, str]) -> str | None:
+    """One sentence saying a report ran below fp32 and what that cost, from :func:`precision_errors`.
+
+    None when ``summary["report"]["precision"]`` is fp32 (or absent). The numbers are the sections' own
+    (median / max relative norm error against fp32 on each run's seeded sample; the probe's pair-gradient
+    relative error and cosine), so the page and the console say what summary.json holds.
+    """
+    precision = (summary.get("report") or {}).get("precision") or "fp32"
+    if precision == "fp32":
+        return None
+    parts = []
+    for label, kind, v in precision_errors(summary, sections):
+        if kind == "norm":
+            parts.append(f"{label} {v['median']:.1e} / {v['max']:.1e} ({v.get('n_sample', '?')} items)")
+        else:
+            parts.append(f"{label}: pair gradient relative error {v['rel_error']:.1e}, cosine {v.get('cosine', float('nan')):.5f}")
+    cost = ("; ".join(parts) if parts else "no section measured it")
+    return (f"Precision {precision}: the stages' embeddings and the probe's pair gradients ran under torch.autocast "
+            f"in {precision}, and every "
+            f"verdict reads those numbers. Relative norm error against fp32, median / max on a seeded sample of "
+            f"each run's items: {cost}. Rerun with --precision fp32 for the fp32 figures.")
