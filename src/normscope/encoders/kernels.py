@@ -68,34 +68,42 @@ def _eligible(torch, x, w, b) -> bool:
             and (b is None or (isinstance(b, torch.Tensor) and b.dtype == f32 and b.device.type == "cpu")))
 
 
+@functools.cache
+def _mode_class():
+    """The ``TorchFunctionMode`` subclass behind :class:`OneDNNLinear`, built once (torch is imported here,
+    not when :mod:`normscope.encoders` is, so the CLI starts without it)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    linear = torch.nn.functional.linear
+    op = torch.ops.mkldnn._linear_pointwise
+
+    class OneDNNLinearMode(TorchFunctionMode):
+        calls = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is linear:
+                x, w = args[0], (args[1] if len(args) > 1 else kwargs.get("weight"))
+                b = args[2] if len(args) > 2 else kwargs.get("bias")
+                if _eligible(torch, x, w, b):
+                    self.calls += 1
+                    return op(x, w, b, "none", [], "")
+            return func(*args, **kwargs)
+
+    return OneDNNLinearMode
+
+
 class OneDNNLinear:
     """``TorchFunctionMode`` sending eligible ``F.linear`` calls to oneDNN (see the module docstring).
 
-    Use :func:`linear_kernel_context` rather than this class: it checks the op exists first.
-    ``calls`` counts the products routed to oneDNN since the mode was entered.
+    ``OneDNNLinear()`` returns an instance of a ``torch.overrides.TorchFunctionMode`` subclass (built once, on
+    first use); enter it with ``with``. Its ``calls`` counts the products routed to oneDNN. Prefer
+    :func:`linear_kernel_context`, which checks first that this torch build has the op.
     """
 
     def __new__(cls):
-        import torch
-        from torch.overrides import TorchFunctionMode
-
-        linear = torch.nn.functional.linear
-        op = torch.ops.mkldnn._linear_pointwise
-
-        class _Mode(TorchFunctionMode):
-            calls = 0
-
-            def __torch_function__(self, func, types, args=(), kwargs=None):
-                kwargs = kwargs or {}
-                if func is linear:
-                    x, w = args[0], (args[1] if len(args) > 1 else kwargs.get("weight"))
-                    b = args[2] if len(args) > 2 else kwargs.get("bias")
-                    if _eligible(torch, x, w, b):
-                        self.calls += 1
-                        return op(x, w, b, "none", [], "")
-                return func(*args, **kwargs)
-
-        return _Mode()
+        return _mode_class()()
 
 
 def linear_kernel_context(kernel: str = "onednn"):
