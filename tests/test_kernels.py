@@ -98,3 +98,4 @@ def test_an_unknown_kernel_is_a_one_line_input_error(bundled_encoder):
     enc.linear_kernel = "fast"
     with pytest.raises(InputError, match="linear_kernel"):
         enc.encode(["a"])
+    assert not torch.is_inference_mode_enabled()  # the contexts entered before the error were left

@@ -235,12 +235,12 @@ class TorchEncoder(Encoder):
         """
         import torch
 
-        stack = contextlib.ExitStack()
-        stack.enter_context(torch.inference_mode())
-        stack.enter_context(self.autocast())
-        if self.precision == "fp32":
-            stack.enter_context(linear_kernel_context(self.linear_kernel))
-        return stack
+        with contextlib.ExitStack() as stack:  # a context that fails to enter exits those entered before it
+            stack.enter_context(torch.inference_mode())
+            stack.enter_context(self.autocast())
+            if self.precision == "fp32":
+                stack.enter_context(linear_kernel_context(self.linear_kernel))
+            return stack.pop_all()
 
     @abc.abstractmethod
     def tokenize(self, texts: Sequence[str]) -> dict:
@@ -269,7 +269,6 @@ class TorchEncoder(Encoder):
         prepare : callable, keyword-only
             Maps a list of inputs to the features :meth:`forward` takes.
         """
-
         n = len(inputs)
         out = np.empty((n, self.dim), dtype=np.float32)
         if n == 0:
