@@ -23,9 +23,9 @@ def _summary(precision: str) -> dict:
 
 def test_the_rows_are_the_sections_own_entries_in_page_order():
     rows = precision_errors(_summary("bf16"), SECTIONS)
-    assert [(label, kind) for label, kind, _ in rows] == [
-        ("Norm distribution", "norm"), ("Equilibrium theory", "gradient"), ("Semantic signals (frequency)", "norm")]
-    assert rows[2][2]["median"] == 4.5e-4
+    assert [(label, type(err).__name__) for label, err in rows] == [
+        ("Norm distribution", "NormError"), ("Equilibrium theory", "GradError"), ("Semantic signals (frequency)", "NormError")]
+    assert rows[2][1].median == 4.5e-4 and rows[1][1].rel_error == 0.0143
 
 
 def test_a_bf16_report_states_its_cost_and_an_fp32_one_says_nothing():

@@ -24,6 +24,7 @@ class ReportInfo(Record):
     model: str | None = None
     models: list[str] | None = None
     preset: str | None = None
+    precision: str | None = None
     seconds: float | None = None
     stages_run: list[str] | None = None
     stage_cached: dict[str, bool] | None = None

@@ -8,7 +8,9 @@ theorem's gate). When a number is missing the sentence says so instead of guessi
 from __future__ import annotations
 
 from normscope._format import finite, num
-from normscope.values import Correlation, Interval
+from normscope.probes.result import GradError
+from normscope.report.summary import ReportInfo, SectionEntry
+from normscope.values import Correlation, Interval, NormError
 
 __all__ = ["strength", "ci_excludes_zero", "ci_words", "corr_parts", "correlation_sentence", "precision_errors",
            "precision_sentence"]
@@ -103,62 +105,72 @@ def correlation_sentence(
     return f"{x[0].upper() + x[1:]} {direction} with {y} ({strength(r)}; {stats}); the CI excludes 0."
 
 
-def precision_errors(summary: dict, sections: dict[str, str]) -> list[tuple[str, str, dict]]:
-    """What a reduced precision cost, as each section measured it: ``(label, kind, numbers)`` rows.
+def precision_errors(summary: dict, sections: dict[str, str]) -> list[tuple[str, NormError | GradError]]:
+    """What a reduced precision cost, as each section measured it: ``(label, error)`` rows, in page order.
 
     Parameters
     ----------
     summary : dict
-        summary.json content (section key -> ``{"result": ...}``).
+        summary.json content (section key -> :class:`~normscope.report.summary.SectionEntry` JSON).
     sections : dict
         Section key -> title (``normscope.report.stages.SECTIONS``), in page order; labels are the titles'
         part before ":", plus the result's sub-key where a section holds several runs (e.g. one per signal).
 
     Returns
     -------
-    list of (str, str, dict)
-        ``kind`` ``"norm"``: a ``norm_rel_error_vs_fp32`` (``median``, ``max``: relative norm error against the
-        same model in fp32 on ``n_sample`` seeded items); ``"gradient"``: a ``grad_error_vs_fp32`` (the probe's
-        pair gradient: ``rel_error``, ``cosine``). Empty in fp32.
+    list of (str, NormError or GradError)
+        :class:`~normscope.values.NormError`: a ``norm_rel_error_vs_fp32`` (``median``, ``max``: relative norm
+        error, dimensionless, against the same model in fp32 on ``n_sample`` seeded items);
+        :class:`~normscope.probes.result.GradError`: a ``grad_error_vs_fp32`` (the probe's pair gradient:
+        ``rel_error``, ``cosine``). Entries without a finite ``median`` / ``rel_error`` are skipped; empty in fp32.
     """
-    rows: list[tuple[str, str, dict]] = []
+    rows: list[tuple[str, NormError | GradError]] = []
 
     def walk(obj, label: str) -> None:
-        if not isinstance(obj, dict):
-            return
-        for k, v in obj.items():
-            if k == "norm_rel_error_vs_fp32" and isinstance(v, dict) and finite(v.get("median")) is not None:
-                rows.append((label, "norm", v))
-            elif k == "grad_error_vs_fp32" and isinstance(v, dict) and finite(v.get("rel_error")) is not None:
-                rows.append((label, "gradient", v))
-            elif isinstance(v, dict):
+        for k, v in (obj.items() if isinstance(obj, dict) else ()):
+            if k == "norm_rel_error_vs_fp32" and isinstance(v, dict):
+                err = NormError.from_json(v)
+                if finite(err.median) is not None:
+                    rows.append((label, err))
+            elif k == "grad_error_vs_fp32" and isinstance(v, dict):
+                grad = GradError.from_json(v)
+                if finite(grad.rel_error) is not None:
+                    rows.append((label, grad))
+            else:
                 walk(v, label if k in ("result", "derived") else f"{label} ({k})")
 
     for key, title in sections.items():
-        entry = summary.get(key)
-        if isinstance(entry, dict):
-            walk(entry.get("result"), title.split(":")[0])
+        if isinstance(summary.get(key), dict):
+            walk(SectionEntry.from_json(summary[key]).result, title.split(":")[0])
     return rows
 
 
 def precision_sentence(summary: dict, sections: dict[str, str]) -> str | None:
     """One sentence saying a report ran below fp32 and what that cost, from :func:`precision_errors`.
 
-    None when ``summary["report"]["precision"]`` is fp32 (or absent). The numbers are the sections' own
-    (median / max relative norm error against fp32 on each run's seeded sample; the probe's pair-gradient
-    relative error and cosine), so the page and the console say what summary.json holds.
+    Parameters
+    ----------
+    summary, sections : dict
+        As for :func:`precision_errors`; the precision is ``summary["report"]["precision"]``.
+
+    Returns
+    -------
+    str or None
+        None in fp32 (or when the report names no precision). Otherwise the precision, that the verdicts read
+        its numbers, and each section's median / max relative norm error against fp32 on its seeded sample
+        and the probe's pair-gradient relative error and cosine, as summary.json holds them (so the page and
+        the console say the same).
     """
-    precision = (summary.get("report") or {}).get("precision") or "fp32"
+    precision = ReportInfo.from_json(summary.get("report") or {}).precision or "fp32"
     if precision == "fp32":
         return None
     parts = []
-    for label, kind, v in precision_errors(summary, sections):
-        if kind == "norm":
-            parts.append(f"{label} {v['median']:.1e} / {v['max']:.1e} ({v.get('n_sample', '?')} items)")
+    for label, err in precision_errors(summary, sections):
+        if isinstance(err, NormError):
+            parts.append(f"{label} {err.median:.1e} / {err.max:.1e} ({err.n_sample} items)")
         else:
-            parts.append(f"{label}: pair gradient relative error {v['rel_error']:.1e}, cosine {v.get('cosine', float('nan')):.5f}")
-    cost = ("; ".join(parts) if parts else "no section measured it")
+            parts.append(f"{label}: pair gradient relative error {err.rel_error:.1e}, cosine {err.cosine:.5f}")
+    cost = "; ".join(parts) if parts else "no section measured it"
     return (f"Precision {precision}: the stages' embeddings and the probe's pair gradients ran under torch.autocast "
-            f"in {precision}, and every "
-            f"verdict reads those numbers. Relative norm error against fp32, median / max on a seeded sample of "
-            f"each run's items: {cost}. Rerun with --precision fp32 for the fp32 figures.")
+            f"in {precision}, and every verdict reads those numbers. Relative norm error against fp32, median / max "
+            f"on a seeded sample of each run's items: {cost}. Rerun with --precision fp32 for the fp32 figures.")
