@@ -82,13 +82,21 @@ def test_minilm_vectors_under_either_kernel_match_a_float64_copy_of_the_model(bu
 
 
 def test_a_bf16_encoder_never_enters_the_onednn_mode(bundled_encoder):
+    from torch.overrides import _get_current_function_mode_stack
+
+    def modes():
+        return [type(m).__name__ for m in _get_current_function_mode_stack()]
+
     bf = bundled_encoder.at_precision("bf16")
     with bf.inference():
         assert torch.is_inference_mode_enabled() and torch.is_autocast_enabled("cpu")
+        assert modes() == []
         assert F.linear(torch.ones(2, 3), torch.ones(4, 3)).dtype == torch.bfloat16
     with bundled_encoder.inference():
         assert not torch.is_autocast_enabled("cpu")
+        assert modes() == ["OneDNNLinearMode"]
         assert F.linear(torch.ones(2, 3), torch.ones(4, 3)).dtype == torch.float32
+    assert modes() == []  # and it is left on exit
 
 
 def test_an_unknown_kernel_is_a_one_line_input_error(bundled_encoder):
