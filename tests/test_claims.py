@@ -28,7 +28,7 @@ from normscope.claims import (
     size_verdict,
 )
 
-GAIN = "similarity_gain"
+GAIN = "gain_high_frequency"  # the paper's +1.2 to +2.3 % is for its strata; the overall row is direction-only
 
 
 @pytest.mark.parametrize("est, ci, p, verdict, direction, size", [
@@ -87,7 +87,8 @@ def test_bounds_and_claims_without_direction():
 def test_direction_free_association_either_side():
     assert judge("frequency", -0.363, [-0.388, -0.338])["verdict"] == "reproduced"
     assert judge("frequency", 0.2, [0.1, 0.3])["verdict"] == "reproduced"
-    assert judge("uncertainty", -0.005, [-0.039, 0.032])["verdict"] == "inconclusive"
+    null = judge("uncertainty", -0.005, [-0.039, 0.032])  # a tight null: it excludes a strong association
+    assert (null["verdict"], null["direction"], null["size"]) == ("refuted", "inconclusive", "smaller")
     assert direction_verdict(0.1, [0.05, 0.15], None) == ("no direction claimed", "the claim states no direction")
     assert direction_verdict(None, None, +1)[0] == "not tested"
     assert size_verdict([0.1, 0.2], Size())[0] == "no size claimed"
@@ -101,12 +102,12 @@ def test_gates_and_the_sgd_only_size():
     assert j["reason"] == gate.reason and "would decide it: P >= 500, K >= 16" in j["why"]
     assert judge("corr_norm_heat", 0.4, [0.3, 0.5], gate=Gate(False, "x", verdict="not testable here"))["verdict"] == \
         "not testable here"
-    # the balance's size is predicted by the SGD form only: undetermined for an AdamW-trained checkpoint
+    # the balance's size is predicted by the SGD form only: an AdamW-trained checkpoint is outside its scope
     d = ("reproduced", "below its null")
     sgd = judge("req_predicts_norm", 3.0, [2.5, 3.5], direction=d)
     adam = judge("req_predicts_norm", 3.0, [2.5, 3.5], direction=d, adamw=True)
     assert (sgd["verdict"], sgd["size"]) == ("refuted", "larger")
-    assert (adam["verdict"], adam["size"]) == ("reproduced", "undetermined") and "AdamW" in adam["why"]
+    assert (adam["verdict"], adam["size"]) == ("not testable here", "undetermined") and "AdamW" in adam["reason"]
 
 
 def test_rows_and_one_verdict_per_statistic():
@@ -117,7 +118,7 @@ def test_rows_and_one_verdict_per_statistic():
             "statistic", "details", "needs", "tested_on"} <= set(row)
     with pytest.raises(ValueError, match="unknown verdict"):
         claim_row(GAIN, measured=None, ci=None, judged={**judge(GAIN, None, None), "verdict": "maybe"})
-    other = dict(row, key="gain_high_frequency", verdict="reproduced")
+    other = dict(row, key="similarity_gain", verdict="reproduced")
     with pytest.raises(ValueError, match="one statistic, two verdicts"):
         check_one_verdict_per_statistic([row, other])
     check_one_verdict_per_statistic([row, dict(other, statistic="s2"), dict(row, key="x")])
@@ -126,8 +127,9 @@ def test_rows_and_one_verdict_per_statistic():
 
 
 def test_paper_scope_rows_name_the_papers_models():
-    models, bench = paper_scope_rows("sentence-transformers/all-MiniLM-L6-v2")
-    assert models["verdict"] == bench["verdict"] == "not testable here"
+    models, bench, llm, pool = paper_scope_rows("sentence-transformers/all-MiniLM-L6-v2")
+    assert models["verdict"] == bench["verdict"] == llm["verdict"] == pool["verdict"] == "not testable here"
+    assert llm["key"] == "llm_baselines" and pool["key"] == "mean_pooling" and "pooling" in pool["reason"]
     assert "clip-vit-base-patch32" in models["needs"] and "FEVEROUS" in bench["paper"]
     assert "MiniLM-L12" in paper_scope_rows("sentence-transformers/all-MiniLM-L12-v2")[0]["reason"]
     # the paper's figures are quoted as the paper gives them: no coefficient or model is added
@@ -295,7 +297,10 @@ def test_retrieval_rows():
                                                                     incremental=inc))}
     assert list(rows) == ["similarity_gain", "gain_high_frequency", "gain_low_quality", "calibration_discrimination",
                           "calibration_incremental"]
-    assert rows["similarity_gain"]["verdict"] == "refuted" and rows["similarity_gain"]["size"] == "smaller"
+    # the overall row is direction-only: a CI that includes 0 is inconclusive, not refuted on the strata's size
+    gain = rows["similarity_gain"]
+    assert (gain["verdict"], gain["size"], gain["claimed_size"]) == ("inconclusive", "no size claimed", "no size claimed")
+    assert gain["percent"] is True and "high-frequency" in gain["paper"]
     assert rows["gain_high_frequency"]["verdict"] == "reproduced" and rows["gain_high_frequency"]["n"] == 75
     assert rows["gain_low_quality"]["verdict"] == "not testable here"
     cal = rows["calibration_discrimination"]
@@ -338,7 +343,7 @@ def test_norm_scoring_cost_times_the_same_items():
         norm_scoring_cost(Enc(), ["a"], np.ones((2, 5)), np.ones((2, 5)), alpha=0.1)
 
 
-def test_similarity_row_reads_size_from_the_relative_change():
+def test_similarity_row_is_exploratory_and_direction_only():
     from normscope.similarity.claims import similarity_claim
 
     def res(delta, ci, rel, rel_ci):
@@ -348,9 +353,12 @@ def test_similarity_row_reads_size_from_the_relative_change():
                 "scorers": {"cosine": {"spearman": 0.39}, "inverse_norm": sc}}
 
     row = similarity_claim(res(0.0008, [-0.0047, 0.0068], 0.002, [-0.012, 0.017]))
-    assert (row["verdict"], row["size"]) == ("inconclusive", "consistent") and row["percent"] is False
+    assert (row["verdict"], row["size"], row["kind"]) == ("inconclusive", "no size claimed", "exploratory")
+    assert row["percent"] is False and "+0.20 % [-1.20, +1.70] %" in row["beside"]
+    # the paper states no size on pairs: a relative CI below +1.2 % no longer refutes anything
     row = similarity_claim(res(0.0008, [-0.0047, 0.0068], 0.002, [-0.012, 0.010]))
-    assert (row["verdict"], row["size"]) == ("refuted", "smaller")
+    assert (row["verdict"], row["size"]) == ("inconclusive", "no size claimed")
+    assert similarity_claim(res(0.01, [0.004, 0.016], 0.03, [0.01, 0.04]))["verdict"] == "reproduced"
     assert similarity_claim(None, "SimLex-999 is absent")["verdict"] == "not testable here"
 
 
@@ -364,8 +372,13 @@ def test_signal_rows_follow_the_controlled_figure():
             "spearman_ci": [-0.388, -0.338], "n": 5000, "partial_spearman": {"rho": -0.369, "ci": [-0.392, -0.345],
                                                                               "n": 5000, "controls": ["length"]}}
     rows = {r["key"]: r for r in signal_claims({"specificity": spec, "frequency": freq}, {"uncertainty": "no data"})}
-    assert rows["specificity"]["verdict"] == "reproduced" and rows["specificity"]["measured"] == 0.097
+    # specificity: partial rho +0.097 [0.056, 0.142] exists but lies wholly inside +-0.3: not strong (refuted in size);
+    # its raw CI excludes 0 and so does the partial one, so it is not "explained by the controls"
+    sp = rows["specificity"]
+    assert (sp["verdict"], sp["direction"], sp["size"], sp["measured"]) == ("refuted", "reproduced", "smaller", 0.097)
+    assert "not strong" in sp["reason"] and "explained by the controls" not in sp["reason"] + sp["why"]
     assert rows["frequency"]["verdict"] == "reproduced" and rows["frequency"]["measured"] == -0.369
+    assert rows["frequency"]["size"] == "consistent"
     assert rows["uncertainty"]["verdict"] == "not testable here" and "no data" in rows["uncertainty"]["why"]
 
 
@@ -375,3 +388,145 @@ def test_sps_sanity_of_the_constructed_probe(rng):
     assert s["corr_norm_drift"]["spearman"] > 0.3
     r = np.array([x for x in (s["norm"]["min"], s["norm"]["max"])])
     assert 5.0 <= r[0] < r[1] <= 9.0
+
+
+# --- issue 34: shared rules, claims as the paper states them, kinds counted apart -----------------------------------
+
+
+def test_a_zero_width_ci_is_never_a_decision():
+    """A stratum where the fitted alpha changes no top-10 gives a gain of exactly 0 with a CI [0, 0]: cosine is compared
+    with itself, so the row is not decided (it used to read "refuted": [0, 0] lies below +1.2 %)."""
+    from normscope.retrieval.claims import retrieval_claims
+
+    q4 = {"stratifier": "query_zipf", "quartile": 4, "range": [5.1, 6.9], "n": 75, "relative": 0.0,
+          "relative_ci": [0.0, 0.0], "mean_delta": 0.0, "mean_delta_ci": [0.0, 0.0], "p": 1.0, "p_holm": 1.0}
+    row = {r["key"]: r for r in retrieval_claims(_retrieval_summary(0.002, [-0.003, 0.007], 0.4, stratum=q4))}[
+        "gain_high_frequency"]
+    assert (row["verdict"], row["size"]) == ("not decided at this size", "smaller")
+    assert row["reason"] == ("the fitted \u03b1 changes no ranking in this stratum (the scorer equals cosine there): the "
+                             "CI has zero width")
+    # the rule is shared: any claim, any side of its size; a CI of positive width is judged as before
+    for key, ci in (("corr_norm_drift", [0.1, 0.1]), ("inference_cost", [2e-3, 2e-3]), ("frequency", [0.0, 0.0])):
+        j = judge(key, ci[0], ci)
+        assert j["verdict"] == "not decided at this size" and "the CI has zero width" in j["reason"], (key, j)
+    assert judge("inference_cost", 2e-3, [2e-3, 2.1e-3])["verdict"] == "refuted"
+    # a failed gate given by the stage keeps its own reason
+    assert judge("frequency", 0.0, [0.0, 0.0], gate=Gate(False, "no data", verdict="not testable here"))["verdict"] == \
+        "not testable here"
+
+
+@pytest.mark.parametrize("ci, size, verdict", [
+    ([-0.039, 0.032], "smaller", "refuted"),       # a tight null: excludes |rho| >= 0.3 on both sides
+    ([0.056, 0.142], "smaller", "refuted"),        # exists (excludes 0) but is not strong
+    ([-0.388, -0.338], "consistent", "reproduced"),  # strong, negative (no direction claimed)
+    ([0.31, 0.45], "consistent", "reproduced"),
+    ([0.2, 0.4], "undetermined", "reproduced"),     # excludes 0, cannot tell strong from not
+    ([-0.05, 0.35], "undetermined", "inconclusive"),
+    ([-0.3, 0.1], "undetermined", "inconclusive"),  # touches -0.3: a strong value is not excluded
+])
+def test_strong_minimum_on_constructed_numbers(ci, size, verdict):
+    from normscope.claims import STRONG_RHO
+
+    assert STRONG_RHO == 0.3 and CLAIMS["uncertainty"].size.kind == "strong" and CLAIMS["uncertainty"].sign == 0
+    j = judge("uncertainty", sum(ci) / 2, ci)
+    assert (j["size"], j["verdict"]) == (size, verdict)
+    # the paper states no direction for specificity: either side is judged alike
+    assert judge("specificity", -sum(ci) / 2, [-ci[1], -ci[0]])["verdict"] == verdict
+
+
+def test_explained_by_the_controls_only_where_the_numbers_say_so():
+    from normscope.signals.claims import EXPLAINED_BY_CONTROLS, signal_claims
+
+    def unc(raw_ci):
+        return {"signal": "uncertainty", "model": "m", "dataset": "ChaosNLI", "spearman": sum(raw_ci) / 2,
+                "spearman_ci": raw_ci, "n": 3113, "partial_spearman": {"rho": -0.005, "ci": [-0.039, 0.032], "n": 3113,
+                                                                     "controls": ["frequency", "length"]}}
+
+    row = signal_claims({"uncertainty": unc([0.05, 0.12])}, {})[2]
+    assert row["verdict"] == "refuted" and row["size"] == "smaller" and EXPLAINED_BY_CONTROLS in row["reason"]
+    assert "[+0.05, +0.12] excludes 0" in row["why"]
+    row = signal_claims({"uncertainty": unc([-0.02, 0.06])}, {})[2]  # the raw CI includes 0: no association to explain
+    assert row["verdict"] == "refuted" and EXPLAINED_BY_CONTROLS not in row["reason"] + row["why"]
+    assert "a null, tight enough to exclude the strong minimum" in row["reason"]
+
+
+def test_balance_row_on_an_adamw_checkpoint_says_what_the_numbers_say():
+    """A dispersion 1.21 [0.95, 1.80] against the SGD form's 0.20 on an AdamW checkpoint: outside the claim's
+    scope (not testable here), and the reason says the CI lies wholly above the bound, not "does not beat its null"."""
+    from normscope.probes.claims import _balance_row, design_gate
+
+    summary = {"n_items": 500, "batches": 16, "model": "m",
+               "balance": {"c_fit": 1e-4, "n_items": 500, "n_perm": 999,
+                           "statistics": {"dispersion": 1.21, "heat_share": 0.2},
+                           "ci": {"dispersion": [0.95, 1.80]}, "p_below": {"dispersion": 0.4},
+                           "p_above": {"dispersion": 0.6}, "null": {"dispersion": {"mean": 1.3}}}}
+    adam = _balance_row(summary, design_gate(summary), "AdamW", "trained with AdamW", "m")
+    assert adam["verdict"] == "not testable here" and adam["kind"] == "exploratory"
+    assert "1.21 [+0.95, +1.8], wholly above the SGD form's 0.2" in adam["reason"]
+    assert "not distinguishable from its permutation null" in adam["reason"] and "does not beat" not in adam["reason"]
+    sgd = _balance_row(summary, design_gate(summary), "", "", "m")
+    assert (sgd["verdict"], sgd["size"]) == ("refuted", "larger") and "lies above the claimed bound" in sgd["reason"]
+
+
+def test_kinds_are_declared_and_counted_apart(tmp_path):
+    from rich.console import Console
+
+    from normscope.claims import KINDS, counts_text, kind_counts
+    from normscope.cli.report import print_summary
+    from normscope.report.html import render_html
+    from normscope.report.missing import availability
+
+    kinds = {k: c.kind for k, c in CLAIMS.items()}
+    assert set(kinds.values()) == set(KINDS)
+    assert {k for k, v in kinds.items() if v == "exploratory"} == {
+        "optimizer_momentum", "optimizer_adamw", "unused_rows_decay", "similarity_pairs", "req_predicts_norm"}
+    assert kinds["theorem1_lab"] == "construction" and kinds["similarity_gain"] == kinds["ambiguity"] == "paper"
+    # a lab row that ran on an MLP is a test of the paper's claim, one on a free table a check by construction
+    from normscope.lab.claims import lab_claim
+
+    rel = np.random.default_rng(1).normal(0, 0.015, 64)
+    assert lab_claim(_lab(rel), n_boot=50, seed=0)["kind"] == "construction"
+    mlp = _lab(rel)
+    mlp.encoder = "mlp"
+    assert lab_claim(mlp, n_boot=50, seed=0)["kind"] == "paper"
+
+    def row(key, lo, hi):
+        return claim_row(key, measured=(lo + hi) / 2, ci=[lo, hi], judged=judge(key, (lo + hi) / 2, [lo, hi]))
+
+    rows = [row("frequency", -0.39, -0.34), row("corr_norm_drift", 0.04, 0.18), row("theorem1_lab", 0.01, 0.02),
+            row("optimizer_adamw", 0.86, 0.88), row("optimizer_momentum", 0.6, 0.7),
+            not_testable_row("unused_rows_decay", "no unused rows")]
+    assert [r["verdict"] for r in rows] == ["reproduced", "refuted", "reproduced", "reproduced", "reproduced",
+                                            "not testable here"]
+    counts = kind_counts(rows)
+    assert counts == {"paper": {"reproduced": 1, "refuted": 1}, "construction": {"reproduced": 1},
+                      "exploratory": {"reproduced": 2, "not testable here": 1}}
+    text = counts_text(counts)
+    assert text == ("paper's claims: 1 reproduced, 1 refuted (of 2); checks by construction: 1 reproduced (of 1); "
+                    "exploratory: 2 reproduced, 1 not testable here (of 3)")
+    # rows written before kinds existed are counted by their claim's kind
+    assert kind_counts([{k: v for k, v in r.items() if k != "kind"} for r in rows]) == counts
+    # summary.json, the console and the page carry the same count
+    summary = {"report": {"model": "m", "preset": "quick", "seconds": 3.0, "stages_run": [], "stage_cached": {}},
+               "what_this_says": {}, "claims": rows}
+    summary.update(availability(summary, {}))
+    ct = summary["claims_tested"]
+    assert ct["kinds"] == counts and ct["headline"] == text and ct["tested"] == 5
+    from normscope.report.runner import ReportResult
+    from normscope.report.stage import Section, StageRecord
+    from normscope.report.stages import STAGES
+    from normscope.values import Status
+
+    records = {st.name: StageRecord(st.name, Status.NOT_RUN, {k: Section(k, Status.NOT_RUN, "not selected")
+                                                              for k in st.sections}) for st in STAGES}
+    console = Console(record=True, width=300)
+    print_summary(ReportResult(tmp_path / "i.html", tmp_path / "s.json", summary, records, 3.0), console)
+    out = console.export_text()
+    assert text in out and "claims: 5 of 6 tested here; 1 not testable here" in out
+    import html as _html
+
+    summary["report"]["sizes"] = {}
+    page = _html.unescape(render_html(summary, records, tmp_path))
+    assert f"<b>{text}</b>" in page and "5 of 6 claims tested" in page
+    assert page.count('<span class="meta">exploratory</span>') == 3
+    assert page.count('<span class="meta">checks by construction</span>') == 1

@@ -25,6 +25,17 @@ Each row gets two verdicts and a headline:
   is reproduced (or none is claimed) and the claimed size is not excluded; ``inconclusive``
   otherwise.
 
+Two shared rules come before the headline rule: a **degenerate CI** (zero width: both ends equal, e.g. a
+fitted parameter that changes no ranking, so a scorer is compared with itself) is never a decision, the row is
+``not decided at this size`` with that reason; and a claim whose size is only "strong" is read against the
+declared minimum :data:`STRONG_RHO`.
+
+Every row has a **kind** (:data:`KINDS`): the paper's own claims (``paper``), checks of the derivation on a
+design that meets the theorem's assumptions by construction (``construction``: the free-table lab) and
+exploratory questions the paper leaves open (``exploratory``: the optimizers, never-used token rows,
+human-rated pairs, the balance on a pretrained encoder). The headline counts each kind apart
+(:func:`kind_counts`, :func:`counts_text`); only the paper's claims can be "reproduced" claims of the paper.
+
 This is the interval reading of equivalence testing: a 95 % CI lying wholly outside the claimed
 range rejects every value of the range at the 2.5 % level on that side, as the two one-sided tests
 (TOST) do (Schuirmann 1987, J. Pharmacokinet. Biopharm. 15:657; Lakens 2017, Soc. Psychol.
@@ -44,6 +55,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from normscope.values import Interval, Record
 
 __all__ = [
+    "KINDS",
+    "KIND_TITLES",
+    "STRONG_RHO",
+    "kind_of",
+    "kind_counts",
+    "counts_text",
     "Size",
     "Claim",
     "ClaimRow",
@@ -61,6 +78,7 @@ __all__ = [
     "headline",
     "judge",
     "claim_row",
+    "degenerate_gate",
     "not_testable_row",
     "paper_scope_rows",
     "check_one_verdict_per_statistic",
@@ -74,16 +92,33 @@ DIRECTION_VERDICTS: tuple[str, ...] = ("reproduced", "refuted", "inconclusive", 
 #: Verdicts on the claimed size.
 SIZE_VERDICTS: tuple[str, ...] = ("consistent", "smaller", "larger", "undetermined", "no size claimed")
 
+#: Kinds of scorecard rows, in the order the headline counts them.
+KINDS: tuple[str, ...] = ("paper", "construction", "exploratory")
+#: How the headline names each kind.
+KIND_TITLES: dict[str, str] = {"paper": "paper's claims", "construction": "checks by construction",
+                               "exploratory": "exploratory"}
+
+#: The smallest |Spearman rho| read as a "strong" association. The paper calls the norm's associations
+#: with specificity, frequency and human uncertainty "strong" and gives no figure, so a minimum is declared
+#: once, before any run: 0.3, the lower edge of a "medium" correlation in Cohen's conventions (.10 small,
+#: .30 medium, .50 large; Cohen 1988, *Statistical Power Analysis for the Behavioral Sciences*, 2nd ed.,
+#: section 3.2), the smallest value that no reader would call weak. A 95 % CI wholly inside (-0.3, +0.3)
+#: excludes a strong association in the way :data:`HEADLINE_RULE` reads any claimed size (size verdict
+#: ``smaller``, headline ``refuted``); one wholly beyond +-0.3 is ``consistent``.
+STRONG_RHO = 0.3
+
 #: The headline rule, as the page, the CLI and docs/report.md state it.
 HEADLINE_RULE = (
     "Headline verdict: a row whose design cannot decide the claim (below the sign-stable size, a guard statistic "
-    "saying the effect may be mechanical, a run shorter than the claim needs) is 'not decided at this size', and one "
-    "whose data or model is absent is 'not testable here'; otherwise 'refuted' when the 95% CI excludes 0 on the side "
+    "saying the effect may be mechanical, a run shorter than the claim needs, a CI of zero width) is 'not decided at "
+    "this size', and one whose data or model is absent, or that lies outside the claim's scope (an AdamW checkpoint "
+    "and the SGD form), is 'not testable here'; otherwise 'refuted' when the 95% CI excludes 0 on the side "
     "opposite to the claim, or excludes the claimed size on the side that contradicts it (for a claimed effect: on "
     "the side of zero, even if the CI includes 0; for a bound: beyond it); 'reproduced' when the claimed direction is "
     "reproduced (or none is claimed) and the claimed size is not excluded; 'inconclusive' otherwise. A CI wholly "
     "outside the claimed range rejects that range as the two one-sided tests of equivalence testing do (Schuirmann "
-    "1987; Lakens 2017).")
+    "1987; Lakens 2017). A 'strong' association is read as |rho| >= 0.3 (Cohen 1988's 'medium'). The headline "
+    "counts the paper's claims, checks by construction and exploratory rows apart.")
 
 #: The rule in one line (the CLI's scorecard footer; the full rule is :data:`HEADLINE_RULE`).
 HEADLINE_RULE_SHORT = ("refuted: the 95% CI excludes 0 on the other side, or excludes the paper's size on the side of "
@@ -119,10 +154,11 @@ class Size:
 
     Attributes
     ----------
-    kind : {"range", "point", "at_most", "at_least", "none"}
+    kind : {"range", "point", "at_most", "at_least", "strong", "none"}
         ``range``: the effect lies in ``[low, high]``; ``point``: ``value`` with a declared
         ``tolerance`` (stored as the range ``value +- tolerance``); ``at_most`` / ``at_least``: a
-        bound (``high`` / ``low``); ``none``: direction only.
+        bound (``high`` / ``low``); ``strong``: ``|effect| >= low`` (:data:`STRONG_RHO`), on the claimed
+        side when the claim has one; ``none``: direction only.
     low, high : float or None
         The claimed region, in the unit of the row's statistic (a fraction for percentages).
     value, tolerance : float or None
@@ -162,6 +198,14 @@ class Size:
         """The statistic is at least ``bound``."""
         return cls("at_least", float(bound), None, percent=percent, basis=basis)
 
+    @classmethod
+    def strong(cls, minimum: float | None = None, *, basis: str = "") -> "Size":
+        """A "strong" association: ``|effect| >= minimum`` (default :data:`STRONG_RHO`)."""
+        m = STRONG_RHO if minimum is None else float(minimum)
+        return cls("strong", m, None, basis=basis or (
+            f"the paper calls it strong and gives no figure; declared minimum |\u03c1| >= {m:g} (Cohen 1988: .30 is "
+            "the lower edge of a 'medium' correlation), stated before any run"))
+
     def fmt(self, x: float) -> str:
         """``x`` in this size's unit (``+1.2 %`` or ``0.38``)."""
         return f"{100 * x:+.2g} %" if self.percent else fmt_value(x)
@@ -178,6 +222,8 @@ class Size:
             return f"at most {self.fmt(self.high)}"
         if self.kind == "at_least":
             return f"at least {self.fmt(self.low)}"
+        if self.kind == "strong":
+            return f"strong: |\u03c1| at least {fmt_value(self.low)}"
         return "no size claimed"
 
 
@@ -204,6 +250,10 @@ class Claim:
         the size verdict is ``undetermined`` (docs/theory.md C3).
     how_to_test : str
         For a claim this repository cannot test offline: what would test it.
+    kind : {"paper", "construction", "exploratory"}
+        ``paper``: a claim the paper makes; ``construction``: a check of the derivation on a design that
+        meets its assumptions by construction; ``exploratory``: a question the paper leaves open (never
+        counted as a reproduced claim of the paper). See :data:`KINDS`.
     """
 
     key: str
@@ -214,6 +264,7 @@ class Claim:
     section: str = ""
     size_needs_sgd: bool = False
     how_to_test: str = ""
+    kind: str = "paper"
 
 
 _R = 0.10
@@ -226,13 +277,15 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
     Claim("theorem1_lab", "Theorem 1 holds in training: each norm settles at the equilibrium R_eq where heat and "
           "drift balance weight decay", "stationary norm = R_eq", None,
           Size.at_most(0.05, basis="mean |R_eq - R| / R within 5 %, the gate the theory's simulations set "
-                       "(docs/theory.md section 7: about 3x the estimator's noise floor)"), "training_lab"),
-    Claim("optimizer_momentum", "Limit: heavy-ball momentum breaks the plain-SGD form of Theorem 1", "stated limit, no "
-          "figure", None, Size.at_least(0.05, basis="the SGD formula misses the observed norm by more than the 5 % "
-                                         "gate (docs/theory.md C2)"), "training_lab"),
-    Claim("optimizer_adamw", "Limit: AdamW breaks the SGD form of Theorem 1", "stated limit, no figure", None,
+                       "(docs/theory.md section 7: about 3x the estimator's noise floor)"), "training_lab", kind="construction"),
+    Claim("optimizer_momentum", "Open question: does the plain-SGD formula miss the norm under heavy-ball momentum?",
+          "an open question (no claim, no figure)", None,
+          Size.at_least(0.05, basis="the SGD formula misses the observed norm by more than the 5 % "
+                        "gate (docs/theory.md C2)"), "training_lab", kind="exploratory"),
+    Claim("optimizer_adamw", "Open question: does the plain-SGD formula miss the norm under AdamW?",
+          "an open question (no claim, no figure)", None,
           Size.at_least(0.05, basis="the SGD formula misses the observed norm by more than the 5 % gate "
-                        "(docs/theory.md C3)"), "training_lab"),
+                        "(docs/theory.md C3)"), "training_lab", kind="exploratory"),
     Claim("theorem1_transformer", "Norms of a transformer in training settle at their R_eq", "no figure", +1,
           Size.at_most(0.10, basis="declared tolerance, stated before the full run: 10 % in R is 40 % in the heat/decay "
                        "balance since R ~ (heat/c)^(1/4), twice the free table's gate (docs/theory.md section 7)"),
@@ -244,23 +297,37 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
     Claim("req_predicts_norm", "Theorem 1 on a pretrained encoder: every item's implied decay q(x) is the same c, so "
           "R_eq = R", "no figure", +1,
           Size.at_most(0.20, basis="mean |q/c - 1| within 20 %: the 5 % gate on R is 20 % in the balance since "
-                       "R ~ (heat/c)^(1/4) (docs/theory.md section 7)"), "equilibrium_theory", size_needs_sgd=True),
+                       "R ~ (heat/c)^(1/4) (docs/theory.md section 7)"), "equilibrium_theory", size_needs_sgd=True,
+          kind="exploratory"),
     Claim("unused_rows_decay", "Theorem 1's mechanism: rows that get no gradient (never-used tokens) feel no heat, "
-          "only decay, so their norms are smaller", "no figure (follows from Theorem 1: no heat, R_eq = 0)", -1, Size(),
-          "token_table"),
-    Claim("specificity", "More specific concepts have larger norms", "direction only", +1, Size(), "semantic_signals"),
-    Claim("frequency", "The norm tracks token frequency", "no direction or figure", 0, Size(), "semantic_signals"),
-    Claim("uncertainty", "The norm tracks human uncertainty", "no direction or figure", 0, Size(), "semantic_signals"),
+          "only decay, so their norms are smaller", "not in the paper (follows from Theorem 1: no heat, R_eq = 0)", -1, Size(),
+          "token_table", kind="exploratory"),
+    Claim("specificity", "The norm tracks concept specificity strongly", "a strong association; no direction or figure",
+          0, Size.strong(), "semantic_signals"),
+    Claim("frequency", "The norm tracks token frequency strongly", "a strong association; no direction or figure", 0,
+          Size.strong(), "semantic_signals"),
+    Claim("uncertainty", "The norm tracks human uncertainty strongly", "a strong association; no direction or figure",
+          0, Size.strong(), "semantic_signals"),
+    Claim("ambiguity", "Conflicting gradients give larger norms: words with more senses (ambiguous words) have "
+          "larger norms", "the mechanism sentence 'conflicting gradients \u2192 larger norm'; no figure", +1, Size(),
+          "semantic_signals",
+          how_to_test="WordNet 3.0 (normscope data fetch wordnet): Spearman \u03c1(norm, number of noun senses) "
+                      "controlling for Zipf frequency and length over WordNet nouns"),
     Claim("similarity_gain", "Norm-aware similarity cos/(1 + \u03b1||z||) gains over cosine (retrieval)",
-          "+1.2 to +2.3 %", +1, _GAIN, "retrieval"),
+          "a gain, direction only (the paper's +1.2 to +2.3 % is for high-frequency words and low-quality samples: "
+          "the rows below)", +1, Size(), "retrieval"),
     Claim("gain_high_frequency", "The gain lies on high-frequency words", "+1.2 to +2.3 %, on high-frequency words "
           "and low-quality samples", +1, _GAIN, "retrieval"),
     Claim("gain_low_quality", "The gain lies on low-quality samples", "+1.2 to +2.3 %, on high-frequency words and "
           "low-quality samples", +1, _GAIN, "retrieval",
           how_to_test="items with a quality label (e.g. degraded images, noisy or machine-translated text) and the "
                       "same stratified paired test as the high-frequency row; none of this run's datasets has one"),
-    Claim("similarity_pairs", "Norm-aware similarity gains on human-rated pairs", "+1.2 to +2.3 %",
-          +1, _GAIN, "similarity"),
+    Claim("similarity_pairs", "Exploratory: does norm-aware similarity gain on human-rated pairs?",
+          "not in the paper (its +1.2 to +2.3 % is for retrieval strata)", +1, Size(), "similarity", kind="exploratory"),
+    Claim("mean_pooling", "Mean pooling shows similar trends to CLS pooling", "'similar trends', direction only", +1,
+          Size(), "setup",
+          how_to_test="a model that offers both CLS and mean pooling, embedded twice, and the signal correlations "
+                      "compared in sign"),
     Claim("calibration_discrimination", "The norm is a free calibration signal: it tells right from wrong results",
           "no figure", +1, Size(), "calibration"),
     Claim("calibration_incremental", "The norm adds to what is already free (the top score, the margin)", "no figure",
@@ -277,6 +344,10 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           Size(), "setup",
           how_to_test="none of the three is bundled or fetchable offline; a copy in BEIR layout (corpus, queries, "
                       "qrels) gives the gain and calibration rows with normscope retrieval --dataset DIR --json"),
+    Claim("llm_baselines", "The paper's comparison with LLM baselines", "the paper's LLM baselines", None, Size(),
+          "setup",
+          how_to_test="the paper's LLM baselines run on the paper's benchmarks; neither is bundled, and normscope "
+                      "measures embedding encoders, not generative models"),
 )}
 
 
@@ -419,6 +490,20 @@ def size_verdict(ci: Sequence[float] | None, size: Size, sign: int | None = None
         if lo > size.high:
             return "larger", f"{txt} lies wholly above {claimed}"
         return "undetermined", f"{txt} straddles {claimed}"
+    if size.kind == "strong":
+        m = size.low
+        if sign is not None and sign != 0:  # a claimed side: |effect| >= m on that side
+            lo, hi = (lo, hi) if sign > 0 else (-hi, -lo)
+            if lo >= m:
+                return "consistent", f"{txt} lies wholly beyond {claimed} on the claimed side"
+            if hi < m:
+                return "smaller", f"{txt} lies wholly short of {claimed}"
+            return "undetermined", f"{txt} straddles {claimed}"
+        if lo >= m or hi <= -m:
+            return "consistent", f"{txt} lies wholly beyond \u00b1{fmt_value(m)} ({claimed})"
+        if -m < lo and hi < m:
+            return "smaller", f"{txt} lies wholly inside \u00b1{fmt_value(m)}, short of {claimed}"
+        return "undetermined", f"{txt} straddles \u00b1{fmt_value(m)} ({claimed})"
     if size.kind == "at_least":
         if lo >= size.low:
             return "consistent", f"{txt} lies wholly above {claimed}"
@@ -436,6 +521,8 @@ def size_verdict(ci: Sequence[float] | None, size: Size, sign: int | None = None
 
 def _claimed(size: Size) -> str:
     """``the claimed size (+1.2 to +2.3 %)`` / ``the claimed bound (at most 0.001)``."""
+    if size.kind == "strong":
+        return f"the strong minimum (|\u03c1| \u2265 {fmt_value(size.low)})"
     return f"the claimed {'bound' if size.kind in ('at_most', 'at_least') else 'size'} ({size.text()})"
 
 
@@ -499,14 +586,19 @@ def _short(verdict: str, direction: str, size_v: str, claim: Claim, gate: Gate |
             return f"the whole CI lies above {_claimed(size)}"
         if size.kind == "at_least":
             return f"the whole CI lies below {_claimed(size)}"
+        if size.kind == "strong":
+            return (f"the CI lies wholly inside \u00b1{fmt_value(size.low)}: "
+                    + ("the association exists but is not strong" if direction == "reproduced"
+                       else f"a null, tight enough to exclude {_claimed(size)}"))
         zero = ", even though it includes 0" if direction == "inconclusive" else ""
         side = "on the zero side of" if (claim.sign or 0) < 0 else "below"
         return f"the CI lies wholly {side} {_claimed(size)}{zero}"
     if verdict == "reproduced":
         if direction == "no direction claimed":
-            side = {"at_most": "below", "at_least": "above"}.get(size.kind, "within")
+            side = {"at_most": "below", "at_least": "above", "strong": "beyond"}.get(size.kind, "within")
             return f"the whole CI lies {side} {_claimed(size)}"
-        tail = {"consistent": " and meets the claimed size", "larger": ", larger than the claimed size",
+        tail = {"consistent": (" and lies beyond the strong minimum" if size.kind == "strong"
+                               else " and meets the claimed size"), "larger": ", larger than the claimed size",
                 "undetermined": "; its size is undetermined", "no size claimed": ""}.get(size_v, "")
         if by_null:
             return "the statistic beats its permutation null" + tail
@@ -524,8 +616,14 @@ def _short(verdict: str, direction: str, size_v: str, claim: Claim, gate: Gate |
 
 def judge(claim: Claim | str, estimate, ci: Sequence[float] | None, *, p: float | None = None,
           size_ci: Sequence[float] | None = None, direction: tuple[str, str] | None = None,
-          gate: Gate | None = None, conditions_met: bool | None = None, adamw: bool = False) -> dict:
+          gate: Gate | None = None, conditions_met: bool | None = None, adamw: bool = False,
+          degenerate: str = "") -> dict:
     """Both verdicts and the headline of one claim from its numbers.
+
+    Two shared rules come first (after a failed ``gate``): a CI of zero width (``ci``, or ``size_ci``
+    when the claim has a size) is never a decision (:func:`degenerate_gate`: ``not decided at this
+    size``), and a size that only the SGD form predicts, on an AdamW checkpoint, is outside the
+    claim's scope (``not testable here``).
 
     Parameters
     ----------
@@ -546,7 +644,10 @@ def judge(claim: Claim | str, estimate, ci: Sequence[float] | None, *, p: float 
         See :func:`headline`.
     adamw : bool
         The checkpoint was trained with AdamW: a size that only the SGD form predicts is
-        ``undetermined``.
+        ``undetermined`` and the row is ``not testable here`` (docs/theory.md C3).
+    degenerate : str
+        Why a zero-width CI has zero width, when the caller knows (e.g. "the fitted alpha changes no
+        ranking in this stratum"); the reason of the row then reads "<degenerate>: the CI has zero width".
 
     Returns
     -------
@@ -560,10 +661,19 @@ def judge(claim: Claim | str, estimate, ci: Sequence[float] | None, *, p: float 
                                     "quantitatively for an AdamW-trained checkpoint (docs/theory.md C3)")
     else:
         s, s_why = size_verdict(size_ci if size_ci is not None else ci, c.size, c.sign)
+    if gate is None or gate.passed:
+        flat = degenerate_gate(ci, degenerate) or (degenerate_gate(size_ci, degenerate) if c.size.kind != "none"
+                                                   else None)
+        if flat is not None:
+            gate = flat
+        elif adamw and c.size_needs_sgd and c.size.kind != "none":
+            gate = Gate(False, "outside the claim's scope: an AdamW checkpoint is outside the SGD form of Theorem 1 "
+                               "(docs/theory.md C3)", "an SGD-trained checkpoint", verdict="not testable here")
     v = headline(d, s, c.size, gate=gate, conditions_met=conditions_met)
     why = []
     if gate is not None and not gate.passed:
-        why.append(f"not decided: {gate.reason}" + (f"; would decide it: {gate.needs}" if gate.needs else ""))
+        head = "not decided" if gate.verdict == "not decided at this size" else gate.verdict
+        why.append(f"{head}: {gate.reason}" + (f"; would decide it: {gate.needs}" if gate.needs else ""))
     why.append("direction: none claimed" if d == "no direction claimed" else f"direction {d}: {d_why}")
     why.append("size: none claimed" if s == "no size claimed" else
                f"size {s}: {s_why}" + (f" ({c.size.basis})" if c.size.basis else ""))
@@ -572,10 +682,36 @@ def judge(claim: Claim | str, estimate, ci: Sequence[float] | None, *, p: float 
             "why": "; ".join(why)}
 
 
+def degenerate_gate(ci: Sequence[float] | None, reason: str = "") -> Gate | None:
+    """The failed gate of a degenerate CI (both ends equal: zero width), else None.
+
+    A CI of zero width means that no resample moved the statistic (e.g. a fitted parameter that changes
+    no ranking, so a scorer is compared with itself): it says nothing about sampling error, so it decides
+    nothing, whichever side of a claimed size it sits on.
+
+    Parameters
+    ----------
+    ci : (low, high) or None
+    reason : str
+        Why it has zero width, when known.
+
+    Returns
+    -------
+    Gate or None
+        ``not decided at this size`` with the reason ``"<reason>: the CI has zero width"``.
+    """
+    if not _ci_ok(ci) or float(ci[0]) != float(ci[1]):
+        return None
+    why = reason or f"every resample gave the same value ({fmt_value(ci[0])}), so the run cannot estimate its error"
+    return Gate(False, f"{why}: the CI has zero width",
+                "a design in which the statistic varies across resamples (more items, or a fitted parameter that "
+                "changes the result)")
+
+
 def claim_row(key: str, *, measured, ci: Sequence[float] | None, judged: dict, section: str | None = None,
               n: int | None = None, what: str = "", statistic: str | None = None, details: Mapping | None = None,
               note: str = "", tested_on: str = "", beside: str = "", needs: str = "", percent: bool | None = None,
-              label: str = "", claim: Claim | None = None) -> dict:
+              label: str = "", claim: Claim | None = None, kind: str | None = None) -> dict:
     """One scorecard row (a JSON object of ``claims`` in ``summary.json`` and in a command's ``--json``).
 
     Parameters
@@ -614,11 +750,14 @@ def claim_row(key: str, *, measured, ci: Sequence[float] | None, judged: dict, s
         The statistic's short name, shown above the figure (e.g. ``"Pearson r(R, D~)"``).
     claim : Claim, optional
         The claim as this design tests it (default ``CLAIMS[key]``), e.g. a direction-only form.
+    kind : {"paper", "construction", "exploratory"}, optional
+        The row's kind (:data:`KINDS`; default the claim's), e.g. ``construction`` for a lab row that ran
+        on a free table.
 
     Returns
     -------
     dict
-        Keys ``key, claim, paper, claimed_size, tested_on, label, measured, ci, percent, beside,
+        Keys ``key, kind, claim, paper, claimed_size, tested_on, label, measured, ci, percent, beside,
         verdict, direction, size, reason, why, needs, section, n, what, statistic, details``.
 
     Raises
@@ -626,13 +765,16 @@ def claim_row(key: str, *, measured, ci: Sequence[float] | None, judged: dict, s
     KeyError
         Unknown claim key.
     ValueError
-        A verdict outside :data:`VERDICTS`.
+        A verdict outside :data:`VERDICTS`, or a kind outside :data:`KINDS`.
     """
     c = claim or CLAIMS[key]
     if judged["verdict"] not in VERDICTS:
         raise ValueError(f"unknown verdict {judged['verdict']!r}")
+    kind = kind or c.kind
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
     why = judged["why"] + (f"; {note}" if note else "")
-    return {"key": key, "claim": c.claim, "paper": c.paper, "claimed_size": c.size.text(), "tested_on": tested_on,
+    return {"key": key, "kind": kind, "claim": c.claim, "paper": c.paper, "claimed_size": c.size.text(), "tested_on": tested_on,
             "label": label, "measured": float(measured) if _finite(measured) else None,
             "ci": [float(ci[0]), float(ci[1])] if _ci_ok(ci) else None,
             "percent": bool(c.size.percent if percent is None else percent), "beside": beside,
@@ -648,6 +790,7 @@ class ClaimRow(Record):
     (they read as None)."""
 
     key: str | None = None
+    kind: str | None = None
     claim: str | None = None
     paper: str | None = None
     claimed_size: str | None = None
@@ -689,10 +832,13 @@ _PAPER_MODELS = {"clip-vit-base-patch32": "CLIP ViT-B/32", "vit-b-32": "CLIP ViT
 
 
 def paper_scope_rows(model: str | None) -> list[dict]:
-    """The rows ``paper_models`` and ``paper_benchmarks`` for a run of ``model``.
+    """The rows ``paper_models``, ``paper_benchmarks``, ``llm_baselines`` and ``mean_pooling`` for a run of
+    ``model``.
 
     ``paper_models`` is ``not testable here`` unless ``model`` is one of the paper's (its other rows
-    then test the paper's model); the benchmarks are never bundled.
+    then test the paper's model); the benchmarks are never bundled; the paper's LLM baselines are
+    generative models on those benchmarks, outside what normscope measures; ``mean_pooling`` is ``not
+    testable here`` unless a stage of the run compared the two poolings (a stage's own row replaces it).
     """
     name = (model or "").lower()
     hit = next((v for k, v in _PAPER_MODELS.items() if k in name), None)
@@ -707,7 +853,47 @@ def paper_scope_rows(model: str | None) -> list[dict]:
                                   tested_on=model or "")
     bench = not_testable_row("paper_benchmarks", "FEVEROUS, RuleTaker and TreeCut are not bundled and cannot be "
                              "fetched offline")
-    return [models, bench]
+    llm = not_testable_row("llm_baselines", "the LLM baselines are generative models run on the paper's benchmarks; "
+                           "neither is part of this run")
+    pool = not_testable_row("mean_pooling", "this run embeds with one pooling, the model's own; no second pooling of "
+                            "the same model was run", tested_on=model or "")
+    return [models, bench, llm, pool]
+
+
+def kind_of(row: Mapping) -> str:
+    """The kind of a row (:data:`KINDS`): its ``kind``, else its claim's (rows written before kinds existed)."""
+    k = row.get("kind")
+    if k in KINDS:
+        return k
+    c = CLAIMS.get(str(row.get("key")))
+    return c.kind if c is not None else "paper"
+
+
+def kind_counts(rows: Iterable[Mapping]) -> dict[str, dict[str, int]]:
+    """Verdict counts per kind: ``{kind: {verdict: n}}``, kinds in :data:`KINDS` order, verdicts in
+    :data:`VERDICTS` order (only those that occur; a kind without rows is left out)."""
+    out: dict[str, dict[str, int]] = {}
+    rows = list(rows)
+    for k in KINDS:
+        vs = [str(r.get("verdict")) for r in rows if kind_of(r) == k]
+        if vs:
+            order = list(VERDICTS) + sorted(set(vs) - set(VERDICTS))
+            out[k] = {v: vs.count(v) for v in order if v in vs}
+    return out
+
+
+def counts_text(counts: Mapping[str, Mapping[str, int]]) -> str:
+    """The headline count, each kind apart (:func:`kind_counts`), e.g. ``"paper's claims: 3 reproduced,
+    2 refuted, 1 not testable here (of 12); checks by construction: 1 reproduced (of 1); exploratory: 2
+    inconclusive (of 4)"``. Exploratory rows and checks by construction never add to the paper's count."""
+    parts = []
+    for k in KINDS:
+        c = counts.get(k)
+        if not c:
+            continue
+        body = ", ".join(f"{n} {v}" for v, n in c.items())
+        parts.append(f"{KIND_TITLES[k]}: {body} (of {sum(c.values())})")
+    return "; ".join(parts)
 
 
 def check_one_verdict_per_statistic(rows: Iterable[Mapping]) -> None:

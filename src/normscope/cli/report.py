@@ -14,7 +14,7 @@ from normscope._format import claim_figure, duration
 from normscope.cli import app
 from normscope.cli._console import make_console, styled
 from normscope.cli._options import Address, Device, Engine, Models, Precision, Seed, models_of, split_list
-from normscope.claims import CLAIMS, HEADLINE_RULE_SHORT, ClaimRow
+from normscope.claims import CLAIMS, HEADLINE_RULE_SHORT, ClaimRow, counts_text, kind_counts
 from normscope.data import settings
 from normscope.datasets import wordfreq_spec
 
@@ -221,12 +221,14 @@ def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> N
     ends = [f"report: {result.index.resolve()}", f"numbers: {result.summary_path.resolve()}"]
     if claims:
         ct = s.claims_tested or ClaimsTested()
-        counts = ", ".join(f"{n} {v}" for v, n in (ct.verdicts or {}).items() if v != "not testable here")
         untested = len(ct.not_tested or [])
         lines.append(f"claims: {ct.tested if ct.tested is not None else '?'} of "
-                     f"{ct.total if ct.total is not None else len(claims)} tested here"
-                     f"{f' ({counts})' if counts else ''}; {untested} not testable here"
+                     f"{ct.total if ct.total is not None else len(claims)} tested here; {untested} not testable here"
                      f"{' (each row on the page says why)' if untested else ''}")
+        # each kind apart: exploratory rows and checks by construction never add to the paper's claims
+        by_kind = ct.headline or counts_text(kind_counts([c.to_json() for c in claims]))
+        if by_kind:
+            lines.append(by_kind)
     if tested:  # one row per tested claim; the untested ones are counted above (their reasons: the page, the lines below)
         header, crow = _claim_rows(tested, width)
         rule = _fit(HEADLINE_RULE_SHORT, 400).rstrip()

@@ -3,9 +3,9 @@
 - ``theorem1_lab``: mean |R_eq - R| / R of a free-table or MLP lab run against the 5 % gate
   (the gate of docs/theory.md section 7), with a bootstrap CI over items; the row names what ran (a free table
   satisfies the theorem's assumptions A1-A3 by construction, so it checks the balance and its
-  estimator, not a network).
-- ``optimizer_momentum`` / ``optimizer_adamw``: the limits of the SGD form, from lab runs with
-  heavy-ball momentum (the SGD formula without the (E12) correction) and AdamW.
+  estimator, not a network: its kind is ``construction``, an MLP's ``paper``).
+- ``optimizer_momentum`` / ``optimizer_adamw`` (exploratory: the paper leaves them open): does the
+  plain-SGD formula miss under heavy-ball momentum (without the (E12) correction) and AdamW?
 - ``theorem1_transformer`` from the decisive design (:func:`transformer_claim_row`, the report's row):
   the mean relative error ``|R_eq - R-bar| / R-bar`` of the prediction with no fitted constant, with
   its CI over snapshots, batches and items. Direction: the items' own heat and drift predict better
@@ -98,6 +98,7 @@ def lab_claim(res, *, n_boot: int, seed: int) -> dict:
     j = judge("theorem1_lab", res.mean_abs_rel_error, ci, conditions_met=others)
     return claim_row(
         "theorem1_lab", measured=res.mean_abs_rel_error, ci=ci, judged=j, n=int(rel.size), tested_on=_tested_on(res),
+        kind="construction" if res.encoder == "table" else "paper",
         beside=_ran(res), label="mean |R_eq \u2212 R| / R",
         statistic=f"lab {res.encoder}/{res.optimizer}: mean |rel. error|", what=what + f" ({n_boot} resamples)",
         details={"median relative error (gate |.| <= 0.02)": res.median_rel_error,

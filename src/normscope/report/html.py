@@ -18,7 +18,7 @@ import jinja2
 
 from normscope._format import claim_figure, duration, num
 from normscope._io import atomic_path
-from normscope.claims import CLAIMS, GLOSSARY, HEADLINE_RULE
+from normscope.claims import CLAIMS, GLOSSARY, HEADLINE_RULE, KIND_TITLES
 from normscope.report.stage import StageRecord
 from normscope.report.stages import SECTIONS
 from normscope.report.text import precision_sentence
@@ -98,15 +98,16 @@ TEMPLATE = r"""<!DOCTYPE html>
 <p class="meta">One line per claim of the paper: its figure, this run's figure with its 95% confidence interval, the
 verdict and why in a few words; click a reason for the full reasoning. Each verdict is computed from this run's
 numbers on this model and data, for the claim's direction and for its size; none is written in advance.</p>
-{% set ct = summary.get('claims_tested') %}{% if ct %}<p class="count"><b>{{ ct.tested }} of {{ ct.total }} claims tested
-here</b>{% for v, n in (ct.verdicts or {}).items() if v != 'not testable here' %}{% if loop.first %} ({% endif %}{{ n }} {{ v }}{% if not loop.last %}, {% else %}){% endif %}{% endfor %};
-{{ ct.not_tested|length }} not testable here.</p>{% endif %}
+{% set ct = summary.get('claims_tested') %}{% if ct %}<p class="count">{% if ct.headline %}<b>{{ ct.headline }}</b>.<br>{% endif %}{{ ct.tested }} of {{ ct.total }} claims tested
+here; {{ ct.not_tested|length }} not testable here. Checks by construction (a design that meets the theorem's
+assumptions by construction) and exploratory questions the paper leaves open are counted apart: they never add to
+the paper's claims.</p>{% endif %}
 {% if summary.get('missing_data') %}<p class="why">Missing data (one line per dataset: what it stopped and how to get it):</p>
 <ul class="notes">{% for m in summary.missing_data %}<li>{{ m.line }}</li>{% endfor %}</ul>{% endif %}
 <table class="claims">
 <colgroup><col style="width:27%"><col style="width:11%"><col style="width:20%"><col style="width:13%"><col style="width:29%"></colgroup>
 <tr><th>claim</th><th>paper</th><th>this run [95% CI]</th><th>verdict</th><th>reason</th></tr>
-{% for c in summary.get('claims') or [] %}<tr class="verdict-{{ c.verdict|replace(' ', '-') }}"><td>{{ c.claim }}</td><td>{{ c.paper }}</td>
+{% for c in summary.get('claims') or [] %}<tr class="verdict-{{ c.verdict|replace(' ', '-') }}"><td>{{ c.claim }}{% if c.kind and c.kind != 'paper' %}<br><span class="meta">{{ kind_titles.get(c.kind, c.kind) }}</span>{% endif %}</td><td>{{ c.paper }}</td>
 <td class="num">{% if c.label and c.measured is not none %}<span class="meta">{{ c.label }}</span><br>{% endif %}{{ figure(c) }}{% if c.beside %}<br><span class="meta">{{ c.beside }}</span>{% endif %}</td>
 <td><b>{{ c.verdict }}</b>{% if c.measured is not none and c.direction %}<br><span class="meta">direction: {{ c.direction|replace('no direction claimed', 'none claimed') }}; size: {{ c.size|replace('no size claimed', 'none claimed') }}</span>{% endif %}</td>
 <td><details><summary>{{ c.reason or c.why }}</summary><div class="more">
@@ -258,7 +259,7 @@ def render_html(summary: dict, records: dict[str, StageRecord], out_dir: str | P
         kept={key: True for rec in records.values() if rec.kept for key in rec.sections},
         says=summary["what_this_says"] if "what_this_says" in summary else {}, status_words=_STATUS_WORDS,
         num=_num, is_num=_is_num, cell=render_value, figure=claim_figure, headline_rule=HEADLINE_RULE,
-        glossary=GLOSSARY, duration=duration, precision_note=precision_sentence(summary, SECTIONS),
+        glossary=GLOSSARY, kind_titles=KIND_TITLES, duration=duration, precision_note=precision_sentence(summary, SECTIONS),
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
 

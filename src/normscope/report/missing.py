@@ -7,7 +7,9 @@ sections' ``missing`` fields (and the semantic-signals section's ``derived.missi
 :func:`availability` builds two entries of ``summary.json``:
 
 - ``claims_tested``: how many of the paper's claims this run tested (a verdict other than ``not testable
-  here``), which it did not, and the count per verdict;
+  here``), which it did not, the count per verdict, and the count per verdict of each kind of row apart
+  (``kinds``, ``headline``: the paper's claims, checks by construction, exploratory rows;
+  :func:`normscope.claims.kind_counts`);
 - ``missing_data``: one entry per missing dataset with the sections it stopped, the claims it left
   untested (a section's ``missing`` entry may restrict them with its own ``claims`` list; a section
   that needs one of several datasets counts its claims for each) and ``line``: one sentence naming what is missing, why, and the three ways to get it
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from normscope.claims import counts_text, kind_counts
 from normscope.errors import DataError, DataMissing
 from normscope.report.stage import StageUnavailable
 from normscope.report.summary import ClaimsTested, MissingData, MissingEntry, ReportSummary
@@ -129,6 +132,7 @@ def availability(summary: Mapping, sections: Mapping[str, str]) -> dict:
         d["line"] = (f"{d['title']} is {_cause(d['cause'])}: {', '.join(d['sections'])} not run{blocked}. "
                      f"Get it: `normscope data fetch {d['dataset']}` (network) | --data DIR or NORMSCOPE_DATA=DIR "
                      "(local copy) | --mirror URL|DIR")
+    kinds = kind_counts([c.to_json() for c in claims])
     tested = ClaimsTested(total=len(claims), tested=len(claims) - len(untested), not_tested=[c.key for c in untested],
-                          verdicts=verdicts)
+                          verdicts=verdicts, kinds=kinds, headline=counts_text(kinds))
     return {"claims_tested": tested.to_json(), "missing_data": [MissingData(**d).to_json() for d in by_data.values()]}

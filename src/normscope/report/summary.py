@@ -59,12 +59,19 @@ class SectionEntry(Record):
 
 @dataclasses.dataclass(frozen=True)
 class ClaimsTested(Record):
-    """How many of the paper's claims a run tested (``summary["claims_tested"]``)."""
+    """How many of the paper's claims a run tested (``summary["claims_tested"]``).
+
+    ``verdicts`` counts every row; ``kinds`` counts each kind of row apart (``{kind: {verdict: n}}``,
+    :func:`normscope.claims.kind_counts`: the paper's claims, checks by construction, exploratory rows) and
+    ``headline`` is that count in words (:func:`normscope.claims.counts_text`), as the page and the console
+    print it. Summaries written before kinds existed lack the last two (they read as None)."""
 
     total: int | None = None
     tested: int | None = None
     not_tested: list[str] | None = None
     verdicts: dict[str, int] | None = None
+    kinds: dict[str, dict[str, int]] | None = None
+    headline: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

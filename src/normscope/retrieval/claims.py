@@ -6,10 +6,13 @@ own dataset gets the verdicts the report would give:
 
 - ``similarity_gain``: the relative change of nDCG@10, ``mean(scorer)/mean(cosine) - 1``, of
   ``cos/(1 + alpha||d||)`` (``inverse_norm``, alpha fitted on other queries), paired bootstrap CI
-  over queries and the paired t-test beside it, against the paper's +1.2 to +2.3 %;
+  over queries and the paired t-test beside it; direction only (the paper gives its +1.2 to +2.3 %
+  for high-frequency words and low-quality samples, not overall);
 - ``gain_high_frequency``: the same in the pre-specified stratum of the most frequent queries
   (top quartile of the mean word Zipf frequency), the stratum the claim names, so its own CI and
-  unadjusted randomisation p decide (the Holm-adjusted p over all 12 strata is shown beside);
+  unadjusted randomisation p decide (the Holm-adjusted p over all 12 strata is shown beside),
+  against the paper's +1.2 to +2.3 %. A CI of zero width (the fitted alpha changes no ranking in the
+  stratum: the scorer is cosine there) is *not decided at this size*;
 - ``gain_low_quality``: not testable without a per-item quality label;
 - ``calibration_discrimination`` (a): the AUROC of the query norm, in its pre-specified direction,
   for "the cosine top-1 is relevant", CI over queries, against 0.5;
@@ -43,6 +46,13 @@ def _pct(x) -> str:
     return "n/a" if x is None else f"{100 * x:+.2f} %"
 
 
+def _unchanged(relative, where: str) -> str:
+    """Why a zero-width CI of the relative gain has zero width when the gain is exactly 0: the fitted alpha
+    moved no top-10 (the scorer is cosine there); "" otherwise (the shared rule gives its own reason)."""
+    return (f"the fitted \u03b1 changes no ranking {where} (the scorer equals cosine there)"
+            if relative is not None and float(relative) == 0.0 else "")
+
+
 def _tested(summary: dict) -> str:
     n = (summary.get("n_queries") or {}).get("eval")
     return (f"{summary.get('model')}, {summary.get('dataset_name')} '{summary.get('split')}' ({n} queries), "
@@ -54,7 +64,8 @@ def gain_claim(summary: dict) -> dict:
     r = (summary.get("scorers") or {}).get(CLAIM_SCORER)
     if not r:
         return not_testable_row("similarity_gain", f"the {CLAIM_SCORER} scorer was not run", what=_GAIN_WHAT)
-    j = judge("similarity_gain", r.get("relative"), r.get("relative_ci"), p=r.get("p_value"))
+    j = judge("similarity_gain", r.get("relative"), r.get("relative_ci"), p=r.get("p_value"),
+              degenerate=_unchanged(r.get("relative"), "overall"))
     rows = ((summary.get("strata") or {}).get("scorers") or {}).get(CLAIM_SCORER) or []
     sig = [x for x in rows if x.get("p_holm") is not None and x["p_holm"] < 0.05]
     strata = (f"pre-specified strata: {len(sig)} of {len(rows)} differ from cosine at Holm-adjusted p < 0.05"
@@ -63,7 +74,7 @@ def gain_claim(summary: dict) -> dict:
     p = r.get("param")
     param = (f"\u03b1 per fold {', '.join(fmt_value(x) for x in p)}" if isinstance(p, list)
              else f"\u03b1 = {fmt_value(p)}")
-    return claim_row("similarity_gain", measured=r.get("relative"), ci=r.get("relative_ci"), judged=j,
+    return claim_row("similarity_gain", measured=r.get("relative"), ci=r.get("relative_ci"), judged=j, percent=True,
                      n=(summary.get("n_queries") or {}).get("eval"), what=_GAIN_WHAT, tested_on=_tested(summary),
                      statistic=f"retrieval: relative delta nDCG@10 {CLAIM_SCORER} ({summary.get('dataset_name')})",
                      beside=f"paired t p = {fmt_value(r.get('p_value'))}", label="relative \u0394 nDCG@10",
@@ -86,7 +97,8 @@ def high_frequency_claim(summary: dict) -> dict:
         info = (st.get("stratifiers") or {}).get(name) or {}
         return not_testable_row("gain_high_frequency", info.get("reason") or st.get("reason")
                                 or "the frequency strata were not computed", what=what)
-    j = judge("gain_high_frequency", row["relative"], row.get("relative_ci"))
+    j = judge("gain_high_frequency", row["relative"], row.get("relative_ci"),
+              degenerate=_unchanged(row["relative"], "in this stratum"))
     return claim_row(
         "gain_high_frequency", measured=row["relative"], ci=row.get("relative_ci"), judged=j, n=row.get("n"),
         what=what, tested_on=_tested(summary) + f"; Zipf {fmt_value(row['range'][0])} to {fmt_value(row['range'][1])}",

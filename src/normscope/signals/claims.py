@@ -2,9 +2,11 @@
 
 Each row follows the *controlled* figure of ``normscope correlate`` (the partial Spearman rho that
 removes frequency and length, resampled within sources where there are several), else the plain
-Spearman rho: specificity is claimed positive (more specific, larger norm); frequency and human
-uncertainty are claimed as associations without a direction, reproduced when the CI excludes 0
-on either side. None of them states a size.
+Spearman rho. The paper calls the associations with specificity, frequency and human uncertainty
+"strong" and states no direction for any of them: each is an association without a direction whose
+size is read against the declared strong minimum |rho| >= :data:`~normscope.claims.STRONG_RHO`. A CI
+wholly inside +-0.3 is ``refuted`` in size; when the raw (plain) CI excludes 0 and the controlled one
+does not, the row says so: "the raw association exists and is explained by the controls".
 """
 
 from __future__ import annotations
@@ -13,10 +15,21 @@ from collections.abc import Mapping
 
 from normscope.claims import claim_row, judge, not_testable_row
 
-__all__ = ["signal_claims", "controlled_figure", "SIGNAL_CLAIMS"]
+__all__ = ["signal_claims", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS"]
 
 #: The signals with a claim row, in scorecard order.
 SIGNAL_CLAIMS: tuple[str, ...] = ("specificity", "frequency", "uncertainty")
+#: The sentence of a row whose raw association is real (raw CI excludes 0) and vanishes under the controls
+#: (controlled CI includes 0).
+EXPLAINED_BY_CONTROLS = "the raw association exists and is explained by the controls"
+
+
+def _excludes_zero(ci) -> bool:
+    return bool(ci) and None not in ci and (ci[0] > 0 or ci[1] < 0)
+
+
+def _includes_zero(ci) -> bool:
+    return bool(ci) and None not in ci and ci[0] <= 0 <= ci[1]
 
 
 def controlled_figure(r: dict) -> tuple:
@@ -51,6 +64,12 @@ def signal_claims(results: Mapping[str, dict], unavailable: Mapping[str, str]) -
             continue
         est, ci, n, what = controlled_figure(r)
         j = judge(key, est, ci)
+        controlled = est is not None and est != r.get("spearman")
+        if controlled and _excludes_zero(r.get("spearman_ci")) and _includes_zero(ci):
+            raw = (f"{EXPLAINED_BY_CONTROLS} (plain Spearman CI [{r['spearman_ci'][0]:+.3g}, "
+                   f"{r['spearman_ci'][1]:+.3g}] excludes 0; the controlled CI includes 0)")
+            j = dict(j, reason=(f"{j['reason']}; {EXPLAINED_BY_CONTROLS}" if j["verdict"] == "refuted"
+                                else f"{EXPLAINED_BY_CONTROLS}; {j['reason']}"), why=f"{j['why']}; {raw}")
         strata = "; ".join(f"{s['name']}: \u03c1 = {s['spearman']:.3g}" for s in r.get("strata") or []
                            if s.get("spearman") is not None)
         rows.append(claim_row(key, measured=est, ci=ci, judged=j, n=n, what=what, label=what.split(";")[0].split(" |")[0],
