@@ -284,7 +284,10 @@ def test_cli_summary_counts_the_claims_from_claims_tested(tmp_path):
     console = Console(record=True, width=200)
     print_summary(ReportResult(tmp_path / "i.html", tmp_path / "s.json", summary, records, 3.0), console)
     text = console.export_text()
-    assert "claims: 1 of 2 tested here (1 reproduced); 1 not testable here (each row on the page says why)" in text
+    assert "claims: 1 of 2 tested here; 1 not testable here (each row on the page says why)" in text
+    # a summary without the per-kind count (written before kinds existed): counted from the rows' claims
+    assert f"{CLAIMS[keys[0]].kind}" == "construction" and CLAIMS[keys[1]].kind == "exploratory"
+    assert "checks by construction: 1 reproduced (of 1); exploratory: 1 not testable here (of 1)" in text
     assert "the first claim" in text and "Spearman r: 0.200 [0.100, 0.300]" in text and "the CI excludes 0" in text
     assert "the second claim" not in text and "SimLex-999 is not here" in text
     assert _claim_cell(ClaimRow.from_json(claims[0]), False) == "0.200 [0.100, 0.300] reproduced"

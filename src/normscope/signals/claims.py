@@ -15,7 +15,8 @@ from collections.abc import Mapping
 
 from normscope.claims import claim_row, judge, not_testable_row
 
-__all__ = ["signal_claims", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS"]
+__all__ = ["signal_claims", "ambiguity_claim", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS",
+           "AMBIGUITY_REFERENCE"]
 
 #: The signals with a claim row, in scorecard order.
 SIGNAL_CLAIMS: tuple[str, ...] = ("specificity", "frequency", "uncertainty")
@@ -32,18 +33,21 @@ def _includes_zero(ci) -> bool:
     return bool(ci) and None not in ci and ci[0] <= 0 <= ci[1]
 
 
-def controlled_figure(r: dict) -> tuple:
-    """``(estimate, ci, n, what)`` of the figure a claim follows: the partial rho when there is one, else rho."""
+def controlled_figure(r: dict, name: str | None = None) -> tuple:
+    """``(estimate, ci, n, what)`` of the figure a claim follows: the partial rho when there is one, else rho
+    (``name``: the row's name when it is not the result's signal, e.g. ``ambiguity``)."""
+    sig = {"ambiguity": "noun senses"}.get(name or "", r["signal"])
     part = r.get("partial_spearman") or {}
     if part.get("rho") is not None:
         within = f"; CI resamples items within each {r.get('by')}" if r.get("strata") else "; CI resamples items"
         return part["rho"], part.get("ci"), part.get("n"), (
-            f"partial Spearman \u03c1(norm, {r['signal']}) | {', '.join(part.get('controls') or [])}{within}")
-    return r.get("spearman"), r.get("spearman_ci"), r.get("n"), f"Spearman \u03c1(norm, {r['signal']}); CI resamples items"
+            f"partial Spearman \u03c1(norm, {sig}) | {', '.join(part.get('controls') or [])}{within}")
+    return r.get("spearman"), r.get("spearman_ci"), r.get("n"), f"Spearman \u03c1(norm, {sig}); CI resamples items"
 
 
 def signal_claims(results: Mapping[str, dict], unavailable: Mapping[str, str]) -> list[dict]:
-    """Rows ``specificity``, ``frequency`` and ``uncertainty`` from ``normscope correlate`` summaries.
+    """Rows ``specificity``, ``frequency``, ``uncertainty`` and ``ambiguity`` from ``normscope correlate`` summaries
+    (``results["ambiguity"]``: :func:`normscope.signals.ambiguity.run_ambiguity`'s).
 
     Parameters
     ----------
@@ -79,4 +83,32 @@ def signal_claims(results: Mapping[str, dict], unavailable: Mapping[str, str]) -
                                       and r.get("spearman") != est else ""),
                               details={"plain Spearman rho": r.get("spearman"), "its 95% CI": r.get("spearman_ci"),
                                        "n": r.get("n")}, note=strata))
+    rows.append(ambiguity_claim(results.get("ambiguity"),
+                                unavailable.get("ambiguity") or unavailable.get("specificity") or "not run"))
     return rows
+
+
+#: The reference figure the ambiguity row is shown beside (an earlier measurement, not the paper's).
+AMBIGUITY_REFERENCE = "an earlier reference measured \u03c1(norm, senses) = -0.19 on all-MiniLM-L6-v2, without controls"
+
+
+def ambiguity_claim(r: dict | None, reason: str = "not run") -> dict:
+    """Row ``ambiguity``: partial Spearman rho(norm, WordNet noun senses | frequency, length), claimed positive
+    (the mechanism "conflicting gradients -> larger norm"; :mod:`normscope.signals.ambiguity`).
+
+    Parameters
+    ----------
+    r : dict or None
+        :meth:`CorrelateResult.to_dict` of :func:`normscope.signals.ambiguity.run_ambiguity`; None: ``reason``
+        says why it did not run.
+    """
+    if r is None:
+        return not_testable_row("ambiguity", f"the ambiguity statistic did not run ({reason})")
+    est, ci, n, what = controlled_figure(r, "ambiguity")
+    j = judge("ambiguity", est, ci)
+    return claim_row("ambiguity", measured=est, ci=ci, judged=j, n=n, what=what + " (WordNet 3.0 noun senses)",
+                     label=what.split(";")[0].split(" |")[0], tested_on=f"{r.get('model')}, {r.get('dataset')}",
+                     statistic=f"signals: {what.split(';')[0]}",
+                     beside=(f"plain Spearman {r['spearman']:+.3g}" if r.get("spearman") is not None else ""),
+                     details={"plain Spearman rho": r.get("spearman"), "its 95% CI": r.get("spearman_ci"),
+                              "n": r.get("n")}, note=AMBIGUITY_REFERENCE)

@@ -15,6 +15,7 @@ SIGNAL_WORDS = {
     "specificity": "WordNet specificity (hypernym depth)",
     "concreteness": "concreteness rating",
     "uncertainty": "human label entropy",
+    "ambiguity": "the number of WordNet noun senses (ambiguity)",
 }
 CONTROLS = ("frequency", "length", "words")
 #: Fewest items with a covariate value (per source too) for a correlation.
@@ -41,6 +42,8 @@ def covariate_label(signal: str, measure: str, *, user: bool, subtlex: bool) -> 
     """Axis and table label of the covariate (``user``: from a covariate file; ``subtlex``: SUBTLEX-US frequency)."""
     if user:
         return f"{signal} (user covariate file)"
+    if signal == "specificity" and measure == "n_senses":
+        return "WordNet noun senses of the word (all of them: ambiguity)"
     if signal == "specificity":
         return f"WordNet {measure} of the first noun sense ({_MEASURE_UNIT[measure]})"
     if signal == "frequency" and subtlex:

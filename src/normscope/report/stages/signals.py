@@ -14,6 +14,7 @@ from normscope.report.text import ci_excludes_zero, ci_words, correlation_senten
 from normscope.requests import Embedding, Request, Resampling, param
 from normscope.requests.correlate import CorrelateRequest
 from normscope.signals import CorrelateResult, plot_signal, run_correlate
+from normscope.signals.ambiguity import ambiguity_request, run_ambiguity
 from normscope.signals.claims import controlled_figure as _controlled
 from normscope.signals.claims import signal_claims
 from normscope.signals.labels import SIGNAL_DATASETS, SIGNAL_WORDS, SIGNALS, Signal
@@ -141,7 +142,7 @@ def _notes(results: dict[str, CorrelateResult], unavailable: dict[str, str]) -> 
 def _key_numbers(results: dict[str, CorrelateResult]) -> list[KeyNumber]:
     out = []
     for k, r in results.items():
-        est, _, n, what = _controlled(r.to_dict())
+        est, _, n, what = _controlled(r.to_dict(), k)
         pooled = ", pooled over sources" if r.strata else ""
         out.append(KeyNumber(f"{k}.spearman", f"Spearman \u03c1, norm vs {k} (n = {r.n}{pooled})", r.spearman))
         if est is not None and est != r.spearman:
@@ -159,6 +160,17 @@ def _tables(rows: list[list], strata_rows: list[list]) -> list[Table]:
                             ["signal", "source", "n", "Spearman \u03c1", "95% CI", "partial \u03c1", "95% CI",
                              "controls", "\u03c1(norm, length)", "mean length (tokens)", "mean covariate"], strata_rows))
     return tables
+
+
+#: The rows of the section: the signals, then ambiguity (WordNet noun senses of the specificity items).
+_ORDER = (*SIGNALS, "ambiguity")
+
+
+def _figure(ctx, sig: str, res: CorrelateResult) -> Figure:
+    fig = plot_signal(res, ctx.figure_path(f"semantic_signals_{sig}.png"))
+    per_source = " per source" if res.strata else ""
+    return Figure(Path(fig).name, f"Raw norm vs {res.covariate}: items (points), equal-count binned means{per_source} "
+                                  f"with 95% CIs; {res.dataset}.")
 
 
 class SignalsStage(Stage[SignalsRequest]):
@@ -180,8 +192,12 @@ class SignalsStage(Stage[SignalsRequest]):
                               resampling=Resampling(n_boot=s.n_boot, n_perm=s.n_perm, seed=config.seed))
 
     def commands(self, request: SignalsRequest) -> list[Command]:
-        return [Command(tuple(request.correlate(sig).argv() + ["--json", f"{sig}.json"]), part=sig)
-                for sig in request.signals]
+        out = [Command(tuple(request.correlate(sig).argv() + ["--json", f"{sig}.json"]), part=sig)
+               for sig in request.signals]
+        if "specificity" in request.signals:  # ambiguity: the same items, the number of noun senses
+            out.append(Command(tuple(ambiguity_request(request.correlate("specificity")).argv()
+                                     + ["--json", "ambiguity.json"]), part="ambiguity"))
+        return out
 
     def run(self, ctx, request: SignalsRequest) -> dict[str, Section]:
         enc = ctx.encoder()
@@ -201,10 +217,16 @@ class SignalsStage(Stage[SignalsRequest]):
                 unavailable[sig] = f"{type(exc).__name__}: {exc}".splitlines()[0]
                 continue
             results[sig] = res
-            fig = plot_signal(res, ctx.figure_path(f"semantic_signals_{sig}.png"))
-            per_source = " per source" if res.strata else ""
-            figs.append(Figure(Path(fig).name, f"Raw norm vs {res.covariate}: items (points), equal-count binned "
-                                               f"means{per_source} with 95% CIs; {res.dataset}."))
+            figs.append(_figure(ctx, sig, res))
+        if "specificity" in results:  # ambiguity (WordNet noun senses) on the specificity items
+            ctx.console.print("signals: ambiguity (WordNet noun senses)")
+            try:
+                results["ambiguity"] = run_ambiguity(request.correlate("specificity"), encoder=enc, progress=True)
+                figs.append(_figure(ctx, "ambiguity", results["ambiguity"]))
+            except (NormscopeError, FileNotFoundError, LookupError) as exc:
+                unavailable["ambiguity"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        elif "specificity" in missing:
+            missing["ambiguity"] = missing["specificity"]
         if not results:
             raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()),
                                    missing={m["dataset"]: {"title": m["title"], "cause": m["cause"],
@@ -217,7 +239,7 @@ class SignalsStage(Stage[SignalsRequest]):
         dicts = {k: r.to_dict() for k, r in results.items()}
         return {SECTION: Section(
             SECTION, commands=commands, sizes=sizes, result=dicts,
-            derived={"unavailable": dict(sorted(unavailable.items(), key=lambda kv: SIGNALS.index(kv[0]))),
+            derived={"unavailable": dict(sorted(unavailable.items(), key=lambda kv: _ORDER.index(kv[0]))),
                      "missing": missing, "commands": {c.part: c.text for c in commands}},
             key_numbers=_key_numbers(results), tables=_tables([_row(k, r) for k, r in results.items()],
                                                               [x for k, r in results.items() for x in _strata_rows(k, r)]),
