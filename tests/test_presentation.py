@@ -175,8 +175,10 @@ def test_reproduce_commands_carry_every_setting(stage, tmp_path):
         p = _parse(cmds[0])
         assert (p["engine"], p["address"], p["max_docs"], p["max_queries"]) == ("ray", "auto", 60, 15)
     if stage == "signals":
-        assert [c.part for c in cmds] == ["frequency", "specificity", "concreteness", "uncertainty"]
-        assert [_parse(c)["n"] for c in cmds] == [120, 120, 120, 120] and _parse(cmds[0])["n_perm"] == 100
+        # ambiguity: the specificity items' WordNet noun senses (normscope correlate --measure n_senses)
+        assert [c.part for c in cmds] == ["frequency", "specificity", "concreteness", "uncertainty", "ambiguity"]
+        assert [_parse(c)["n"] for c in cmds] == [120] * 5 and _parse(cmds[0])["n_perm"] == 100
+        assert (_parse(cmds[-1])["signal"], _parse(cmds[-1])["measure"]) == ("specificity", "n_senses")
     if stage == "probes":
         p = _parse(cmds[0])
         assert (p["items"], p["batches"], p["batch_size"]) == ("probe_words.jsonl", 4, 8)
