@@ -491,19 +491,7 @@ def size_verdict(ci: Sequence[float] | None, size: Size, sign: int | None = None
             return "larger", f"{txt} lies wholly above {claimed}"
         return "undetermined", f"{txt} straddles {claimed}"
     if size.kind == "strong":
-        m = size.low
-        if sign is not None and sign != 0:  # a claimed side: |effect| >= m on that side
-            lo, hi = (lo, hi) if sign > 0 else (-hi, -lo)
-            if lo >= m:
-                return "consistent", f"{txt} lies wholly beyond {claimed} on the claimed side"
-            if hi < m:
-                return "smaller", f"{txt} lies wholly short of {claimed}"
-            return "undetermined", f"{txt} straddles {claimed}"
-        if lo >= m or hi <= -m:
-            return "consistent", f"{txt} lies wholly beyond \u00b1{fmt_value(m)} ({claimed})"
-        if -m < lo and hi < m:
-            return "smaller", f"{txt} lies wholly inside \u00b1{fmt_value(m)}, short of {claimed}"
-        return "undetermined", f"{txt} straddles \u00b1{fmt_value(m)} ({claimed})"
+        return _strong_verdict(lo, hi, size.low, sign, txt, claimed)
     if size.kind == "at_least":
         if lo >= size.low:
             return "consistent", f"{txt} lies wholly above {claimed}"
@@ -517,6 +505,22 @@ def size_verdict(ci: Sequence[float] | None, size: Size, sign: int | None = None
     if lo > b:
         return ("smaller" if neg else "larger"), f"{txt} lies wholly {'on the zero side of' if neg else 'above'} {claimed}"
     return "consistent", f"{txt} meets {claimed}"
+
+
+def _strong_verdict(lo: float, hi: float, m: float, sign: int | None, txt: str, claimed: str) -> tuple[str, str]:
+    """Size verdict of a "strong" claim, ``|effect| >= m``: on the claimed side when there is one, else on either."""
+    if sign is not None and sign != 0:
+        lo, hi = (lo, hi) if sign > 0 else (-hi, -lo)
+        if lo >= m:
+            return "consistent", f"{txt} lies wholly beyond {claimed} on the claimed side"
+        if hi < m:
+            return "smaller", f"{txt} lies wholly short of {claimed}"
+        return "undetermined", f"{txt} straddles {claimed}"
+    if lo >= m or hi <= -m:
+        return "consistent", f"{txt} lies wholly beyond \u00b1{fmt_value(m)} ({claimed})"
+    if -m < lo and hi < m:
+        return "smaller", f"{txt} lies wholly inside \u00b1{fmt_value(m)}, short of {claimed}"
+    return "undetermined", f"{txt} straddles \u00b1{fmt_value(m)} ({claimed})"
 
 
 def _claimed(size: Size) -> str:
