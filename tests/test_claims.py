@@ -434,6 +434,19 @@ def test_strong_minimum_on_constructed_numbers(ci, size, verdict):
     assert judge("specificity", -sum(ci) / 2, [-ci[1], -ci[0]])["verdict"] == verdict
 
 
+def test_strong_minimum_on_a_claimed_side():
+    """Size.strong on a claim with a sign reads |effect| >= 0.3 on that side only (no row uses it yet; the rule is
+    written once for any claim that does)."""
+    strong = Size.strong()
+    assert strong.text() == "strong: |\u03c1| at least 0.3"
+    assert size_verdict([0.35, 0.5], strong, +1)[0] == "consistent"
+    assert size_verdict([0.1, 0.2], strong, +1)[0] == "smaller"
+    assert size_verdict([-0.5, -0.4], strong, +1)[0] == "smaller"  # strong, but on the other side
+    assert size_verdict([-0.5, -0.35], strong, -1)[0] == "consistent"
+    assert size_verdict([0.25, 0.4], strong, +1)[0] == "undetermined"
+    assert size_verdict([0.25, 0.4], Size.strong(0.2), +1)[0] == "consistent"
+
+
 def test_explained_by_the_controls_only_where_the_numbers_say_so():
     from normscope.signals.claims import EXPLAINED_BY_CONTROLS, signal_claims
 
