@@ -73,3 +73,42 @@ def test_ambiguity_against_scipy_on_real_wordnet(shared_data, bundled_encoder):
     assert row["measured"] == part.rho and row["ci"] == list(part.ci) and row["kind"] == "paper"
     expected_verdict = ("reproduced" if part.ci[0] > 0 else "refuted" if part.ci[1] < 0 else "inconclusive")
     assert row["verdict"] == expected_verdict and "-0.19" in row["why"]
+
+
+def test_mean_vs_cls_pooling_against_transformers(bundled_encoder):
+    """The pooling row's two statistics, recomputed with transformers' AutoModel (CLS vector; attention-masked mean of
+    the token vectors), wordfreq and scipy; the row's verdict follows the two CIs' sides of 0."""
+    import torch
+    import wordfreq
+    from transformers import AutoModel, AutoTokenizer
+
+    from normscope.datasets import wordfreq_words
+    from normscope.encoders.bundled import bundled_model_path
+    from normscope.signals.claims import pooling_claim
+    from normscope.signals.pooling import pooling_direction, pooling_trends
+
+    words = wordfreq_words(120)
+    out = pooling_trends("sentence-transformers/all-MiniLM-L6-v2", words, n_boot=200, seed=0)
+    path = bundled_model_path("sentence-transformers/all-MiniLM-L6-v2")
+    tok, model = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval()
+    with torch.no_grad():
+        b = tok(words, padding=True, return_tensors="pt")
+        h = model(**b).last_hidden_state
+    mask = b["attention_mask"].unsqueeze(-1).float()
+    norms = {"cls": h[:, 0].norm(dim=1).numpy(), "mean": ((h * mask).sum(1) / mask.sum(1)).norm(dim=1).numpy()}
+    zipf = np.array([wordfreq.zipf_frequency(w, "en") for w in words])
+    for pooling in ("cls", "mean"):
+        assert out[pooling]["n"] == 120
+        assert out[pooling]["spearman"] == pytest.approx(stats.spearmanr(norms[pooling], zipf)[0], abs=2e-3)
+        lo, hi = out[pooling]["spearman_ci"]
+        assert lo <= out[pooling]["spearman"] <= hi
+    # the mean-pooled norms are the sentence-transformers model's own
+    np.testing.assert_allclose(norms["mean"], np.linalg.norm(bundled_encoder.encode(words), axis=1), rtol=1e-4)
+    row = pooling_claim(out)
+    assert row["verdict"] == pooling_direction(out)[0] and row["measured"] == out["cls"]["spearman"]
+    assert row["kind"] == "paper" and "mean pooling" in row["beside"]
+    same = {"cls": {"spearman": 0.3, "spearman_ci": [0.2, 0.4]}, "mean": {"spearman": 0.2, "spearman_ci": [0.1, 0.3]}}
+    assert pooling_direction(same)[0] == "reproduced"
+    assert pooling_direction(dict(same, mean={"spearman": -0.2, "spearman_ci": [-0.3, -0.1]}))[0] == "refuted"
+    assert pooling_direction(dict(same, mean={"spearman": 0.0, "spearman_ci": [-0.1, 0.1]}))[0] == "inconclusive"
+    assert pooling_claim(None, "GloVe has no CLS token")["verdict"] == "not testable here"

@@ -127,9 +127,9 @@ def test_rows_and_one_verdict_per_statistic():
 
 
 def test_paper_scope_rows_name_the_papers_models():
-    models, bench, llm, pool = paper_scope_rows("sentence-transformers/all-MiniLM-L6-v2")
-    assert models["verdict"] == bench["verdict"] == llm["verdict"] == pool["verdict"] == "not testable here"
-    assert llm["key"] == "llm_baselines" and pool["key"] == "mean_pooling" and "pooling" in pool["reason"]
+    models, bench, llm = paper_scope_rows("sentence-transformers/all-MiniLM-L6-v2")
+    assert models["verdict"] == bench["verdict"] == llm["verdict"] == "not testable here"
+    assert llm["key"] == "llm_baselines" and "generative" in llm["reason"]
     assert "clip-vit-base-patch32" in models["needs"] and "FEVEROUS" in bench["paper"]
     assert "MiniLM-L12" in paper_scope_rows("sentence-transformers/all-MiniLM-L12-v2")[0]["reason"]
     # the paper's figures are quoted as the paper gives them: no coefficient or model is added

@@ -324,10 +324,11 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
                       "same stratified paired test as the high-frequency row; none of this run's datasets has one"),
     Claim("similarity_pairs", "Exploratory: does norm-aware similarity gain on human-rated pairs?",
           "not in the paper (its +1.2 to +2.3 % is for retrieval strata)", +1, Size(), "similarity", kind="exploratory"),
-    Claim("mean_pooling", "Mean pooling shows similar trends to CLS pooling", "'similar trends', direction only", +1,
-          Size(), "setup",
-          how_to_test="a model that offers both CLS and mean pooling, embedded twice, and the signal correlations "
-                      "compared in sign"),
+    Claim("mean_pooling", "Mean pooling shows similar trends to CLS pooling", "'similar trends', direction only", 0,
+          Size(), "semantic_signals",
+          how_to_test="a transformer whose weights load with both CLS and mean pooling (hf:<dir or hub id>): the "
+                      "same words embedded twice and Spearman rho(norm, Zipf frequency) compared in sign "
+                      "(normscope.signals.pooling)"),
     Claim("calibration_discrimination", "The norm is a free calibration signal: it tells right from wrong results",
           "no figure", +1, Size(), "calibration"),
     Claim("calibration_incremental", "The norm adds to what is already free (the top score, the margin)", "no figure",
@@ -836,13 +837,11 @@ _PAPER_MODELS = {"clip-vit-base-patch32": "CLIP ViT-B/32", "vit-b-32": "CLIP ViT
 
 
 def paper_scope_rows(model: str | None) -> list[dict]:
-    """The rows ``paper_models``, ``paper_benchmarks``, ``llm_baselines`` and ``mean_pooling`` for a run of
-    ``model``.
+    """The rows ``paper_models``, ``paper_benchmarks`` and ``llm_baselines`` for a run of ``model``.
 
     ``paper_models`` is ``not testable here`` unless ``model`` is one of the paper's (its other rows
     then test the paper's model); the benchmarks are never bundled; the paper's LLM baselines are
-    generative models on those benchmarks, outside what normscope measures; ``mean_pooling`` is ``not
-    testable here`` unless a stage of the run compared the two poolings (a stage's own row replaces it).
+    generative models on those benchmarks, outside what normscope measures.
     """
     name = (model or "").lower()
     hit = next((v for k, v in _PAPER_MODELS.items() if k in name), None)
@@ -859,9 +858,7 @@ def paper_scope_rows(model: str | None) -> list[dict]:
                              "fetched offline")
     llm = not_testable_row("llm_baselines", "the LLM baselines are generative models run on the paper's benchmarks; "
                            "neither is part of this run")
-    pool = not_testable_row("mean_pooling", "this run embeds with one pooling, the model's own; no second pooling of "
-                            "the same model was run", tested_on=model or "")
-    return [models, bench, llm, pool]
+    return [models, bench, llm]
 
 
 def kind_of(row: Mapping) -> str:

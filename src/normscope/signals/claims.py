@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from normscope.claims import claim_row, judge, not_testable_row
 
-__all__ = ["signal_claims", "ambiguity_claim", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS",
+__all__ = ["signal_claims", "ambiguity_claim", "pooling_claim", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS",
            "AMBIGUITY_REFERENCE"]
 
 #: The signals with a claim row, in scorecard order.
@@ -86,6 +86,32 @@ def signal_claims(results: Mapping[str, dict], unavailable: Mapping[str, str]) -
     rows.append(ambiguity_claim(results.get("ambiguity"),
                                 unavailable.get("ambiguity") or unavailable.get("specificity") or "not run"))
     return rows
+
+
+def pooling_claim(trends: dict | None, reason: str = "not run") -> dict:
+    """Row ``mean_pooling``: do CLS and mean pooling give the norm the same trend with Zipf frequency?
+
+    Parameters
+    ----------
+    trends : dict or None
+        :func:`normscope.signals.pooling.pooling_trends`; None: ``reason`` says why it did not run.
+    """
+    from normscope.signals.pooling import pooling_direction
+
+    if trends is None:
+        return not_testable_row("mean_pooling", reason)
+    c, m = trends["cls"], trends["mean"]
+    j = judge("mean_pooling", c["spearman"], c["spearman_ci"], direction=pooling_direction(trends))
+    return claim_row("mean_pooling", measured=c["spearman"], ci=c["spearman_ci"], judged=j, n=trends.get("n"),
+                     label="Spearman \u03c1(norm, Zipf), CLS pooling",
+                     beside=(f"mean pooling {m['spearman']:+.3g} [{m['spearman_ci'][0]:+.3g}, "
+                             f"{m['spearman_ci'][1]:+.3g}]"),
+                     tested_on=f"{trends.get('model')} ({trends.get('weights')}), the frequency signal's words",
+                     statistic="signals: Spearman rho(norm, Zipf) CLS vs mean pooling, signs",
+                     what=("Spearman \u03c1(norm, Zipf frequency) of the same words with CLS pooling (shown) and with "
+                           "mean pooling (beside); 'similar trends': both CIs exclude 0 on one side; percentile "
+                           "bootstrap CIs resampling words, each pooling on its own"),
+                     details={"CLS pooling": c, "mean pooling": m})
 
 
 #: The reference figure the ambiguity row is shown beside (an earlier measurement, not the paper's).

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from normscope._format import ci as ci_text, join_and, num, p_text
+from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import DataMissing, NormscopeError
 from normscope.report.missing import missing_entry, missing_reason
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
@@ -16,7 +17,8 @@ from normscope.requests.correlate import CorrelateRequest
 from normscope.signals import CorrelateResult, plot_signal, run_correlate
 from normscope.signals.ambiguity import ambiguity_request, run_ambiguity
 from normscope.signals.claims import controlled_figure as _controlled
-from normscope.signals.claims import signal_claims
+from normscope.signals.claims import pooling_claim, signal_claims
+from normscope.signals.pooling import pooling_trends
 from normscope.signals.labels import SIGNAL_DATASETS, SIGNAL_WORDS, SIGNALS, Signal
 
 __all__ = ["SignalsStage", "SignalsRequest", "semantic_signal_sentences"]
@@ -166,6 +168,21 @@ def _tables(rows: list[list], strata_rows: list[list]) -> list[Table]:
 _ORDER = (*SIGNALS, "ambiguity")
 
 
+def _pooling_row(ctx, request: SignalsRequest, freq: CorrelateResult | None) -> dict:
+    """Row ``mean_pooling`` on the frequency signal's words: CLS against mean pooling where the model allows."""
+    if freq is None or freq.items is None or "item" not in freq.items:
+        return pooling_claim(None, "the frequency signal did not run (its words are the items)")
+    e, rs = request.embedding, request.resampling
+    ctx.console.print("signals: CLS vs mean pooling (frequency words)")
+    try:
+        trends = pooling_trends(e.model or DEFAULT_MODEL, freq.items["item"].astype(str).tolist(), n_boot=rs.n_boot,
+                                seed=rs.seed, device=e.device, batch_size=e.batch_size)
+    except (NormscopeError, OSError, ValueError) as exc:
+        return pooling_claim(None, "the model does not load with both CLS and mean pooling: "
+                             + f"{type(exc).__name__}: {exc}".splitlines()[0])
+    return pooling_claim(trends)
+
+
 def _figure(ctx, sig: str, res: CorrelateResult) -> Figure:
     fig = plot_signal(res, ctx.figure_path(f"semantic_signals_{sig}.png"))
     per_source = " per source" if res.strata else ""
@@ -227,6 +244,7 @@ class SignalsStage(Stage[SignalsRequest]):
                 unavailable["ambiguity"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
         elif "specificity" in missing:
             missing["ambiguity"] = missing["specificity"]
+        pooling = _pooling_row(ctx, request, results.get("frequency"))
         if not results:
             raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()),
                                    missing={m["dataset"]: {"title": m["title"], "cause": m["cause"],
@@ -243,7 +261,7 @@ class SignalsStage(Stage[SignalsRequest]):
                      "missing": missing, "commands": {c.part: c.text for c in commands}},
             key_numbers=_key_numbers(results), tables=_tables([_row(k, r) for k, r in results.items()],
                                                               [x for k, r in results.items() for x in _strata_rows(k, r)]),
-            figures=figs, notes=_notes(results, unavailable), claims=signal_claims(dicts, unavailable))}
+            figures=figs, notes=_notes(results, unavailable), claims=signal_claims(dicts, unavailable) + [pooling])}
 
     def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
         return semantic_signal_sentences(section.result)
