@@ -107,6 +107,8 @@ def test_mean_vs_cls_pooling_against_transformers(bundled_encoder):
     row = pooling_claim(out)
     assert row["verdict"] == pooling_direction(out)[0] and row["measured"] == out["cls"]["spearman"]
     assert row["kind"] == "paper" and "mean pooling" in row["beside"]
+    assert row["reason"] in ("both CIs exclude 0 on the same side", "the CIs exclude 0 on opposite sides",
+                             "at least one CI includes 0") and "permutation" not in row["reason"]
     same = {"cls": {"spearman": 0.3, "spearman_ci": [0.2, 0.4]}, "mean": {"spearman": 0.2, "spearman_ci": [0.1, 0.3]}}
     assert pooling_direction(same)[0] == "reproduced"
     assert pooling_direction(dict(same, mean={"spearman": -0.2, "spearman_ci": [-0.3, -0.1]}))[0] == "refuted"

@@ -101,7 +101,10 @@ def pooling_claim(trends: dict | None, reason: str = "not run") -> dict:
     if trends is None:
         return not_testable_row("mean_pooling", reason)
     c, m = trends["cls"], trends["mean"]
-    j = judge("mean_pooling", c["spearman"], c["spearman_ci"], direction=pooling_direction(trends))
+    d = pooling_direction(trends)
+    j = judge("mean_pooling", c["spearman"], c["spearman_ci"], direction=d)
+    if j["verdict"] in ("reproduced", "refuted", "inconclusive"):  # the direction is two CIs' sides, not a null
+        j = dict(j, reason=d[1].rsplit(": ", 1)[-1])
     return claim_row("mean_pooling", measured=c["spearman"], ci=c["spearman_ci"], judged=j, n=trends.get("n"),
                      label="Spearman \u03c1(norm, Zipf), CLS pooling",
                      beside=(f"mean pooling {m['spearman']:+.3g} [{m['spearman_ci'][0]:+.3g}, "
