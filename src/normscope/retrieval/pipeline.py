@@ -24,6 +24,7 @@ from normscope.retrieval.claims import retrieval_claims
 from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
 from normscope.retrieval.evaluate import METRICS, compare_to_baseline, default_grid, fit_parameter, per_query_scores
 from normscope.retrieval.incremental import FOLD_DRAWS, FOLDS, incremental_value
+from normscope.retrieval.refit import RefitDesign, per_query_grid
 from normscope.retrieval.qpp import BASELINE_SIGNALS, NORM_SIGNALS, QPP_SIGNALS, corpus_scores, evaluate_qpp, qpp_signals
 from normscope.requests.retrieval import RetrievalRequest
 from normscope.retrieval.result import RetrievalResult
@@ -280,9 +281,11 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     runs, results = {}, {}  # scorer -> its run of the evaluation queries; scorer -> its summary
     for s in order:
         runs[s], results[s] = _score(s, sp, vec, r, fixed=fixed, folds=folds, fitted_on=fitted_on, ph=ph)
+    grids = _refit_grids(sp, vec, results, order, r, ph)
     per = _evaluate(sp.ev, runs, results, order, r, ph)
+    designs = _refit_overall(grids, per, results, order, r, ph)
     res = RetrievalResult(**_run_fields(r, sp, vec, encoder, fitted_on), scorers={s: results[s] for s in order},
-                          **_query_studies(sp, vec, runs, per, order, folds, fitted_on, r, ph),
+                          **_query_studies(sp, vec, runs, per, order, folds, fitted_on, r, ph, designs),
                           doc_norm_range=[float(vec.doc_norms.min()), float(vec.doc_norms.max())],
                           items=_items_frame(sp.ev, vec, runs, order), doc_titles=_titles(sp.ds, vec.doc_ids),
                           timings=ph.timings)
@@ -298,10 +301,11 @@ def _load_model(r: RetrievalRequest, ph: _Phases):
 
 
 def _query_studies(sp: _Splits, vec: _Vectors, runs: dict, per: dict, order: list[str], folds, fitted_on: str,
-                   r: RetrievalRequest, ph: _Phases) -> dict:
-    """The per-query studies of the evaluation queries, as result fields: strata, calibration, QPP and the
-    norm's incremental value, and the per-query table."""
-    covariates, strata = _strata(sp.ev, vec, runs, per, order, r, ph)
+                   r: RetrievalRequest, ph: _Phases, designs: dict | None = None) -> dict:
+    """The per-query studies of the evaluation queries, as result fields: strata (their CIs refitting each
+    fitted scorer's parameter, ``designs``), calibration, QPP and the norm's incremental value, and the
+    per-query table."""
+    covariates, strata = _strata(sp.ev, vec, runs, per, order, r, ph, designs or {})
     sig_ev, sig_fit, calibration, conf = _calibration(sp, vec, runs, folds, r, ph)
     y_ev = sig_ev["top1_relevant"].to_numpy()
     s_corpus, qpp_df, qpp, incremental = _qpp_study(sp.ev, vec, runs, per, y_ev, r, ph)
@@ -503,9 +507,10 @@ def _evaluate(ev: SplitQueries, runs: dict, results: dict, order: list[str], r: 
 
 
 def _strata(ev: SplitQueries, vec: _Vectors, runs: dict, per: dict, order: list[str], r: RetrievalRequest,
-            ph: _Phases) -> tuple[dict, dict]:
+            ph: _Phases, designs: dict | None = None) -> tuple[dict, dict]:
     """The strata's covariates (query norm, query Zipf frequency, the cosine top-1 document's norm) and the
-    strata study of nDCG@10 (not computed below 8 evaluation queries)."""
+    strata study of nDCG@10 (not computed below 8 evaluation queries); a fitted scorer's stratum CIs refit its
+    parameter on every draw (``designs``: :func:`_refit_strata`)."""
     top1 = [next(iter(runs["cosine"][q]), None) for q in ev.query_ids]
     dnorm = dict(zip(vec.doc_ids, vec.doc_norms))
     covariates = {"query_norm": vec.qev_norms, "query_zipf": query_zipf(ev.texts),
@@ -514,7 +519,79 @@ def _strata(ev: SplitQueries, vec: _Vectors, runs: dict, per: dict, order: list[
         strata = (strata_study({s: per[s]["ndcg@10"] for s in order}, covariates, n_boot=r.resampling.n_boot,
                                n_permutations=r.resampling.n_perm, seed=r.resampling.seed)
                   if len(ev.query_ids) >= 8 else {"status": "not computed", "reason": "fewer than 8 evaluation queries"})
+        _refit_strata(strata, covariates, designs or {}, order)
     return covariates, strata
+
+
+def _refit_grids(sp: _Splits, vec: _Vectors, results: dict, order: list[str], r: RetrievalRequest,
+                 ph: _Phases) -> dict:
+    """For each fitted scorer: the per-query nDCG@10 of the evaluation queries (and of the fit split's queries)
+    at every grid value (:func:`~normscope.retrieval.refit.per_query_grid`), what the refitted CIs draw from."""
+    fitted = [s for s in order if results[s]["param_source"] == "fitted"]
+    out: dict = {}
+    if not fitted:
+        return out
+    grids = {name: list(g) for name, g in r.grids}
+    kw = {"doc_ids": vec.doc_ids, "relevance": r.relevance, "ignore_identical_ids": r.ignore_identical_ids,
+          "doc_norms": vec.doc_norms}
+    with ph("per-query nDCG@10 over the parameter grid", f"{', '.join(fitted)}: the refitted CIs' input"):
+        for s in fitted:
+            grid = grids.get(s) or default_grid(s, vec.doc_norms)
+            params, ev_vals = per_query_grid(s, vec.Qev, vec.D, query_ids=sp.ev.query_ids, qrels=sp.ev.qrels, grid=grid,
+                                             **kw)
+            fit_vals = None
+            if sp.mode == "split":
+                _, fit_vals = per_query_grid(s, vec.Qfit, vec.D, query_ids=sp.fit.query_ids, qrels=sp.fit.qrels,
+                                             grid=grid, **kw)
+            out[s] = (params, ev_vals, fit_vals)
+    return out
+
+
+def _refit_overall(grids: dict, per: dict, results: dict, order: list[str], r: RetrievalRequest, ph: _Phases) -> dict:
+    """Each fitted scorer's CIs of the gain over cosine with its parameter refitted on every draw
+    (:class:`~normscope.retrieval.refit.RefitDesign`), written into ``results`` (the fixed-parameter CIs kept
+    as ``*_fixed_param``); every scorer's ``ci_resamples`` says what its CIs resample. Returns the designs."""
+    designs = {}
+    base = per["cosine"]["ndcg@10"]
+    with ph("refitted CIs", f"{len(grids)} fitted scorer(s), {r.resampling.n_boot:,} draws"):
+        for s in order:
+            res = results[s]
+            if s == "cosine":
+                continue
+            if s not in grids:
+                res["ci_resamples"] = ("evaluation queries (the parameter was fixed, not fitted)"
+                                       if res["param_source"] == "fixed (not fitted)" else
+                                       "evaluation queries (nothing fitted)")
+                continue
+            params, ev_vals, fit_vals = grids[s]
+            d = RefitDesign(ev_vals, base, params, NEUTRAL_PARAM[s] or 0.0, fit_values=fit_vals, n_folds=N_FOLDS,
+                            n_boot=r.resampling.n_boot, seed=r.resampling.seed)
+            ci = d.overall()
+            res.update(delta_ci_fixed_param=res["delta_ci"], relative_ci_fixed_param=res["relative_ci"],
+                       delta_ci=ci["mean_diff_ci"], relative_ci=ci["relative_ci"], ci_resamples=ci["resamples"],
+                       param_draws=ci["param_draws"])
+            designs[s] = d
+    return designs
+
+
+def _refit_strata(strata: dict, covariates: dict, designs: dict, order: list[str]) -> None:
+    """Replace each fitted scorer's stratum CIs by refitted ones (the fixed-parameter CIs kept as
+    ``*_fixed_param``; ``ci_resamples`` on every row)."""
+    if not isinstance(strata.get("scorers"), dict):
+        return
+    for s, rows in strata["scorers"].items():
+        d = designs.get(s)
+        cis = {name: d.strata(quartiles(covariates[name])[0]) for name, info in strata["stratifiers"].items()
+               if info["status"] == "ok"} if d is not None else {}
+        for row in rows:
+            if d is None:
+                row["ci_resamples"] = "the stratum's evaluation queries (nothing fitted)"
+                continue
+            ci = cis.get(row["stratifier"], {}).get(row["quartile"])
+            row["ci_resamples"] = "the stratum's " + d.resamples
+            if ci is not None and row.get("mean_delta_ci") is not None:
+                row.update(mean_delta_ci_fixed_param=row["mean_delta_ci"], relative_ci_fixed_param=row["relative_ci"],
+                           mean_delta_ci=ci["mean_diff_ci"], relative_ci=ci["relative_ci"])
 
 
 def _calibration(sp: _Splits, vec: _Vectors, runs: dict, folds, r: RetrievalRequest, ph: _Phases):
@@ -609,7 +686,10 @@ def _run_fields(r: RetrievalRequest, sp: _Splits, vec: _Vectors, encoder, fitted
             "metrics": "trec_eval (pytrec_eval) on the run's order: score, then document id, descending",
             "p_value_randomization": "two-sided paired sign-flip randomisation test (Fisher), numpy default_rng(seed)",
             "delta_ci": "paired percentile bootstrap over queries of the mean nDCG@10 difference (and of the relative "
-                        "difference mean(scorer)/mean(cosine) - 1)",
+                        "difference mean(scorer)/mean(cosine) - 1); a fitted scorer's parameter is refitted on every "
+                        "draw (of the fit queries, or of the evaluation queries with the cross-validation folds "
+                        "redrawn): each scorer's ci_resamples says what its CIs resample, and *_ci_fixed_param keeps "
+                        "the CI with the fitted parameter held fixed",
             "n_permutations": int(n_permutations), "n_boot": int(n_boot), "seed": int(seed)},
     )
 
