@@ -36,11 +36,9 @@ import numpy as np
 from normscope.errors import InputError
 from normscope.retrieval.evaluate import per_query_scores
 from normscope.retrieval.search import FoldedIndex
-from normscope.scoring import validate_param
+from normscope.scoring import bootstrap_counts as counts, choose_param, validate_param
 
-__all__ = ["RefitDesign", "per_query_grid", "choose_param", "counts", "ci_sources"]
-
-_TIE = 1e-12
+__all__ = ["RefitDesign", "per_query_grid", "ci_sources"]
 
 
 def per_query_grid(scorer: str, Q, D, *, query_ids: Sequence[str], doc_ids: Sequence[str],
@@ -93,35 +91,6 @@ def per_query_grid(scorer: str, Q, D, *, query_ids: Sequence[str], doc_ids: Sequ
     if not params:
         raise InputError(f"{scorer}: no valid parameter in the grid {list(grid)}")
     return params, np.column_stack(cols)
-
-
-def choose_param(means: np.ndarray, params: Sequence[float], neutral: float) -> np.ndarray:
-    """Index of the fitted grid value per row: the largest mean, ties (within 1e-12) to the value closest to ``neutral``.
-
-    Parameters
-    ----------
-    means : ndarray of shape (B, G)
-        Mean fit metric per draw and grid value.
-    params : sequence of float, length G
-    neutral : float
-
-    Returns
-    -------
-    ndarray of shape (B,), int64
-        The rule of :func:`~normscope.retrieval.evaluate.fit_parameter` applied to each row.
-    """
-    means = np.atleast_2d(np.asarray(means, dtype=np.float64))
-    by_closeness = np.argsort(np.abs(np.asarray(params, dtype=np.float64) - neutral), kind="stable")
-    top = means >= means.max(axis=1, keepdims=True) - _TIE
-    return by_closeness[np.argmax(top[:, by_closeness], axis=1)]
-
-
-def counts(idx: np.ndarray, n: int) -> np.ndarray:
-    """Bootstrap index draws (B, n_drawn) of positions ``< n`` as counts per position, (B, n) float64."""
-    idx = np.asarray(idx, dtype=np.int64)
-    b = idx.shape[0]
-    flat = (idx + n * np.arange(b, dtype=np.int64)[:, None]).ravel()
-    return np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)
 
 
 def ci_sources(mode: str, n_folds: int | None = None) -> str:
@@ -205,13 +174,23 @@ class RefitDesign:
             self._fit_choice = choose_param(v @ self.fit_values / m, self.params, self.neutral)
         return self._fit_choice
 
-    def draws(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def fold_labels(self, n_draws: int) -> np.ndarray:
+        """A fresh fold split per draw (``cv`` mode): (n_draws, n) fold numbers 0..n_folds-1, each fold of
+        ``n // n_folds`` or one more queries (as ``numpy.array_split``), from ``default_rng([seed, 2, call])``."""
+        self._calls += 1
+        rng = np.random.default_rng([self.seed, 2, self._calls])
+        n = self.values.shape[0]
+        return rng.permuted(np.tile(np.arange(n) % self.n_folds, (n_draws, 1)), axis=1)
+
+    def draws(self, w: np.ndarray, labels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The scorer's per-query values under the parameter refitted on each draw, given evaluation counts ``w``.
 
         Parameters
         ----------
         w : ndarray of shape (n_boot, n)
             Counts of each evaluation query in each draw (in ``cv`` mode they weight the fit as well).
+        labels : ndarray of shape (n_boot, n), int, optional
+            ``cv`` mode: each query's fold in each draw (default :meth:`fold_labels`, a fresh split per draw).
 
         Returns
         -------
@@ -224,9 +203,7 @@ class RefitDesign:
         if self.mode == "split":
             g = self._split_choice()
             return self.values[:, g].T, self.params[g]
-        self._calls += 1
-        rng = np.random.default_rng([self.seed, 2, self._calls])
-        labels = rng.permuted(np.tile(np.arange(n) % self.n_folds, (w.shape[0], 1)), axis=1)
+        labels = self.fold_labels(w.shape[0]) if labels is None else np.asarray(labels, dtype=np.int64)
         chosen = np.empty((w.shape[0], self.n_folds), dtype=np.int64)
         for f in range(self.n_folds):
             wf = w * (labels != f)
