@@ -174,3 +174,38 @@ def test_bad_shapes_are_input_errors(rng):
         RefitDesign(ev[:8], base[:8], PARAMS, 0.0)
     with pytest.raises(InputError, match="n_boot"):
         RefitDesign(ev, base, PARAMS, 0.0, fit_values=fit, n_boot=5)
+
+
+def test_pipeline_reports_refitted_cis_and_what_they_resample(tmp_path, rng):
+    """A planted BEIR folder through run_retrieval: a fitting split (fit queries resampled jointly) and
+    cross-validation (folds redrawn); the fixed-alpha CIs are kept beside, equal to paired_bootstrap_ci of the
+    per-query table; every CI says what it resamples, and so do the scorecard rows."""
+    from _retrieval_call import run_retrieval
+    from _retrieval_data import GRIDS, planted
+
+    fast = {"n_boot": 200, "n_permutations": 200, "grids": GRIDS}
+    ddir, enc = planted(tmp_path / "split", rng, n_train=30, n_test=24)
+    res = run_retrieval(ddir, encoder=enc, scorers=("inverse_norm",), **fast)
+    r, d = res.scorers["inverse_norm"], res.to_dict()
+    pq = res.per_query
+    fixed = paired_bootstrap_ci(pq["ndcg@10_inverse_norm"].to_numpy(), pq["ndcg@10_cosine"].to_numpy(), n_boot=200,
+                                seed=0)
+    assert list(r["delta_ci_fixed_param"]) == fixed["mean_diff_ci"]
+    assert list(r["relative_ci_fixed_param"]) == fixed["relative_ci"]
+    assert "fit queries" in r["ci_resamples"] and "refitted" in r["ci_resamples"]
+    lo, _, hi = r["param_draws"]["quantiles"]
+    assert lo <= r["param"] <= hi and set(r["param_draws"]["quantiles"]) <= set(GRIDS["inverse_norm"])
+    assert d["scorers"]["inverse_norm"]["ci_resamples"] == r["ci_resamples"]
+    assert d["scorers"]["cosine"].get("ci_resamples") is None
+    rows = res.strata["scorers"]["inverse_norm"]
+    assert all("fit queries" in x["ci_resamples"] for x in rows)
+    assert all(x.get("mean_delta_ci_fixed_param") is not None for x in rows if x["mean_delta_ci"] is not None)
+    gain = next(c for c in res.claims if c["key"] == "similarity_gain")
+    assert "fit queries resampled jointly" in gain["what"]
+    # cross-validation: the fold split is redrawn on every draw
+    ddir, enc = planted(tmp_path / "cv", rng, with_train=False, n_test=30)
+    with pytest.warns(UserWarning, match="cross-validation"):
+        res = run_retrieval(ddir, encoder=enc, scorers=("inverse_norm",), **fast)
+    r = res.scorers["inverse_norm"]
+    assert "5-fold split redrawn" in r["ci_resamples"] and r["param_draws"]["n"] == 200 * 5
+    assert np.isfinite(list(r["delta_ci"])).all() and len(r["param"]) == 5
