@@ -531,12 +531,11 @@ def _refit_grids(sp: _Splits, vec: _Vectors, results: dict, order: list[str], r:
     out: dict = {}
     if not fitted:
         return out
-    grids = {name: list(g) for name, g in r.grids}
     kw = {"doc_ids": vec.doc_ids, "relevance": r.relevance, "ignore_identical_ids": r.ignore_identical_ids,
           "doc_norms": vec.doc_norms}
     with ph("per-query nDCG@10 over the parameter grid", f"{', '.join(fitted)}: the refitted CIs' input"):
         for s in fitted:
-            grid = grids.get(s) or default_grid(s, vec.doc_norms)
+            grid = [c["param"] for c in results[s]["fit_curves"][0]["curve"]]  # the values the fit tried
             params, ev_vals = per_query_grid(s, vec.Qev, vec.D, query_ids=sp.ev.query_ids, qrels=sp.ev.qrels, grid=grid,
                                              **kw)
             fit_vals = None
