@@ -18,7 +18,7 @@ SCORER_LABELS: dict[str, str] = {
     "mrr@10": "MRR@10",
     "recall@100": "Recall@100",
     "delta": "\u0394 nDCG@10 vs cosine",
-    "delta_ci": "95% CI (queries)",
+    "delta_ci": "95% CI (queries, refit)",
     "relative": "relative \u0394 nDCG@10",
     "p_value": "p vs cosine (paired t)",
     "p_value_randomization": "p (randomisation)",
