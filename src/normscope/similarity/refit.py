@@ -27,7 +27,7 @@ __all__ = ["weighted_spearman", "weighted_pearson", "refit_pair_cis", "REFIT_RES
 REFIT_RESAMPLES = ("evaluated pairs and fit pairs resampled jointly; the parameter refitted (largest Spearman rho on "
                    "the fit pairs' draw) on each draw")
 
-_CHUNK = 256
+_CHUNK = 64
 
 
 def weighted_pearson(x, y, w) -> np.ndarray:
@@ -45,18 +45,44 @@ def weighted_pearson(x, y, w) -> np.ndarray:
     return np.where((vx <= 1e-24 * np.maximum(scale, 1) ** 2) | (vy <= 1e-24 * np.maximum(scale, 1) ** 2), np.nan, r)
 
 
-def _weighted_ranks(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Average ranks (1-based, ties averaged) each item would have in the resample of counts ``w`` (B, n)."""
-    order = np.argsort(x, kind="stable")
-    xs = x[order]
-    new = np.r_[True, xs[1:] != xs[:-1]]
-    starts = np.flatnonzero(new)
-    grp = np.cumsum(new) - 1
-    gs = np.add.reduceat(w[:, order], starts, axis=1)
-    avg = np.cumsum(gs, axis=1) - gs + (gs + 1) / 2
-    out = np.empty_like(w)
-    out[:, order] = avg[:, grp]
-    return out
+class _Ranking:
+    """The sort of one score vector (its order and tie groups), reused for every resample's average ranks."""
+
+    def __init__(self, x: np.ndarray):
+        self.order = np.argsort(x, kind="stable")
+        xs = x[self.order]
+        new = np.r_[True, xs[1:] != xs[:-1]]
+        self.starts = np.flatnonzero(new)
+        self.grp = np.cumsum(new) - 1
+        self.ties = self.starts.size < x.size
+
+    def sorted_counts(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(counts in sorted order (B, n), counts per tie group (B, k), average rank of each group (B, k))."""
+        ws = np.take(w, self.order, axis=1)
+        gs = np.add.reduceat(ws, self.starts, axis=1) if self.ties else ws
+        return ws, gs, np.cumsum(gs, axis=1) - (gs - 1) / 2
+
+    def ranks(self, w: np.ndarray) -> np.ndarray:
+        """Average ranks (1-based, ties averaged) each item has in the resample of counts ``w``, (B, n)."""
+        _, _, avg = self.sorted_counts(w)
+        out = np.empty_like(w)
+        out[:, self.order] = np.take(avg, self.grp, axis=1)
+        return out
+
+    def rho(self, w: np.ndarray, wry: np.ndarray, syy: np.ndarray) -> np.ndarray:
+        """Spearman rho of this vector with another whose resample ranks are ``ry`` (B, n, original order), given
+        ``wry = w * ry`` and ``syy = sum w ry**2``. Average ranks of N values sum to N(N + 1)/2, so both weighted
+        means are (N + 1)/2."""
+        _, gs, avg = self.sorted_counts(w)
+        tot = w.sum(axis=1)
+        c2 = tot * ((tot + 1) / 2) ** 2
+        wry_s = np.take(wry, self.order, axis=1)
+        sxy = (avg * (np.add.reduceat(wry_s, self.starts, axis=1) if self.ties else wry_s)).sum(axis=1)
+        vx, vy = (gs * avg * avg).sum(axis=1) - c2, syy - c2
+        tiny = 1e-9 * c2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = (sxy - c2) / np.sqrt(vx * vy)
+        return np.where((vx <= tiny) | (vy <= tiny), np.nan, r)
 
 
 def weighted_spearman(x, y, w) -> np.ndarray:
@@ -76,7 +102,8 @@ def weighted_spearman(x, y, w) -> np.ndarray:
     """
     w = np.asarray(w, dtype=np.float64)
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    return weighted_pearson(_weighted_ranks(x, w), _weighted_ranks(y, w), w)
+    wry = w * _Ranking(y).ranks(w)
+    return _Ranking(x).rho(w, wry, (wry * wry / np.where(w > 0, w, 1)).sum(axis=1))
 
 
 def refit_pair_cis(params: Sequence[float], fit_scores, fit_human, eval_scores, eval_human, eval_cosine, *,
@@ -124,15 +151,22 @@ def refit_pair_cis(params: Sequence[float], fit_scores, fit_human, eval_scores, 
     ie = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
     jf = np.random.default_rng([seed, 1]).integers(0, m, size=(n_boot, m))
     rho_s, r_s, rho_c, fitted = (np.empty(n_boot) for _ in range(4))
+    fit_rank = [_Ranking(fs[:, g]) for g in range(p.size)]
+    ev_rank = {}
+    fh_rank, eh_rank, ec_rank = _Ranking(fh), _Ranking(eh), _Ranking(ec)
     for s in range(0, n_boot, _CHUNK):
         v = bootstrap_counts(jf[s : s + _CHUNK], m)
-        crit = np.column_stack([weighted_spearman(fs[:, g], fh, v) for g in range(p.size)])
-        g_b = choose_param(crit, p, 0.0)
+        wrh = v * fh_rank.ranks(v)
+        syy = (wrh * fh_rank.ranks(v)).sum(axis=1)
+        g_b = choose_param(np.column_stack([fr.rho(v, wrh, syy) for fr in fit_rank]), p, 0.0)
         w = bootstrap_counts(ie[s : s + _CHUNK], n)
-        rho_c[s : s + len(w)] = weighted_spearman(ec, eh, w)
+        rh = eh_rank.ranks(w)
+        wrh, syy = w * rh, (w * rh * rh).sum(axis=1)
+        rho_c[s : s + len(w)] = ec_rank.rho(w, wrh, syy)
         for g in np.unique(g_b):
             rows = np.flatnonzero(g_b == g)
-            rho_s[s + rows] = weighted_spearman(es[:, g], eh, w[rows])
+            er = ev_rank.setdefault(int(g), _Ranking(es[:, g]))
+            rho_s[s + rows] = er.rho(w[rows], wrh[rows], syy[rows])
             r_s[s + rows] = weighted_pearson(es[:, g], eh, w[rows])
         fitted[s : s + len(w)] = p[g_b]
     a = (1 - level) / 2
