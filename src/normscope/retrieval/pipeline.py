@@ -22,13 +22,14 @@ from normscope.engine import check_engine, embed_texts
 from normscope.retrieval.calibration import N_BINS
 from normscope.retrieval.claims import retrieval_claims
 from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
-from normscope.retrieval.evaluate import METRICS, compare_to_baseline, default_grid, fit_parameter, per_query_scores
+from normscope.retrieval import evaluate as _evaluate_module  # default_grid read when called (tests replace it)
+from normscope.retrieval.evaluate import METRICS, compare_to_baseline, default_grid, per_query_scores
 from normscope.retrieval.incremental import FOLD_DRAWS, FOLDS, incremental_value
 from normscope.retrieval.refit import RefitDesign, per_query_grid
 from normscope.retrieval.qpp import BASELINE_SIGNALS, NORM_SIGNALS, QPP_SIGNALS, corpus_scores, evaluate_qpp, qpp_signals
 from normscope.requests.retrieval import RetrievalRequest
 from normscope.retrieval.result import RetrievalResult
-from normscope.scoring import NEUTRAL_PARAM, PARAM_NAMES, check_scorer, validate_param
+from normscope.scoring import NEUTRAL_PARAM, PARAM_NAMES, check_scorer, choose_param, validate_param
 from normscope.retrieval.search import TIE_RULE, FoldedIndex, run_to_frame
 from normscope.retrieval.strata import quartiles, query_zipf, strata_study
 from normscope.table import require_raw_norms
@@ -278,10 +279,10 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     sp, vec = _embed_splits(sp, encoder, r, ph, progress)
     folds = _cv_folds(sp, rng)
     fitted_on = sp.fit_name if sp.mode == "split" else f"{N_FOLDS}-fold cross-validation over '{r.split}' queries"
-    runs, results = {}, {}  # scorer -> its run of the evaluation queries; scorer -> its summary
+    runs, results, grids = {}, {}, {}  # scorer -> its run; its summary; its per-query nDCG@10 over the grid
     for s in order:
-        runs[s], results[s] = _score(s, sp, vec, r, fixed=fixed, folds=folds, fitted_on=fitted_on, ph=ph)
-    grids = _refit_grids(sp, vec, results, order, r, ph)
+        runs[s], results[s] = _score(s, sp, vec, r, fixed=fixed, folds=folds, fitted_on=fitted_on, ph=ph, store=grids)
+    _refit_grids(sp, vec, grids, r, ph)
     per = _evaluate(sp.ev, runs, results, order, r, ph)
     designs = _refit_overall(grids, per, results, order, r, ph)
     res = RetrievalResult(**_run_fields(r, sp, vec, encoder, fitted_on), scorers={s: results[s] for s in order},
@@ -424,9 +425,12 @@ def _cv_folds(sp: _Splits, rng: np.random.Generator) -> list[np.ndarray] | None:
 
 
 def _score(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, *, fixed: dict, folds, fitted_on: str,
-           ph: _Phases) -> tuple[dict, dict]:
+           ph: _Phases, store: dict | None = None) -> tuple[dict, dict]:
     """One scorer's top-``k`` run of the evaluation queries and its parameter record: no parameter, a fixed one,
-    or fitted by grid search on nDCG@10 (on the fitting split, or per fold on the other folds)."""
+    or fitted by grid search on nDCG@10 (on the fitting split, or per fold on the other folds). A fitted
+    scorer's per-query nDCG@10 over the grid goes into ``store`` (``{scorer: [params, eval values or None,
+    fit split values or None]}``), what the refitted CIs draw from."""
+    store = {} if store is None else store
     ev, D, doc_ids = sp.ev, vec.D, vec.doc_ids
     pname = PARAM_NAMES[scorer]
     grids = {name: list(g) for name, g in r.grids}
@@ -443,9 +447,9 @@ def _score(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, *, fixe
         n_grid = len(grid or default_grid(scorer, vec.doc_norms))
         with ph(f"{scorer}: fitting {pname} and searching", f"{n_grid} grid values, {fitted_on}"):
             if sp.mode == "split":
-                run, param = _fit_on_split(scorer, sp, vec, r, grid, parts)
+                run, param, store[scorer] = _fit_on_split(scorer, sp, vec, r, grid, parts)
             else:
-                run, param = _fit_by_folds(scorer, sp, vec, r, grid, folds, parts)
+                run, param, store[scorer] = _fit_by_folds(scorer, sp, vec, r, grid, folds, parts)
         source = "fitted"
     g = grid or default_grid(scorer, vec.doc_norms)
     edge = None if not parts else bool(any(np.isclose(pt["param"], min(g)) or np.isclose(pt["param"], max(g))
@@ -460,32 +464,51 @@ def _score(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, *, fixe
     }
 
 
-def _fit_on_split(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, grid, parts: list) -> tuple[dict, float]:
-    """The parameter fitted on the fitting split's queries (its curve appended to ``parts``) and the evaluation run."""
+def _grid_values(scorer: str, Q, sq: SplitQueries, vec: _Vectors, r: RetrievalRequest, grid) -> tuple[list, np.ndarray]:
+    """Per-query nDCG@10 of ``sq``'s queries at every valid value of ``grid`` (default
+    :func:`~normscope.retrieval.evaluate.default_grid`): one exact top-10 search per value."""
+    grid = list(grid) if grid is not None else _evaluate_module.default_grid(scorer, vec.doc_norms)
+    return per_query_grid(scorer, Q, vec.D, query_ids=sq.query_ids, doc_ids=vec.doc_ids, qrels=sq.qrels, grid=grid,
+                          relevance=r.relevance, ignore_identical_ids=r.ignore_identical_ids, doc_norms=vec.doc_norms)
+
+
+def _best(params: list, values: np.ndarray) -> tuple[float, list[dict]]:
+    """The grid fit of :func:`~normscope.retrieval.evaluate.fit_parameter` from per-query values (n, G): its curve
+    (each value's mean nDCG@10, a mean of the contiguous column as ``evaluate_run`` takes it) and the chosen value."""
+    means = [float(np.ascontiguousarray(values[:, g]).mean()) for g in range(len(params))]
+    curve = [{"param": p, "ndcg@10": m} for p, m in zip(params, means)]
+    return params[int(choose_param(np.array([means]), params, 0.0)[0])], curve
+
+
+def _fit_on_split(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, grid,
+                  parts: list) -> tuple[dict, float, list]:
+    """The parameter fitted on the fitting split's queries (its curve appended to ``parts``), the evaluation run
+    and the fit queries' per-query values over the grid."""
     search_kw = {"ignore_identical_ids": r.ignore_identical_ids}
     fit = sp.fit
-    p, curve = fit_parameter(scorer, vec.Qfit, vec.D, query_ids=fit.query_ids, doc_ids=vec.doc_ids, qrels=fit.qrels,
-                             grid=grid, relevance=r.relevance, **search_kw)
+    params, values = _grid_values(scorer, vec.Qfit, fit, vec, r, grid)
+    p, curve = _best(params, values)
     parts.append({"part": "fit split", "n_fit": len(fit.query_ids), "param": p, "curve": curve})
-    return FoldedIndex(vec.D, vec.doc_ids, scorer, p).search(vec.Qev, sp.ev.query_ids, k=r.k, **search_kw), p
+    run = FoldedIndex(vec.D, vec.doc_ids, scorer, p).search(vec.Qev, sp.ev.query_ids, k=r.k, **search_kw)
+    return run, p, [params, None, values]
 
 
 def _fit_by_folds(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, grid, folds,
-                  parts: list) -> tuple[dict, list]:
+                  parts: list) -> tuple[dict, list, list]:
     """Cross-validation: each fold's queries searched with the parameter fitted on the other folds (one part per
-    fold appended to ``parts``); the run in evaluation-query order and the per-fold parameters."""
+    fold appended to ``parts``); the run in evaluation-query order, the per-fold parameters and the evaluation
+    queries' per-query values over the grid (each fold's fit is read from the other folds' rows)."""
     search_kw = {"ignore_identical_ids": r.ignore_identical_ids}
     ev = sp.ev
+    params, values = _grid_values(scorer, vec.Qev, ev, vec, r, grid)
     run = {}
     for i, f in enumerate(folds):
         tr = np.setdiff1d(np.arange(len(ev.query_ids)), f)
-        tr_ids = [ev.query_ids[j] for j in tr]
-        p, curve = fit_parameter(scorer, vec.Qev[tr], vec.D, query_ids=tr_ids, doc_ids=vec.doc_ids,
-                                 qrels={q: ev.qrels[q] for q in tr_ids}, grid=grid, relevance=r.relevance, **search_kw)
-        parts.append({"part": f"fold {i + 1}", "n_fit": len(tr_ids), "param": p, "curve": curve})
+        p, curve = _best(params, values[tr])
+        parts.append({"part": f"fold {i + 1}", "n_fit": len(tr), "param": p, "curve": curve})
         run.update(FoldedIndex(vec.D, vec.doc_ids, scorer, p).search(vec.Qev[f], [ev.query_ids[j] for j in f], k=r.k,
                                                                      **search_kw))
-    return {q: run[q] for q in ev.query_ids}, [pt["param"] for pt in parts]
+    return {q: run[q] for q in ev.query_ids}, [pt["param"] for pt in parts], [params, values, None]
 
 
 def _evaluate(ev: SplitQueries, runs: dict, results: dict, order: list[str], r: RetrievalRequest, ph: _Phases) -> dict:
@@ -523,27 +546,15 @@ def _strata(ev: SplitQueries, vec: _Vectors, runs: dict, per: dict, order: list[
     return covariates, strata
 
 
-def _refit_grids(sp: _Splits, vec: _Vectors, results: dict, order: list[str], r: RetrievalRequest,
-                 ph: _Phases) -> dict:
-    """For each fitted scorer: the per-query nDCG@10 of the evaluation queries (and of the fit split's queries)
-    at every grid value (:func:`~normscope.retrieval.refit.per_query_grid`), what the refitted CIs draw from."""
-    fitted = [s for s in order if results[s]["param_source"] == "fitted"]
-    out: dict = {}
-    if not fitted:
-        return out
-    kw = {"doc_ids": vec.doc_ids, "relevance": r.relevance, "ignore_identical_ids": r.ignore_identical_ids,
-          "doc_norms": vec.doc_norms}
-    with ph("per-query nDCG@10 over the parameter grid", f"{', '.join(fitted)}: the refitted CIs' input"):
-        for s in fitted:
-            grid = [c["param"] for c in results[s]["fit_curves"][0]["curve"]]  # the values the fit tried
-            params, ev_vals = per_query_grid(s, vec.Qev, vec.D, query_ids=sp.ev.query_ids, qrels=sp.ev.qrels, grid=grid,
-                                             **kw)
-            fit_vals = None
-            if sp.mode == "split":
-                _, fit_vals = per_query_grid(s, vec.Qfit, vec.D, query_ids=sp.fit.query_ids, qrels=sp.fit.qrels,
-                                             grid=grid, **kw)
-            out[s] = (params, ev_vals, fit_vals)
-    return out
+def _refit_grids(sp: _Splits, vec: _Vectors, grids: dict, r: RetrievalRequest, ph: _Phases) -> None:
+    """Complete ``grids`` (what the refitted CIs draw from): with a fitting split, the evaluation queries' per-query
+    nDCG@10 at every grid value the fit tried (cross-validation computed them while fitting)."""
+    todo = [s for s, g in grids.items() if g[1] is None]
+    if not todo:
+        return
+    with ph("per-query nDCG@10 of the evaluation queries over the parameter grid", ", ".join(todo)):
+        for s in todo:
+            grids[s][1] = _grid_values(s, vec.Qev, sp.ev, vec, r, grids[s][0])[1]
 
 
 def _refit_overall(grids: dict, per: dict, results: dict, order: list[str], r: RetrievalRequest, ph: _Phases) -> dict:
