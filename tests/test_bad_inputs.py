@@ -142,7 +142,7 @@ def _build(d: Path) -> None:
         if queries_ is not None:
             _w(t / "test.titles.queries", queries_)
         if qrel is not None:
-            _w(t / "test.3-2-1.qrel", qrel)
+            _w(t / "test.2-1-0.qrel", qrel)
 
     trec("trec")
     trec("trec_nodocs", docs_=None)
@@ -398,15 +398,15 @@ def _rows():
     add("convert-src-missing", "beir-convert {d}/notrec {d}/out_beir", r"TREC-style source folder not found")
     add("convert-no-docs", "beir-convert {d}/trec_nodocs {d}/out_beir", r"no \*\.docs file")
     add("convert-no-qrel", "beir-convert {d}/trec_noqrel {d}/out_beir", r"no \*\.qrel file")
-    add("convert-no-queries", "beir-convert {d}/trec_noqueries {d}/out_beir", r"has test\.3-2-1\.qrel but no test\.titles\.queries")
-    add("convert-qrel-comment", "beir-convert {d}/trec_comment {d}/out_beir", r"test\.3-2-1\.qrel:1: a comment line \('#'\)")
+    add("convert-no-queries", "beir-convert {d}/trec_noqueries {d}/out_beir", r"has test\.2-1-0\.qrel but no test\.titles\.queries")
+    add("convert-qrel-comment", "beir-convert {d}/trec_comment {d}/out_beir", r"test\.2-1-0\.qrel:1: a comment line \('#'\)")
     add("convert-qrel-3-fields", "beir-convert {d}/trec_3field {d}/out_beir",
-        r"test\.3-2-1\.qrel:2: expected 4 whitespace-separated fields \(qid iteration docid rel\), got 3")
-    add("convert-qrel-frac", "beir-convert {d}/trec_frac {d}/out_beir", r"test\.3-2-1\.qrel:1: grade '1\.5' is not an integer")
+        r"test\.2-1-0\.qrel:2: expected 4 whitespace-separated fields \(qid iteration docid rel\), got 3")
+    add("convert-qrel-frac", "beir-convert {d}/trec_frac {d}/out_beir", r"test\.2-1-0\.qrel:1: grade '1\.5' is not an integer")
     add("convert-docs-no-tab", "beir-convert {d}/trec_notab {d}/out_beir", r"test\.docs:1: expected ID<TAB>TEXT")
     add("convert-docs-empty-id", "beir-convert {d}/trec_emptyid {d}/out_beir", r"test\.docs:1: empty id")
     add("convert-docs-two-texts", "beir-convert {d}/trec_twotexts {d}/out_beir", r"test\.docs:2: id 'MED-1' appears twice with different texts")
-    add("convert-variant", "beir-convert {d}/trec {d}/out_beir --qrels 2-1-0", r"no \{split\}\.2-1-0\.qrel file")
+    add("convert-variant", "beir-convert {d}/trec {d}/out_beir --qrels 3-2-1", r"no \{split\}\.3-2-1\.qrel file")
     add("convert-out-nonempty", "beir-convert {d}/trec {d}/nonempty", r"output folder exists and is not empty")
     add("convert-out-is-src", "beir-convert {d}/trec {d}/trec", r"output folder exists and is not empty")
     add("convert-out-file", "beir-convert {d}/trec {d}/afile", r"output folder exists and is not empty|is a file")

@@ -254,7 +254,7 @@ def test_beir_convert_onto_a_read_only_place_is_one_line(tmp_path, capsys):
     src.mkdir()
     (src / "test.docs").write_text("MED-1\tfirst doc\n")
     (src / "test.titles.queries").write_text("PLAIN-1\tfirst query\n")
-    (src / "test.3-2-1.qrel").write_text("PLAIN-1 0 MED-1 2\n")
+    (src / "test.2-1-0.qrel").write_text("PLAIN-1 0 MED-1 2\n")
     ro = tmp_path / "ro"
     ro.mkdir()
     with read_only(ro):

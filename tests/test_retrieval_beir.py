@@ -182,7 +182,7 @@ def test_bad_gzip_is_one_line_error(tmp_path, damage):
     assert "\n" not in str(exc.value)
 
 
-def test_nfcorpus_trec_release_converts(tmp_path):
+def test_nfcorpus_trec_release_converts(tmp_path, capsys):
     """The original NFCorpus layout (ID<TAB>TEXT .docs/.queries, TREC .qrel) converts by one command and loads."""
     from normscope.cli import run
     from normscope.retrieval.trec import convert_trec
@@ -197,15 +197,24 @@ def test_nfcorpus_trec_release_converts(tmp_path):
     (src / "train.3-2-1.qrel").write_text("PLAIN-1\t0\tMED-1\t3\nPLAIN-1\t0\tMED-2\t1\n")
     (src / "test.3-2-1.qrel").write_text("PLAIN-2 0 MED-3 2\n")
     (src / "test.2-1-0.qrel").write_text("PLAIN-2\t0\tMED-3\t1\n")
+    (src / "train.2-1-0.qrel").write_text("PLAIN-1\t0\tMED-1\t2\nPLAIN-1\t0\tMED-2\t0\n")
     info = convert_trec(src, tmp_path / "beir")
     assert info["n_docs"] == 3 and info["n_queries"] == 2 and info["splits"] == {"test": 1, "train": 1}
     ds = load_beir(tmp_path / "beir")
     assert sorted(ds.doc_ids) == ["MED-1", "MED-2", "MED-3"] and ds.queries == {"PLAIN-2": "Vitamin D",
                                                                                   "PLAIN-1": "Do statins cause cancer?"}
-    assert ds.qrels == {"test": {"PLAIN-2": {"MED-3": 2}}, "train": {"PLAIN-1": {"MED-1": 3, "MED-2": 1}}}
-    # the command, another grading variant; refusing to overwrite; a directory that is not converted says how
-    assert run(["beir-convert", str(src), str(tmp_path / "b2"), "--qrels", "2-1-0"]) == 0
-    assert load_beir(tmp_path / "b2").qrels == {"test": {"PLAIN-2": {"MED-3": 1}}}
+    # BEIR's 2-1-0 grading by default: the marginal link MED-2 is judged 0, not relevant
+    assert ds.qrels == {"test": {"PLAIN-2": {"MED-3": 1}}, "train": {"PLAIN-1": {"MED-1": 2, "MED-2": 0}}}
+    record = json.loads((tmp_path / "beir" / "conversion.json").read_text())
+    assert info["grading"] == record["grading"] == "2-1-0" and "BEIR" in record["grading_meaning"]
+    assert record["qrels_files"] == {"test": "test.2-1-0.qrel", "train": "train.2-1-0.qrel"}
+    # the command keeps the other grading with --qrels 3-2-1 and says which it used; refusing to overwrite; a
+    # directory that is not converted says how
+    assert run(["beir-convert", str(src), str(tmp_path / "b2"), "--qrels", "3-2-1"]) == 0
+    assert "grading 3-2-1: the release's other grading" in " ".join(capsys.readouterr().err.split())
+    assert load_beir(tmp_path / "b2").qrels == {"test": {"PLAIN-2": {"MED-3": 2}},
+                                                "train": {"PLAIN-1": {"MED-1": 3, "MED-2": 1}}}
+    assert json.loads((tmp_path / "b2" / "conversion.json").read_text())["grading"] == "3-2-1"
     assert run(["beir-convert", str(src), str(tmp_path / "b2")]) == 2
     with pytest.raises(DataError, match="normscope beir-convert"):
         load_beir(src)

@@ -37,6 +37,7 @@ paper.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -60,6 +61,8 @@ __all__ = [
     "folded_scores",
     "score_pairwise",
     "default_grid",
+    "choose_param",
+    "bootstrap_counts",
 ]
 
 SCORERS: tuple[str, ...] = ("cosine", "dot", "inverse_norm", "power")
@@ -69,6 +72,7 @@ PARAM_NAMES: dict[str, str | None] = {"cosine": None, "dot": None, "inverse_norm
 NEUTRAL_PARAM: dict[str, float | None] = {"cosine": None, "dot": None, "inverse_norm": 0.0, "power": 0.0}
 
 _EPS = 1e-12
+_FIT_TIE = 1e-12  # fit criteria within this of the best tie (the value closest to the neutral one wins)
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -445,3 +449,36 @@ def default_grid(scorer: str, doc_norms) -> list[float]:
         m = float(np.max(np.asarray(doc_norms, dtype=np.float64)))
         return [s / m for s in _INVERSE_S]
     return list(_POWER_BETA)
+
+
+def choose_param(means: np.ndarray, params: Sequence[float], neutral: float) -> np.ndarray:
+    """Index of the fitted grid value per row: the largest mean, ties (within 1e-12) to the value closest to ``neutral``.
+
+    Parameters
+    ----------
+    means : ndarray of shape (B, G)
+        Fit criterion (mean nDCG@10, Spearman rho) per draw and grid value; NaN never wins (a row of NaN
+        gives the value closest to ``neutral``).
+    params : sequence of float, length G
+    neutral : float
+
+    Returns
+    -------
+    ndarray of shape (B,), int64
+        The rule of :func:`normscope.retrieval.evaluate.fit_parameter` and
+        :func:`normscope.similarity.fit.fit_pair_param` applied to each row.
+    """
+    means = np.atleast_2d(np.asarray(means, dtype=np.float64))
+    means = np.where(np.isnan(means), -np.inf, means)
+    by_closeness = np.argsort(np.abs(np.asarray(params, dtype=np.float64) - neutral), kind="stable")
+    best = means.max(axis=1, keepdims=True)
+    top = (means >= best - _FIT_TIE) | np.isneginf(best)
+    return by_closeness[np.argmax(top[:, by_closeness], axis=1)]
+
+
+def bootstrap_counts(idx: np.ndarray, n: int) -> np.ndarray:
+    """Bootstrap index draws (B, n_drawn) of positions ``< n`` as counts per position, (B, n) float64."""
+    idx = np.asarray(idx, dtype=np.int64)
+    b = idx.shape[0]
+    flat = (idx + n * np.arange(b, dtype=np.int64)[:, None]).ravel()
+    return np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)

@@ -190,7 +190,7 @@ def beir_convert(
     src: Annotated[Path, typer.Argument(help="TREC-style folder: *.docs and *.queries (ID<TAB>TEXT), *.qrel (TREC qrels).")],
     out: Annotated[Path, typer.Argument(help="New BEIR folder to write (corpus.jsonl, queries.jsonl, qrels/{split}.tsv).")],
     queries: Annotated[str, typer.Option("--queries", help="Query variant: {split}.<variant>.queries (NFCorpus: titles, all, ...).")] = "titles",
-    qrels: Annotated[str, typer.Option("--qrels", help="Judgement variant: {split}.<variant>.qrel (NFCorpus: 3-2-1 or 2-1-0).")] = "3-2-1",
+    qrels: Annotated[str, typer.Option("--qrels", help="Judgement variant (grading): {split}.<variant>.qrel. NFCorpus: 2-1-0 (default, BEIR's: a marginal link is 0, not relevant) or 3-2-1 (the release's other grading: it is 1, relevant).")] = "2-1-0",
 ) -> None:
     """Convert a TREC-style release (e.g. the original NFCorpus) to the BEIR layout that --dataset reads."""
     from normscope.retrieval.trec import convert_trec  # retrieval/ imports torch and faiss: start-up stays light
@@ -198,4 +198,5 @@ def beir_convert(
     info = convert_trec(src, out, queries=queries, qrels=qrels)
     err = make_console(stderr=True)
     err.print(f"{info['n_docs']:,} documents, {info['n_queries']:,} queries, judged queries per split "
-              f"{info['splits']}; wrote {out}", soft_wrap=True, markup=False)
+              f"{info['splits']}; grading {info['grading']}: {info['grading_meaning']}; wrote {out} (how: "
+              f"{info['files'][-1]})", soft_wrap=True, markup=False)

@@ -42,6 +42,14 @@ _GAIN_WHAT = ("relative \u0394 nDCG@10 of cos/(1 + \u03b1||d||) vs cosine, mean(
               "percentile bootstrap CI resampling evaluation queries (\u03b1 fitted on other queries)")
 
 
+def _gain_what(resamples: str | None) -> str:
+    """The gain row's ``what``: the CI's sources of sampling as the run reports them (``ci_resamples``)."""
+    if not resamples:
+        return _GAIN_WHAT
+    return ("relative \u0394 nDCG@10 of cos/(1 + \u03b1||d||) vs cosine, mean(scorer)/mean(cosine) - 1; paired "
+            f"percentile bootstrap CI: {resamples}")
+
+
 def _pct(x) -> str:
     return "n/a" if x is None else f"{100 * x:+.2f} %"
 
@@ -71,11 +79,12 @@ def gain_claim(summary: dict) -> dict:
     strata = (f"pre-specified strata: {len(sig)} of {len(rows)} differ from cosine at Holm-adjusted p < 0.05"
               + (" (" + ", ".join(f"{x['stratifier']} Q{x['quartile']} {_pct(x.get('relative'))}" for x in sig) + ")"
                  if sig else "") if rows else "strata not computed")
+    what = _gain_what(r.get("ci_resamples"))
     p = r.get("param")
     param = (f"\u03b1 per fold {', '.join(fmt_value(x) for x in p)}" if isinstance(p, list)
              else f"\u03b1 = {fmt_value(p)}")
     return claim_row("similarity_gain", measured=r.get("relative"), ci=r.get("relative_ci"), judged=j, percent=True,
-                     n=(summary.get("n_queries") or {}).get("eval"), what=_GAIN_WHAT, tested_on=_tested(summary),
+                     n=(summary.get("n_queries") or {}).get("eval"), what=what, tested_on=_tested(summary),
                      statistic=f"retrieval: relative delta nDCG@10 {CLAIM_SCORER} ({summary.get('dataset_name')})",
                      beside=f"paired t p = {fmt_value(r.get('p_value'))}", label="relative \u0394 nDCG@10",
                      details={"parameter": param, "nDCG@10 (scorer)": r.get("ndcg@10"),
@@ -97,6 +106,8 @@ def high_frequency_claim(summary: dict) -> dict:
         info = (st.get("stratifiers") or {}).get(name) or {}
         return not_testable_row("gain_high_frequency", info.get("reason") or st.get("reason")
                                 or "the frequency strata were not computed", what=what)
+    if row.get("ci_resamples"):
+        what = what.replace("over that quartile's queries", f"in that quartile: {row['ci_resamples']}")
     j = judge("gain_high_frequency", row["relative"], row.get("relative_ci"),
               degenerate=_unchanged(row["relative"], "in this stratum"))
     return claim_row(

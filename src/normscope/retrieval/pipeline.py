@@ -22,12 +22,14 @@ from normscope.engine import check_engine, embed_texts
 from normscope.retrieval.calibration import N_BINS
 from normscope.retrieval.claims import retrieval_claims
 from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
-from normscope.retrieval.evaluate import METRICS, compare_to_baseline, default_grid, fit_parameter, per_query_scores
+from normscope.retrieval import evaluate as _evaluate_module  # default_grid read when called (tests replace it)
+from normscope.retrieval.evaluate import METRICS, compare_to_baseline, default_grid, per_query_scores
 from normscope.retrieval.incremental import FOLD_DRAWS, FOLDS, incremental_value
+from normscope.retrieval.refit import RefitDesign, per_query_grid
 from normscope.retrieval.qpp import BASELINE_SIGNALS, NORM_SIGNALS, QPP_SIGNALS, corpus_scores, evaluate_qpp, qpp_signals
 from normscope.requests.retrieval import RetrievalRequest
 from normscope.retrieval.result import RetrievalResult
-from normscope.scoring import NEUTRAL_PARAM, PARAM_NAMES, check_scorer, validate_param
+from normscope.scoring import NEUTRAL_PARAM, PARAM_NAMES, check_scorer, choose_param, validate_param
 from normscope.retrieval.search import TIE_RULE, FoldedIndex, run_to_frame
 from normscope.retrieval.strata import quartiles, query_zipf, strata_study
 from normscope.table import require_raw_norms
@@ -277,12 +279,14 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     sp, vec = _embed_splits(sp, encoder, r, ph, progress)
     folds = _cv_folds(sp, rng)
     fitted_on = sp.fit_name if sp.mode == "split" else f"{N_FOLDS}-fold cross-validation over '{r.split}' queries"
-    runs, results = {}, {}  # scorer -> its run of the evaluation queries; scorer -> its summary
+    runs, results, grids = {}, {}, {}  # scorer -> its run; its summary; its per-query nDCG@10 over the grid
     for s in order:
-        runs[s], results[s] = _score(s, sp, vec, r, fixed=fixed, folds=folds, fitted_on=fitted_on, ph=ph)
+        runs[s], results[s] = _score(s, sp, vec, r, fixed=fixed, folds=folds, fitted_on=fitted_on, ph=ph, store=grids)
+    _refit_grids(sp, vec, grids, r, ph)
     per = _evaluate(sp.ev, runs, results, order, r, ph)
+    designs = _refit_overall(grids, per, results, order, r, ph)
     res = RetrievalResult(**_run_fields(r, sp, vec, encoder, fitted_on), scorers={s: results[s] for s in order},
-                          **_query_studies(sp, vec, runs, per, order, folds, fitted_on, r, ph),
+                          **_query_studies(sp, vec, runs, per, order, folds, fitted_on, r, ph, designs),
                           doc_norm_range=[float(vec.doc_norms.min()), float(vec.doc_norms.max())],
                           items=_items_frame(sp.ev, vec, runs, order), doc_titles=_titles(sp.ds, vec.doc_ids),
                           timings=ph.timings)
@@ -298,10 +302,11 @@ def _load_model(r: RetrievalRequest, ph: _Phases):
 
 
 def _query_studies(sp: _Splits, vec: _Vectors, runs: dict, per: dict, order: list[str], folds, fitted_on: str,
-                   r: RetrievalRequest, ph: _Phases) -> dict:
-    """The per-query studies of the evaluation queries, as result fields: strata, calibration, QPP and the
-    norm's incremental value, and the per-query table."""
-    covariates, strata = _strata(sp.ev, vec, runs, per, order, r, ph)
+                   r: RetrievalRequest, ph: _Phases, designs: dict | None = None) -> dict:
+    """The per-query studies of the evaluation queries, as result fields: strata (their CIs refitting each
+    fitted scorer's parameter, ``designs``), calibration, QPP and the norm's incremental value, and the
+    per-query table."""
+    covariates, strata = _strata(sp.ev, vec, runs, per, order, r, ph, designs or {})
     sig_ev, sig_fit, calibration, conf = _calibration(sp, vec, runs, folds, r, ph)
     y_ev = sig_ev["top1_relevant"].to_numpy()
     s_corpus, qpp_df, qpp, incremental = _qpp_study(sp.ev, vec, runs, per, y_ev, r, ph)
@@ -420,9 +425,12 @@ def _cv_folds(sp: _Splits, rng: np.random.Generator) -> list[np.ndarray] | None:
 
 
 def _score(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, *, fixed: dict, folds, fitted_on: str,
-           ph: _Phases) -> tuple[dict, dict]:
+           ph: _Phases, store: dict | None = None) -> tuple[dict, dict]:
     """One scorer's top-``k`` run of the evaluation queries and its parameter record: no parameter, a fixed one,
-    or fitted by grid search on nDCG@10 (on the fitting split, or per fold on the other folds)."""
+    or fitted by grid search on nDCG@10 (on the fitting split, or per fold on the other folds). A fitted
+    scorer's per-query nDCG@10 over the grid goes into ``store`` (``{scorer: [params, eval values or None,
+    fit split values or None]}``), what the refitted CIs draw from."""
+    store = {} if store is None else store
     ev, D, doc_ids = sp.ev, vec.D, vec.doc_ids
     pname = PARAM_NAMES[scorer]
     grids = {name: list(g) for name, g in r.grids}
@@ -439,9 +447,9 @@ def _score(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, *, fixe
         n_grid = len(grid or default_grid(scorer, vec.doc_norms))
         with ph(f"{scorer}: fitting {pname} and searching", f"{n_grid} grid values, {fitted_on}"):
             if sp.mode == "split":
-                run, param = _fit_on_split(scorer, sp, vec, r, grid, parts)
+                run, param, store[scorer] = _fit_on_split(scorer, sp, vec, r, grid, parts)
             else:
-                run, param = _fit_by_folds(scorer, sp, vec, r, grid, folds, parts)
+                run, param, store[scorer] = _fit_by_folds(scorer, sp, vec, r, grid, folds, parts)
         source = "fitted"
     g = grid or default_grid(scorer, vec.doc_norms)
     edge = None if not parts else bool(any(np.isclose(pt["param"], min(g)) or np.isclose(pt["param"], max(g))
@@ -456,32 +464,51 @@ def _score(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, *, fixe
     }
 
 
-def _fit_on_split(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, grid, parts: list) -> tuple[dict, float]:
-    """The parameter fitted on the fitting split's queries (its curve appended to ``parts``) and the evaluation run."""
+def _grid_values(scorer: str, Q, sq: SplitQueries, vec: _Vectors, r: RetrievalRequest, grid) -> tuple[list, np.ndarray]:
+    """Per-query nDCG@10 of ``sq``'s queries at every valid value of ``grid`` (default
+    :func:`~normscope.retrieval.evaluate.default_grid`): one exact top-10 search per value."""
+    grid = list(grid) if grid is not None else _evaluate_module.default_grid(scorer, vec.doc_norms)
+    return per_query_grid(scorer, Q, vec.D, query_ids=sq.query_ids, doc_ids=vec.doc_ids, qrels=sq.qrels, grid=grid,
+                          relevance=r.relevance, ignore_identical_ids=r.ignore_identical_ids, doc_norms=vec.doc_norms)
+
+
+def _best(params: list, values: np.ndarray) -> tuple[float, list[dict]]:
+    """The grid fit of :func:`~normscope.retrieval.evaluate.fit_parameter` from per-query values (n, G): its curve
+    (each value's mean nDCG@10, a mean of the contiguous column as ``evaluate_run`` takes it) and the chosen value."""
+    means = [float(np.ascontiguousarray(values[:, g]).mean()) for g in range(len(params))]
+    curve = [{"param": p, "ndcg@10": m} for p, m in zip(params, means)]
+    return params[int(choose_param(np.array([means]), params, 0.0)[0])], curve
+
+
+def _fit_on_split(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, grid,
+                  parts: list) -> tuple[dict, float, list]:
+    """The parameter fitted on the fitting split's queries (its curve appended to ``parts``), the evaluation run
+    and the fit queries' per-query values over the grid."""
     search_kw = {"ignore_identical_ids": r.ignore_identical_ids}
     fit = sp.fit
-    p, curve = fit_parameter(scorer, vec.Qfit, vec.D, query_ids=fit.query_ids, doc_ids=vec.doc_ids, qrels=fit.qrels,
-                             grid=grid, relevance=r.relevance, **search_kw)
+    params, values = _grid_values(scorer, vec.Qfit, fit, vec, r, grid)
+    p, curve = _best(params, values)
     parts.append({"part": "fit split", "n_fit": len(fit.query_ids), "param": p, "curve": curve})
-    return FoldedIndex(vec.D, vec.doc_ids, scorer, p).search(vec.Qev, sp.ev.query_ids, k=r.k, **search_kw), p
+    run = FoldedIndex(vec.D, vec.doc_ids, scorer, p).search(vec.Qev, sp.ev.query_ids, k=r.k, **search_kw)
+    return run, p, [params, None, values]
 
 
 def _fit_by_folds(scorer: str, sp: _Splits, vec: _Vectors, r: RetrievalRequest, grid, folds,
-                  parts: list) -> tuple[dict, list]:
+                  parts: list) -> tuple[dict, list, list]:
     """Cross-validation: each fold's queries searched with the parameter fitted on the other folds (one part per
-    fold appended to ``parts``); the run in evaluation-query order and the per-fold parameters."""
+    fold appended to ``parts``); the run in evaluation-query order, the per-fold parameters and the evaluation
+    queries' per-query values over the grid (each fold's fit is read from the other folds' rows)."""
     search_kw = {"ignore_identical_ids": r.ignore_identical_ids}
     ev = sp.ev
+    params, values = _grid_values(scorer, vec.Qev, ev, vec, r, grid)
     run = {}
     for i, f in enumerate(folds):
         tr = np.setdiff1d(np.arange(len(ev.query_ids)), f)
-        tr_ids = [ev.query_ids[j] for j in tr]
-        p, curve = fit_parameter(scorer, vec.Qev[tr], vec.D, query_ids=tr_ids, doc_ids=vec.doc_ids,
-                                 qrels={q: ev.qrels[q] for q in tr_ids}, grid=grid, relevance=r.relevance, **search_kw)
-        parts.append({"part": f"fold {i + 1}", "n_fit": len(tr_ids), "param": p, "curve": curve})
+        p, curve = _best(params, values[tr])
+        parts.append({"part": f"fold {i + 1}", "n_fit": len(tr), "param": p, "curve": curve})
         run.update(FoldedIndex(vec.D, vec.doc_ids, scorer, p).search(vec.Qev[f], [ev.query_ids[j] for j in f], k=r.k,
                                                                      **search_kw))
-    return {q: run[q] for q in ev.query_ids}, [pt["param"] for pt in parts]
+    return {q: run[q] for q in ev.query_ids}, [pt["param"] for pt in parts], [params, values, None]
 
 
 def _evaluate(ev: SplitQueries, runs: dict, results: dict, order: list[str], r: RetrievalRequest, ph: _Phases) -> dict:
@@ -503,9 +530,10 @@ def _evaluate(ev: SplitQueries, runs: dict, results: dict, order: list[str], r: 
 
 
 def _strata(ev: SplitQueries, vec: _Vectors, runs: dict, per: dict, order: list[str], r: RetrievalRequest,
-            ph: _Phases) -> tuple[dict, dict]:
+            ph: _Phases, designs: dict | None = None) -> tuple[dict, dict]:
     """The strata's covariates (query norm, query Zipf frequency, the cosine top-1 document's norm) and the
-    strata study of nDCG@10 (not computed below 8 evaluation queries)."""
+    strata study of nDCG@10 (not computed below 8 evaluation queries); a fitted scorer's stratum CIs refit its
+    parameter on every draw (``designs``: :func:`_refit_strata`)."""
     top1 = [next(iter(runs["cosine"][q]), None) for q in ev.query_ids]
     dnorm = dict(zip(vec.doc_ids, vec.doc_norms))
     covariates = {"query_norm": vec.qev_norms, "query_zipf": query_zipf(ev.texts),
@@ -514,7 +542,66 @@ def _strata(ev: SplitQueries, vec: _Vectors, runs: dict, per: dict, order: list[
         strata = (strata_study({s: per[s]["ndcg@10"] for s in order}, covariates, n_boot=r.resampling.n_boot,
                                n_permutations=r.resampling.n_perm, seed=r.resampling.seed)
                   if len(ev.query_ids) >= 8 else {"status": "not computed", "reason": "fewer than 8 evaluation queries"})
+        _refit_strata(strata, covariates, designs or {}, order)
     return covariates, strata
+
+
+def _refit_grids(sp: _Splits, vec: _Vectors, grids: dict, r: RetrievalRequest, ph: _Phases) -> None:
+    """Complete ``grids`` (what the refitted CIs draw from): with a fitting split, the evaluation queries' per-query
+    nDCG@10 at every grid value the fit tried (cross-validation computed them while fitting)."""
+    todo = [s for s, g in grids.items() if g[1] is None]
+    if not todo:
+        return
+    with ph("per-query nDCG@10 of the evaluation queries over the parameter grid", ", ".join(todo)):
+        for s in todo:
+            grids[s][1] = _grid_values(s, vec.Qev, sp.ev, vec, r, grids[s][0])[1]
+
+
+def _refit_overall(grids: dict, per: dict, results: dict, order: list[str], r: RetrievalRequest, ph: _Phases) -> dict:
+    """Each fitted scorer's CIs of the gain over cosine with its parameter refitted on every draw
+    (:class:`~normscope.retrieval.refit.RefitDesign`), written into ``results`` (the fixed-parameter CIs kept
+    as ``*_fixed_param``); every scorer's ``ci_resamples`` says what its CIs resample. Returns the designs."""
+    designs = {}
+    base = per["cosine"]["ndcg@10"]
+    with ph("refitted CIs", f"{len(grids)} fitted scorer(s), {r.resampling.n_boot:,} draws"):
+        for s in order:
+            res = results[s]
+            if s == "cosine":
+                continue
+            if s not in grids:
+                res["ci_resamples"] = ("evaluation queries (the parameter was fixed, not fitted)"
+                                       if res["param_source"] == "fixed (not fitted)" else
+                                       "evaluation queries (nothing fitted)")
+                continue
+            params, ev_vals, fit_vals = grids[s]
+            d = RefitDesign(ev_vals, base, params, NEUTRAL_PARAM[s] or 0.0, fit_values=fit_vals, n_folds=N_FOLDS,
+                            n_boot=r.resampling.n_boot, seed=r.resampling.seed)
+            ci = d.overall()
+            res.update(delta_ci_fixed_param=res["delta_ci"], relative_ci_fixed_param=res["relative_ci"],
+                       delta_ci=ci["mean_diff_ci"], relative_ci=ci["relative_ci"], ci_resamples=ci["resamples"],
+                       param_draws=ci["param_draws"])
+            designs[s] = d
+    return designs
+
+
+def _refit_strata(strata: dict, covariates: dict, designs: dict, order: list[str]) -> None:
+    """Replace each fitted scorer's stratum CIs by refitted ones (the fixed-parameter CIs kept as
+    ``*_fixed_param``; ``ci_resamples`` on every row)."""
+    if not isinstance(strata.get("scorers"), dict):
+        return
+    for s, rows in strata["scorers"].items():
+        d = designs.get(s)
+        cis = {name: d.strata(quartiles(covariates[name])[0]) for name, info in strata["stratifiers"].items()
+               if info["status"] == "ok"} if d is not None else {}
+        for row in rows:
+            if d is None:
+                row["ci_resamples"] = "the stratum's evaluation queries (nothing fitted)"
+                continue
+            ci = cis.get(row["stratifier"], {}).get(row["quartile"])
+            row["ci_resamples"] = "the stratum's " + d.resamples
+            if ci is not None and row.get("mean_delta_ci") is not None:
+                row.update(mean_delta_ci_fixed_param=row["mean_delta_ci"], relative_ci_fixed_param=row["relative_ci"],
+                           mean_delta_ci=ci["mean_diff_ci"], relative_ci=ci["relative_ci"])
 
 
 def _calibration(sp: _Splits, vec: _Vectors, runs: dict, folds, r: RetrievalRequest, ph: _Phases):
@@ -609,7 +696,10 @@ def _run_fields(r: RetrievalRequest, sp: _Splits, vec: _Vectors, encoder, fitted
             "metrics": "trec_eval (pytrec_eval) on the run's order: score, then document id, descending",
             "p_value_randomization": "two-sided paired sign-flip randomisation test (Fisher), numpy default_rng(seed)",
             "delta_ci": "paired percentile bootstrap over queries of the mean nDCG@10 difference (and of the relative "
-                        "difference mean(scorer)/mean(cosine) - 1)",
+                        "difference mean(scorer)/mean(cosine) - 1); a fitted scorer's parameter is refitted on every "
+                        "draw (of the fit queries, or of the evaluation queries with the cross-validation folds "
+                        "redrawn): each scorer's ci_resamples says what its CIs resample, and *_ci_fixed_param keeps "
+                        "the CI with the fitted parameter held fixed",
             "n_permutations": int(n_permutations), "n_boot": int(n_boot), "seed": int(seed)},
     )
 

@@ -18,7 +18,7 @@ SCORER_LABELS: dict[str, str] = {
     "mrr@10": "MRR@10",
     "recall@100": "Recall@100",
     "delta": "\u0394 nDCG@10 vs cosine",
-    "delta_ci": "95% CI (queries)",
+    "delta_ci": "95% CI (queries, refit)",
     "relative": "relative \u0394 nDCG@10",
     "p_value": "p vs cosine (paired t)",
     "p_value_randomization": "p (randomisation)",
@@ -42,7 +42,9 @@ class ScorerEval(Record):
 
     ``param`` was fitted on ``fitted_on`` (or fixed: ``param_source``); the metrics are means over the
     evaluation queries (pytrec_eval); ``delta``, ``relative`` (mean(scorer)/mean(cosine) - 1) and their
-    CIs are paired over queries; ``p_value`` is the paired t-test and ``p_value_randomization`` the
+    CIs are paired over queries, a fitted parameter refitted on every draw (``ci_resamples`` says what they
+    resample; ``*_fixed_param`` are the CIs with the fitted parameter held fixed, ``param_draws`` the spread
+    of the refitted parameter); ``p_value`` is the paired t-test and ``p_value_randomization`` the
     paired randomisation test of nDCG@10 against cosine.
     """
 
@@ -65,6 +67,10 @@ class ScorerEval(Record):
     relative: float | None = None
     relative_ci: Interval | None = None
     p_values: dict | None = None
+    ci_resamples: str | None = None
+    delta_ci_fixed_param: Interval | None = None
+    relative_ci_fixed_param: Interval | None = None
+    param_draws: dict | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,6 +165,9 @@ class StratumRow(Record):
     relative_ci: Interval | None = None
     p: float | None = None
     p_holm: float | None = None
+    ci_resamples: str | None = None
+    mean_delta_ci_fixed_param: Interval | None = None
+    relative_ci_fixed_param: Interval | None = None
 
 
 @dataclasses.dataclass(frozen=True)

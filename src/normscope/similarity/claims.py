@@ -38,8 +38,8 @@ def similarity_claim(result: dict | None, reason: str | None = None) -> dict:
             f" [{100 * s['relative_ci'][0]:+.2f}, {100 * s['relative_ci'][1]:+.2f}] %"
             if s.get("relative_ci") and None not in s["relative_ci"] else "")),
         what=(f"direction: \u0394 Spearman \u03c1 with human scores, {best} minus cosine, on pairs not used for fitting; "
-              "beside: the relative change \u03c1(scorer)/\u03c1(cosine) - 1; paired bootstrap CIs over the evaluated "
-              "pairs (parameter held fixed)"),
+              "beside: the relative change \u03c1(scorer)/\u03c1(cosine) - 1; paired bootstrap CIs: "
+              + (s.get("ci_resamples") or "the evaluated pairs (parameter held fixed)")),
         details={"scorer": best, "parameter": f"{s['param_name']} = {s['param']:.3g}",
                  "Spearman (scorer)": s["spearman"], "Spearman (cosine)": cos["spearman"],
                  "fit pairs": (result.get("fit") or {}).get("n_pairs")},

@@ -35,7 +35,9 @@ class PairScorerEval(Record):
 
     ``param`` was fitted on the fit pairs (``fit_spearman`` there, ``curve`` over its grid); the
     statistics are on the evaluated pairs; ``delta_spearman`` is its Spearman minus cosine's, with a
-    paired bootstrap ``delta_ci``.
+    paired bootstrap ``delta_ci``. A fitted scorer's CIs resample the fit pairs jointly with the evaluated
+    ones and refit its parameter on each draw (``ci_resamples`` says what a scorer's CIs resample;
+    ``*_ci_fixed_param`` hold the parameter fixed; ``param_draws`` is the refitted parameter's spread).
     """
 
     param_name: str | None = None
@@ -48,6 +50,8 @@ class PairScorerEval(Record):
     delta_ci: Interval | None = None
     fit_spearman: float | None = None
     curve: dict | list | None = None
+    ci_resamples: str | None = None
+    param_draws: dict | None = None
 
 
 @dataclasses.dataclass

@@ -23,6 +23,7 @@ from normscope.errors import InputError
 from normscope.inputs import collapse_duplicates
 from normscope.similarity.claims import similarity_claim
 from normscope.similarity.fit import fit_pair_param, pair_grid
+from normscope.similarity.refit import refit_pair_cis
 from normscope.similarity.formats import PairSet, read_pairs, read_sts, sts_train_split
 from normscope.requests.similarity import SimilarityRequest
 from normscope.similarity.result import SimilarityResult
@@ -36,8 +37,9 @@ __all__ = ["run_similarity", "MIN_PAIRS"]
 
 #: Fewest fit pairs and fewest evaluated pairs.
 MIN_PAIRS = 10
-_CI_METHOD = ("percentile bootstrap over the evaluated pairs (resampled with replacement), the fitted parameter "
-              "held fixed")
+_CI_METHOD = ("percentile bootstrap over the evaluated pairs (resampled with replacement); a fitted scorer's CIs "
+              "resample the fit pairs jointly and refit its parameter on each draw (each scorer's ci_resamples; "
+              "*_ci_fixed_param: the parameter held fixed)")
 
 
 def _fit_set(eval_set: PairSet, fit, fit_format: str, seed: int) -> tuple[PairSet, PairSet, dict]:
@@ -163,7 +165,7 @@ def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, pr
         precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=table.norm_rel_error_vs_fp32,
         n_pairs_junk=eval_junk, duplicates=duplicates, ci_method=_CI_METHOD,
         delta_ci_method=("paired percentile bootstrap: the same resampled evaluated pairs for the scorer and for "
-                         "cosine, the fitted parameter held fixed"),
+                         "cosine; a fitted scorer's parameter refitted on a joint draw of the fit pairs each time"),
         n_boot=n_boot, seed=seed, whitening=whitening, norm_mean=float(norms.mean()), norm_sd=float(norms.std(ddof=1)) if len(norms) > 1 else None,
         notes=notes, items=items,
     )
@@ -247,8 +249,24 @@ def _fitted_scorers(names: list[str], p: _Pairs, norms: np.ndarray, items: pd.Da
                      "relative": 0.0 if d is None else d.to_dict()["relative"],
                      "relative_ci": None if d is None else d.to_dict()["relative_ci"],
                      "fit_spearman": max(c["spearman"] for c in curve if np.isfinite(c["spearman"])),
-                     "curve": curve}
+                     "curve": curve, "ci_resamples": "evaluated pairs (nothing fitted)"}
+        if PAIR_PARAM_NAMES[name] is not None and n_boot:
+            o = out[name]
+            o.update({f"{k}_fixed_param": o[k] for k in ("spearman_ci", "pearson_ci", "delta_ci", "relative_ci")},
+                     **_refit(name, [c["param"] for c in curve], p, n_boot=n_boot, seed=seed))
     return out
+
+
+def _refit(name: str, params: list[float], p: _Pairs, *, n_boot: int, seed: int) -> dict:
+    """A fitted scorer's CIs with its parameter refitted on every draw of the fit pairs (evaluated pairs resampled
+    jointly, :func:`~normscope.similarity.refit.refit_pair_cis`); the fixed-parameter CIs kept as ``*_fixed_param``."""
+    fc = np.argsort(np.array(_content(p.fit)), kind="stable")  # fit pairs resampled in content order too
+    c = p.canon
+    fit = np.column_stack([pair_scores(p.af, p.bf, name, x) for x in params])
+    ev = np.column_stack([pair_scores(p.ae, p.be, name, x) for x in params])
+    ci = refit_pair_cis(params, fit[fc], p.fit.score[fc], ev[c], p.eval.score[c], p.cos_eval[c], n_boot=n_boot,
+                        seed=seed)
+    return {**ci, "ci_resamples": ci.pop("resamples")}
 
 
 def _whitened_scorers(whiten: list[str], whiten_vocab: int, encoder, p: _Pairs, out: dict, items: pd.DataFrame, *,
@@ -293,7 +311,8 @@ def _notes(notes: list[str], fit_set: PairSet, eval_set: PairSet, fit_info: dict
     if whitening:
         notes.append(f"whitened scorers: fitted on {whitening['n_vocab']} wordfreq words embedded by the model, not on "
                      "any pair; their CIs hold the whitening fixed")
-    notes.append("CIs resample the evaluated pairs with the fitted parameters held fixed: they leave out the "
-                 "uncertainty of the fit, and treat pairs as independent although some share a text")
+    notes.append("CIs resample the evaluated pairs and, for a fitted scorer, the fit pairs (its parameter refitted on "
+                 "each draw); they treat pairs as independent although some share a text, and a random half is "
+                 "drawn once (its split is not redrawn)")
     return notes
 
