@@ -716,8 +716,8 @@ def test_selection_rule():
     assert (sel["eta"], sel["lambda"]) == (0.01, 0.2) and not sel["fallback"]
     assert "3 of 5 settings" in sel["reason"] or "qualify" in sel["reason"]
     big = [row(0.01, 0.2, step=2 * STEP_TOL), row(0.03, 1 / 15, step=3 * STEP_TOL)]
-    sel = select_setting(big, sz)
-    assert sel["fallback"] and sel["eta"] == 0.03 and "expansion may not hold" in sel["reason"]
+    sel = select_setting(big, sz)  # none qualifies: the setting whose items move least (not the largest eta)
+    assert sel["fallback"] and sel["eta"] == 0.01 and "expansion may not hold" in sel["reason"]
     dead = [row(0.01, 0.2, "collapsed"), row(0.01, 0.4, "collapsed")]
     sel = select_setting(dead, sz)
     assert sel["fallback"] and (sel["eta"], sel["lambda"]) == (0.01, 0.2) and "collapsed" in sel["reason"]

@@ -176,9 +176,11 @@ def select_setting(grid_rows: list[dict], sizes: DesignSizes) -> dict:
     ``base_relaxations`` relaxation times fit into ``max_steps`` and whose steps are small: the median
     probe item moves by at most :data:`STEP_TOL` of its norm per step (``relative_step``), so that the
     expansion in eta of (E6)-(E8) that the probe uses holds (third-order terms ~ ``STEP_TOL^3`` are far
-    below c). Chosen: the smallest eta*lambda (the smallest snapshot bias of E3), then the largest eta
-    (the largest heat the probe measures). Without a candidate, the same order among the settings that
-    are not collapsed and fit (else all that fit), and the reason says which condition failed.
+    below c). The relative step is measured at equilibrium: every grid run starts with theta_D rescaled to
+    its (E2) equilibrium. Chosen: the smallest eta*lambda (the smallest snapshot bias of E3), then the
+    largest eta (the largest heat the probe measures). Without a candidate, among the settings that are
+    not collapsed and fit, the one whose items move least per step (else the rule's order among all that
+    fit), and the reason says which condition failed; the per-item row is then not decided (step-size gate).
 
     Parameters
     ----------
@@ -203,7 +205,13 @@ def select_setting(grid_rows: list[dict], sizes: DesignSizes) -> dict:
         pool, fallback, reason = small, False, f"{len(small)} of {len(own)} settings with the design's mask qualify"
     elif alive:
         pool, fallback, reason = alive, True, (f"no setting with steps of at most {STEP_TOL:g} of the norm: the (E8) "
-                                               "expansion may not hold; the first in the rule's order that did not collapse")
+                                               "expansion may not hold; among those that did not collapse, the one "
+                                               "whose items move least per step")
+        stepped = [r for r in alive if r.get("relative_step") is not None]
+        if stepped:
+            best = min(stepped, key=lambda r: (r["relative_step"], r["eta"] * r["lambda"]))
+            return {"eta": best["eta"], "lambda": best["lambda"], "relaxation_steps": best["relaxation_steps"],
+                    "rule": rule, "reason": reason, "fallback": True, "relative_step": best["relative_step"]}
     else:
         pool, fallback, reason = (fits or own), True, "every setting that fits collapsed: the first in the rule's order"
     best = min(pool, key=order)

@@ -19,7 +19,7 @@ from normscope._io import write_json
 from normscope.lab.analysis import wilson_interval
 from normscope.lab.claims import transformer_claim_row, transformer_items_claim_row
 from normscope.lab.decisive_run import DESIGN_VERSION, relaxation_time
-from normscope.lab.decisive_scale import SCALE_EXPONENTS, scale_blocks, scale_growth, scale_summary
+from normscope.lab.decisive_scale import SCALE_EXPONENTS, scale_blocks, scale_growth, scale_summary, window_blocks
 from normscope.lab.prediction import snapshot_prediction
 from normscope.lab.result import DecisiveResult
 from normscope.lab.scaling import growth_without_decay, lambda_scaling_fit
@@ -309,7 +309,8 @@ def _scaling_summaries(phases: dict, runs: dict, predictions: dict, sizes, order
             blocks.append(w["blocks"][:, order])
             sc_sum = w["summary"].get("scale") or {}
             if "theta_d" in run and len(run["theta_d"]) == s.steps:
-                sblocks.append(scale_blocks(run["theta_d"], s.burn_in, SCALING_BLOCKS))
+                nb = window_blocks(s.steps - s.burn_in, w["relaxation_steps"], SCALING_BLOCKS)
+                sblocks.append(scale_blocks(run["theta_d"], s.burn_in, nb))
             labels.append({"name": s.name, "lambda": s.weight_decay, "steps": s.steps, "label": w["summary"]["label"],
                            "reasons": w["summary"]["reasons"], "relaxations": w["summary"]["relaxations"],
                            "mean_r_window": w["summary"]["mean_r"]["window"],
@@ -325,7 +326,8 @@ def _scaling_summaries(phases: dict, runs: dict, predictions: dict, sizes, order
                "items_prediction_in_ci": (bool(fit["ci"][0] <= e <= fit["ci"][1]) if e is not None else None)}
         if len(sblocks) == len(members):
             sfit = lambda_scaling_fit(lams, sblocks, n_boot=sizes.n_boot, seed=seed)
-            sfit["resamples"] = "per run, time blocks of its window (one seed); percentile"
+            sfit["resamples"] = ("per run, time blocks of its window (one per relaxation unit, at least 2; one seed); "
+                                 "percentile")
             out["scale_fit"] = sfit
             out["scale_all_stationary"] = all(r["scale_label"] == "stationary" for r in labels)
             out["prediction_in_ci"] = bool(sfit["ci"][0] <= e <= sfit["ci"][1]) if e is not None else None

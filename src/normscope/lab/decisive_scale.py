@@ -32,8 +32,8 @@ import numpy as np
 
 from normscope.lab.stationarity import MIN_RELAXATIONS, STATIONARITY_TOL
 
-__all__ = ["scale_summary", "scale_stationarity", "scale_blocks", "scale_growth", "SCALE_BLOCKS", "SCALE_EXPONENTS",
-           "THETA_D_COLUMNS"]
+__all__ = ["scale_summary", "scale_stationarity", "scale_blocks", "scale_growth", "window_blocks", "SCALE_BLOCKS",
+           "SCALE_EXPONENTS", "THETA_D_COLUMNS"]
 
 #: columns of a run's ``theta_d`` record (one row per step, float64)
 THETA_D_COLUMNS = ("theta2", "g2", "theta_g", "s2", "theta_s", "theta2_next")
@@ -50,6 +50,15 @@ def _num(x):
         return None
     x = float(x)
     return x if math.isfinite(x) else None
+
+
+def window_blocks(window_steps: int, relaxation_steps: float | None, max_blocks: int = SCALE_BLOCKS) -> int:
+    """Blocks of a window for the scale's bootstrap: one per relaxation unit (blocks shorter than the correlation
+    time of s^2 are not independent, and resampling them would give too narrow a CI), at least 2, at most
+    ``max_blocks``; ``max_blocks`` when the unit is unknown."""
+    if not relaxation_steps or not math.isfinite(relaxation_steps) or relaxation_steps <= 0:
+        return int(max_blocks)
+    return int(min(max(math.floor(window_steps / relaxation_steps), 2), max_blocks))
 
 
 def _edges(n: int, n_blocks: int) -> list[int]:
@@ -114,7 +123,8 @@ def scale_summary(theta_d, *, eta: float, weight_decay: float, optimizer: str, b
     relaxation_steps : float, optional
         The run's relaxation unit (for the stationarity label).
     n_blocks, n_boot, seed, level
-        Time blocks of the window, bootstrap resamples of the blocks, seed, CI level.
+        Most time blocks of the window (:func:`window_blocks`: one per relaxation unit), bootstrap resamples of
+        the blocks, seed, CI level.
 
     Returns
     -------
@@ -141,7 +151,7 @@ def scale_summary(theta_d, *, eta: float, weight_decay: float, optimizer: str, b
     s_obs = float(np.sqrt(th2.mean()))
     s_pred = float(_pred_s(gamma2.mean(), eta, two_c, factor))
     rel = s_pred / s_obs - 1.0
-    e = _edges(n, n_blocks)
+    e = _edges(n, window_blocks(n, relaxation_steps, n_blocks))
     b_th2 = np.array([th2[a:b].mean() for a, b in zip(e[:-1], e[1:])])
     b_g2 = np.array([gamma2[a:b].mean() for a, b in zip(e[:-1], e[1:])])
     nb = len(b_th2)
@@ -160,8 +170,8 @@ def scale_summary(theta_d, *, eta: float, weight_decay: float, optimizer: str, b
                "max_abs_step_residual": float(np.max(resid)), "balance": float(balance), "boundary": float(boundary)},
         "stationarity": scale_stationarity(td, burn_in, relaxation_steps),
         "n_blocks": int(nb),
-        "resamples": (f"{nb} time blocks of the window, with replacement (one seed: no between-seed variation); "
-                      "percentile"),
+        "resamples": (f"{nb} time blocks of the window (one per relaxation unit, at least 2), with replacement (one "
+                      "seed: no between-seed variation); percentile"),
         "rule": ("s_eq^4 = eta^2 <||g_D||^2 ||theta_D||^2> / (2c), 2c = 1 - (1 - eta lambda)^2 (E2)"
                  + ("; heat / (1 - beta)^2 (E12)" if optimizer == "momentum" else "")
                  + ("; the SGD form, not expected to hold for AdamW (docs/theory.md C3)" if optimizer == "adamw" else "")),
