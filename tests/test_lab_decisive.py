@@ -240,7 +240,7 @@ def test_items_claim_row_needs_stationarity_the_step_gate_and_to_beat_a_constant
 
 def _scale(rel=0.01, ci=(0.005, 0.02), label="stationary"):
     return {"abs_rel_error": abs(rel), "abs_rel_error_ci": list(ci), "rel_error": rel, "rel_error_ci": list(ci),
-            "s_observed": 1.0, "s_predicted": 1 + rel, "window_steps": 5000, "resamples": "16 time blocks",
+            "s_observed": 1.0, "s_predicted": 1 + rel, "window_steps": 5000, "resamples": "10 time blocks", "n_blocks": 10,
             "e1": {"max_abs_cos": 1e-7, "balance": 1.001}, "stationarity": {"label": label, "reasons": [] if
                                                                               label == "stationary" else ["changed"]}}
 
@@ -271,7 +271,11 @@ def test_scale_claim_row(kw, verdict):
     assert row["claimed_size"] == "at most 0.05"
     if verdict == "inconclusive" and "ci" not in kw:
         assert "not met:" in row["why"]
-    # a result without a theta_D record (the first, batch-replaying design) is not decided
+    # a window of fewer than 4 relaxation units (blocks) gives no usable CI: not decided
+    short = _scale_input(**kw)
+    short["base"]["sgd"]["scale"]["n_blocks"] = 2
+    assert transformer_claim_row(short)["verdict"] in ("not decided at this size",)
+        # a result without a theta_D record (the first, batch-replaying design) is not decided
     old = transformer_claim_row(_claim_input())
     assert old["verdict"] == "not decided at this size" and "replayed" in old["reason"]
 

@@ -37,7 +37,7 @@ from normscope.claims import (CLAIMS, Gate, Size, claim_row, fmt_value, judge, n
                               permutation_direction)
 
 __all__ = ["lab_claim", "optimizer_claim", "transformer_claim", "transformer_claim_row", "transformer_items_claim_row",
-           "ENCODER_NAMES", "SHORT_NAMES", "REL_TOL", "SCALE_TOL", "STEP_TOL", "SINGLE_RUN_CLAIM"]
+           "ENCODER_NAMES", "SHORT_NAMES", "REL_TOL", "SCALE_TOL", "STEP_TOL", "MIN_SCALE_BLOCKS", "SINGLE_RUN_CLAIM"]
 
 #: Largest mean |R_eq - R-bar| / R-bar of the decisive design's items that counts as the prediction holding in size
 #: (the size of ``CLAIMS["theorem1_transformer_items"]``).
@@ -208,6 +208,9 @@ def _ci(ci) -> str:
 STEP_TOL = 0.05
 #: Largest |s_pred / s_obs - 1| of the decayed scale that counts as (E2) holding (the free table's gate, section 7).
 SCALE_TOL = 0.05
+#: Fewest time blocks (one per relaxation unit) behind the scale's CI for the row to be decided: a bootstrap over
+#: fewer independent blocks gives no usable interval.
+MIN_SCALE_BLOCKS = 4
 #: the slopes of log s on log lambda the scale row compares with (stated before the scaled runs)
 SCALE_SLOPES = {"sgd": -0.25, "adamw": -0.5}
 
@@ -237,7 +240,8 @@ def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
     lambda-scaling slope of s within its CI of -1/4 (SGD) and -1/2 (AdamW), the no-decay control's scale growing,
     and AdamW failing the SGD form (the CI of its |rel. error| above :data:`SCALE_TOL`); a failed one gives
     ``inconclusive`` with the reason. *Not decided at this size* unless the SGD base run did not collapse and its
-    scale passed the 3 % stationarity rule after the arrival (window >= 1 relaxation unit into the run). A result
+    scale passed the 3 % stationarity rule after the arrival (window >= 1 relaxation unit into the run) over a window
+    of at least :data:`MIN_SCALE_BLOCKS` relaxation units (the CI's independent blocks). A result
     without a theta_D record (the first, batch-replaying design) is *not decided*.
 
     Parameters
@@ -270,6 +274,9 @@ def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
         gate = Gate(False, "the SGD base run collapsed: " + "; ".join(base.get("reasons") or []), needs)
     elif st.get("label") != "stationary":
         gate = Gate(False, "the SGD base run's scale is not stationary: " + "; ".join(st.get("reasons") or []), needs)
+    elif (sc.get("n_blocks") or 0) < MIN_SCALE_BLOCKS:
+        gate = Gate(False, f"the SGD base run's window is {_f(base.get('window_units'))} relaxation units long: its CI "
+                           f"rests on {sc.get('n_blocks')} blocks, fewer than {MIN_SCALE_BLOCKS} independent ones", needs)
     else:
         gate = Gate(True)
     conds, notes = {}, []
