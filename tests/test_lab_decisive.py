@@ -236,6 +236,7 @@ def test_items_claim_row_needs_stationarity_the_step_gate_and_to_beat_a_constant
     assert big["verdict"] == "not decided at this size" and big["measured"] is None and "step-size gate" in big["reason"]
     const = transformer_items_claim_row(_claim_input(gain_ci=(-0.01, 0.02)))  # as good as every item the same R_eq
     assert const["verdict"] == "not decided at this size" and "constant predictor" in const["reason"]
+    assert all(len(r["reason"].split()) <= 30 for r in (nd, big, const))
 
 
 def _scale(rel=0.01, ci=(0.005, 0.02), label="stationary"):
@@ -268,7 +269,7 @@ def test_scale_claim_row(kw, verdict):
 
     row = transformer_claim_row(_scale_input(**kw))
     assert row["verdict"] == verdict and row["key"] == "theorem1_transformer" and SCALE_TOL == 0.05
-    assert row["claimed_size"] == "at most 0.05"
+    assert row["claimed_size"] == "at most 0.05" and len(row["reason"].split()) <= 30  # the page's one-line reason
     if verdict == "inconclusive" and "ci" not in kw:
         assert "not met:" in row["why"]
     # a window of fewer than 4 relaxation units (blocks) gives no usable CI: not decided

@@ -272,9 +272,9 @@ def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
     stat, ci = sc["abs_rel_error"], sc.get("abs_rel_error_ci")
     st = sc.get("stationarity") or {}
     if base.get("label") == "collapsed":
-        gate = Gate(False, "the SGD base run collapsed: " + "; ".join(base.get("reasons") or []), needs)
+        gate = Gate(False, "the SGD base run collapsed", needs)
     elif st.get("label") != "stationary":
-        gate = Gate(False, "the SGD base run's scale is not stationary: " + "; ".join(st.get("reasons") or []), needs)
+        gate = Gate(False, "the SGD base run's scale ||theta_D|| is not stationary", needs)
     elif (sc.get("n_blocks") or 0) < MIN_SCALE_BLOCKS:
         gate = Gate(False, f"the SGD base run's window is {_f(base.get('window_units'))} relaxation units long: its CI "
                            f"rests on {sc.get('n_blocks')} blocks, fewer than {MIN_SCALE_BLOCKS} independent ones", needs)
@@ -305,6 +305,9 @@ def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
                     f"g_D)| {_f(e1.get('max_abs_cos'))}, window balance {_f(e1.get('balance'), '.4f')}")
     if failed:
         notes.append("not met: " + "; ".join(f"{k} ({'not measured' if conds[k] is None else 'no'})" for k in failed))
+    if base.get("label") == "collapsed" or st.get("reasons"):
+        notes.append("why not stationary: " + "; ".join((base.get("reasons") if base.get("label") == "collapsed" else
+                                                        st.get("reasons")) or []))
     j = judge(key, stat, ci, gate=gate, conditions_met=not failed)
     return claim_row(key, measured=stat, ci=ci, judged=j, n=sc.get("window_steps"), what=what,
                      label="|s_pred / s_obs - 1| (theta_D)", tested_on=tested, note="; ".join(notes),
@@ -349,20 +352,20 @@ def transformer_items_claim_row(d: dict, *, full_command: str = "") -> dict:
         return not_testable_row(key, "the decisive design gave no prediction with a CI "
                                 f"(SGD base run: {base.get('label') or 'not run'})", what=what, tested_on=tested)
     if step is None or step > STEP_TOL:
-        return not_testable_row(key, f"step-size gate: the median probe item moves {_f(step)} of its norm per step at "
-                                f"equilibrium (allowed {STEP_TOL:g}): the probe's expansion in eta (E6)-(E8) does not hold, "
-                                "so no per-item prediction is judged", what=what, tested_on=tested,
-                                verdict="not decided at this size",
+        return not_testable_row(key, f"step-size gate: the median item moves {_f(step)} of its norm per step at "
+                                f"equilibrium (allowed {STEP_TOL:g}); no per-item prediction is judged", what=what,
+                                tested_on=tested, verdict="not decided at this size",
+                                note="the probe's expansion in eta (E6)-(E8) does not hold for such steps",
                                 needs="a setting whose items move by at most 0.05 of their norm per step (smaller eta)")
     sd, sci = pred.get("stats") or {}, pred.get("ci") or {}
     gain, gain_ci = sd.get("gain_over_constant"), sci.get("gain_over_constant")
     reasons = "; ".join(base.get("reasons") or []) or "a stationarity check failed"
     if not d.get("stationary"):
-        gate = Gate(False, f"the SGD base run's items are {base.get('label') or 'not stationary'} ({reasons})", need_run)
+        gate = Gate(False, f"the SGD base run's items are {base.get('label') or 'not stationary'}", need_run)
     elif gain_ci is None or None in gain_ci or not gain_ci[0] > 0:
-        gate = Gate(False, f"the per-item prediction does not beat a constant predictor (every item the geometric mean "
-                           f"of R_eq): gain in mean |rel. error| {_f(gain)} {_ci(gain_ci)}",
-                    "a prediction whose per-item content beats the constant predictor")
+        gate = Gate(False, f"the per-item prediction does not beat a constant predictor (gain {_f(gain)} "
+                           f"{_ci(gain_ci)})", "a prediction whose per-item content beats the constant predictor "
+                                               "(every item the geometric mean of R_eq)")
     else:
         gate = Gate(True)
     n_perm = int(pred.get("n_perm") or 0)
@@ -370,7 +373,8 @@ def transformer_items_claim_row(d: dict, *, full_command: str = "") -> dict:
     j = judge(key, stat, ci, direction=direction, gate=gate)
     note = (f"{caveat}; constant predictor: mean |rel. error| {_f(sd.get('constant_mean_abs_rel_error'))}, gain "
             f"{_f(gain)} {_ci(gain_ci)}; relative step {_f(step)} (gate {STEP_TOL:g}); stationarity: mean R^2 moved "
-            f"{_f(st.get('relative_change'), '+.2%')} between the window's halves")
+            f"{_f(st.get('relative_change'), '+.2%')} between the window's halves"
+            + (f"; why not stationary: {reasons}" if not d.get("stationary") else ""))
     return claim_row(key, measured=stat, ci=ci, judged=j, n=pred.get("n_items"), what=what,
                      label="mean |R_eq - R-bar| / R-bar", tested_on=tested, note=note,
                      statistic="transformer lab (decisive): mean |R_eq - R-bar| / R-bar",
