@@ -58,7 +58,7 @@ def window_blocks(window_steps: int, relaxation_steps: float | None, max_blocks:
     ``max_blocks``; ``max_blocks`` when the unit is unknown."""
     if not relaxation_steps or not math.isfinite(relaxation_steps) or relaxation_steps <= 0:
         return int(max_blocks)
-    return int(min(max(math.floor(window_steps / relaxation_steps), 2), max_blocks))
+    return int(min(max(math.floor(window_steps / relaxation_steps + 1e-6), 2), max_blocks))  # 2.9999999 units: 3
 
 
 def _edges(n: int, n_blocks: int) -> list[int]:
