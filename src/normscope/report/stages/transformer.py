@@ -133,8 +133,8 @@ def _figures(shown: dict, which_shown: str, figure_path) -> list[Figure]:
          "predicted R_eq (E7, c = eta lambda_rad, no fitted constant) from probes at snapshots of the window against "
          "each item's time-averaged norm"),
         (plot_lambda_scaling, "transformer_lab_lambda_scaling.png",
-         "mean log R-bar against log lambda at fixed eta per optimizer: measured slope (solid) and the slope predicted "
-         "from the base run's heat share before the scaled runs (dashed)"),
+         "log s (the decayed scale ||theta_D||) against log lambda at fixed eta per optimizer: measured slope (solid) "
+         "and the slope stated before the scaled runs, -1/4 SGD and heavy ball, -1/2 AdamW (dashed)"),
     ):
         try:
             p = fn(shown, figure_path(name))
