@@ -287,7 +287,10 @@ def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
         ok = (scaling.get(opt) or {}).get("prediction_in_ci")
         conds[f"{opt} slope of log s on log lambda contains {e:g}"] = ok
         if f:
-            notes.append(f"{opt} slope {f['slope']:.3f} {_ci(f.get('ci'))} vs {e:g}")
+            ps = (scaling.get(opt) or {}).get("scale_predicted_slope")
+            notes.append(f"{opt} slope {f['slope']:.3f} {_ci(f.get('ci'))} vs {e:g}"
+                         + (f" (the runs' own (E2) predictions give {ps:.3f}: the heat depends on lambda)"
+                            if ps is not None and opt != "adamw" and abs(ps - e) > 0.01 else ""))
     nd = (d.get("nodecay") or {}).get("scale") or {}
     conds["no-decay control: s grows"] = nd.get("grew")
     if nd:

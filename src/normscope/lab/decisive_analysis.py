@@ -331,6 +331,10 @@ def _scaling_summaries(phases: dict, runs: dict, predictions: dict, sizes, order
             out["scale_fit"] = sfit
             out["scale_all_stationary"] = all(r["scale_label"] == "stationary" for r in labels)
             out["prediction_in_ci"] = bool(sfit["ci"][0] <= e <= sfit["ci"][1]) if e is not None else None
+            sp = [r["s_predicted"] for r in labels]
+            if all(x is not None and x > 0 for x in sp):  # the slope the runs' own (E2) predictions give: -1/4 plus the
+                # heat's own dependence on lambda (the fixed exponent assumes a heat that does not depend on lambda)
+                out["scale_predicted_slope"] = float(np.polyfit(np.log(lams), 0.5 * np.log(np.square(sp)), 1)[0])
         else:
             out["prediction_in_ci"] = None
         scaling[opt] = out

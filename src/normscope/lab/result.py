@@ -271,6 +271,7 @@ class LambdaScaling(Record):
     scale_fit: ScalingFit | None = None
     scale_all_stationary: bool | None = None
     items_prediction_in_ci: bool | None = None
+    scale_predicted_slope: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
