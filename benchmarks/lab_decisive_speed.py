@@ -58,7 +58,7 @@ def main() -> None:
     on, off = best[True] / a.steps, best[False] / a.steps
     # the full design's step counts for the extrapolation: lambda_rad / lambda = 1 (E4 with the final LayerNorm
     # decayed) and the setting the selection rule picks when no grid row collapses
-    rows = [{"eta": g[0], "lambda": g[1], "relaxation_steps": 1 / (2 * g[0] * g[1]), "label": "drifting",
+    rows = [{"eta": g[0], "lambda": g[1], "relaxation_steps": 1 / (4 * g[0] * g[1]), "label": "drifting",
              "mask": g[2] if len(g) > 2 else None} for g in sizes.grid]
     sel = select_setting(rows, sizes)
     eta, lam = sel["eta"], sel["lambda"]

@@ -189,16 +189,20 @@ def test_snapshot_prediction_is_permutation_equivariant_and_the_null_has_power()
     assert a["null"]["mean_abs_rel_error"]["p"] <= 2 / 301
 
 
-# ---------------------------------------------------------------- scorecard row (pure)
-def _claim_input(label="stationary", stat=0.05, ci=(0.03, 0.07), p=0.001, p_above=0.999):
+# ---------------------------------------------------------------- scorecard rows (pure)
+def _claim_input(label="stationary", stat=0.05, ci=(0.03, 0.07), p=0.001, p_above=0.999, step=0.02,
+                 gain_ci=(0.01, 0.05), scale=None):
     return {"design": "full", "stationary": label == "stationary", "mean_abs_rel_error": stat,
             "mean_abs_rel_error_ci": list(ci), "null_p_mean_abs_rel_error": p, "probe_items": 64,
-            "decay_mask": "no-embeddings", "encoder": {"config": {"hidden": 128}},
+            "decay_mask": "final-layernorm", "encoder": {"config": {"hidden": 128}},
             "base": {"sgd": {"label": label, "reasons": [] if label == "stationary" else ["mean R^2 changed by +9%"],
-                             "eta": 0.03, "lambda": 0.03, "steps": 10000, "relaxation_steps": 1000.0,
+                             "eta": 0.03, "lambda": 0.03, "steps": 10000, "burn_in": 5000, "relaxation_steps": 1000.0,
+                             "relaxation_unit": "1/(4 eta lambda_rad)", "relative_step": step, "scale": scale,
                              "stationarity": {"relative_change": 0.01, "loss_mean": 1.0, "chance_loss": 3.47,
                                               "accuracy": 0.3, "checks": {}},
                              "prediction": {"n_items": 64, "design": {"snapshots": 16, "batches": 16}, "n_perm": 2000,
+                                            "stats": {"gain_over_constant": 0.03, "constant_mean_abs_rel_error": 0.08},
+                                            "ci": {"gain_over_constant": list(gain_ci)},
                                             "null": {"mean_abs_rel_error": {"median": 0.2, "p": p,
                                                                             "p_above": p_above}}}}}}
 
@@ -210,23 +214,127 @@ def _claim_input(label="stationary", stat=0.05, ci=(0.03, 0.07), p=0.001, p_abov
     ({"p": 0.4, "p_above": 0.6}, "inconclusive", "inconclusive", "consistent"),  # other items' statistics do as well
     ({"p": 0.99, "p_above": 0.01, "stat": 0.3, "ci": (0.2, 0.4)}, "refuted", "refuted", "larger"),
 ])
-def test_claim_row_follows_the_shared_rules(kw, verdict, direction, size):
-    from normscope.lab.claims import REL_TOL, transformer_claim_row
+def test_items_claim_row_follows_the_shared_rules(kw, verdict, direction, size):
+    from normscope.lab.claims import REL_TOL, transformer_items_claim_row
 
-    row = transformer_claim_row(_claim_input(**kw))
+    row = transformer_items_claim_row(_claim_input(**kw))
     assert (row["verdict"], row["direction"], row["size"]) == (verdict, direction, size)
-    assert row["key"] == "theorem1_transformer" and row["claimed_size"] == f"at most {REL_TOL:g}" and REL_TOL == 0.10
+    assert row["key"] == "theorem1_transformer_items" and row["claimed_size"] == f"at most {REL_TOL:g}" and REL_TOL == 0.10
+    assert "outside Theorem 1's derivation" in row["what"]  # the paper's caveat travels with the row
     if direction != "reproduced":
         assert "permutation null" in row["reason"]
 
 
-def test_claim_row_is_not_decided_unless_the_base_run_is_stationary():
-    from normscope.lab.claims import transformer_claim_row
+def test_items_claim_row_needs_stationarity_the_step_gate_and_to_beat_a_constant_predictor():
+    from normscope.lab.claims import transformer_items_claim_row
 
-    nd = transformer_claim_row(_claim_input(label="drifting"), full_command="normscope lab --size full")
-    assert nd["verdict"] == "not decided at this size" and nd["reason"].startswith("the SGD base run is drifting")
-    assert "+9%" in nd["why"] and "10,000 steps = 10 relaxation times" in nd["tested_on"]
+    nd = transformer_items_claim_row(_claim_input(label="drifting"), full_command="normscope lab --size full")
+    assert nd["verdict"] == "not decided at this size" and nd["reason"].startswith("the SGD base run's items are drifting")
+    assert "+9%" in nd["why"] and "10,000 steps = 10 relaxation units 1/(4 eta lambda_rad)" in nd["tested_on"]
     assert "normscope lab --size full" in nd["needs"]
+    big = transformer_items_claim_row(_claim_input(step=0.24))  # items move 24 % of their norm per step
+    assert big["verdict"] == "not decided at this size" and big["measured"] is None and "step-size gate" in big["reason"]
+    const = transformer_items_claim_row(_claim_input(gain_ci=(-0.01, 0.02)))  # as good as every item the same R_eq
+    assert const["verdict"] == "not decided at this size" and "constant predictor" in const["reason"]
+    assert all(len(r["reason"].split()) <= 30 for r in (nd, big, const))
+
+
+def _scale(rel=0.01, ci=(0.005, 0.02), label="stationary"):
+    return {"abs_rel_error": abs(rel), "abs_rel_error_ci": list(ci), "rel_error": rel, "rel_error_ci": list(ci),
+            "s_observed": 1.0, "s_predicted": 1 + rel, "window_steps": 5000, "resamples": "10 time blocks", "n_blocks": 10,
+            "e1": {"max_abs_cos": 1e-7, "balance": 1.001}, "stationarity": {"label": label, "reasons": [] if
+                                                                              label == "stationary" else ["changed"]}}
+
+
+def _scale_input(sgd_slope_ok=True, adamw_ci=(0.3, 0.5), grew=True, **kw):
+    d = _claim_input(scale=_scale(**kw))
+    d["base"]["adamw"] = {"scale": _scale(rel=0.4, ci=adamw_ci)}
+    d["scaling"] = {"sgd": {"prediction_in_ci": sgd_slope_ok, "scale_fit": {"slope": -0.26, "ci": [-0.3, -0.2]}},
+                    "adamw": {"prediction_in_ci": True, "scale_fit": {"slope": -0.5, "ci": [-0.55, -0.45]}}}
+    d["nodecay"] = {"scale": {"ratio": 1.2, "fraction_of_steps_grew": 1.0, "grew": grew}}
+    return d
+
+
+@pytest.mark.parametrize("kw, verdict", [
+    ({}, "reproduced"),                                              # within 5 %, every condition met
+    ({"rel": 0.08, "ci": (0.06, 0.1)}, "refuted"),                   # the whole CI above 5 %
+    ({"rel": 0.04, "ci": (0.02, 0.07)}, "inconclusive"),             # straddles 5 %
+    ({"sgd_slope_ok": False}, "inconclusive"),                       # slope of s not -1/4 within its CI
+    ({"adamw_ci": (0.01, 0.03)}, "inconclusive"),                    # AdamW does not fail the SGD form
+    ({"grew": False}, "inconclusive"),                               # the no-decay control does not grow
+    ({"label": "drifting"}, "not decided at this size"),             # the scale is not stationary
+])
+def test_scale_claim_row(kw, verdict):
+    from normscope.lab.claims import SCALE_TOL, transformer_claim_row
+
+    row = transformer_claim_row(_scale_input(**kw))
+    assert row["verdict"] == verdict and row["key"] == "theorem1_transformer" and SCALE_TOL == 0.05
+    assert row["claimed_size"] == "at most 0.05" and len(row["reason"].split()) <= 30  # the page's one-line reason
+    if verdict == "inconclusive" and "ci" not in kw:
+        assert "not met:" in row["why"]
+    # a window of fewer than 4 relaxation units (blocks) gives no usable CI: not decided
+    short = _scale_input(**kw)
+    short["base"]["sgd"]["scale"]["n_blocks"] = 2
+    assert transformer_claim_row(short)["verdict"] in ("not decided at this size",)
+        # a result without a theta_D record (the first, batch-replaying design) is not decided
+    old = transformer_claim_row(_claim_input())
+    assert old["verdict"] == "not decided at this size" and "replayed" in old["reason"]
+
+
+# ---------------------------------------------------------------- the decayed scale (pure)
+def _free_vector_record(lam, *, eta=0.5, d=64, steps=6000, seed=0, s0=None):
+    """A free vector theta under SGD with decoupled decay and a tangent gradient of R-free size gamma / s (E1): the
+    record of :mod:`normscope.lab.decisive_run` (theta2, g2, <theta, g>, s2, <theta, s>, theta2 after the step)."""
+    rng = np.random.default_rng(seed)
+    gamma = 0.05
+    th = rng.normal(size=d)
+    th *= (s0 or (gamma**2 / (2 * eta * lam)) ** 0.25) / np.linalg.norm(th)
+    rec = np.zeros((steps, 6))
+    for t in range(steps):
+        g = rng.normal(size=d)
+        g -= (g @ th) * th / (th @ th)
+        g *= gamma * np.sqrt(rng.exponential()) / np.sqrt(th @ th) / np.linalg.norm(g)
+        rec[t, :5] = th @ th, g @ g, th @ g, g @ g, th @ g
+        th = (1 - eta * lam) * th - eta * g
+        rec[t, 5] = th @ th
+    return rec
+
+
+def test_scale_summary_predicts_a_free_vector_with_no_fitted_constant_and_the_slope_is_minus_a_quarter():
+    from normscope.lab.decisive_scale import scale_blocks, scale_summary
+
+    lams = [1e-3, 2e-3, 4e-3]
+    recs = [_free_vector_record(lam) for lam in lams]
+    sm = scale_summary(recs[1], eta=0.5, weight_decay=2e-3, optimizer="sgd", burn_in=3000, relaxation_steps=250,
+                       n_boot=300)
+    assert sm["e1"]["max_abs_cos"] < 1e-12 and sm["e1"]["max_abs_step_residual"] < 1e-12  # (E1) exactly
+    assert sm["e1"]["balance"] - sm["e1"]["boundary"] == pytest.approx(1.0, abs=1e-9)  # the telescoped balance
+    assert abs(sm["rel_error"]) < 0.02 and sm["rel_error_ci"][0] <= 0 <= sm["rel_error_ci"][1] + 0.01
+    assert sm["stationarity"]["label"] == "stationary"
+    fit = lambda_scaling_fit(lams, [scale_blocks(r, 3000) for r in recs], n_boot=300, seed=0)
+    assert fit["slope"] == pytest.approx(-0.25, abs=0.02) and fit["ci"][0] - 0.01 <= -0.25 <= fit["ci"][1] + 0.01
+    # AdamW's SGD-form prediction on the same record is the same number: the form, not the record, is what differs
+    assert scale_summary(recs[1], eta=0.5, weight_decay=2e-3, optimizer="adamw", burn_in=3000)["sgd_form_expected"] is False
+
+
+def test_scale_stationarity_labels_constructed_trajectories():
+    from normscope.lab.decisive_scale import scale_growth, scale_stationarity
+
+    stat = _free_vector_record(2e-3, steps=4000)
+    assert scale_stationarity(stat, 2000, 250)["label"] == "stationary"
+    # arrival not finished: started 3x above R_eq, the window begins after 0.4 relaxation units and s^2 still falls
+    arr = _free_vector_record(2e-3, steps=400, s0=3 * (0.05**2 / (2 * 0.5 * 2e-3)) ** 0.25)
+    a = scale_stationarity(arr, 100, 250)
+    assert a["label"] == "drifting" and any("relaxation units" in r for r in a["reasons"])
+    assert a["relative_change"] < -0.03
+    # drifting: a window long enough, but a trend of +10 % in s^2
+    drift = stat.copy()
+    drift[:, 0] *= np.linspace(1, 1.1, len(drift))
+    assert "changed by +" in scale_stationarity(drift, 2000, 250)["reasons"][0]
+    # collapsed runs are labelled by the items' detector (above); with no decay the scale can only grow (E1)
+    nd = _free_vector_record(1e-12, steps=400, s0=0.5)
+    g = scale_growth(nd)
+    assert g["grew"] and g["fraction_of_steps_grew"] == 1.0 and g["ratio"] > 1
 
 
 # ---------------------------------------------------------------- a tiny design end to end
@@ -241,7 +349,7 @@ def _tiny_sizes(**over):
     kw = dict(hidden=32, heads=2, pretrain_steps=12, probe_items=5, n_eval=16, batch_size=8, max_tokens=32,
               grid=((0.05, 0.2),), grid_relaxations=1, base_relaxations=1, scaling_relaxations=1, min_steps=8,
               max_steps=16, nodecay_steps=8, scaling_factors=(2.0,), snapshots=2, probe_batches=2, track_every=2,
-              lambda_every=4, n_boot=100, n_perm=100)
+              lambda_every=4, n_boot=100, n_perm=100, equilibrate_batches=16)
     kw.update(over)
     return DesignSizes("test", **kw)
 
@@ -285,21 +393,103 @@ def test_tiny_design_end_to_end(tiny_design):
     s, m, a = (r.base[o] for o in ("sgd", "momentum", "adamw"))
     assert m["eta"] / (1 - 0.9) == pytest.approx(s["eta"]) and m["eta"] * m["lambda"] == pytest.approx(s["eta"] * s["lambda"])
     assert a["eta"] * a["lambda"] == pytest.approx(s["eta"] * s["lambda"])
-    # the predictions were stated before the scaled runs (file written first), from the base runs' heat share
+    # the predictions of the scale's slope were stated before the scaled runs (file written first): -1/4, -1/4, -1/2
     pred = json.loads((Path(tiny_design.directory) / "predictions.json").read_text())
     runs = Path(tiny_design.directory) / "runs"
     assert min((runs / f"scale_{o}_x2.json").stat().st_mtime for o in ("sgd", "momentum", "adamw")) >= \
         (runs.parent / "predictions.json").stat().st_mtime
-    assert pred["sgd"]["exponent"] == pytest.approx(-1 / (2 * (1 + s["trajectory"]["heat_share"])))
+    assert [pred[o]["exponent"] for o in ("sgd", "momentum", "adamw")] == [-0.25, -0.25, -0.5]
     assert r.scaling["adamw"]["prediction"]["exponent"] == -0.5
-    # the scorecard row: not decided unless the SGD base run passed every check
-    row = r.claim
-    assert row["key"] == "theorem1_transformer"
+    for opt in ("sgd", "momentum", "adamw"):  # the slope of s over lambda x {1, 2}: the exact slope of the two RMS scales
+        sc = r.scaling[opt]
+        s1, s2 = (x["s_observed"] for x in sc["runs"])
+        assert sc["scale_fit"]["slope"] == pytest.approx(math.log(s2 / s1) / math.log(2), rel=1e-9)
+    # relaxation units per optimizer: 1/(4 eta lambda) SGD and heavy ball, 1/(2 eta lambda) AdamW (lambda_rad = lambda)
+    assert s["relaxation_steps"] == pytest.approx(1 / (4 * s["eta"] * s["lambda"] * s["lambda_rad_per_lambda"]))
+    assert a["relaxation_steps"] == pytest.approx(1 / (2 * a["eta"] * a["lambda"] * a["lambda_rad_per_lambda"]))
+    assert s["lambda_rad_per_lambda"] == pytest.approx(1.0, rel=1e-4)  # the final LayerNorm: J theta_D = z (E4)
+    # the scorecard rows: not decided unless the SGD base run passed every check
+    row, items = r.claim, r.claim_items
+    assert row["key"] == "theorem1_transformer" and items["key"] == "theorem1_transformer_items"
     if s["label"] != "stationary":
-        assert row["verdict"] == "not decided at this size" and s["label"] in row["why"]
+        assert items["verdict"] == "not decided at this size" and s["label"] in items["why"]
+    if s["label"] == "collapsed" or s["scale"]["stationarity"]["label"] != "stationary":
+        assert row["verdict"] == "not decided at this size"
     assert r.nodecay["steps"] == 8 and r.nodecay["start"] == "base_sgd"
     # the per-item table: a row per probe item, nothing dropped (q < 0 included)
     assert np.isfinite(r.items["sgd_r_eq"]).sum() + (r.items["sgd_flag"] != "").sum() == 5
+
+
+def test_no_phase_replays_another_phases_batches(tiny_design):
+    """Issue 35: every phase draws its batches from its own seed domain; the base run's first-step loss is the loss
+    of a fresh batch at its start (the grid run's end), not that of a batch an earlier phase trained on."""
+    import torch
+
+    from normscope import encoders
+    from normscope.lab.decisive import grid_name
+    from normscope.lab.decisive_run import batch_seed
+    from normscope.pairs import sample_pair_batches
+    from normscope.probes import symmetric_info_nce
+
+    d, sz = Path(tiny_design.directory), _tiny_sizes()
+    data = json.loads((d / "data.json").read_text())
+    n = len(data["train_left"])
+
+    def idx(kind, t):
+        return [int(i) for i in sample_pair_batches(n, sz.batch_size, 1, batch_seed(1, kind, t))[0]]
+
+    for t in range(4):  # the first design drew batch t of every phase from one seed: the same batches
+        batches = [idx(k, t) for k in ("pretrain", "grid", "base", "scaling", "nodecay")]
+        assert all(a != b for i, a in enumerate(batches) for b in batches[i + 1:]), t
+    enc = encoders.load_encoder(str(d / "encoder"), fresh=True)
+    params = [p for _n, p in enc.module.named_parameters() if p.requires_grad]
+    state = torch.load(d / "runs" / f"{grid_name(0.05, 0.2)}.final.pt", weights_only=True)
+    with torch.no_grad():
+        for p, v in zip(params, state):
+            p.copy_(v)
+    enc.module.eval()
+
+    def loss(bidx):  # the loss does not depend on the scale of theta_D (the equilibrated start rescales it)
+        with torch.no_grad():
+            zq = enc.forward(enc.tokenize([data["train_left"][i] for i in bidx]))
+            zd = enc.forward(enc.tokenize([data["train_right"][i] for i in bidx]))
+            return float(symmetric_info_nce(zq.float(), zd.float(), sz.tau))
+
+    first = float(np.load(d / "runs" / "base_sgd.npz")["loss"][0])
+    assert first == pytest.approx(loss(idx("base", 0)), rel=1e-4, abs=1e-6)
+    for kind in ("pretrain", "grid"):  # not the batch the pre-training or the grid run trained on at step 0
+        assert abs(first - loss(idx(kind, 0))) > 1e-4, kind
+
+
+def test_theta_d_obeys_e1_every_step_on_a_tiny_bert(tiny_design):
+    """theta_D (the last LayerNorm's gain and bias) is exactly scale invariant: <theta_D, g_D> = 0 for every batch, so
+    under SGD ||theta+||^2 = (1 - eta lambda)^2 ||theta||^2 + eta^2 ||g_D||^2 (E1) step by step, far inside 1 %; the
+    window balance telescopes exactly; and every decayed run starts at its (E2) equilibrium from K fresh batches."""
+    runs = Path(tiny_design.directory) / "runs"
+    for name in ("grid_sgd_eta0.05_lam0.2", "base_sgd", "scale_sgd_x2", "nodecay_sgd", "base_momentum", "base_adamw"):
+        z = np.load(runs / f"{name}.npz")
+        spec = json.loads((runs / f"{name}.json").read_text())["spec"]
+        eta, lam, td = spec["lr"], spec["weight_decay"], z["theta_d"]
+        assert td.shape == (spec["steps"], 6) and (td[:, 0] > 0).all()
+        np.testing.assert_allclose(td[1:, 0], td[:-1, 5], rtol=1e-12)  # one continuous record
+        cos = np.abs(td[:, 2]) / np.sqrt(td[:, 0] * td[:, 1])
+        assert cos.max() < 1e-4, name  # no first-order radial term (A1)
+        step = (1 - eta * lam) ** 2 * td[:, 0] - 2 * eta * (1 - eta * lam) * td[:, 4] + eta**2 * td[:, 3]
+        np.testing.assert_allclose(td[:, 5], step, rtol=1e-5, err_msg=name)  # the exact decoupled step
+        if spec["optimizer"] == "sgd":  # (E1): the same with the cross term dropped and s = g
+            e1 = (1 - eta * lam) ** 2 * td[:, 0] + eta**2 * td[:, 1]
+            assert np.max(np.abs(td[:, 5] / e1 - 1)) < 1e-4, name
+        eq = z["equilibrate"]
+        if lam > 0:  # the equilibrated start: s_eq^4 = eta^2 E||g_D||^2 s^2 / (2c) (E2), (E12) for heavy ball
+            assert td[0, 0] == pytest.approx(eq[1], rel=1e-5) and eq[4] == 16
+            two_c = 1 - (1 - eta * lam) ** 2
+            if spec["optimizer"] != "adamw":
+                heat = eta**2 * eq[2] / ((1 - spec["beta"]) ** 2 if spec["optimizer"] == "momentum" else 1)
+                assert eq[1] == pytest.approx(math.sqrt(heat / two_c), rel=1e-12)
+        else:
+            assert not eq.any()
+    sc = tiny_design.base["sgd"]["scale"]
+    assert sc["e1"]["balance"] - sc["e1"]["boundary"] == pytest.approx(1.0, abs=1e-4)  # the window's (E1) balance
 
 
 def test_permuting_probe_items_permutes_every_per_item_output(tiny_design, tiny_files, tmp_path):
@@ -433,10 +623,14 @@ def test_cli_decisive_and_report_section(tiny_design, tiny_files, tmp_path, monk
     own = tiny_design.to_dict()
     from normscope.lab.claims import transformer_claim_row
 
-    stored = dict(own, design="full", stationary=True)  # the row is recomputed from the stored numbers
+    from normscope.lab.claims import transformer_items_claim_row
+
+    stored = dict(own, design="full", stationary=True)  # the rows are recomputed from the stored numbers
     sec = transformer_section(own, stored, figure_path=lambda n: tmp_path / n)
-    row = sec.claims[0]
-    assert row["verdict"] == transformer_claim_row(stored)["verdict"] != "not decided at this size"
+    row, items = sec.claims
+    assert row["verdict"] == transformer_claim_row(stored)["verdict"]
+    assert items["verdict"] == transformer_items_claim_row(stored)["verdict"]
+    assert "items are" not in items["reason"]  # the stored numbers' stationarity decides, not this run's
     assert row["tested_on"].startswith("the full design's stored result")
     assert "smaller than the full one" in sec.notes[0] and sec.derived["shown"] == "full design (stored)"
     assert len(sec.figures) == 3 and all((tmp_path / f.file).is_file() for f in sec.figures)
@@ -446,8 +640,17 @@ def test_cli_decisive_and_report_section(tiny_design, tiny_files, tmp_path, monk
     head = TransformerStage().headline(sec)  # the CLI summary's line: which design, its label, its statistic
     assert head.startswith(f"full design (stored): SGD base run {sec.derived['stored_full']['stationarity_label']}; "), head
     assert f"mean |R_eq - R-bar| / R-bar {num(stored['mean_abs_rel_error'])} [" in head
-    alone = transformer_section(own, None, figure_path=lambda n: tmp_path / n)
+    alone = transformer_section(own, None, figure_path=lambda n: tmp_path / n, stored_note="the stored full result "
+                                "came from design version 1, whose runs replayed the pre-training batches")
     assert alone.claims[0]["verdict"] == own["claim"]["verdict"] and "no stored full result" in alone.notes[0]
+    assert alone.claims[1]["verdict"] == own["claim_items"]["verdict"] and "replayed" in alone.notes[1]
+    # a stored full result of the first (batch-replaying) design is never shown and gives no verdict
+    from normscope.lab.decisive import STORED_RESULT
+    from normscope.report.stages.transformer import stored_full_status
+
+    if json.loads(STORED_RESULT.read_text()).get("design_version") is None:  # the stored file today (version 1)
+        stored_now, why = stored_full_status()
+        assert stored_now is None and "replayed the pre-training batches" in why
 
 
 def test_report_transformer_stage_renders_and_feeds_the_scorecard(tiny_design, tiny_files, tmp_path, monkeypatch):
@@ -520,8 +723,8 @@ def test_selection_rule():
     assert (sel["eta"], sel["lambda"]) == (0.01, 0.2) and not sel["fallback"]
     assert "3 of 5 settings" in sel["reason"] or "qualify" in sel["reason"]
     big = [row(0.01, 0.2, step=2 * STEP_TOL), row(0.03, 1 / 15, step=3 * STEP_TOL)]
-    sel = select_setting(big, sz)
-    assert sel["fallback"] and sel["eta"] == 0.03 and "expansion may not hold" in sel["reason"]
+    sel = select_setting(big, sz)  # none qualifies: the setting whose items move least (not the largest eta)
+    assert sel["fallback"] and sel["eta"] == 0.01 and "expansion may not hold" in sel["reason"]
     dead = [row(0.01, 0.2, "collapsed"), row(0.01, 0.4, "collapsed")]
     sel = select_setting(dead, sz)
     assert sel["fallback"] and (sel["eta"], sel["lambda"]) == (0.01, 0.2) and "collapsed" in sel["reason"]

@@ -69,7 +69,7 @@ def test_offline_report_says_once_what_it_could_not_do(nothing_here, capsys):
     assert ct["total"] == n and ct["tested"] == 0 and len(ct["not_tested"]) == n
     blocked = {m["dataset"]: sorted(m["claims"]) for m in summary["missing_data"]}
     assert blocked == {"wordnet": ["ambiguity", "corr_norm_drift", "corr_norm_heat", "req_predicts_norm", "specificity",
-                                   "theorem1_transformer"],
+                                   "theorem1_transformer", "theorem1_transformer_items"],
                        "scifact": ["calibration_discrimination", "calibration_incremental", "corr_norm_drift",
                                    "corr_norm_heat", "gain_high_frequency", "gain_low_quality", "inference_cost",
                                    "req_predicts_norm", "similarity_gain"],

@@ -108,12 +108,13 @@ def test_transformer_tables_and_key_numbers_read_each_field():
     from normscope.report.stages.transformer import _key_numbers, _tables
 
     res = DecisiveResult.from_dict(DECISIVE)
-    stat, pred, scal, grid = _tables(res, None, res, "this run", full_run=False)
+    scale, stat, pred, scal, grid = _tables(res, None, res, "this run", full_run=False)
+    assert scale.rows == ()  # no theta_D record in this result (a design before issue 35)
     assert stat.rows == (("this run", "sgd", "0.1", "0.02", "1,200", "2.5", "drifting", "+1.23%", "1.5 / 2",
                           "0.6 [0.500, 0.700]", "too short", "no"),)
     assert pred.rows == (("this run", "sgd", "0.11 [0.050, 0.200]", "-0.05 [\u22120.100, 0.020]", "0.31 [0.100, 0.500]",
                           "0.26 [0.030, 0.400]", "0.33 (p 0.04)", "8 (1 with q < 0)", "0.37"),)
-    assert scal.rows == (("this run", "sgd", "0.02, 0.04", "-0.400 [\u22120.500, \u22120.300]", "-0.42", "yes",
+    assert scal.rows == (("this run", "sgd", "0.02, 0.04", "n/a", "-0.42", "yes", "-0.400 [\u22120.500, \u22120.300]",
                           "drifting, stationary"),)
     assert grid.rows == (("this run", "0.1", "0.02", "0.002", "all", "500", 1200, "drifting", "1.5", "0.6"),)
     assert grid.title.endswith("rule: the smallest eta*lambda")

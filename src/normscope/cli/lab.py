@@ -295,13 +295,26 @@ def _decisive(request: DecisiveRequest, *, run_dir, json_path, out, fig) -> None
                   _fmt(st.spearman, ".3f") + _ci(ci.spearman),
                   _fmt(null.p, ".3g"), _fmt((b.trajectory or RunTrajectory()).heat_share, ".3g"))
     console.print(t)
-    s = Table(title="lambda scaling at fixed eta: slope of log R-bar on log lambda (predicted before the scaled runs)")
-    for col in ("optimizer", "lambdas", "slope [95% CI]", "predicted", "labels"):
+    for opt, b in (res.base or {}).items():
+        sc = b.scale or {}
+        if sc:
+            st, e1 = sc.get("stationarity") or {}, sc.get("e1") or {}
+            console.print(f"scale ||theta_D|| ({opt}): arrival {_fmt(b.arrival_units, '.3g')} + window "
+                          f"{_fmt(b.window_units, '.3g')} relaxation units {b.relaxation_unit}; {st.get('label')} "
+                          f"({_fmt(st.get('relative_change'), '+.2%')}); s observed {sc['s_observed']:.5g}, predicted "
+                          f"(E2{', SGD form' if not sc.get('sgd_form_expected', True) else ''}) {sc['s_predicted']:.5g}, "
+                          f"rel. error {sc['rel_error']:+.2%}{_ci(sc.get('rel_error_ci'))}; (E1) max |cos| "
+                          f"{_fmt(e1.get('max_abs_cos'), '.2g')}, balance {_fmt(e1.get('balance'), '.4f')}", markup=False)
+    s = Table(title="lambda scaling at fixed eta: slope of log s (theta_D) on log lambda, predicted before the scaled "
+                    "runs; the items' log R-bar slope beside it")
+    for col in ("optimizer", "lambdas", "slope of s [95% CI]", "predicted", "items' slope [95% CI]", "labels"):
         s.add_column(col, justify="right")
     for opt, sc in (res.scaling or {}).items():
-        f = sc.fit
-        s.add_row(opt, ", ".join(f"{r.lam:.3g}" for r in sc.runs), f"{f.slope:.3f}" + _ci(f.ci),
-                  _fmt((sc.prediction or ScalingPrediction()).exponent, ".3f"), ", ".join(r.label for r in sc.runs))
+        f, sf = sc.fit, sc.scale_fit
+        s.add_row(opt, ", ".join(f"{r.lam:.3g}" for r in sc.runs),
+                  (f"{sf.slope:.3f}" + _ci(sf.ci)) if sf is not None and sf.slope is not None else "n/a",
+                  _fmt((sc.prediction or ScalingPrediction()).exponent, ".3f"), f"{f.slope:.3f}" + _ci(f.ci),
+                  ", ".join(r.label for r in sc.runs))
     console.print(s)
     nd = res.nodecay
     if nd:
@@ -309,8 +322,9 @@ def _decisive(request: DecisiveRequest, *, run_dir, json_path, out, fig) -> None
                       f"{_ci(nd.ci)}, {nd.fraction_grew:.0%} of items grew; initial rate of mean R^2 "
                       f"{_fmt(nd.initial_rate_of_mean_r2, '.3g')} per step vs predicted "
                       f"{_fmt(nd.predicted_initial_rate, '.3g')}", markup=False)
-    row = ClaimRow.from_json(res.claim) or ClaimRow()
-    console.print(f"scorecard (theorem1_transformer): {row.verdict}: {row.why}", markup=False)
+    for key, c in (("theorem1_transformer", res.claim), ("theorem1_transformer_items", res.claim_items)):
+        row = ClaimRow.from_json(c) or ClaimRow()
+        console.print(f"scorecard ({key}): {row.verdict}: {row.why}", markup=False)
     for c in res.caveats:
         console.print(styled("caveat:", "yellow"), c)
     written = write_outputs({json_path: lambda p: write_json({**d, "timings": res.timings}, p),

@@ -6,15 +6,16 @@
   estimator, not a network: its kind is ``construction``, an MLP's ``paper``).
 - ``optimizer_momentum`` / ``optimizer_adamw`` (exploratory: the paper leaves them open): does the
   plain-SGD formula miss under heavy-ball momentum (without the (E12) correction) and AdamW?
-- ``theorem1_transformer`` from the decisive design (:func:`transformer_claim_row`, the report's row):
-  the mean relative error ``|R_eq - R-bar| / R-bar`` of the prediction with no fitted constant, with
-  its CI over snapshots, batches and items. Direction: the items' own heat and drift predict better
-  than other items' (one-sided permutation tests, :func:`normscope.claims.permutation_direction`); size:
-  at most :data:`REL_TOL`. *Not decided at this size* unless the SGD base run passed every
-  stationarity check (not collapsed, mean R^2 stable, window after one relaxation time). Why 0.10:
-  10 % in R is 40 % in the heat/decay balance (R ~ (Sigma^2/c)^(1/4)), twice the gate the free table
-  passes, because a transformer's heat and drift are measured on fewer, noisier snapshots
-  (docs/theory.md section 7).
+- ``theorem1_transformer`` from the decisive design (:func:`transformer_claim_row`): the theorem's own
+  conditions. The decayed group theta_D is exactly scale invariant, so its norm s obeys (E1) and (E2);
+  the statistic is ``|s_pred / s_obs - 1|`` with no fitted constant (CI over window blocks), size at most
+  :data:`SCALE_TOL`, with the lambda-scaling slopes (-1/4 SGD, -1/2 AdamW), the no-decay control and the
+  AdamW control as conditions.
+- ``theorem1_transformer_items`` (:func:`transformer_items_claim_row`): per-item norms vs the per-item
+  prediction (the paper's application, outside the derivation), mean ``|R_eq - R-bar| / R-bar`` with its
+  CI over snapshots, batches and items, direction against a permutation null, size at most
+  :data:`REL_TOL` (10 % in R is 40 % in the heat/decay balance); *not decided* unless the items are
+  stationary, the step-size gate holds (:data:`STEP_TOL`) and it beats a constant predictor (issue 34).
 - the same claim from a single transformer run (:func:`transformer_claim`, ``normscope lab --encoder
   transformer --design single``): the partial Spearman rho(R_eq at step 0, R_T | R_0), a direction
   only; *not decided* unless the run is at least one relaxation time long before its window and the
@@ -35,14 +36,15 @@ import numpy as np
 from normscope.claims import (CLAIMS, Gate, Size, claim_row, fmt_value, judge, not_testable_row,
                               permutation_direction)
 
-__all__ = ["lab_claim", "optimizer_claim", "transformer_claim", "transformer_claim_row", "ENCODER_NAMES",
-           "SHORT_NAMES", "REL_TOL", "SINGLE_RUN_CLAIM"]
+__all__ = ["lab_claim", "optimizer_claim", "transformer_claim", "transformer_claim_row", "transformer_items_claim_row",
+           "ENCODER_NAMES", "SHORT_NAMES", "REL_TOL", "SCALE_TOL", "STEP_TOL", "MIN_SCALE_BLOCKS", "SINGLE_RUN_CLAIM"]
 
-#: Largest mean |R_eq - R-bar| / R-bar of the decisive design that counts as the theorem holding in size
-#: (the size of ``CLAIMS["theorem1_transformer"]``).
+#: Largest mean |R_eq - R-bar| / R-bar of the decisive design's items that counts as the prediction holding in size
+#: (the size of ``CLAIMS["theorem1_transformer_items"]``).
 REL_TOL = 0.10
 #: The claim as a single transformer run tests it: a direction only (partial Spearman rho).
-SINGLE_RUN_CLAIM = dataclasses.replace(CLAIMS["theorem1_transformer"], size=Size())
+#: It is about per-item norms (the items claim's text), kept under the key its scorecard used.
+SINGLE_RUN_CLAIM = dataclasses.replace(CLAIMS["theorem1_transformer_items"], key="theorem1_transformer", size=Size())
 
 #: Short names of the lab encoders (shown beside the row's figure: what actually ran).
 SHORT_NAMES = {"table": "free embedding table", "mlp": "two-tower MLP"}
@@ -203,57 +205,187 @@ def _ci(ci) -> str:
     return "n/a" if not ci or None in ci else f"[{ci[0]:.3g}, {ci[1]:.3g}]"
 
 
+#: Largest relative per-step displacement sqrt(<||Delta||^2> / <R^2>) of the median probe item for which the probe's
+#: expansion in eta (E6)-(E8) holds (third-order terms ~ STEP_TOL^3 << c): the step-size gate of the per-item row.
+STEP_TOL = 0.05
+#: Largest |s_pred / s_obs - 1| of the decayed scale that counts as (E2) holding (the free table's gate, section 7).
+SCALE_TOL = 0.05
+#: Fewest time blocks (one per relaxation unit) behind the scale's CI for the row to be decided: a bootstrap over
+#: fewer independent blocks gives no usable interval.
+MIN_SCALE_BLOCKS = 4
+#: the slopes of log s on log lambda the scale row compares with (stated before the scaled runs)
+SCALE_SLOPES = {"sgd": -0.25, "adamw": -0.5}
+
+
+def _design_what(d: dict, base: dict) -> str:
+    return (f"a {(d.get('encoder') or {}).get('config', {}).get('hidden', '?')}-wide BERT trained with SGD "
+            f"(eta={_f(base.get('eta'), 'g')}, lambda={_f(base.get('lambda'), '.4g')}, decay on {d.get('decay_mask')})")
+
+
+def _time_part(base: dict) -> str:
+    relax, steps = base.get("relaxation_steps"), base.get("steps")
+    unit = base.get("relaxation_unit") or "1/(4 eta lambda_rad)"
+    if not (steps and relax):
+        return "relaxation unit unknown"
+    burn = base.get("burn_in") or 0
+    return (f"{steps:,} steps = {steps / relax:.3g} relaxation units {unit} of {relax:.0f} steps (window after "
+            f"{burn / relax:.3g} units)")
+
+
 def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
-    """Row ``theorem1_transformer`` of the decisive design (a pure function of its JSON).
+    """Row ``theorem1_transformer`` of the decisive design: the theorem's own conditions, on the decayed group theta_D.
+
+    theta_D (the last LayerNorm's gain and bias) is exactly scale invariant under the cosine loss, so it is a free
+    vector: (E1) and (E2) hold for its norm s = ||theta_D|| (:mod:`normscope.lab.decisive_scale`). The statistic is
+    ``|s_pred / s_obs - 1|`` of the SGD base run, s_pred from (E2) with the window's own gradients and no fitted
+    constant, CI over time blocks of the window; size at most :data:`SCALE_TOL`. A reproduction also needs: the
+    lambda-scaling slope of s within its CI of -1/4 (SGD) and -1/2 (AdamW), the no-decay control's scale growing,
+    and AdamW failing the SGD form (the CI of its |rel. error| above :data:`SCALE_TOL`); a failed one gives
+    ``inconclusive`` with the reason. *Not decided at this size* unless the SGD base run did not collapse and its
+    scale passed the 3 % stationarity rule after the arrival (window >= 1 relaxation unit into the run) over a window
+    of at least :data:`MIN_SCALE_BLOCKS` relaxation units (the CI's independent blocks). A result
+    without a theta_D record (the first, batch-replaying design) is *not decided*.
 
     Parameters
     ----------
     d : dict
-        :meth:`normscope.lab.result.DecisiveResult.to_dict` (``base``, ``mean_abs_rel_error`` and its
-        CI, ``stationary``, the permutation null of the SGD base run's prediction).
+        :meth:`normscope.lab.result.DecisiveResult.to_dict`.
     full_command : str
         The command that runs the full design (what would decide a row that is not decided).
 
     Returns
     -------
     dict
-        A :func:`normscope.claims.claim_row` (``verdict`` one of ``reproduced``, ``refuted``,
-        ``inconclusive``, ``not decided at this size``, ``not testable here``), with the SGD base
-        run's stationarity checks and :data:`REL_TOL` in ``details``.
+        A :func:`normscope.claims.claim_row`.
     """
+    key = "theorem1_transformer"
+    base = (d.get("base") or {}).get("sgd") or {}
+    sc = base.get("scale") or {}
+    what = (f"|s_pred / s_obs - 1| of the decayed scale s = ||theta_D|| of {_design_what(d, base)}; s_pred^4 = "
+            "eta^2 <||g_D||^2 s^2> / (2c) (E2) from the window's own gradients, no fitted constant; s_obs the time-RMS "
+            f"of s over the window; CI: {sc.get('resamples') or 'time blocks of the window'}")
+    tested = f"the '{d.get('design')}' decisive design, {_time_part(base)}"
+    needs = f"a design whose SGD base run's scale passes the stationarity rule ({full_command or 'the full design'})"
+    if not sc or sc.get("abs_rel_error") is None:
+        return not_testable_row(key, "this result has no record of theta_D (a design before issue 35, whose runs "
+                                "replayed the pre-training batches)", what=what, tested_on=tested,
+                                verdict="not decided at this size", needs=needs)
+    stat, ci = sc["abs_rel_error"], sc.get("abs_rel_error_ci")
+    st = sc.get("stationarity") or {}
+    if base.get("label") == "collapsed":
+        gate = Gate(False, "the SGD base run collapsed", needs)
+    elif st.get("label") != "stationary":
+        gate = Gate(False, "the SGD base run's scale ||theta_D|| is not stationary", needs)
+    elif (sc.get("n_blocks") or 0) < MIN_SCALE_BLOCKS:
+        gate = Gate(False, f"the SGD base run's window is {_f(base.get('window_units'))} relaxation units long: its CI "
+                           f"rests on {sc.get('n_blocks')} blocks, fewer than {MIN_SCALE_BLOCKS} independent ones", needs)
+    else:
+        gate = Gate(True)
+    conds, notes = {}, []
+    scaling = d.get("scaling") or {}
+    for opt, e in SCALE_SLOPES.items():
+        f = (scaling.get(opt) or {}).get("scale_fit") or {}
+        ok = (scaling.get(opt) or {}).get("prediction_in_ci")
+        conds[f"{opt} slope of log s on log lambda contains {e:g}"] = ok
+        if f:
+            ps = (scaling.get(opt) or {}).get("scale_predicted_slope")
+            notes.append(f"{opt} slope {f['slope']:.3f} {_ci(f.get('ci'))} vs {e:g}"
+                         + (f" (the runs' own (E2) predictions give {ps:.3f}: the heat depends on lambda)"
+                            if ps is not None and opt != "adamw" and abs(ps - e) > 0.01 else ""))
+    nd = (d.get("nodecay") or {}).get("scale") or {}
+    conds["no-decay control: s grows"] = nd.get("grew")
+    if nd:
+        notes.append(f"no decay: s_end/s_start {nd.get('ratio'):.4f}, grew in {nd.get('fraction_of_steps_grew'):.1%} of "
+                     "steps")
+    ad = ((d.get("base") or {}).get("adamw") or {}).get("scale") or {}
+    aci = ad.get("abs_rel_error_ci")
+    conds[f"AdamW fails the SGD form (|rel. error| CI above {SCALE_TOL:g})"] = (bool(aci[0] > SCALE_TOL) if aci else None)
+    if ad:
+        notes.append(f"AdamW, SGD form: |rel. error| {_f(ad.get('abs_rel_error'))} {_ci(aci)}")
+    failed = [k for k, v in conds.items() if v is not True]
+    e1 = sc.get("e1") or {}
+    notes.insert(0, f"s observed {_f(sc.get('s_observed'), '.4g')}, predicted {_f(sc.get('s_predicted'), '.4g')} "
+                    f"(rel. error {_f(sc.get('rel_error'), '+.3%')} {_ci(sc.get('rel_error_ci'))}); (E1): max |cos(theta_D, "
+                    f"g_D)| {_f(e1.get('max_abs_cos'))}, window balance {_f(e1.get('balance'), '.4f')}")
+    if failed:
+        notes.append("not met: " + "; ".join(f"{k} ({'not measured' if conds[k] is None else 'no'})" for k in failed))
+    if base.get("label") == "collapsed" or st.get("reasons"):
+        notes.append("why not stationary: " + "; ".join((base.get("reasons") if base.get("label") == "collapsed" else
+                                                        st.get("reasons")) or []))
+    j = judge(key, stat, ci, gate=gate, conditions_met=not failed)
+    return claim_row(key, measured=stat, ci=ci, judged=j, n=sc.get("window_steps"), what=what,
+                     label="|s_pred / s_obs - 1| (theta_D)", tested_on=tested, note="; ".join(notes),
+                     statistic="transformer lab (decisive): |s_pred / s_obs - 1| of theta_D",
+                     beside=f"rel. error {_f(sc.get('rel_error'), '+.2%')}",
+                     needs=gate.needs if not gate.passed else "",
+                     details={"tolerance": SCALE_TOL, "conditions": conds, "scale stationarity": st,
+                              "E1": e1, "s observed": sc.get("s_observed"), "s predicted": sc.get("s_predicted")})
+
+
+def transformer_items_claim_row(d: dict, *, full_command: str = "") -> dict:
+    """Row ``theorem1_transformer_items``: per-item output norms against the per-item prediction (the paper's
+    application, outside the theorem's derivation).
+
+    Every item's norm is ``R(x) = s rho(x)``; the factor rho(x) is set by undecayed weights, for which Theorem 1's
+    conditions do not hold (the paper says the same of mean-pooled outputs), so this row carries that caveat.
+    The statistic is the mean ``|R_eq - R-bar| / R-bar`` of the SGD base run's snapshot prediction with no fitted
+    constant (CI over snapshots, batches and items); direction against the permutation null; size at most
+    :data:`REL_TOL`. *Not decided at this size* unless (in this order) the base run's items are stationary, the
+    step-size gate holds (the median item moves by at most :data:`STEP_TOL` of its norm per step, measured at
+    equilibrium; otherwise no number is computed: the probe's expansion does not hold), and the prediction beats a
+    constant predictor (every item the geometric mean of R_eq; the CI of the gain over it above 0).
+    """
+    key = "theorem1_transformer_items"
     base = (d.get("base") or {}).get("sgd") or {}
     pred = base.get("prediction") or {}
     st = base.get("stationarity") or {}
     stat, ci = d.get("mean_abs_rel_error"), d.get("mean_abs_rel_error_ci")
     null = (pred.get("null") or {}).get("mean_abs_rel_error") or {}
     design = pred.get("design") or {}
-    relax, steps = base.get("relaxation_steps"), base.get("steps")
-    time_part = (f"{steps:,} steps = {steps / relax:.3g} relaxation times 1/(2 eta lambda_rad) of {relax:.0f} steps"
-                 if steps and relax else "relaxation time unknown")
-    what = (f"mean |R_eq - R-bar| / R-bar over {pred.get('n_items', d.get('probe_items'))} held-out probe items of a "
-            f"{(d.get('encoder') or {}).get('config', {}).get('hidden', '?')}-wide BERT trained to stationarity with SGD "
-            f"(eta={_f(base.get('eta'), 'g')}, lambda={_f(base.get('lambda'), '.4g')}, mask {d.get('decay_mask')}); R_eq "
-            f"from (E7) with c = eta lambda_rad (E4), no fitted constant, {design.get('snapshots', '?')} snapshots x "
-            f"{design.get('batches', '?')} fresh batches; CI over snapshots, batches and items; direction against a "
-            "permutation null shuffling the R-free statistics across items")
-    tested = f"the '{d.get('design')}' decisive design, {time_part}"
-    details = {"stationarity checks (SGD base run)": st.get("checks"), "tolerance": REL_TOL,
-               "Pearson(R_eq, R-bar)": d.get("pearson"), "Pearson CI": d.get("pearson_ci"),
-               "null median of the mean |rel. error|": null.get("median")}
+    caveat = ("the per-item factor rho(x) = R(x)/||theta_D|| is set by undecayed weights, outside Theorem 1's "
+              "derivation (the paper states mean-pooled outputs are not covered)")
+    what = (f"mean |R_eq - R-bar| / R-bar over {pred.get('n_items', d.get('probe_items'))} held-out probe items of "
+            f"{_design_what(d, base)}; R_eq from (E7) with c = eta lambda_rad (E4), no fitted constant, "
+            f"{design.get('snapshots', '?')} snapshots x {design.get('batches', '?')} fresh batches; CI over snapshots, "
+            "batches and items; direction against a permutation null shuffling the R-free statistics across items; "
+            f"caveat: {caveat}")
+    tested = f"the '{d.get('design')}' decisive design, {_time_part(base)}"
+    need_run = f"a run whose SGD base run passes every stationarity check ({full_command or 'the full design'})"
+    step = base.get("relative_step")
     if stat is None or ci is None or None in ci:
-        return not_testable_row("theorem1_transformer", "the decisive design gave no prediction with a CI "
+        return not_testable_row(key, "the decisive design gave no prediction with a CI "
                                 f"(SGD base run: {base.get('label') or 'not run'})", what=what, tested_on=tested)
+    if step is None or step > STEP_TOL:
+        return not_testable_row(key, f"step-size gate: the median item moves {_f(step)} of its norm per step at "
+                                f"equilibrium (allowed {STEP_TOL:g}); no per-item prediction is judged", what=what,
+                                tested_on=tested, verdict="not decided at this size",
+                                note="the probe's expansion in eta (E6)-(E8) does not hold for such steps",
+                                needs="a setting whose items move by at most 0.05 of their norm per step (smaller eta)")
+    sd, sci = pred.get("stats") or {}, pred.get("ci") or {}
+    gain, gain_ci = sd.get("gain_over_constant"), sci.get("gain_over_constant")
     reasons = "; ".join(base.get("reasons") or []) or "a stationarity check failed"
-    gate = (Gate(True) if d.get("stationary") else
-            Gate(False, f"the SGD base run is {base.get('label') or 'not stationary'} ({reasons})",
-                 f"a run whose SGD base run passes every stationarity check ({full_command or 'the full design'})"))
+    if not d.get("stationary"):
+        gate = Gate(False, f"the SGD base run's items are {base.get('label') or 'not stationary'}", need_run)
+    elif gain_ci is None or None in gain_ci or not gain_ci[0] > 0:
+        gate = Gate(False, f"the per-item prediction does not beat a constant predictor (gain {_f(gain)} "
+                           f"{_ci(gain_ci)})", "a prediction whose per-item content beats the constant predictor "
+                                               "(every item the geometric mean of R_eq)")
+    else:
+        gate = Gate(True)
     n_perm = int(pred.get("n_perm") or 0)
     direction = permutation_direction(null.get("p"), null.get("p_above"), n_perm, f"the mean |rel. error| {_f(stat)}")
-    j = judge("theorem1_transformer", stat, ci, direction=direction, gate=gate)
-    note = (f"stationarity: mean R^2 moved {_f(st.get('relative_change'), '+.2%')} between the window's halves, loss "
-            f"{_f(st.get('loss_mean'))} vs chance {_f(st.get('chance_loss'))}, held-out accuracy {_f(st.get('accuracy'))}")
-    return claim_row("theorem1_transformer", measured=stat, ci=ci, judged=j, n=pred.get("n_items"), what=what,
+    j = judge(key, stat, ci, direction=direction, gate=gate)
+    note = (f"{caveat}; constant predictor: mean |rel. error| {_f(sd.get('constant_mean_abs_rel_error'))}, gain "
+            f"{_f(gain)} {_ci(gain_ci)}; relative step {_f(step)} (gate {STEP_TOL:g}); stationarity: mean R^2 moved "
+            f"{_f(st.get('relative_change'), '+.2%')} between the window's halves"
+            + (f"; why not stationary: {reasons}" if not d.get("stationary") else ""))
+    return claim_row(key, measured=stat, ci=ci, judged=j, n=pred.get("n_items"), what=what,
                      label="mean |R_eq - R-bar| / R-bar", tested_on=tested, note=note,
                      statistic="transformer lab (decisive): mean |R_eq - R-bar| / R-bar",
                      beside=f"Pearson(R_eq, R-bar) {_f(d.get('pearson'))} {_ci(d.get('pearson_ci'))}",
-                     needs=gate.needs if not gate.passed else "", details=details)
+                     needs=gate.needs if not gate.passed else "",
+                     details={"stationarity checks (SGD base run)": st.get("checks"), "tolerance": REL_TOL,
+                              "step-size gate": STEP_TOL, "relative step": step,
+                              "constant predictor mean |rel. error|": sd.get("constant_mean_abs_rel_error"),
+                              "gain over the constant predictor": gain, "gain CI": gain_ci,
+                              "null median of the mean |rel. error|": null.get("median")})

@@ -17,11 +17,12 @@ import pandas as pd
 
 from normscope._io import write_json
 from normscope.lab.analysis import wilson_interval
-from normscope.lab.claims import transformer_claim_row
-from normscope.lab.decisive_run import relaxation_time
+from normscope.lab.claims import transformer_claim_row, transformer_items_claim_row
+from normscope.lab.decisive_run import DESIGN_VERSION, relaxation_time
+from normscope.lab.decisive_scale import SCALE_EXPONENTS, scale_blocks, scale_growth, scale_summary, window_blocks
 from normscope.lab.prediction import snapshot_prediction
 from normscope.lab.result import DecisiveResult
-from normscope.lab.scaling import growth_without_decay, lambda_scaling_fit, predicted_exponent
+from normscope.lab.scaling import growth_without_decay, lambda_scaling_fit
 from normscope.lab.stationarity import classify_window
 from normscope.lab.trajectory import TrajectoryRecord, trajectory_estimates
 
@@ -54,7 +55,8 @@ def _blocks(r2: np.ndarray, steps: np.ndarray, edges: list[int]) -> np.ndarray:
     return np.stack(out)
 
 
-def run_window(spec, run: dict, *, batch_size: int, n_eval: int, n_blocks: int | None = None) -> dict:
+def run_window(spec, run: dict, *, batch_size: int, n_eval: int, n_blocks: int | None = None, n_boot: int = 500,
+               seed: int = 0) -> dict:
     """Stationarity, trajectory estimates and block means of one run's window ``[burn_in, steps)``.
 
     Parameters
@@ -67,15 +69,18 @@ def run_window(spec, run: dict, *, batch_size: int, n_eval: int, n_blocks: int |
     n_blocks : int, optional
         Cut the window into this many equal time blocks (default: at the snapshot steps when the run
         has snapshots, else :data:`SCALING_BLOCKS`).
+    n_boot, seed : int
+        Resamples and seed of the scale's block-bootstrap CI (:func:`~normscope.lab.decisive_scale.scale_summary`).
 
     Returns
     -------
     dict
         ``stationarity`` (:func:`~normscope.lab.stationarity.classify_window`), ``estimates`` (per-item
         arrays of :func:`~normscope.lab.trajectory.trajectory_estimates` over the tracked steps of the
-        window), ``blocks`` (block-mean R^2, shape (n_blocks, P)), ``relaxation_steps`` (1/(2 eta
-        lambda_rad), lambda_rad from the window's E4 measurements, median item), ``r_bar`` (time-RMS
-        norm per item), ``lam_per_lambda`` (median, window), ``summary`` (JSON-able figures).
+        window), ``blocks`` (block-mean R^2, shape (n_blocks, P)), ``relaxation_steps`` (the
+        optimizer's relaxation unit, lambda_rad from the window's E4 measurements, median item), ``r_bar``
+        (time-RMS norm per item), ``lam_per_lambda`` (median, window), ``summary`` (JSON-able figures;
+        ``scale``: the decayed scale's (E1) checks and (E2) prediction when the run recorded theta_D).
     """
     ts = run["track_steps"]
     w = ts >= spec.burn_in
@@ -85,8 +90,8 @@ def run_window(spec, run: dict, *, batch_size: int, n_eval: int, n_blocks: int |
     if lam_rows.size == 0:
         lam_rows = run["lam"]
     lam_med = _med(lam_rows.mean(axis=0)) if lam_rows.size else None
-    c_med = spec.lr * spec.weight_decay * lam_med if lam_med is not None else None
-    tau_r = 1.0 / (2.0 * c_med) if c_med is not None and c_med > 0 else None
+    tau_r = relaxation_time(spec.lr, spec.weight_decay, lam_med, spec.optimizer) if lam_med is not None else None
+    tau_r = tau_r if tau_r is not None and math.isfinite(tau_r) else None
     acc = float(run["eval_acc"][-1]) if run["eval_acc"].size else None
     st = classify_window(r2, loss_w, batch_size=batch_size, accuracy=acc, n_eval=n_eval, burn_in=spec.burn_in,
                          relaxation_steps=tau_r)
@@ -106,6 +111,9 @@ def run_window(spec, run: dict, *, batch_size: int, n_eval: int, n_blocks: int |
         "name": spec.name, "optimizer": spec.optimizer, "eta": spec.lr, "lambda": spec.weight_decay,
         "steps": spec.steps, "burn_in": spec.burn_in, "start": spec.start,
         "relaxation_steps": _num(tau_r), "relaxations": _num(spec.steps / tau_r) if tau_r else None,
+        "relaxation_unit": "1/(2 eta lambda_rad)" if spec.optimizer == "adamw" else "1/(4 eta lambda_rad)",
+        "arrival_units": _num(spec.burn_in / tau_r) if tau_r else None,
+        "window_units": _num((spec.steps - spec.burn_in) / tau_r) if tau_r else None,
         "label": st["label"], "reasons": st["reasons"], "stationarity": st,
         "lambda_rad_per_lambda": lam_med,
         "relative_step": _med(np.sqrt(run["dd"][w].mean(axis=0) / r2.mean(axis=0))) if r2.size else None,
@@ -122,6 +130,15 @@ def run_window(spec, run: dict, *, batch_size: int, n_eval: int, n_blocks: int |
         summary["trajectory"] = {"q_over_c": _med(est["q_over_c"]), "q_over_c_realised": _med(est["q_over_c_realised"]),
                                  "c_realised_over_c": _med(creal), "heat_share": _med(est["heat_share"]),
                                  "drift_share": _med(ds)}
+    td = run.get("theta_d")
+    if td is not None and len(td) == spec.steps and spec.weight_decay > 0 and spec.steps - spec.burn_in >= 4:
+        summary["scale"] = scale_summary(td, eta=spec.lr, weight_decay=spec.weight_decay, optimizer=spec.optimizer,
+                                         beta=spec.beta, burn_in=spec.burn_in, relaxation_steps=tau_r,
+                                         n_boot=n_boot, seed=seed)
+        eq = run.get("equilibrate")
+        if eq is not None and np.asarray(eq).any():
+            summary["scale"]["equilibrated_start"] = {"s_before": float(np.sqrt(eq[0])), "s_after": float(np.sqrt(eq[1])),
+                                                      "batches": int(eq[4])}
     every = max(1, int(math.ceil(len(ts) / 200)))
     summary["curve"] = {"steps": ts[::every].tolist(), "mean_r": np.sqrt(run["r2"][::every]).mean(axis=1).tolist(),
                         "loss_steps": list(range(0, spec.steps, max(1, spec.steps // 200))),
@@ -151,11 +168,15 @@ def grid_rows(runs: list, sizes, lam_per_lambda: float) -> list[dict]:
 
 
 def write_predictions(directory: Path, base_runs: list, *, key: str = "") -> dict:
-    """State the lambda-scaling exponent of each optimizer from its base run's heat share, before any scaled run.
+    """State the lambda-scaling exponent of the decayed scale s = ||theta_D|| per optimizer, before any scaled run.
 
-    Written once to ``<directory>/predictions.json`` with the time and ``key`` (the base runs' keys); a
-    resumed design reads the statement made the first time and never recomputes it, unless the base
-    runs themselves were recomputed (another key).
+    The exponents follow from the free-vector form that holds exactly for theta_D
+    (:data:`~normscope.lab.decisive_scale.SCALE_EXPONENTS`: -1/4 SGD and heavy ball, -1/2 AdamW); they do not
+    depend on the base runs' numbers. The first design predicted ``-1/(2(1 + h))`` from the items' measured heat
+    share h: that form needs heat and drift fixed as lambda changes, but here both come from the undecayed weights,
+    scale with R and cancel, so they exert no restoring force; only theta_D restores (issue 35). Written once to
+    ``<directory>/predictions.json`` with the time and ``key`` (the base runs' keys); a resumed design reads the
+    statement made the first time.
     """
     path = Path(directory) / "predictions.json"
     if path.is_file():
@@ -163,20 +184,17 @@ def write_predictions(directory: Path, base_runs: list, *, key: str = "") -> dic
         if old.get("key") == key:
             return old
     out = {"stated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "key": key,
-           "note": "written after the base runs and before any lambda-scaled run started"}
-    for spec, run in base_runs:
-        ts = run["track_steps"]
-        w = ts >= spec.burn_in
-        h = None
-        if w.any():
-            lam_rows = run["lam"][run["lam_steps"] >= spec.burn_in]
-            if lam_rows.size == 0:
-                lam_rows = run["lam"]
-            rec = TrajectoryRecord(np.vstack([run["r2"][w], run["r2_next"][w][-1:]]), run["zd"][w], run["dd"][w],
-                                   run["dec"][w], run["loss"], np.zeros(len(lam_rows), dtype=np.int64), lam_rows,
-                                   np.zeros((int(w.sum()), 1)))
-            h = _med(trajectory_estimates(rec, eta=spec.lr, weight_decay=spec.weight_decay, burn_in=0)["heat_share"])
-        out[spec.optimizer] = predicted_exponent(spec.optimizer, h)
+           "note": "written after the base runs and before any lambda-scaled run started",
+           "quantity": "s = ||theta_D||, the decayed scale (every item's R(x) = s rho(x))"}
+    for spec, _run in base_runs:
+        e = SCALE_EXPONENTS.get(spec.optimizer)
+        out[spec.optimizer] = {
+            "exponent": e, "free_vector": e,
+            "basis": ("AdamW: s^2 = eta E||u||^2 / (2 lambda), s ~ lambda^(-1/2) (docs/theory.md C3; Kosson et al. 2024)"
+                      if spec.optimizer == "adamw" else
+                      "theta_D is a free vector (E1): s^4 = eta^2 gamma^2 / (2 eta lambda) (E2), s ~ lambda^(-1/4)"
+                      + (" (heavy ball, decay outside the buffer: the heat / (1-beta)^2 of E12 does not depend on "
+                         "lambda)" if spec.optimizer == "momentum" else ""))}
     write_json(out, path)
     return out
 
@@ -195,7 +213,7 @@ def analyse_design(*, sizes, data: dict, runs: dict, phases: dict, lam_per_lambd
     ids, texts = list(data["probe_ids"]), list(data["probe_texts"])
     p = len(texts)
     order = np.lexsort((np.asarray(ids, dtype=str), np.asarray(texts, dtype=str)))
-    kw = dict(batch_size=sizes.batch_size, n_eval=sizes.n_eval)
+    kw = dict(batch_size=sizes.batch_size, n_eval=sizes.n_eval, n_boot=sizes.n_boot, seed=seed)
     encoder = _encoder_summary(sizes, runs["pretrain"], lam_per_lambda)
     cols: dict = {"id": ids, "text": texts}  # the per-item table, filled by each phase in turn
     base, wins = _base_summaries(phases["base"], runs, sizes, ids, order, seed, kw, cols)
@@ -217,8 +235,11 @@ def analyse_design(*, sizes, data: dict, runs: dict, phases: dict, lam_per_lambd
         pearson=(headline.get("stats") or {}).get("pearson"), pearson_ci=(headline.get("ci") or {}).get("pearson"),
         spearman=(headline.get("stats") or {}).get("spearman"), spearman_ci=(headline.get("ci") or {}).get("spearman"),
         null_p_mean_abs_rel_error=((headline.get("null") or {}).get("mean_abs_rel_error") or {}).get("p"),
-        caveats=_caveats(selected, base, headline, p), items=items, timings=timings, directory=str(directory))
-    result.claim = transformer_claim_row(result.to_dict())
+        caveats=_caveats(selected, base, headline, p), items=items, timings=timings, directory=str(directory),
+        design_version=DESIGN_VERSION)
+    d = result.to_dict()
+    result.claim = transformer_claim_row(d)
+    result.claim_items = transformer_items_claim_row(d)
     return result
 
 
@@ -256,6 +277,12 @@ def _base_summaries(base_specs: list, runs: dict, sizes, ids: list, order, seed:
             summ["prediction"]["per_item"] = {"id": ids, "r_bar": it["r_bar"], "r_eq": it["r_eq"], "q": it["q"]}
             for c in ("r_bar", "r_eq", "rel_error", "heat", "drift", "lambda_rad", "c", "q", "q_over_c", "flag"):
                 cols[f"{spec.optimizer}_{c}"] = it[c]
+        if spec.optimizer == "adamw" and summ["label"] == "drifting":
+            acc = summ["accuracy"]["values"]
+            if len(acc) >= 2 and acc[-1] > acc[0]:
+                summ["drift_kind"] = (f"representation learning: the undecayed weights keep learning under AdamW (held-out "
+                                      f"accuracy {acc[0]:.3f} -> {acc[-1]:.3f} within the window), so the items' "
+                                      "geometric factors rho(x) move; this is not a failure of the balance of theta_D")
         if win["estimates"] is not None:
             cols[f"{spec.optimizer}_heat_share"] = win["estimates"]["heat_share"]
             cols[f"{spec.optimizer}_q_over_c_trajectory"] = win["estimates"]["q_over_c"]
@@ -265,8 +292,9 @@ def _base_summaries(base_specs: list, runs: dict, sizes, ids: list, order, seed:
 
 def _scaling_summaries(phases: dict, runs: dict, predictions: dict, sizes, order, seed: int, kw: dict,
                        cols: dict) -> dict:
-    """Per optimizer: the fit of R_bar against lambda over its base and lambda-scaled runs (blocks of the
-    window, items in canonical order), the stated prediction and whether its exponent is in the fit's CI."""
+    """Per optimizer: the fit of the decayed scale s = ||theta_D|| against lambda over its base and lambda-scaled runs
+    (``scale_fit``, time blocks of each window; compared with the exponent stated before the scaled runs), and the
+    same fit of the items' R-bar (``fit``, items in canonical order; reported beside it)."""
     scaling = {}
     for opt in OPTIMIZERS:
         b = next((s for s in phases["base"] if s.optimizer == opt), None)
@@ -274,23 +302,42 @@ def _scaling_summaries(phases: dict, runs: dict, predictions: dict, sizes, order
         if b is None or not sc:
             continue
         members = sorted([b, *sc], key=lambda s: s.weight_decay)
-        blocks, labels = [], []
+        blocks, sblocks, labels = [], [], []
         for s in members:
-            w = run_window(s, runs[s.name][1], n_blocks=SCALING_BLOCKS, **kw)
+            run = runs[s.name][1]
+            w = run_window(s, run, n_blocks=SCALING_BLOCKS, **kw)
             blocks.append(w["blocks"][:, order])
+            sc_sum = w["summary"].get("scale") or {}
+            if "theta_d" in run and len(run["theta_d"]) == s.steps:
+                nb = window_blocks(s.steps - s.burn_in, w["relaxation_steps"], SCALING_BLOCKS)
+                sblocks.append(scale_blocks(run["theta_d"], s.burn_in, nb))
             labels.append({"name": s.name, "lambda": s.weight_decay, "steps": s.steps, "label": w["summary"]["label"],
                            "reasons": w["summary"]["reasons"], "relaxations": w["summary"]["relaxations"],
-                           "mean_r_window": w["summary"]["mean_r"]["window"]})
+                           "mean_r_window": w["summary"]["mean_r"]["window"],
+                           "scale_label": (sc_sum.get("stationarity") or {}).get("label"),
+                           "s_observed": sc_sum.get("s_observed"), "s_predicted": sc_sum.get("s_predicted")})
             cols[f"{opt}_r_bar_lambda{s.weight_decay:.4g}"] = w["r_bar"]
-        fit = lambda_scaling_fit([s.weight_decay for s in members], blocks, n_boot=sizes.n_boot, seed=seed)
+        lams = [s.weight_decay for s in members]
+        fit = lambda_scaling_fit(lams, blocks, n_boot=sizes.n_boot, seed=seed)
         pred = predictions.get(opt) or {}
         e = pred.get("exponent")
-        lo, hi = fit["ci"]
-        scaling[opt] = {"fit": fit, "prediction": pred, "runs": labels,
-                        "all_stationary": all(r["label"] == "stationary" for r in labels),
-                        "prediction_in_ci": (bool(lo <= e <= hi) if e is not None else None),
-                        "free_vector_in_ci": bool(lo <= pred.get("free_vector", float("nan")) <= hi)
-                        if pred.get("free_vector") is not None else None}
+        out = {"fit": fit, "prediction": pred, "runs": labels,
+               "all_stationary": all(r["label"] == "stationary" for r in labels),
+               "items_prediction_in_ci": (bool(fit["ci"][0] <= e <= fit["ci"][1]) if e is not None else None)}
+        if len(sblocks) == len(members):
+            sfit = lambda_scaling_fit(lams, sblocks, n_boot=sizes.n_boot, seed=seed)
+            sfit["resamples"] = ("per run, time blocks of its window (one per relaxation unit, at least 2; one seed); "
+                                 "percentile")
+            out["scale_fit"] = sfit
+            out["scale_all_stationary"] = all(r["scale_label"] == "stationary" for r in labels)
+            out["prediction_in_ci"] = bool(sfit["ci"][0] <= e <= sfit["ci"][1]) if e is not None else None
+            sp = [r["s_predicted"] for r in labels]
+            if all(x is not None and x > 0 for x in sp):  # the slope the runs' own (E2) predictions give: -1/4 plus the
+                # heat's own dependence on lambda (the fixed exponent assumes a heat that does not depend on lambda)
+                out["scale_predicted_slope"] = float(np.polyfit(np.log(lams), 0.5 * np.log(np.square(sp)), 1)[0])
+        else:
+            out["prediction_in_ci"] = None
+        scaling[opt] = out
     return scaling
 
 
@@ -314,7 +361,8 @@ def _nodecay_summary(phases: dict, runs: dict, wins: dict, sizes, order, seed: i
         pred_rate = float(np.mean(2 * brun["zd"][w].mean(axis=0) + brun["dd"][w].mean(axis=0)))
     cols["nodecay_ratio"] = np.sqrt(run["r2"][-max(1, len(ts) // 4):].mean(axis=0)
                                     / run["r2"][: max(1, len(ts) // 4)].mean(axis=0))
-    return {**g, "steps": nd.steps, "start": nd.start, "eta": nd.lr,
+    scale = scale_growth(run["theta_d"]) if "theta_d" in run and len(run["theta_d"]) == nd.steps else None
+    return {**g, "steps": nd.steps, "start": nd.start, "eta": nd.lr, "scale": scale,
             "initial_rate_of_mean_r2": measured_rate,
             "predicted_initial_rate": pred_rate,
             "predicted_rule": ("E[R_{t+1}^2 - R_t^2] = 2 D~ + E||Delta||^2 with no decay: the SGD base run's window "
@@ -330,10 +378,14 @@ def _caveats(selected: dict, base: dict, headline: dict, p: int) -> list[str]:
         caveats.append(f"grid: {selected['reason']}")
     for opt, b in base.items():
         if b["label"] != "stationary":
-            caveats.append(f"{opt} base run is {b['label']}: " + "; ".join(b["reasons"]))
+            caveats.append(f"{opt} base run's items are {b['label']}: " + "; ".join(b["reasons"])
+                           + (f" ({b['drift_kind']})" if b.get("drift_kind") else ""))
+        sc = (b.get("scale") or {}).get("stationarity") or {}
+        if sc.get("label") == "drifting":
+            caveats.append(f"{opt} base run's scale ||theta_D|| is drifting: " + "; ".join(sc.get("reasons") or []))
     if "adamw" in base:
-        caveats.append("AdamW: the SGD form of Theorem 1 is not expected to hold (docs/theory.md C3); its prediction is "
-                       "reported, not tested")
+        caveats.append("AdamW: the SGD form of Theorem 1 is not expected to hold (docs/theory.md C3); its SGD-form "
+                       "prediction is a control that must fail")
     if "momentum" in base:
         caveats.append("momentum: the prediction uses (E12) heat/(1-beta)^2 and drift/(1-beta) (the drift factor is "
                        "untested in docs/theory.md)")

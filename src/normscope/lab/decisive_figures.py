@@ -102,8 +102,9 @@ def plot_decisive_prediction(d: dict, path) -> Path:
 
 
 def plot_lambda_scaling(d: dict, path) -> Path:
-    """Mean log R-bar against log lambda per optimizer: the measured points and OLS slope, and the
-    slope predicted before the scaled runs (dashed, through the same centre).
+    """log s (the decayed scale ||theta_D||) against log lambda per optimizer: the measured points and OLS slope, and
+    the slope predicted before the scaled runs (dashed, through the same centre); a result without the scale's fit
+    (design version 1) shows the items' mean log R-bar instead, and the axis says which.
 
     Raises
     ------
@@ -115,8 +116,9 @@ def plot_lambda_scaling(d: dict, path) -> Path:
         raise InputError("the design result has no lambda-scaling fits")
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 4.4))
+    scale = all(s.get("scale_fit") for s in sc.values())
     for opt, s in sc.items():
-        f = s["fit"]
+        f = s["scale_fit"] if scale else s["fit"]
         x = np.asarray(f["log_lambda"])
         y = np.asarray(f["mean_log_r"]) - float(np.mean(f["mean_log_r"]))  # centred: optimizers share one axis
         m, col = _MARK.get(opt, ("o", "C3"))
@@ -127,7 +129,7 @@ def plot_lambda_scaling(d: dict, path) -> Path:
         if e is not None:
             ax.plot(x, e * xc, color=col, lw=1, ls="--", label=f"{opt}: predicted {e:.3f}")
     ax.set_xlabel("log lambda (eta fixed)")
-    ax.set_ylabel("mean log R-bar over probe items (centred)")
+    ax.set_ylabel("log s = log ||theta_D|| (centred)" if scale else "mean log R-bar over probe items (centred)")
     ax.legend(frameon=False, fontsize=7)
     fig.tight_layout()
     return save_figure(fig, Path(path), dpi=120, bbox_inches=None)

@@ -14,11 +14,28 @@ optimizers of :mod:`normscope.lab.optim` on the design's decay mask, and records
 - at each snapshot step, the section-6 probe (:func:`normscope.probes.probe_moments`) with K fresh
   batches at the run's own B, tau and mask: per item and batch ``<z, a>``, ``<z, c>``, ``||a||^2``,
   and ``<z, J_x theta_D>``;
-- the held-out top-1 retrieval accuracy at the ``eval_steps``.
+- the held-out top-1 retrieval accuracy at the ``eval_steps``;
+- every step, the decayed group theta_D (``theta_d`` record, float64 sums over its tensors):
+  ``||theta_D||^2``, ``||g_D||^2``, ``<theta_D, g_D>`` of the raw InfoNCE gradient, ``||s_D||^2`` and
+  ``<theta_D, s_D>`` of the optimizer's actual direction, and ``||theta_D||^2`` after the update, so that
+  the exact step ``||theta+||^2 = (1 - eta lambda)^2 ||theta||^2 - 2 eta (1 - eta lambda) <theta, s> +
+  eta^2 ||s||^2`` and (E1) (no first-order radial term: ``<theta_D, g_D> = 0`` when the loss is scale
+  invariant in theta_D) can be checked every step.
 
-Batches come from a seed per step shared by every run of a design (common random numbers: runs at
-different lambda see the same batch sequence), snapshot batches from a seed per snapshot step, so a
-resumed run equals an uninterrupted one. A checkpoint (parameters, optimizer state, the record) is
+**Seed domains (issue 35).** Batches come from a seed per (phase, step): every phase (pre-training,
+grid, base, scaling, no decay) has its own domain, so no run replays the batches another phase trained
+on (the first design drew every run's batch t from the pre-training's seed t: its base runs replayed
+memorised batches for 1,500 steps). Runs of one phase share their batch sequence (common random
+numbers: runs at different lambda see the same batches). Snapshot batches and the equilibration
+batches have their own domains. A resumed run equals an uninterrupted one.
+
+**Equilibrated start.** A run with ``equilibrate = K > 0`` and decay starts with theta_D rescaled
+(exactly, by scale invariance: the loss and the gradient direction do not change) to the (E2)
+equilibrium of its own optimizer, measured on K fresh batches: ``s_eq^4 = eta^2 E||g_D||^2 s^2 / (2c)``
+with ``2c = 1 - (1 - eta lambda)^2`` (SGD), the heat times ``1/(1-beta)^2`` for heavy ball (E12), and
+for AdamW ``s_eq^2 = eta^2 E||u||^2 / (2c)`` with ``E||u||^2`` the steady-state squared norm of Adam's
+direction estimated per coordinate from the K gradients (an approximation: AdamW is not the SGD form).
+This removes the arrival from far above (``ln(R0/R_eq)/(eta lambda)`` steps of pure decay). A checkpoint (parameters, optimizer state, the record) is
 written atomically every ``checkpoint_every`` steps; the finished run is written as one ``.npz`` (the
 record) and one ``.json`` (spec and timings), and its checkpoint is removed.
 """
@@ -43,7 +60,8 @@ from normscope.lab.transformer import _Tracker, _to_device
 from normscope.pairs import sample_pair_batches
 from normscope.probes import TextEncoderAdapter, decay_mask_for, probe_moments, symmetric_info_nce
 
-__all__ = ["RunSpec", "RunContext", "run_one", "load_run", "run_done", "run_key", "heldout_accuracy", "relaxation_time"]
+__all__ = ["RunSpec", "RunContext", "run_one", "load_run", "run_done", "run_key", "heldout_accuracy", "relaxation_time",
+           "batch_seed", "PHASE_DOMAIN", "DESIGN_VERSION"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +97,8 @@ class RunSpec:
         another run.
     decay_mask : str, optional
         theta_D of this run when it differs from the design's (the grid's mask comparison).
+    equilibrate : int
+        K fresh batches for the equilibrated start (0: start as loaded; see the module docstring).
     """
 
     name: str
@@ -98,6 +118,7 @@ class RunSpec:
     lambda_every: int = 100
     save_final: bool = False
     decay_mask: str | None = None
+    equilibrate: int = 0
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -138,14 +159,37 @@ class RunContext:
     data_key: str = ""
 
 
-def relaxation_time(eta: float, weight_decay: float, lam_per_lambda: float) -> float:
-    """``1 / (2 eta lambda_rad)`` with ``lambda_rad = lambda * lam_per_lambda`` (E4); inf when not positive."""
+def relaxation_time(eta: float, weight_decay: float, lam_per_lambda: float, optimizer: str = "sgd") -> float:
+    """The relaxation unit of ``||theta_D||^2`` (and of every R^2 = s^2 rho^2) near its equilibrium, in steps.
+
+    ``1 / (4 eta lambda_rad)`` under SGD and heavy ball with decay outside the buffer (the slope
+    ``1 - 4 eta lambda`` of the (E1) map at its fixed point, docs/theory.md section 2), ``1 / (2 eta
+    lambda_rad)`` under AdamW (its step does not shrink as the norm grows: ``s^2`` relaxes at the decay's
+    own rate); ``lambda_rad = lambda * lam_per_lambda`` (E4). inf when not positive.
+    """
     c = eta * weight_decay * lam_per_lambda
-    return 1.0 / (2.0 * c) if c > 0 else math.inf
+    if not c > 0:
+        return math.inf
+    return 1.0 / (2.0 * c) if optimizer == "adamw" else 1.0 / (4.0 * c)
 
 
 def _seed(*parts) -> int:
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
+
+
+#: version of the design: 1 replayed the pre-training batches in every run and started at the pre-trained scale;
+#: 2 (issue 35) has a seed domain per phase, equilibrated starts, the theta_D record and per-optimizer units
+DESIGN_VERSION = 2
+
+#: the seed domain of each phase's training batches (pre-training keeps the original seeds ``(seed, 1, t)``)
+PHASE_DOMAIN = {"pretrain": None, "grid": 1, "base": 2, "scaling": 3, "nodecay": 4}
+
+
+def batch_seed(seed: int, kind: str, t: int) -> int:
+    """The seed of training batch ``t`` of a run of phase ``kind``: one domain per phase, so no phase replays the
+    batches of another (see the module docstring)."""
+    dom = PHASE_DOMAIN.get(kind, 9)
+    return _seed(seed, 1, t) if dom is None else _seed(seed, 1, 100 + dom, t)
 
 
 #: the design's data (pairs, held-out pairs, probe items) per directory, read once per process
@@ -336,7 +380,8 @@ class _Training:
         self.tracker = _Tracker(adapter, self.probe_texts)
         self.rec: dict = {"loss": np.zeros(spec.steps), "track_steps": [], "r2": [], "r2_next": [], "zd": [], "dd": [],
                           "dec": [], "lam_steps": [], "lam": [], "snap_steps": [], "snap_r": [], "snap_zjd": [],
-                          "snap_za": [], "snap_zc": [], "snap_aa": [], "eval_steps": [], "eval_acc": []}
+                          "snap_za": [], "snap_zc": [], "snap_aa": [], "eval_steps": [], "eval_acc": [],
+                          "theta_d": np.zeros((spec.steps, 6)), "equilibrate": np.zeros(5)}
         self.settings = {"key": key}
         self.buf = {k: torch.empty_like(v) for k, v in self.theta.items()}
         self.snaps = set(int(s) for s in spec.snapshots)
@@ -362,6 +407,10 @@ class _Training:
         lambda_rad / lambda, held-out accuracy, the divergence check, checkpoints and progress calls."""
         spec, rec = self.spec, self.rec
         every = max(1, min(20, spec.steps // 10))  # progress calls
+        if start == 0 and spec.equilibrate > 0 and spec.weight_decay > 0 and not rec["equilibrate"].any():
+            w0, c0 = time.perf_counter(), time.process_time()
+            self.equilibrate()
+            self._add("train", w0, c0)
         if spec.track and start == 0 and not rec["lam_steps"]:
             self.measure_lambda(0)
         if 0 in self.evals and start == 0 and not rec["eval_steps"]:
@@ -402,27 +451,74 @@ class _Training:
             z, z_free = self.track_before(direction, t)
         w0, c0 = time.perf_counter(), time.process_time()
         self.opt.apply(self.params, direction, decay=self.flags)
+        th = [p.detach() for p in self.params]
+        self.rec["theta_d"][t, 5] = self._dot(th, th)
         self._add("train", w0, c0)
         if tracked:
             self.track_after(t, z, z_free)
 
-    def direction(self, t: int) -> list:
-        """The optimizer's direction from batch ``t``'s symmetric InfoNCE gradient (its loss recorded)."""
+    def gradient(self, seed: int) -> tuple[list, float]:
+        """The symmetric InfoNCE gradient of every trainable parameter on the batch drawn from ``seed``, and its loss."""
         import torch
 
         enc, ctx = self.enc, self.ctx
-        w0, c0 = time.perf_counter(), time.process_time()
-        bidx = sample_pair_batches(len(self.left), ctx.batch_size, 1, _seed(ctx.seed, 1, t))[0]
+        bidx = sample_pair_batches(len(self.left), ctx.batch_size, 1, seed)[0]
         self.module.eval()
         zq = enc.forward(enc.tokenize([self.left[i] for i in bidx]))
         zdoc = enc.forward(enc.tokenize([self.right[i] for i in bidx]))
         loss = symmetric_info_nce(zq.float(), zdoc.float(), ctx.tau)
         grads = torch.autograd.grad(loss, self.params, allow_unused=True)
         grads = [g.detach() if g is not None else torch.zeros_like(p) for g, p in zip(grads, self.params)]
-        self.rec["loss"][t] = float(loss.detach())
+        return grads, float(loss.detach())
+
+    def _dot(self, a: list, b: list) -> float:
+        """``<a_D, b_D>`` over the decayed tensors, summed in float64."""
+        return float(sum(float((x.double() * y.double()).sum()) for x, y, f in zip(a, b, self.flags) if f))
+
+    def direction(self, t: int) -> list:
+        """The optimizer's direction from batch ``t``'s symmetric InfoNCE gradient (its loss and theta_D's norms
+        recorded)."""
+        w0, c0 = time.perf_counter(), time.process_time()
+        grads, loss = self.gradient(batch_seed(self.ctx.seed, self.spec.kind, t))
+        self.rec["loss"][t] = loss
         direction = self.opt.direction(grads)
+        th = [p.detach() for p in self.params]
+        self.rec["theta_d"][t, :5] = (self._dot(th, th), self._dot(grads, grads), self._dot(th, grads),
+                                      self._dot(direction, direction), self._dot(th, direction))
         self._add("train", w0, c0)
         return direction
+
+    def equilibrate(self) -> None:
+        """Rescale theta_D to the (E2) equilibrium of this run's optimizer from K fresh batches (module docstring);
+        the scale before and after, the heat per unit eta^2 and the factor go to ``rec["equilibrate"]``."""
+        import torch
+
+        spec, ctx = self.spec, self.ctx
+        dom = PHASE_DOMAIN.get(spec.kind) or 0
+        gs = []
+        for k in range(spec.equilibrate):
+            grads, _loss = self.gradient(_seed(ctx.seed, 3, dom, k))
+            gs.append(torch.cat([g.double().ravel() for g, f in zip(grads, self.flags) if f]))
+        g = torch.stack(gs)  # (K, n_D)
+        theta = torch.cat([p.detach().double().ravel() for p, f in zip(self.params, self.flags) if f])
+        s2 = float(theta @ theta)
+        gamma2 = float((g * g).sum(1).mean()) * s2  # E||g_D||^2 s^2: R-free (||g_D|| ~ 1/s)
+        eta, lam = spec.lr, spec.weight_decay
+        two_c = 1.0 - (1.0 - eta * lam) ** 2
+        if spec.optimizer == "adamw":
+            b1 = getattr(self.opt, "b1", 0.9)
+            mu2, var = g.mean(0) ** 2, g.var(0, unbiased=False)
+            u2 = float(((mu2 + var * (1 - b1) / (1 + b1)) / (mu2 + var).clamp_min(1e-300)).sum())
+            s_eq2 = eta**2 * u2 / two_c
+        else:
+            heat = eta**2 * gamma2 / ((1.0 - spec.beta) ** 2 if spec.optimizer == "momentum" else 1.0)
+            s_eq2 = math.sqrt(heat / two_c)
+        factor = math.sqrt(s_eq2 / s2) if s2 > 0 and s_eq2 > 0 else 1.0
+        with torch.no_grad():
+            for p, f in zip(self.params, self.flags):
+                if f:
+                    p.mul_(factor)
+        self.rec["equilibrate"] = np.array([s2, s_eq2, gamma2, factor, float(spec.equilibrate)])
 
     def track_before(self, direction: list, t: int):
         """(z, z_free): the probe items' embeddings now (reused from the previous tracked step when it was the
@@ -461,7 +557,7 @@ class _Training:
         w0, c0 = time.perf_counter(), time.process_time()
         m = probe_moments(self.adapter, self.probe_texts, (self.left, self.right), batch_size=ctx.batch_size,
                           batches=self.spec.probe_batches, tau=ctx.tau, decay_mask=self.mask_spec,
-                          seed=_seed(ctx.seed, 2, t))
+                          seed=_seed(ctx.seed, 2, PHASE_DOMAIN.get(self.spec.kind) or 0, t))
         rec["snap_steps"].append(t)
         rec["snap_r"].append(m.r)
         rec["snap_zjd"].append(m.zjd)
@@ -513,4 +609,6 @@ def _run_arrays(rec: dict, p_items: int) -> dict:
         **{k: (np.stack(rec[k]) if rec[k] else np.zeros((0, 0, p_items))) for k in ("snap_za", "snap_zc", "snap_aa")},
         "eval_steps": np.asarray(rec["eval_steps"], dtype=np.int64),
         "eval_acc": np.asarray(rec["eval_acc"], dtype=float),
+        "theta_d": np.asarray(rec["theta_d"], dtype=float),
+        "equilibrate": np.asarray(rec["equilibrate"], dtype=float),
     }

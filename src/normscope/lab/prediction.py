@@ -19,7 +19,8 @@ it is counted and named by its flag (the same mask as the statistics).
 
 **Statistics** (probe items in a canonical order, so the summary is invariant under a permutation of
 the items): relative error ``(R_eq - R-bar)/R-bar`` (mean of its absolute value, median), Pearson and
-Spearman of R_eq and R-bar, with percentile CIs of a three-stage bootstrap that resamples snapshots,
+Spearman of R_eq and R-bar, the mean |rel| of a constant predictor (every item the geometric mean of
+R_eq) and the gain over it (issue 34: a prediction must beat it to show per-item content), with percentile CIs of a three-stage bootstrap that resamples snapshots,
 then the K batches within each drawn snapshot (and the time block of the window that belongs to the
 snapshot), then the items.
 
@@ -92,17 +93,24 @@ def prediction_arrays(za, zc, aa, r_snap, zjd, *, eta: float, weight_decay: floa
 
 
 def _stats_rows(r_eq: np.ndarray, r_bar: np.ndarray) -> np.ndarray:
-    """Rows of ``[mean |rel|, median rel, Pearson, Spearman]`` over the finite items of each row."""
+    """Rows of ``[mean |rel|, median rel, Pearson, Spearman, mean |rel| of the constant predictor, gain over it]``
+    over the finite items of each row. The constant predictor gives every item the geometric mean of the row's
+    R_eq (issue 34: a prediction must beat it to show per-item content); the gain is its mean |rel| minus the
+    per-item prediction's (positive: the per-item prediction is better)."""
     r_eq, r_bar = np.atleast_2d(r_eq), np.atleast_2d(r_bar)
     rel = (r_eq - r_bar) / r_bar
     with np.errstate(all="ignore"):
         mae = np.nanmean(np.abs(rel), axis=1)
         med = np.nanmedian(rel, axis=1)
+        const = np.exp(np.nanmean(np.log(np.where(r_eq > 0, r_eq, np.nan)), axis=1))
+        rel_c = np.where(np.isfinite(r_eq), (const[:, None] - r_bar) / r_bar, np.nan)  # the same items as rel
+        mae_c = np.nanmean(np.abs(rel_c), axis=1)
     pear, spear = rowwise_correlations(r_eq, r_bar)
-    return np.stack([mae, med, pear, spear], axis=1)
+    return np.stack([mae, med, pear, spear, mae_c, mae_c - mae], axis=1)
 
 
-STAT_NAMES = ("mean_abs_rel_error", "median_rel_error", "pearson", "spearman")
+STAT_NAMES = ("mean_abs_rel_error", "median_rel_error", "pearson", "spearman", "constant_mean_abs_rel_error",
+              "gain_over_constant")
 
 
 def snapshot_prediction(za, zc, aa, r_snap, zjd, r2_blocks, *, eta: float, weight_decay: float,
@@ -232,7 +240,8 @@ def _permutation_null(pt: dict, r_bar: np.ndarray, point: np.ndarray, rng: np.ra
     req_n = np.where(cc > 0, theory.equilibrium_radius(drift_n, heat_n, c=np.where(cc > 0, cc, np.nan)), np.nan)
     null = _stats_rows(req_n, np.broadcast_to(r_bar, req_n.shape))
     better = {"mean_abs_rel_error": lambda x, v: x <= v, "median_rel_error": lambda x, v: np.abs(x) <= abs(v),
-              "pearson": lambda x, v: x >= v, "spearman": lambda x, v: x >= v}
+              "pearson": lambda x, v: x >= v, "spearman": lambda x, v: x >= v,
+              "constant_mean_abs_rel_error": lambda x, v: x <= v, "gain_over_constant": lambda x, v: x >= v}
     null_d = {}
     for j, name in enumerate(STAT_NAMES):
         col = null[:, j]

@@ -219,6 +219,11 @@ class DecisiveRun(Record):
     relative_step: float | None = None
     trajectory: RunTrajectory | None = None
     prediction: SnapshotPrediction | None = None
+    scale: dict | None = None
+    drift_kind: str | None = None
+    relaxation_unit: str | None = None
+    arrival_units: float | None = None
+    window_units: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,6 +268,10 @@ class LambdaScaling(Record):
     all_stationary: bool | None = None
     prediction_in_ci: bool | None = None
     free_vector_in_ci: bool | None = None
+    scale_fit: ScalingFit | None = None
+    scale_all_stationary: bool | None = None
+    items_prediction_in_ci: bool | None = None
+    scale_predicted_slope: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -336,6 +345,7 @@ class NoDecay(Record):
     initial_rate_of_mean_r2: float | None = None
     predicted_initial_rate: float | None = None
     accuracy_end: float | None = None
+    scale: dict | None = None
 
 
 def _f(label: str, unit: str = "", default: Any = None):
@@ -521,6 +531,8 @@ class DecisiveResult(StageResult):
     """
 
     NOT_IN_JSON: ClassVar[tuple[str, ...]] = ("items", "timings", "directory")
+    #: left out of ``to_dict()`` when None, so that a result of the first design reads back byte for byte
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("claim_items", "design_version")
 
     encoder_kind: str = _f("encoder", default="transformer")
     design: str = _f("design size")
@@ -533,7 +545,9 @@ class DecisiveResult(StageResult):
     spearman: float | None = _f("Spearman \u03c1, R_eq vs R-bar (SGD)")
     spearman_ci: Interval | None = _f("95% CI (snapshots, batches, items)")
     null_p_mean_abs_rel_error: float | None = _f("permutation p of the mean |rel. error| (R-free statistics shuffled)")
-    claim: dict | None = _f("scorecard row")
+    claim: dict | None = _f("scorecard row theorem1_transformer (the decayed scale)")
+    claim_items: dict | None = _f("scorecard row theorem1_transformer_items (per-item norms)")
+    design_version: int | None = _f("design version (1: replayed the pre-training batches; 2: issue 35)")
     sizes: dict | None = _f("design sizes")
     encoder: DecisiveEncoder | None = _f("the encoder: config, AdamW pre-training, held-out accuracy")
     seed: int | None = _f("seed")
@@ -559,3 +573,10 @@ class DecisiveResult(StageResult):
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     timings: dict = dataclasses.field(default_factory=dict)
     directory: str | None = None
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        for k in self.OPTIONAL:
+            if out.get(k) is None:
+                out.pop(k, None)
+        return out

@@ -18,17 +18,17 @@ from pathlib import Path
 from normscope._format import ci as ci_text, num, sig3
 from normscope.errors import DataError, InputError
 from normscope.lab import run_decisive_design
-from normscope.lab.claims import transformer_claim_row
-from normscope.lab.decisive import DESIGNS, STORED_RESULT
+from normscope.lab.claims import transformer_claim_row, transformer_items_claim_row
+from normscope.lab.decisive import DESIGN_VERSION, DESIGNS, STORED_RESULT
 from normscope.lab.decisive_figures import plot_decisive_prediction, plot_decisive_trajectories, plot_lambda_scaling
-from normscope.lab.result import (DecisiveEncoder, DecisiveResult, EncoderConfig, NullStat, PredictionCI,
+from normscope.lab.result import (DecisiveEncoder, DecisiveResult, DecisiveRun, EncoderConfig, NullStat, PredictionCI,
                                   PredictionNull, PredictionStats, RunTrajectory, ScalingPrediction, SelectedSetting,
                                   SnapshotPrediction, Stationarity)
 from normscope.report.missing import data_unavailable
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, Table
 from normscope.requests.lab import DecisiveRequest
 
-__all__ = ["TransformerStage", "transformer_section", "load_stored_full", "FULL_COMMAND"]
+__all__ = ["TransformerStage", "transformer_section", "load_stored_full", "stored_full_status", "FULL_COMMAND"]
 
 SECTION = "transformer_lab"
 #: the one command that regenerates the stored full result (docs/lab.md)
@@ -38,18 +38,29 @@ FULL_COMMAND = ("normscope lab --encoder transformer --design decisive --size fu
 RUN_DIR, JSON_FILE = "transformer_lab", "transformer_lab.json"
 
 
-def load_stored_full() -> dict | None:
-    """The stored full design's result (a ``DecisiveResult.to_dict()``), or None when absent, unreadable or stale.
-
-    Stale: written by another version of the design (its ``sizes`` differ from ``DESIGNS["full"]``).
-    """
+def stored_full_status() -> tuple[dict | None, str]:
+    """The stored full design's result and a sentence on it: ``(result, "")`` when it belongs to this version of the
+    design, else ``(None, why)`` (absent, unreadable, or written by an earlier design: another ``design_version``
+    or other ``sizes``)."""
     try:
         d = json.loads(Path(STORED_RESULT).read_text())
-        if DecisiveResult.from_dict(d).sizes != DESIGNS["full"].to_dict():
-            return None
-    except (OSError, ValueError, TypeError, AttributeError):  # absent, not JSON, or not a design result's layout
-        return None
-    return d
+        r = DecisiveResult.from_dict(d)
+    except OSError:
+        return None, "no stored full result was found"
+    except (ValueError, TypeError, AttributeError):  # not JSON, or not a design result's layout
+        return None, "the stored full result could not be read"
+    if (r.design_version or 1) != DESIGN_VERSION:
+        return None, (f"the stored full result ({STORED_RESULT.name}) came from design version {r.design_version or 1}, "
+                      "whose runs replayed the pre-training batches (issue 35); it is not shown and gives no verdict")
+    if r.sizes != DESIGNS["full"].to_dict():
+        return None, f"the stored full result ({STORED_RESULT.name}) has other sizes than this version's full design"
+    return d, ""
+
+
+def load_stored_full() -> dict | None:
+    """The stored full design's result (a ``DecisiveResult.to_dict()``), or None when absent, unreadable or stale
+    (:func:`stored_full_status`)."""
+    return stored_full_status()[0]
 
 
 def _stationarity_rows(d: DecisiveResult, which: str) -> list:
@@ -86,11 +97,29 @@ def _prediction_rows(d: DecisiveResult, which: str) -> list:
 def _scaling_rows(d: DecisiveResult, which: str) -> list:
     rows = []
     for opt, s in (d.scaling or {}).items():
-        f = s.fit
+        f, sf = s.fit, s.scale_fit
         rows.append([which, opt, ", ".join(f"{r.lam:.3g}" for r in s.runs),
-                     f"{f.slope:.3f} {ci_text(f.ci)}", sig3((s.prediction or ScalingPrediction()).exponent),
+                     f"{sf.slope:.3f} {ci_text(sf.ci)}" if sf is not None and sf.slope is not None else "n/a",
+                     sig3((s.prediction or ScalingPrediction()).exponent),
                      {True: "yes", False: "no", None: "n/a"}[s.prediction_in_ci],
-                     ", ".join(r.label for r in s.runs)])
+                     f"{f.slope:.3f} {ci_text(f.ci)}", ", ".join(r.label for r in s.runs)])
+    return rows
+
+
+def _scale_rows(d: DecisiveResult, which: str) -> list:
+    rows = []
+    for opt, b in (d.base or {}).items():
+        sc = b.scale or {}
+        if not sc:
+            continue
+        e1, st = sc.get("e1") or {}, sc.get("stationarity") or {}
+        rows.append([which, opt, f"{sig3(b.arrival_units)} / {sig3(b.window_units)} ({b.relaxation_unit})",
+                     st.get("label") or "n/a",
+                     f"{st['relative_change']:+.2%}" if st.get("relative_change") is not None else "n/a",
+                     sig3(sc.get("s_observed")), sig3(sc.get("s_predicted")),
+                     f"{sc['rel_error']:+.2%} {ci_text(sc.get('rel_error_ci'))}",
+                     sig3(e1.get("max_abs_cos")), f"{e1.get('balance', float('nan')):.4f}",
+                     "" if sc.get("sgd_form_expected", True) else "SGD form, control"])
     return rows
 
 
@@ -104,8 +133,8 @@ def _figures(shown: dict, which_shown: str, figure_path) -> list[Figure]:
          "predicted R_eq (E7, c = eta lambda_rad, no fitted constant) from probes at snapshots of the window against "
          "each item's time-averaged norm"),
         (plot_lambda_scaling, "transformer_lab_lambda_scaling.png",
-         "mean log R-bar against log lambda at fixed eta per optimizer: measured slope (solid) and the slope predicted "
-         "from the base run's heat share before the scaled runs (dashed)"),
+         "log s (the decayed scale ||theta_D||) against log lambda at fixed eta per optimizer: measured slope (solid) "
+         "and the slope stated before the scaled runs, -1/4 SGD and heavy ball, -1/2 AdamW (dashed)"),
     ):
         try:
             p = fn(shown, figure_path(name))
@@ -120,7 +149,9 @@ def _tables(own: DecisiveResult, stored: DecisiveResult | None, shown: DecisiveR
     rows = _stationarity_rows(own, "this run")
     prows = _prediction_rows(own, "this run")
     srows = _scaling_rows(own, "this run")
+    crows = _scale_rows(own, "this run")
     if stored is not None and not full_run:
+        crows += _scale_rows(stored, "full (stored)")
         rows += _stationarity_rows(stored, "full (stored)")
         prows += _prediction_rows(stored, "full (stored)")
         srows += _scaling_rows(stored, "full (stored)")
@@ -128,6 +159,11 @@ def _tables(own: DecisiveResult, stored: DecisiveResult | None, shown: DecisiveR
     grid_rows = [[which_shown, sig3(r.eta), sig3(r.lam), sig3(r.eta_lambda), r.mask, sig3(r.relaxation_steps),
                   r.steps, r.label, sig3(r.loss_window), sig3(r.accuracy_end)] for r in shown.grid or []]
     return [
+        Table("The decayed scale s = ||\u03b8_D|| of the base runs (a free vector: (E1) and (E2) hold exactly): "
+              "observed vs predicted with no fitted constant (CI over time blocks of the window)",
+              ["design", "optimizer", "arrival / window (relaxation units)", "scale label", "mean s\u00b2 change (halves)",
+               "s observed", "s predicted (E2)", "rel. error [95% CI]", "max |cos(\u03b8_D, g_D)|", "balance (E1)",
+               "note"], crows),
         Table("Stationarity checks of the base runs (collapsed: loss not below chance, items indistinguishable; "
               "drifting: mean R^2 not stable between the window's halves, or the window too early)",
               ["design", "optimizer", "\u03b7", "\u03bb", "steps", "relaxation times", "label",
@@ -136,9 +172,11 @@ def _tables(own: DecisiveResult, stored: DecisiveResult | None, shown: DecisiveR
               "over snapshots, batches, items; null: R-free statistics shuffled across items)",
               ["design", "optimizer", "mean |rel. error|", "median rel. error", "Pearson", "Spearman",
                "null median (p)", "items", "heat share h"], prows),
-        Table("\u03bb scaling at fixed \u03b7 (slope of log R-bar on log \u03bb, CI over items and time blocks; "
-              "predicted from h before the scaled runs)",
-              ["design", "optimizer", "\u03bb", "slope [95% CI]", "predicted", "prediction in CI", "labels"], srows),
+        Table("\u03bb scaling at fixed \u03b7: slope of log s on log \u03bb (CI over time blocks), predicted before the "
+              "scaled runs (-1/4 SGD and heavy ball, -1/2 AdamW); beside it the items' log R-bar slope (CI over items "
+              "and blocks)",
+              ["design", "optimizer", "\u03bb", "slope of s [95% CI]", "predicted", "prediction in CI",
+               "items' slope [95% CI]", "labels"], srows),
         Table(f"\u03b7/\u03bb grid ({which_shown}); rule: {sel.rule or ''}",
               ["design", "\u03b7", "\u03bb", "\u03b7\u03bb", "decay mask", "relaxation time", "steps", "label", "loss",
                "accuracy"], grid_rows),
@@ -148,12 +186,15 @@ def _tables(own: DecisiveResult, stored: DecisiveResult | None, shown: DecisiveR
 def _key_numbers(shown: DecisiveResult, which_shown: str) -> list[KeyNumber]:
     sel = shown.selected or SelectedSetting()
     enc = shown.encoder or DecisiveEncoder()
+    scale = ((shown.base or {}).get("sgd") or DecisiveRun()).scale or {}
     out = [
         KeyNumber("shown", "design shown in figures and scorecard", which_shown),
         KeyNumber("encoder.heldout_accuracy", "held-out top-1 accuracy of the pre-trained encoder",
                   enc.heldout_accuracy, f"(chance {sig3(enc.chance)})"),
         KeyNumber("selected", "selected SGD eta / lambda", f"{sel.eta} / {sig3(sel.lam)}"),
         KeyNumber("stationarity_label", "SGD base run", shown.stationarity_label),
+        KeyNumber("scale.rel_error", "decayed scale s = ||theta_D||: s_pred / s_obs - 1 (SGD, E2, no fitted constant)",
+                  scale.get("rel_error"), ci_text(scale.get("rel_error_ci"))),
         KeyNumber("mean_abs_rel_error", "mean |R_eq - R-bar| / R-bar (SGD)", shown.mean_abs_rel_error,
                   ci_text(shown.mean_abs_rel_error_ci)),
         KeyNumber("pearson", "Pearson r, R_eq vs R-bar (SGD)", shown.pearson, ci_text(shown.pearson_ci)),
@@ -166,7 +207,7 @@ def _key_numbers(shown: DecisiveResult, which_shown: str) -> list[KeyNumber]:
     return out
 
 
-def transformer_section(own: dict, stored: dict | None, *, figure_path, commands=()) -> Section:
+def transformer_section(own: dict, stored: dict | None, *, figure_path, commands=(), stored_note: str = "") -> Section:
     """The page section from this run's design result ``own`` and the stored full result (pure but for figures).
 
     Parameters
@@ -178,6 +219,8 @@ def transformer_section(own: dict, stored: dict | None, *, figure_path, commands
     figure_path : callable (name) -> Path
     commands : sequence of Command
         The commands that reproduce ``own``.
+    stored_note : str
+        Why no stored full result is shown (:func:`stored_full_status`), for the notes.
 
     Returns
     -------
@@ -189,17 +232,21 @@ def transformer_section(own: dict, stored: dict | None, *, figure_path, commands
     shown, shown_r = (own, own_r) if full_run or stored is None else (stored, stored_r)
     which_shown = "this run" if shown is own else "full design (stored)"
     claim_src = own if (full_run or stored is None) else stored
-    claim = transformer_claim_row(claim_src, full_command=FULL_COMMAND)
+    claims = [transformer_claim_row(claim_src, full_command=FULL_COMMAND),
+              transformer_items_claim_row(claim_src, full_command=FULL_COMMAND)]
     if claim_src is stored:
-        claim["tested_on"] = (f"the full design's stored result (regenerate: {FULL_COMMAND}); this report re-ran the "
-                              f"smaller '{own_r.design}' design, whose SGD base run is "
-                              f"{own_r.stationarity_label}; {claim['tested_on']}")
+        for claim in claims:
+            claim["tested_on"] = (f"the full design's stored result (regenerate: {FULL_COMMAND}); this report re-ran the "
+                                  f"smaller '{own_r.design}' design, whose SGD base run is "
+                                  f"{own_r.stationarity_label}; {claim['tested_on']}")
     notes = []
     if not full_run:
         notes.append(f"This report ran the '{own_r.design}' design (about a minute of CPU), smaller than the full "
                      "one (about an hour on 2 CPU cores): its runs are too short to be stationary, so it cannot decide; "
                      + ("the scorecard row and figures show the stored full design's result." if stored is not None else
                         f"no stored full result of this design version was found: run {FULL_COMMAND}"))
+    if stored is None and stored_note:
+        notes.append(stored_note)
     notes += [f"this run: {c}" for c in own_r.caveats or []]
     if stored_r is not None and not full_run:
         notes += [f"full design: {c}" for c in stored_r.caveats or []]
@@ -210,7 +257,7 @@ def transformer_section(own: dict, stored: dict | None, *, figure_path, commands
                    derived={"stored_full": stored, "shown": which_shown, "full_command": FULL_COMMAND},
                    key_numbers=_key_numbers(shown_r, which_shown),
                    tables=_tables(own_r, stored_r, shown_r, which_shown, full_run),
-                   figures=_figures(shown, which_shown, figure_path), notes=notes, claims=[claim])
+                   figures=_figures(shown, which_shown, figure_path), notes=notes, claims=claims)
 
 
 class TransformerStage(Stage[DecisiveRequest]):
@@ -244,5 +291,6 @@ class TransformerStage(Stage[DecisiveRequest]):
             res = run_decisive_design(directory=ctx.out / RUN_DIR, **request.run_kwargs(), progress=True)
         except DataError as exc:
             raise data_unavailable([exc], "its WordNet (term, gloss) pairs") from None
-        return {SECTION: transformer_section(res.to_dict(), load_stored_full(), figure_path=ctx.figure_path,
-                                             commands=self.commands(request))}
+        stored, why = stored_full_status()
+        return {SECTION: transformer_section(res.to_dict(), stored, figure_path=ctx.figure_path,
+                                             commands=self.commands(request), stored_note=why)}
