@@ -242,7 +242,7 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
     Claim("ambiguity_heat_lab", "Ambiguity \u2192 heat \u2192 norm on real text: free vectors of WordNet nouns trained "
           "against a frozen text tower's gloss embeddings settle at R_eq = (\u03a3\u00b2/2c)^(1/4), nouns with more "
           "senses running hotter", "no figure (Theorem 1 with D~ = 0; conflicting positives raise heat, "
-          "docs/theory.md section 5)", +1,
+          "docs/theory.md section 5)", None,
           Size.at_most(0.05, basis="mean |R_eq - R| / R within 5 %, the free table's gate (docs/theory.md section 7): "
                        "the noun vectors are free, so A1-A3 hold exactly"), "frozen_tower_lab",
           how_to_test="normscope lab --encoder tower (the bundled MiniLM as the frozen tower; a few minutes on one "

@@ -38,6 +38,7 @@ finished (keyed by a hash of its settings); a rerun continues or skips.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -276,7 +277,7 @@ def _spec_key(run: TowerRun, data: TowerData, v: np.ndarray, sizes: TowerSizes, 
 
 def train_run(run: TowerRun, data: TowerData, v: np.ndarray, sizes: TowerSizes, *, seed: int = 0, tau: float = TAU,
               batch_size: int = BATCH_SIZE, directory: Path | None = None, checkpoint_every: int = 4000,
-              stop_after: int | None = None, bar=None) -> dict:
+              stop_after: int | None = None, bar=None, num_threads: int | None = 1) -> dict:
     """Train the nouns' free vectors for ``burn_in + window`` steps with one optimizer, tracking every norm.
 
     Batch t is drawn from the seed ``[seed, 1, t // CHUNK]`` (the same sequence for every run: common random
@@ -302,6 +303,8 @@ def train_run(run: TowerRun, data: TowerData, v: np.ndarray, sizes: TowerSizes, 
     stop_after : int, optional, keyword-only
         Stop (after writing a checkpoint) once this many steps are done: for the resume test.
     bar : Tracker, optional, keyword-only
+    num_threads : int or None, keyword-only
+        torch and BLAS threads inside the call (restored after; None leaves them alone).
 
     Returns
     -------
@@ -309,6 +312,13 @@ def train_run(run: TowerRun, data: TowerData, v: np.ndarray, sizes: TowerSizes, 
         ``table`` (N, d) final vectors, ``sum_r2`` (2, N), ``g2`` (N,), ``r2_start`` (N,), ``loss`` (chunks,),
         ``traj`` (chunks + 1, N), ``train_s`` (seconds of this call), ``resumed`` (bool); None when stopped early.
     """
+    with _threads(num_threads):
+        return _train_run(run, data, v, sizes, seed=seed, tau=tau, batch_size=batch_size, directory=directory,
+                          checkpoint_every=checkpoint_every, stop_after=stop_after, bar=bar)
+
+
+def _train_run(run, data, v, sizes, *, seed, tau, batch_size, directory, checkpoint_every, stop_after, bar) -> dict:
+    """:func:`train_run`'s body (threads already set)."""
     steps = sizes.burn_in + sizes.window
     if sizes.burn_in % CHUNK or sizes.window % (2 * CHUNK):
         raise InputError(f"burn_in must be a multiple of {CHUNK} and window of {2 * CHUNK}")
@@ -575,30 +585,32 @@ def run_tower_lab(request=None, *, data: TowerData | None = None, gloss_vectors:
     req = request if request is not None else TowerLabRequest()
     sz = sizes or TOWER_SIZES[req.size]
     directory = directory if directory is not None else req.run_dir
-    old = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(int(num_threads))
-    try:
-        with _blas_threads(num_threads):
-            return _run(req, sz, data=data, gloss_vectors=gloss_vectors, encoder=encoder,
+    with _threads(num_threads):
+        return _run(req, sz, data=data, gloss_vectors=gloss_vectors, encoder=encoder,
                     directory=Path(directory) if directory is not None else None,
-                        runs=tuple(dict.fromkeys(("sgd", *runs))), progress=progress)
+                    runs=tuple(dict.fromkeys(("sgd", *runs))), progress=progress)
+
+
+@contextlib.contextmanager
+def _threads(n: int | None):
+    """torch and BLAS threads limited to ``n`` inside the block, restored after (the arm's matrices are tiny: with
+    2 threads on a busy 2-core machine a step was 10-20x slower); a no-op for None. BLAS is limited through
+    threadpoolctl (a dependency of scikit-learn) when it is importable."""
+    if n is None:
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        try:
+            from threadpoolctl import threadpool_limits  # deferred: optional at import time, installed with scikit-learn
+        except ImportError:  # pragma: no cover - scikit-learn brings it
+            yield
+        else:
+            with threadpool_limits(limits=int(n)):
+                yield
     finally:
         torch.set_num_threads(old)
-
-
-def _blas_threads(n: int | None):
-    """BLAS threads limited to ``n`` (the arm's matrices are tiny: a threaded BLAS on a busy machine was 20x slower
-    per step here); a no-op for None or without threadpoolctl (a dependency of scikit-learn)."""
-    import contextlib
-
-    if n is None:
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits  # deferred: optional at import time, installed with scikit-learn
-    except ImportError:  # pragma: no cover - scikit-learn brings it
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=int(n))
 
 
 def _embed(req, data: TowerData, gloss_vectors, encoder) -> tuple[np.ndarray, str]:
