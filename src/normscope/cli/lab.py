@@ -83,11 +83,7 @@ def lab(
     """Train a contrastive model, track every item's norm, heat and drift, and compare R with R_eq (E7)."""
     if encoder not in ("table", "mlp", "transformer", "tower"):
         raise InputError(f"--encoder must be table, mlp, transformer or tower, got {encoder!r}")
-    figs = []
-    if fig is not None:  # --fig and the figures written beside it
-        beside = (("trajectories",) if encoder in ("table", "mlp", "tower") else
-                  ("trajectories", "lambda_scaling") if design == "decisive" else ("predicted_vs_final",))
-        figs = [("--fig", fig, "figure")] + [(f"--fig ({n})", _beside(fig, n), "figure") for n in beside]
+    figs = _figure_paths(fig, encoder, design)
     probe_file = probe_items if probe_items is not None and not probe_items.isdigit() else None
     # the checkpoint is this run's own state (read to resume, then rewritten): an output, never another input
     check_paths([("--json", json_path, "json"), ("-o/--out", out, "table"), ("--checkpoint", checkpoint, "file"), *figs],
@@ -146,6 +142,15 @@ def lab(
     request = TransformerLabRequest(**given, resampling=Resampling(n_boot=t.n_boot if n_boot is None else n_boot,
                                                                    seed=seed))
     return _transformer_lab(request, checkpoint=checkpoint, json_path=json_path, out=out, fig=fig)
+
+
+def _figure_paths(fig, encoder: str, design) -> list:
+    """``--fig`` and the figures written beside it, as ``check_paths`` entries (none without ``--fig``)."""
+    if fig is None:
+        return []
+    beside = (("trajectories",) if encoder in ("table", "mlp", "tower") else
+              ("trajectories", "lambda_scaling") if design == "decisive" else ("predicted_vs_final",))
+    return [("--fig", fig, "figure")] + [(f"--fig ({n})", _beside(fig, n), "figure") for n in beside]
 
 
 def _write(res, json_path, out) -> list:
