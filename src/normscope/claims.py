@@ -244,9 +244,9 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           "senses running hotter", "no figure (Theorem 1 with D~ = 0; conflicting positives raise heat, "
           "docs/theory.md section 5)", None,
           Size.at_most(0.05, basis="mean |R_eq - R| / R within 5 %, the free table's gate (docs/theory.md section 7): "
-                       "the noun vectors are free, so A1-A3 hold exactly"), "frozen_tower_lab",
-          how_to_test="normscope lab --encoder tower (the bundled MiniLM as the frozen tower; a few minutes on one "
-                      "CPU core; docs/lab.md)"),
+                       "the noun vectors are free, so A1-A3 hold exactly"), "training_lab",
+          how_to_test="normscope lab --encoder tower --size full (the bundled MiniLM as the frozen tower; about 2.5 "
+                      "minutes of CPU; docs/lab.md); the report does not run it"),
     Claim("corr_norm_heat", "The norm rises with heat \u03a3\u00b2", "+0.38", +1, Size.point(0.38, _R, basis=_R_BASIS),
           "equilibrium_theory"),
     Claim("corr_norm_drift", "The norm falls with radial drift D~", "\u22120.58", -1, Size.point(-0.58, _R, basis=_R_BASIS),
