@@ -237,8 +237,8 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           Size.at_most(0.10, basis="declared tolerance, stated before the full run: 10 % in R is 40 % in the heat/decay "
                        "balance since R ~ (heat/c)^(1/4), twice the free table's gate (docs/theory.md section 7)"),
           "transformer_lab"),
-    # TODO(lead): kind = a causal test of the mechanism on real text (exploratory / check kinds come with issue 34b's
-    # Claim.kind field; this row is neither a paper figure nor a check by construction)
+    # TODO(lead, merging 34b's Claim.kind): kind="construction" here, as theorem1_lab: the noun vectors are free, so
+    # A1-A3 hold by construction; what is new is real text (a frozen tower's glosses) as the source of ambiguity
     Claim("ambiguity_heat_lab", "Ambiguity \u2192 heat \u2192 norm on real text: free vectors of WordNet nouns trained "
           "against a frozen text tower's gloss embeddings settle at R_eq = (\u03a3\u00b2/2c)^(1/4), nouns with more "
           "senses running hotter", "no figure (Theorem 1 with D~ = 0; conflicting positives raise heat, "
