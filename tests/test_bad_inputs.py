@@ -449,7 +449,7 @@ def _rows():
     add("search-nprobe-flat", Q + " --nprobe 4", r"nprobe")
     add("search-ef-flat", Q + " --ef-search 4", r"ef")
     # ------------------------------------------------------------------ lab
-    add("lab-encoder", "lab --encoder cnn", r"--encoder must be table, mlp or transformer, got 'cnn'")
+    add("lab-encoder", "lab --encoder cnn", r"--encoder must be table, mlp, transformer or tower, got 'cnn'")
     add("lab-optimizer", "lab --optimizer lbfgs", r"lbfgs")
     add("lab-lr-inf", "lab --lr inf", r"--lr must be a finite number, got inf")
     add("lab-lr-nan", "lab --lr nan", r"--lr must be > 0.0, got nan")

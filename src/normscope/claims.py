@@ -296,6 +296,16 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           Size.at_most(0.10, basis="declared tolerance, stated before the full run: 10 % in R is 40 % in the heat/decay "
                        "balance since R ~ (heat/c)^(1/4), twice the free table's gate (docs/theory.md section 7)"),
           "transformer_lab"),
+    # kind "construction", as theorem1_lab: the noun vectors are free, so A1-A3 hold by construction; what is new is
+    # real text (a frozen tower's glosses) as the source of ambiguity
+    Claim("ambiguity_heat_lab", "Ambiguity \u2192 heat \u2192 norm on real text: free vectors of WordNet nouns trained "
+          "against a frozen text tower's gloss embeddings settle at R_eq = (\u03a3\u00b2/2c)^(1/4), nouns with more "
+          "senses running hotter", "no figure (Theorem 1 with D~ = 0; conflicting positives raise heat, "
+          "docs/theory.md section 5)", None,
+          Size.at_most(0.05, basis="mean |R_eq - R| / R within 5 %, the free table's gate (docs/theory.md section 7): "
+                       "the noun vectors are free, so A1-A3 hold exactly"), "training_lab",
+          how_to_test="normscope lab --encoder tower --size full (the bundled MiniLM as the frozen tower; about 2.5 "
+                      "minutes of CPU; docs/lab.md); the report does not run it", kind="construction"),
     Claim("corr_norm_heat", "The norm rises with heat \u03a3\u00b2", "+0.38", +1, Size.point(0.38, _R, basis=_R_BASIS),
           "equilibrium_theory"),
     Claim("corr_norm_drift", "The norm falls with radial drift D~", "\u22120.58", -1, Size.point(-0.58, _R, basis=_R_BASIS),

@@ -1,7 +1,9 @@
 """``normscope lab``: train a contrastive model and test Theorem 1 end to end (docs/theory.md).
 
 ``--encoder table|mlp`` trains the small labs of :func:`normscope.lab.run_lab`; ``--encoder
-transformer`` continues training a pretrained encoder (:func:`normscope.lab.run_transformer_lab`).
+transformer`` continues training a pretrained encoder (:func:`normscope.lab.run_transformer_lab`);
+``--encoder tower`` trains free WordNet noun vectors against a frozen tower's gloss embeddings
+(:func:`normscope.lab.tower.run_tower_lab`).
 The ``--json`` file holds the results, then the run's seconds in a separate ``"timings"`` block.
 """
 
@@ -17,13 +19,14 @@ from normscope._io import write_json, write_outputs
 from normscope.cli import app
 from normscope.cli._console import make_console, styled
 from normscope.cli._options import Device, FigOut, JsonOut, Seed, TableOut
+from normscope.cli._outputs import print_claim_lines
 from normscope.claims import ClaimRow
 from normscope.encoders import resolve_backend
 from normscope.encoders.glove import static_refusal
 from normscope.errors import InputError
 from normscope.pairs import pair_source_path
 from normscope.requests import Resampling
-from normscope.requests.lab import DecisiveRequest, LabRequest, TransformerLabRequest
+from normscope.requests.lab import DecisiveRequest, LabRequest, TowerLabRequest, TransformerLabRequest
 from normscope.validate import check_paths
 
 
@@ -46,8 +49,8 @@ _TRANSFORMER = TransformerLabRequest()
 
 @app.command()
 def lab(
-    encoder: Annotated[str, typer.Option("--encoder", help="table (free embeddings, k=1), mlp (two-tower bias-free ReLU MLP, k=2) or transformer (continue training a pretrained encoder).")] = _DEFAULT.encoder,
-    dataset: Annotated[Optional[str], typer.Option("--dataset", help="table/mlp: synthetic (controlled ambiguity, default) or wordnet (WordNet 3.0 nouns).")] = None,
+    encoder: Annotated[str, typer.Option("--encoder", help="table (free embeddings, k=1), mlp (two-tower bias-free ReLU MLP, k=2), transformer (continue training a pretrained encoder) or tower (free WordNet noun vectors against a frozen tower's gloss embeddings).")] = _DEFAULT.encoder,
+    dataset: Annotated[Optional[str], typer.Option("--dataset", help="table/mlp: synthetic (controlled ambiguity, default) or wordnet (WordNet 3.0 nouns); tower: wordnet (the only one).")] = None,
     optimizer: Annotated[str, typer.Option("--optimizer", help="sgd, momentum (heavy ball, beta 0.9) or adamw; decay always decoupled.")] = _DEFAULT.optimizer,
     lr: Annotated[Optional[float], typer.Option("--lr", help="Learning rate eta (default per encoder/optimizer).")] = None,
     weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="Decoupled weight decay lambda.")] = None,
@@ -57,20 +60,20 @@ def lab(
     estimator: Annotated[Optional[str], typer.Option("--estimator", help="table/mlp: snapshot (default for table) or trajectory (default for mlp).")] = None,
     snapshots: Annotated[Optional[int], typer.Option("--snapshots", min=1, help="Snapshot estimator: number of states S.")] = None,
     probe_batches: Annotated[Optional[int], typer.Option("--probe-batches", min=1, help="Virtual batches K: per snapshot state (table/mlp) or of the step-0 probe (transformer, default 32).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="transformer: model name or path (default: the bundled all-MiniLM-L6-v2).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="transformer: model name or path; tower: the frozen tower that embeds the glosses (default for both: the bundled all-MiniLM-L6-v2).")] = None,
     n_boot: Annotated[Optional[int], typer.Option("--n-boot", min=1, help="transformer: bootstrap resamples of every confidence interval (default 2000).")] = None,
     pairs: Annotated[Optional[str], typer.Option("--pairs", help="transformer: training pairs: wordnet (default), scifact[:split], beir:DIR[:split] or a 2-column .tsv/.csv.")] = None,
     probe_items: Annotated[Optional[str], typer.Option("--probe-items", help="transformer: N held-out items drawn from the pairs (default 64) or an items file.")] = None,
     precision: Annotated[Optional[str], typer.Option("--precision", help="transformer: fp32 (default) or bf16 training forward/backward; tracking is always fp32.")] = None,
-    batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=2, help="transformer: pairs per step B (default 32).")] = None,
-    tau: Annotated[Optional[float], typer.Option("--tau", help="transformer: InfoNCE temperature (default 0.05).")] = None,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=2, help="transformer: pairs per step B (default 32); tower: (noun, gloss) pairs per batch (default 64).")] = None,
+    tau: Annotated[Optional[float], typer.Option("--tau", help="transformer: InfoNCE temperature (default 0.05); tower: default 0.2.")] = None,
     decay_mask: Annotated[Optional[str], typer.Option("--decay-mask", help="transformer: all (default) or matrices (no biases, no LayerNorm).")] = None,
     dropout: Annotated[Optional[bool], typer.Option("--dropout/--no-dropout", help="transformer: train with the model's dropout (default off).")] = None,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", min=3, help="transformer: keep pairs whose members have <= this many tokens (default 16).")] = None,
     checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", help="transformer: checkpoint file; resumed when it exists with the same settings.")] = None,
     design: Annotated[Optional[str], typer.Option("--design", help="transformer: single (continue training --model, default) or decisive (a small BERT trained to stationarity under the theorem's conditions: grid, SGD/momentum/AdamW, snapshot probes, lambda scaling; docs/lab.md).")] = None,
-    size: Annotated[Optional[str], typer.Option("--size", help="--design decisive: full (about an hour on 2 CPU cores, default), report (about a minute, too short to decide) or quick.")] = None,
-    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="--design decisive: the resumable directory (default ./lab_decisive_<size>); a rerun continues there.")] = None,
+    size: Annotated[Optional[str], typer.Option("--size", help="--design decisive: full (about an hour on 2 CPU cores, default), report (about a minute, too short to decide) or quick; --encoder tower: full (64 nouns per number of senses, 8,000 + 16,000 steps, default), report or quick.")] = None,
+    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="--design decisive: the resumable directory (default ./lab_decisive_<size>); a rerun continues there. --encoder tower: a resumable directory (default: none, nothing kept).")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="--design decisive: runs of a phase in parallel processes (default 1; results do not depend on it).")] = None,
     device: Device = "cpu",
     json_path: JsonOut = None,
@@ -78,13 +81,9 @@ def lab(
     fig: FigOut = None,
 ) -> None:
     """Train a contrastive model, track every item's norm, heat and drift, and compare R with R_eq (E7)."""
-    if encoder not in ("table", "mlp", "transformer"):
-        raise InputError(f"--encoder must be table, mlp or transformer, got {encoder!r}")
-    figs = []
-    if fig is not None:  # --fig and the figures written beside it
-        beside = (("trajectories",) if encoder != "transformer" else
-                  ("trajectories", "lambda_scaling") if design == "decisive" else ("predicted_vs_final",))
-        figs = [("--fig", fig, "figure")] + [(f"--fig ({n})", _beside(fig, n), "figure") for n in beside]
+    if encoder not in ("table", "mlp", "transformer", "tower"):
+        raise InputError(f"--encoder must be table, mlp, transformer or tower, got {encoder!r}")
+    figs = _figure_paths(fig, encoder, design)
     probe_file = probe_items if probe_items is not None and not probe_items.isdigit() else None
     # the checkpoint is this run's own state (read to resume, then rewritten): an output, never another input
     check_paths([("--json", json_path, "json"), ("-o/--out", out, "table"), ("--checkpoint", checkpoint, "file"), *figs],
@@ -93,6 +92,12 @@ def lab(
              "--batch-size": batch_size, "--tau": tau, "--decay-mask": decay_mask, "--dropout": dropout,
              "--max-tokens": max_tokens, "--checkpoint": checkpoint, "--n-boot": n_boot, "--design": design,
              "--size": size, "--run-dir": run_dir, "--workers": workers}
+    if encoder == "tower":
+        return _tower_options(given, dataset=dataset, device=device, seed=seed, json_path=json_path, out=out, fig=fig,
+                              others={"--optimizer": None if optimizer == "sgd" else optimizer, "--lr": lr,
+                                      "--weight-decay": weight_decay, "--steps": steps, "--burn-in": burn_in,
+                                      "--estimator": estimator, "--snapshots": snapshots,
+                                      "--probe-batches": probe_batches})
     if encoder != "transformer":
         bad = [k for k, v in given.items() if v is not None]
         if bad:
@@ -137,6 +142,15 @@ def lab(
     request = TransformerLabRequest(**given, resampling=Resampling(n_boot=t.n_boot if n_boot is None else n_boot,
                                                                    seed=seed))
     return _transformer_lab(request, checkpoint=checkpoint, json_path=json_path, out=out, fig=fig)
+
+
+def _figure_paths(fig, encoder: str, design) -> list:
+    """``--fig`` and the figures written beside it, as ``check_paths`` entries (none without ``--fig``)."""
+    if fig is None:
+        return []
+    beside = (("trajectories",) if encoder in ("table", "mlp", "tower") else
+              ("trajectories", "lambda_scaling") if design == "decisive" else ("predicted_vs_final",))
+    return [("--fig", fig, "figure")] + [(f"--fig ({n})", _beside(fig, n), "figure") for n in beside]
 
 
 def _write(res, json_path, out) -> list:
@@ -338,3 +352,83 @@ def _decisive(request: DecisiveRequest, *, run_dir, json_path, out, fig) -> None
         err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True)
     tm = res.timings
     err.print(f"done in {tm['wall_s']:.1f} s ({tm['cpu_s']:.1f} s CPU in this process; runs: {tm['runs_cpu_s']:.1f} s CPU)")
+
+
+def _tower_options(given: dict, *, dataset, device, seed, json_path, out, fig, others: dict) -> None:
+    """``--encoder tower``: the options it takes (any other is a one-line error), its request, then the run."""
+    allowed = ("--model", "--size", "--run-dir", "--batch-size", "--tau")
+    bad = [k for k, v in given.items() if v is not None and k not in allowed] + [k for k, v in others.items() if v is not None]
+    if bad:
+        raise InputError(f"{bad[0]} does not apply to --encoder tower (it runs SGD and its three controls at fixed "
+                         "settings; --size sets the sizes)")
+    if dataset not in (None, "wordnet"):
+        raise InputError(f"--encoder tower trains on WordNet nouns only: --dataset must be wordnet, got {dataset!r}")
+    if device != "cpu":
+        raise InputError(f"the frozen-tower lab runs on cpu only, got --device {device}")
+    size, run_dir = given["--size"], given["--run-dir"]
+    request = TowerLabRequest(model=given["--model"], size=size or "full", seed=seed,
+                              tau=0.2 if given["--tau"] is None else given["--tau"],
+                              batch_size=given["--batch-size"] or 64, run_dir=None if run_dir is None else str(run_dir))
+    return _tower(request, json_path=json_path, out=out, fig=fig)
+
+
+def _tower(request: TowerLabRequest, *, json_path, out, fig) -> None:
+    from normscope.lab.tower import run_tower_lab  # torch: start-up stays light
+    from normscope.lab.tower_figures import plot_tower_prediction, plot_tower_trajectories  # matplotlib, as above
+
+    console = make_console()
+    err = make_console(stderr=True)
+    res = run_tower_lab(request, progress=True)
+    t = Table(title=(f"frozen tower {res.model} ({res.size}): {res.n_items} WordNet nouns, {res.n_glosses} glosses, "
+                     f"SGD eta={res.lr:g} lambda={res.weight_decay:g}, tau={res.tau:g}, B={res.batch_size}, "
+                     f"{res.burn_in} + {res.window} steps, heat from {res.probe_batches} probe batches at the end"))
+    for col in ("senses", "n", "R observed", "heat Sigma^2", "R_eq (E2)", "mean |rel|"):
+        t.add_column(col, justify="right")
+    for g in res.groups:
+        t.add_row(str(g["senses"]), str(g["n"]), _fmt(g["r_obs"], ".4f"), _fmt(g["heat"], ".3g"), _fmt(g["r_eq"], ".4f"),
+                  _fmt(g["mean_abs_rel_error"], ".4f"))
+    console.print(t)
+    st = res.stationarity
+    null = res.null or {}
+    lines = [
+        f"stationarity ({st['label']}): mean R moved {res.mean_r_change:+.2%} between the window's halves "
+        f"(mean R^2 {_fmt(st['relative_change'], '+.2%')}, allowed 3 %); burn-in {res.burn_in / res.relaxation_steps:.3g} "
+        f"relaxation times 1/(4 eta lambda) = {res.relaxation_steps:.0f} steps",
+        f"(E1) balance eta^2 sum||g||^2 / (2c sum R^2) over the window: {res.balance:.4f} (telescoping identity to "
+        f"{res.balance_identity_residual:.1e}); max |D~| R^2 / Sigma^2 {res.max_abs_drift_over_heat:.1e}",
+        f"R_eq vs R-bar over {res.n_items} nouns: mean |rel| {res.mean_abs_rel_error:.4f}{_ci(res.mean_abs_rel_error_ci)}, "
+        f"median rel {res.median_rel_error:+.4f}, Pearson {_fmt(res.pearson, '.4f')}{_ci(res.pearson_ci)}",
+        f"heat-permutation null: median mean |rel| {_fmt(null.get('median'), '.3f')}, p {_fmt(null.get('p'), '.2g')} "
+        f"({null.get('n_perm')} permutations)",
+        f"ambiguity -> heat: Spearman(heat, senses) {_fmt(res.spearman_heat_senses, '.3f')}{_ci(res.spearman_heat_senses_ci)}",
+    ]
+    for line in lines:
+        console.print(line, markup=False)
+    c = res.controls
+    if "adamw" in c:
+        a = c["adamw"]
+        console.print(f"control AdamW (eta {a['lr']:g}, lambda {a['weight_decay']:g}): the SGD form misses by "
+                      f"{a['median_rel_error_sgd_form']:+.1%} (median); mean R by senses "
+                      + " / ".join(f"{g['r_obs']:.3f}" for g in a["groups"]), markup=False)
+    if "momentum" in c:
+        m = c["momentum"]
+        console.print(f"control heavy ball (beta {m['beta']:g}): without (E12) the SGD form misses by "
+                      f"{m['median_rel_error_sgd_form']:+.1%} (sqrt(1 - beta) - 1 = {m['predicted_miss_without_e12']:+.1%}); "
+                      f"with (E12) mean |rel| {m['mean_abs_rel_error_e12']:.3f}{_ci(m['mean_abs_rel_error_e12_ci'])}",
+                      markup=False)
+    if "nodecay" in c:
+        n = c["nodecay"]
+        console.print(f"control no decay: {n['share_grown']:.0%} of the norms grew over the window, by "
+                      f"{n['mean_growth']:+.1%} on average; mean R moved {n['mean_r_change']:+.1%} between its halves",
+                      markup=False)
+    print_claim_lines([res.claim], console)
+    for cav in res.caveats:
+        console.print(styled("caveat:", "yellow"), cav)
+    written = _write(res, json_path, out)
+    if fig is not None:  # --fig: predicted vs observed; the trajectories beside it
+        written.append(plot_tower_prediction(res, fig))
+        written.append(plot_tower_trajectories(res, _beside(fig, "trajectories")))
+    if written:
+        err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True, markup=False)
+    tm = res.timings
+    err.print(f"done in {tm['wall_s']:.1f} s ({tm['cpu_s']:.1f} s CPU)")

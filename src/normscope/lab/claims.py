@@ -21,6 +21,12 @@
   only; *not decided* unless the run is at least one relaxation time long before its window and the
   window passed a stationarity check.
 
+- ``ambiguity_heat_lab`` from the frozen-tower arm (:func:`tower_claim_row`, ``normscope lab --encoder
+  tower``): mean |R_eq - R-bar| / R-bar of free WordNet noun vectors trained against a frozen tower's gloss
+  embeddings, with no fitted constant; size at most 0.05 (the free table's gate), the whole CI; *not decided at
+  this size* unless the SGD window is stationary; ``reproduced`` also needs the heat-permutation null beaten,
+  ambiguity to order the heat, Pearson >= 0.95 and every control to miss as it should.
+
 Each builder is a pure function of a lab result (a :class:`LabResult` /
 :class:`TransformerLabResult` or its ``to_dict()``; the per-item errors of a free-table / MLP run
 come from its ``items`` table).
@@ -37,7 +43,8 @@ from normscope.claims import (CLAIMS, Gate, Size, claim_row, fmt_value, judge, n
                               permutation_direction)
 
 __all__ = ["lab_claim", "optimizer_claim", "transformer_claim", "transformer_claim_row", "transformer_items_claim_row",
-           "ENCODER_NAMES", "SHORT_NAMES", "REL_TOL", "SCALE_TOL", "STEP_TOL", "MIN_SCALE_BLOCKS", "SINGLE_RUN_CLAIM"]
+           "ENCODER_NAMES", "SHORT_NAMES", "REL_TOL", "SCALE_TOL", "STEP_TOL", "MIN_SCALE_BLOCKS", "SINGLE_RUN_CLAIM",
+           "tower_claim_row"]
 
 #: Largest mean |R_eq - R-bar| / R-bar of the decisive design's items that counts as the prediction holding in size
 #: (the size of ``CLAIMS["theorem1_transformer_items"]``).
@@ -389,3 +396,105 @@ def transformer_items_claim_row(d: dict, *, full_command: str = "") -> dict:
                               "constant predictor mean |rel. error|": sd.get("constant_mean_abs_rel_error"),
                               "gain over the constant predictor": gain, "gain CI": gain_ci,
                               "null median of the mean |rel. error|": null.get("median")})
+
+
+def _tower_conditions(d: dict) -> tuple[bool, list[str]]:
+    """Whether the frozen-tower row's further conditions hold, and one phrase per condition."""
+    out = []
+    null = d.get("null") or {}
+    p = null.get("p")
+    ok = p is not None and p < 0.05
+    out.append(f"the nouns' own heat predicts better than another noun's (null median {_f(null.get('median'))}, "
+               f"p {_f(p, '.2g')}, one-sided)" if ok else
+               f"the prediction does not beat the heat-permutation null (p {_f(p, '.2g')})")
+    rho, rho_ci = d.get("spearman_heat_senses"), d.get("spearman_heat_senses_ci")
+    good = bool(rho_ci and rho_ci[0] is not None and rho_ci[0] > 0)
+    ok &= good
+    out.append(f"ambiguity {'orders' if good else 'does not order'} the heat (Spearman(heat, senses) {_f(rho)} "
+               f"{_ci(rho_ci)})")
+    pr = d.get("pearson")
+    good = pr is not None and pr >= 0.95
+    ok &= good
+    out.append(f"Pearson(R_eq, R-bar) {_f(pr)} {'>=' if good else '<'} 0.95")
+    ctl = d.get("controls") or {}
+    checks = {
+        "adamw": lambda c: (c.get("mean_abs_rel_error_sgd_form_ci") or [0])[0] > GATE_REL,
+        "momentum": lambda c: (c.get("mean_abs_rel_error_sgd_form_ci") or [0])[0] > GATE_REL,
+        "nodecay": lambda c: c.get("share_grown") == 1.0 and not c.get("stationary"),
+    }
+    words = {"adamw": "AdamW: the SGD form misses by {m}", "momentum": "heavy ball without (E12): misses by {m}",
+             "nodecay": "no decay: {g} of the norms grew by {m} on average"}
+    for name, check in checks.items():
+        c = ctl.get(name)
+        if c is None:
+            ok = False
+            out.append(f"control {name} not run")
+            continue
+        good = bool(check(c))
+        ok &= good
+        m = c.get("mean_growth") if name == "nodecay" else c.get("median_rel_error_sgd_form")
+        text = words[name].format(m=_f(m, "+.1%"), g=_f(c.get("share_grown"), ".0%"))
+        out.append(text + ("" if good else " (the control does not fail as it must)"))
+    return bool(ok), out
+
+
+#: The frozen-tower row's size bound (the claim's ``Size``).
+GATE_REL = 0.05
+
+
+def tower_claim_row(d: dict) -> dict:
+    """Row ``ambiguity_heat_lab`` of the frozen-tower arm (a pure function of its ``to_dict()``).
+
+    Parameters
+    ----------
+    d : dict
+        :meth:`normscope.lab.tower.TowerLabResult.to_dict`: ``mean_abs_rel_error`` and its CI (nouns and
+        probe-batch blocks resampled), ``null``, ``stationary``, ``stationarity``, ``pearson``,
+        ``spearman_heat_senses`` (+ CI), ``controls``.
+
+    Returns
+    -------
+    dict
+        A :func:`normscope.claims.claim_row`: *not decided at this size* unless the SGD window is stationary;
+        otherwise the size (no direction is claimed): ``refuted`` when the whole CI lies above 0.05, ``reproduced``
+        when it lies wholly below and the further conditions hold: the heat-permutation null is beaten (one-sided p
+        < 0.05), ambiguity orders the heat (Spearman CI above 0), Pearson >= 0.95 and the three controls fail the
+        SGD form (AdamW and heavy ball without (E12) miss by more than 0.05, the
+        no-decay run's every norm grows and its window is not stationary); otherwise ``inconclusive``.
+    """
+    stat, ci = d.get("mean_abs_rel_error"), d.get("mean_abs_rel_error_ci")
+    null = d.get("null") or {}
+    st = d.get("stationarity") or {}
+    what = (f"mean |R_eq - R-bar| / R-bar over {d.get('n_items')} WordNet nouns ({d.get('n_items', 0) // 4 or '?'} per "
+            f"number of senses 1-4), free vectors trained with InfoNCE (tau = {_f(d.get('tau'), 'g')}, B = "
+            f"{d.get('batch_size')}) against the frozen {d.get('model')}'s gloss embeddings by SGD (eta = "
+            f"{_f(d.get('lr'), 'g')}, lambda = {_f(d.get('weight_decay'), 'g')}); R_eq from (E7) with the heat of "
+            f"{d.get('probe_batches')} probe batches at the end, no fitted constant; R-bar the window's time-RMS norm; "
+            "CI: bootstrap over nouns and blocks of probe batches; direction against a null giving each noun "
+            "another's heat")
+    tested = (f"frozen-tower lab ({d.get('size')}): {d.get('burn_in')} + {d.get('window')} steps, relaxation time "
+              f"{_f(d.get('relaxation_steps'), '.0f')} steps")
+    if stat is None or not ci or None in ci:
+        return not_testable_row("ambiguity_heat_lab", "the frozen-tower arm gave no prediction with a CI", what=what,
+                                tested_on=tested)
+    gate = (Gate(True) if d.get("stationary") else
+            Gate(False, "the SGD window is not stationary (" + ("; ".join(st.get("reasons") or []) or "a check failed")
+                 + ")", "a longer burn-in (normscope lab --encoder tower --size full)"))
+    cond, phrases = _tower_conditions(d)
+    j = judge("ambiguity_heat_lab", stat, ci, gate=gate, conditions_met=cond)
+    groups = d.get("groups") or []
+    by = " / ".join(_f(g.get("r_obs")) for g in groups)
+    note = (f"stationarity: mean R moved {_f(d.get('mean_r_change'), '+.2%')} between the window's halves; (E1) "
+            f"balance {_f(d.get('balance'), '.4f')}; mean R by senses 1-4: {by}; " + "; ".join(phrases))
+    return claim_row("ambiguity_heat_lab", measured=stat, ci=ci, judged=j, n=d.get("n_items"), what=what,
+                     label="mean |R_eq - R-bar| / R-bar", tested_on=tested, note=note,
+                     statistic="frozen-tower lab: mean |R_eq - R-bar| / R-bar",
+                     beside=f"Pearson(R_eq, R-bar) {_f(d.get('pearson'))} {_ci(d.get('pearson_ci'))}",
+                     needs=gate.needs if not gate.passed else "",
+                     details={"stationary": d.get("stationary"), "mean R change between halves": d.get("mean_r_change"),
+                              "(E1) balance": d.get("balance"), "null median": null.get("median"), "null p": null.get("p"),
+                              "Spearman(heat, senses)": d.get("spearman_heat_senses"),
+                              "mean R by senses": [g.get("r_obs") for g in groups],
+                              "controls": {k: {kk: vv for kk, vv in (v or {}).items() if kk != "groups"}
+                                           for k, v in (d.get("controls") or {}).items()},
+                              "conditions met": cond})

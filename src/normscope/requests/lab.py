@@ -9,7 +9,7 @@ from typing import Literal
 from normscope.errors import InputError
 from normscope.requests import Precision, Request, Resampling, param
 
-__all__ = ["LabRequest", "TransformerLabRequest", "DecisiveRequest", "LabEncoder", "LabData", "Optimizer", "Estimator",
+__all__ = ["LabRequest", "TransformerLabRequest", "DecisiveRequest", "TowerLabRequest", "LabEncoder", "LabData", "Optimizer", "Estimator",
            "DesignSize"]
 
 #: The small labs' encoders: a free embedding table (k=1) or a two-tower bias-free ReLU MLP (k=2).
@@ -221,6 +221,46 @@ class DecisiveRequest(Request):
         for flag, value, default in (("--pairs", self.pairs, "wordnet"), ("--probe-items", self.probe_items, None),
                                      ("--seed", self.seed, 0), ("--device", self.device, "cpu"),
                                      ("--workers", self.workers, 1)):
+            if value != default:
+                out += [flag, str(value)]
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class TowerLabRequest(Request):
+    """The frozen-tower arm (:func:`normscope.lab.tower.run_tower_lab`; ``normscope lab --encoder tower``): free
+    vectors for WordNet nouns trained with InfoNCE against a frozen text tower's gloss embeddings.
+
+    Attributes
+    ----------
+    model : str or None
+        The frozen tower (None: the bundled all-MiniLM-L6-v2); only its gloss embeddings are used.
+    size : {"full", "report", "quick"}
+        :data:`normscope.lab.tower.TOWER_SIZES` (``full``: 64 nouns per number of senses, 8,000 + 16,000 steps,
+        6,144 probe batches).
+    seed : int
+        Seeds the nouns, the initial vectors, every batch and the resamples.
+    tau : float
+        InfoNCE temperature (default 0.2, :data:`normscope.lab.tower.TAU`).
+    batch_size : int
+        (noun, gloss) pairs per batch B.
+    run_dir : str or None
+        Resumable run directory (None: nothing written; a rerun recomputes).
+    """
+
+    model: str | None = None
+    size: DesignSize = "full"
+    seed: int = 0
+    tau: float = param(0.2, above=0.0)
+    batch_size: int = param(64, min=2)
+    run_dir: str | None = None
+
+    def argv(self, model: str | None = None) -> list[str]:
+        """``normscope lab --encoder tower ...`` with every setting of this request that differs from its default."""
+        out = ["normscope", "lab", "--encoder", "tower", "--size", self.size]
+        for flag, value, default in (("--model", self.model or model, None), ("--seed", self.seed, 0),
+                                     ("--tau", self.tau, 0.2), ("--batch-size", self.batch_size, 64),
+                                     ("--run-dir", self.run_dir, None)):
             if value != default:
                 out += [flag, str(value)]
         return out
