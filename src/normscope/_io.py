@@ -27,7 +27,7 @@ from normscope.errors import InputError
 from normscope.validate import check_output_path, write_failure
 
 __all__ = ["atomic_path", "output_set", "write_outputs", "new_file_mode", "write_json", "write_text_atomic", "to_jsonable",
-           "dumps", "OutsideFolder", "inside_folder", "open_inside", "read_inside", "file_inside"]
+           "dumps", "OutsideFolder", "inside_folder", "open_inside", "read_inside", "file_inside", "usual_modes"]
 
 
 class OutsideFolder(InputError):
@@ -156,6 +156,23 @@ def new_file_mode(path: str | Path) -> int:
     except OSError:
         pass
     return 0o666 & ~_umask()
+
+
+def usual_modes(folder: str | Path) -> None:
+    """Give every file under ``folder`` the mode ``0o666 & ~umask`` and every folder ``0o777 & ~umask``.
+
+    For trees assembled from downloads (pooch and ``tempfile`` leave 0600 files and 0700 folders): a fetched
+    dataset gets the permissions any file the user creates gets. Symbolic links are left alone (never followed).
+    """
+    mask = _umask()
+    for root, dirs, files in os.walk(folder):
+        for n in dirs:
+            if not os.path.islink(os.path.join(root, n)):
+                os.chmod(os.path.join(root, n), 0o777 & ~mask)
+        for n in files:
+            if not os.path.islink(os.path.join(root, n)):
+                os.chmod(os.path.join(root, n), 0o666 & ~mask)
+    os.chmod(folder, 0o777 & ~mask)
 
 
 def _fsync(path: str) -> None:
