@@ -224,8 +224,6 @@ def check_calibrator_dict(d, source: str = "calibrator") -> None:
     InputError
         ``<source>: calibrator field '<field>' <what is wrong>`` (one line).
     """
-    from normscope.table import PRECISIONS
-
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise InputError(f"{source} is not a normscope calibrator file (no \"format\": \"{FORMAT}\")")
     if d.get("version") != VERSION:
@@ -233,6 +231,21 @@ def check_calibrator_dict(d, source: str = "calibrator") -> None:
     for f in ("signals", "method", "target", "scaler_mean", "scaler_scale", "coef", "intercept", "map", "model"):
         if f not in d:
             raise _bad(source, f, "is missing")
+    k = _check_signals(d, source)
+    _check_map(d, source)
+    _check_model(d["model"], source)
+    if d.get("scorer", "cosine") != "cosine":
+        raise _bad(source, "scorer", f"is {json.dumps(d.get('scorer'))[:30]}, not cosine")
+    depth = d.get("depth", 2)
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < max(k, 1):
+        raise _bad(source, "depth", f"is {json.dumps(depth)[:30]}, not an integer >= {max(k, 1)} (the target's K)")
+    if not isinstance(d.get("fitted_on", {}), dict):
+        raise _bad(source, "fitted_on", "should be an object")
+    _check_thresholds(d.get("thresholds", {}), source)
+
+
+def _check_signals(d: dict, source: str) -> int:
+    """Signals, method, target, scaler, coefficients and intercept; returns the target's K."""
     signals = d["signals"]
     if not isinstance(signals, list) or not signals or not all(isinstance(x, str) for x in signals):
         raise _bad(source, "signals", "should be a non-empty list of signal names")
@@ -253,6 +266,10 @@ def check_calibrator_dict(d, source: str = "calibrator") -> None:
     _numbers(source, "coef", d["coef"], p)
     if not _finite(d["intercept"]):
         raise _bad(source, "intercept", f"is {json.dumps(d['intercept'])[:40]}, not a finite number")
+    return k
+
+
+def _check_map(d: dict, source: str) -> None:
     mp = d["map"]
     if d["method"] == "isotonic":
         if not isinstance(mp, dict) or "x" not in mp or "y" not in mp:
@@ -268,7 +285,11 @@ def check_calibrator_dict(d, source: str = "calibrator") -> None:
     else:
         if not isinstance(mp, dict) or not _finite(mp.get("a")) or not _finite(mp.get("b")):
             raise _bad(source, "map", "of a Platt calibrator should hold finite numbers 'a' and 'b'")
-    model = d["model"]
+
+
+def _check_model(model, source: str) -> None:
+    from normscope.table import PRECISIONS
+
     if not isinstance(model, dict) or not all(isinstance(model.get(f), str) and model.get(f)
                                               for f in ("name", "revision", "pooling")):
         raise _bad(source, "model", "should be a model fingerprint (name, revision, pooling)")
@@ -283,14 +304,9 @@ def check_calibrator_dict(d, source: str = "calibrator") -> None:
 
         if model["key"] != ModelFingerprint.from_dict(model).key:
             raise _bad(source, "model.key", "does not match the fingerprint's fields (edited by hand?)")
-    if d.get("scorer", "cosine") != "cosine":
-        raise _bad(source, "scorer", f"is {json.dumps(d.get('scorer'))[:30]}, not cosine")
-    depth = d.get("depth", 2)
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < max(k, 1):
-        raise _bad(source, "depth", f"is {json.dumps(depth)[:30]}, not an integer >= {max(k, 1)} (the target's K)")
-    if not isinstance(d.get("fitted_on", {}), dict):
-        raise _bad(source, "fitted_on", "should be an object")
-    th = d.get("thresholds", {})
+
+
+def _check_thresholds(th, source: str) -> None:
     if not isinstance(th, dict):
         raise _bad(source, "thresholds", "should be an object")
     ans = th.get("answer")
