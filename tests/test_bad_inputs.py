@@ -280,6 +280,12 @@ def _build_issue36(d: Path, beir) -> None:
     _w(d / "run_final" / "runs" / "pretrain.final.pt", b"PK\x03\x04" + b"\x00" * 40)
     (d / "run_progress" / "runs").mkdir(parents=True)
     (d / "run_progress" / "runs" / "base_sgd.progress").symlink_to(d / "private" / "id_key")
+    # --- an index folder whose ids.parquet links to a parquet outside it
+    (d / "idx_link").mkdir()
+    for f in (d / "idx").iterdir():
+        _w(d / "idx_link" / f.name, f.read_bytes())
+    (d / "idx_link" / "ids.parquet").unlink()
+    (d / "idx_link" / "ids.parquet").symlink_to(d / "vec.parquet")
     (d / "run_datalink").mkdir()
     (d / "run_datalink" / "data.json").symlink_to(d / "private" / "id_key")
 
@@ -665,6 +671,8 @@ def _rows_issue36(add) -> None:
     add("lab-run-progress-link", L + "run_progress",
         r"runs/base_sgd\.progress is damaged \(a symbolic link out of the run folder; normscope neither reads nor writes")
     add("lab-run-data-link", L + "run_datalink", r"data\.json is damaged \(a symbolic link out of the run folder")
+    add("search-index-file-link-out", "index search {d}/idx_link {d}/vec.npy",
+        r"idx_link/ids\.parquet is a symbolic link to a place outside .*idx_link; normscope does not read files outside")
 
 
 ROWS = _rows()
