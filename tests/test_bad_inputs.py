@@ -185,6 +185,109 @@ def _build(d: Path) -> None:
     np.save(d / "cifar_small.npy", np.zeros((10, 32, 32, 3), np.uint8))
     np.save(d / "cifar_float.npy", np.zeros((10, 32, 32, 3), np.float32))
     (d / "afile").write_text("x")
+    _build_issue36(d, beir)
+
+
+def _calibrator() -> dict:
+    """A well-formed isotonic calibrator (two signals, thresholds) for a made-up model."""
+    from normscope.table import ModelFingerprint
+
+    fp = ModelFingerprint(name="someone/model", revision="r1", pooling="mean")
+    return {"format": "normscope-calibrator", "version": 1, "signals": ["top1_score", "margin"], "method": "isotonic",
+            "target": "top1_relevant", "scaler_mean": [0.5, 0.1], "scaler_scale": [0.1, 0.05], "coef": [1.2, 0.8],
+            "intercept": -0.3, "map": {"x": [-2.0, 0.0, 2.0], "y": [0.1, 0.4, 0.9]},
+            "model": {**fp.to_dict(), "key": fp.key}, "scorer": "cosine", "depth": 2,
+            "fitted_on": {"dataset": "x", "split": "train", "queries": 40, "seed": 0},
+            "thresholds": {"answer": {"threshold": 0.7, "precision": 0.8, "delta": 0.1},
+                           "keep_documents": {"threshold": 0.4, "k": 10, "precision": 0.8}}}
+
+
+def _build_issue36(d: Path, beir) -> None:
+    """Issue 36's kinds: calibrators, odd grades, a tokenizer-less model folder, mixed report folders, run folders."""
+    from normscope.encoders.bundled import bundled_model_path
+    from normscope.report.stage import Section, StageRecord
+    from normscope.table import ModelFingerprint
+    from normscope.values import Status
+
+    (d / "private").mkdir()
+    _w(d / "private" / "id_key", "-----BEGIN PRIVATE KEY----- s3cr3t -----END PRIVATE KEY-----\n")
+    # --- calibrators: one good, then one damaged field each
+    good = _calibrator()
+    _w(d / "cal" / "good.json", json.dumps(good))
+
+    def cal(name, **edits):
+        c = json.loads(json.dumps(good))
+        for path, v in edits.items():
+            node = c
+            *head, last = path.split("__")
+            for k in head:
+                node = node[k]
+            node[last] = v
+        _w(d / "cal" / f"{name}.json", json.dumps(c))  # NaN written as the NaN token, as Python's json does
+
+    cal("reversed_map", map__x=[2.0, 0.0, -2.0])
+    cal("decreasing_map", map__y=[0.9, 0.4, 0.1])
+    cal("map_above_one", map__y=[0.1, 0.4, 1.5])
+    cal("nan_threshold", thresholds__answer__threshold=float("nan"))
+    cal("string_threshold", thresholds__answer__threshold="0.7")
+    cal("threshold_above_one", thresholds__answer__threshold=1.5)
+    cal("target_k0", target="any_relevant_at_0")
+    cal("target_unknown", target="best_guess")
+    cal("signal_unknown", signals=["top1_score", "vibes"])
+    cal("precision_fp16", model__precision="fp16")
+    cal("key_edited", model__name="someone/other-model")
+    cal("scale_zero", scaler_scale=[0.1, 0.0])
+    cal("coef_short", coef=[1.2])
+    cal("keep_k0", thresholds__keep_documents__k=0)
+    cal("cosine_threshold_2", thresholds__keep_documents__threshold=2.0)
+    cal("platt_nan", method="platt", map={"a": float("nan"), "b": 0.0})
+    _w(d / "cal" / "a_list.json", "[1, 2, 3]")
+    (d / "cal" / "link_out.json").symlink_to(d / "cal_elsewhere.json")
+    _w(d / "cal_elsewhere.json", json.dumps(good))
+    # --- odd qrels grades
+    beir("beir_underscore", qrels="query-id\tcorpus-id\tscore\nq0\td0\t1\nq1\td1\t1_0\n")
+    beir("beir_arabic_digit", qrels="query-id\tcorpus-id\tscore\nq0\td0\t\u0661\n")
+    # --- a model folder without its vocabulary files (every other file of the bundled model linked)
+    src = bundled_model_path()
+    (d / "novocab").mkdir()
+    for f in src.iterdir():
+        if f.name not in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+            (d / "novocab" / f.name).symlink_to(f)
+    # --- report folders: one whose kept norms section was made with another model; one with a planted lock link
+
+    def norms_record(model: str) -> dict:
+        fp = ModelFingerprint(name=model, revision="r1", pooling="mean")
+        rec = StageRecord(stage="norms", status=Status.OK, key="k" * 64,
+                          request={"request": {}, "model": fp.to_dict()},
+                          sections={"norm_distribution": Section("norm_distribution", Status.OK)})
+        from normscope._io import dumps
+
+        return json.loads(dumps(rec))
+
+    _w(d / "rep_mixed" / "stages" / "norms.json", json.dumps(norms_record("someone/other-model")))
+    _w(d / "rep_mixed" / "index.html", "<html>earlier report</html>")
+    _w(d / "rep_mixed" / ".normscope.lock", "")
+    (d / "rep_link" / "stages").mkdir(parents=True)
+    (d / "rep_link" / ".normscope.lock").symlink_to(d / "private" / "id_key")
+    # --- damaged decisive-lab run folders
+    _w(d / "run_design" / "design.json", "{not json")
+    _w(d / "run_data" / "data.json", json.dumps({"probe_ids": [], "probe_texts": [], "train_left": "x",
+                                                  "train_right": [], "eval_left": [], "eval_right": []}))
+    _w(d / "run_lambda" / "lambda0.json", '{"key": "k", "median_lambda_rad_per_lambda": NaN}')
+    _w(d / "run_json" / "runs" / "pretrain.json", '{"key": "k", "spec": {}, "timin')
+    _w(d / "run_npz" / "runs" / "pretrain.npz", b"PK\x03\x04 half a record")
+    _w(d / "run_ckpt" / "runs" / "base_sgd.ckpt", b"\x00" * 64)
+    _w(d / "run_final" / "runs" / "pretrain.final.pt", b"PK\x03\x04" + b"\x00" * 40)
+    (d / "run_progress" / "runs").mkdir(parents=True)
+    (d / "run_progress" / "runs" / "base_sgd.progress").symlink_to(d / "private" / "id_key")
+    # --- an index folder whose ids.parquet links to a parquet outside it
+    (d / "idx_link").mkdir()
+    for f in (d / "idx").iterdir():
+        _w(d / "idx_link" / f.name, f.read_bytes())
+    (d / "idx_link" / "ids.parquet").unlink()
+    (d / "idx_link" / "ids.parquet").symlink_to(d / "vec.parquet")
+    (d / "run_datalink").mkdir()
+    (d / "run_datalink" / "data.json").symlink_to(d / "private" / "id_key")
 
 
 def _rows():
@@ -508,7 +611,68 @@ def _rows():
     add("data-list-json-txt", "data list --json {d}/o.txt", r"--json must be a \.json file")
     add("data-list-json-no-dir", "data list --json {d}/nodir/o.json", r"output directory does not exist")
     add("data-list-json-dir", ["data", "list", "--json", "{d}/dirout.parquet"], r"--json must be a \.json file")
+    _rows_issue36(add)
     return R
+
+
+def _rows_issue36(add) -> None:
+    """Issue 36: calibrators, odd grades, tokenizer-less model, mixed or linked report folders, damaged run folders."""
+    A = "calibrate --dataset {d}/beir --apply {d}/cal/"
+    F = r"cal/{}\.json: calibrator field '{}' "
+    add("calibrate-reversed-map", A + "reversed_map.json", F.format("reversed_map", r"map\.x") + "is not increasing")
+    add("calibrate-decreasing-map", A + "decreasing_map.json", F.format("decreasing_map", r"map\.y") + "is not non-decreasing")
+    add("calibrate-map-above-one", A + "map_above_one.json", F.format("map_above_one", r"map\.y") + r"holds values outside \[0, 1\]")
+    add("calibrate-nan-threshold", A + "nan_threshold.json",
+        F.format("nan_threshold", r"thresholds\.answer\.threshold") + r"is NaN, not a finite number in \[0, 1\]")
+    add("calibrate-string-threshold", A + "string_threshold.json",
+        F.format("string_threshold", r"thresholds\.answer\.threshold") + r"is \"0\.7\", not a finite number")
+    add("calibrate-threshold-above-one", A + "threshold_above_one.json",
+        F.format("threshold_above_one", r"thresholds\.answer\.threshold") + r"is 1\.5, not a finite number in \[0, 1\]")
+    add("calibrate-target-k0", A + "target_k0.json",
+        F.format("target_k0", "target") + r"is \"any_relevant_at_0\", not top1_relevant or any_relevant_at_K with an integer K >= 1")
+    add("calibrate-target-unknown", A + "target_unknown.json", F.format("target_unknown", "target") + r"is \"best_guess\"")
+    add("calibrate-signal-unknown", A + "signal_unknown.json", F.format("signal_unknown", "signals") + "names unknown signal 'vibes'")
+    add("calibrate-precision-fp16", A + "precision_fp16.json",
+        F.format("precision_fp16", r"model\.precision") + r"is \"fp16\", not one of fp32, bf16")
+    add("calibrate-fingerprint-edited", A + "key_edited.json",
+        F.format("key_edited", r"model\.key") + r"does not match the fingerprint's fields")
+    add("calibrate-scale-zero", A + "scale_zero.json", F.format("scale_zero", r"scaler_scale\[1\]") + "is 0.0, not a positive finite number")
+    add("calibrate-coef-short", A + "coef_short.json", F.format("coef_short", "coef") + "should be a list of 2 numbers, is 1 entries")
+    add("calibrate-keep-k0", A + "keep_k0.json", F.format("keep_k0", r"thresholds\.keep_documents\.k") + "is 0, not an integer >= 1")
+    add("calibrate-cosine-threshold-2", A + "cosine_threshold_2.json",
+        F.format("cosine_threshold_2", r"thresholds\.keep_documents\.threshold") + r"is 2\.0, not a finite cosine in \[-1, 1\]")
+    add("calibrate-platt-nan", A + "platt_nan.json", F.format("platt_nan", "map") + "of a Platt calibrator should hold finite numbers")
+    add("calibrate-not-an-object", A + "a_list.json", r"a_list\.json is not a normscope calibrator file")
+    add("calibrate-link-out-of-folder", A + "link_out.json",
+        r"calibrator file .*link_out\.json is a symbolic link out of its folder; normscope does not follow it")
+    # odd grades: float() would read '1_0' as 10 and an Arabic-Indic one as 1
+    add("retrieval-qrels-underscore", "retrieval --dataset {d}/beir_underscore --fit-split cv",
+        r"test\.tsv:3: score '1_0' is not a plain number \(ASCII digits.*it is not read as 10")
+    add("retrieval-qrels-arabic-digit", "retrieval --dataset {d}/beir_arabic_digit --fit-split cv",
+        r"test\.tsv:2: score '\u0661' is not a plain number")
+    # a model folder without its vocabulary files
+    add("tokens-model-without-vocabulary", "tokens --model {d}/novocab --n-boot 10 --n-perm 10",
+        r"novocab: the tokenizer's vocabulary names 0 of the 30,522 rows .*lacks its vocabulary")
+    # report folders: another model's section kept there; a planted lock link
+    add("report-only-another-model", "report --out {d}/rep_mixed --only setup --quick",
+        r"rep_mixed holds section\(s\) of stage\(s\) norms made with model 'someone/other-model'; this run uses model "
+        r"'sentence-transformers/all-MiniLM-L6-v2'.*start a new folder with --out NEW_FOLDER")
+    add("report-lock-link", "report --out {d}/rep_link --only setup --quick",
+        r"rep_link/\.normscope\.lock is a symbolic link; normscope never writes through one")
+    # damaged decisive-lab run folders: one line naming the file and the field, before anything runs
+    L = "lab --encoder transformer --design decisive --size quick --run-dir {d}/"
+    add("lab-run-design-garbage", L + "run_design", r"run_design: design\.json is damaged \(not JSON: .*line 1 column 2\)")
+    add("lab-run-data-field", L + "run_data", r"data\.json is damaged \(field 'train_left' should be a list, is str")
+    add("lab-run-lambda-nan", L + "run_lambda", r"lambda0\.json is damaged \(field 'median_lambda_rad_per_lambda' is nan")
+    add("lab-run-json-truncated", L + "run_json", r"runs/pretrain\.json is damaged \(not JSON: ")
+    add("lab-run-npz-truncated", L + "run_npz", r"runs/pretrain\.npz is damaged \(not a readable \.npz record")
+    add("lab-run-checkpoint-garbage", L + "run_ckpt", r"runs/base_sgd\.ckpt is damaged \(not a readable checkpoint")
+    add("lab-run-final-truncated", L + "run_final", r"runs/pretrain\.final\.pt is damaged \(not a readable checkpoint")
+    add("lab-run-progress-link", L + "run_progress",
+        r"runs/base_sgd\.progress is damaged \(a symbolic link out of the run folder; normscope neither reads nor writes")
+    add("lab-run-data-link", L + "run_datalink", r"data\.json is damaged \(a symbolic link out of the run folder")
+    add("search-index-file-link-out", "index search {d}/idx_link {d}/vec.npy",
+        r"idx_link/ids\.parquet is a symbolic link to a place outside .*idx_link; normscope does not read files outside")
 
 
 ROWS = _rows()

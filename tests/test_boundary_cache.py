@@ -94,3 +94,21 @@ def test_max_seq_length_and_tokenizer_files_change_the_cache_key(tiny_st, tmp_pa
     assert not np.allclose(vc[0], encode_cached(b, ["SHORT"], batch_size=4)[0], atol=1e-4)
     # the bundled model's key holds its configuration too
     assert load_encoder().fingerprint.config.startswith("sha256:")
+
+
+def test_a_shard_linking_out_of_the_cache_is_not_read(cache_root, tmp_path, capsys):
+    """A valid shard moved outside the cache and linked back (issue 36): not read, the link removed, the items
+    recomputed, the target untouched."""
+    ref = encode_cached(ToyEncoder(), TEXTS[:8], batch_size=8)
+    (shard,) = model_cache_dir(ToyEncoder.fingerprint).glob("shard-*.npz")
+    outside = tmp_path / "elsewhere.npz"
+    shutil.move(shard, outside)
+    shard.symlink_to(outside)
+    kept = outside.read_bytes()
+    capsys.readouterr()
+    enc = ToyEncoder()
+    got = encode_cached(enc, TEXTS[:8], batch_size=8)
+    assert sorted(enc.seen) == sorted(TEXTS[:8])  # recomputed: the linked shard was not served
+    np.testing.assert_array_equal(got, ref)
+    assert "1 damaged shard" in capsys.readouterr().err
+    assert outside.read_bytes() == kept and not any(p.is_symlink() for p in shard.parent.iterdir())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -163,10 +164,21 @@ def test_corrupted_files_leave_nothing(env, srv, upstream):
     assert _left(env) == []
 
 
-def test_content_check_refuses_another_dataset(env, srv):
+def test_content_check_refuses_another_dataset(env, srv, monkeypatch):
+    """A fake NFCorpus from a mirror: refused by BEIR's published md5 of nfcorpus.zip (issue 36), and, were its
+    md5 the pinned one, by the content check."""
+    import hashlib
+
+    from normscope.data import fetch as fetch_mod
     from normscope.data import fetch_dataset
 
-    srv.override[NFCORPUS_ZIP] = fake_beir_zip("nfcorpus")
+    fake = fake_beir_zip("nfcorpus")
+    srv.override[NFCORPUS_ZIP] = fake
+    with pytest.raises(DataError, match=r"nfcorpus\.zip: md5 of the downloaded file differs from the pinned value "
+                                        r"a89dba18a62ef92f\.\.\. \(corrupted or a different file\); nothing kept"):
+        fetch_dataset("nfcorpus")
+    assert not (env / "nfcorpus").exists() and _left(env) == []
+    monkeypatch.setattr(fetch_mod, "_hash", lambda rf: "md5:" + hashlib.md5(fake).hexdigest())
     with pytest.raises(DataError, match="content check failed: documents is 3, expected 3633; nothing kept"):
         fetch_dataset("nfcorpus")
     assert not (env / "nfcorpus").exists() and _left(env) == []
@@ -258,3 +270,22 @@ def test_tiny_report_on_a_clean_machine_fetches_what_it_needs(env, srv, tmp_path
     for title in ("Brysbaert et al. 2014 concreteness ratings", "ChaosNLI v1.0", "SciFact (BEIR)"):
         line = next(ln for ln in err.splitlines() if ln.startswith(f"normscope: {title} is not here: fetching "))
         assert f"from {srv.url} into {env}" in line
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_fetched_files_get_the_usual_modes(env, srv, umask):
+    """pooch leaves its downloads 0600 and tempfile its folders 0700: a fetched dataset gets 0666/0777 & ~umask."""
+    from normscope.data import fetch_dataset
+
+    old = os.umask(umask)
+    try:
+        fetch_dataset("concreteness", force=True)
+        fetch_dataset("chaosnli", force=True)  # a zip's members
+    finally:
+        os.umask(old)
+    for folder in (env / "concreteness_brysbaert2014", env / "chaosnli"):
+        paths = [folder, *folder.rglob("*")]
+        assert len(paths) > 2
+        for p in paths:
+            want = (0o777 if p.is_dir() else 0o666) & ~umask
+            assert p.stat().st_mode & 0o777 == want, (p, oct(p.stat().st_mode & 0o777))

@@ -68,7 +68,7 @@ def read_only(path: Path):
             pytest.skip("cannot remount a bind mount read-only here")
         yield path
     finally:
-        _sh("umount", path)
+        _sh("umount", path) or _sh("umount", "-l", path)  # lazily when a file is still open there
 
 
 @contextlib.contextmanager
@@ -80,7 +80,7 @@ def tmpfs(path: Path, size: str):
     try:
         yield path
     finally:
-        _sh("umount", path)
+        _sh("umount", path) or _sh("umount", "-l", path)  # lazily when a file is still open there
 
 
 @contextlib.contextmanager
@@ -484,3 +484,158 @@ def test_concurrent_runs_share_batches_and_agree(tmp_path):
     assert sum(computed) == len(texts), computed  # every batch computed once, by one of the two runs
     assert min(computed) > 0  # both worked (started within the first batches of each other)
     assert not list((tmp_path / "cache").glob("embeddings/*/.lock-*"))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 10. damaged decisive-lab run folders (issue 36, item 3): one line naming the file and the field, nothing changed
+# ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def finished_design(tmp_path_factory):
+    """A finished tiny decisive design (test_lab_decisive's sizes, ~35 s) and its pairs and probe files."""
+    from test_lab_decisive import PROBES, WORDS, _tiny_sizes
+
+    from normscope.lab import run_decisive_design
+
+    d = tmp_path_factory.mktemp("design")
+    rng = np.random.default_rng(0)
+    lines = ["left\tright"] + [f"{a} {i}\tthe {b} near a {a} {i % 7}" for i in range(160)
+                               for a, b in [rng.choice(WORDS, 2)]] + ["lantern\ta lamp"]
+    (d / "pairs.tsv").write_text("\n".join(lines) + "\n")
+    (d / "probes.txt").write_text("\n".join(PROBES) + "\n")
+    run_decisive_design(directory=d / "run", design=_tiny_sizes(), pairs=str(d / "pairs.tsv"),
+                        probe_items=d / "probes.txt", seed=1)
+    return d
+
+
+def _design_argv(d: Path, run_dir: Path) -> list[str]:
+    return ["lab", "--encoder", "transformer", "--design", "decisive", "--size", "quick", "--run-dir", str(run_dir),
+            "--pairs", str(d / "pairs.tsv"), "--probe-items", str(d / "probes.txt"), "--seed", "1"]
+
+
+def _snapshot(d: Path) -> dict:
+    out = {}
+    for p in sorted(d.rglob("*")):
+        out[str(p.relative_to(d))] = ("link:" + os.readlink(p) if p.is_symlink() else
+                                      p.read_bytes() if p.is_file() else "dir")
+    return out
+
+
+def _json_edit(path: Path, **fields) -> None:
+    path.write_text(json.dumps(dict(json.loads(path.read_text()), **fields)))
+
+
+def _truncate(path: Path, n: int) -> None:
+    path.write_bytes(path.read_bytes()[:n])
+
+
+DAMAGE = {  # case: (damage, what the line must say)
+    "design-json-garbage": (lambda r, s: (r / "design.json").write_text("{not json"),
+                            r"design\.json is damaged \(not JSON: .* at line 1 column 2\)"),
+    "design-json-a-list": (lambda r, s: (r / "design.json").write_text("[1, 2]"),
+                           r"design\.json is damaged \(a JSON list, not an object\)"),
+    "design-json-no-key": (lambda r, s: (r / "design.json").write_text('{"data_key": "x", "settings": {}}'),
+                           r"design\.json is damaged \(field 'key' should be a string, is missing\)"),
+    "data-json-wrong-type": (lambda r, s: _json_edit(r / "data.json", train_left="x"),
+                             r"data\.json is damaged \(field 'train_left' should be a list, is str \"x\"\)"),
+    "data-json-lengths": (lambda r, s: _json_edit(r / "data.json", eval_right=["one"]),
+                          r"data\.json is damaged \(fields 'eval_left' and 'eval_right' differ in length \(16 vs 1\)\)"),
+    "lambda0-nan": (lambda r, s: (r / "lambda0.json").write_text('{"key": "k", "median_lambda_rad_per_lambda": NaN}'),
+                    r"lambda0\.json is damaged \(field 'median_lambda_rad_per_lambda' is nan, not a finite number\)"),
+    "run-json-truncated": (lambda r, s: _truncate(r / "runs" / "pretrain.json", 20),
+                           r"runs/pretrain\.json is damaged \(not JSON: "),
+    "run-json-timings-string": (lambda r, s: _json_edit(r / "runs" / "pretrain.json", timings="fast"),
+                                r"runs/pretrain\.json is damaged \(field 'timings' should be an object, is str"),
+    "record-npz-truncated": (lambda r, s: _truncate(r / "runs" / "pretrain.npz", 200),
+                             r"runs/pretrain\.npz is damaged \(not a readable \.npz record: BadZipFile\)"),
+    "final-params-truncated": (lambda r, s: _truncate(r / "runs" / "pretrain.final.pt", 300),
+                               r"runs/pretrain\.final\.pt is damaged \(not a readable checkpoint"),
+    "checkpoint-garbage": (lambda r, s: (r / "runs" / "base_sgd.ckpt").write_bytes(b"\x00" * 64),
+                           r"runs/base_sgd\.ckpt is damaged \(not a readable checkpoint"),
+    "checkpoint-truncated": (lambda r, s: (r / "runs" / "base_sgd.ckpt").write_bytes(
+                                 (r / "runs" / "pretrain.final.pt").read_bytes()[:500]),
+                             r"runs/base_sgd\.ckpt is damaged \(not a readable checkpoint"),
+    "data-json-link-out": (lambda r, s: ((r / "data.json").unlink(), (r / "data.json").symlink_to(s)),
+                           r"data\.json is damaged \(a symbolic link out of the run folder; normscope neither reads"),
+    "progress-link-out": (lambda r, s: (r / "runs" / "base_sgd.progress").symlink_to(s),
+                          r"runs/base_sgd\.progress is damaged \(a symbolic link out of the run folder"),
+}
+
+
+@pytest.mark.parametrize("case", list(DAMAGE))
+def test_damaged_run_folder_is_one_line_and_changes_nothing(finished_design, tmp_path, monkeypatch, capsys, case):
+    import re
+
+    from test_lab_decisive import _tiny_sizes
+
+    from normscope.lab import decisive
+
+    monkeypatch.setitem(decisive.DESIGNS, "quick", _tiny_sizes())
+    secret = tmp_path / "private.txt"
+    secret.write_bytes(b"private key material\n")
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_design / "run", run_dir, symlinks=True)
+    damage, pattern = DAMAGE[case]
+    damage(run_dir, secret)
+    before = _snapshot(run_dir)
+    capsys.readouterr()
+    assert run(_design_argv(finished_design, run_dir)) == 2
+    line = _one_line_error(capsys)
+    assert re.search(pattern, line), line
+    assert line.startswith(f"error: --run-dir {run_dir}: ") and line.endswith("to start that part again")
+    assert _snapshot(run_dir) == before and secret.read_bytes() == b"private key material\n"
+
+
+def test_the_intact_run_folder_resumes_with_nothing_recomputed(finished_design, tmp_path, monkeypatch, capsys):
+    """The check refuses only damage: the same folder, undamaged, finishes (every run served from its files)."""
+    from test_lab_decisive import _tiny_sizes
+
+    from normscope.lab import decisive
+
+    monkeypatch.setitem(decisive.DESIGNS, "quick", _tiny_sizes())
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_design / "run", run_dir, symlinks=True)
+    before = {k: v for k, v in _snapshot(run_dir).items() if k.startswith("runs/")}
+    assert run(_design_argv(finished_design, run_dir)) == 0
+    assert {k: v for k, v in _snapshot(run_dir).items() if k.startswith("runs/")} == before
+
+
+def test_a_full_disk_during_a_design_is_one_line(finished_design, tmp_path, monkeypatch, capsys):
+    """A 2 MB tmpfs: the encoder's weights (safetensors, 4 MB) do not fit; one line, exit 2, no traceback."""
+    from test_lab_decisive import _tiny_sizes
+
+    from normscope.lab import decisive
+
+    monkeypatch.setitem(decisive.DESIGNS, "quick", _tiny_sizes())
+    with tmpfs(tmp_path / "fs", "2m") as fs:
+        capsys.readouterr()
+        assert run(_design_argv(finished_design, fs / "run")) == 2
+        line = _one_line_error(capsys)
+        assert line == (f"error: cannot write --run-dir {fs / 'run'}: no space left on device; the runs finished so far "
+                        "are kept (each file is written whole): free space and rerun to continue")
+        assert not [p for p in (fs / "run").rglob("*") if p.name.startswith(".tiny-bert")]
+
+
+def test_a_planted_progress_link_is_replaced_not_written_through(tmp_path, monkeypatch):
+    """``--workers 2``: a worker reports its progress by replacing ``runs/<name>.progress`` atomically."""
+    from normscope.lab import decisive
+    from normscope.lab.decisive_run import RunContext
+
+    target = tmp_path / "private.txt"
+    target.write_bytes(b"private\n")
+    (tmp_path / "run" / "runs").mkdir(parents=True)
+    spec = decisive.design_specs("pretrain", decisive.DESIGNS["quick"])[0]
+    (tmp_path / "run" / "runs" / f"{spec.name}.progress").symlink_to(target)
+    seen = []
+
+    def fake_run_one(spec, ctx, progress):
+        progress(7)
+        p = Path(ctx.directory) / "runs" / f"{spec.name}.progress"
+        seen.append((p.is_symlink(), p.read_text()))
+
+    monkeypatch.setattr(decisive, "run_one", fake_run_one)
+    ctx = RunContext(tmp_path / "run", 8, 0.05, "matrices", 0, "cpu", key="k", checkpoint_every=500, data_key="d")
+    ctx_d = {f: (str(getattr(ctx, f)) if f == "directory" else getattr(ctx, f)) for f in ctx.__dataclass_fields__}
+    assert decisive._worker(spec.to_dict(), ctx_d) == spec.name
+    assert seen == [(False, "7")] and target.read_bytes() == b"private\n"

@@ -26,7 +26,108 @@ from pathlib import Path
 from normscope.errors import InputError
 from normscope.validate import check_output_path, write_failure
 
-__all__ = ["atomic_path", "output_set", "write_outputs", "new_file_mode", "write_json", "to_jsonable", "dumps"]
+__all__ = ["atomic_path", "output_set", "write_outputs", "new_file_mode", "write_json", "write_text_atomic", "to_jsonable",
+           "dumps", "OutsideFolder", "inside_folder", "open_inside", "read_inside", "file_inside", "usual_modes"]
+
+
+class OutsideFolder(InputError):
+    """A file normscope reads back is a symbolic link (or lies behind one) to a place outside its folder."""
+
+
+def inside_folder(path: str | Path, folder: str | Path) -> Path:
+    """The real path of ``path``, refused when it resolves outside ``folder``.
+
+    Files normscope reads back from a folder it wrote (a report's stage records and kept figures, a lab run
+    folder, the embedding cache, a calibrator beside its user's other files) are resolved with
+    :func:`os.path.realpath`; a symbolic link at any component that leads out of ``folder`` (itself
+    resolved) is refused, so a planted link to a private file (a key, ``~/.ssh/...``) is never read into
+    a page, a record or an error message. Links that stay inside the folder are followed.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file (usually ``folder / name``).
+    folder : str or Path
+        The folder it must stay inside.
+
+    Returns
+    -------
+    Path
+        The resolved path (inside the resolved ``folder``).
+
+    Raises
+    ------
+    OutsideFolder
+        (an :class:`~normscope.errors.InputError`) ``path`` resolves outside ``folder``.
+    """
+    real_folder = os.path.realpath(folder)
+    real = os.path.realpath(path)
+    if real != real_folder and os.path.commonpath([real, real_folder]) != real_folder:
+        raise OutsideFolder(f"{path} is a symbolic link to a place outside {folder}; normscope does not read "
+                            "files outside the folder it wrote (remove the link)")
+    return Path(real)
+
+
+def open_inside(path: str | Path, folder: str | Path, mode: str = "rb", encoding: str | None = None):
+    """Open a regular file for reading without following a symbolic link out of ``folder``.
+
+    The path is resolved and checked by :func:`inside_folder`, then opened with ``O_NOFOLLOW`` (a link
+    swapped in at the last component after the check is refused by the kernel, ``ELOOP``) and checked
+    to be a regular file (``fstat``: a FIFO or device is never read).
+
+    Parameters
+    ----------
+    path, folder : str or Path
+    mode : {'rb', 'r'}
+    encoding : str, optional
+        For text mode.
+
+    Returns
+    -------
+    file object
+
+    Raises
+    ------
+    OutsideFolder
+        A link out of ``folder`` (also one planted between the check and the open).
+    FileNotFoundError, IsADirectoryError, OSError
+        As :func:`open`; a path that is not a regular file raises ``IsADirectoryError`` or ``OSError``.
+    """
+    import stat
+
+    real = inside_folder(path, folder)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(real, flags)
+    except OSError as exc:
+        import errno
+
+        if exc.errno == errno.ELOOP:
+            raise OutsideFolder(f"{path} became a symbolic link while normscope read it; not followed") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise (IsADirectoryError if stat.S_ISDIR(st.st_mode) else OSError)(f"{path} is not a regular file")
+        return os.fdopen(fd, mode, encoding=encoding) if "b" not in mode else os.fdopen(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_inside(path: str | Path, folder: str | Path, *, text: bool = False) -> bytes | str:
+    """The bytes (or UTF-8 text) of ``path``, read by :func:`open_inside` (never through a link out of ``folder``)."""
+    with open_inside(path, folder, "r" if text else "rb", encoding="utf-8" if text else None) as f:
+        return f.read()
+
+
+def file_inside(path: str | Path, folder: str | Path) -> bool:
+    """True when ``path`` is a regular file that resolves inside ``folder`` (a link out of it counts as absent)."""
+    try:
+        real = inside_folder(path, folder)
+    except OutsideFolder:
+        return False
+    return os.path.isfile(real) and not os.path.islink(real)
 
 
 def _umask() -> int:
@@ -44,11 +145,34 @@ def _umask() -> int:
 
 
 def new_file_mode(path: str | Path) -> int:
-    """Permission bits an output written to ``path`` gets: the existing file's, else ``0o666 & ~umask``."""
+    """Permission bits an output written to ``path`` gets: the existing file's, else ``0o666 & ~umask``
+    (also when ``path`` is a symbolic link: the link is replaced, its target never read or changed)."""
+    import stat
+
     try:
-        return os.stat(path).st_mode & 0o7777
+        st = os.lstat(path)  # a symbolic link is replaced, not written through: its target's mode is not taken
+        if not stat.S_ISLNK(st.st_mode):
+            return st.st_mode & 0o7777
     except OSError:
-        return 0o666 & ~_umask()
+        pass
+    return 0o666 & ~_umask()
+
+
+def usual_modes(folder: str | Path) -> None:
+    """Give every file under ``folder`` the mode ``0o666 & ~umask`` and every folder ``0o777 & ~umask``.
+
+    For trees assembled from downloads (pooch and ``tempfile`` leave 0600 files and 0700 folders): a fetched
+    dataset gets the permissions any file the user creates gets. Symbolic links are left alone (never followed).
+    """
+    mask = _umask()
+    for root, dirs, files in os.walk(folder):
+        for n in dirs:
+            if not os.path.islink(os.path.join(root, n)):
+                os.chmod(os.path.join(root, n), 0o777 & ~mask)
+        for n in files:
+            if not os.path.islink(os.path.join(root, n)):
+                os.chmod(os.path.join(root, n), 0o666 & ~mask)
+    os.chmod(folder, 0o777 & ~mask)
 
 
 def _fsync(path: str) -> None:
@@ -292,6 +416,15 @@ def to_jsonable(obj):
 def dumps(obj, **kwargs) -> str:
     """Strict JSON text of ``obj`` (:func:`to_jsonable`, then ``allow_nan=False``)."""
     return json.dumps(to_jsonable(obj), allow_nan=False, **kwargs)
+
+
+def write_text_atomic(text: str, path: str | Path, option: str = "output") -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically: a temporary file renamed over it, so a symbolic link at
+    ``path`` is replaced, never written through (:func:`atomic_path`)."""
+    with atomic_path(path, option) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+    return Path(path)
 
 
 def write_json(obj, path: str | Path, option: str = "output") -> Path:

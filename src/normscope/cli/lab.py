@@ -279,8 +279,12 @@ def _decisive(request: DecisiveRequest, *, run_dir, json_path, out, fig) -> None
     console = make_console()
     err = make_console(stderr=True)
     run_dir = Path(run_dir) if run_dir is not None else Path(f"lab_decisive_{request.size}")
+    from normscope.lab.run_folder import check_run_folder, run_folder_writes
+
+    check_run_folder(run_dir)  # a damaged state file: one line before anything is printed or run
     err.print(f"decisive design '{request.size}' in {run_dir} (a rerun continues there)", soft_wrap=True, markup=False)
-    res = run_decisive_design(directory=run_dir, **request.run_kwargs(), progress=True)
+    with run_folder_writes(run_dir):  # a full disk in any writer (safetensors, torch, a worker): one line
+        res = run_decisive_design(directory=run_dir, **request.run_kwargs(), progress=True)
     d = res.to_dict()
     enc = res.encoder
     console.print(f"encoder: BERT hidden {enc.config.hidden}, {enc.config.layers} layers; AdamW "

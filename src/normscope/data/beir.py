@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import os
 import warnings
 from collections.abc import Iterable, Mapping
@@ -258,6 +259,10 @@ def load_qrels(path: str | Path, *, grade_scale: int = 1, trec: bool = False) ->
     return qrels
 
 
+#: a grade as trec_eval writes and reads it (``float()`` alone would accept ``1_0`` as 10 and other scripts' digits)
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def _qrels_row(line: str, lineno: int, path: Path, *, trec: bool, want: str) -> tuple[str, str, str] | None:
     """(query id, document id, grade as written) of one qrels line; None for a blank line or the header row;
     :class:`DataError` naming the line for a comment, a wrong field count or a grade that is not a finite
@@ -283,6 +288,9 @@ def _qrels_row(line: str, lineno: int, path: Path, *, trec: bool, want: str) -> 
         raise DataError(f"{path}:{lineno}: score '{s}' is not a number") from None
     if not math.isfinite(value):
         raise DataError(f"{path}:{lineno}: score '{s}' is not a finite number")
+    if not _PLAIN_NUMBER.fullmatch(s):  # Python's float() also reads "1_0" as 10 and non-ASCII digits
+        raise DataError(f"{path}:{lineno}: score '{s}' is not a plain number (ASCII digits, with an optional sign, "
+                        f"'.' and exponent); it is not read as {value:g}")
     return q, d, s
 
 

@@ -47,7 +47,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
-from normscope._io import write_json
+from normscope._io import usual_modes, write_json
 from normscope.data import locate
 from normscope.data.registry import WORDNET_MEMBER_MAX, Dataset, Remote, Source, get_dataset
 from normscope.data.verify import sha256_file, verify
@@ -349,7 +349,7 @@ def _run_files(src: Source, target: Path, mirror, progress) -> tuple[list[str], 
 
 
 def _hash(rf: Remote) -> str | None:
-    return f"sha256:{rf.sha256}" if rf.sha256 else None
+    return f"sha256:{rf.sha256}" if rf.sha256 else f"md5:{rf.md5}" if rf.md5 else None
 
 
 def _run_zip(src: Source, target: Path, mirror, progress) -> tuple[list[str], int, list[str]]:
@@ -737,6 +737,7 @@ def fetch_dataset(name: str, *, dest: str | os.PathLike | None = None, mirror: s
         write_json({"dataset": ds.name, "title": ds.title, "source": label, "urls": urls, "bytes": nbytes,
                     "mirror": mirror, "fetched_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                     "verified": checked, "licence": ds.licence, "citation": ds.citation}, target / locate.MARKER)
+        usual_modes(target)  # pooch's downloads are 0600: a dataset gets the modes of any file the user creates
         _install(target, final, staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

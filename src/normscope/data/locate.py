@@ -122,7 +122,7 @@ def data_dir() -> Path:
     if dest is not None:
         return dest
 
-    return cache_dir() / "data"
+    return cache_dir(create=False) / "data"  # a read-only HOME still lists, locates and reads
 
 
 def search_roots() -> list[tuple[str, Path]]:

@@ -30,6 +30,9 @@ class Remote:
         Size in bytes (exact when ``sha256`` is pinned, else approximate).
     target : str or None
         Path inside the dataset folder for a plain file; None for an archive or an index.
+    md5 : str or None
+        md5 (hex) of the downloaded bytes as its publisher states it, when no sha256 is pinned (checked by
+        pooch before the file gets its name: a mirror's other file of the same layout is refused).
     members : tuple of (str, str, int)
         For a zip archive: ``(member path suffix, target path, max bytes)`` triples. A member matches
         when its path (outside ``__MACOSX/``) equals the suffix or ends with ``"/" + suffix``; it is
@@ -42,6 +45,7 @@ class Remote:
     size: int | None = None
     target: str | None = None
     members: tuple[tuple[str, str, int], ...] = ()
+    md5: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,10 +227,14 @@ _CONC_COMMIT = "e3fc119c2e9e7ce3621d7e8e418f02f150f2fb14"
 _SUBTLEX_COMMIT = "3ad652c431e757124f10b31bd031f01c49c7ef11"
 
 
-def _beir(name: str, splits: tuple[str, ...], size: int, max_bytes: dict[str, int]) -> Source:
+def _beir(name: str, splits: tuple[str, ...], size: int, max_bytes: dict[str, int], md5: str | None = None) -> Source:
     members = tuple((f, f, max_bytes[f]) for f in ("corpus.jsonl", "queries.jsonl", *(f"qrels/{s}.tsv" for s in splits)))
     return Source(f"BEIR zip ({name}.zip, Thakur et al. 2021)", "zip",
-                  (Remote((f"{_BEIR}/{name}.zip",), size=size, members=members),))
+                  (Remote((f"{_BEIR}/{name}.zip",), size=size, members=members, md5=md5),))
+
+
+#: md5 of nfcorpus.zip as BEIR publishes it (the BEIR README's dataset table; ir_datasets checks the same value)
+_NFCORPUS_ZIP_MD5 = "a89dba18a62ef92f7d323ec890a0d38d"
 
 
 _BEIR_REQUIRES = (("corpus.jsonl", "corpus.jsonl.gz"), ("queries.jsonl", "queries.jsonl.gz"))
@@ -254,7 +262,7 @@ DATASETS: tuple[Dataset, ...] = (
         description="3,633 medical documents, 3,237 queries, graded qrels train / dev / test",
         licence="see the NFCorpus site (Boteva et al. 2016): free for research",
         citation="Boteva et al., ECIR 2016; Thakur et al., BEIR, NeurIPS 2021",
-        sources=(_beir("nfcorpus", ("train", "dev", "test"), 2_448_432, _NFCORPUS_MAX),),
+        sources=(_beir("nfcorpus", ("train", "dev", "test"), 2_448_432, _NFCORPUS_MAX, md5=_NFCORPUS_ZIP_MD5),),
         shared=(),
         sha256={},
         requires=_BEIR_REQUIRES + (("qrels/train.tsv",), ("qrels/dev.tsv",), ("qrels/test.tsv",)),

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from normscope._io import open_inside
 from normscope._progress import progress_bar
 from normscope.encoders import bundled
 from normscope.encoders.bundled import cache_dir
@@ -90,7 +91,7 @@ def _read_shard(path: Path, dim: int | None, wanted: set[bytes] | None = None) -
     hashes (an ``.npz`` member is read lazily); otherwise ``(hashes, empty)`` is returned.
     """
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with open_inside(path, path.parent) as f, np.load(f, allow_pickle=False) as z:  # never a link out of the cache
             hashes = z["hashes"]
             if hashes.dtype != np.uint8 or hashes.ndim != 2 or hashes.shape[1] != _HASH_BYTES:
                 return None
@@ -271,7 +272,7 @@ class _Store:
             return
         path = self.root / f".lock-{hashlib.sha256(b''.join(batch)).hexdigest()[:32]}"
         try:
-            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o666)
+            fd = os.open(path, os.O_CREAT | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0), 0o666)  # never through a link
         except OSError:
             yield True
             return

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from normscope._io import write_json
+from normscope._io import read_inside, write_json, write_text_atomic
 from normscope import encoders  # load_encoder looked up when called (tests replace it)
 from normscope.encoders import check_device
 from normscope.errors import InputError
@@ -53,6 +53,7 @@ from normscope.lab.claims import STEP_TOL  # the step-size gate: the selection r
 from normscope.lab.decisive_analysis import analyse_design, grid_rows, write_predictions
 from normscope.lab.decisive_run import (DESIGN_VERSION, RunContext, RunSpec, _data, load_run, relaxation_time, run_done,
                                        run_key, run_one)
+from normscope.lab.run_folder import check_run_folder
 from normscope.lab.tiny_bert import build_tiny_bert, decay_mask_named
 from normscope.lab.transformer import _Tracker
 from normscope.lab.transformer_data import prepare_pairs_and_probes
@@ -334,7 +335,7 @@ def _worker(spec_d: dict, ctx_d: dict) -> str:
     prog = Path(ctx.directory) / "runs" / f"{spec.name}.progress"
 
     def report(n: int) -> None:
-        prog.write_text(str(int(n)))
+        write_text_atomic(str(int(n)), prog)  # replaced, never written through a planted link
 
     run_one(spec, ctx, progress=report)
     prog.unlink(missing_ok=True)
@@ -424,7 +425,8 @@ def _execute(specs: list[RunSpec], ctx: RunContext, bar: _PhaseBar, workers: int
             for f in pending:
                 s = futures[f]
                 try:
-                    bar.update(s.name, int((Path(ctx.directory) / "runs" / f"{s.name}.progress").read_text() or 0))
+                    bar.update(s.name, int(read_inside(Path(ctx.directory) / "runs" / f"{s.name}.progress", ctx.directory,
+                                                         text=True) or 0))
                 except (OSError, ValueError):
                     pass
 
@@ -512,6 +514,7 @@ def run_decisive_design(
 
     sizes, items = _design_inputs(design, probe_items, device, workers)
     directory = _design_directory(directory)
+    check_run_folder(directory)  # every state file read once before any work: a damaged one is one line
     prog = _Progress(progress)
     key = _design_key(sizes, pairs, items, seed)
     data_key = _design_key(sizes, pairs, items, seed, data_only=True)

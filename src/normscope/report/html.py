@@ -17,7 +17,7 @@ from markupsafe import Markup
 import jinja2
 
 from normscope._format import claim_figure, duration, num
-from normscope._io import atomic_path
+from normscope._io import atomic_path, file_inside, read_inside
 from normscope.claims import CLAIMS, GLOSSARY, HEADLINE_RULE, KIND_TITLES
 from normscope.report.stage import StageRecord
 from normscope.report.stages import SECTIONS
@@ -221,8 +221,14 @@ def _png_aspect(data: bytes) -> float:
     return w / h if h else 1.0
 
 
-def _image_uri(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+def _image_uri(path: Path, folder: Path | None = None) -> str:
+    """``path`` as a data URI, read without following a symbolic link out of ``folder`` (default: its own)."""
+    return "data:image/png;base64," + base64.b64encode(read_inside(path, folder or path.parent)).decode("ascii")
+
+
+def _embeddable(path: Path, folder: Path) -> bool:
+    """A figure to embed: a regular file that resolves inside ``folder`` (a link out of it is never read)."""
+    return file_inside(path, folder)
 
 
 def render_html(summary: dict, records: dict[str, StageRecord], out_dir: str | Path) -> str:
@@ -249,9 +255,10 @@ def render_html(summary: dict, records: dict[str, StageRecord], out_dir: str | P
     wide: dict[str, bool] = {}
     for f in (f for rec in records.values() for f in rec.figures()):
         p = out_dir / f.file
-        if p.is_file():
-            images[f.file] = _image_uri(p)
-            wide[f.file] = _png_aspect(p.read_bytes()[:32]) > 1.9
+        if _embeddable(p, out_dir):
+            data = read_inside(p, out_dir)
+            images[f.file] = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+            wide[f.file] = _png_aspect(data[:32]) > 1.9
     env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
     return env.from_string(TEMPLATE).render(
         css=Markup(_CSS), report=summary["report"], run_sizes=summary["report"]["sizes"], summary=summary,
@@ -359,14 +366,14 @@ def render_multi_report(summary: dict, records: dict, out_dir: str | Path, path:
             for key, sec in rec.sections.items():
                 for f in sec.figures:
                     p = folder / f.file
-                    if p.is_file():
-                        figures.setdefault(key, {}).setdefault(f.file, {})[m] = _image_uri(p)
+                    if _embeddable(p, out_dir):
+                        figures.setdefault(key, {}).setdefault(f.file, {})[m] = _image_uri(p, out_dir)
     claim_cells = {m: {r["key"]: r for r in (summary["claims"][m] if m in summary["claims"] else [])} for m in models}
     env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
     text = env.from_string(MULTI_TEMPLATE).render(
         css=Markup(_CSS), report=report, models=models, sections=SECTIONS, side=summary["side_by_side"],
         claim_names={k: (c.claim, c.paper) for k, c in CLAIMS.items()}, claim_cells=claim_cells, figure=claim_figure,
-        figures=figures, forest=_image_uri(forest) if forest is not None and Path(forest).is_file() else None,
+        figures=figures, forest=_image_uri(Path(forest), out_dir) if forest is not None and _embeddable(Path(forest), out_dir) else None,
         status_words=_STATUS_WORDS, num=_num, is_num=_is_num, duration=duration, headline_rule=HEADLINE_RULE,
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )

@@ -27,8 +27,11 @@ while it runs, and no library warnings: those are kept in the stage record (``wa
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import json
+import os
 import platform
 import time
 import traceback
@@ -40,7 +43,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from normscope import __version__
 from normscope._format import duration
-from normscope._io import output_set, write_json
+from normscope._io import OutsideFolder, file_inside, output_set, read_inside, write_json
 from normscope.datasets import data_root
 from normscope.errors import InputError, OutputError
 from normscope.report.config import ReportConfig
@@ -50,14 +53,16 @@ from normscope.report.missing import availability
 from normscope.report.runlog import dedupe, quiet_libraries, stage_log
 from normscope.report.scorecard import gather_claims
 from normscope.report.sizes import Sizes
-from normscope.report.stage import RecordError, Stage, StageRecord, StageUnavailable, is_current
+from normscope.report.stage import RecordError, Stage, StageRecord, StageUnavailable, is_current, made_with
 from normscope.report.stages import SECTIONS, STAGES
 from normscope.inputs import read_items
-from normscope.validate import check_output_path, check_paths
+from normscope.validate import check_output_path, check_paths, write_failure
 from normscope.values import Status
 
 __all__ = ["ReportResult", "run_report", "assemble_summary", "what_this_says", "load_cached", "sizes_used",
-           "check_report_inputs"]
+           "check_report_inputs", "folder_lock"]
+
+STAGE_BY_NAME = {st.name: st for st in STAGES}
 
 
 def _stage_path(out: Path, stage: Stage) -> Path:
@@ -69,25 +74,32 @@ def _failed_path(out: Path, stage: Stage) -> Path:
     return out / "stages" / f"{stage.name}.failed.json"
 
 
-def read_record(out: Path, stage: Stage, console=None) -> StageRecord | None:
+def read_record(out: Path, stage: Stage, console=None, *, then: str = "recomputing") -> StageRecord | None:
     """The record of ``stage`` in ``OUT/stages`` when it is well formed and all its figures exist, else None.
 
     A record that is unreadable or not a record of this stage is reported on ``console`` (one line).
     """
     p = _stage_path(out, stage)
-    if not p.is_file():
+    if not p.is_file() and not p.is_symlink():
         return None
     try:
-        d = json.loads(p.read_text(encoding="utf-8"))
+        d = json.loads(read_inside(p, out, text=True))
         if not is_current(d):
             return None  # written by an earlier normscope: recomputed without a word
         rec = StageRecord.from_json(d, stage)
     except (OSError, ValueError) as exc:
-        why = str(exc) if isinstance(exc, RecordError) else f"unreadable ({type(exc).__name__})"
+        why = (str(exc) if isinstance(exc, RecordError) else "a symbolic link out of the report folder, not followed"
+               if isinstance(exc, OutsideFolder) else f"unreadable ({type(exc).__name__})")
         if console is not None:
-            console.print(f"{stage.name}: the cached record {p} is damaged ({why}); recomputing")
+            console.print(f"{stage.name}: the cached record {p} is damaged ({why}); {then}")
         return None
-    if not all((out / f.file).is_file() for f in rec.figures()):
+    outside = [f.file for f in rec.figures() if (out / f.file).is_symlink() and not file_inside(out / f.file, out)]
+    if outside:
+        if console is not None:
+            console.print(f"{stage.name}: the kept figure {out / outside[0]} is a symbolic link out of the report "
+                          f"folder; not read, {then}")
+        return None
+    if not all(file_inside(out / f.file, out) for f in rec.figures()):
         return None
     return rec
 
@@ -173,10 +185,81 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
     console = console or Console(stderr=True, markup=False)
     out = config.out
     _check_out(out, config, json_path)
+    with folder_lock(out, console):
+        return _run_locked(config, console, progress, encoder, json_path, heartbeat, t0)
+
+
+@contextlib.contextmanager
+def folder_lock(out: Path, console=None):
+    """An exclusive lock on the report folder ``out`` (``fcntl.flock`` on ``OUT/.normscope.lock``), held for a run.
+
+    Two runs into one folder (two ``--only`` runs at once) take turns: the second waits (one line says
+    so) and then reads the first one's finished records, so no finished section is ever dropped from the
+    page. The kernel releases a killed holder's lock. The lock file is opened with ``O_NOFOLLOW``: a planted
+    symbolic link is refused, never written through. Where ``flock`` is unavailable (some network file
+    systems) runs are not serialised.
+    """
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    path = out / ".normscope.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"{path} is a symbolic link; normscope never writes through one (remove it)") from None
+        raise write_failure(exc, path, "-o/--out") or exc from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if console is not None:
+                console.print(f"report: another normscope report is writing {out}; waiting for it to finish")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # no locks on this file system
+            pass
+        yield
+    finally:
+        os.close(fd)
+
+
+def _check_one_model(out: Path, fingerprint: dict, kept: dict[str, StageRecord]) -> None:
+    """Refuse a run whose model or precision differs from the one of a section kept in ``out`` (one page, one model)."""
+    mine = made_with({"model": fingerprint})
+    other = [(name, w) for name, rec in kept.items()
+             if rec.kept and (w := made_with(rec.request)) is not None and w["fingerprint"] != mine["fingerprint"]]
+    if not other:
+        return
+    name, w = other[0]
+    if w["model"] != mine["model"]:
+        what = f"model '{w['model']}'"
+        now = f"model '{mine['model']}'"
+    elif w["precision"] != mine["precision"]:
+        what, now = f"precision {w['precision']}", f"precision {mine['precision']}"
+    else:
+        what = f"model '{w['model']}' with other weights or settings (fingerprint {w['fingerprint'][:12]})"
+        now = f"fingerprint {mine['fingerprint'][:12]}"
+    stages = ", ".join(n for n, _ in other)
+    raise InputError(f"{out} holds section(s) of stage(s) {stages} made with {what}; this run uses {now}: one page "
+                     f"never mixes models or precisions: start a new folder with --out NEW_FOLDER, or rerun every "
+                     f"stage here (drop --only)")
+
+
+def _run_locked(config: ReportConfig, console, progress: bool, encoder, json_path, heartbeat, t0: float) -> ReportResult:
+    out = config.out
     ctx = StageContext(config, console, encoder.at_precision(config.precision) if encoder is not None else None)
     selected = [st for st in STAGES if st.name in config.only]
+    kept = {st.name: _kept_record(out, st, config, console) for st in STAGES if st not in selected}
+    model_kept = any(st.uses_model and made_with(kept[st.name].request) is not None
+                     for st in STAGES if st.name in kept)
     # the model is loaded before any stage: a bad --model is one line now, and its fingerprint keys the stages
-    fingerprint = ctx.encoder().fingerprint.to_dict() if any(st.uses_model for st in selected) else None
+    # (and is compared with the sections kept from an earlier run: one page, one model)
+    uses = any(st.uses_model for st in selected) or model_kept
+    fingerprint = ctx.encoder().fingerprint.to_dict() if uses else None
+    if fingerprint is not None:
+        _check_one_model(out, fingerprint, {n: r for n, r in kept.items() if STAGE_BY_NAME[n].uses_model})
     records: dict[str, StageRecord] = {}
     with data_root(config.data):
         bar = Progress(TextColumn("[bold]report[/]"), BarColumn(), TextColumn("{task.completed}/{task.total} stages"),
@@ -186,7 +269,7 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
             task = bar.add_task("", total=len(selected))
             for st in STAGES:
                 if st not in selected:
-                    records[st.name] = _kept_record(out, st, config)
+                    records[st.name] = kept[st.name]
                     continue
                 bar.update(task, description=st.name)
                 records[st.name] = _run_stage(st, ctx, fingerprint, heartbeat)
@@ -206,10 +289,10 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
                         seconds=time.perf_counter() - t0)
 
 
-def _kept_record(out: Path, stage: Stage, config: ReportConfig) -> StageRecord:
+def _kept_record(out: Path, stage: Stage, config: ReportConfig, console=None) -> StageRecord:
     """A stage not selected: the record an earlier run wrote here (its sections and figures as they were),
     else "not run"."""
-    rec = read_record(out, stage)
+    rec = read_record(out, stage, console, then="its sections say \"not run\"")
     if rec is not None:
         rec.kept = True
         return rec

@@ -30,7 +30,7 @@ from normscope.requests import Request
 from normscope.values import Status
 
 __all__ = ["Figure", "Table", "KeyNumber", "Command", "Section", "StageRecord", "Stage", "StageUnavailable",
-           "RecordError", "STAGE_VERSION", "is_current"]
+           "RecordError", "STAGE_VERSION", "is_current", "made_with"]
 
 #: Bump when a stage's computation or record layout changes: invalidates cached records.
 STAGE_VERSION = 4
@@ -64,6 +64,30 @@ def is_current(d) -> bool:
     """Whether the JSON ``d`` is a record of this record layout (:data:`STAGE_VERSION`): a record an earlier
     normscope wrote is stale, not damaged (its key cannot match either)."""
     return not isinstance(d, dict) or "stage" not in d or ("version" in d and d["version"] == STAGE_VERSION)
+
+
+def _normscope_version() -> str:
+    from normscope import __version__
+
+    return __version__
+
+
+def made_with(request: dict | None) -> dict | None:
+    """The model, precision and fingerprint key a record's sections were computed with (None: no model).
+
+    ``request`` is a record's ``request`` (``{"request": ..., "model": fingerprint dict or None}``);
+    the key is :attr:`normscope.table.ModelFingerprint.key` (weights, pooling, backend, precision, config).
+    """
+    fp = request.get("model") if isinstance(request, dict) else None
+    if not isinstance(fp, dict) or "name" not in fp:
+        return None
+    from normscope.table import ModelFingerprint
+
+    try:
+        key = ModelFingerprint.from_dict(fp).key
+    except (KeyError, TypeError, ValueError):
+        return None
+    return {"model": str(fp["name"]), "precision": str(fp.get("precision", "fp32")), "fingerprint": key}
 
 
 class _Reader:
@@ -357,7 +381,8 @@ class StageRecord:
         return self.status is not Status.NOT_RUN and not self.kept
 
     def to_json(self) -> dict:
-        out = {"stage": self.stage, "version": STAGE_VERSION, "key": self.key, "request": self.request,
+        out = {"stage": self.stage, "version": STAGE_VERSION, "normscope": _normscope_version(), "key": self.key,
+               "made_with": made_with(self.request), "request": self.request,
                "status": self.status.value,
                "reason": self.reason, "seconds": self.seconds, "sections": self.sections}
         if self.warnings:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from normscope._io import write_json
+from normscope._io import OutsideFolder, inside_folder, open_inside, read_inside, write_json
 from normscope.engine.shards import check_out_dir, replace_dir
 from normscope.errors import InputError
 from normscope.inputs import JUNK_ZERO, Junk, zero_vector_rows
@@ -310,10 +310,15 @@ class FoldedAnnIndex:
         path = Path(path)
         if not path.is_dir() or any(not (path / f).is_file() for f in _FILES):
             raise InputError(f"{path} is not a normscope index directory ({', '.join(_FILES)})")
+        for f in _FILES:  # never read through a symbolic link out of the index folder (OutsideFolder: one line)
+            inside_folder(path / f, path)
         try:
-            meta = json.loads((path / "meta.json").read_text())
-            index = faiss.read_index(str(path / "index.faiss"))
-            ids = [str(x) for x in pq.read_table(path / "ids.parquet").column("id").to_pylist()]
+            meta = json.loads(read_inside(path / "meta.json", path, text=True))
+            index = faiss.deserialize_index(np.frombuffer(read_inside(path / "index.faiss", path), dtype=np.uint8))
+            with open_inside(path / "ids.parquet", path) as f:
+                ids = [str(x) for x in pq.read_table(f).column("id").to_pylist()]
+        except OutsideFolder:
+            raise
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             raise InputError(f"cannot read the index in {path}: {str(exc).splitlines()[0]}") from None
         if int(index.ntotal) != len(ids) or int(index.d) != int(meta["dim"]):

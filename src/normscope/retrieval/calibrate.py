@@ -17,6 +17,8 @@ evaluation split's queries are drawn into fit / calibration / held-out parts of 
 
 from __future__ import annotations
 
+import contextlib
+
 import dataclasses
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -26,7 +28,7 @@ import numpy as np
 from normscope import encoders  # load_encoder looked up when called (tests replace it)
 from normscope.data.beir import SplitQueries, load_dataset_any, load_qrels
 from normscope.encoders import DEFAULT_MODEL
-from normscope.errors import InputError
+from normscope.errors import DataError, InputError
 from normscope.inputs import read_text, split_lines
 from normscope.requests.retrieval import CalibrateRequest
 from normscope.results import StageResult, summary_field
@@ -289,11 +291,26 @@ def run_calibrate(request: CalibrateRequest, *, encoder=None, progress: bool = F
                              ph=ph)
 
 
+@contextlib.contextmanager
+def _integer_grades_only():
+    """``calibrate`` has no ``--grade-scale``: a qrels error suggesting it is reworded (its labels are grade >= 1)."""
+    try:
+        yield
+    except DataError as exc:
+        msg = str(exc)
+        if "--grade-scale" not in msg:
+            raise
+        head = msg.split("; trec_eval and pytrec_eval", 1)[0]
+        raise DataError(f"{head}; `normscope calibrate` reads integer grades only (its label is grade >= 1, "
+                        "unscaled): write the grades as integers in the qrels file") from None
+
+
 def _from_dataset(dataset_dir, *, encoder, model, signals, target_k, fit_split, split, max_docs, max_queries, rng, ph,
                   device, precision, batch_size, progress, cal_in) -> dict:
     """Load, embed and search a BEIR dataset: the splits' runs, signals and labels."""
     with ph("loading the dataset", str(dataset_dir)):
-        ds = load_dataset_any(dataset_dir)
+        with _integer_grades_only():
+            ds = load_dataset_any(dataset_dir)
         if cal_in is not None:
             mode, fit_name = "apply", None
         else:
@@ -419,7 +436,8 @@ def _from_run_file(run_file, qrels_file, *, signals, target_k, max_queries, rng,
         check_fingerprint(cal_in, encoder)
     with ph("reading the run and its qrels", f"{run_file}, {qrels_file}"):
         run, norms = read_run(run_file)
-        qrels = load_qrels(qrels_file)
+        with _integer_grades_only():
+            qrels = load_qrels(qrels_file)
         ids = sorted(q for q in run if any(v >= 1 for v in (qrels.get(q) or {}).values()))
         if not ids:
             raise InputError(f"no query of {run_file} has a relevant judgement in {qrels_file}")

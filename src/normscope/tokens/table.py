@@ -197,7 +197,8 @@ def embedding_table_of(encoder) -> tuple[np.ndarray, list, list, dict]:
     Raises
     ------
     ModelError
-        An encoder without an input embedding table (precomputed vectors) or without a vocabulary.
+        An encoder without an input embedding table (precomputed vectors) or without a vocabulary, or whose
+        tokenizer names fewer than half the table's rows (a model folder without its vocabulary files).
     """
     if is_static_encoder(encoder):
         return np.asarray(encoder.vectors), list(encoder.vocab), [], {"source": "the GloVe word-vector table",
@@ -223,6 +224,12 @@ def embedding_table_of(encoder) -> tuple[np.ndarray, list, list, dict]:
         if 0 <= i < len(tokens):
             tokens[i] = t
     special = list(getattr(tok, "all_special_tokens", []) or [])
+    named = sum(t is not None and t not in special for t in tokens)
+    if 2 * named < len(tokens):  # e.g. a model folder without vocab.txt / tokenizer.json: rows are not "unused"
+        name = getattr(getattr(encoder, "fingerprint", None), "name", type(encoder).__name__)
+        raise ModelError(f"{name}: the tokenizer's vocabulary names {named:,} of the {len(tokens):,} rows of the input "
+                         "embedding table; the model folder lacks its vocabulary (vocab.txt or tokenizer.json), "
+                         "so used and never-used rows cannot be told apart")
     cfg = getattr(hf, "config", None)
     return weights, tokens, special, {"source": f"{type(hf).__name__}.get_input_embeddings()",
                                       "initializer_range": getattr(cfg, "initializer_range", None)}
