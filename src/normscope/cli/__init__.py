@@ -5,6 +5,7 @@ One sub-command per stage, each in its own module of this package. Exit codes:
 
 Conventions, applied to every command here (:class:`_Command`, :class:`_Group`):
 
+- a command that prints nothing for 10 s prints a progress line on stderr (:func:`normscope._progress.heartbeat`);
 - help is plain text wrapped at the terminal's width (readable at 80 columns, never cut); a flag
   shows no value placeholder (typer >= 0.22 prints ``<bool>``), positional arguments appear in the
   usage line as ``ITEMS`` / ``[INPUT]`` (click's convention, not typer's ``{items}``), and an option
@@ -107,6 +108,14 @@ class _Command(_HelpParams, TyperCommand):
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         _check_repeats(self, ctx, args)
         return super().parse_args(ctx, args)
+
+    def invoke(self, ctx):
+        """Run the command under a :func:`normscope._progress.heartbeat`: a progress line on stderr whenever it
+        printed nothing for 10 s (the step it is in, or its running tracker's count and ETA)."""
+        from normscope._progress import heartbeat
+
+        with heartbeat(ctx.command_path.removeprefix("normscope ").strip() or "normscope"):
+            return super().invoke(ctx)
 
     def collect_usage_pieces(self, ctx) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []

@@ -40,6 +40,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from normscope import __version__
 from normscope._format import duration
+from normscope._progress import LINE_EVERY
 from normscope._io import output_set, write_json
 from normscope.datasets import data_root
 from normscope.errors import InputError, OutputError
@@ -136,7 +137,7 @@ def _check_out(out: Path, config: ReportConfig, json_path) -> None:
 
 
 def run_report(config: ReportConfig, *, console=None, progress: bool = True, encoder=None,
-               json_path: str | Path | None = None, heartbeat: float | None = 60.0) -> ReportResult:
+               json_path: str | Path | None = None, heartbeat: float | None = LINE_EVERY) -> ReportResult:
     """Run the selected stages (resuming from ``OUT/stages``) and write the report.
 
     Parameters
@@ -153,7 +154,7 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
         Also write summary.json's content here; written as one set with ``OUT/summary.json`` and
         ``OUT/index.html`` (:func:`normscope._io.output_set`: all three or none).
     heartbeat : float or None, keyword-only
-        Seconds between ``<stage>: still running`` log lines (None: none).
+        Seconds of silence before a ``<stage>: still running`` log line (default 10 s; None: none).
 
     Returns
     -------

@@ -43,7 +43,8 @@ class ScorerEval(Record):
     ``param`` was fitted on ``fitted_on`` (or fixed: ``param_source``); the metrics are means over the
     evaluation queries (pytrec_eval); ``delta``, ``relative`` (mean(scorer)/mean(cosine) - 1) and their
     CIs are paired over queries; ``p_value`` is the paired t-test and ``p_value_randomization`` the
-    paired randomisation test of nDCG@10 against cosine.
+    paired randomisation test of nDCG@10 against cosine. ``ndcg10_at_ceiling`` / ``ndcg10_at_floor``: evaluation
+    queries on which the scorer's nDCG@10 is 1 / 0 (the ceiling gate of the gain claims reads cosine's).
     """
 
     param_name: str | None = None
@@ -65,6 +66,8 @@ class ScorerEval(Record):
     relative: float | None = None
     relative_ci: Interval | None = None
     p_values: dict | None = None
+    ndcg10_at_ceiling: int | None = None
+    ndcg10_at_floor: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from normscope._progress import step
 from normscope.encoders import DEFAULT_MODEL, load_encoder
 from normscope.encoders.embed import embed_texts
 from normscope.errors import InputError
@@ -309,7 +310,9 @@ def run_correlate(
     kept = _kept_values(iset, table, r, controls, notes)
     items_df = _items_table(table, kept)
     missing = _check_valid(kept.cov, kept.texts, signal)
-    st = _statistics(kept, table, iset, r, by=by, notes=notes)
+    with step(f"correlations: bootstrap CIs ({r.resampling.n_boot:,} resamples) and permutation p "
+              f"({r.resampling.n_perm:,} permutations) over {len(kept.texts):,} items"):
+        st = _statistics(kept, table, iset, r, by=by, notes=notes)
     res, part = st["res"], st["part"]
     return CorrelateResult(
         signal=signal,
