@@ -297,7 +297,8 @@ def _claim_cell(r: ClaimRow | dict | None, failed: bool) -> str:
 
 
 def print_multi_summary(result, console: Console) -> None:
-    """The scorecard of a side-by-side report: one row per claim, one column per model (figure [CI] verdict)."""
+    """The scorecard of a side-by-side report: per tested claim, the claim and one row per model (figure [CI]
+    verdict, never cut); the claims no model tested are counted on one line."""
     from normscope.report.summary import ReportInfo  # normscope.report imports torch: start-up stays light
 
     s = result.summary
@@ -305,13 +306,30 @@ def print_multi_summary(result, console: Console) -> None:
     models = info.models
     console.print(f"normscope report: {len(models)} models side by side ({info.preset} sizes, "
                   f"{duration(info.seconds)})", soft_wrap=True, highlight=False, markup=False)
-    table = _Rows(max(console.width, 60), [("claim", 20, 50, 1)] + [(m, 14, 60, 1) for m in models])
-    for line in table.header():
-        console.print(line, soft_wrap=True)
+    width = max(console.width, 60)
+    # one block per claim: the claim (cut to the line), then one row per model whose cell (figure [CI] verdict)
+    # is never cut: a long model name gives way first
+    name_w = min(max(len(m) for m in models), max(width // 3, 16))
     for key, claim in CLAIMS.items():
         cells = [_claim_cell(next((c for c in (s["claims"].get(m) or []) if c["key"] == key), None), m in result.errors)
                  for m in models]
-        console.print(table.line([claim.claim, *cells]), soft_wrap=True)  # one line per claim: fits one screen
+        if all(c in ("not run", "model failed") or c.endswith("not testable here") for c in cells):
+            continue  # untested for every model: counted below
+        console.print(Text(_fit(claim.claim, width).rstrip(), style="bold"), soft_wrap=True)
+        for m, cell in zip(models, cells):
+            name = m if len(m) <= name_w else "\u2026" + m[-(name_w - 1):]
+            verdict = next((v for v in _COLOUR if cell.endswith(v)), None)
+            line = Text(f"  {name:<{name_w}}  ")
+            line.append(cell[: len(cell) - len(verdict)] if verdict else cell)
+            if verdict:
+                line.append(verdict, style=_COLOUR[verdict])
+            console.print(line, soft_wrap=True)
+    untested = [claim.claim for key, claim in CLAIMS.items()
+                if all((next((c for c in (s["claims"].get(m) or []) if c["key"] == key), None) or {}).get("verdict")
+                       in (None, "not testable here") for m in models)]
+    if untested:
+        console.print(f"{len(untested)} claims not testable here for any model (each model's page says why)",
+                      soft_wrap=True, markup=False, highlight=False)
     errors = list(result.errors.items())
     for m, e in errors[:5]:
         console.print(f"{m}: {str(e)[:200]}", soft_wrap=True, markup=False, highlight=False)
