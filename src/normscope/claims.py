@@ -765,8 +765,8 @@ def paper_scope_rows(model: str | None) -> list[dict]:
     else:
         models = not_testable_row("paper_models", f"this run's model is {model or 'unknown'}, not one of the paper's",
                                   tested_on=model or "")
-    bench = not_testable_row("paper_benchmarks", "FEVEROUS, RuleTaker and TreeCut are not bundled and cannot be "
-                             "fetched offline")
+    bench = not_testable_row("paper_benchmarks", "FEVEROUS, RuleTaker and TreeCut are not bundled and normscope has "
+                             "no fetch route for them (online or offline)")
     return [models, bench]
 
 

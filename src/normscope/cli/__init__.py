@@ -127,7 +127,10 @@ class _Command(_HelpParams, TyperCommand):
 
 
 class _Group(_HelpParams, TyperGroup):
-    """A command group with the same help conventions."""
+    """A command group with the same help conventions; its commands listed in alphabetical order."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted(super().list_commands(ctx))
 
 
 app = typer.Typer(
@@ -206,7 +209,7 @@ def run(argv: list[str] | None = None) -> int:
     old_show = warnings.showwarning
     warnings.showwarning = _one_line_warning
     try:
-        code = contextvars.copy_context().run(app, args=argv, prog_name="normscope", standalone_mode=False)
+        code = contextvars.copy_context().run(_run_app, argv)
     except NormscopeError as exc:
         typer.echo(f"error: {exc}", err=True)
         return 2
@@ -228,6 +231,14 @@ def run(argv: list[str] | None = None) -> int:
     finally:
         warnings.showwarning = old_show
     return code if isinstance(code, int) else 0
+
+
+def _run_app(argv):
+    """The app on ``argv``, its requests' errors naming command-line options (:data:`normscope.requests.CLI_NAMES`)."""
+    from normscope.requests import CLI_NAMES
+
+    CLI_NAMES.set(True)
+    return app(args=argv, prog_name="normscope", standalone_mode=False)
 
 
 def _click_exceptions():

@@ -223,7 +223,7 @@ def beir_convert(
     queries: Annotated[str, typer.Option("--queries", help="Query variant: {split}.<variant>.queries (NFCorpus: titles, all, ...).")] = "titles",
     qrels: Annotated[str, typer.Option("--qrels", help="Judgement variant: {split}.<variant>.qrel (NFCorpus: 3-2-1 or 2-1-0).")] = "3-2-1",
 ) -> None:
-    """Convert a TREC-style release (e.g. the original NFCorpus) to the BEIR layout that --dataset reads."""
+    """Convert a TREC-style release (such as the original NFCorpus) to the BEIR layout that --dataset reads."""
     from normscope.retrieval.trec import convert_trec  # retrieval/ imports torch and faiss: start-up stays light
 
     info = convert_trec(src, out, queries=queries, qrels=qrels)

@@ -39,7 +39,7 @@ from rich.text import Text
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from normscope import __version__
-from normscope._format import duration
+from normscope._format import duration, plural
 from normscope._progress import LINE_EVERY
 from normscope._io import output_set, write_json
 from normscope.datasets import data_root
@@ -303,7 +303,7 @@ def _run_stage(stage: Stage, ctx: StageContext, fingerprint: dict | None, heartb
         failed_path.unlink(missing_ok=True)
     else:
         write_json(rec, failed_path)
-    note = f" ({len(rec.warnings)} library warnings kept in the stage record)" if noise else ""
+    note = f" ({plural(len(rec.warnings), 'library warning')} kept in the stage record)" if noise else ""
     console.print(f"{stage.name}: {rec.status.value} in {duration(rec.seconds or 0)}{note}")
     return rec
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from normscope._format import plural
 from normscope._progress import step
 from normscope.encoders import DEFAULT_MODEL, load_encoder
 from normscope.encoders.embed import embed_texts
@@ -89,7 +90,8 @@ def _user_item_set(items, ids, covariates, strata, by, extra_cols) -> ItemSet:
         bad = [i for i, v in enumerate(strata) if v is None or (isinstance(v, float) and np.isnan(v))
                or not str(v).strip()]
         if bad:
-            raise InputError(f"--by {by}: {len(bad)} item(s) have no {by} (e.g. {items[bad[0]]!r})")
+            raise InputError(f"--by {by}: {plural(len(bad), 'item')} {'has' if len(bad) == 1 else 'have'} no {by} "
+                             f"(e.g. {items[bad[0]]!r})")
         strata = np.asarray([str(v).strip() for v in strata], dtype=object)
     return ItemSet(ids=ids, texts=items, covariate=cov, strata=strata, extras=extras,
                    dataset="user covariate file" if covariates is not None else "user items")
