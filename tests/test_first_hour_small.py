@@ -72,3 +72,22 @@ def test_calibrate_defaults_include_the_norm():
     from normscope.requests.retrieval import CalibrateRequest
 
     assert "query_norm" in CalibrateRequest(dataset="scifact").signals
+
+
+def test_the_report_estimate_sums_the_measured_stages(tmp_path):
+    from normscope.report import ReportConfig
+    from normscope.report.estimate import MEASURED, estimate, estimate_line
+
+    q = MEASURED["quick"]["seconds"]
+    cfg = ReportConfig(out=tmp_path / "r", quick=True)
+    e = estimate(cfg)
+    assert e["seconds"] == pytest.approx(sum(q.values())) and e["reused"] == []
+    # two models: the model's stages twice, the labs (which train their own encoders) once
+    two = estimate(cfg, 2)["seconds"]
+    assert two == pytest.approx(2 * sum(q.values()) - q["lab"] - q["transformer"])
+    # a finished stage record in OUT/stages is counted as reused
+    (tmp_path / "r" / "stages").mkdir(parents=True)
+    (tmp_path / "r" / "stages" / "probes.json").write_text("{}")
+    assert estimate(cfg)["seconds"] == pytest.approx(sum(q.values()) - q["probes"])
+    line = estimate_line(ReportConfig(out=tmp_path / "x", quick=True, only=("norms", "lab")))
+    assert line.startswith(f"estimate: about {q['norms'] + q['lab']:.1f} s and {MEASURED['quick']['peak_gb']:.1f} GB")

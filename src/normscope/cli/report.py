@@ -58,6 +58,9 @@ def report(
         signals=tuple(signals or SIGNALS), precision=precision, engine=engine, address=address,
     )
     check_report_inputs(config, json_path)  # paths and --items, before any stage runs or anything is written
+    from normscope.report.estimate import estimate_line  # normscope.report imports torch, as above
+
+    err.print(estimate_line(config, len(models)), soft_wrap=True, markup=False, highlight=False)
     out_console = make_console()
     if not out_console.is_terminal:
         out_console = make_console(width=140)
