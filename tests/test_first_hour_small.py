@@ -68,12 +68,6 @@ def test_help_has_no_markup_escape_and_lists_commands_in_order(capsys):
     assert "normscope[ray]" in " ".join(text.split()) and "\\[" not in text
 
 
-def test_calibrate_defaults_include_the_norm():
-    from normscope.requests.retrieval import CalibrateRequest
-
-    assert "query_norm" in CalibrateRequest(dataset="scifact").signals
-
-
 def test_the_report_estimate_sums_the_measured_stages(tmp_path):
     from normscope.report import ReportConfig
     from normscope.report.estimate import MEASURED, estimate, estimate_line

@@ -88,7 +88,7 @@ def calibrate(
     run_file: Annotated[Optional[Path], typer.Option("--run", help="Instead of --dataset: a cosine run (TREC run text, or the -o parquet of `normscope retrieval` / `index search`), with --qrels and --model.")] = None,
     qrels: Annotated[Optional[Path], typer.Option("--qrels", help="Judgements of --run (BEIR TSV or TREC qrels).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model (default: the bundled MiniLM; with --apply, the calibrator's model).")] = None,
-    signal: Annotated[Optional[list[str]], typer.Option("--signal", callback=split_list, help="Signal of the map (repeatable or a comma list; default top1_score, margin and query_norm, the query's raw norm): query_length, query_norm, top1_score, margin, nqc, wig, smv, sigma_k, sigma_max, top_doc_norm, doc_norm_spread.")] = None,
+    signal: Annotated[Optional[list[str]], typer.Option("--signal", callback=split_list, help="Signal of the map (repeatable or a comma list; default top1_score and margin; add query_norm, the query's raw norm, to test the norm): query_length, query_norm, top1_score, margin, nqc, wig, smv, sigma_k, sigma_max, top_doc_norm, doc_norm_spread.")] = None,
     method: Annotated[str, typer.Option("--method", help="isotonic or platt (CalibratedClassifierCV, cross-fitted).")] = _DEFAULT.method,
     target_k: Annotated[int, typer.Option("--target-k", min=1, max=100, help="1: P(the top-1 is relevant); K: P(some document of the top K is relevant).")] = _DEFAULT.target_k,
     fit_split: Annotated[str, typer.Option("--fit-split", help="Split of the fit and calibration queries ('cv': cut the evaluation split 40/30/30 into fit, calibration, held-out).")] = _DEFAULT.fit_split,

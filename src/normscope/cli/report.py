@@ -312,7 +312,10 @@ def print_multi_summary(result, console: Console) -> None:
     width = max(console.width, 60)
     # one block per claim: the claim (cut to the line), then one row per model whose cell (figure [CI] verdict)
     # is never cut: a long model name gives way first
-    name_w = min(max(len(m) for m in models), max(width // 3, 16))
+    from normscope.report.multi import short_names  # normscope.report imports torch, as above
+
+    names = dict(zip(models, short_names(models, min(max(len(m) for m in models), max(width // 3, 16)))))
+    name_w = max(len(n) for n in names.values())
     for key, claim in CLAIMS.items():
         cells = [_claim_cell(next((c for c in (s["claims"].get(m) or []) if c["key"] == key), None), m in result.errors)
                  for m in models]
@@ -320,7 +323,7 @@ def print_multi_summary(result, console: Console) -> None:
             continue  # untested for every model: counted below
         console.print(Text(_fit(claim.claim, width).rstrip(), style="bold"), soft_wrap=True)
         for m, cell in zip(models, cells):
-            name = m if len(m) <= name_w else "\u2026" + m[-(name_w - 1):]
+            name = names[m]
             verdict = next((v for v in _COLOUR if cell.endswith(v)), None)
             line = Text(f"  {name:<{name_w}}  ")
             line.append(cell[: len(cell) - len(verdict)] if verdict else cell)

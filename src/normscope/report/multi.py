@@ -39,7 +39,7 @@ from normscope.report.stage import StageRecord
 from normscope.report.stages import STAGES
 
 __all__ = ["MultiReportResult", "run_multi_report", "side_by_side", "forest_data", "plot_forest", "ForestPanel",
-           "ForestRow"]
+           "ForestRow", "short_names"]
 
 
 @dataclasses.dataclass
@@ -195,12 +195,22 @@ def plot_forest(claims: dict[str, list[dict]], path: str | Path) -> Path | None:
             ax.plot([row.estimate], [y], "o", color="C3" if row.refuted else "C0", ms=7)
         ax.axvline(0.0, color="0.5", lw=0.8, ls="--")
         ax.set_yticks(range(len(models)))
-        ax.set_yticklabels([m if len(m) <= 34 else "\u2026" + m[-33:] for m in models], fontsize=9)
+        ax.set_yticklabels(short_names(models, 34), fontsize=9)
         ax.set_ylim(-0.6, len(models) - 0.4)
         ax.invert_yaxis()
         ax.tick_params(axis="x", labelsize=9)
         ax.grid(axis="x", color="0.92", lw=0.6)
     return save_figure(fig, Path(path), dpi=110)
+
+
+def short_names(models: list[str], width: int) -> list[str]:
+    """Model names of at most ``width`` characters, cut in the middle (``hf:sentence-t…all-MiniLM-L6-v2``: both
+    ends tell models apart); the full names when two shortened ones would be equal."""
+    if width < 8:
+        return list(models)
+    head = (width - 1) // 2
+    out = [m if len(m) <= width else m[:head] + "\u2026" + m[-(width - 1 - head):] for m in models]
+    return out if len(set(out)) == len(out) else list(models)
 
 
 def _reuse_shared(src: Path, sub: ReportConfig, shared: list, console, model: str) -> ReportConfig:

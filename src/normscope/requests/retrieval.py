@@ -146,7 +146,7 @@ class CalibrateRequest(Request):
     dataset: str | None = None
     run_file: str | None = None
     qrels_file: str | None = None
-    signals: tuple[str, ...] = ("top1_score", "margin", "query_norm")
+    signals: tuple[str, ...] = ("top1_score", "margin")
     method: Literal["isotonic", "platt"] = "isotonic"
     target_k: int = param(1, min=1, max=100)
     fit_split: str | None = "train"
