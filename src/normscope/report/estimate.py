@@ -28,9 +28,13 @@ MEASURED: dict[str, dict] = {
     "full": {"seconds": {"setup": 1.0, "norms": 4.7, "tokens": 9.5, "probes": 86.0, "lab": 2.0, "transformer": 71.0,
                          "signals": 31.0, "similarity": 1.7, "retrieval": 174.0},
              "peak_gb": 3.3, "source": "measured 2026-12-01, idle 2-core machine"},
-    "quick": {"seconds": {"setup": 1.0, "norms": 2.0, "tokens": 5.0, "probes": 97.0, "lab": 10.0, "transformer": 40.0,
-                          "signals": 50.0, "similarity": 10.0, "retrieval": 74.0},
-              "peak_gb": 3.0, "source": "measured 2026-12-01/03, 2-core machine"},
+    # 289 s (4 min 49 s, docs/report.md) split by the CPU seconds of scripts/report_timing.py --quick on 2026-12-03
+    # (setup 0.0, norms 16.6, tokens 3.8, probes 105.2, lab 14.4, transformer 28.2, signals 29.2, similarity 5.8,
+    # retrieval 111.2; 314.4 s in all; peak RSS 3.09 GB; load average 13 on 2 CPUs, so its wall time, 28 min 35 s,
+    # is not the figure)
+    "quick": {"seconds": {"setup": 0.5, "norms": 15.3, "tokens": 3.5, "probes": 96.7, "lab": 13.2, "transformer": 25.9,
+                          "signals": 26.8, "similarity": 5.3, "retrieval": 102.2},
+              "peak_gb": 3.1, "source": "measured 2026-12-01 and 2026-12-03, 2-core machine"},
 }
 
 
@@ -69,7 +73,7 @@ def estimate_line(config: ReportConfig, n_models: int = 1) -> str:
     or fewer cores take longer``."""
     e = estimate(config, n_models)
     models = "the bundled all-MiniLM-L6-v2" if n_models == 1 else f"{n_models} models of the bundled model's size"
-    mem = f"{e['peak_gb']:.1f} GB of memory" + (" per model loaded (several models: more; not measured)"
+    mem = f"{e['peak_gb']:.1f} GB of memory" + (" for one model (several models: more; not measured)"
                                                  if n_models > 1 else "")
     reused = f"; {len(e['reused'])} stage(s) already in {config.out}/stages may be reused" if e["reused"] else ""
     return (f"estimate: about {duration(e['seconds'])} and {mem} for {models} on 2 CPU cores ({config.preset} sizes, "
