@@ -170,8 +170,9 @@ def test_data_path_names_the_real_reason(clean, monkeypatch, capsys):
         data_path("chaosnli")
 
 
-def test_an_unreachable_origin_is_named_without_the_network_stacks_text(clean, monkeypatch):
-    """A refused connection: the message says so in words; the library's exception text stays in ``detail``."""
+def test_an_unreachable_origin_is_named_without_the_network_stacks_text(clean, monkeypatch, capsys):
+    """A refused connection: the message says so in words; the library's exception text stays in ``detail``. The
+    failure is said on stderr on the spot, once (a second call re-raises without a second line)."""
     from normscope.data import data_path
 
     with socket.socket() as s:
@@ -186,6 +187,13 @@ def test_an_unreachable_origin_is_named_without_the_network_stacks_text(clean, m
     for raw in ("HTTPConnectionPool", "Max retries", "NewConnectionError", "Errno"):
         assert raw not in msg
     assert "ConnectionError" in exc.value.detail
+    with pytest.raises(DataMissing):
+        data_path("simlex-999")
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("normscope: SimLex-999 is not here: fetching ")
+    assert [ln for ln in err if "fetch failed" in ln] == [
+        "normscope: SimLex-999: fetch failed: 127.0.0.1 refused the connection"]
+    assert len(err) == 2  # the announcement and the failure, nothing after the second call
 
 
 def test_data_list_shows_the_pypi_route(clean, capsys):

@@ -139,9 +139,11 @@ def _wide_records() -> dict:
     return {"transformer": StageRecord("transformer", Status.OK, {"transformer_lab": sec}, key="k")}
 
 
-def test_tables_fit_a_1280px_window(tmp_path):
+def test_tables_fit_a_1280px_and_a_390px_window(tmp_path):
     """Every table of the page (the scorecard with its longest reasons, a 13-column table, a table of commands) fits
-    a 1280 px window: no horizontal scrolling."""
+    a 1280 px and a 390 px window: the page never scrolls sideways (a table wider than the page scrolls inside its
+    own box), no word is split letter by letter (no ``overflow-wrap: anywhere`` / ``word-break: break-all``), and at
+    390 px the scorecard is one block per claim within the window."""
     chromium = _chromium()
     from playwright.sync_api import sync_playwright
 
@@ -159,18 +161,31 @@ def test_tables_fit_a_1280px_window(tmp_path):
     out.mkdir()
     page_path = out / "index.html"
     page_path.write_text(render_html(summary, _wide_records(), out), encoding="utf-8")
+    measure = """() => {
+      const boxes = Array.from(document.querySelectorAll('table')).map(t => t.closest('.scroll, table.kv') || t);
+      const all = Array.from(document.querySelectorAll('body *'));
+      const claims = document.querySelector('table.claims').getBoundingClientRect();
+      return {page: document.documentElement.scrollWidth,
+              boxes: Math.max(...boxes.map(b => b.getBoundingClientRect().right)),
+              split: all.filter(e => { const s = getComputedStyle(e);
+                                       return s.overflowWrap === 'anywhere' || s.wordBreak === 'break-all'; }).length,
+              claims: claims.right, scrolled: document.querySelectorAll('.scroll > table').length};
+    }"""
+    seen = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.route("**/*", lambda r: r.continue_() if r.request.url.endswith("index.html") else r.abort())
-            page.goto(page_path.resolve().as_uri())
-            page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
-            widths = page.evaluate("() => [document.documentElement.scrollWidth, "
-                                   "Math.max(...Array.from(document.querySelectorAll('table')).map("
-                                   "t => t.getBoundingClientRect().right))]")
-            n_tables = page.locator("table").count()
+            for width in (1280, 390):
+                page = browser.new_page(viewport={"width": width, "height": 900})
+                page.route("**/*", lambda r: r.continue_() if r.request.url.endswith("index.html") else r.abort())
+                page.goto(page_path.resolve().as_uri())
+                page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+                seen[width] = page.evaluate(measure)
+                n_tables = page.locator("table").count()
+                page.close()
         finally:
             browser.close()
     assert n_tables >= 4
-    assert widths[0] <= 1280 and widths[1] <= 1280, widths
+    for width, m in seen.items():
+        assert m["page"] <= width and m["boxes"] <= width and m["claims"] <= width, (width, m)
+        assert m["split"] == 0 and m["scrolled"] >= 3, (width, m)

@@ -21,6 +21,17 @@ MISSING_TITLES = {"wordnet": "WordNet 3.0", "scifact": "SciFact (BEIR)", "chaosn
 DATA_STAGES = "setup,probes,transformer,signals,similarity,retrieval"
 
 
+def _joined(text: str) -> list[str]:
+    """The lines of ``text`` with each indented continuation row joined to the line it continues."""
+    out: list[str] = []
+    for ln in text.splitlines():
+        if ln.startswith("    ") and out:
+            out[-1] += " " + ln.strip()
+        else:
+            out.append(ln)
+    return out
+
+
 def _rows(text: str, width: int) -> int:
     """Screen rows ``text`` takes on a terminal ``width`` columns wide (long lines wrap)."""
     return sum(max(1, math.ceil(len(line) / width)) for line in text.splitlines())
@@ -54,12 +65,13 @@ def test_offline_report_says_once_what_it_could_not_do(nothing_here, capsys):
     for raw in RAW:
         assert raw not in cap.out and raw not in cap.err, raw
     assert _rows(cap.out, 140) <= 40  # printed for a 140-column console (not a terminal)
-    lines = cap.out.splitlines()
+    lines = _joined(cap.out)
     for name, title in MISSING_TITLES.items():
         mine = [ln for ln in lines if ln.startswith(f"{title} is not here")]
-        assert len(mine) == 1, (title, cap.out)  # once, in one line, with the three ways
-        assert "--offline is set" in mine[0] and f"`normscope data fetch {name}`" in mine[0]
-        assert "--data DIR or NORMSCOPE_DATA=DIR" in mine[0] and "--mirror URL|DIR" in mine[0]
+        assert len(mine) == 1, (title, cap.out)  # once, in one short line, with its fetch command
+        assert "--offline is set" in mine[0] and f"`normscope data fetch {name}`" in mine[0] and len(mine[0]) <= 140
+    # the other two ways to get data, said once for all of them
+    assert cap.out.count("--data DIR or NORMSCOPE_DATA=DIR") == 1 and cap.out.count("--mirror URL|DIR") == 1
     from normscope.claims import CLAIMS
 
     n = len(CLAIMS)
@@ -145,12 +157,22 @@ def test_the_summary_fits_one_screen_whatever_happened(tmp_path):
         print_summary(res, console)
         text = console.export_text()
         assert _rows(text, width) <= 40, (width, text)
-        assert "more (see the page)" in text and text.rstrip().endswith(str((tmp_path / "summary.json").resolve()))
+        assert text.rstrip().endswith(str((tmp_path / "summary.json").resolve()))
+        lines = _joined(text)
+        for st in STAGES:  # every failure (one row) and every missing dataset (one line) listed
+            if records[st.name].status is Status.FAILED:
+                assert sum(ln.startswith(f"failed: {st.name}: ValueError: a very long") for ln in lines) == 1
+        for i, st in enumerate(STAGES):
+            for j in range(len(st.sections)):
+                row = [ln for ln in lines if ln.startswith(f"Dataset number {i} with a long title is not here: ")
+                       and ln.endswith(f"`normscope data fetch data{i}_{j}`")]
+                assert len(row) == 1 and len(row[0]) <= 2 * width, (i, j, text)
 
 
-def test_every_missing_dataset_line_is_shown_before_claim_rows(tmp_path):
-    """A fresh user's case (PyPI-only machine): 10 claims tested, 4 datasets missing with long lines. Every
-    missing-data line is printed whole; the claim rows and the verdict rule give way, still <= 40 rows."""
+def test_at_80_columns_every_tested_claim_is_listed_whole(tmp_path):
+    """A fresh user's case (PyPI-only machine) at 80 columns: 10 claims tested, 4 datasets missing with long causes.
+    Every tested claim is listed: its verdict whole at the start of a row, its figure and reason wrapped under it (no
+    ellipsis in them); each missing dataset is one row with its fetch command; the other ways once."""
     from rich.console import Console
 
     from normscope.cli.report import print_summary
@@ -169,25 +191,34 @@ def test_every_missing_dataset_line_is_shown_before_claim_rows(tmp_path):
             summary[key] = sec.summary()
         records[st.name] = rec
     keys = [k for k, c in CLAIMS.items() if c.sign in (1, -1)][:10]
-    rows = [claim_row(k, measured=0.1 * CLAIMS[k].sign, ci=[0.05 * CLAIMS[k].sign, 0.15 * CLAIMS[k].sign],
-                      judged=judge(k, 0.1 * CLAIMS[k].sign, [0.05 * CLAIMS[k].sign, 0.15 * CLAIMS[k].sign]))
-            for k in keys]
+    rows = []
+    for i, k in enumerate(keys):  # reproduced, refuted and inconclusive rows
+        sgn = CLAIMS[k].sign * (1, -1, 1)[i % 3]
+        ci = [0.05 * sgn, 0.15 * sgn] if i % 3 != 2 else [-0.05, 0.15]
+        rows.append(claim_row(k, measured=0.1 * sgn, ci=ci, judged=judge(k, 0.1 * sgn, ci)))
     rows += [not_testable_row(k, "needs data") for k in CLAIMS if k not in keys]
     summary["claims"] = rows
     summary["claims_tested"] = {"total": len(rows), "tested": len(keys), "not_tested": [k for k in CLAIMS if k not in keys],
                                 "verdicts": {"reproduced": len(keys)}}
-    lines = [f"Dataset {i} is not here: its host could not be resolved: " + "section, " * 20 + f"{i} claims left untested. "
-             f"Get it: `normscope data fetch d{i}` (network) | --data DIR or NORMSCOPE_DATA=DIR (local copy) | "
-             "--mirror URL|DIR" for i in range(4)]
-    summary["missing_data"] = [{"dataset": f"d{i}", "sections": [], "line": line} for i, line in enumerate(lines)]
+    summary["missing_data"] = [{"dataset": f"d{i}", "title": f"Dataset {i}", "sections": ["Norm-aware retrieval"],
+                                "claims": keys[:i], "cause": "its host could not be resolved: " + "section, " * 20,
+                                "line": "a long line " * 30} for i in range(4)]
     res = ReportResult(index=tmp_path / "index.html", summary_path=tmp_path / "summary.json", summary=summary,
                        records=records, seconds=1.0)
-    for width in (140, 200):  # the console width when output is not a terminal, and a wide one (at 80 columns the
-        # four 5-row lines cannot all fit: the last ones give way to "... and N more", tested above)
-        console = Console(record=True, width=width)
-        print_summary(res, console)
-        text = console.export_text()
-        assert _rows(text, width) <= 40, (width, text)
-        for line in lines:
-            assert line in text.replace("\n", ""), (width, line)
-        assert f"claims: 10 of {len(CLAIMS)} tested here" in text
+    console = Console(record=True, width=80)
+    print_summary(res, console)
+    text = console.export_text()
+    lines = text.splitlines()
+    assert all(len(ln) <= 80 for ln in lines if not ln.startswith(("report: ", "numbers: "))), text
+    for row in rows[: len(keys)]:
+        start = [i for i, ln in enumerate(lines) if ln.startswith(row["verdict"] + "  ")
+                 and row["claim"][:40] in ln]
+        assert len(start) == 1, (row["claim"], text)
+        block = " ".join(ln.strip() for ln in lines[start[0] + 1: start[0] + 6])
+        assert row["reason"] in block, (row["reason"], block)  # wrapped, never cut
+    assert len({r["verdict"] for r in rows[: len(keys)]}) == 3
+    for i in range(4):  # one line each (two rows at most at 80 columns), with its fetch command
+        mine = [ln for ln in _joined(text) if ln.startswith(f"Dataset {i} is not here: its host could not be resolved")]
+        assert len(mine) == 1 and mine[0].endswith(f"`normscope data fetch d{i}`"), text
+    assert "a long line" not in text and text.count("--mirror URL|DIR") == 1
+    assert f"claims: 10 of {len(CLAIMS)} tested here" in text.replace("\n", " ")

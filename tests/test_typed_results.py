@@ -279,7 +279,8 @@ def test_cli_summary_counts_the_claims_from_claims_tested(tmp_path):
                "what_this_says": {}, "claims": claims,
                "claims_tested": {"total": 2, "tested": 1, "not_tested": [keys[1]],
                                  "verdicts": {"reproduced": 1, "not testable here": 1}},
-               "missing_data": [{"dataset": "simlex-999", "sections": ["Similarity"], "line": "SimLex-999 is not here"}]}
+               "missing_data": [{"dataset": "simlex-999", "title": "SimLex-999", "sections": ["Similarity"],
+                                 "line": "SimLex-999 is not here"}]}
     records = {st.name: StageRecord(st.name, Status.NOT_RUN, {k: Section(k, Status.NOT_RUN, "not selected")
                                                               for k in st.sections}) for st in STAGES}
     console = Console(record=True, width=200)

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 __all__ = ["MISSING", "finite", "num", "ci", "pct", "sig3", "count", "fixed", "ci_fixed", "p_value", "p_text", "duration",
-           "join_and"]
+           "join_and", "plural"]
 
 #: How every missing value is written.
 MISSING = "n/a"
@@ -56,13 +56,30 @@ def num(x, digits: int = 3) -> str:
     return f"{v:.{digits}f}".replace("-", _MINUS)
 
 
+def _one_format(values: Sequence, digits: int = 3):
+    """A formatter for a figure and its CI ends in one notation: :func:`num` when it writes them all alike; when
+    it would mix fixed and scientific notation (``7.97e−04 [−0.005, 0.007]``), fixed with the decimals that give
+    the smallest non-zero value two significant digits (``0.00080 [−0.00500, 0.00700]``, at most 8)."""
+    vals = [v for v in (finite(x) for x in values) if v is not None]
+    small = [abs(v) for v in vals if v != 0 and abs(v) < 10 ** (-digits)]
+    if not small or len(small) == len(vals) or any(abs(v) >= 1e5 for v in vals):
+        return lambda x: num(x, digits)
+    decimals = min(max(digits, 1 - math.floor(math.log10(min(small)))), 8)
+    return lambda x: MISSING if finite(x) is None else f"{finite(x):.{decimals}f}".replace("-", _MINUS)
+
+
 def claim_figure(c: Mapping) -> str:
     """This run's figure of a scorecard row with its 95% CI: percentages where the row says so (a gain sized in %),
-    :func:`num` otherwise; :data:`MISSING` without a figure."""
+    otherwise :func:`num`, the figure and both ends in one notation (:func:`_one_format`); :data:`MISSING`
+    without a figure."""
     if c.get("measured") is None:
         return MISSING
-    f = (lambda x: f"{100 * x:+.2f} %") if c.get("percent") else num
-    return f(c["measured"]) + (f" [{f(c['ci'][0])}, {f(c['ci'][1])}]" if c.get("ci") else "")
+    ci_ = c.get("ci")
+    if c.get("percent"):
+        f = lambda x: f"{100 * x:+.2f} %".replace("-", _MINUS)  # noqa: E731
+    else:
+        f = _one_format([c["measured"], *(ci_ or [])])
+    return f(c["measured"]) + (f" [{f(ci_[0])}, {f(ci_[1])}]" if ci_ else "")
 
 
 def _ends(interval) -> tuple[float, float] | None:
@@ -169,3 +186,9 @@ def join_and(items: Sequence[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     items = list(items)
     return (", ".join(items[:-1]) + " and " + items[-1]) if len(items) > 1 else (items[0] if items else "")
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n`` and ``word`` in the number's form: ``1 library warning``, ``3 library warnings``, ``2 texts``
+    (``many``: an irregular plural, e.g. ``plural(n, "index", "indexes")``); thousands separated."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"

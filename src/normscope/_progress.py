@@ -1,25 +1,131 @@
-"""Progress on stderr, shared by the encoders, the cache, the probes and the labs.
+"""Progress on stderr, shared by the encoders, the cache, the probes, the labs and every command.
 
 On a terminal, a rich progress bar. When stderr is not a terminal (a log file, CI, ``> log 2>&1``),
 no bar can be drawn, so :class:`Tracker` prints a line instead, at most every :data:`LINE_EVERY`
 seconds and once at the end: ``embedding: 320/1,024 batches (31 %), 12.0 s elapsed, ETA 26.4 s``.
-Long work is never silent in a log for longer than that.
+
+Work without a count (a bootstrap, a permutation test) or a unit of counted work that takes long (one
+probe batch on a loaded machine) is covered by :func:`heartbeat`, which every command runs under
+(:class:`normscope.cli._Command`): when nothing was printed for :data:`LINE_EVERY` seconds and no bar
+is on screen, it prints one line: the running tracker's line, else the named step the code is in
+(:func:`step`: ``correlate: bootstrap CIs (2,000 resamples), 40.0 s elapsed``). Long work is never
+silent for longer than :data:`LINE_EVERY` seconds, in a log or on a terminal.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
+from collections.abc import Callable, Iterator
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from normscope._format import duration
 
-__all__ = ["progress_bar", "Tracker", "LINE_EVERY"]
+__all__ = ["progress_bar", "Tracker", "LINE_EVERY", "heartbeat", "step", "current_step"]
 
 #: Seconds between two progress lines when stderr is not a terminal.
 LINE_EVERY = 10.0
+
+#: What is running in this process: the trackers (innermost last), the named steps, the heartbeats and when a
+#: progress line was last printed (time.monotonic()).
+_NOW: dict = {"trackers": [], "steps": [], "beats": [], "last": 0.0}
+_LOCK = threading.Lock()
+
+
+def _said() -> None:
+    """A progress line was printed now (a heartbeat stays quiet for :data:`LINE_EVERY` seconds)."""
+    _NOW["last"] = time.monotonic()
+
+
+@contextlib.contextmanager
+def step(name: str) -> Iterator[None]:
+    """Name the work of the block for the progress lines of :func:`heartbeat` (nested steps are joined by
+    " > "); costs nothing when no heartbeat runs."""
+    with _LOCK:
+        _NOW["steps"].append(str(name))
+    try:
+        yield
+    finally:
+        with _LOCK:
+            steps = _NOW["steps"]
+            if name in steps:
+                del steps[len(steps) - 1 - steps[::-1].index(name)]
+
+
+def current_step() -> str:
+    """The named steps running now (:func:`step`), outermost first, joined by " > " ("" when none)."""
+    with _LOCK:
+        return " > ".join(_NOW["steps"])
+
+
+@contextlib.contextmanager
+def heartbeat(label: str, *, every: float | None = None, console: Console | None = None,
+              line: Callable[[float], str] | None = None, clock: Callable[[], float] = time.monotonic
+              ) -> Iterator[None]:
+    """While the block runs, a progress line whenever nothing was printed for ``every`` seconds.
+
+    Parameters
+    ----------
+    label : str
+        What runs (a command's name, a report stage).
+    every : float, optional
+        Seconds of silence before a line (default :data:`LINE_EVERY`, read when the block starts).
+    console : rich.console.Console, optional
+        Default: stderr.
+    line : callable, optional
+        ``line(elapsed_seconds) -> str``: the line to print (default: the running tracker's line, else
+        ``"<label>: <step>, <elapsed> elapsed"``).
+    clock : callable
+        Seconds, monotonic (tests pass a fake one).
+
+    Notes
+    -----
+    Only the innermost running heartbeat prints; none prints while a rich bar is on screen (a terminal
+    shows the bar's own elapsed time). Lines are plain text, one per line, never markup.
+    """
+    every = LINE_EVERY if every is None else float(every)
+    if every <= 0:
+        yield
+        return
+    console = console or Console(stderr=True)
+    t0 = clock()
+    stop = threading.Event()
+    me = object()
+
+    def text(elapsed: float) -> str:
+        if line is not None:
+            return line(elapsed)
+        counted = [t for t in _NOW["trackers"] if t._bar is None]
+        if counted:
+            return counted[-1].line()
+        what = " > ".join(_NOW["steps"]) or "working"
+        return f"{label}: {what}, {duration(elapsed)} elapsed"
+
+    def beat() -> None:
+        while not stop.wait(min(every / 4, 1.0)):
+            with _LOCK:
+                top = _NOW["beats"] and _NOW["beats"][-1] is me
+                bar = any(t._bar is not None for t in _NOW["trackers"])
+                due = time.monotonic() - _NOW["last"] >= every
+            if top and not bar and due:
+                console.print(text(clock() - t0), markup=False, highlight=False, soft_wrap=True)
+                _said()
+
+    with _LOCK:
+        _NOW["beats"].append(me)
+        _NOW["last"] = time.monotonic()
+    thread = threading.Thread(target=beat, name=f"normscope-heartbeat-{label}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        with _LOCK:
+            _NOW["beats"].remove(me)
 
 
 class Tracker:
@@ -52,6 +158,8 @@ class Tracker:
 
     def start(self) -> Tracker:
         self._t0 = self._last = time.perf_counter()
+        with _LOCK:
+            _NOW["trackers"].append(self)
         if self.console.is_terminal:
             self._bar = Progress(TextColumn(f"[bold]{self.label}[/]"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn(self.unit), TimeElapsedColumn(), TimeRemainingColumn(),
@@ -83,13 +191,18 @@ class Tracker:
         if now - self._last >= LINE_EVERY and self.done < self.total:
             self._last = now
             self.console.print(self.line(), markup=False, highlight=False, soft_wrap=True)
+            _said()
 
     def stop(self) -> None:
         """End the bar, or print the last line (when any work was counted)."""
+        with _LOCK:
+            if self in _NOW["trackers"]:
+                _NOW["trackers"].remove(self)
         if self._bar is not None:
             self._bar.stop()
         elif self.done > self._start_done:
             self.console.print(self.line(), markup=False, highlight=False, soft_wrap=True)
+            _said()
 
 
 @contextlib.contextmanager

@@ -83,6 +83,7 @@ __all__ = [
     "paper_scope_rows",
     "check_one_verdict_per_statistic",
     "fmt_value",
+    "ceiling_gate",
 ]
 
 #: Headline verdicts, in the order of the rule.
@@ -387,6 +388,64 @@ class Gate:
     reason: str = ""
     needs: str = ""
     verdict: str = "not decided at this size"
+
+
+def ceiling_gate(mean, n_ceiling: int, n_floor: int, n: int, *, claimed_gain: float | None = None,
+                 baseline: str = "cosine", metric: str = "nDCG@10", unit: str = "queries", low: float = 0.0,
+                 high: float = 1.0) -> Gate:
+    """Whether a gain over ``baseline`` is possible at all: a ceiling / floor gate for the gain claims.
+
+    A metric bounded by ``[low, high]`` (nDCG@10, a correlation) leaves no room for a gain where the baseline is
+    already at ``high``: a scorer can only tie or lose there, so a CI below the claimed size says nothing about
+    the claim. The relative gain ``mean(scorer) / mean(baseline) - 1`` is at most ``high / mean - 1``; when that
+    largest possible gain is below the claimed one, or the baseline is at the ceiling on every unit, the claim is
+    ``not testable here``. A baseline at ``low`` on every unit leaves the relative gain undefined: also
+    ``not testable here``. Used by the retrieval and similarity gain rows (:mod:`normscope.retrieval.claims`,
+    :mod:`normscope.similarity.claims`).
+
+    Parameters
+    ----------
+    mean : float
+        The baseline's mean of ``metric`` over the evaluated units.
+    n_ceiling, n_floor : int
+        Units on which the baseline scores ``high`` / ``low``.
+    n : int
+        Evaluated units; 1 for a statistic of the whole set (a Spearman rho over all pairs: ``mean`` is it).
+    claimed_gain : float, optional
+        The smallest relative gain the claim states (a fraction: 0.012 for +1.2 %); None: only the all-at-the-
+        ceiling / all-at-the-floor cases fail.
+    baseline, metric, unit : str
+        Words of the reason.
+    low, high : float
+        The metric's bounds.
+
+    Returns
+    -------
+    Gate
+        ``verdict`` ``"not testable here"``; ``reason`` (the row's reason beside that verdict) e.g. ``"cosine is at
+        the ceiling on 40 of 40 queries (nDCG@10 = 1): no gain is possible"``.
+    """
+    m = float(mean) if _finite(mean) else None
+    if n == 1 and m is not None:  # one statistic over the whole set (a correlation), not a mean over units
+        where = f"{baseline}'s {metric} is {fmt_value(m)} (at most {high:g})"
+    else:
+        where = f"{baseline} is at the ceiling on {n_ceiling} of {n} {unit} ({metric} = {high:g})"
+    needs = f"a harder dataset, where {baseline} leaves room below {metric} = {high:g}"
+    if n <= 0 or m is None:
+        return Gate(False, f"no {unit} with a {metric} of {baseline}", needs,
+                    "not testable here")
+    if n_ceiling >= n:
+        return Gate(False, f"{where}: no gain is possible", needs, "not testable here")
+    if n_floor >= n or m <= low:
+        floor = (f"{baseline}'s {metric} is {fmt_value(m)}" if n == 1 else
+                 f"{baseline} is at the floor on {n_floor} of {n} {unit} ({metric} = {low:g})")
+        return Gate(False, f"{floor}: the relative gain over it is undefined", f"a dataset on which {baseline} "
+                    f"scores above {low:g}", "not testable here")
+    best = high / m - 1 if low == 0 else None
+    if claimed_gain is not None and best is not None and best < claimed_gain:
+        return Gate(False, f"{where}: the largest possible gain, {100 * best:+.2f} %, is below "
+                           f"the claimed {100 * claimed_gain:+.2f} %", needs, "not testable here")
+    return Gate(True, f"{where}; the largest possible gain is {100 * best:+.2f} %" if best is not None else where)
 
 
 def _finite(x) -> bool:
@@ -870,8 +929,8 @@ def paper_scope_rows(model: str | None) -> list[dict]:
     else:
         models = not_testable_row("paper_models", f"this run's model is {model or 'unknown'}, not one of the paper's",
                                   tested_on=model or "")
-    bench = not_testable_row("paper_benchmarks", "FEVEROUS, RuleTaker and TreeCut are not bundled and cannot be "
-                             "fetched offline")
+    bench = not_testable_row("paper_benchmarks", "FEVEROUS, RuleTaker and TreeCut are not bundled and normscope has "
+                             "no fetch route for them (online or offline)")
     llm = not_testable_row("llm_baselines", "the LLM baselines are generative models run on the paper's benchmarks; "
                            "neither is part of this run")
     return [models, bench, llm]

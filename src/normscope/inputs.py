@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from normscope._format import plural
 from normscope.errors import InputError
 
 __all__ = [
@@ -145,7 +146,8 @@ def check_items(texts) -> list[str]:
     texts = list(texts)
     bad = [i for i, t in enumerate(texts) if t is None]
     if bad:
-        raise InputError(f"{len(bad)} item(s) are None, at index(es) {', '.join(map(str, bad[:_SHOW]))}")
+        raise InputError(f"{plural(len(bad), 'item')} {'is' if len(bad) == 1 else 'are'} None, at "
+                         f"{'index' if len(bad) == 1 else 'indexes'} {', '.join(map(str, bad[:_SHOW]))}")
     return [str(t) for t in texts]
 
 

@@ -248,6 +248,19 @@ class EmbeddingTable:
             "norm_rel_error_vs_fp32": self.norm_rel_error_vs_fp32,
         }
 
+    def to_pandas(self, *, vectors: bool = False):
+        """The table as a :class:`pandas.DataFrame`, one row per item in table order: ``id``, ``text``, ``norm``
+        (float32, ``||z||``), ``tokens`` when known, and with ``vectors=True`` a ``vector`` column (each a float32
+        ndarray of shape (d,)); the columns of :meth:`to_parquet` read back with pandas."""
+        import pandas as pd
+
+        cols = {"id": list(self.ids), "text": list(self.texts), "norm": self.norms}
+        if self.tokens is not None:
+            cols["tokens"] = self.tokens
+        if vectors:
+            cols["vector"] = list(self.vectors)
+        return pd.DataFrame(cols)
+
     # ------------------------------------------------------------------ parquet
     def to_parquet(self, path: str | Path, option: str = "output") -> Path:
         """Write the table atomically (temp file + rename) to ``path``; returns the path.

@@ -5,6 +5,7 @@ One sub-command per stage, each in its own module of this package. Exit codes:
 
 Conventions, applied to every command here (:class:`_Command`, :class:`_Group`):
 
+- a command that prints nothing for 10 s prints a progress line on stderr (:func:`normscope._progress.heartbeat`);
 - help is plain text wrapped at the terminal's width (readable at 80 columns, never cut); a flag
   shows no value placeholder (typer >= 0.22 prints ``<bool>``), positional arguments appear in the
   usage line as ``ITEMS`` / ``[INPUT]`` (click's convention, not typer's ``{items}``), and an option
@@ -108,6 +109,14 @@ class _Command(_HelpParams, TyperCommand):
         _check_repeats(self, ctx, args)
         return super().parse_args(ctx, args)
 
+    def invoke(self, ctx):
+        """Run the command under a :func:`normscope._progress.heartbeat`: a progress line on stderr whenever it
+        printed nothing for 10 s (the step it is in, or its running tracker's count and ETA)."""
+        from normscope._progress import heartbeat
+
+        with heartbeat(ctx.command_path.removeprefix("normscope ").strip() or "normscope"):
+            return super().invoke(ctx)
+
     def collect_usage_pieces(self, ctx) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         for p in self.get_params(ctx):
@@ -118,7 +127,10 @@ class _Command(_HelpParams, TyperCommand):
 
 
 class _Group(_HelpParams, TyperGroup):
-    """A command group with the same help conventions."""
+    """A command group with the same help conventions; its commands listed in alphabetical order."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted(super().list_commands(ctx))
 
 
 app = typer.Typer(
@@ -197,7 +209,7 @@ def run(argv: list[str] | None = None) -> int:
     old_show = warnings.showwarning
     warnings.showwarning = _one_line_warning
     try:
-        code = contextvars.copy_context().run(app, args=argv, prog_name="normscope", standalone_mode=False)
+        code = contextvars.copy_context().run(_run_app, argv)
     except NormscopeError as exc:
         typer.echo(f"error: {exc}", err=True)
         return 2
@@ -219,6 +231,14 @@ def run(argv: list[str] | None = None) -> int:
     finally:
         warnings.showwarning = old_show
     return code if isinstance(code, int) else 0
+
+
+def _run_app(argv):
+    """The app on ``argv``, its requests' errors naming command-line options (:data:`normscope.requests.CLI_NAMES`)."""
+    from normscope.requests import CLI_NAMES
+
+    CLI_NAMES.set(True)
+    return app(args=argv, prog_name="normscope", standalone_mode=False)
 
 
 def _click_exceptions():

@@ -69,7 +69,7 @@ Precision = Annotated[
 Engine = Annotated[
     str,
     typer.Option("--engine", help="Where to embed: local (this process) or ray (a Ray cluster through Ray Data; "
-                 "pip install 'normscope\\[ray]'; see docs/scale.md)."),
+                 "pip install 'normscope[ray]'; see docs/scale.md)."),
 ]
 Address = Annotated[
     Optional[str],

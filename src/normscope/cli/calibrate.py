@@ -45,6 +45,13 @@ def print_result(res, console: Console, err: Console) -> None:
     t.add_row("AUROC", _f(h.auroc), _ci(h.auroc_ci))
     t.add_row(f"ECE (15 bins, {h.ece_bins.populated_bins} populated)", _f(h.ece), _ci(h.ece_ci))
     console.print(t)
+    if h.auroc is None:  # say why the table shows "-"
+        if h.base_rate in (0.0, 1.0):
+            why = (f"{res.target} is {'true' if h.base_rate == 1.0 else 'false'} for every one of the {h.n} held-out "
+                   "queries: with one class there is nothing to rank (the calibrator may still be judged by its ECE)")
+        else:
+            why = "too few held-out queries of each class to rank"
+        err.print(f"AUROC '-': {why}", soft_wrap=True, markup=False, highlight=False)
     th = Table(title="thresholds (chosen on the calibration queries; precision and coverage on held-out queries)",
                title_justify="left")
     for c in ("rule", "threshold", "held-out precision", "95% CI", "held-out coverage", "95% CI", "guarantee"):
@@ -81,7 +88,7 @@ def calibrate(
     run_file: Annotated[Optional[Path], typer.Option("--run", help="Instead of --dataset: a cosine run (TREC run text, or the -o parquet of `normscope retrieval` / `index search`), with --qrels and --model.")] = None,
     qrels: Annotated[Optional[Path], typer.Option("--qrels", help="Judgements of --run (BEIR TSV or TREC qrels).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model (default: the bundled MiniLM; with --apply, the calibrator's model).")] = None,
-    signal: Annotated[Optional[list[str]], typer.Option("--signal", callback=split_list, help="Signal of the map (repeatable or a comma list; default top1_score and margin): query_length, query_norm, top1_score, margin, nqc, wig, smv, sigma_k, sigma_max, top_doc_norm, doc_norm_spread.")] = None,
+    signal: Annotated[Optional[list[str]], typer.Option("--signal", callback=split_list, help="Signal of the map (repeatable or a comma list; default top1_score and margin; add query_norm, the query's raw norm, to test the norm): query_length, query_norm, top1_score, margin, nqc, wig, smv, sigma_k, sigma_max, top_doc_norm, doc_norm_spread.")] = None,
     method: Annotated[str, typer.Option("--method", help="isotonic or platt (CalibratedClassifierCV, cross-fitted).")] = _DEFAULT.method,
     target_k: Annotated[int, typer.Option("--target-k", min=1, max=100, help="1: P(the top-1 is relevant); K: P(some document of the top K is relevant).")] = _DEFAULT.target_k,
     fit_split: Annotated[str, typer.Option("--fit-split", help="Split of the fit and calibration queries ('cv': cut the evaluation split 40/30/30 into fit, calibration, held-out).")] = _DEFAULT.fit_split,

@@ -112,7 +112,42 @@ def embed(
         rows.append(("junk items left out", f"{junk['count']}: ids {shown}"))
     for k, v in rows:
         tbl.add_row(k, v)
-    make_console().print(tbl)
+    stdout = make_console()
+    stdout.print(tbl)
+    for line in extreme_norms(out):
+        stdout.print(line, markup=False, highlight=False, soft_wrap=True)
     for warning in s.warnings or []:
         console.print(styled(f"warning: {warning}", "yellow"))
     console.print(f"wrote {out}" + (f" and {json_path}" if json_path else ""))
+
+
+#: Items listed at each end of the norm distribution after ``embed``.
+N_EXTREME = 5
+
+
+def extreme_norms(out: Path, n: int = N_EXTREME) -> list[str]:
+    """Lines naming the ``n`` lowest- and ``n`` highest-norm items of the written table (``id``, ``text``, ``norm``
+    columns; a file or a shard folder). Ties are broken by id, so the lines do not depend on the input order."""
+    import numpy as np
+    import pyarrow.dataset as pads
+
+    ds = pads.dataset(str(out), format="parquet")
+    cols = [c for c in ("id", "text", "norm") if c in ds.schema.names]
+    if "norm" not in cols or "id" not in cols:
+        return []
+    t = ds.to_table(columns=cols)
+    ids = [str(x) for x in t.column("id").to_pylist()]
+    texts = [str(x) for x in t.column("text").to_pylist()] if "text" in cols else ids
+    norms = np.asarray(t.column("norm").to_numpy(zero_copy_only=False), dtype=np.float64)
+    if len(norms) == 0:
+        return []
+    order = np.lexsort((np.array(ids, dtype=object).astype(str), norms))  # by norm, then id
+    k = min(n, len(order))
+
+    def item(i: int) -> str:
+        text = " ".join(texts[i].split())
+        text = text if len(text) <= 40 else text[:39] + "\u2026"
+        return f"{text} ({norms[i]:.3f})" if text == ids[i] else f"{ids[i]} {text!r} ({norms[i]:.3f})"
+
+    return [f"lowest norms: {', '.join(item(i) for i in order[:k])}",
+            f"highest norms: {', '.join(item(i) for i in order[::-1][:k])}"]

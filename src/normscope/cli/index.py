@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from normscope._io import write_json, write_outputs
 from normscope.cli import app
@@ -82,9 +83,10 @@ def build(
     staging = out.parent / f".{out.name}.staging-{time.time_ns()}"
     try:
         index.save(staging, shown=out)
+        n_texts = _save_texts(source, index.doc_ids, staging)
         size = sum(f.stat().st_size for f in staging.iterdir())
         summary = {"index": str(out), "vectors": str(vectors), "kind": kind, "n": len(index.doc_ids),
-                   "junk_documents": index.junk.to_dict(),
+                   "junk_documents": index.junk.to_dict(), "texts": n_texts,
                    "dim": index.dim, "scorer": scorer, "param_name": PARAM_NAMES[scorer], "param": param,
                    "params": asdict(index.params), "threads": threads, "build_seconds": build_s, "bytes": size}
         write_outputs({json_path: lambda p: write_json(summary, p)}, options={json_path: "--json"})
@@ -107,8 +109,56 @@ def build(
     err.print(f"wrote {out}" + (f" and {json_path}" if json_path else ""), soft_wrap=True, markup=False, highlight=False)
 
 
+#: The documents' texts beside an index (``id``, ``text``), when the vectors carried them (`normscope embed`'s table).
+TEXTS = "texts.parquet"
+#: Queries whose top hits ``index search`` prints, and the characters of each snippet.
+SHOWN_QUERIES, SNIPPET = 3, 70
+
+
+def _texts_of(src) -> dict[str, str]:
+    """``{id: text}`` of a parquet vector source with a ``text`` column (``{}`` otherwise: .npy, bare vectors)."""
+    if src._kind != "parquet" or "text" not in src._dataset.schema.names or "id" not in src._dataset.schema.names:
+        return {}
+    t = src._dataset.to_table(columns=["id", "text"])
+    return {str(i): str(x) for i, x in zip(t.column("id").to_pylist(), t.column("text").to_pylist()) if x is not None}
+
+
+def _save_texts(source, doc_ids, folder: Path) -> int:
+    """Write the indexed documents' texts (``TEXTS``) into the index folder; how many (0: the vectors had none)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = _texts_of(source)
+    kept = [(d, texts[d]) for d in doc_ids if d in texts]
+    if kept:
+        pq.write_table(pa.table({"id": [d for d, _ in kept], "text": [t for _, t in kept]}), folder / TEXTS)
+    return len(kept)
+
+
+def _load_texts(index_dir: Path) -> dict[str, str]:
+    import pyarrow.parquet as pq
+
+    p = Path(index_dir) / TEXTS
+    if not p.is_file():
+        return {}
+    t = pq.read_table(p)
+    return dict(zip(map(str, t.column("id").to_pylist()), map(str, t.column("text").to_pylist())))
+
+
+def _snippet(text: str | None, n: int = SNIPPET) -> str:
+    """``text`` on one line, cut at a word boundary to about ``n`` characters."""
+    if not text:
+        return ""
+    t = " ".join(str(text).split())
+    if len(t) <= n:
+        return t
+    cut = t[: n - 1].rsplit(" ", 1)[0] if " " in t[: n - 1] else t[: n - 1]
+    return cut + "\u2026"
+
+
 def _query_vectors(queries: Path, index, batch_size: int, device: str):
-    """(ids, raw vectors, junk dict or None) of QUERIES: stored vectors, or items embedded with the index's model."""
+    """(ids, raw vectors, junk dict or None, {id: text}) of QUERIES: stored vectors (their ``text`` column when
+    present), or items embedded with the index's model."""
     if queries.is_dir() or queries.suffix.lower() in (".parquet", ".npy"):
         src = open_vectors(queries)
         ids, vecs = [], []
@@ -127,7 +177,7 @@ def _query_vectors(queries: Path, index, batch_size: int, device: str):
             raise InputError(f"every one of the {len(ids)} query vectors in {queries} is junk ({JUNK_ZERO})")
         junk = Junk().merged(zero, [ids[i] for i in zero], JUNK_ZERO)
         ok = np.setdiff1d(np.arange(len(ids)), zero)
-        return [ids[i] for i in ok], Q[ok], junk.to_dict()
+        return [ids[i] for i in ok], Q[ok], junk.to_dict(), _texts_of(src)
     if not index.fingerprint:
         raise InputError("this index records no model (built from bare vectors): give QUERIES as vectors (.parquet/.npy)")
     from normscope.encoders.embed import embed_texts  # torch: the CLI's start-up stays light
@@ -139,7 +189,32 @@ def _query_vectors(queries: Path, index, batch_size: int, device: str):
     if enc.fingerprint.to_dict() != fp:
         raise ModelError(f"the index was built with {fp}, but loading '{fp['name']}' here gives {enc.fingerprint.to_dict()}")
     table = embed_texts(texts, qids, encoder=enc, batch_size=batch_size, what="queries")
-    return table.ids, table.vectors, table.junk.to_dict()
+    return table.ids, table.vectors, table.junk.to_dict(), dict(zip(map(str, qids), texts))
+
+
+def _print_hits(console, run, shown, qtexts: dict, dtexts: dict, k: int, n_queries: int) -> None:
+    """The top hits (rank, document id, score, a snippet of its text) of the first queries of the run."""
+    n_hits = min(k, 5)
+    for q in shown:
+        head = Text(f"query {q}", style="bold")
+        if qtexts.get(q):
+            head.append(f": {_snippet(qtexts[q])}", style="")
+        console.print(head, soft_wrap=True)
+        hits = list(run.get(q, {}).items())[:n_hits]
+        width = max((len(str(d)) for d, _ in hits), default=0)
+        for r, (d, score) in enumerate(hits, start=1):
+            console.print(f"  {r:>2}  {str(d):<{width}}  {score:.4f}  {_snippet(dtexts.get(d))}", markup=False,
+                          highlight=False, soft_wrap=True)
+    more = []
+    if n_queries > len(shown):
+        more.append(f"{n_queries - len(shown)} more queries")
+    if k > n_hits:
+        more.append(f"ranks {n_hits + 1}-{k}")
+    if more:
+        console.print(f"({' and '.join(more)}: -o/--out)", markup=False, highlight=False, soft_wrap=True)
+    if not dtexts:
+        console.print("(no document texts in this index: it was built from vectors without a text column)",
+                      markup=False, highlight=False, soft_wrap=True)
 
 
 @index_app.command("search")
@@ -149,7 +224,8 @@ def search(
                                             "items (.txt, .jsonl, .csv) embedded with the index's model.",
                                             show_default=False)],
     k: Annotated[int, typer.Option("-k", "--k", min=1, help="Results per query.")] = 10,
-    out: Annotated[Optional[Path], typer.Option("-o", "--out", help="Write the run (query_id, rank, doc_id, score) as parquet.")] = None,
+    out: Annotated[Optional[Path], typer.Option("-o", "--out", help="Write the run (query_id, rank, doc_id, score; "
+                                                "query_text and text when known) as parquet.")] = None,
     ef_search: EfSearch = None,
     nprobe: Nprobe = None,
     compare_exact: Annotated[bool, typer.Option("--compare-exact", help="Also report recall@k, score ratio@k and "
@@ -159,7 +235,8 @@ def search(
     device: Device = "cpu",
     json_path: JsonOut = None,
 ) -> None:
-    """Top-k documents of each query under the index's norm-aware scorer."""
+    """Top-k documents of each query under the index's norm-aware scorer; prints the top hits (id, score, a snippet)
+    of the first queries."""
     import faiss  # only when an index is searched: the CLI's start-up stays light
 
     # retrieval/ imports torch: imported here so that the CLI's start-up stays light
@@ -170,7 +247,8 @@ def search(
                 inputs=[("INDEX", index_dir), ("QUERIES", queries)])
     index = FoldedAnnIndex.load(index_dir)
     index.set_search(ef_search, nprobe)  # checked (e.g. nprobe <= nlist) before any embedding
-    qids, Q, junk = _query_vectors(queries, index, batch_size, device)
+    qids, Q, junk, qtexts = _query_vectors(queries, index, batch_size, device)
+    dtexts = _load_texts(index_dir)
     before = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(threads)
     try:
@@ -186,8 +264,18 @@ def search(
                "search_seconds": search_s, "junk_queries": junk}
     if compare_exact:
         summary["vs_exact"] = compare_with_exact(index, Q, k=k, threads=threads, settings=[setting])[0]
-    write_outputs({out: lambda p: run_to_frame(run).to_parquet(p, index=False),
-                   json_path: lambda p: write_json(summary, p)}, options={out: "-o/--out", json_path: "--json"})
+    summary["texts"] = len(dtexts)
+
+    def frame(p):
+        df = run_to_frame(run)
+        if qtexts:
+            df["query_text"] = [qtexts.get(q) for q in df["query_id"]]
+        if dtexts:
+            df["text"] = [dtexts.get(d) for d in df["doc_id"]]
+        df.to_parquet(p, index=False)
+
+    write_outputs({out: frame, json_path: lambda p: write_json(summary, p)},
+                  options={out: "-o/--out", json_path: "--json"})
     t = Table(title=f"{index.params.kind} index, scorer {index.scorer}", title_justify="left")
     t.add_column("quantity")
     t.add_column("value", justify="right")
@@ -199,7 +287,9 @@ def search(
         t.add_row(f"recall@{k} vs exact", f"{c['recall_at_k']:.4f}")
         t.add_row(f"score ratio@{k} vs exact", f"{c['score_ratio_at_k']:.5f}")
         t.add_row("QPS (faiss call) / exact", f"{c['qps']:.0f} / {c['qps_exact']:.0f} = {c['speedup_vs_exact']:.2f}x")
-    make_console().print(t)
+    console = make_console()
+    console.print(t)
+    _print_hits(console, run, qids[:SHOWN_QUERIES], qtexts, dtexts, k, len(qids))
     err = make_console(stderr=True)
     j = JunkSummary.from_json(junk or {})
     if j.count:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -17,6 +18,7 @@ from normscope.cli._options import Address, Device, Engine, Models, Precision, S
 from normscope.claims import CLAIMS, HEADLINE_RULE_SHORT, ClaimRow, counts_text, kind_counts
 from normscope.data import settings
 from normscope.datasets import wordfreq_spec
+from normscope.values import Status
 
 
 @app.command()
@@ -56,6 +58,9 @@ def report(
         signals=tuple(signals or SIGNALS), precision=precision, engine=engine, address=address,
     )
     check_report_inputs(config, json_path)  # paths and --items, before any stage runs or anything is written
+    from normscope.report.estimate import estimate_line  # normscope.report imports torch, as above
+
+    err.print(estimate_line(config, len(models)), soft_wrap=True, markup=False, highlight=False)
     out_console = make_console()
     if not out_console.is_terminal:
         out_console = make_console(width=140)
@@ -77,7 +82,8 @@ def report(
         raise typer.Exit(1)
 
 
-#: The final summary of ``normscope report`` fits one screen, whatever happened.
+#: The screen rows the final summary of ``normscope report`` aims at: the section table and the verdict rule give
+#: way to stay within them; the claims, missing data and failures are always all listed.
 SUMMARY_LINES = 40
 _COLOUR = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow"}
 
@@ -169,81 +175,121 @@ def _section_lines(result, width: int) -> list:
     return lines
 
 
-def _claim_rows(claims: list[ClaimRow], width: int) -> list:
-    """One row per tested claim: statistic, figure [CI], verdict, the one-line reason."""
-    ctab = _Rows(width, [("claim", 16, 50, 2), ("this run: statistic [95% CI]", 20, 60, 2),
-                         ("verdict", 17, 17, 0), ("reason", 12, 200, 3)])
-    rows = []
-    for c in claims:
-        fig = claim_figure(c)
-        stat = c.label or _lead(str(c.what or ""))  # e.g. "Pearson r(R, D~)"
-        v = c.verdict or ""
-        rows.append(ctab.line([c.claim or "", f"{stat}: {fig}" if stat and fig != "n/a" else fig, v,
-                               str(c.reason or c.why or "")], ["", "", _COLOUR.get(v, "dim"), ""]))
-    return ctab.header(), rows
+#: Width of the verdict column of the claim blocks ("not decided at this size" is the longest verdict).
+_VERDICT_W = 17
 
 
-def _fitted(lines: list, max_rows: int, width: int) -> list:
-    """``lines`` cut to ``max_rows`` screen rows, the last one saying how many more there are."""
-    kept: list = []
-    for i, line in enumerate(lines):
-        more = f"... and {len(lines) - i} more (see the page)"
-        more_rows = _screen_rows(more, width) if i < len(lines) - 1 else 0
-        if sum(_screen_rows(x, width) for x in kept) + _screen_rows(line, width) + more_rows > max_rows:
-            kept.append(more)
-            break
-        kept.append(line)
-    return kept
+def _wrapped(text: str, width: int, indent: int) -> list[str]:
+    """``text`` wrapped at word boundaries to ``width`` columns, every line after the first ``indent`` columns in
+    (the first starts at the caller's column ``indent``); a token longer than a line is cut only then."""
+    room = max(width - indent, 20)
+    return textwrap.wrap(" ".join(str(text).split()), width=room, break_on_hyphens=False) or [""]
+
+
+def _claim_block(c: ClaimRow, width: int) -> list[Text]:
+    """One tested claim: its verdict (whole, coloured) and the claim (cut to the line), then its figure [CI] and
+    one-line reason wrapped under it, indented past the verdict column (never cut)."""
+    v = c.verdict or ""
+    pad = max(_VERDICT_W, len(v)) + 2
+    head = Text(v.ljust(pad), style=_COLOUR.get(v, "dim"))
+    head.append(_fit(c.claim or c.key or "", max(width - pad, 10)).rstrip())
+    fig = claim_figure(c)
+    stat = c.label or _lead(str(c.what or ""))  # e.g. "Pearson r(R, D~)"
+    figure = f"{stat}: {fig}" if stat and fig != "n/a" else fig
+    reason = str(c.reason or c.why or "")
+    body = f"{figure}; {reason}" if figure and figure != "n/a" else reason
+    return [head] + [Text(" " * pad + ln) for ln in _wrapped(body, width, pad)]
+
+
+def _missing_lines(m, width: int) -> list[str]:
+    """A missing dataset in one line (two screen rows at most at 80 columns): what it is, why it is not here, the
+    claims it leaves untested and its fetch command; the other ways to get it are said once, after all of them.
+    A cause too long for the line is shortened to its parenthetical (``"cannot resolve host (no DNS answer: no
+    network?)"`` -> ``"no DNS answer: no network?"``) and then cut, never the title or the command."""
+    n = len(m.claims or [])
+    tail = (f"; {n} claim{'s' if n != 1 else ''} untested" if n else "") + f"; `normscope data fetch {m.dataset}`"
+    title = " ".join(str(m.title or m.dataset).split())
+    cause = " ".join(str(m.cause or "").split())
+    if len(f"{title} is {_cause(cause)}{tail}") > width and cause.endswith(")") and "(" in cause:
+        cause = cause[cause.rindex("(") + 1:-1]
+    room = 2 * width - 4 - len(title) - len(tail) - len(" is not here: ")  # two rows, the second indented
+    if len(cause) > max(room, 12):
+        cause = cause[: max(room, 12) - 1].rstrip() + "\u2026"
+    text = f"{title} is {_cause(cause)}{tail}"
+    rows = textwrap.wrap(text, width=width, subsequent_indent="    ", break_on_hyphens=False)
+    return rows or [text]
+
+
+def _cause(cause: str) -> str:
+    return "not here" if cause in ("", "not here") else f"not here: {cause}"
+
+
+def _section_counts(result) -> str:
+    """The sections on one line, by status (the failed and unavailable ones named)."""
+    by: dict[str, list[str]] = {}
+    for rec in result.records.values():
+        for key, sec in rec.sections.items():
+            by.setdefault(sec.status.words, []).append(key)
+    parts = []
+    for status, keys in by.items():
+        named = f" ({', '.join(keys)})" if status in (Status.FAILED.words, Status.UNAVAILABLE.words) else ""
+        parts.append(f"{len(keys)} {status}{named}")
+    return "sections: " + ", ".join(parts) + " (each section's headline: the page)"
 
 
 def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> None:
-    """One-screen text summary (at most ``max_lines`` lines, whatever happened).
+    """The text summary of a report, readable at 80 columns.
 
-    The title; one row per section (status and headline figure, or what it lacks); the claims count
-    and one row per tested claim (statistic, figure [CI], verdict, one-line reason; the full reasoning is on
-    the page) and the verdict rule; one line per missing dataset (what it stopped and the three ways to get
-    it: ``summary["missing_data"]``); one line per failed stage; the paths of the page and of summary.json.
-    Table rows are cut to the console's width with an ellipsis, never wrapped; the missing-data and failure
-    lines (which the terminal may wrap: each counts for the screen rows it takes) are cut to the rows left.
+    In order: the title; one row per section (status and headline figure, cut to the width), or, when
+    everything would not fit ``max_lines`` screen rows, one line counting the sections by status; the claims
+    count; **every tested claim**: its verdict (never cut) and the claim on one row, then its figure [95% CI] and
+    one-line reason wrapped under it (never cut; the full reasoning is on the page); the verdict rule, when it
+    fits; one short row per missing dataset (what is missing and why, the claims it leaves untested, its
+    ``normscope data fetch``), then once the other ways to get data; one row per failed stage; the paths of the
+    page and of summary.json. Only the section table and the verdict rule give way to fit ``max_lines``: the
+    claims, missing data and failures are always all listed.
     """
-    from normscope.report.summary import ClaimsTested, ReportSummary  # normscope.report imports torch
+    from normscope.report.summary import ClaimsTested, MissingData, ReportSummary  # normscope.report imports torch
 
     s = ReportSummary.from_json(result.summary)
     width = max(console.width, 60)
     rows = lambda line: _screen_rows(line, width)  # noqa: E731
-    lines = _section_lines(result, width)
+    sections = _section_lines(result, width)
+    n_title = 2 if len(sections) > 1 and isinstance(sections[1], str) else 1  # the title and the precision note
+    title, table = sections[:n_title], sections[n_title:]
     claims = s.claims or []
     tested = [c for c in claims if c.verdict != "not testable here"]
-    tail = [m.line for m in s.missing_data or []]
-    tail += [f"failed: {st}: {str(rec.reason or '')[:160]} (see the page and {result.index.parent}/stages/{st}.failed.json)"
-             for st, rec in result.records.items() if rec.status.value == "failed" and rec.ran]
-    tail = [_fit(t, 400).rstrip() for t in tail]  # one line each, at most 400 characters
-    ends = [f"report: {result.index.resolve()}", f"numbers: {result.summary_path.resolve()}"]
+    count: list = []
     if claims:
         ct = s.claims_tested or ClaimsTested()
         untested = len(ct.not_tested or [])
-        lines.append(f"claims: {ct.tested if ct.tested is not None else '?'} of "
-                     f"{ct.total if ct.total is not None else len(claims)} tested here; {untested} not testable here"
+        count.append(f"claims: {ct.tested if ct.tested is not None else '?'} of "
+                     f"{ct.total if ct.total is not None else len(claims)} tested here"
+                     f"; {untested} not testable here"
                      f"{' (each row on the page says why)' if untested else ''}")
         # each kind apart: exploratory rows and checks by construction never add to the paper's claims
         by_kind = ct.headline or counts_text(kind_counts([c.to_json() for c in claims]))
         if by_kind:
-            lines.append(by_kind)
-    if tested:  # one row per tested claim; the untested ones are counted above (their reasons: the page, the lines below)
-        header, crow = _claim_rows(tested, width)
-        rule = _fit(HEADLINE_RULE_SHORT, 400).rstrip()
-        # the claim rows give way to the missing-data and failure lines (all of them when they fit): first the
-        # verdict rule shrinks to a pointer, then the claim rows are cut
-        room = (max_lines - sum(map(rows, lines)) - sum(map(rows, ends)) - 2 - rows(rule) - sum(map(rows, tail)))
-        if len(crow) > room:
-            short = "how each verdict is decided: on the page and in docs/report.md"
-            room += rows(rule) - rows(short)
-            rule = short
-        if len(crow) > room:
-            crow = crow[: max(room - 1, 0)] + [f"... and {len(crow) - max(room - 1, 0)} more claims (see the page)"]
-        lines += header + crow + [rule]
-    kept = _fitted(tail, max_lines - sum(map(rows, lines)) - sum(map(rows, ends)), width)
-    for line in lines + kept + ends:  # printed as is (soft_wrap): rich inserts no line breaks
+            count.append(by_kind)
+    count = [ln for line in count for ln in _wrapped(line, width, 0)]
+    blocks = [ln for c in tested for ln in _claim_block(c, width)]
+    missing = [MissingData.from_json(m) if isinstance(m, dict) else m for m in result.summary.get("missing_data") or []]
+    tail = [ln for m in missing for ln in _missing_lines(m, width)]
+    if missing:
+        tail += _wrapped("get data: `normscope data fetch NAME` (network) | --data DIR or NORMSCOPE_DATA=DIR (a local "
+                         "copy) | --mirror URL|DIR", width, 0)
+    failed = [(st, rec) for st, rec in result.records.items() if rec.status.value == "failed" and rec.ran]
+    tail += [_fit(f"failed: {st}: {str(rec.reason or '')}", width).rstrip() for st, rec in failed]
+    if failed:
+        tail.append(f"failed stages' records: {result.index.parent}/stages/<stage>.failed.json (and the page)")
+    ends = [f"report: {result.index.resolve()}", f"numbers: {result.summary_path.resolve()}"]
+    rule = [_fit(HEADLINE_RULE_SHORT, 400).rstrip()] if tested else []
+    fixed = sum(map(rows, title + count + blocks + tail + ends))
+    if fixed + sum(map(rows, table)) + sum(map(rows, rule)) > max_lines:
+        rule = ["how each verdict is decided: on the page and in docs/report.md"] if tested else []
+    if fixed + sum(map(rows, table)) + sum(map(rows, rule)) > max_lines:
+        table = [_fit(_section_counts(result), width).rstrip()]
+    for line in title + table + count + blocks + rule + tail + ends:  # printed as is (soft_wrap): no line breaks
         console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
@@ -257,7 +303,8 @@ def _claim_cell(r: ClaimRow | dict | None, failed: bool) -> str:
 
 
 def print_multi_summary(result, console: Console) -> None:
-    """The scorecard of a side-by-side report: one row per claim, one column per model (figure [CI] verdict)."""
+    """The scorecard of a side-by-side report: per tested claim, the claim and one row per model (figure [CI]
+    verdict, never cut); the claims no model tested are counted on one line."""
     from normscope.report.summary import ReportInfo  # normscope.report imports torch: start-up stays light
 
     s = result.summary
@@ -265,13 +312,33 @@ def print_multi_summary(result, console: Console) -> None:
     models = info.models
     console.print(f"normscope report: {len(models)} models side by side ({info.preset} sizes, "
                   f"{duration(info.seconds)})", soft_wrap=True, highlight=False, markup=False)
-    table = _Rows(max(console.width, 60), [("claim", 20, 50, 1)] + [(m, 14, 60, 1) for m in models])
-    for line in table.header():
-        console.print(line, soft_wrap=True)
+    width = max(console.width, 60)
+    # one block per claim: the claim (cut to the line), then one row per model whose cell (figure [CI] verdict)
+    # is never cut: a long model name gives way first
+    from normscope.report.multi import short_names  # normscope.report imports torch, as above
+
+    names = dict(zip(models, short_names(models, min(max(len(m) for m in models), max(width // 3, 16)))))
+    name_w = max(len(n) for n in names.values())
     for key, claim in CLAIMS.items():
         cells = [_claim_cell(next((c for c in (s["claims"].get(m) or []) if c["key"] == key), None), m in result.errors)
                  for m in models]
-        console.print(table.line([claim.claim, *cells]), soft_wrap=True)  # one line per claim: fits one screen
+        if all(c in ("not run", "model failed") or c.endswith("not testable here") for c in cells):
+            continue  # untested for every model: counted below
+        console.print(Text(_fit(claim.claim, width).rstrip(), style="bold"), soft_wrap=True)
+        for m, cell in zip(models, cells):
+            name = names[m]
+            verdict = next((v for v in _COLOUR if cell.endswith(v)), None)
+            line = Text(f"  {name:<{name_w}}  ")
+            line.append(cell[: len(cell) - len(verdict)] if verdict else cell)
+            if verdict:
+                line.append(verdict, style=_COLOUR[verdict])
+            console.print(line, soft_wrap=True)
+    untested = [claim.claim for key, claim in CLAIMS.items()
+                if all((next((c for c in (s["claims"].get(m) or []) if c["key"] == key), None) or {}).get("verdict")
+                       in (None, "not testable here") for m in models)]
+    if untested:
+        console.print(f"{len(untested)} claims not testable here for any model (each model's page says why)",
+                      soft_wrap=True, markup=False, highlight=False)
     errors = list(result.errors.items())
     for m, e in errors[:5]:
         console.print(f"{m}: {str(e)[:200]}", soft_wrap=True, markup=False, highlight=False)

@@ -14,12 +14,12 @@ from normscope._format import MISSING, ci_fixed, fixed, p_text, p_value
 from normscope.cli import app
 from normscope._io import write_json, write_outputs
 from normscope.cli._console import make_console
-from normscope.cli._outputs import Row, Rows, compare_models, print_claim_lines
+from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, print_claim_lines
 from normscope.requests import Embedding, Resampling
 from normscope.requests.retrieval import RetrievalRequest
 from normscope.validate import check_paths
-from normscope.cli._options import (Address, BatchSize, Device, Engine, JsonOut, JunkError, Models, Precision, Seed,
-                                    TableOut, Workers, models_of, split_list)
+from normscope.cli._options import (Address, BatchSize, Device, Engine, FigOut, JsonOut, JunkError, Models, Precision,
+                                    Seed, TableOut, Workers, models_of, split_list)
 
 
 def _param_text(r) -> str:
@@ -113,6 +113,29 @@ def print_result(res, console: Console, err: Console) -> None:
 _DEFAULT = RetrievalRequest()
 
 
+def _beside(fig: Path) -> Path:
+    """The risk-coverage figure written beside ``--fig``."""
+    fig = Path(fig)
+    return fig.with_name(f"{fig.stem}_risk_coverage{fig.suffix or '.png'}")
+
+
+def _plot(res, path: Path, *, beside: bool = True) -> Path:
+    """``--fig``: the reliability diagrams of the confidence signals at ``path``; with ``beside``, the risk-coverage
+    curves beside it (:func:`_beside`)."""
+    from normscope.retrieval.figures import plot_reliability  # matplotlib: only when asked
+
+    plot_reliability(res.to_dict(), path)
+    if beside:
+        _plot_risk(res, _beside(path))
+    return Path(path)
+
+
+def _plot_risk(res, path: Path) -> Path:
+    from normscope.retrieval.figures import plot_risk_coverage  # matplotlib: only when asked
+
+    return plot_risk_coverage(res.to_dict(), path)
+
+
 @app.command()
 def retrieval(
     dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory (corpus.jsonl[.gz], queries.jsonl[.gz], qrels/*.tsv[.gz]), scifact or nfcorpus (fetched if absent, docs/data.md), or hf:BeIR/<name>.")],
@@ -143,13 +166,19 @@ def retrieval(
     batch_size: BatchSize = _DEFAULT.embedding.batch_size,
     json_path: JsonOut = None,
     out: TableOut = None,
+    fig: FigOut = None,
 ) -> None:
     """Fit norm-aware scorers on a train split, evaluate them against cosine on a test split (overall and in
-    pre-specified strata), and calibrate confidence signals of the cosine top-1."""
+    pre-specified strata), and calibrate confidence signals of the cosine top-1. --fig: the reliability diagrams
+    of the confidence signals; the risk-coverage curves beside it (<stem>_risk_coverage.png; one model)."""
     from normscope.retrieval import run_retrieval  # torch and faiss: the CLI's start-up stays light
 
     err = make_console(stderr=True)
-    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")],
+    models = models_of(model)
+    figs = figure_outputs(fig, models)  # several models: each model's reliability diagrams
+    if fig is not None and len(models) == 1:
+        figs.append(("--fig (risk coverage)", _beside(fig), "figure"))
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figs],
                 inputs=[("--dataset", dataset if Path(dataset).exists() else None)])
     scorers = list(scorer or _DEFAULT.scorers)
     params = {}
@@ -170,17 +199,19 @@ def retrieval(
                         junk="error" if junk_error else "drop")
         return run_retrieval(request.replace(embedding=emb), progress=True)
 
-    models = models_of(model)
     if len(models) > 1:
         compare_models(models, call, _scorer_table, title=f"{Path(str(dataset)).name}: {len(models)} models side by side",
-                       console=err, out=out, json_path=json_path, width=160)
+                       console=err, out=out, json_path=json_path, width=160, fig=fig,
+                       plot=lambda r, p: _plot(r, p, beside=False))
         return
     res = call(models[0])
-    write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p)},
-                  options={out: "-o/--out", json_path: "--json"})
+    risk = _beside(fig) if fig is not None else None
+    write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p),
+                   fig: lambda p: _plot(res, p, beside=False), risk: lambda p: _plot_risk(res, p)},
+                  options={out: "-o/--out", json_path: "--json", fig: "--fig", risk: "--fig (risk coverage)"})
     print_result(res, make_console(wide=160), err)
     print_claim_lines(res.claims, err)
-    written = [str(p) for p in (json_path, out) if p is not None]
+    written = [str(p) for p in (json_path, out, fig, risk) if p is not None]
     if written:
         err.print("wrote " + ", ".join(written), soft_wrap=True, markup=False)
 
@@ -192,7 +223,7 @@ def beir_convert(
     queries: Annotated[str, typer.Option("--queries", help="Query variant: {split}.<variant>.queries (NFCorpus: titles, all, ...).")] = "titles",
     qrels: Annotated[str, typer.Option("--qrels", help="Judgement variant (grading): {split}.<variant>.qrel. NFCorpus: 2-1-0 (default, BEIR's: a marginal link is 0, not relevant) or 3-2-1 (the release's other grading: it is 1, relevant).")] = "2-1-0",
 ) -> None:
-    """Convert a TREC-style release (e.g. the original NFCorpus) to the BEIR layout that --dataset reads."""
+    """Convert a TREC-style release (such as the original NFCorpus) to the BEIR layout that --dataset reads."""
     from normscope.retrieval.trec import convert_trec  # retrieval/ imports torch and faiss: start-up stays light
 
     info = convert_trec(src, out, queries=queries, qrels=qrels)

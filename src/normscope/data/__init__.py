@@ -20,6 +20,7 @@ not a folder is an error), ``$NORMSCOPE_CACHE`` (fetches go to ``$NORMSCOPE_CACH
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from normscope.data.fetch import FetchResult, fetch_dataset, fmt_bytes, mirrored_url
@@ -164,11 +165,26 @@ def data_path(name: str, *, fetch: bool | None = None) -> Path:
     if key in _FAILED:
         raise _FAILED[key]
     try:
-        return fetch_dataset(ds.name, announce=True).path
+        got = fetch_dataset(ds.name, announce=True)
     except DataMissing as exc:
         err = DataMissing(f"{ds.title} is not here and could not be fetched ({exc.cause}); {how_to_get(ds.name)}",
                           dataset=ds.name, title=ds.title, cause=exc.cause, detail=exc.detail or str(exc))
+        said = exc.cause or "no source answered"
     except DataError as exc:
         err = DataError(f"{exc}; retry with `{ds.fetch_command}`")
+        said = str(exc)
+    else:
+        if got.status == "fetched":
+            _say(f"normscope: {ds.title}: fetched and verified ({got.path})")
+        return got.path
+    # said on the spot, once per process (a second call re-raises from _FAILED without a line), so the
+    # announcement above is never the last word on a fetch that failed
+    _say(f"normscope: {ds.title}: fetch failed: {said}")
     _FAILED[key] = err
     raise err
+
+
+def _say(line: str) -> None:
+    """One line on stderr (the fetch announcements go there too), flushed at once."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from normscope._progress import progress_bar
+from normscope._progress import progress_bar, step
 from normscope.errors import InputError
 from normscope.inputs import check_items, find_junk
 from normscope.probes.adapters import as_adapter
@@ -143,8 +143,9 @@ def run_probe(encoder, items, pairs, request: ProbeRequest | None = None, *, ids
     finally:
         if own_adapter:
             adapter.close()
-    return summarize_probe(
-        m, eta=settings.lr, weight_decay=settings.weight_decay,
-        without_decay=settings.decay_reading == "trained_without_decay", ids=ids, texts=texts, n_boot=n_boot,
-        seed=seed, fields=fields, caveats=caveats, eta_source=settings.lr_source,
-    )
+    with step(f"summarising: bootstrap CIs ({n_boot:,} resamples)"):
+        return summarize_probe(
+            m, eta=settings.lr, weight_decay=settings.weight_decay,
+            without_decay=settings.decay_reading == "trained_without_decay", ids=ids, texts=texts, n_boot=n_boot,
+            seed=seed, fields=fields, caveats=caveats, eta_source=settings.lr_source,
+        )

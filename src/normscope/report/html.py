@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import re
 from pathlib import Path
 
 from markupsafe import Markup
@@ -29,7 +30,7 @@ __all__ = ["render_report", "render_html", "render_multi_report", "render_value"
 
 _CSS = r"""<style>
  body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 980px; margin: 2em auto;
-        padding: 0 1em; color: #1d1d1f; line-height: 1.45; }
+        padding: 0 1em; color: #1d1d1f; line-height: 1.45; overflow-wrap: break-word; }
  h1 { font-size: 1.6em; margin-bottom: 0.2em; }
  h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
  h3 { font-size: 1.05em; margin-bottom: 0.3em; }
@@ -37,38 +38,65 @@ _CSS = r"""<style>
  th, td { border: 1px solid #d6d6d6; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
  th { background: #f3f3f3; }
  td.num { text-align: right; font-variant-numeric: tabular-nums; }
- code { background: #f3f3f3; padding: 0.1em 0.3em; border-radius: 3px; font-size: 0.9em; word-break: break-all; }
+ table:not(.claims) td.num { white-space: nowrap; }
+ code { background: #f3f3f3; padding: 0.1em 0.3em; border-radius: 3px; font-size: 0.9em; }
+ /* a table wider than the page scrolls sideways in its own box; words are never split letter by letter */
+ .scroll { overflow-x: auto; max-width: 100%; margin: 0.6em 0; }
+ .scroll > table { margin: 0; }
+ .scroll > table td.long { min-width: 14em; }
  figure { margin: 1em 0; }
- .figgrid { display: grid; grid-template-columns: 1fr 1fr; gap: 0.8em; }
+ .figgrid { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 400px), 1fr)); gap: 0.8em; }
  .figgrid figure { margin: 0; }
  .figgrid figure.wide { grid-column: 1 / -1; }
- figure img { max-width: 100%; border: 1px solid #eee; }
+ figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
  figcaption { font-size: 0.9em; color: #444; }
  .status { display: inline-block; font-size: 0.8em; padding: 0.1em 0.5em; border-radius: 3px; margin-left: 0.4em; vertical-align: middle; }
  .status-ok { background: #e3f4e1; color: #1e5e1a; }
  .status-unavailable, .status-not_run { background: #f4f0dc; color: #6a5500; }
  .status-failed { background: #f8e0e0; color: #8a1c1c; }
  .status-kept { background: #ececec; color: #444; }
- table { max-width: 100%; }
- td, th { overflow-wrap: anywhere; }
- td.num { overflow-wrap: normal; }
  table.claims { table-layout: fixed; width: 100%; }
  table.claims td { font-size: 0.95em; }
  details summary { cursor: pointer; }
  details .more { font-size: 0.92em; margin: 0.3em 0; }
  details.rule dt { font-weight: 600; margin-top: 0.3em; }
  details.rule dd { margin-left: 1.2em; }
- tr.verdict-reproduced td:nth-child(4) { background: #e3f4e1; }
- tr.verdict-refuted td:nth-child(4) { background: #f8e0e0; }
- tr.verdict-inconclusive td:nth-child(4) { background: #f4f0dc; }
- tr.verdict-not-decided-at-this-size td:nth-child(4), tr.verdict-not-testable-here td:nth-child(4) { background: #eeeeee; }
+ tr.verdict-reproduced td.verdict { background: #e3f4e1; }
+ tr.verdict-refuted td.verdict { background: #f8e0e0; }
+ tr.verdict-inconclusive td.verdict { background: #f4f0dc; }
+ tr.verdict-not-decided-at-this-size td.verdict, tr.verdict-not-testable-here td.verdict { background: #eeeeee; }
  .why { background: #fbf8ea; border-left: 4px solid #d9c66b; padding: 0.4em 0.8em; }
  .fail { background: #fbeaea; border-left: 4px solid #d96b6b; padding: 0.4em 0.8em; }
  .says { background: #eef4fb; border-left: 4px solid #4c72b0; padding: 0.5em 1em; }
  .meta { color: #555; font-size: 0.9em; }
  ul.notes li { font-size: 0.92em; }
- table.kv { margin: 0.2em 0; font-size: 0.95em; }
+ table.kv { margin: 0.2em 0; font-size: 0.95em; display: block; max-width: 100%; overflow-x: auto; }
  table.kv th { font-weight: normal; background: #f8f8f8; }
+ /* narrow screens: the scorecard becomes one block per claim, each cell labelled; figures one per row */
+ @media (max-width: 700px) {
+   body { margin: 1em auto; padding: 0 0.6em; }
+   .figgrid, .sbs { grid-template-columns: 1fr !important; }
+   table.claims, table.claims tbody, table.claims tr, table.claims td { display: block; width: auto; }
+   table.claims colgroup, table.claims tr.head { display: none; }
+   table.claims tr { border: 1px solid #d6d6d6; margin: 0 0 0.6em 0; }
+   table.claims td { border: none; border-top: 1px solid #eee; text-align: left; white-space: normal; }
+   table.claims td:first-child { border-top: none; font-weight: 600; }
+   table.claims td[data-label]::before { content: attr(data-label) ": "; color: #555; font-size: 0.85em; }
+ }
+ @media print {
+   body { max-width: none; margin: 0; font-size: 10pt; }
+   nav { display: none; }
+   .scroll { overflow: visible; }
+   table { font-size: 8pt; }
+   th, td { padding: 0.1em 0.3em; }
+   table:not(.claims) td.num { white-space: normal; }
+   tr, figure, img { break-inside: avoid; }
+   h2, h3 { break-after: avoid; }
+   .figgrid { grid-template-columns: 1fr 1fr; }
+   details::details-content { content-visibility: visible; display: block; }
+   details > summary { list-style: none; }
+   * { print-color-adjust: exact; -webkit-print-color-adjust: exact; }
+ }
 </style>"""
 
 TEMPLATE = r"""<!DOCTYPE html>
@@ -106,11 +134,11 @@ the paper's claims.</p>{% endif %}
 <ul class="notes">{% for m in summary.missing_data %}<li>{{ m.line }}</li>{% endfor %}</ul>{% endif %}
 <table class="claims">
 <colgroup><col style="width:27%"><col style="width:11%"><col style="width:20%"><col style="width:13%"><col style="width:29%"></colgroup>
-<tr><th>claim</th><th>paper</th><th>this run [95% CI]</th><th>verdict</th><th>reason</th></tr>
-{% for c in summary.get('claims') or [] %}<tr class="verdict-{{ c.verdict|replace(' ', '-') }}"><td>{{ c.claim }}{% if c.kind and c.kind != 'paper' %}<br><span class="meta">{{ kind_titles.get(c.kind, c.kind) }}</span>{% endif %}</td><td>{{ c.paper }}</td>
-<td class="num">{% if c.label and c.measured is not none %}<span class="meta">{{ c.label }}</span><br>{% endif %}{{ figure(c) }}{% if c.beside %}<br><span class="meta">{{ c.beside }}</span>{% endif %}</td>
-<td><b>{{ c.verdict }}</b>{% if c.measured is not none and c.direction %}<br><span class="meta">direction: {{ c.direction|replace('no direction claimed', 'none claimed') }}; size: {{ c.size|replace('no size claimed', 'none claimed') }}</span>{% endif %}</td>
-<td><details><summary>{{ c.reason or c.why }}</summary><div class="more">
+<tr class="head"><th>claim</th><th>paper</th><th>this run [95% CI]</th><th>verdict</th><th>reason</th></tr>
+{% for c in summary.get('claims') or [] %}<tr class="verdict-{{ c.verdict|replace(' ', '-') }}"><td>{{ c.claim }}{% if c.kind and c.kind != 'paper' %}<br><span class="meta">{{ kind_titles.get(c.kind, c.kind) }}</span>{% endif %}</td><td data-label="paper">{{ c.paper }}</td>
+<td class="num" data-label="this run">{% if c.label and c.measured is not none %}<span class="meta">{{ c.label }}</span><br>{% endif %}{{ figure(c) }}{% if c.beside %}<br><span class="meta">{{ c.beside }}</span>{% endif %}</td>
+<td class="verdict" data-label="verdict"><b>{{ c.verdict }}</b>{% if c.measured is not none and c.direction %}<br><span class="meta">direction: {{ c.direction|replace('no direction claimed', 'none claimed') }}; size: {{ c.size|replace('no size claimed', 'none claimed') }}</span>{% endif %}</td>
+<td data-label="reason"><details><summary>{{ c.reason or c.why }}</summary><div class="more">
 <p>{{ c.why }}</p>
 {% if c.needs %}<p><b>Would decide it:</b> {{ c.needs }}</p>{% endif %}
 <p class="meta">{% if c.what %}Statistic: {{ c.what }}. {% endif %}{% if c.claimed_size %}Claimed size: {{ c.claimed_size }}. {% endif %}
@@ -141,17 +169,17 @@ the paper's claims.</p>{% endif %}
 {% if view.sizes %}<p class="meta">Sizes: {{ view.sizes }}</p>{% endif %}
 {% if view.commands %}<p class="meta">Same numbers as the individual command{{ 's' if view.commands|length > 1 else '' }}, run in this folder: {% for c in view.commands %}<code>{{ c.text }}</code>{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
 {% if view.key_numbers %}
-<table class="key">
+<div class="scroll"><table class="key">
 <tr><th>quantity</th><th>value</th><th>unit</th></tr>
 {% for row in view.key_numbers %}<tr><td>{{ row.label }}</td><td{% if is_num(row.value) %} class="num"{% endif %}>{{ cell(row.value) }}</td><td>{{ row.unit }}</td></tr>
-{% endfor %}</table>
+{% endfor %}</table></div>
 {% endif %}
 {% for t in view.tables or [] %}
 <h3>{{ t.title }}</h3>
-<table>
+<div class="scroll"><table>
 <tr>{% for c in t.columns %}<th>{{ c }}</th>{% endfor %}</tr>
-{% for row in t.rows %}<tr>{% for v in row %}<td{% if is_num(v) %} class="num"{% endif %}>{{ cell(v) }}</td>{% endfor %}</tr>
-{% endfor %}</table>
+{% for row in t.rows %}<tr>{% for v in row %}<td{% if is_num(v) %} class="num"{% elif v is string and v|length > 60 %} class="long"{% endif %}>{{ cell(v) }}</td>{% endfor %}</tr>
+{% endfor %}</table></div>
 {% endfor %}
 {% if view.figures %}<div class="{{ 'figgrid' if view.figures|length > 1 else 'figs' }}">
 {% for f in view.figures %}
@@ -170,10 +198,10 @@ the paper's claims.</p>{% endif %}
 {% endfor %}
 
 <h2 id="timing">Run</h2>
-<table>
+<div class="scroll"><table>
 <tr><th>stage</th><th>status</th><th>wall time</th><th>from cache</th></tr>
 {% for st, rec in records.items() %}<tr><td>{{ st }}</td><td>{{ rec.status.value }}{% if rec.kept %} (kept from an earlier run){% endif %}</td><td class="num">{{ duration(rec.seconds) }}</td><td>{{ 'yes' if rec.cached else 'no' }}</td></tr>
-{% endfor %}</table>
+{% endfor %}</table></div>
 <p class="meta">Sizes of this run (stages that ran): {% for k, v in run_sizes.items() %}{{ k }} = {{ 'stage default' if v is none else num(v) }}{% if not loop.last %}, {% endif %}{% endfor %}.</p>
 </body>
 </html>
@@ -209,7 +237,27 @@ def render_value(v) -> Markup:
         return Markup('<table class="kv"><tr>{}</tr>{}</table>').format(head, body)
     if isinstance(v, (list, tuple)):
         return Markup(", ").join(render_value(x) for x in v)
-    return Markup("{}").format(_num(v))
+    return _breakable(_num(v))
+
+
+#: A run of characters this long without a space may be broken after a path or identifier separator.
+_LONG_TOKEN = 24
+_PATHLIKE = re.compile(r"[\w./\\:@+=?~%,()\[\]-]+")
+_SEPARATORS = re.compile(r"(?<=[/\\_.=&?-])(?=[^/\\_.=&?-])")
+
+
+def _breakable(text: str) -> Markup:
+    """``text`` escaped, with a line-break opportunity (``<wbr>``) after each ``/ \\ _ . - = & ?`` of a path-like
+    token (letters, digits and those separators) longer than :data:`_LONG_TOKEN` characters (a path, a model id): a
+    narrow column breaks a path at its separators, never a word letter by letter. Other text is only escaped."""
+    parts = re.split(r"(\s+)", text)
+    out = []
+    for part in parts:
+        if len(part) > _LONG_TOKEN and _PATHLIKE.fullmatch(part):
+            out.append(Markup("<wbr>").join(_SEPARATORS.split(part)))
+        else:
+            out.append(Markup.escape(part))
+    return Markup("").join(out)
 
 
 def _png_aspect(data: bytes) -> float:
@@ -306,11 +354,11 @@ MULTI_TEMPLATE = r"""<!DOCTYPE html>
 <p class="meta">Each cell: the model's figure, its 95% CI and the verdict computed from them on that model's run
 (reproduced / refuted / inconclusive / not decided at this size / not testable here); click the reason for the full
 reasoning. No verdict is written in advance. {{ headline_rule }}</p>
-<table class="claims">
-<tr><th>claim</th><th>paper</th>{% for m in models %}<th>{{ m }}</th>{% endfor %}</tr>
-{% for key, (claim, paper) in claim_names.items() %}<tr><td>{{ claim }}</td><td>{{ paper }}</td>
-{% for m in models %}{% set c = claim_cells[m].get(key, {}) %}<td>{% if c.measured is not none and c.measured is defined %}{{ figure(c) }}<br>{% endif %}<b>{{ c.verdict or 'not run' }}</b>{% if c.reason %}<details><summary>{{ c.reason }}</summary><div class="more">{{ c.why }}</div></details>{% endif %}</td>{% endfor %}</tr>
-{% endfor %}</table>
+<div class="scroll"><table class="claims multi">
+<tr class="head"><th>claim</th><th>paper</th>{% for m in models %}<th>{{ m }}</th>{% endfor %}</tr>
+{% for key, (claim, paper) in claim_names.items() %}<tr><td>{{ claim }}</td><td data-label="paper">{{ paper }}</td>
+{% for m in models %}{% set c = claim_cells[m].get(key, {}) %}<td data-label="{{ m }}">{% if c.measured is not none and c.measured is defined %}{{ figure(c) }}<br>{% endif %}<b>{{ c.verdict or 'not run' }}</b>{% if c.reason %}<details><summary>{{ c.reason }}</summary><div class="more">{{ c.why }}</div></details>{% endif %}</td>{% endfor %}</tr>
+{% endfor %}</table></div>
 
 <h2 id="forest">Forest plot of the headline statistics</h2>
 {% if forest %}<figure><img alt="forest plot: estimate and 95% CI per model, one panel per claim" src="{{ forest }}">
@@ -321,10 +369,10 @@ on that model. What each statistic is, and which sources of sampling its CI resa
 {% for key, title in sections.items() %}{% set sbs = side.get(key, {}) %}
 <section id="sec-{{ key }}">
 <h2 id="{{ key }}">{{ title }}</h2>
-<table><tr><th>quantity</th>{% for m in models %}<th>{{ m }}</th>{% endfor %}</tr>
+<div class="scroll"><table><tr><th>quantity</th>{% for m in models %}<th>{{ m }}</th>{% endfor %}</tr>
 <tr><td>status</td>{% for m in models %}<td>{{ status_words.get((sbs.status or {}).get(m), (sbs.status or {}).get(m)) }}</td>{% endfor %}</tr>
 {% for row in sbs.rows or [] %}<tr><td>{{ row[0] }}</td>{% for v in row[1:] %}<td{% if is_num(v) %} class="num"{% endif %}>{{ num(v) }}</td>{% endfor %}</tr>
-{% endfor %}</table>
+{% endfor %}</table></div>
 {% set figs = figures.get(key, {}) %}{% if figs %}
 {% for name, per_model in figs.items() %}<div class="sbs">{% for m in models %}<figure>{% if per_model.get(m) %}<img alt="{{ name }} ({{ m }})" src="{{ per_model[m] }}">{% endif %}<figcaption>{{ m }}: <code>{{ name }}</code></figcaption></figure>{% endfor %}</div>
 {% endfor %}{% endif %}

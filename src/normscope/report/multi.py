@@ -10,6 +10,10 @@ model's stages are cached separately and a re-run skips what is done), then writ
 - every section with the models side by side: the section's key numbers as rows with one column
   per model, and each model's figures next to each other.
 
+The stages that do not depend on the model (``uses_model = False``: the training lab and the transformer
+lab, which train their own encoders) run once, for the first model; the other models' folders get a copy
+of their finished records and figures, which each model's run reads from its stage cache.
+
 A model that fails (it cannot be loaded, or its run raises) is recorded with its one-line error
 and does not stop the others; the page says which model failed and why.
 """
@@ -17,6 +21,7 @@ and does not stop the others; the page says which model failed and why.
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 import time
 from pathlib import Path
 
@@ -29,12 +34,12 @@ from normscope._plot import pyplot, save_figure
 from normscope.claims import CLAIMS, ClaimRow
 from normscope.report.config import ReportConfig
 from normscope.report.html import render_multi_report
-from normscope.report.runner import ReportResult, check_report_inputs, run_report
+from normscope.report.runner import ReportResult, check_report_inputs, read_record, run_report
 from normscope.report.stage import StageRecord
 from normscope.report.stages import STAGES
 
 __all__ = ["MultiReportResult", "run_multi_report", "side_by_side", "forest_data", "plot_forest", "ForestPanel",
-           "ForestRow"]
+           "ForestRow", "short_names"]
 
 
 @dataclasses.dataclass
@@ -161,25 +166,82 @@ def plot_forest(claims: dict[str, list[dict]], path: str | Path) -> Path | None:
         return None
     models = list(claims)
     plt = pyplot()
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8.5, 1.1 + 0.55 * len(models) * len(panels) + 0.5 * len(panels)),
-                             squeeze=False)
-    for ax, panel in zip(axes[:, 0], panels):
+    # each panel: its title (the claim, bold) and what the statistic is, wrapped, in a band of its own above the
+    # axes, so that no title runs over the tick labels; the rows 0.32 in each; fonts 9-10 pt at 110 dpi
+    titles = [textwrap.wrap(p.title, 95) + textwrap.wrap(p.what, 110) for p in panels]
+    row_h, line_h = 0.32, 0.19
+    heights = []
+    for t in titles:
+        heights += [0.42 + line_h * len(t), 0.35 + row_h * len(models)]  # 0.3 in of it: the x labels above
+    fig = plt.figure(figsize=(9.0, sum(heights) + 0.3))
+    grid = fig.add_gridspec(len(heights), 1, height_ratios=heights, hspace=0.0, left=0.24, right=0.97,
+                            top=1 - 0.1 / (sum(heights) + 0.3), bottom=0.2 / (sum(heights) + 0.3))
+    for k, (panel, title) in enumerate(zip(panels, titles)):
+        head = fig.add_subplot(grid[2 * k, 0])
+        head.axis("off")
+        n_claim = len(textwrap.wrap(panel.title, 95))
+        for i, line in enumerate(title):
+            y = (len(title) - i - 0.5) * line_h / (0.42 + line_h * len(title))  # from the band's foot up
+            head.text(-0.3, y, line, transform=head.transAxes, va="center", ha="left",
+                      fontsize=10 if i < n_claim else 8.5, fontweight="bold" if i < n_claim else "normal",
+                      color="0" if i < n_claim else "0.3")
+        ax = fig.add_subplot(grid[2 * k + 1, 0])
         for y, row in enumerate(panel.rows):
             if row.estimate is None:
-                ax.text(0.0, y, "  not measured", va="center", fontsize=8, color="0.4", transform=ax.get_yaxis_transform())
+                ax.text(0.0, y, "  not measured", va="center", fontsize=9, color="0.4", transform=ax.get_yaxis_transform())
                 continue
             if row.ci is not None:
-                ax.plot(row.ci, [y, y], color="C0", lw=2)
-            ax.plot([row.estimate], [y], "o", color="C3" if row.refuted else "C0", ms=6)
+                ax.plot(row.ci, [y, y], color="C0", lw=2.2)
+            ax.plot([row.estimate], [y], "o", color="C3" if row.refuted else "C0", ms=7)
         ax.axvline(0.0, color="0.5", lw=0.8, ls="--")
         ax.set_yticks(range(len(models)))
-        ax.set_yticklabels(models, fontsize=8)
+        ax.set_yticklabels(short_names(models, 34), fontsize=9)
         ax.set_ylim(-0.6, len(models) - 0.4)
         ax.invert_yaxis()
-        ax.set_title(panel.title + (f"\n{panel.what}" if panel.what else ""), fontsize=9, loc="left")
-        ax.tick_params(axis="x", labelsize=8)
-    fig.tight_layout()
+        ax.tick_params(axis="x", labelsize=9)
+        ax.grid(axis="x", color="0.92", lw=0.6)
     return save_figure(fig, Path(path), dpi=110)
+
+
+def short_names(models: list[str], width: int) -> list[str]:
+    """Model names of at most ``width`` characters, cut in the middle (``hf:sentence-t…all-MiniLM-L6-v2``: both
+    ends tell models apart); the full names when two shortened ones would be equal."""
+    if width < 8:
+        return list(models)
+    head = (width - 1) // 2
+    out = [m if len(m) <= width else m[:head] + "\u2026" + m[-(width - 1 - head):] for m in models]
+    return out if len(set(out)) == len(out) else list(models)
+
+
+def _reuse_shared(src: Path, sub: ReportConfig, shared: list, console, model: str) -> ReportConfig:
+    """Copy the finished records (and figures) of the stages that do not depend on the model (the labs train their
+    own encoders) from the first model's folder ``src`` into ``sub.out``, where :func:`run_report` finds them in
+    its stage cache (their cache key holds no model): they are computed once per side-by-side report. Under
+    ``--force`` the model's own stages are cleared instead, and the returned config no longer forces."""
+    import shutil
+
+    dst = Path(sub.out)
+    (dst / "stages").mkdir(parents=True, exist_ok=True)
+    reused = []
+    for st in shared:
+        rec = read_record(src, st)
+        if rec is None or rec.status.value != "ok":
+            continue
+        for name in [f"stages/{st.name}.json"] + [f.file for f in rec.figures()]:
+            tmp = dst / f".{Path(name).name}.copy"
+            (dst / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src / name, tmp)
+            tmp.replace(dst / name)
+        reused.append(st.name)
+    if reused:
+        console.print(f"model {model}: {', '.join(reused)}: the same for every model (the labs train their own "
+                      f"encoders): reused from {src}", soft_wrap=True, markup=False, highlight=False)
+    if sub.force:  # the model's own stages are recomputed; the reused records stay
+        for st in STAGES:
+            if st.name not in reused:
+                (dst / "stages" / f"{st.name}.json").unlink(missing_ok=True)
+        sub = dataclasses.replace(sub, force=False)
+    return sub
 
 
 def _row(rows: list[dict], key: str) -> ClaimRow:
@@ -229,9 +291,13 @@ def run_multi_report(config: ReportConfig, models: list[str], *, console=None, p
 
     results: dict[str, ReportResult] = {}
     errors: dict[str, str] = {}
+    shared = [st for st in STAGES if not st.uses_model and st.name in config.only]
     for m in models:
         console.print(f"model {m}: report into {out / 'models' / slugs[m]}")
         sub = dataclasses.replace(config, out=out / "models" / slugs[m], model=m)
+        done = next((r for r in results.values()), None)  # the first model that ran
+        if done is not None and shared:
+            sub = _reuse_shared(done.index.parent, sub, shared, console, m)
         try:
             results[m] = run_report(sub, console=console, progress=progress)
         except NormscopeError as exc:  # e.g. the model cannot be loaded: the other models go on

@@ -2,8 +2,9 @@
 
 A redirected log (``normscope report ... > log 2>&1``) has no live progress bar, so
 :func:`stage_log` prints ``<stage>: started`` and ``<stage>: <status> in <s> s`` lines and, while a
-stage runs, a ``<stage>: still running (<elapsed>)`` line every ``heartbeat`` seconds: the log is
-never silent for longer than that. :func:`quiet_libraries` keeps library warnings (numba's type-safety
+stage runs, a ``<stage>: still running (<elapsed>), <step>`` line whenever nothing else was printed for
+``heartbeat`` seconds (default :data:`normscope._progress.LINE_EVERY`, 10 s): the log is never silent
+for longer than that. :func:`quiet_libraries` keeps library warnings (numba's type-safety
 warnings, transformers' and sentence-transformers' logger messages) out of the
 log and hands them to the caller, which records them in the stage record.
 """
@@ -12,12 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
-import time
 import warnings
 from collections.abc import Iterator
 
 from normscope._format import duration as fmt_duration
+from normscope._progress import LINE_EVERY, current_step
+from normscope._progress import heartbeat as beat
 
 __all__ = ["stage_log", "quiet_libraries", "LIBRARY_LOGGERS"]
 
@@ -27,35 +28,29 @@ LIBRARY_LOGGERS = ("transformers", "sentence_transformers", "numba", "faiss", "m
 
 
 @contextlib.contextmanager
-def stage_log(console, stage: str, *, heartbeat: float | None = 60.0) -> Iterator[None]:
-    """Print ``<stage>: started``; while the block runs, a heartbeat line every ``heartbeat`` seconds.
+def stage_log(console, stage: str, *, heartbeat: float | None = LINE_EVERY) -> Iterator[None]:
+    """Print ``<stage>: started``; while the block runs, a ``still running`` line whenever nothing was printed for
+    ``heartbeat`` seconds (:func:`normscope._progress.heartbeat`: a progress line of the stage's own work resets it).
 
     Parameters
     ----------
     console : rich.console.Console
     stage : str
     heartbeat : float or None
-        Seconds between ``still running`` lines (None or <= 0: none). The end line is printed by
+        Seconds of silence before a ``still running`` line (None or <= 0: none). The end line is printed by
         the caller, who knows the stage's status.
     """
     console.print(f"{stage}: started")
-    t0 = time.perf_counter()
-    stop = threading.Event()
 
-    def beat() -> None:
-        while not stop.wait(heartbeat):
-            console.print(f"{stage}: still running ({fmt_duration(time.perf_counter() - t0)})")
+    def line(elapsed: float) -> str:
+        where = current_step()
+        return f"{stage}: still running ({fmt_duration(elapsed)}){', ' + where if where else ''}"
 
-    thread = None
-    if heartbeat is not None and heartbeat > 0:
-        thread = threading.Thread(target=beat, name=f"normscope-heartbeat-{stage}", daemon=True)
-        thread.start()
-    try:
+    if heartbeat is None or heartbeat <= 0:
         yield
-    finally:
-        stop.set()
-        if thread is not None:
-            thread.join()
+        return
+    with beat(stage, every=heartbeat, console=console, line=line):
+        yield
 
 
 class _ListHandler(logging.Handler):

@@ -42,7 +42,8 @@ from rich.text import Text
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from normscope import __version__
-from normscope._format import duration
+from normscope._format import duration, plural
+from normscope._progress import LINE_EVERY
 from normscope._io import OutsideFolder, file_inside, output_set, read_inside, write_json
 from normscope.datasets import data_root
 from normscope.errors import InputError, OutputError
@@ -148,7 +149,7 @@ def _check_out(out: Path, config: ReportConfig, json_path) -> None:
 
 
 def run_report(config: ReportConfig, *, console=None, progress: bool = True, encoder=None,
-               json_path: str | Path | None = None, heartbeat: float | None = 60.0) -> ReportResult:
+               json_path: str | Path | None = None, heartbeat: float | None = LINE_EVERY) -> ReportResult:
     """Run the selected stages (resuming from ``OUT/stages``) and write the report.
 
     Parameters
@@ -165,7 +166,7 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
         Also write summary.json's content here; written as one set with ``OUT/summary.json`` and
         ``OUT/index.html`` (:func:`normscope._io.output_set`: all three or none).
     heartbeat : float or None, keyword-only
-        Seconds between ``<stage>: still running`` log lines (None: none).
+        Seconds of silence before a ``<stage>: still running`` log line (default 10 s; None: none).
 
     Returns
     -------
@@ -385,7 +386,7 @@ def _run_stage(stage: Stage, ctx: StageContext, fingerprint: dict | None, heartb
         failed_path.unlink(missing_ok=True)
     else:
         write_json(rec, failed_path)
-    note = f" ({len(rec.warnings)} library warnings kept in the stage record)" if noise else ""
+    note = f" ({plural(len(rec.warnings), 'library warning')} kept in the stage record)" if noise else ""
     console.print(f"{stage.name}: {rec.status.value} in {duration(rec.seconds or 0)}{note}")
     return rec
 

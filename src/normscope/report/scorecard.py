@@ -37,7 +37,9 @@ def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) 
     list of dict
         Rows as built by :func:`~normscope.claims.claim_row`; a claim that no section tested gets
         verdict ``not testable here`` and, as its reason, the status and reason of the section that
-        would have tested it.
+        would have tested it; a section stopped by absent data is named by the datasets it lacks only
+        (``"lacks SciFact (BEIR) (see Missing data)"``): the full sentence, with the ways to get them, is
+        said once, in ``missing_data``.
 
     Raises
     ------
@@ -67,6 +69,9 @@ def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) 
             why = "no stage of this run tests it"
         elif sec.status is Status.OK:
             why = "the section ran but reported no figure for this claim"
+        elif sec.missing:  # said once, in full, in the missing-data list: the row only names the data
+            titles = " or ".join(str(m.get("title") or name) for name, m in sec.missing.items())
+            why = f"lacks {titles} (see Missing data)"
         else:
             why = f"section {sec.status.words}: {sec.reason or 'no reason given'}"
         rows.append(not_testable_row(key, why, section=claim.section))

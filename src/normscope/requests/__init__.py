@@ -16,6 +16,7 @@ apart. :class:`Resampling` is the one value shared by every stage that resamples
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import math
@@ -139,6 +140,17 @@ def _check_bounds(name: str, value: Any, meta) -> None:
         raise InputError(f"{name} must be < {meta['below']}, got {value!r}")
 
 
+#: True while a command of the CLI builds requests (:func:`normscope.cli.run` sets it): errors then name the option
+#: (``--max-queries must be >= 1``), else the field (``max_queries must be >= 1``), so an API user reads the name
+#: they passed.
+CLI_NAMES: contextvars.ContextVar[bool] = contextvars.ContextVar("normscope_cli_names", default=False)
+
+
+def said(field: str) -> str:
+    """How an error names a request field: ``--probe-items`` on the command line, ``probe_items`` in the API."""
+    return "--" + field.replace("_", "-") if CLI_NAMES.get() else field
+
+
 @functools.lru_cache(maxsize=None)
 def _hints(cls) -> dict:
     return typing.get_type_hints(cls)
@@ -150,8 +162,10 @@ class Request:
 
     def __post_init__(self) -> None:
         hints = _hints(type(self))
+        cli = CLI_NAMES.get()
         for f in dataclasses.fields(self):
-            name = "--" + f.name.replace("_", "-")  # errors name the option that sets the field
+            # errors name what the caller set: the option on the command line, the field in the API
+            name = "--" + f.name.replace("_", "-") if cli else f.name
             value = check_value(name, getattr(self, f.name), hints[f.name])
             _check_bounds(name, value, f.metadata)
             object.__setattr__(self, f.name, value)

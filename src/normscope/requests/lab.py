@@ -7,7 +7,7 @@ import dataclasses
 from typing import Literal
 
 from normscope.errors import InputError
-from normscope.requests import Precision, Request, Resampling, param
+from normscope.requests import Precision, Request, Resampling, param, said
 
 __all__ = ["LabRequest", "TransformerLabRequest", "DecisiveRequest", "TowerLabRequest", "LabEncoder", "LabData", "Optimizer", "Estimator",
            "DesignSize"]
@@ -74,7 +74,7 @@ class LabRequest(Request):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.steps is not None and self.burn_in is not None and self.burn_in >= self.steps:
-            raise InputError(f"--burn-in must be < --steps, got {self.burn_in} >= {self.steps}")
+            raise InputError(f"{said('burn_in')} must be < {said('steps')}, got {self.burn_in} >= {self.steps}")
 
     def argv(self) -> list[str]:
         """``normscope lab ...`` with the settings the command exposes (the others must be their defaults)."""
@@ -151,9 +151,9 @@ class TransformerLabRequest(Request):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.burn_in is not None and self.burn_in >= self.steps:
-            raise InputError(f"--burn-in must be < --steps, got {self.burn_in} >= {self.steps}")
+            raise InputError(f"{said('burn_in')} must be < {said('steps')}, got {self.burn_in} >= {self.steps}")
         if isinstance(self.probe_items, int) and self.probe_items < 3:
-            raise InputError(f"--probe-items must be >= 3, got {self.probe_items}")
+            raise InputError(f"{said('probe_items')} must be >= 3, got {self.probe_items}")
 
     def argv(self, model: str) -> list[str]:
         """``normscope lab --encoder transformer ...`` with every setting of this request (``model``: the name to
@@ -208,7 +208,7 @@ class DecisiveRequest(Request):
     def __post_init__(self) -> None:
         super().__post_init__()
         if isinstance(self.probe_items, int) and self.probe_items < 3:
-            raise InputError(f"--probe-items must be >= 3, got {self.probe_items}")
+            raise InputError(f"{said('probe_items')} must be >= 3, got {self.probe_items}")
 
     def run_kwargs(self) -> dict:
         """The keyword arguments of :func:`~normscope.lab.decisive.run_decisive_design` (beside ``directory``)."""

@@ -7,7 +7,7 @@ import typing
 from typing import Literal
 
 from normscope.errors import InputError
-from normscope.requests import Junk, Precision, Request, Resampling, param
+from normscope.requests import Junk, Precision, Request, Resampling, param, said
 
 __all__ = ["ProbeRequest", "FdDtype", "FD_DTYPES", "DecayMask", "SecondOrder", "SECOND_ORDER"]
 
@@ -71,7 +71,7 @@ class ProbeRequest(Request):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.resampling.n_boot < 1:
-            raise InputError(f"--n-boot must be >= 1, got {self.resampling.n_boot}")
+            raise InputError(f"{said('n_boot')} must be >= 1, got {self.resampling.n_boot}")
 
     def argv(self) -> list[str]:
         """The ``normscope probe`` options of this request (after ITEMS, ``--model`` and ``--pairs``)."""

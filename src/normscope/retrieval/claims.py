@@ -26,7 +26,7 @@ own dataset gets the verdicts the report would give:
 
 from __future__ import annotations
 
-from normscope.claims import claim_row, fmt_value, judge, not_testable_row
+from normscope.claims import CLAIMS, ceiling_gate, claim_row, fmt_value, judge, not_testable_row
 
 __all__ = ["retrieval_claims", "gain_claim", "high_frequency_claim", "discrimination_claim", "incremental_claim",
            "cost_claim", "CLAIM_SCORER", "CLAIM_SIGNAL", "HIGH_FREQUENCY_STRATUM"]
@@ -67,13 +67,26 @@ def _tested(summary: dict) -> str:
             f"fitted on {summary.get('fit_split')}")
 
 
+def _ceiling(summary: dict, *, stratum: bool = False):
+    """The ceiling / floor gate of the gain rows from cosine's per-query nDCG@10 counts (None: a summary written
+    before they were recorded). ``stratum``: for a row on a subset of the queries, only the all-at-the-ceiling /
+    all-at-the-floor cases of the whole set apply (they hold on every subset)."""
+    cos = (summary.get("scorers") or {}).get("cosine") or {}
+    n = (summary.get("n_queries") or {}).get("eval")
+    if cos.get("ndcg10_at_ceiling") is None or n is None:
+        return None
+    size = CLAIMS["similarity_gain"].size
+    return ceiling_gate(cos.get("ndcg@10"), cos["ndcg10_at_ceiling"], cos.get("ndcg10_at_floor") or 0, int(n),
+                        claimed_gain=size.low if size.kind == "range" and not stratum else None)
+
+
 def gain_claim(summary: dict) -> dict:
     """Row ``similarity_gain``: the relative nDCG@10 gain of ``inverse_norm`` over cosine."""
     r = (summary.get("scorers") or {}).get(CLAIM_SCORER)
     if not r:
         return not_testable_row("similarity_gain", f"the {CLAIM_SCORER} scorer was not run", what=_GAIN_WHAT)
     j = judge("similarity_gain", r.get("relative"), r.get("relative_ci"), p=r.get("p_value"),
-              degenerate=_unchanged(r.get("relative"), "overall"))
+              degenerate=_unchanged(r.get("relative"), "overall"), gate=_ceiling(summary))
     rows = ((summary.get("strata") or {}).get("scorers") or {}).get(CLAIM_SCORER) or []
     sig = [x for x in rows if x.get("p_holm") is not None and x["p_holm"] < 0.05]
     strata = (f"pre-specified strata: {len(sig)} of {len(rows)} differ from cosine at Holm-adjusted p < 0.05"
@@ -109,7 +122,7 @@ def high_frequency_claim(summary: dict) -> dict:
     if row.get("ci_resamples"):
         what = what.replace("over that quartile's queries", f"in that quartile: {row['ci_resamples']}")
     j = judge("gain_high_frequency", row["relative"], row.get("relative_ci"),
-              degenerate=_unchanged(row["relative"], "in this stratum"))
+              degenerate=_unchanged(row["relative"], "in this stratum"), gate=_ceiling(summary, stratum=True))
     return claim_row(
         "gain_high_frequency", measured=row["relative"], ci=row.get("relative_ci"), judged=j, n=row.get("n"),
         what=what, tested_on=_tested(summary) + f"; Zipf {fmt_value(row['range'][0])} to {fmt_value(row['range'][1])}",

@@ -522,6 +522,8 @@ def _evaluate(ev: SplitQueries, runs: dict, results: dict, order: list[str], r: 
     for s in order:
         for m in METRICS:
             results[s][m] = float(per[s][m].mean())
+        nd = per[s]["ndcg@10"]  # the ceiling / floor gate of the gain claims (normscope.claims.ceiling_gate)
+        results[s].update(ndcg10_at_ceiling=int(np.sum(nd >= 1.0 - 1e-9)), ndcg10_at_floor=int(np.sum(nd <= 1e-12)))
         c = comp.get(s, {}).get("ndcg@10")
         results[s].update(p_value=c and c["p_t_test"], p_value_randomization=c and c["p_randomization"],
                           delta=c and c["mean_diff"], delta_ci=c and c["mean_diff_ci"], relative=c and c["relative"],

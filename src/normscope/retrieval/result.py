@@ -45,7 +45,9 @@ class ScorerEval(Record):
     CIs are paired over queries, a fitted parameter refitted on every draw (``ci_resamples`` says what they
     resample; ``*_fixed_param`` are the CIs with the fitted parameter held fixed, ``param_draws`` the spread
     of the refitted parameter); ``p_value`` is the paired t-test and ``p_value_randomization`` the
-    paired randomisation test of nDCG@10 against cosine.
+    paired randomisation test of nDCG@10 against cosine. ``ndcg10_at_ceiling`` /
+    ``ndcg10_at_floor``: evaluation queries on which the scorer's nDCG@10 is 1 / 0 (the ceiling gate of the gain
+    claims reads cosine's).
     """
 
     param_name: str | None = None
@@ -71,6 +73,8 @@ class ScorerEval(Record):
     delta_ci_fixed_param: Interval | None = None
     relative_ci_fixed_param: Interval | None = None
     param_draws: dict | None = None
+    ndcg10_at_ceiling: int | None = None
+    ndcg10_at_floor: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

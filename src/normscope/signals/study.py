@@ -20,6 +20,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from normscope._format import plural
+from normscope._progress import step
 from normscope.encoders import DEFAULT_MODEL, load_encoder
 from normscope.encoders.embed import embed_texts
 from normscope.errors import InputError
@@ -88,7 +90,8 @@ def _user_item_set(items, ids, covariates, strata, by, extra_cols) -> ItemSet:
         bad = [i for i, v in enumerate(strata) if v is None or (isinstance(v, float) and np.isnan(v))
                or not str(v).strip()]
         if bad:
-            raise InputError(f"--by {by}: {len(bad)} item(s) have no {by} (e.g. {items[bad[0]]!r})")
+            raise InputError(f"--by {by}: {plural(len(bad), 'item')} {'has' if len(bad) == 1 else 'have'} no {by} "
+                             f"(e.g. {items[bad[0]]!r})")
         strata = np.asarray([str(v).strip() for v in strata], dtype=object)
     return ItemSet(ids=ids, texts=items, covariate=cov, strata=strata, extras=extras,
                    dataset="user covariate file" if covariates is not None else "user items")
@@ -309,7 +312,9 @@ def run_correlate(
     kept = _kept_values(iset, table, r, controls, notes)
     items_df = _items_table(table, kept)
     missing = _check_valid(kept.cov, kept.texts, signal)
-    st = _statistics(kept, table, iset, r, by=by, notes=notes)
+    with step(f"correlations: bootstrap CIs ({r.resampling.n_boot:,} resamples) and permutation p "
+              f"({r.resampling.n_perm:,} permutations) over {len(kept.texts):,} items"):
+        st = _statistics(kept, table, iset, r, by=by, notes=notes)
     res, part = st["res"], st["part"]
     return CorrelateResult(
         signal=signal,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from normscope.claims import claim_row, judge, not_testable_row
+from normscope.claims import CLAIMS, ceiling_gate, claim_row, judge, not_testable_row
 
 __all__ = ["similarity_claim"]
 
@@ -26,7 +26,12 @@ def similarity_claim(result: dict | None, reason: str | None = None) -> dict:
         return not_testable_row("similarity_pairs", "no norm-aware scorer was evaluated")
     best = max(cands, key=lambda k: sc[k]["fit_spearman"])
     s, cos = sc[best], sc["cosine"]
-    j = judge("similarity_pairs", s["delta_spearman"], s["delta_ci"])
+    size = CLAIMS["similarity_pairs"].size
+    rho = cos.get("spearman")  # Spearman rho is at most 1: no room for the claimed relative gain near it
+    gate = ceiling_gate(rho, int(rho is not None and rho >= 1 - 1e-9), int(rho is not None and rho <= 0), 1,
+                        metric="Spearman \u03c1 with human scores", unit="pair sets",
+                        claimed_gain=size.low if size.kind == "range" else None)
+    j = judge("similarity_pairs", s["delta_spearman"], s["delta_ci"], size_ci=s.get("relative_ci"), gate=gate)
     name = Path(str(result.get("dataset") or "")).name or "the evaluated pairs"
     rel = s.get("relative")
     return claim_row(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from normscope._progress import step
 from normscope.encoders import DEFAULT_MODEL, load_encoder
 from normscope.errors import InputError
 from normscope.requests.tokens import TokensRequest
@@ -125,7 +126,9 @@ def run_tokens(request: TokensRequest | None = None, *, encoder=None) -> TokensR
     if weights.shape[0] < 2:
         raise InputError("the embedding table has fewer than 2 rows")
     items = token_table(weights, tokens, special)
-    stats = tokens_statistics(items, n_boot=n_boot, n_perm=n_perm, seed=seed)
+    with step(f"statistics over {len(items):,} rows: bootstrap CIs ({n_boot:,} resamples), permutation p "
+              f"({n_perm:,} permutations)"):
+        stats = tokens_statistics(items, n_boot=n_boot, n_perm=n_perm, seed=seed)
     init = info.get("initializer_range")
     init_norm = float(init) * float(np.sqrt(weights.shape[1])) if init else None
     notes = []

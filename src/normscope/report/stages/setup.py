@@ -99,6 +99,12 @@ class SetupStage(Stage[SetupRequest]):
         fp = enc.fingerprint
         data = ctx.data_dir()
         datasets, rows = _datasets(dict(request.needed))
+        absent = [name for name, d in datasets.items() if d["needed_by"] and not d["present"]]
+        if absent:  # said now, before "setup: ok": the stages that read them will be unavailable
+            n_needed = sum(bool(d["needed_by"]) for d in datasets.values())
+            ctx.console.print(f"setup: {len(absent)} of {n_needed} needed datasets not here ({', '.join(absent)}): "
+                              "the stages that read them will say so; the final summary lists them again",
+                              markup=False, highlight=False)
         result = SetupResult(
             model=fp.name, fingerprint=fp.to_dict(), dim=int(enc.dim), max_seq_length=getattr(enc, "max_seq_length", None),
             device=request.device, seed=request.seed, preset=request.preset, sizes=dict(request.sizes),

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from normscope._format import ci as ci_text, join_and, num, p_text
+from normscope._format import ci as ci_text, join_and, num, p_text, plural
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import DataMissing, NormscopeError
 from normscope.report.missing import missing_entry, missing_reason
@@ -137,7 +137,7 @@ def _notes(results: dict[str, CorrelateResult], unavailable: dict[str, str]) -> 
             notes.append(f"{sig}: {r.n_missing} of {r.n_items} items have no value and are excluded "
                          f"(e.g. {', '.join(map(str, (r.missing_examples or [])[:5]))}).")
         if r.junk is not None and r.junk.count:
-            notes.append(f"{sig}: {r.junk.count} junk item(s) left out (ids {', '.join(r.junk.ids[:5])}).")
+            notes.append(f"{sig}: {plural(r.junk.count, 'junk item')} left out (ids {', '.join(r.junk.ids[:5])}).")
     return notes
 
 

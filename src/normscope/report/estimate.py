@@ -1,0 +1,81 @@
+"""The up-front estimate ``normscope report`` prints: how long the run will take and how much memory it needs.
+
+The figures are measurements of the bundled all-MiniLM-L6-v2 on the 2-core development machine (AMD EPYC,
+no GPU), with the data found locally and an empty embedding cache (``scripts/report_timing.py``), not a model:
+
+- full sizes: 6 min 27 s wall on an idle machine, peak RSS 3.3 GB (2026-12-01, README "Time"), per stage
+  retrieval 174 s, probes 86 s, transformer 71 s, signals 31 s, tokens 9.5 s, the rest under 8 s together;
+- ``--quick``: 4 min 49 s wall on a clean clone (2026-12-01, docs/report.md "Sizes"), split over the stages in
+  proportion to their CPU seconds in ``scripts/report_timing.py --quick`` (2026-12-03), whose peak RSS is the
+  memory figure.
+
+A stage whose finished record is already in ``OUT/stages`` (and ``--force`` is not given) is counted as
+reused. With several models the model's own stages run once per model, the labs once (docs/report.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from normscope._format import duration
+from normscope.report.config import ReportConfig
+from normscope.report.stages import STAGES
+
+__all__ = ["MEASURED", "estimate", "estimate_line"]
+
+#: Preset -> measured wall seconds per stage, peak RSS (GB) and where the figures come from (module docstring).
+MEASURED: dict[str, dict] = {
+    "full": {"seconds": {"setup": 1.0, "norms": 4.7, "tokens": 9.5, "probes": 86.0, "lab": 2.0, "transformer": 71.0,
+                         "signals": 31.0, "similarity": 1.7, "retrieval": 174.0},
+             "peak_gb": 3.3, "source": "measured 2026-12-01, idle 2-core machine"},
+    # 289 s (4 min 49 s, docs/report.md) split by the CPU seconds of scripts/report_timing.py --quick on 2026-12-03
+    # (setup 0.0, norms 16.6, tokens 3.8, probes 105.2, lab 14.4, transformer 28.2, signals 29.2, similarity 5.8,
+    # retrieval 111.2; 314.4 s in all; peak RSS 3.09 GB; load average 13 on 2 CPUs, so its wall time, 28 min 35 s,
+    # is not the figure)
+    "quick": {"seconds": {"setup": 0.5, "norms": 15.3, "tokens": 3.5, "probes": 96.7, "lab": 13.2, "transformer": 25.9,
+                          "signals": 26.8, "similarity": 5.3, "retrieval": 102.2},
+              "peak_gb": 3.1, "source": "measured 2026-12-01 and 2026-12-03, 2-core machine"},
+}
+
+
+def estimate(config: ReportConfig, n_models: int = 1) -> dict:
+    """Seconds and peak memory a report should take on the development machine (see the module docstring).
+
+    Parameters
+    ----------
+    config : ReportConfig
+        The run (preset, selected stages, output folder, ``force``).
+    n_models : int
+        Models side by side.
+
+    Returns
+    -------
+    dict
+        ``seconds`` (float), ``peak_gb`` (float, one model's peak RSS), ``stages`` (the selected stage names),
+        ``reused`` (selected stages whose finished record is in ``OUT/stages``), ``source``.
+    """
+    m = MEASURED["quick" if config.preset == "quick" else "full"]
+    out = Path(config.out)
+    selected = [st for st in STAGES if st.name in config.only]
+    reused = [] if config.force else [st.name for st in selected if (out / "stages" / f"{st.name}.json").is_file()]
+    total = 0.0
+    for st in selected:
+        if st.name in reused:
+            continue
+        total += m["seconds"].get(st.name, 0.0) * (n_models if st.uses_model else 1)
+    return {"seconds": total, "peak_gb": m["peak_gb"], "stages": [st.name for st in selected], "reused": reused,
+            "source": m["source"]}
+
+
+def estimate_line(config: ReportConfig, n_models: int = 1) -> str:
+    """The line ``report`` prints before its first stage, e.g. ``estimate: about 4 min 49 s and 3.0 GB of memory
+    for the bundled all-MiniLM-L6-v2 on 2 CPU cores (quick sizes; measured ...); a larger model, a loaded machine
+    or fewer cores take longer``."""
+    e = estimate(config, n_models)
+    models = "the bundled all-MiniLM-L6-v2" if n_models == 1 else f"{n_models} models of the bundled model's size"
+    mem = f"{e['peak_gb']:.1f} GB of memory" + (" for one model (several models: more; not measured)"
+                                                 if n_models > 1 else "")
+    reused = f"; {len(e['reused'])} stage(s) already in {config.out}/stages may be reused" if e["reused"] else ""
+    return (f"estimate: about {duration(e['seconds'])} and {mem} for {models} on 2 CPU cores ({config.preset} sizes, "
+            f"{len(e['stages'])} stages; {e['source']}){reused}; a larger model, a loaded machine or fewer cores "
+            "take longer")
