@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from normscope.cli import app
+from normscope.cli._app import app
 from normscope._format import MISSING, ci_fixed, fixed
 from normscope.cli._console import make_console, styled
 from normscope.cli._outputs import Row, Rows, figure_outputs, print_claim_lines, single_or_compare

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from normscope._format import MISSING
-from normscope.cli import app
+from normscope.cli._app import app
 from normscope.cli._console import make_console
 from normscope.cli._outputs import Row, Rows, figure_outputs, single_or_compare
 from normscope.cli._options import Device, FigOut, JsonOut, Models, Seed, TableOut, models_of
