@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-import pytest
 
 from normscope.requests import Request
 
