@@ -1,7 +1,7 @@
 """Mutants a reader of the page or the console would see wrong, planted in the template, the formatters and the
 builders, run against the suite's rendering tests (issue 37 item 2).
 
-    .venv/bin/python scripts/render_mutants.py [--only WORD ...] [--json PATH] [--tests FILE ...]
+    .venv/bin/python scripts/render_mutants.py [--only WORD ...] [--json PATH] [--tests PYTEST_ARG ...]
 
 The mutants are the defect kinds of issue 37, each written where such a defect would naturally be made (a
 template line, a formatter, a claims or table builder), without reference to any test: a CI printed with its
@@ -20,6 +20,7 @@ console tests of tests/test_report_offline.py. It edits the working tree while i
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -125,8 +126,12 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", help="run only the mutants whose name contains one of these words")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant")
     ap.add_argument("--json", type=Path, help="also write the outcome as JSON here")
+    ap.add_argument("--tests", nargs="+", help="run these pytest arguments instead of the rendering tests (e.g. "
+                    "tests/test_render_roundtrip.py alone)")
     args = ap.parse_args(argv)
     chosen = [m for m in MUTANTS if not args.only or any(w in m.name for w in args.only)]
+    if args.tests:
+        chosen = [dataclasses.replace(m, tests=(tuple(args.tests),)) for m in chosen]
     outcome = {}
     for m in chosen:
         killed, secs = run_mutant(m, args.timeout)

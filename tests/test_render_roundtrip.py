@@ -110,6 +110,22 @@ def _correlate(signal: str, model: str) -> CorrelateResult:
         "partial_spearman": {"rho": prho, "ci": list(pci), "n": 118, "controls": ["frequency", "length"]}})
 
 
+#: Per model: the inverse_norm rows of the pre-specified strata: (stratifier, quartile, cosine mean, scorer mean,
+#: its CI, p (Holm)); the relative difference is scorer / cosine - 1, the absolute one scorer - cosine.
+STRATA = {MODEL_A: [("query_zipf", 1, 0.40, 0.404, (-0.002, 0.010), 0.9), ("query_zipf", 4, 0.50, 0.515, (0.006, 0.024),
+                                                                          0.012)],
+          MODEL_B: [("query_zipf", 1, 0.62, 0.61, (-0.02, 0.0), 0.4), ("query_zipf", 4, 0.66, 0.663, (-0.004, 0.010),
+                                                                        1.0)]}
+
+
+def _strata(model: str) -> dict:
+    rows = [{"stratifier": st, "quartile": q, "range": [q - 0.5, q + 0.5], "n": 4, "baseline_mean": base,
+             "scorer_mean": mean, "mean_delta": mean - base, "mean_delta_ci": list(ci), "relative": mean / base - 1,
+             "relative_ci": [ci[0] / base, ci[1] / base], "p": p, "p_holm": p}
+            for st, q, base, mean, ci, p in STRATA[model]]
+    return {"metric": "ndcg@10", "correction": "Holm", "scorers": {"inverse_norm": rows}}
+
+
 def _retrieval(model: str) -> RetrievalResult:
     scorers = {}
     for name, (nd, d, dci, rel, relci, p) in PLANTED[model]["scorers"].items():
@@ -123,7 +139,7 @@ def _retrieval(model: str) -> RetrievalResult:
                "n_docs": 60, "n_queries": {"eval": 15, "fit": 20}, "excluded_queries": {},
                "junk": {}, "significance": {"p_value": "paired t", "p_value_randomization": "randomisation",
                                              "delta_ci": "paired bootstrap", "n_permutations": 0},
-               "scorers": scorers, "strata": {}, "calibration": {},
+               "scorers": scorers, "strata": _strata(model), "calibration": {},
                "calibration_info": {"label": "top-1 relevant", "fitted_on": "train", "ece_bins": 15,
                                     "mapping": "isotonic", "direction_rule": "fixed", "auroc_ci": "bootstrap"},
                "qpp": {}, "qpp_info": {}, "calibration_incremental": None}
@@ -248,12 +264,16 @@ def _verdict_colours(page) -> dict[str, tuple[int, int, int]]:
     return out
 
 
-def _check_count(text: str, rows: list[ClaimRow], tested_field, where: str) -> None:
+def _check_count(texts: list[str], rows: list[ClaimRow], tested_field, where: str) -> None:
+    """The headline count: the first text (a page paragraph, a console line) that says "N of M ... tested". Its
+    "N of M" pairs must be the whole scorecard (one pair) or add up to it (one pair per kind of row)."""
     tested = sum(r.verdict != NOT_TESTABLE for r in rows)
-    m = re.search(r"(\d+) of (\d+)\b[^.\n]*?tested", text)
-    assert m, f"{where}: no 'N of M ... tested' count"
-    assert (int(m.group(1)), int(m.group(2))) == (tested, len(rows)), (where, m.group(0), tested, len(rows))
-    assert (tested_field.tested, tested_field.total) == (tested, len(rows)), "summary.json's claims_tested"
+    line = next((t for t in texts if re.search(r"\d+ of \d+\b[^.\n]*?tested", t)), None)
+    assert line is not None, f"{where}: no 'N of M ... tested' count"
+    pairs = [(int(a), int(b)) for a, b in re.findall(r"(\d+) of (\d+)\b", line)]
+    whole = (tested, len(rows))
+    assert whole in pairs or tuple(map(sum, zip(*pairs))) == whole, (where, line, whole)
+    assert (tested_field.tested, tested_field.total) == whole, "summary.json's claims_tested"
 
 
 def _check_page(index: Path, s: ReportSummary, res, model: str) -> None:
@@ -285,7 +305,7 @@ def _check_page(index: Path, s: ReportSummary, res, model: str) -> None:
     green, red = colours.get("reproduced"), colours.get("refuted")
     assert green is not None and red is not None, f"no CSS colour for the verdict rows: {colours}"
     assert green[1] > green[0] and red[0] > red[1], f"verdict colours: reproduced {green}, refuted {red}"
-    _check_count(page.text(), rows, s.claims_tested, "page")
+    _check_count([p.text() for p in page.find_all("p")], rows, s.claims_tested, "page")
     items = [li.text() for ul in page.find_all("ul", "notes") for li in ul.find_all("li")]
     for m in s.missing_data or []:
         assert m.line in items, ("missing-data line not on the page", m.line)
@@ -316,6 +336,7 @@ def _check_sections(page, s: ReportSummary, res, model: str) -> None:
             _check_signal_table(tables[0], model)
         else:
             _check_scorer_table(tables[0], model)
+            _check_strata_table(next(t for t in tables if "strat" in table_grid(t)[0][0].lower()), model)
 
 
 def _p_shown(text: str, p: float) -> None:
@@ -371,6 +392,22 @@ def _check_scorer_table(table, model: str) -> None:
             _p_shown(cells[c].text(), p)
 
 
+def _check_strata_table(table, model: str) -> None:
+    """The strata table: the absolute difference, its CI and the relative difference, each its own column."""
+    head, grid = table_grid(table)
+    low = [h.lower() for h in head]
+    rel_col = next(i for i, h in enumerate(low) if "relative" in h)
+    delta_col = next(i for i, h in enumerate(low) if h == "\u03b4" or h.startswith("delta"))
+    ci_col = next(i for i, h in enumerate(low) if "ci" in h)
+    assert len(grid) == len(STRATA[model])
+    for (_, cells), (_st, _q, base, mean, ci, _p) in zip(grid, STRATA[model]):
+        assert close_to_shown(numbers(cells[delta_col].text())[0], mean - base), cells[delta_col].text()
+        shown = cells[rel_col].text()
+        assert "%" in shown and close_to_shown(numbers(shown)[0], 100 * (mean / base - 1), digits=2), (shown, base, mean)
+        lo, hi = numbers(cells[ci_col].text())
+        assert lo < hi and close_to_shown(lo, ci[0]) and close_to_shown(hi, ci[1]), cells[ci_col].text()
+
+
 # --- the console -----------------------------------------------------------------------------------------------------
 
 
@@ -395,9 +432,9 @@ def _check_console(text: str, s: ReportSummary) -> None:
         assert verdict[1] == TERMINAL.get(r.verdict), (r.key, r.verdict, verdict[1])
         claim_words = r.claim.split()
         assert line.split()[: 2] == claim_words[:2], (r.key, line)
-        if r.measured is not None:
-            _check_figure(line, r, "console")
-    _check_count(plain(text), rows, s.claims_tested, "console")
+        if r.measured is not None and (figure_parts(line)[1] is not None or "\u2026" not in line):
+            _check_figure(line, r, "console")  # (a cell the console cut with an ellipsis is not read)
+    _check_count(plain(text).splitlines(), rows, s.claims_tested, "console")
     for m in s.missing_data or []:
         assert m.line in plain(text).replace("\n", ""), ("missing-data line not printed", m.line)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-
 from normscope.requests import Request
 
 
