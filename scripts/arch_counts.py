@@ -16,6 +16,8 @@ Prints, for ``src/normscope``:
 - function-level imports of normscope's own modules (and how many of them carry a comment saying
   why they are deferred: on the import's line, or on its block of consecutive imports or the comment line
   just above that block);
+- import cycles between normscope's modules (strongly connected components of the graph of module-level imports,
+  ``if TYPE_CHECKING`` ones included; and, for information, with the function-level imports added);
 - ruff's C901 findings above complexity 15 (when ruff is installed).
 """
 
@@ -150,6 +152,96 @@ def function_imports() -> tuple[int, int, list[str]]:
     return n, with_reason, examples
 
 
+def _module_name(p: Path) -> str:
+    parts = list(p.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(node, module: str, is_package: bool, modules: set[str], deferred: bool):
+    """The normscope modules ``node``'s import statements name: module-level ones (also under ``if TYPE_CHECKING``)
+    or, with ``deferred``, those inside functions. ``from a import b`` names ``a.b`` when that is a module, else
+    ``a``; relative imports are resolved against ``module``."""
+    for n in ast.walk(node):
+        if not isinstance(n, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(n, ast.Import):
+            yield from (a.name for a in n.names if a.name.split(".")[0] == "normscope")
+            continue
+        base = n.module or ""
+        if n.level:
+            pkg = module.split(".") if is_package else module.split(".")[:-1]
+            pkg = pkg[: len(pkg) - (n.level - 1)]
+            base = ".".join(pkg + ([base] if base else []))
+        if base.split(".")[0] != "normscope":
+            continue
+        for a in n.names:
+            yield f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+
+
+def import_graph(deferred: bool = False) -> dict[str, set[str]]:
+    """Module -> the normscope modules it imports at module level (``deferred``: also inside functions).
+
+    A package's ``__init__`` is the package's node; importing a submodule is an edge to that submodule only (not to
+    its parent packages, which Python imports first but which do not make the submodule depend on them)."""
+    files = {_module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+    modules = set(files)
+    graph: dict[str, set[str]] = {}
+    for mod, p in files.items():
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        is_package = p.name == "__init__.py"
+        top = [st for st in tree.body if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        edges = {t for st in top for t in _imports(st, mod, is_package, modules, False)}
+        if deferred:
+            edges |= {t for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      for t in _imports(fn, mod, is_package, modules, True)}
+        # methods' and class bodies' module-level imports (rare) count as module level
+        edges |= {t for st in tree.body if isinstance(st, ast.ClassDef)
+                  for sub in st.body if isinstance(sub, (ast.Import, ast.ImportFrom))
+                  for t in _imports(sub, mod, is_package, modules, False)}
+        graph[mod] = {t for t in edges if t in modules and t != mod}
+    return graph
+
+
+def import_cycles(deferred: bool = False) -> list[list[str]]:
+    """The import cycles of :func:`import_graph`: its strongly connected components of more than one module
+    (Tarjan's algorithm), each sorted, largest first."""
+    graph = import_graph(deferred)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out, key=lambda c: (-len(c), c))
+
+
 def ruff_c901() -> list[str] | None:
     ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
     if not Path(ruff).exists():
@@ -180,6 +272,9 @@ def main(argv=None) -> int:
         res["entry_point_params"][name] = len(inspect.signature(fn).parameters)
     n, why, ex = function_imports()
     res["function_level_imports"] = {"normscope_modules": n, "with_reason_comment": why, "examples": ex}
+    cycles, with_deferred = import_cycles(), import_cycles(deferred=True)
+    res["import_cycles"] = cycles
+    res["import_cycles_with_function_level_imports"] = with_deferred
     c = ruff_c901()
     res["ruff_c901_over_15"] = c
     print(f".get(\" in report/ + cli/: {res['get_report_cli']} (whole package {res['get_total']})")
@@ -193,6 +288,12 @@ def main(argv=None) -> int:
         print(f"  {line}")
     print("parameters per entry point: " + ", ".join(f"{k} {v}" for k, v in res["entry_point_params"].items()))
     print(f"function-level imports of normscope modules: {n} ({why} with a reason comment)")
+    print(f"import cycles (module-level imports, TYPE_CHECKING ones included): {len(cycles)}")
+    for comp in cycles:
+        print(f"  {' <-> '.join(comp)}")
+    print(f"import cycles counting function-level imports too: {len(with_deferred)}")
+    for comp in with_deferred:
+        print(f"  {' <-> '.join(comp)}")
     print("ruff C901 > 15: " + ("ruff not installed" if c is None else f"{len(c)}"))
     for line in c or []:
         print(f"  {line}")

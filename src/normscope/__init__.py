@@ -7,6 +7,10 @@ Public API (see ``docs/architecture.md``):
 - :class:`EmbeddingTable`, :class:`ModelFingerprint` -- the artefact every stage reads and writes;
 - :mod:`normscope.theory`, :mod:`normscope.probes`, :mod:`normscope.lab`, :mod:`normscope.signals`,
   :mod:`normscope.stats`, :mod:`normscope.retrieval`, :mod:`normscope.report` -- the stages.
+
+The supported API is ``__all__`` here and the ``__all__`` of each module in :data:`PUBLIC_MODULES` (listed, with an
+example per module, in ``docs/api.md``); other names (a module not listed, a name not in its module's ``__all__``,
+anything starting with ``_``) may change without notice.
 """
 
 from normscope.encoders import DEFAULT_MODEL, Encoder, load_encoder
@@ -15,6 +19,15 @@ from normscope.errors import DataError, InputError, ModelError, NormscopeError
 from normscope.table import EmbeddingTable, ModelFingerprint
 
 __version__ = "0.1.0"
+
+#: The modules whose ``__all__`` is supported API (docs/api.md); importing this package imports none of them.
+PUBLIC_MODULES: tuple[str, ...] = (
+    "normscope.encoders", "normscope.engine", "normscope.table", "normscope.inputs", "normscope.datasets",
+    "normscope.data", "normscope.lexicons", "normscope.requests", "normscope.theory", "normscope.stats",
+    "normscope.scoring", "normscope.pairs", "normscope.claims", "normscope.values", "normscope.results",
+    "normscope.errors", "normscope.probes", "normscope.signals", "normscope.similarity", "normscope.retrieval",
+    "normscope.tokens", "normscope.lab", "normscope.report",
+)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -28,4 +41,5 @@ __all__ = [
     "ModelError",
     "DataError",
     "__version__",
+    "PUBLIC_MODULES",
 ]

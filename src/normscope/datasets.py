@@ -91,8 +91,12 @@ def wordfreq_words(n: int, *, lang: str = "en", alphabetic: bool = True, min_len
     ----------
     n : int
         Number of words returned.
+    lang : str, keyword-only
+        wordfreq language code (default ``"en"``).
     alphabetic : bool, keyword-only
         Keep only purely alphabetic tokens (drops numbers and punctuation).
+    min_len : int, keyword-only
+        Shortest word kept, in characters (applies with ``alphabetic``).
 
     Returns
     -------

@@ -25,6 +25,7 @@ from normscope.errors import NormscopeError
 from normscope.validate import check_paths
 
 __all__ = ["Row", "Rows", "write_outputs", "run_models", "write_multi_outputs", "side_by_side", "compare_models",
+           "single_or_compare",
            "model_figure", "figure_outputs", "print_claim_lines"]
 
 
@@ -195,6 +196,32 @@ def compare_models(models: Sequence[str], call: Callable[[str], object], table: 
     results, errors = run_models(models, call, console)
     make_console(width=width).print(side_by_side({m: table(r) for m, r in results.items()}, errors=errors, title=title))
     write_multi_outputs(results, errors, console, out=out, json_path=json_path, fig=fig, plot=plot)
+
+
+def single_or_compare(models: Sequence[str], call: Callable[[str], object], table: Callable[[object], Rows], *,
+                      title: str, console, out: Path | None, json_path: Path | None, fig: Path | None = None,
+                      plot: Callable[[object, Path], Path] | None = None,
+                      notes: Callable[[object], None] | None = None) -> None:
+    """A command's run for one model or several (the commands' one shape).
+
+    Several models: :func:`compare_models` (one side-by-side table titled ``title``, each model's files).
+    One model: ``call(model)``, its ``table(result)`` on stdout, ``notes(result)`` (the command's own lines on
+    ``console``), then its files as one set (:func:`write_outputs`).
+
+    Raises
+    ------
+    NormscopeError
+        The one model's error, or with several models the first one's when every model failed.
+    """
+    if len(models) > 1:
+        compare_models(models, call, table, title=title, console=console, out=out, json_path=json_path, fig=fig,
+                       plot=plot)
+        return
+    res = call(models[0])
+    make_console().print(table(res).table())
+    if notes is not None:
+        notes(res)
+    write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot)
 
 
 def print_claim_lines(rows: Sequence[dict], console) -> None:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope._io import to_jsonable, write_json, write_outputs
-from normscope.cli import app
+from normscope.cli._app import app
 from normscope.cli._console import make_console
 from normscope.cli._options import BatchSize, Device, JsonOut, Precision, Seed, TableOut, split_list
 from normscope.errors import InputError

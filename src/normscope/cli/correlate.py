@@ -12,10 +12,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from normscope.cli import app
+from normscope.cli._app import app
 from normscope._format import MISSING, ci_fixed, fixed
 from normscope.cli._console import make_console, styled
-from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, write_outputs
+from normscope.cli._outputs import Row, Rows, figure_outputs, single_or_compare
 from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed,
                                     TableOut, models_of, split_list)
 from normscope.errors import InputError
@@ -137,20 +137,18 @@ def correlate(
                              progress=True)
 
     console = make_console(stderr=True)
-    if len(models) > 1:
-        compare_models(models, call, _table, title=f"norm vs {signal}: {len(models)} models side by side",
-                       console=console, out=out, json_path=json_path, fig=fig, plot=plot_signal)
-        return
-    res = call(models[0])
-    make_console().print(_table(res).table())
-    if res.n_missing:
-        console.print(styled(f"{res.n_missing} of {res.n_items} items have no {signal} value "
-                             f"(excluded), e.g. {res.missing_examples[:5]}", "yellow"))
-    if res.junk is not None and res.junk.count:
-        console.print(styled(f"{res.junk.count} junk item(s) left out: ids {', '.join(res.junk.ids[:5])}", "yellow"))
-    if res.n_truncated:
-        console.print(f"{res.n_truncated} item(s) were cut at the model's maximum sequence length; the length "
-                      "control counts the tokens the model saw")
-    for note in res.notes:
-        console.print(f"note: {note}")
-    write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot_signal)
+
+    def notes(res) -> None:
+        if res.n_missing:
+            console.print(styled(f"{res.n_missing} of {res.n_items} items have no {signal} value "
+                                 f"(excluded), e.g. {res.missing_examples[:5]}", "yellow"))
+        if res.junk is not None and res.junk.count:
+            console.print(styled(f"{res.junk.count} junk item(s) left out: ids {', '.join(res.junk.ids[:5])}", "yellow"))
+        if res.n_truncated:
+            console.print(f"{res.n_truncated} item(s) were cut at the model's maximum sequence length; the length "
+                          "control counts the tokens the model saw")
+        for note in res.notes:
+            console.print(f"note: {note}")
+
+    single_or_compare(models, call, _table, title=f"norm vs {signal}: {len(models)} models side by side",
+                      console=console, out=out, json_path=json_path, fig=fig, plot=plot_signal, notes=notes)

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from normscope._io import write_json
-from normscope.cli import app
+from normscope.cli._app import app
 from normscope.cli._console import make_console, styled
 from normscope.data import (data_path, dataset_names, dataset_status, fetch_dataset, fmt_bytes, get_dataset, offline,
                             settings)

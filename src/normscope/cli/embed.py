@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from normscope._format import fixed
-from normscope.cli import app
+from normscope.cli._app import app
 from normscope.cli._console import make_console, styled
 from normscope.cli._options import (Address, BatchSize, Device, Engine, JunkError, Model, Precision, TrustRemoteCode,
                                     Workers)

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from normscope._io import write_json, write_outputs
-from normscope.cli import app
+from normscope.cli._app import app
 from normscope.cli._console import make_console
 from normscope.encoders import load_encoder
 from normscope.engine.shards import open_vectors, replace_dir

@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 from normscope._io import write_json, write_outputs
-from normscope.cli import app
+from normscope.cli._app import app
 from normscope.cli._console import make_console, styled
 from normscope.cli._options import Device, FigOut, JsonOut, Seed, TableOut
 from normscope.cli._outputs import print_claim_lines

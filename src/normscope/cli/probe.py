@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope._format import ci_fixed, count, fixed, p_text
-from normscope.cli import app
+from normscope.cli._app import app
 from normscope.cli._console import make_console, styled
 from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, model_figure, write_outputs
 from normscope.encoders import load_encoder, resolve_backend

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from normscope._format import claim_figure, duration
-from normscope.cli import app
+from normscope.cli._app import app
 from normscope.cli._console import make_console, styled
 from normscope.cli._options import Address, Device, Engine, Models, Precision, Seed, models_of, split_list
 from normscope.claims import CLAIMS, HEADLINE_RULE_SHORT, ClaimRow, counts_text, kind_counts

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from normscope._format import MISSING, ci_fixed, fixed, p_text, p_value
-from normscope.cli import app
+from normscope.cli._app import app
 from normscope._io import write_json, write_outputs
 from normscope.cli._console import make_console
 from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, print_claim_lines

@@ -11,10 +11,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from normscope.cli import app
+from normscope.cli._app import app
 from normscope._format import MISSING, ci_fixed, fixed
 from normscope.cli._console import make_console, styled
-from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, print_claim_lines, write_outputs
+from normscope.cli._outputs import Row, Rows, figure_outputs, print_claim_lines, single_or_compare
 from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed,
                                     TableOut, models_of, split_list)
 from normscope.data import dataset_path
@@ -87,18 +87,16 @@ def similarity(
         return run_similarity(request.replace(dataset=str(dataset), embedding=emb), progress=True)
 
     console = make_console(stderr=True)
-    if len(models) > 1:
-        compare_models(models, call, _table, title=f"{Path(dataset).name}: {len(models)} models side by side",
-                       console=console, out=out, json_path=json_path, fig=fig, plot=plot_similarity)
-        return
-    res = call(models[0])
-    make_console().print(_table(res).table())
-    if res.junk is not None and res.junk.count:
-        console.print(styled(f"{res.junk.count} junk text(s) left out with their {res.n_pairs_junk} evaluated "
-                             f"pair(s): {', '.join(res.junk.ids[:5])}", "yellow"))
-    if res.n_truncated:
-        console.print(f"{res.n_truncated} text(s) were cut at the model's maximum sequence length")
-    for note in res.notes:
-        console.print(f"note: {note}")
-    print_claim_lines(res.claims, console)
-    write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot_similarity)
+
+    def notes(res) -> None:
+        if res.junk is not None and res.junk.count:
+            console.print(styled(f"{res.junk.count} junk text(s) left out with their {res.n_pairs_junk} evaluated "
+                                 f"pair(s): {', '.join(res.junk.ids[:5])}", "yellow"))
+        if res.n_truncated:
+            console.print(f"{res.n_truncated} text(s) were cut at the model's maximum sequence length")
+        for note in res.notes:
+            console.print(f"note: {note}")
+        print_claim_lines(res.claims, console)
+
+    single_or_compare(models, call, _table, title=f"{Path(dataset).name}: {len(models)} models side by side",
+                      console=console, out=out, json_path=json_path, fig=fig, plot=plot_similarity, notes=notes)

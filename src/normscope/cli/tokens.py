@@ -11,9 +11,9 @@ from typing import Annotated
 import typer
 
 from normscope._format import MISSING
-from normscope.cli import app
+from normscope.cli._app import app
 from normscope.cli._console import make_console
-from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, write_outputs
+from normscope.cli._outputs import Row, Rows, figure_outputs, single_or_compare
 from normscope.cli._options import Device, FigOut, JsonOut, Models, Seed, TableOut, models_of
 from normscope.requests import Resampling
 from normscope.requests.tokens import TokensRequest
@@ -73,12 +73,10 @@ def tokens(
         return run_tokens(request.replace(model=m))
 
     console = make_console(stderr=True)
-    if len(models) > 1:
-        compare_models(models, call, _table, title=f"input embedding tables: {len(models)} models side by side",
-                       console=console, out=out, json_path=json_path, fig=fig, plot=plot_tokens)
-        return
-    res = call(models[0])
-    make_console().print(_table(res).table())
-    for note in res.notes:
-        console.print(f"note: {note}", markup=False)
-    write_outputs(res, console, out=out, json_path=json_path, fig=fig, plot=plot_tokens)
+
+    def notes(res) -> None:
+        for note in res.notes:
+            console.print(f"note: {note}", markup=False)
+
+    single_or_compare(models, call, _table, title=f"input embedding tables: {len(models)} models side by side",
+                      console=console, out=out, json_path=json_path, fig=fig, plot=plot_tokens, notes=notes)

@@ -359,9 +359,8 @@ def run_transformer_lab(request: TransformerLabRequest | None = None, *, encoder
         Checkpoint file (resumed when it exists and the settings match).
     progress : bool, keyword-only
     num_threads : int or None, keyword-only
-        torch intra-op threads during the run (restored after); None leaves torch's setting.
-    n_boot : int, keyword-only
-        Bootstrap resamples (probe items) of the correlation CIs.
+        torch intra-op threads during the run (restored after); None leaves torch's setting. (The bootstrap
+        resamples of the correlation CIs are ``request.resampling.n_boot``.)
 
     Returns
     -------

@@ -89,6 +89,8 @@ def symmetric_info_nce(z_q, z_d, tau: float, *, symmetric: bool = True):
         Raw embeddings of the paired items (row k of each is a positive pair).
     tau : float
         Temperature (> 0).
+    symmetric : bool, keyword-only
+        Both terms (CLIP's loss, the default) or only the row term (MultipleNegativesRankingLoss).
 
     Returns
     -------

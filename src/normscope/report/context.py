@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from normscope.datasets import shared_data_dir
 from normscope.encoders import load_encoder
 from normscope.encoders.glove import is_static_encoder, static_refusal
 from normscope.report.stage import StageUnavailable
 
-if TYPE_CHECKING:  # the config module sits above the stages (it validates --only against them)
-    from normscope.report.config import ReportConfig
+__all__ = ["StageContext", "StageSettings", "refuse_static"]
 
-__all__ = ["StageContext", "refuse_static"]
+
+class StageSettings(Protocol):
+    """What a stage's context reads of the report's settings (:class:`normscope.report.config.ReportConfig` has it).
+
+    A protocol, not the config class: the config module sits above the stages (it checks ``--only`` against
+    them), so the stages' context does not import it.
+    """
+
+    out: Path
+    model: str
+    device: str
+    precision: str
+    data: Path | None
 
 
 class StageContext:
@@ -21,13 +32,14 @@ class StageContext:
 
     Attributes
     ----------
-    config : ReportConfig
+    config : StageSettings
+        The report's settings (a :class:`~normscope.report.config.ReportConfig`).
     out : Path
     console : rich.console.Console
         stderr console (progress and notes).
     """
 
-    def __init__(self, config: ReportConfig, console, encoder=None) -> None:
+    def __init__(self, config: StageSettings, console, encoder=None) -> None:
         self.config = config
         self.out = config.out
         self.console = console

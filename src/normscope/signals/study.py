@@ -259,10 +259,6 @@ def run_correlate(
         hypothesis" (the separator is not a word). With strata (``by``: a column of ``covariates``, or the
         name given to ``strata``) the result has one row per source and the pooled partial correlation
         controls the source.
-    encoder : Encoder, optional, keyword-only
-        Default ``load_encoder(request.embedding.model, device=..., precision=...)``; a given ``encoder``
-        keeps its own precision. The result reports it and, for bf16, the norm error measured on a sample
-        against fp32.
     items : sequence of str, optional
         The user's items instead of the default set (uncertainty then needs ``covariates``).
     ids : sequence of str, optional
@@ -275,6 +271,10 @@ def run_correlate(
     covariates : pandas.DataFrame, optional, keyword-only
         From :func:`read_covariate_file`: user values per item (``item``, ``value``) and optional
         extra columns (controls, or the strata named by ``by``).
+    encoder : Encoder, optional, keyword-only
+        Default ``load_encoder(request.embedding.model, device=..., precision=...)``; a given ``encoder``
+        keeps its own precision. The result reports it and, for bf16, the norm error measured on a sample
+        against fp32.
     progress : bool, keyword-only
         Progress on stderr.
 

@@ -150,6 +150,8 @@ def token_table(weights, tokens: Sequence[str | None], special: Sequence[str] = 
         The vocabulary entry of each row (None: no entry).
     special : sequence of str
         The tokenizer's special tokens.
+    lang : str, keyword-only
+        wordfreq language of the ``zipf`` column (default ``"en"``).
 
     Returns
     -------
