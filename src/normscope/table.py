@@ -107,7 +107,8 @@ class ModelFingerprint:
     runtime : str
         Runtime of the forward pass: ``"torch"``, or ``"openvino:<INFERENCE_PRECISION_HINT>"``
         (``"openvino:f32"``, ``"openvino:bf16"``: the hint read back from the compiled model,
-        :mod:`normscope.encoders.openvino_runtime`). Part of :attr:`key` unless ``"torch"``.
+        :mod:`normscope.encoders.openvino_runtime`). Left out of :meth:`to_dict` (hence of
+        :attr:`key`) when ``"torch"``, so torch fingerprints read and hash as before.
     """
 
     name: str
@@ -122,6 +123,8 @@ class ModelFingerprint:
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["dropped_modules"] = list(self.dropped_modules)
+        if d["runtime"] == "torch":  # the default is left out: fingerprints written before runtimes existed read the same
+            del d["runtime"]
         return d
 
     @classmethod
@@ -150,8 +153,6 @@ class ModelFingerprint:
             del d["precision"]
         if not d["config"]:
             del d["config"]
-        if d["runtime"] == "torch":
-            del d["runtime"]
         blob = json.dumps(d, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
 

@@ -18,7 +18,7 @@ from normscope.cli._outputs import Row, Rows, compare_models, print_claim_lines
 from normscope.requests import Embedding, Resampling
 from normscope.requests.retrieval import RetrievalRequest
 from normscope.validate import check_paths
-from normscope.cli._options import (Address, BatchSize, Device, Engine, JsonOut, JunkError, Models, Precision, Seed,
+from normscope.cli._options import (Address, BatchSize, Device, Engine, JsonOut, JunkError, Models, Precision, Runtime, Seed,
                                     TableOut, Workers, models_of, split_list)
 
 
@@ -137,6 +137,7 @@ def retrieval(
     seed: Seed = _DEFAULT.resampling.seed,
     device: Device = _DEFAULT.embedding.device,
     precision: Precision = _DEFAULT.embedding.precision,
+    runtime: Runtime = _DEFAULT.embedding.runtime,
     engine: Engine = _DEFAULT.engine,
     address: Address = None,
     workers: Workers = None,
@@ -166,7 +167,7 @@ def retrieval(
         resampling=Resampling(n_boot=n_boot, n_perm=_DEFAULT.resampling.n_perm, seed=seed))
 
     def call(m):
-        emb = Embedding(model=m, device=device, precision=precision, batch_size=batch_size,
+        emb = Embedding(model=m, device=device, precision=precision, runtime=runtime, batch_size=batch_size,
                         junk="error" if junk_error else "drop")
         return run_retrieval(request.replace(embedding=emb), progress=True)
 
