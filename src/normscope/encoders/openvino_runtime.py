@@ -357,10 +357,11 @@ def to_openvino(encoder: Encoder, *, threads: int | None = None) -> Encoder:
     if backend != "sentence-transformers" or not hasattr(encoder, "batches"):
         raise InputError(f"--runtime openvino applies to sentence-transformers models; {encoder.fingerprint.name} "
                          f"is a {backend} model: use --runtime torch")
-    memo = encoder.__dict__.setdefault("_openvino", {})
-    key = (encoder.precision, threads or _threads())
+    base = encoder.at_precision("fp32")  # one OpenVINO encoder per model, its precisions twins of it
+    memo = base.__dict__.setdefault("_openvino", {})
+    key = threads or _threads()
     if key in memo:
-        return memo[key]
+        return memo[key].at_precision(encoder.precision)
     try:
         _import_openvino()
     except Exception as exc:  # missing or broken install: torch, one line
@@ -368,9 +369,9 @@ def to_openvino(encoder: Encoder, *, threads: int | None = None) -> Encoder:
                    "running on torch (pip install 'normscope[openvino]')")
         return encoder
     try:
-        ov_enc = OpenVINOEncoder(encoder, precision=encoder.precision, threads=threads)
+        ov_enc = OpenVINOEncoder(base, precision="fp32", threads=threads).at_precision(encoder.precision)
     except Exception as exc:  # a broken install or a model it cannot convert: torch, one line
         _warn_once(f"OpenVINO could not run {encoder.fingerprint.name} ({_why(exc)}); running on torch")
         return encoder
-    memo[key] = ov_enc
+    memo[key] = ov_enc.at_precision("fp32")
     return ov_enc
