@@ -226,3 +226,25 @@ def test_cli_refuses_openvino_for_precomputed_vectors_and_ray(tmp_path, capsys):
     assert run(["embed", str(tmp_path / "c.jsonl"), "-o", str(tmp_path / "o.parquet"), "--runtime", "openvino",
                 "--engine", "ray"]) == 2
     assert "--runtime openvino runs on the local engine" in capsys.readouterr().err
+
+
+def test_report_runs_its_inference_stages_on_openvino_and_its_commands_reproduce(tmp_path, monkeypatch, bundled_encoder):
+    """``ReportConfig(runtime="openvino")``: the norms stage embeds in OpenVINO (fingerprint, command with
+    ``--runtime openvino``, the printed command reproduces the numbers), the tokens stage reads the torch
+    twin's weight table, and the norms equal the torch encoder's own."""
+    require_openvino()
+    from _reproduce import check_reproduces
+    from normscope.datasets import wordfreq_words
+    from normscope.report import ReportConfig, Sizes, run_report
+
+    cfg = ReportConfig(out=tmp_path / "r", sizes=Sizes(words=40, n_boot=20, n_perm=20), only=("norms", "tokens"),
+                       runtime="openvino")
+    res = run_report(cfg, encoder=bundled_encoder, progress=False)
+    norms = res.summary["norm_distribution"]
+    assert norms["status"] == "ok" and norms["result"]["fingerprint"]["runtime"] == "openvino:f32"
+    assert "--runtime openvino" in norms["command"]
+    r = np.linalg.norm(bundled_encoder.encode(wordfreq_words(40)).astype(np.float64), axis=1)
+    assert norms["result"]["norm_mean"] == pytest.approx(r.mean(), rel=1e-6)
+    assert res.summary["token_table"]["status"] == "ok"
+    assert res.summary["token_table"]["result"]["counts"]["unused"] == 994  # the torch model's table
+    check_reproduces(cfg.out, res.records, ["norm_distribution"], tmp_path, monkeypatch, rel=1e-5)
