@@ -132,8 +132,20 @@ _CHILD = textwrap.dedent("""
 """)
 
 
+#: Telemetry would be sent with urllib, which honours these: a closed local port, so no test reaches the network.
+_NO_NET = {"https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9",
+           "HTTP_PROXY": "http://127.0.0.1:9"}
+
+
+def _telemetry_env() -> dict:
+    """This environment without any opt-out of openvino's telemetry (``CI`` and the other CI markers) and offline."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL", "no_proxy", "NO_PROXY")}
+    env.update(_NO_NET)
+    return env
+
+
 def _child(home: Path, cache: Path, *args: str) -> tuple[dict, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL")}
+    env = _telemetry_env()
     env.update(HOME=str(home), NORMSCOPE_CACHE=str(cache), PYTHONPATH=SRC, HF_HUB_OFFLINE="1")
     p = subprocess.run([sys.executable, "-c", _CHILD, *args], env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -164,9 +176,10 @@ def test_conversion_writes_nothing_under_home_and_a_cache_hit_does_not_convert(t
 
 
 def test_the_home_check_detects_telemetry_without_the_opt_out(tmp_path):
-    """Control: openvino's converter called without the opt-out does write under an empty HOME."""
+    """Control: openvino's converter called without the opt-out does write under an empty HOME (its events go
+    to a closed local proxy port)."""
     require_openvino()
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL")}
+    env = _telemetry_env()
     env.update(HOME=str(tmp_path))
     code = "import torch, openvino as ov; ov.convert_model(torch.nn.Linear(2, 2), example_input=torch.zeros(1, 2))"
     subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=300, check=True)
