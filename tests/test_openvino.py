@@ -261,3 +261,19 @@ def test_report_runs_its_inference_stages_on_openvino_and_its_commands_reproduce
     assert res.summary["token_table"]["status"] == "ok"
     assert res.summary["token_table"]["result"]["counts"]["unused"] == 994  # the torch model's table
     check_reproduces(cfg.out, res.records, ["norm_distribution"], tmp_path, monkeypatch, rel=1e-5)
+
+
+def test_a_damaged_cached_ir_is_converted_again(tmp_path, monkeypatch, capsys):
+    """A truncated ``model.bin`` in the IR cache: one note, the IR converted again, the vectors still torch's."""
+    require_openvino()
+    monkeypatch.setenv("NORMSCOPE_CACHE", str(tmp_path))
+    torch_enc = _fresh_torch_encoder()
+    xml = ovr.convert(torch_enc, progress=False)
+    data = (xml.parent / "model.bin").read_bytes()
+    (xml.parent / "model.bin").write_bytes(data[: len(data) // 3])
+    monkeypatch.setattr(ovr, "_COMPILED", {})
+    enc = ovr.OpenVINOEncoder(torch_enc)
+    err = capsys.readouterr().err
+    assert err.count("could not be used") == 1 and err.count("note: converting") == 1
+    assert (xml.parent / "model.bin").stat().st_size == len(data)
+    assert rel_norm_error(enc.encode(TEXTS[:4]), torch_enc.encode(TEXTS[:4])).max() <= 1e-6

@@ -12,7 +12,7 @@ to OpenVINO IR with ``openvino.convert_model``.
   (weights' sha256, tokenizer and configuration hash, pooling) and the conversion version
   :data:`CONVERSION`: every virtual environment with the same model shares it. It is written to a
   temporary folder renamed into place (a killed conversion leaves nothing); one ``note:`` line says a
-  conversion is running.
+  conversion is running. A cached IR that fails to compile is removed and converted again (one ``note:``).
 - **Precision set explicitly.** OpenVINO's default inference precision on CPUs with AVX-512 BF16 is
   bf16 (a silent ~5e-4 relative norm error). :func:`compile_ir` always sets
   ``INFERENCE_PRECISION_HINT`` (``f32`` for ``precision="fp32"``, ``bf16`` for ``"bf16"``), reads it
@@ -36,11 +36,13 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import shutil
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -183,9 +185,18 @@ def convert(torch_encoder, *, progress: bool = True) -> Path:
                   file=sys.stderr, flush=True)
         _, feats = next(torch_encoder.batches(list(_EXAMPLE), len(_EXAMPLE)))
         example = {k: feats[k] for k in names}
-        with torch.no_grad():
-            model = ov.convert_model(_Wrapped().eval(), example_input=example,
-                                     input=[(k, [-1, -1], ov.Type.i64) for k in names])
+        with torch.no_grad(), warnings.catch_warnings():
+            # the tracer's notes on Python branches (mask shapes, padding length) are settled by the padded example
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            warnings.simplefilter("ignore", FutureWarning)  # transformers' deprecations, hit by the converter's calls
+            hf_log = logging.getLogger("transformers")
+            level = hf_log.level
+            hf_log.setLevel(logging.ERROR)  # its config notes as the converter inspects the model
+            try:
+                model = ov.convert_model(_Wrapped().eval(), example_input=example,
+                                         input=[(k, [-1, -1], ov.Type.i64) for k in names])
+            finally:
+                hf_log.setLevel(level)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
         try:
@@ -276,10 +287,25 @@ class OpenVINOEncoder(Encoder):
         self.max_seq_length = torch_encoder.max_seq_length
         self._threads = threads
         self.xml = convert(torch_encoder, progress=progress)
-        self.input_names = json.loads((self.xml.parent / "normscope_openvino.json").read_text(encoding="utf-8"))["inputs"]
-        self.compiled, self.inference_precision = compile_ir(self.xml, precision, threads)
+        try:
+            self._compile(precision, threads)
+        except Exception as exc:  # a damaged cached IR (truncated .bin, bad metadata): removed and converted again, once
+            print(f"note: the cached OpenVINO IR of {torch_encoder.fingerprint.name} could not be used ({_why(exc)}); "
+                  "converting it again", file=sys.stderr, flush=True)
+            shutil.rmtree(self.xml.parent, ignore_errors=True)
+            for key in [k for k in _COMPILED if k[0] == str(self.xml)]:
+                del _COMPILED[key]
+            self.xml = convert(torch_encoder, progress=progress)
+            self._compile(precision, threads)
         self.fingerprint = dataclasses.replace(self.torch_encoder.fingerprint,
                                                runtime=f"openvino:{self.inference_precision}")
+
+    def _compile(self, precision: str, threads: int | None) -> None:
+        info = json.loads((self.xml.parent / "normscope_openvino.json").read_text(encoding="utf-8"))
+        self.input_names = [str(k) for k in info["inputs"]]
+        if not self.input_names or not set(self.input_names) <= set(_INPUTS):
+            raise ValueError(f"bad inputs {self.input_names} in normscope_openvino.json")
+        self.compiled, self.inference_precision = compile_ir(self.xml, precision, threads)
 
     def at_precision(self, precision: str) -> "OpenVINOEncoder":
         """This model in OpenVINO at ``precision`` (same IR, compiled with the other hint; memoised)."""
