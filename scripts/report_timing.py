@@ -16,6 +16,7 @@ Usage::
     python scripts/report_timing.py --out /tmp/report            # full sizes (make run)
     python scripts/report_timing.py --out /tmp/report --quick --profile retrieval
     python scripts/report_timing.py --out /tmp/report --only probes,signals
+    python scripts/report_timing.py --out /tmp/report --runtime openvino   # (--backend openvino: the same)
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write the per-stage figures here")
     ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"),
                     help="the report's --precision (bf16: the stages that embed run under autocast)")
+    ap.add_argument("--runtime", default="torch", choices=("torch", "openvino"),
+                    help="the report's --runtime (openvino: the stages that embed run the model in OpenVINO; with "
+                    "an empty cache its one conversion is timed inside the first stage that loads the model)")
+    ap.add_argument("--backend", dest="runtime", choices=("torch", "openvino"), help="same as --runtime")
     args = ap.parse_args(argv)
 
     cache = args.cache or tempfile.mkdtemp(prefix="normscope-cache-")
@@ -87,14 +92,16 @@ def main(argv=None) -> int:
         st.run = wrap(st.name, st.run)
     only = parse_stages(args.only) if args.only else None
     kw = {"only": tuple(only)} if only else {}
-    config = ReportConfig(out=Path(args.out), quick=args.quick, force=True, precision=args.precision, **kw)
+    config = ReportConfig(out=Path(args.out), quick=args.quick, force=True, precision=args.precision,
+                          runtime=args.runtime, **kw)
     load0 = _load()
     w0, c0 = time.perf_counter(), time.process_time()
     runner.run_report(config, heartbeat=None)
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     load1 = _load()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(f"\nnormscope report ({'quick' if args.quick else 'full'}, {args.precision}), empty cache {cache}; load average before "
+    print(f"\nnormscope report ({'quick' if args.quick else 'full'}, {args.precision}, runtime {args.runtime}), "
+          f"{'cache ' if args.cache else 'empty cache '}{cache}; load average before "
           f"{load0}, after {load1}; {os.cpu_count()} CPUs")
     print(f"{'stage':<12}{'wall s':>9}{'CPU s':>9}{'cores':>7}{'peak RSS GB':>13}")
     for name, r in rows.items():
@@ -108,7 +115,8 @@ def main(argv=None) -> int:
                                                           for k, v in rows.items()},
                                                "total": {"wall_s": wall, "cpu_s": cpu, "peak_rss_gb": peak},
                                                "load_before": load0, "load_after": load1, "cache": cache,
-                                               "quick": args.quick, "precision": args.precision}, indent=1))
+                                               "quick": args.quick, "precision": args.precision,
+                                               "runtime": args.runtime}, indent=1))
     return 0
 
 

@@ -74,6 +74,8 @@ _META_KEY = b"normscope.fingerprint"
 
 #: Numeric precisions of a model's forward pass (``load_encoder(..., precision=)``).
 PRECISIONS = ("fp32", "bf16")
+#: Inference runtimes of a model's forward pass (``load_encoder(..., runtime=)``).
+RUNTIMES = ("torch", "openvino")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +104,11 @@ class ModelFingerprint:
         effective ``max_seq_length`` (:func:`normscope.encoders.sentence_transformers.config_hash`);
         ``""`` where nothing but the weights determines the vectors (precomputed files). Part of
         :attr:`key`: a changed ``max_seq_length`` or tokenizer never serves stale cached vectors.
+    runtime : str
+        Runtime of the forward pass: ``"torch"``, or ``"openvino:<INFERENCE_PRECISION_HINT>"``
+        (``"openvino:f32"``, ``"openvino:bf16"``: the hint read back from the compiled model,
+        :mod:`normscope.encoders.openvino_runtime`). Left out of :meth:`to_dict` (hence of
+        :attr:`key`) when ``"torch"``, so torch fingerprints read and hash as before.
     """
 
     name: str
@@ -111,10 +118,13 @@ class ModelFingerprint:
     backend: str = "sentence-transformers"
     precision: str = "fp32"
     config: str = ""
+    runtime: str = "torch"
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["dropped_modules"] = list(self.dropped_modules)
+        if d["runtime"] == "torch":  # the default is left out: fingerprints written before runtimes existed read the same
+            del d["runtime"]
         return d
 
     @classmethod
@@ -127,13 +137,14 @@ class ModelFingerprint:
             backend=str(d.get("backend", "sentence-transformers")),
             precision=str(d.get("precision", "fp32")),
             config=str(d.get("config", "")),
+            runtime=str(d.get("runtime", "torch")),
         )
 
     @property
     def key(self) -> str:
         """Hex sha256 of the canonical JSON form; the cache namespace of this model.
 
-        The default precision ``fp32`` and an empty ``config`` are left out of the hashed form, so
+        The default precision ``fp32``, an empty ``config`` and the runtime ``torch`` are left out of the hashed form, so
         such keys equal those of fingerprints written before these fields existed; any other value
         is hashed in.
         """

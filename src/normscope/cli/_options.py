@@ -10,7 +10,7 @@ import typer
 from normscope.encoders import DEFAULT_MODEL
 
 __all__ = ["Model", "Models", "Device", "Seed", "JsonOut", "TableOut", "FigOut", "JunkError", "TrustRemoteCode",
-           "BatchSize", "NBoot", "Precision", "Engine", "Address", "Workers", "DEFAULT_MODEL", "split_list", "models_of"]
+           "BatchSize", "NBoot", "Precision", "Runtime", "Engine", "Address", "Workers", "DEFAULT_MODEL", "split_list", "models_of"]
 
 
 def split_list(values: list[str] | None) -> list[str] | None:
@@ -65,6 +65,17 @@ Precision = Annotated[
                  help="Precision of the model's forward pass: fp32, or bf16 (matrix products in bfloat16 under "
                       "torch.autocast, about 2x faster on CPUs with AVX-512 BF16/AMX; vectors stay float32, the "
                       "norm error vs fp32 is measured on a sample and written to the JSON)."),
+]
+#: ``--runtime torch|openvino`` (default torch); named apart from ``embed --backend`` (the model loader) and
+#: ``--engine`` (where a corpus is embedded). Wiring: ``load_encoder(..., runtime=runtime)`` or
+#: ``Embedding(..., runtime=runtime)``.
+Runtime = Annotated[
+    str,
+    typer.Option("--runtime", metavar="[torch|openvino]",
+                 help="Inference runtime of the model's forward passes: torch, or openvino (sentence-transformers "
+                      "models on the CPU; pip install 'normscope\\[openvino]'; the model is converted once and cached; "
+                      "fp32 vectors equal torch's to ~1e-7 relative in norm; falls back to torch with a warning when "
+                      "openvino is missing). Probes and the lab always run on torch."),
 ]
 Engine = Annotated[
     str,

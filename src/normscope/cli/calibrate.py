@@ -13,7 +13,7 @@ from rich.table import Table
 from normscope._io import to_jsonable, write_json, write_outputs
 from normscope.cli._app import app
 from normscope.cli._console import make_console
-from normscope.cli._options import BatchSize, Device, JsonOut, Precision, Seed, TableOut, split_list
+from normscope.cli._options import BatchSize, Device, JsonOut, Precision, Runtime, Seed, TableOut, split_list
 from normscope.errors import InputError
 from normscope.requests import Embedding, Resampling
 from normscope.requests.retrieval import CalibrateRequest
@@ -107,6 +107,7 @@ def calibrate(
     seed: Seed = 0,
     device: Device = "cpu",
     precision: Precision = "fp32",
+    runtime: Runtime = "torch",
     batch_size: BatchSize = 64,
     json_path: JsonOut = None,
     out: TableOut = None,
@@ -131,7 +132,7 @@ def calibrate(
         target_k=target_k, fit_split=fit_split, split=split, precision_target=target_precision, delta=delta,
         answer_at=tuple(float(x) for x in answer_at or ()), keep_k=keep_k, calibration_fraction=calibration_fraction,
         apply=None if apply is None else str(apply), max_docs=max_docs, max_queries=max_queries,
-        embedding=Embedding(model=model, device=device, precision=precision, batch_size=batch_size),
+        embedding=Embedding(model=model, device=device, precision=precision, runtime=runtime, batch_size=batch_size),
         resampling=Resampling(n_boot=n_boot, seed=seed))
     res = run_calibrate(request, progress=True)
     panel = {f"P({res.target}), held-out": {"status": "ok", **to_jsonable(res.heldout)}}

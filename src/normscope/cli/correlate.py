@@ -16,7 +16,8 @@ from normscope.cli._app import app
 from normscope._format import MISSING, ci_fixed, fixed
 from normscope.cli._console import make_console, styled
 from normscope.cli._outputs import Row, Rows, figure_outputs, single_or_compare
-from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed,
+from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Runtime,
+                                    Seed,
                                     TableOut, models_of, split_list)
 from normscope.errors import InputError
 from normscope.inputs import read_items
@@ -100,6 +101,7 @@ def correlate(
     batch_size: BatchSize = _DEFAULT.embedding.batch_size,
     device: Device = _DEFAULT.embedding.device,
     precision: Precision = _DEFAULT.embedding.precision,
+    runtime: Runtime = _DEFAULT.embedding.runtime,
     json_path: JsonOut = None,
     out: TableOut = None,
     fig: FigOut = None,
@@ -131,7 +133,7 @@ def correlate(
         strata = read_item_column(items_path, by, len(items))
 
     def call(m):
-        emb = Embedding(model=m, device=device, precision=precision, batch_size=batch_size,
+        emb = Embedding(model=m, device=device, precision=precision, runtime=runtime, batch_size=batch_size,
                         junk="error" if junk_error else "drop")
         return run_correlate(request.replace(embedding=emb), items=items, ids=ids, strata=strata, covariates=cov,
                              progress=True)

@@ -14,7 +14,7 @@ from rich.table import Table
 from normscope._format import fixed
 from normscope.cli._app import app
 from normscope.cli._console import make_console, styled
-from normscope.cli._options import (Address, BatchSize, Device, Engine, JunkError, Model, Precision, TrustRemoteCode,
+from normscope.cli._options import (Address, BatchSize, Device, Engine, JunkError, Model, Precision, Runtime, TrustRemoteCode,
                                     Workers)
 from normscope.datasets import wordfreq_spec
 from normscope.encoders import DEFAULT_MODEL
@@ -50,6 +50,7 @@ def embed(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")] = False,
     junk_error: JunkError = False,
     precision: Precision = "fp32",
+    runtime: Runtime = "torch",
     engine: Engine = "local",
     address: Address = None,
     workers: Workers = None,
@@ -74,6 +75,7 @@ def embed(
         trust_remote_code=trust_remote_code,
         junk="error" if junk_error else "drop",
         precision=precision,
+        runtime=runtime,
         engine=engine,
         address=address,
         workers=workers,
@@ -90,6 +92,7 @@ def embed(
         ("backend, pooling", f"{fp['backend']}, {fp['pooling']}"),
         ("revision", str(fp["revision"])),
         ("precision", str(fp["precision"] if "precision" in fp else "fp32")),
+        ("runtime", str(fp.get("runtime", "torch"))),
         ("dropped modules", ", ".join(fp["dropped_modules"]) or "none"),
         ("norm mean", fixed(s.norm_mean)),
         ("norm sd", fixed(s.norm_std)),

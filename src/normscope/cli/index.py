@@ -23,6 +23,7 @@ from normscope.encoders import load_encoder
 from normscope.engine.shards import open_vectors, replace_dir
 from normscope.errors import InputError, ModelError
 from normscope.inputs import JUNK_ZERO, Junk, read_items, zero_vector_rows
+from normscope.table import ModelFingerprint
 from normscope.validate import check_paths, check_room
 from normscope.values import JunkSummary
 from normscope.cli._options import BatchSize, Device, JsonOut, Seed
@@ -165,7 +166,8 @@ def _query_vectors(queries: Path, index, batch_size: int, device: str):
         for chunk_ids, v in src.chunks():
             ids += chunk_ids
             vecs.append(v)
-        if src.fingerprint is not None and index.fingerprint and src.fingerprint.to_dict() != index.fingerprint:
+        if (src.fingerprint is not None and index.fingerprint
+                and src.fingerprint != ModelFingerprint.from_dict(index.fingerprint)):
             raise InputError(f"{queries} was embedded with {src.fingerprint.name}, the index with "
                              f"{index.fingerprint['name']} (another model or revision)")
         Q = np.concatenate(vecs)
@@ -185,8 +187,9 @@ def _query_vectors(queries: Path, index, batch_size: int, device: str):
     fp = index.fingerprint
     qids, texts = read_items(queries)
     enc = load_encoder(fp["name"], backend=fp["backend"], pooling=fp["pooling"] if fp["backend"] == "huggingface" else None,
-                       device=device)
-    if enc.fingerprint.to_dict() != fp:
+                       device=device, precision=fp.get("precision", "fp32"),
+                       runtime=str(fp.get("runtime", "torch")).split(":")[0])
+    if enc.fingerprint != ModelFingerprint.from_dict(fp):
         raise ModelError(f"the index was built with {fp}, but loading '{fp['name']}' here gives {enc.fingerprint.to_dict()}")
     table = embed_texts(texts, qids, encoder=enc, batch_size=batch_size, what="queries")
     return table.ids, table.vectors, table.junk.to_dict(), dict(zip(map(str, qids), texts))

@@ -14,7 +14,7 @@ from rich.text import Text
 from normscope._format import claim_figure, duration
 from normscope.cli._app import app
 from normscope.cli._console import make_console, styled
-from normscope.cli._options import Address, Device, Engine, Models, Precision, Seed, models_of, split_list
+from normscope.cli._options import Address, Device, Engine, Models, Precision, Runtime, Seed, models_of, split_list
 from normscope.claims import CLAIMS, HEADLINE_RULE_SHORT, ClaimRow, counts_text, kind_counts
 from normscope.data import settings
 from normscope.datasets import wordfreq_spec
@@ -37,6 +37,7 @@ def report(
                                           "one says which `normscope data fetch` to run); same as `normscope --offline report`.")] = False,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write summary.json to this path.")] = None,
     precision: Precision = "fp32",
+    runtime: Runtime = "torch",
     engine: Engine = "local",
     address: Address = None,
 ) -> None:
@@ -55,7 +56,7 @@ def report(
     config = ReportConfig(
         out=out, model=models[0], quick=quick, data=data, seed=seed, device=device, only=tuple(only or STAGE_NAMES),
         sizes=sizes, items=Path(items) if items is not None and words is None else None, force=force,
-        signals=tuple(signals or SIGNALS), precision=precision, engine=engine, address=address,
+        signals=tuple(signals or SIGNALS), precision=precision, runtime=runtime, engine=engine, address=address,
     )
     check_report_inputs(config, json_path)  # paths and --items, before any stage runs or anything is written
     from normscope.report.estimate import estimate_line  # normscope.report imports torch, as above

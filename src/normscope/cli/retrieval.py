@@ -19,7 +19,7 @@ from normscope.requests import Embedding, Resampling
 from normscope.requests.retrieval import RetrievalRequest
 from normscope.validate import check_paths
 from normscope.cli._options import (Address, BatchSize, Device, Engine, FigOut, JsonOut, JunkError, Models, Precision,
-                                    Seed, TableOut, Workers, models_of, split_list)
+                                    Runtime, Seed, TableOut, Workers, models_of, split_list)
 
 
 def _param_text(r) -> str:
@@ -160,6 +160,7 @@ def retrieval(
     seed: Seed = _DEFAULT.resampling.seed,
     device: Device = _DEFAULT.embedding.device,
     precision: Precision = _DEFAULT.embedding.precision,
+    runtime: Runtime = _DEFAULT.embedding.runtime,
     engine: Engine = _DEFAULT.engine,
     address: Address = None,
     workers: Workers = None,
@@ -195,7 +196,7 @@ def retrieval(
         resampling=Resampling(n_boot=n_boot, n_perm=_DEFAULT.resampling.n_perm, seed=seed))
 
     def call(m):
-        emb = Embedding(model=m, device=device, precision=precision, batch_size=batch_size,
+        emb = Embedding(model=m, device=device, precision=precision, runtime=runtime, batch_size=batch_size,
                         junk="error" if junk_error else "drop")
         return run_retrieval(request.replace(embedding=emb), progress=True)
 

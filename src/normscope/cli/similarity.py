@@ -15,7 +15,8 @@ from normscope.cli._app import app
 from normscope._format import MISSING, ci_fixed, fixed
 from normscope.cli._console import make_console, styled
 from normscope.cli._outputs import Row, Rows, figure_outputs, print_claim_lines, single_or_compare
-from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed,
+from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Runtime,
+                                    Seed,
                                     TableOut, models_of, split_list)
 from normscope.data import dataset_path
 from normscope.requests import Embedding, Resampling
@@ -60,6 +61,7 @@ def similarity(
     batch_size: BatchSize = _DEFAULT.embedding.batch_size,
     device: Device = _DEFAULT.embedding.device,
     precision: Precision = _DEFAULT.embedding.precision,
+    runtime: Runtime = _DEFAULT.embedding.runtime,
     json_path: JsonOut = None,
     out: TableOut = None,
     fig: FigOut = None,
@@ -82,7 +84,7 @@ def similarity(
     dataset = dataset_path(dataset)  # found (or fetched) once, before any model runs
 
     def call(m):
-        emb = Embedding(model=m, device=device, precision=precision, batch_size=batch_size,
+        emb = Embedding(model=m, device=device, precision=precision, runtime=runtime, batch_size=batch_size,
                         junk="error" if junk_error else "drop")
         return run_similarity(request.replace(dataset=str(dataset), embedding=emb), progress=True)
 

@@ -24,10 +24,10 @@ from normscope.encoders.base import Encoder, TorchEncoder
 from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.encoders.cache import encode_cached
 from normscope.errors import InputError
-from normscope.table import PRECISIONS
+from normscope.table import PRECISIONS, RUNTIMES
 from normscope.validate import check_choice
 
-__all__ = ["model_slug", "Encoder", "TorchEncoder", "DEFAULT_MODEL", "BACKENDS", "load_encoder", "resolve_backend", "encode_cached"]
+__all__ = ["model_slug", "Encoder", "TorchEncoder", "DEFAULT_MODEL", "BACKENDS", "load_encoder", "resolve_backend", "encode_cached", "RUNTIMES"]
 
 BACKENDS = ("auto", "sentence-transformers", "huggingface", "open_clip", "hf-clip", "precomputed", "static")
 _PREFIXES = {
@@ -93,6 +93,7 @@ def load_encoder(
     trust_remote_code: bool = False,
     fresh: bool = False,
     precision: str = "fp32",
+    runtime: str = "torch",
 ) -> Encoder:
     """Return a ready raw-vector encoder for ``name``.
 
@@ -133,6 +134,14 @@ def load_encoder(
         AVX-512 BF16 / AMX; see ``benchmarks/embed_precision.py``), sharing the fp32 model's
         weights; vectors are still returned as float32. The precision is part of the
         fingerprint, hence of every cache key. Precomputed vectors accept only ``fp32``.
+    runtime : {"torch", "openvino"}, keyword-only
+        Runtime of :meth:`Encoder.encode`'s forward passes. ``openvino`` (sentence-transformers models,
+        ``pip install 'normscope[openvino]'``) converts the model to OpenVINO IR once (cached by
+        content), compiles it with ``INFERENCE_PRECISION_HINT`` ``f32``/``bf16`` for ``precision``
+        and records the hint in the fingerprint's ``runtime`` (hence the cache key); vectors equal
+        torch fp32 to about 1e-7 relative in norm at fp32 (:mod:`normscope.encoders.openvino_runtime`).
+        A missing or broken ``openvino`` falls back to torch with one ``warning:`` line on stderr.
+        Probes and the lab need gradients and always run on torch.
 
     Returns
     -------
@@ -147,17 +156,24 @@ def load_encoder(
         default), or a missing optional extra.
     InputError
         Unknown backend, pooling or precision, pooling given to a backend that fixes its own,
-        bad precomputed file, ``bf16`` for precomputed or static vectors or on a device without it.
+        bad precomputed file, ``bf16`` for precomputed or static vectors or on a device without it;
+        an unknown ``runtime``, or ``openvino`` for a model that is not a sentence-transformers one, or
+        on a device other than the CPU.
     """
     check_choice("precision", precision, PRECISIONS)
+    check_choice("runtime", runtime, RUNTIMES)
+    if runtime != "torch" and device != "cpu":
+        raise InputError(f"--runtime {runtime} runs on the CPU; use --device cpu (or --runtime torch on {device})")
     backend, bare = resolve_backend(name, backend, pooling)
     if backend == "precomputed":
         from normscope.encoders.precomputed import PrecomputedEncoder  # deferred: a back-end's module loads when its model is asked for (keeps `import normscope` light)
 
+        _torch_only(runtime, bare)
         return PrecomputedEncoder(bare).at_precision(precision)
     if backend == "static":
         if pooling is not None:
             raise InputError(f"pooling='{pooling}' applies to the huggingface backend only; GloVe averages words")
+        _torch_only(runtime, bare)
         return _glove_memo(bare).at_precision(precision)
     if pooling is not None and backend != "huggingface":
         raise InputError(f"pooling='{pooling}' applies to the huggingface backend only; '{backend}' uses the model's own")
@@ -171,7 +187,18 @@ def load_encoder(
         enc = _build(backend, bare, pooling, device, trust_remote_code)
     else:
         enc = _build_memo(backend, bare, pooling, device, trust_remote_code, _weights_stamp(bare))
-    return enc.at_precision(precision)
+    enc = enc.at_precision(precision)
+    if runtime == "openvino":
+        from normscope.encoders.openvino_runtime import to_openvino  # deferred: optional runtime (imports openvino)
+
+        enc = to_openvino(enc)
+    return enc
+
+
+def _torch_only(runtime: str, name: str) -> None:
+    if runtime != "torch":
+        raise InputError(f"--runtime {runtime} applies to sentence-transformers models; {name} runs no network "
+                         "(its vectors are used as stored or looked up): use --runtime torch")
 
 
 @functools.lru_cache(maxsize=2)

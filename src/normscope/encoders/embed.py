@@ -53,6 +53,7 @@ def embed_texts(
     precision: str = "fp32",
     precision_sample: int = 64,
     encode=None,
+    runtime: str = "torch",
 ) -> EmbeddingTable:
     """Raw embeddings of ``texts``: the one path from texts to vectors (through the embedding cache).
 
@@ -79,6 +80,8 @@ def embed_texts(
         Name of the items in messages (``"queries"``, ``"documents"``).
     precision : {"fp32", "bf16"}, keyword-only
         Precision of the forward pass when ``encoder`` is not given (see :func:`load_encoder`).
+    runtime : {"torch", "openvino"}, keyword-only
+        Runtime of the forward pass when ``encoder`` is not given (see :func:`load_encoder`).
     precision_sample : int, keyword-only
         With a reduced-precision encoder, items re-embedded in fp32 to measure the norm error
         (:func:`normscope.encoders.precision.norm_error_vs_fp32`; 0: not measured).
@@ -105,7 +108,8 @@ def embed_texts(
     texts = check_items(texts)
     ids = _item_ids(ids, len(texts))
     if encoder is None:
-        encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code, precision=precision)
+        encoder = load_encoder(model, device=device, trust_remote_code=trust_remote_code, precision=precision,
+                               runtime=runtime)
     # one tokenization for the junk rule and the token counts (find_junk reuses it where that is exact)
     token_ids = encoder.token_ids(texts) if encoder.hf_tokenizer is not None else None
     found = find_junk(texts, ids, tokenizer=encoder.hf_tokenizer, token_ids=token_ids)
@@ -160,6 +164,7 @@ def embed_input(
     trust_remote_code: bool = False,
     junk: str = "drop",
     precision: str = "fp32",
+    runtime: str = "torch",
 ) -> tuple[dict, EmbeddingTable]:
     """Embed a file of items (or the top wordfreq words) and summarise the norms.
 
@@ -182,6 +187,9 @@ def embed_input(
         ``wordfreq`` (Speer et al.) instead of ``input``.
     precision : {"fp32", "bf16"}
         Precision of the model's forward pass (:func:`normscope.encoders.load_encoder`).
+    runtime : {"torch", "openvino"}
+        Runtime of the model's forward pass (:func:`normscope.encoders.load_encoder`; not for
+        precomputed vectors or image folders).
 
     Returns
     -------
@@ -227,6 +235,9 @@ def embed_input(
             if precision != "fp32":
                 raise InputError(f"--precision {precision} applies to models; {input} holds precomputed vectors "
                                  "(used as stored): use fp32")
+            if runtime != "torch":
+                raise InputError(f"--runtime {runtime} applies to models; {input} holds precomputed vectors "
+                                 "(used as stored): use --runtime torch")
             table = load_precomputed(input)
             return _finish(table, source, False, out, json_path)
         if Path(input).suffix.lower() in PRECOMPUTED_SUFFIXES:
@@ -238,12 +249,12 @@ def embed_input(
 
             list_images(Path(input), hint=" (and no corpus.jsonl[.gz]: not a BEIR dataset either)")  # before the model
             encoder = load_encoder(model, backend=backend, pooling=pooling, device=device, trust_remote_code=trust_remote_code,
-                                   precision=precision)
+                                   precision=precision, runtime=runtime)
             table = embed_image_folder(input, encoder=encoder, batch_size=batch_size, cache=cache, progress=progress)
             return _finish(table, source, cache, out, json_path)
         ids, texts = read_items(input)
     encoder = load_encoder(model, backend=backend, pooling=pooling, device=device, trust_remote_code=trust_remote_code,
-                           precision=precision)
+                           precision=precision, runtime=runtime)
     if out is not None:  # vectors dominate the table: a lower bound of its size, checked before embedding
         check_room(out, int(0.9 * 4 * len(texts) * int(encoder.dim)), "-o/--out")
     table = embed_texts(texts, ids, encoder=encoder, batch_size=batch_size, cache=cache, progress=progress, junk=junk)

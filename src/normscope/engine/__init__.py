@@ -193,7 +193,7 @@ def embed_input(
         Ray encoder actors and torch threads per actor.
     **options
         Keyword arguments of the local stage (``out, json_path, model, backend, pooling, batch_size,
-        device, wordfreq_top, cache, progress, trust_remote_code, junk, precision``), passed
+        device, wordfreq_top, cache, progress, trust_remote_code, junk, precision, runtime``), passed
         through unchanged with ``engine='local'``. With ``engine='ray'``: ``out`` (required) is a
         directory of parquet shards named ``*.parquet``, ``device`` is ``cpu`` or ``cuda`` inside
         every worker (one GPU each), ``wordfreq_top`` is not available.
@@ -223,11 +223,13 @@ def _embed_input_ray(input, address: str | None, workers: int | None, threads: i
                      json_path=None, model: str = DEFAULT_MODEL, backend: str = "auto", pooling: str | None = None,
                      batch_size: int = 64, device: str = "cpu", wordfreq_top: int = 0, cache: bool = True,
                      progress: bool = False, trust_remote_code: bool = False, junk: str = "drop",
-                     precision: str = "fp32") -> dict:
+                     precision: str = "fp32", runtime: str = "torch") -> dict:
     """The Ray branch of :func:`embed_input`: checks the options the Ray engine does not take, then
     :func:`normscope.engine.ray_engine.embed_corpus`."""
     if wordfreq_top:
         raise InputError("wordfreq:N runs on the local engine; the ray engine reads corpus files")
+    if runtime != "torch":
+        raise InputError(f"--runtime {runtime} runs on the local engine; the ray engine's workers run torch")
     if input is None:
         raise InputError("give INPUT (a .jsonl[.gz], .parquet or BEIR corpus) for --engine ray")
     if out is None:

@@ -46,12 +46,18 @@ class StageContext:
         self._encoder = encoder
 
     def encoder(self):
-        """The report's encoder, loaded once (``normscope.load_encoder(model, device=..., precision=...)``)."""
+        """The report's encoder, loaded once (``normscope.load_encoder(model, device=..., precision=..., runtime=...)``)."""
         if self._encoder is None:
             with self.console.status(f"loading model {self.config.model} ..."):
                 self._encoder = load_encoder(self.config.model, device=self.config.device,
-                                             precision=self.config.precision)
+                                             precision=self.config.precision, runtime=self.config.runtime)
         return self._encoder
+
+    def torch_encoder(self):
+        """The report's model on torch (the probes differentiate it, the tokens stage reads its weights): the
+        torch twin of :meth:`encoder` when that runs on OpenVINO, else :meth:`encoder` itself."""
+        enc = self.encoder()
+        return getattr(enc, "torch_encoder", enc)
 
     def data_dir(self) -> Path | None:
         """The data folder in use (``--data``, else ``$NORMSCOPE_DATA`` / the shared folder), or None."""

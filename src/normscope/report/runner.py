@@ -161,7 +161,8 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
         Show the rich progress bar of the stages.
     encoder : Encoder, optional, keyword-only
         An already loaded encoder for ``config.model`` (saves loading it again, e.g. in tests); it
-        is used at ``config.precision`` (:meth:`~normscope.encoders.base.Encoder.at_precision`).
+        is used at ``config.precision`` (:meth:`~normscope.encoders.base.Encoder.at_precision`) and, with
+        ``config.runtime == "openvino"``, in OpenVINO (:func:`normscope.encoders.openvino_runtime.to_openvino`).
     json_path : str or Path, optional, keyword-only
         Also write summary.json's content here; written as one set with ``OUT/summary.json`` and
         ``OUT/index.html`` (:func:`normscope._io.output_set`: all three or none).
@@ -250,7 +251,13 @@ def _check_one_model(out: Path, fingerprint: dict, kept: dict[str, StageRecord])
 
 def _run_locked(config: ReportConfig, console, progress: bool, encoder, json_path, heartbeat, t0: float) -> ReportResult:
     out = config.out
-    ctx = StageContext(config, console, encoder.at_precision(config.precision) if encoder is not None else None)
+    if encoder is not None:
+        encoder = encoder.at_precision(config.precision)
+        if config.runtime == "openvino":
+            from normscope.encoders.openvino_runtime import to_openvino  # deferred: the optional runtime
+
+            encoder = to_openvino(encoder)
+    ctx = StageContext(config, console, encoder)
     selected = [st for st in STAGES if st.name in config.only]
     kept = {st.name: _kept_record(out, st, config, console) for st in STAGES if st not in selected}
     model_kept = any(st.uses_model and made_with(kept[st.name].request) is not None

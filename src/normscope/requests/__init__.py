@@ -29,11 +29,14 @@ from normscope._io import to_jsonable
 from normscope.errors import InputError
 
 __all__ = ["Request", "Resampling", "Embedding", "param", "check_value", "Precision", "PRECISIONS", "Engine",
-           "ENGINES", "Junk"]
+           "ENGINES", "Junk", "Runtime", "RUNTIMES"]
 
 #: Precision of a model's forward passes (docs/embed.md).
 Precision = Literal["fp32", "bf16"]
 PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
+#: Runtime of a model's forward passes (docs/embed.md, "OpenVINO runtime").
+Runtime = Literal["torch", "openvino"]
+RUNTIMES: tuple[str, ...] = typing.get_args(Runtime)
 #: Where a corpus is embedded (docs/scale.md).
 Engine = Literal["local", "ray"]
 ENGINES: tuple[str, ...] = typing.get_args(Engine)
@@ -234,6 +237,10 @@ class Embedding(Request):
         Texts per model call and per cache shard.
     junk : {"drop", "error"}
         Junk items are left out and listed, or stop the run.
+    runtime : {"torch", "openvino"}
+        Runtime of the forward passes (``--runtime``; :func:`normscope.load_encoder`); left out of
+        :meth:`to_json` when ``"torch"`` (report stage keys as before). The vectors' fingerprint
+        records it (``runtime="openvino:f32"``), so results and caches of the two never mix.
     """
 
     model: str | None = param(None, help="Model (default: the bundled all-MiniLM-L6-v2).")
@@ -241,6 +248,14 @@ class Embedding(Request):
     precision: Precision = "fp32"
     batch_size: int = param(64, min=1, help="Texts per model call and per cache shard.")
     junk: Junk = "drop"
+    runtime: Runtime = "torch"
+
+    def to_json(self) -> dict:
+        """Every field as strict JSON, ``runtime`` only when not ``"torch"``."""
+        out = super().to_json()
+        if out["runtime"] == "torch":
+            del out["runtime"]
+        return out
 
     def argv(self, model: str) -> list[str]:
         """The command-line options that set these values (``model``: the name to print for a None model)."""
@@ -249,4 +264,6 @@ class Embedding(Request):
             out += ["--device", self.device]
         if self.batch_size != 64:
             out += ["--batch-size", str(self.batch_size)]
+        if self.runtime != "torch":
+            out += ["--runtime", self.runtime]
         return out + (["--junk-error"] if self.junk == "error" else [])

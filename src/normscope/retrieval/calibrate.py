@@ -261,6 +261,7 @@ def run_calibrate(request: CalibrateRequest, *, encoder=None, progress: bool = F
     calibration_fraction, apply, max_docs, max_queries = r.calibration_fraction, r.apply, r.max_docs, r.max_queries
     run_file, qrels_file = r.run_file, r.qrels_file
     model, device, precision, batch_size = r.embedding.model, r.embedding.device, r.embedding.precision, r.embedding.batch_size
+    runtime = r.embedding.runtime
     seed, n_boot = r.resampling.seed, r.resampling.n_boot
     cal_in = None
     if apply is not None:
@@ -280,11 +281,13 @@ def run_calibrate(request: CalibrateRequest, *, encoder=None, progress: bool = F
             raise InputError("with a run file, name the model that produced it (--model): its fingerprint goes into the "
                              "calibrator")
         src = _from_run_file(run_file, qrels_file, signals=signals, target_k=target_k, max_queries=max_queries, rng=rng,
-                             ph=ph, model=model, encoder=encoder, device=device, precision=precision, cal_in=cal_in)
+                             ph=ph, model=model, encoder=encoder, device=device, precision=precision, runtime=runtime,
+                             cal_in=cal_in)
     else:
         src = _from_dataset(dataset_dir, encoder=encoder, model=model, signals=signals, target_k=target_k,
                             fit_split=fit_split, split=split, max_docs=max_docs, max_queries=max_queries, rng=rng, ph=ph,
-                            device=device, precision=precision, batch_size=batch_size, progress=progress, cal_in=cal_in)
+                            device=device, precision=precision, runtime=runtime, batch_size=batch_size, progress=progress,
+                            cal_in=cal_in)
     return _fit_and_evaluate(src, cal_in=cal_in, dataset=str(run_file or dataset_dir), signals=signals, method=method,
                              target_k=target_k, precision_target=precision_target, delta=delta, answer_at=answer_at,
                              keep_k=keep_k, calibration_fraction=calibration_fraction, seed=seed, n_boot=n_boot, rng=rng,
@@ -306,7 +309,7 @@ def _integer_grades_only():
 
 
 def _from_dataset(dataset_dir, *, encoder, model, signals, target_k, fit_split, split, max_docs, max_queries, rng, ph,
-                  device, precision, batch_size, progress, cal_in) -> dict:
+                  device, precision, batch_size, progress, cal_in, runtime="torch") -> dict:
     """Load, embed and search a BEIR dataset: the splits' runs, signals and labels."""
     with ph("loading the dataset", str(dataset_dir)):
         with _integer_grades_only():
@@ -320,7 +323,7 @@ def _from_dataset(dataset_dir, *, encoder, model, signals, target_k, fit_split, 
         keep, _ = _subsample_docs(ds, [ev] + ([fit] if fit else []), max_docs, rng)
     if encoder is None:
         with ph("loading the model", model or DEFAULT_MODEL):
-            encoder = encoders.load_encoder(model or DEFAULT_MODEL, device=device, precision=precision)
+            encoder = encoders.load_encoder(model or DEFAULT_MODEL, device=device, precision=precision, runtime=runtime)
     if cal_in is not None:
         check_fingerprint(cal_in, encoder)
     with ph("embedding the corpus", f"{len(keep):,} documents"):
@@ -423,7 +426,7 @@ def read_run(path) -> tuple[dict, dict]:
 
 
 def _from_run_file(run_file, qrels_file, *, signals, target_k, max_queries, rng, ph, model, encoder, device, precision,
-                   cal_in) -> dict:
+                   cal_in, runtime="torch") -> dict:
     """A run file and its qrels: one part of judged queries, its signals and labels."""
     no = [s for s in signals if {"corpus_score", "query_text"} & set(QPP_SPECS[s].needs)]
     if no:
@@ -431,7 +434,7 @@ def _from_run_file(run_file, qrels_file, *, signals, target_k, max_queries, rng,
                          "carry; use a BEIR dataset or other signals")
     if encoder is None:
         with ph("loading the model (for its fingerprint)", model):
-            encoder = encoders.load_encoder(model, device=device, precision=precision)
+            encoder = encoders.load_encoder(model, device=device, precision=precision, runtime=runtime)
     if cal_in is not None:
         check_fingerprint(cal_in, encoder)
     with ph("reading the run and its qrels", f"{run_file}, {qrels_file}"):

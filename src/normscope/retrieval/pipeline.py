@@ -298,7 +298,7 @@ def _load_model(r: RetrievalRequest, ph: _Phases):
     """The request's model (the default when none is named) at its device and precision."""
     e = r.embedding
     with ph("loading the model", e.model or DEFAULT_MODEL):
-        return encoders.load_encoder(e.model or DEFAULT_MODEL, device=e.device, precision=e.precision)
+        return encoders.load_encoder(e.model or DEFAULT_MODEL, device=e.device, precision=e.precision, runtime=e.runtime)
 
 
 def _query_studies(sp: _Splits, vec: _Vectors, runs: dict, per: dict, order: list[str], folds, fitted_on: str,

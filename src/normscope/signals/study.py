@@ -304,7 +304,7 @@ def run_correlate(
                             n_boot=r.resampling.n_boot, n_perm=r.resampling.n_perm, batch_size=e.batch_size,
                             device=e.device)
     if encoder is None:
-        encoder = load_encoder(model, device=e.device, precision=e.precision)
+        encoder = load_encoder(model, device=e.device, precision=e.precision, runtime=e.runtime)
     iset, by = _item_set(r, encoder, items=items, ids=ids, covariates=covariates, strata=strata, by=by,
                          extra_cols=extra_cols)
     iset, duplicates = _duplicates(iset, r.keep_duplicates, notes)

@@ -133,7 +133,7 @@ def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, pr
     notes: list[str] = []
     eval_set, fit_set, fit_info, duplicates, overlap = _pair_sets(r, dataset, notes)
     if encoder is None:
-        encoder = load_encoder(e.model or DEFAULT_MODEL, device=e.device, precision=e.precision)
+        encoder = load_encoder(e.model or DEFAULT_MODEL, device=e.device, precision=e.precision, runtime=e.runtime)
     texts = sorted(set(fit_set.text1 + fit_set.text2 + eval_set.text1 + eval_set.text2))
     table = embed_texts(texts, texts, encoder=encoder, batch_size=e.batch_size, progress=progress, junk=e.junk,
                         what="texts")

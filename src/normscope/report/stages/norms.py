@@ -14,7 +14,7 @@ from normscope.encoders.embed import embed_input
 from normscope.encoders.summary import EmbedSummary
 from normscope.report.figures import plot_norm_distribution
 from normscope.report.stage import Command, KeyNumber, Section, Stage, Table, Figure
-from normscope.requests import Precision, Request, param
+from normscope.requests import Precision, Request, Runtime, param
 from normscope.table import file_sha256
 
 __all__ = ["NormsStage", "NormsRequest", "norm_distribution_sentences"]
@@ -32,6 +32,14 @@ class NormsRequest(Request):
     words: int = param(5000, min=1)
     items: Path | None = None
     items_sha256: str | None = None
+    runtime: Runtime = "torch"
+
+    def to_json(self) -> dict:
+        """Every field as strict JSON, ``runtime`` only when not ``"torch"`` (stage keys as before)."""
+        out = super().to_json()
+        if out["runtime"] == "torch":
+            del out["runtime"]
+        return out
 
 
 def norm_distribution_sentences(result: dict | None, explained_by: Sequence[str] | None = None) -> list[str]:
@@ -69,7 +77,7 @@ class NormsStage(Stage[NormsRequest]):
 
     def request(self, config) -> NormsRequest:
         items = config.items
-        return NormsRequest(model=config.model, precision=config.precision, device=config.device,
+        return NormsRequest(model=config.model, precision=config.precision, device=config.device, runtime=config.runtime,
                             words=config.sizes.words, items=items,
                             items_sha256=file_sha256(items) if items is not None else None)
 
@@ -79,18 +87,20 @@ class NormsStage(Stage[NormsRequest]):
         argv = ["normscope", "embed", *what, "--model", request.model, "--precision", request.precision]
         if request.device != "cpu":
             argv += ["--device", request.device]
+        if request.runtime != "torch":
+            argv += ["--runtime", request.runtime]
         return [Command(tuple(argv + ["-o", f"{stem}.parquet", "--json", f"{stem}.json"]))]
 
     def run(self, ctx, request: NormsRequest) -> dict[str, Section]:
         ctx.encoder()  # loaded once (load_encoder is memoised: embed_input reuses it)
         if request.items is not None:
             result, table = embed_input(request.items, model=request.model, device=request.device, progress=True,
-                                        precision=request.precision)
+                                        precision=request.precision, runtime=request.runtime)
             source = f"items of {request.items.name}"
             sizes = f"{count(len(table))} items from {request.items.name}"
         else:
             result, table = embed_input(wordfreq_top=request.words, model=request.model, device=request.device,
-                                        progress=True, precision=request.precision)
+                                        progress=True, precision=request.precision, runtime=request.runtime)
             source = f"top-{count(len(table))} wordfreq words"
             sizes = f"top {count(len(table))} alphabetic English words of wordfreq (most frequent first)"
         result = to_jsonable(result)

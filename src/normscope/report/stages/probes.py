@@ -311,7 +311,7 @@ class ProbesStage(Stage[ProbesRequest]):
         request = request.replace(pairs=spec)
         P, K, seed, n_boot = request.items, request.probe.batches, request.probe.resampling.seed, request.probe.resampling.n_boot
         ids, texts = probe_words(P, seed)
-        res = run_probe(ctx.encoder(), texts, pairs, request.probe, ids=ids, progress=True)
+        res = run_probe(ctx.torch_encoder(), texts, pairs, request.probe, ids=ids, progress=True)
         summary = res.to_dict()
         if P < POPULATION:  # the drawn words, so that the command reproduces the section
             with atomic_path(ctx.out / WORDS_FILE) as tmp:

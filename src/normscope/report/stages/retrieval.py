@@ -337,7 +337,8 @@ class RetrievalStage(Stage[RetrievalRequest]):
         s = config.sizes
         return RetrievalRequest(dataset="scifact", max_docs=s.retrieval_docs, max_queries=s.retrieval_queries,
                                 engine=config.engine, address=config.address,
-                                embedding=Embedding(model=config.model, device=config.device, precision=config.precision),
+                                embedding=Embedding(model=config.model, device=config.device, precision=config.precision,
+                                                    runtime=config.runtime),
                                 resampling=Resampling(n_boot=s.n_boot, n_perm=10000, seed=config.seed))
 
     def key(self, request: RetrievalRequest, *, fingerprint, data_dir) -> str:

@@ -205,7 +205,8 @@ class SignalsStage(Stage[SignalsRequest]):
     def request(self, config) -> SignalsRequest:
         s = config.sizes
         return SignalsRequest(signals=tuple(x for x in SIGNALS if x in config.signals), items=s.signal_items,
-                              embedding=Embedding(model=config.model, device=config.device, precision=config.precision),
+                              embedding=Embedding(model=config.model, device=config.device, precision=config.precision,
+                                                    runtime=config.runtime),
                               resampling=Resampling(n_boot=s.n_boot, n_perm=s.n_perm, seed=config.seed))
 
     def commands(self, request: SignalsRequest) -> list[Command]:

@@ -58,7 +58,8 @@ class SimilarityStage(Stage[SimilarityRequest]):
     def request(self, config) -> SimilarityRequest:
         """SimLex-999: parameters fitted on a seeded half of the pairs, evaluated on the other."""
         return SimilarityRequest(dataset="simlex-999", embedding=Embedding(model=config.model, device=config.device,
-                                                                           precision=config.precision),
+                                                                           precision=config.precision,
+                                                                           runtime=config.runtime),
                                  resampling=Resampling(n_boot=config.sizes.n_boot, seed=config.seed))
 
     def commands(self, request: SimilarityRequest) -> list[Command]:

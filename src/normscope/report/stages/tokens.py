@@ -113,7 +113,7 @@ class TokensStage(Stage[TokensRequest]):
         return [Command(tuple(request.argv() + ["--json", "tokens.json"]))]
 
     def run(self, ctx, request: TokensRequest) -> dict[str, Section]:
-        res = run_tokens(request, encoder=ctx.encoder())
+        res = run_tokens(request, encoder=ctx.torch_encoder())
         r = res.to_dict()
         fig = plot_tokens(res, ctx.figure_path("token_table.png"))
         rows = [[k, res.counts.get(k, 0), res.norm_median.get(k)] for k in ("word", "subword", "special", "unused")]

@@ -1,0 +1,279 @@
+"""The OpenVINO runtime (``--runtime openvino``): the same vectors as torch fp32, its precision recorded,
+no telemetry under HOME, the IR converted once, and torch when openvino is missing or broken.
+
+Needs ``openvino`` (``pip install 'normscope[openvino]'``); those tests skip without it unless
+``NORMSCOPE_REQUIRE_EXTRAS=1`` (``make test``) makes that a failure. The fallback tests run always.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from normscope.encoders import load_encoder
+from normscope.encoders import openvino_runtime as ovr
+from normscope.encoders.bundled import DEFAULT_MODEL, L3_MODEL, MPNET_MODEL, bundled_model_path
+from normscope.errors import InputError
+from normscope.requests import Embedding
+
+_HAVE_OV = importlib.util.find_spec("openvino") is not None
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+#: Mixed lengths: one word, sentences, an empty and a whitespace item (junk), a repeat (duplicate), characters
+#: outside ASCII, and one text far over every bundled model's max_seq_length (256 / 128 / 384 word pieces).
+TEXTS = ["a", "the red apple fell from the tree", "Heat shock proteins chaperone misfolded polypeptides. " * 60,
+         "x y z", "Mixed CASE ÜNICODE naïve café ✓", "the red apple fell from the tree", "protein",
+         "The cell membrane regulates what enters and leaves the cell.", "b " * 40, "quantum chromodynamics"]
+
+
+def require_openvino() -> None:
+    if not _HAVE_OV:
+        if os.environ.get("NORMSCOPE_REQUIRE_EXTRAS") == "1":
+            pytest.fail("NORMSCOPE_REQUIRE_EXTRAS=1 but the openvino extra is not installed")
+        pytest.skip("pip install 'normscope[openvino]'")
+
+
+def rel_norm_error(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    ra = np.linalg.norm(a.astype(np.float64), axis=1)
+    rb = np.linalg.norm(b.astype(np.float64), axis=1)
+    return np.abs(ra - rb) / rb
+
+
+def _installed(name: str) -> bool:
+    return bundled_model_path(name, missing_ok=True) is not None
+
+
+@pytest.mark.parametrize("name", [DEFAULT_MODEL, L3_MODEL, MPNET_MODEL])
+def test_vectors_equal_torch_fp32_with_truncation(name):
+    require_openvino()
+    if name != DEFAULT_MODEL and not _installed(name):
+        pytest.skip(f"{name} is not installed (docs/models.md)")
+    torch_enc = load_encoder(name)
+    ov_enc = load_encoder(name, runtime="openvino")
+    assert isinstance(ov_enc, ovr.OpenVINOEncoder)
+    seen, raw = ov_enc.token_counts(TEXTS)
+    assert (raw > seen).sum() == 1 and seen.max() == torch_enc.max_seq_length  # one text cut at max_seq_length
+    ref = torch_enc.encode(TEXTS, batch_size=4)
+    got = ov_enc.encode(TEXTS, batch_size=4)
+    assert got.dtype == np.float32 and got.shape == ref.shape
+    assert rel_norm_error(got, ref).max() <= 1e-6
+    cos = np.sum(got * ref, axis=1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(ref, axis=1))
+    assert cos.min() >= 1 - 1e-6
+
+
+def test_precision_hint_set_read_back_and_in_the_cache_key():
+    require_openvino()
+    torch_enc = load_encoder()
+    f32 = load_encoder(runtime="openvino")
+    bf16 = load_encoder(runtime="openvino", precision="bf16")
+    assert f32.inference_precision == "f32" and f32.fingerprint.runtime == "openvino:f32"
+    assert bf16.inference_precision == "bf16" and bf16.fingerprint.runtime == "openvino:bf16"
+    hint = bf16.compiled.get_property("INFERENCE_PRECISION_HINT")  # read from OpenVINO, not from our record
+    assert hint.get_type_name() == "bf16"
+    assert f32.compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name() == "f32"
+    keys = {torch_enc.fingerprint.key, f32.fingerprint.key, bf16.fingerprint.key, torch_enc.at_precision("bf16").fingerprint.key}
+    assert len(keys) == 4
+    assert f32.fingerprint.to_dict()["runtime"] == "openvino:f32" and "runtime" not in torch_enc.fingerprint.to_dict()
+    assert bf16.at_precision("fp32") is f32.at_precision("fp32").at_precision("bf16").at_precision("fp32")
+    # bf16 really is reduced precision (median error ~5e-4 measured), f32 is not
+    ref = torch_enc.encode(TEXTS)
+    assert np.median(rel_norm_error(bf16.encode(TEXTS), ref)) > 1e-5
+    assert rel_norm_error(f32.encode(TEXTS), ref).max() <= 1e-6
+
+
+def test_junk_and_duplicates_as_torch():
+    require_openvino()
+    from normscope.encoders.embed import embed_texts
+
+    texts = TEXTS + ["", "   ", "[UNK]"]
+    a = embed_texts(texts, encoder=load_encoder(), cache=False)
+    b = embed_texts(texts, encoder=load_encoder(runtime="openvino"), cache=False)
+    assert a.junk.to_dict() == b.junk.to_dict() and len(a.junk.to_dict()["ids"]) == 3
+    assert a.ids == b.ids and a.n_truncated == b.n_truncated == 1
+    assert np.array_equal(a.tokens, b.tokens)
+    sa, sb = a.summary(), b.summary()
+    assert sa["n_distinct"] == sb["n_distinct"] == len(a) - 1  # the repeated sentence
+    assert sb["fingerprint"]["runtime"] == "openvino:f32"
+    assert rel_norm_error(b.vectors, a.vectors).max() <= 1e-6
+
+
+def test_permutation_equivariant_over_several_batches():
+    require_openvino()
+    enc = load_encoder(runtime="openvino")
+    perm = np.random.default_rng(3).permutation(len(TEXTS))
+    base = enc.encode(TEXTS, batch_size=3)  # 4 batches of mixed lengths
+    moved = enc.encode([TEXTS[i] for i in perm], batch_size=3)
+    assert rel_norm_error(moved, base[perm]).max() <= 1e-6
+    np.testing.assert_allclose(moved, base[perm], rtol=0, atol=1e-5)
+
+
+_CHILD = textwrap.dedent("""
+    import json, os, sys
+    from normscope.encoders import load_encoder
+    if sys.argv[1:] == ["no-convert"]:  # a conversion would fail: load_encoder would fall back with a warning
+        from normscope.encoders.openvino_runtime import telemetry_off
+        with telemetry_off():
+            import openvino
+        def refuse(*args, **kwargs):
+            raise RuntimeError("converted again")
+        openvino.convert_model = refuse
+    enc = load_encoder(runtime="openvino")
+    v = enc.encode(["the red apple", "a"])
+    print(json.dumps({"cls": type(enc).__name__, "runtime": enc.fingerprint.runtime, "v": v.tolist(),
+                      "ci": os.environ.get("CI")}))
+""")
+
+
+#: Telemetry would be sent with urllib, which honours these: a closed local port, so no test reaches the network.
+_NO_NET = {"https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9",
+           "HTTP_PROXY": "http://127.0.0.1:9"}
+
+
+def _telemetry_env() -> dict:
+    """This environment without any opt-out of openvino's telemetry (``CI`` and the other CI markers) and offline."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL", "no_proxy", "NO_PROXY")}
+    env.update(_NO_NET)
+    return env
+
+
+def _child(home: Path, cache: Path, *args: str) -> tuple[dict, str]:
+    env = _telemetry_env()
+    env.update(HOME=str(home), NORMSCOPE_CACHE=str(cache), PYTHONPATH=SRC, HF_HUB_OFFLINE="1")
+    p = subprocess.run([sys.executable, "-c", _CHILD, *args], env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout.strip().splitlines()[-1]), p.stderr
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(Path(d) / f) for d, _, fs in os.walk(root) for f in fs)
+
+
+def test_conversion_writes_nothing_under_home_and_a_cache_hit_does_not_convert(tmp_path):
+    require_openvino()
+    home, cache = tmp_path / "home", tmp_path / "cache"
+    home.mkdir()
+    first, err1 = _child(home, cache)
+    assert first["cls"] == "OpenVINOEncoder" and first["runtime"] == "openvino:f32"
+    assert err1.count("note: converting") == 1  # the converter (and its telemetry) did run
+    assert first["ci"] is None  # the opt-out is restored after the conversion
+    assert _files(home) == []  # no ~/intel/openvino_ga_cid, no ~/intel/stats
+    xml = next((cache / "openvino").glob("*/model.xml"))
+    stamp = xml.stat().st_mtime_ns
+    second, err2 = _child(home, cache, "no-convert")
+    assert "note: converting" not in err2 and "warning" not in err2  # read from the cached IR, convert_model not called
+    assert second["cls"] == "OpenVINOEncoder"
+    assert xml.stat().st_mtime_ns == stamp
+    assert second["v"] == first["v"]
+    assert _files(home) == []
+
+
+def test_the_home_check_detects_telemetry_without_the_opt_out(tmp_path):
+    """Control: openvino's converter called without the opt-out does write under an empty HOME (its events go
+    to a closed local proxy port)."""
+    require_openvino()
+    env = _telemetry_env()
+    env.update(HOME=str(tmp_path))
+    code = "import torch, openvino as ov; ov.convert_model(torch.nn.Linear(2, 2), example_input=torch.zeros(1, 2))"
+    subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=300, check=True)
+    assert any("intel" in f for f in _files(tmp_path))
+
+
+def _fresh_torch_encoder():
+    return load_encoder(fresh=True)
+
+
+def test_missing_openvino_falls_back_to_torch_with_one_line(monkeypatch, capsys):
+    enc = _fresh_torch_encoder()
+    monkeypatch.setitem(sys.modules, "openvino", None)  # import openvino -> ImportError
+    monkeypatch.setattr(ovr, "_WARNED", set())
+    assert ovr.to_openvino(enc) is enc
+    assert ovr.to_openvino(enc) is enc
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: OpenVINO is not available (ModuleNotFoundError") \
+        and err[0].endswith("running on torch (pip install 'normscope[openvino]')")
+    assert not ovr.openvino_available()
+
+
+def test_broken_openvino_falls_back_to_torch_with_one_line(monkeypatch, capsys):
+    import types
+
+    enc = _fresh_torch_encoder()
+    broken = types.ModuleType("openvino")  # imports, but has no Core / convert_model
+    monkeypatch.setitem(sys.modules, "openvino", broken)
+    monkeypatch.setattr(ovr, "_WARNED", set())
+    monkeypatch.setattr(ovr, "_COMPILED", {})
+    assert ovr.to_openvino(enc) is enc
+    err = capsys.readouterr().err.strip().splitlines()
+    err = [ln for ln in err if ln.startswith("warning:")]
+    assert len(err) == 1 and "OpenVINO could not run" in err[0] and "AttributeError" in err[0]
+
+
+def test_runtime_option_refusals_and_request():
+    with pytest.raises(InputError, match="runtime"):
+        load_encoder(runtime="onnx")
+    with pytest.raises(InputError, match="--runtime openvino runs on the CPU"):
+        load_encoder(runtime="openvino", device="cuda")
+    e = Embedding(runtime="openvino")
+    assert "--runtime" in e.argv("m") and e.to_json()["runtime"] == "openvino"
+    assert "runtime" not in Embedding().to_json() and "--runtime" not in Embedding().argv("m")
+    with pytest.raises(InputError, match="runtime"):
+        Embedding(runtime="onnx")
+
+
+def test_cli_refuses_openvino_for_precomputed_vectors_and_ray(tmp_path, capsys):
+    from normscope.cli import run
+
+    np.save(tmp_path / "v.npy", np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32))
+    assert run(["embed", str(tmp_path / "v.npy"), "-o", str(tmp_path / "o.parquet"), "--runtime", "openvino"]) == 2
+    assert "--runtime openvino applies to models" in capsys.readouterr().err
+    assert not (tmp_path / "o.parquet").exists()
+    (tmp_path / "c.jsonl").write_text('{"_id": "1", "text": "a b"}\n')
+    assert run(["embed", str(tmp_path / "c.jsonl"), "-o", str(tmp_path / "o.parquet"), "--runtime", "openvino",
+                "--engine", "ray"]) == 2
+    assert "--runtime openvino runs on the local engine" in capsys.readouterr().err
+
+
+def test_report_runs_its_inference_stages_on_openvino_and_its_commands_reproduce(tmp_path, monkeypatch, bundled_encoder):
+    """``ReportConfig(runtime="openvino")``: the norms stage embeds in OpenVINO (fingerprint, command with
+    ``--runtime openvino``, the printed command reproduces the numbers), the tokens stage reads the torch
+    twin's weight table, and the norms equal the torch encoder's own."""
+    require_openvino()
+    from _reproduce import check_reproduces
+    from normscope.datasets import wordfreq_words
+    from normscope.report import ReportConfig, Sizes, run_report
+
+    cfg = ReportConfig(out=tmp_path / "r", sizes=Sizes(words=40, n_boot=20, n_perm=20), only=("norms", "tokens"),
+                       runtime="openvino")
+    res = run_report(cfg, encoder=bundled_encoder, progress=False)
+    norms = res.summary["norm_distribution"]
+    assert norms["status"] == "ok" and norms["result"]["fingerprint"]["runtime"] == "openvino:f32"
+    assert "--runtime openvino" in norms["command"]
+    r = np.linalg.norm(bundled_encoder.encode(wordfreq_words(40)).astype(np.float64), axis=1)
+    assert norms["result"]["norm_mean"] == pytest.approx(r.mean(), rel=1e-6)
+    assert res.summary["token_table"]["status"] == "ok"
+    assert res.summary["token_table"]["result"]["counts"]["unused"] == 994  # the torch model's table
+    check_reproduces(cfg.out, res.records, ["norm_distribution"], tmp_path, monkeypatch, rel=1e-5)
+
+
+def test_a_damaged_cached_ir_is_converted_again(tmp_path, monkeypatch, capsys):
+    """A truncated ``model.bin`` in the IR cache: one note, the IR converted again, the vectors still torch's."""
+    require_openvino()
+    monkeypatch.setenv("NORMSCOPE_CACHE", str(tmp_path))
+    torch_enc = _fresh_torch_encoder()
+    xml = ovr.convert(torch_enc, progress=False)
+    data = (xml.parent / "model.bin").read_bytes()
+    (xml.parent / "model.bin").write_bytes(data[: len(data) // 3])
+    monkeypatch.setattr(ovr, "_COMPILED", {})
+    enc = ovr.OpenVINOEncoder(torch_enc)
+    err = capsys.readouterr().err
+    assert err.count("could not be used") == 1 and err.count("note: converting") == 1
+    assert (xml.parent / "model.bin").stat().st_size == len(data)
+    assert rel_norm_error(enc.encode(TEXTS[:4]), torch_enc.encode(TEXTS[:4])).max() <= 1e-6
