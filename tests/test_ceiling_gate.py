@@ -12,7 +12,7 @@ from normscope.claims import CLAIMS, ceiling_gate, judge
 
 
 def test_the_gate_by_hand():
-    low = CLAIMS["similarity_gain"].size.low  # +1.2 %
+    low = CLAIMS["gain_high_frequency"].size.low  # +1.2 % (the overall gain row is direction-only)
     assert low == pytest.approx(0.012)
     g = ceiling_gate(1.0, 40, 0, 40, claimed_gain=low)
     assert (g.passed, g.verdict) == (False, "not testable here")
@@ -62,8 +62,11 @@ def test_retrieval_at_the_ceiling_is_not_testable_not_refuted(tmp_path, rng):
     assert gain["verdict"] == "not testable here", gain
     assert gain["reason"] == "cosine is at the ceiling on 40 of 40 queries (nDCG@10 = 1): no gain is possible"
     assert gain["why"].startswith("not testable here: cosine is at the ceiling on 40 of 40 queries")
-    # the same numbers without the gate: the CI lies below the claimed +1.2 %, which the old rule called refuted
+    # the same numbers without the gate: every scorer scores 1, so the CI has zero width; the zero-width rule
+    # alone would say "not decided", as if more queries could decide it; the gate says no gain is possible
     r = res.scorers["inverse_norm"]
-    assert judge("similarity_gain", r["relative"], r["relative_ci"], p=r["p_value"])["verdict"] == "refuted"
+    assert r["relative_ci"][0] == r["relative_ci"][1] == 0.0
+    assert judge("similarity_gain", r["relative"], r["relative_ci"], p=r["p_value"])["verdict"] == \
+        "not decided at this size"
     hf = rows["gain_high_frequency"]
     assert hf["verdict"] in ("not testable here",), hf

@@ -155,7 +155,7 @@ def test_check_items_strings_only():
     assert check_items(["a", 3, " "]) == ["a", "3", " "]
     with pytest.raises(InputError, match="single string"):
         check_items("abc")
-    with pytest.raises(InputError, match=r"^2 item\(s\) are None, at index\(es\) 0, 2$"):
+    with pytest.raises(InputError, match=r"^2 items are None, at indexes 0, 2$"):
         check_items([None, "a", None])
 
 

@@ -220,7 +220,7 @@ def test_deterministic_and_validated():
     pd.testing.assert_frame_equal(a.items, b.items)
     with pytest.raises(InputError, match="encoder"):
         run_lab(LabRequest(encoder="resnet"))
-    with pytest.raises(InputError, match="burn-in"):
+    with pytest.raises(InputError, match="burn_in"):
         run_lab(LabRequest(steps=100, burn_in=100))
     with pytest.raises(InputError, match="estimator"):
         run_lab(LabRequest(estimator="oracle"))

@@ -313,9 +313,9 @@ def test_resume_equals_uninterrupted_and_checks_settings(tiny, sgd_run, tmp_path
 
 
 def test_bad_input_is_refused_before_any_work(tiny, tmp_path):
-    for over, match in (({"optimizer": "lbfgs"}, "optimizer"), ({"lr": -1.0}, "lr"), ({"burn_in": 6}, "burn-in"),
+    for over, match in (({"optimizer": "lbfgs"}, "optimizer"), ({"lr": -1.0}, "lr"), ({"burn_in": 6}, "burn_in"),
                         ({"precision": "fp16"}, "precision"), ({"probe_items": tmp_path / "none.txt"}, "does not exist"),
-                        ({"probe_items": 2}, "probe-items"), ({"decay_mask": "some"}, "decay mask"),
+                        ({"probe_items": 2}, "probe_items"), ({"decay_mask": "some"}, "decay_mask"),
                         ({"lr": 2.0, "weight_decay": 0.6}, "lr \\* weight_decay"),
                         ({"checkpoint": tmp_path / "no" / "c.ckpt"}, "does not exist")):
         with pytest.raises(InputError, match=match):

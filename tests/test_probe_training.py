@@ -44,11 +44,12 @@ def test_decay_readings():
     assert what_if.batch_size == 8 and what_if.batch_size_source == "given (--batch-size)"
 
 
-@pytest.mark.parametrize("kw, msg", [({"batches": 1}, "--batches must be >= 2"), ({"batches": 2, "tau": 0.0}, "--tau"),
-                                     ({"batches": 2, "weight_decay": -1.0}, "--weight-decay"),
-                                     ({"batches": 2, "fd_dtype": "float16"}, "unknown fd dtype 'float16'")])
+@pytest.mark.parametrize("kw, msg", [({"batches": 1}, "batches must be >= 2"), ({"batches": 2, "tau": 0.0}, "tau must be > 0"),
+                                     ({"batches": 2, "weight_decay": -1.0}, "weight_decay must be >= 0"),
+                                     ({"batches": 2, "fd_dtype": "float16"}, "unknown fd_dtype 'float16'")])
 def test_option_checks(kw, msg):
-    """The probe's request checks every option at construction (before any model or data)."""
+    """The probe's request checks every option at construction (before any model or data); from the API its errors
+    name the field (the CLI names the option)."""
     from normscope.errors import InputError
     from normscope.probes import ProbeRequest
 

@@ -73,7 +73,7 @@ Runtime = Annotated[
     str,
     typer.Option("--runtime", metavar="[torch|openvino]",
                  help="Inference runtime of the model's forward passes: torch, or openvino (sentence-transformers "
-                      "models on the CPU; pip install 'normscope\\[openvino]'; the model is converted once and cached; "
+                      "models on the CPU; pip install 'normscope[openvino]'; the model is converted once and cached; "
                       "fp32 vectors equal torch's to ~1e-7 relative in norm; falls back to torch with a warning when "
                       "openvino is missing). Probes and the lab always run on torch."),
 ]

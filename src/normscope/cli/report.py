@@ -61,13 +61,16 @@ def report(
     check_report_inputs(config, json_path)  # paths and --items, before any stage runs or anything is written
     from normscope.report.estimate import estimate_line  # normscope.report imports torch, as above
 
-    err.print(estimate_line(config, len(models)), soft_wrap=True, markup=False, highlight=False)
+    def estimate() -> None:  # printed once every check has passed: bad input stays one line
+        err.print(estimate_line(config, len(models)), soft_wrap=True, markup=False, highlight=False)
+
     out_console = make_console()
     if not out_console.is_terminal:
         out_console = make_console(width=140)
     if len(models) > 1:
         from normscope.report.multi import run_multi_report  # torch: start-up stays light
 
+        estimate()
         with settings(offline=True if offline else None):
             multi = run_multi_report(config, models, console=err, json_path=json_path)
         print_multi_summary(multi, out_console)
@@ -76,7 +79,7 @@ def report(
             raise typer.Exit(1)
         return
     with settings(offline=True if offline else None):
-        result = run_report(config, console=err, json_path=json_path)
+        result = run_report(config, console=err, json_path=json_path, on_start=estimate)
     print_summary(result, out_console)
     if result.failed:
         err.print(styled(f"failed stages: {', '.join(result.failed)}", "red"), f"(see the page and {out}/stages/)")

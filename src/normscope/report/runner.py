@@ -149,7 +149,8 @@ def _check_out(out: Path, config: ReportConfig, json_path) -> None:
 
 
 def run_report(config: ReportConfig, *, console=None, progress: bool = True, encoder=None,
-               json_path: str | Path | None = None, heartbeat: float | None = LINE_EVERY) -> ReportResult:
+               json_path: str | Path | None = None, heartbeat: float | None = LINE_EVERY,
+               on_start=None) -> ReportResult:
     """Run the selected stages (resuming from ``OUT/stages``) and write the report.
 
     Parameters
@@ -168,6 +169,10 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
         ``OUT/index.html`` (:func:`normscope._io.output_set`: all three or none).
     heartbeat : float or None, keyword-only
         Seconds of silence before a ``<stage>: still running`` log line (default 10 s; None: none).
+    on_start : callable, optional, keyword-only
+        Called with no argument once every check has passed (paths, the folder lock, the model, one model per
+        folder), just before the first stage runs: the CLI prints its time and memory estimate there, so bad
+        input stays one line.
 
     Returns
     -------
@@ -188,7 +193,7 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
     out = config.out
     _check_out(out, config, json_path)
     with folder_lock(out, console):
-        return _run_locked(config, console, progress, encoder, json_path, heartbeat, t0)
+        return _run_locked(config, console, progress, encoder, json_path, heartbeat, t0, on_start)
 
 
 @contextlib.contextmanager
@@ -249,7 +254,8 @@ def _check_one_model(out: Path, fingerprint: dict, kept: dict[str, StageRecord])
                      f"stage here (drop --only)")
 
 
-def _run_locked(config: ReportConfig, console, progress: bool, encoder, json_path, heartbeat, t0: float) -> ReportResult:
+def _run_locked(config: ReportConfig, console, progress: bool, encoder, json_path, heartbeat, t0: float,
+                on_start=None) -> ReportResult:
     out = config.out
     if encoder is not None:
         encoder = encoder.at_precision(config.precision)
@@ -268,6 +274,8 @@ def _run_locked(config: ReportConfig, console, progress: bool, encoder, json_pat
     fingerprint = ctx.encoder().fingerprint.to_dict() if uses else None
     if fingerprint is not None:
         _check_one_model(out, fingerprint, {n: r for n, r in kept.items() if STAGE_BY_NAME[n].uses_model})
+    if on_start is not None:
+        on_start()
     records: dict[str, StageRecord] = {}
     with data_root(config.data):
         bar = Progress(TextColumn("[bold]report[/]"), BarColumn(), TextColumn("{task.completed}/{task.total} stages"),
