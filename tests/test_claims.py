@@ -296,7 +296,8 @@ def test_retrieval_rows():
     rows = {r["key"]: r for r in retrieval_claims(_retrieval_summary(0.0017, [-0.0047, 0.0088], 0.6, stratum=q4,
                                                                     incremental=inc))}
     assert list(rows) == ["similarity_gain", "gain_high_frequency", "gain_low_quality", "calibration_discrimination",
-                          "calibration_incremental"]
+                          "calibration_incremental", "norm_confidence_nauc"]
+    assert rows["norm_confidence_nauc"]["verdict"] == "not testable here"
     # the overall row is direction-only: a CI that includes 0 is inconclusive, not refuted on the strata's size
     gain = rows["similarity_gain"]
     assert (gain["verdict"], gain["size"], gain["claimed_size"]) == ("inconclusive", "no size claimed", "no size claimed")

@@ -65,7 +65,8 @@ def test_cli_outputs_and_log(planted_cli, tmp_path, capsys):
     from normscope.retrieval.claims import retrieval_claims
 
     assert [c["key"] for c in s["claims"]] == ["similarity_gain", "gain_high_frequency", "gain_low_quality",
-                                                "calibration_discrimination", "calibration_incremental"]
+                                                "calibration_discrimination", "calibration_incremental",
+                                                "norm_confidence_nauc"]
     assert s["claims"] == json.loads(json.dumps(retrieval_claims(s)))
     for c in s["claims"]:
         assert f"claim: {c['claim']}: {c['verdict']} (direction {c['direction']}, size {c['size']})" in " ".join(err.split())

@@ -84,7 +84,7 @@ def test_offline_report_says_once_what_it_could_not_do(nothing_here, capsys):
                                    "theorem1_transformer", "theorem1_transformer_items"],
                        "scifact": ["calibration_discrimination", "calibration_incremental", "corr_norm_drift",
                                    "corr_norm_heat", "gain_high_frequency", "gain_low_quality", "inference_cost",
-                                   "req_predicts_norm", "similarity_gain"],
+                                   "norm_confidence_nauc", "req_predicts_norm", "similarity_gain"],
                        "concreteness": [], "chaosnli": ["uncertainty"], "simlex-999": ["similarity_pairs"]}
     html = (out / "index.html").read_text()
     assert f"0 of {n} claims tested" in html and html.count("is not here: --offline is set") >= 5

@@ -352,6 +352,12 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           +1, Size(), "calibration",
           how_to_test="the cross-fitted comparison of a confidence model with and without the norm "
                       "(calibration_incremental of normscope retrieval --json)"),
+    Claim("norm_confidence_nauc", "The norm is a free confidence signal on the field's abstention yardstick: "
+          "abstaining by the query norm beats the best of MTEB's confidence functions (max, std, diff1) in nAUC of "
+          "nDCG@10", "no figure (the paper's 'free calibration signal', read in MTEB's unit against the field's free "
+          "confidences)", +1, Size(), "calibration",
+          how_to_test="nAUC of nDCG@10 of the query norm and of MTEB's max/std/diff1 on the same run (abstention of "
+                      "normscope retrieval --json)"),
     Claim("inference_cost", "Norm-aware scoring costs about 1/1000 of the model's inference", "1/1000", None,
           Size.at_most(1e-3, basis="the paper's figure, read as an upper bound on the cost ratio"), "retrieval"),
     Claim("paper_models", "The results hold on the paper's models", "CLIP ViT-B/32 and MiniLM-L12 (no model per "

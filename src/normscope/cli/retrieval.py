@@ -51,6 +51,27 @@ def _scorer_table(res) -> Rows:
                 ("scorer", "parameter", "fitted?", *[SCORER_LABELS[k] for k in keys]), rows)
 
 
+def _print_abstention(ab: dict, console: Console, err: Console) -> None:
+    """The nAUC table (MTEB's abstention metric) and the norm against the best MTEB confidence."""
+    if ab.get("status") != "ok":
+        if ab:
+            err.print(f"nAUC not computed: {ab.get('reason')}", soft_wrap=True, markup=False)
+        return
+    t = Table(title=f"nAUC of {ab['metric']} by abstention (MTEB's metric; {ab['n_queries']} queries, cosine run depth "
+                    f"{ab['depth']}; CIs: {ab['ci']})")
+    for col in ("signal", "kind", "confidence", "nAUC", "95% CI"):
+        t.add_column(col)
+    for name, e in ab["signals"].items():
+        t.add_row(name, e["kind"], e["formula"], fixed(e["nauc"], ".3f"), ci_fixed(e["nauc_ci"]))
+    console.print(t)
+    c = ab.get("comparison") or {}
+    if c.get("diff") is not None:
+        err.print(f"nAUC {c['signal']} {c['nauc']:.3f} vs best MTEB confidence {c['best_baseline']} "
+                  f"{c['baseline_nauc']:.3f} {ci_fixed(c['baseline_ci'])}: {c['position']} its CI; difference "
+                  f"{c['diff']:+.3f} {ci_fixed(c['ci'])} (paired bootstrap over queries); computed by "
+                  f"{ab['implementation']}", soft_wrap=True, markup=False)
+
+
 def print_result(res, console: Console, err: Console) -> None:
     """The tables and lines of ``normscope retrieval`` for a :class:`~normscope.retrieval.RetrievalResult`."""
     from normscope.retrieval.result import SIGNAL_LABELS  # retrieval/ imports torch and faiss: start-up stays light
@@ -89,6 +110,7 @@ def print_result(res, console: Console, err: Console) -> None:
         if e.auroc_note:
             flags.append(f"{name}: AUROC {e.auroc_note}")
     console.print(c)
+    _print_abstention(res.abstention or {}, console, err)
     err.print(f"calibration direction: {info.direction_rule}; AUROC (calibrated) is that of the fitted map "
               "(flat, 0.5, where the fitting queries go the other way)", soft_wrap=True, markup=False)
     for f in flags:

@@ -19,7 +19,12 @@ own dataset gets the verdicts the report would give:
 - ``calibration_incremental`` (b): the cross-fitted difference of AUROC with and without the norm
   signals (``calibration_incremental`` of the summary: ``{"task", "baseline", "added",
   "auroc_without", "auroc_with", "diff", "ci", "resamples", "folds", "n_queries", "seed"}``);
-  ``not testable here`` when the summary has none.
+  ``not testable here`` when the summary has none;
+- ``norm_confidence_nauc``: nAUC of nDCG@10 (MTEB's abstention metric) of the query norm, in its
+  pre-specified direction, minus that of the best of MTEB's max/std/diff1 on the same queries, paired
+  bootstrap CI over queries (``abstention.comparison`` of the summary,
+  :func:`normscope.retrieval.abstention.abstention_study`); the row also says whether the norm's nAUC
+  lies within, below or above the best baseline's own CI.
 
 :func:`cost_claim` judges ``inference_cost`` from :func:`normscope.retrieval.cost.norm_scoring_cost`.
 """
@@ -29,7 +34,7 @@ from __future__ import annotations
 from normscope.claims import CLAIMS, ceiling_gate, claim_row, fmt_value, judge, not_testable_row
 
 __all__ = ["retrieval_claims", "gain_claim", "high_frequency_claim", "discrimination_claim", "incremental_claim",
-           "cost_claim", "CLAIM_SCORER", "CLAIM_SIGNAL", "HIGH_FREQUENCY_STRATUM"]
+           "nauc_claim", "cost_claim", "CLAIM_SCORER", "CLAIM_SIGNAL", "HIGH_FREQUENCY_STRATUM"]
 
 #: The scorer the paper's gain claim is about: cos / (1 + alpha ||z||).
 CLAIM_SCORER = "inverse_norm"
@@ -179,12 +184,37 @@ def incremental_claim(summary: dict) -> dict:
                  "AUROC with": inc.get("auroc_with"), "folds": inc.get("folds"), "seed": inc.get("seed")})
 
 
+def nauc_claim(summary: dict) -> dict:
+    """Row ``norm_confidence_nauc``: nAUC of nDCG@10 of the query norm minus that of the best MTEB confidence."""
+    ab = summary.get("abstention") or {}
+    c = ab.get("comparison") or {}
+    what = ("nAUC of nDCG@10 (MTEB's abstention metric, arXiv 2402.12997) of the query norm, a larger norm read as "
+            "less confident, minus that of the best of MTEB's max/std/diff1 on the same queries (chosen before the "
+            "bootstrap); paired percentile bootstrap CI resampling evaluation queries")
+    if ab.get("status") != "ok" or c.get("diff") is None or not c.get("ci"):
+        why = ab.get("reason") or c.get("reason") or "this run has no nAUC study (abstention)"
+        return not_testable_row("norm_confidence_nauc", why, what=what)
+    j = judge("norm_confidence_nauc", c["diff"], c["ci"])
+    best, bci = c["best_baseline"], c.get("baseline_ci")
+    pos = (f"{c['position']} {best}'s CI [{fmt_value(bci[0])}, {fmt_value(bci[1])}]" if bci else "no CI for the baseline")
+    sig = ab.get("signals") or {}
+    return claim_row(
+        "norm_confidence_nauc", measured=c["diff"], ci=c["ci"], judged=j, n=c.get("n_queries"), what=what,
+        tested_on=_tested(summary) + f"; cosine run, depth {ab.get('depth')}",
+        statistic=f"calibration: nAUC nDCG@10 query_norm - {best} ({summary.get('dataset_name')})",
+        beside=f"nAUC query norm {fmt_value(c['nauc'])} vs {best} {fmt_value(c['baseline_nauc'])}: {pos}",
+        label=f"\u0394 nAUC nDCG@10, query norm minus {best}",
+        details={**{f"nAUC {k}{sfx}": v.get(f) for k, v in sig.items() for sfx, f in (("", "nauc"), (" 95% CI", "nauc_ci"))},
+                 "computed by": ab.get("implementation")},
+        note=f"the query norm's nAUC lies {pos}")
+
+
 def retrieval_claims(summary: dict) -> list[dict]:
     """The rows a retrieval run feeds: ``similarity_gain``, ``gain_high_frequency``, ``gain_low_quality``,
-    ``calibration_discrimination``, ``calibration_incremental`` (in that order)."""
+    ``calibration_discrimination``, ``calibration_incremental``, ``norm_confidence_nauc`` (in that order)."""
     return [gain_claim(summary), high_frequency_claim(summary),
             not_testable_row("gain_low_quality", "the dataset has no per-item quality label", tested_on=_tested(summary)),
-            discrimination_claim(summary), incremental_claim(summary)]
+            discrimination_claim(summary), incremental_claim(summary), nauc_claim(summary)]
 
 
 def cost_claim(cost: dict | None, reason: str = "") -> dict:

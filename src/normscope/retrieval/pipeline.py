@@ -19,6 +19,8 @@ from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import DataError, InputError
 from normscope.data.beir import BeirDataset, SplitQueries, load_dataset_any
 from normscope.engine import check_engine, embed_texts
+from normscope.retrieval.abstention import MTEB_CONFIDENCES as MTEB_NAMES
+from normscope.retrieval.abstention import NORM_CONFIDENCES, abstention_study, confidence_table
 from normscope.retrieval.calibration import N_BINS
 from normscope.retrieval.claims import retrieval_claims
 from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
@@ -310,8 +312,10 @@ def _query_studies(sp: _Splits, vec: _Vectors, runs: dict, per: dict, order: lis
     sig_ev, sig_fit, calibration, conf = _calibration(sp, vec, runs, folds, r, ph)
     y_ev = sig_ev["top1_relevant"].to_numpy()
     s_corpus, qpp_df, qpp, incremental = _qpp_study(sp.ev, vec, runs, per, y_ev, r, ph)
+    abstention = _abstention(sp.ev, runs, per, sig_ev, r, ph)
     n_boot = r.resampling.n_boot
     return dict(
+        abstention=abstention,
         strata=strata, calibration=calibration,
         calibration_info=_calibration_info(fitted_on, n_boot=n_boot, y_ev=y_ev, sig_fit=sig_fit),
         qpp=qpp, qpp_info=qpp_info(n_boot=n_boot, smv_cut=int(qpp_df.attrs.get("smv_cut", 0)), depth=r.k),
@@ -639,6 +643,19 @@ def _qpp_study(ev: SplitQueries, vec: _Vectors, runs: dict, per: dict, y_ev: np.
         qpp = evaluate_qpp(qpp_df, top1_relevant=y_ev, ndcg=ndcg_cos, n_boot=n_boot, seed=seed)
         incremental = incremental_study(qpp_df, y_ev, ndcg_cos, n_boot=n_boot, seed=seed)
     return s_corpus, qpp_df, qpp, incremental
+
+
+def _abstention(ev: SplitQueries, runs: dict, per: dict, sig_ev, r: RetrievalRequest, ph: _Phases) -> dict:
+    """nAUC of nDCG@10 of the cosine run (:mod:`normscope.retrieval.abstention`) for MTEB's confidences of the
+    cosine run's scores and the norm signals; ``status: "not computed"`` with the reason when it cannot be."""
+    with ph("nAUC (MTEB abstention)", f"{len(MTEB_NAMES)} MTEB confidences and {len(NORM_CONFIDENCES)} norm signals"):
+        conf = confidence_table(runs["cosine"], ev.query_ids)
+        conf.update({name: d * sig_ev[col].to_numpy(np.float64) for name, (col, d) in NORM_CONFIDENCES.items()})
+        try:
+            return abstention_study(conf, per["cosine"]["ndcg@10"], depth=r.k, n_boot=r.resampling.n_boot,
+                                    seed=r.resampling.seed)
+        except InputError as exc:
+            return {"status": "not computed", "reason": str(exc)}
 
 
 def _per_query_table(ev: SplitQueries, sig_ev, covariates: dict, s_corpus, qpp_df, per: dict, conf: dict,

@@ -333,6 +333,8 @@ class RetrievalResult(StageResult):
     qpp_info: QppInfo = summary_field("QPP set-up")
     calibration_incremental: IncrementalValue = summary_field("incremental value of the norm signals (cross-fitted)")
     doc_norm_range: list[float] = summary_field("document norm range", unit="||z||")
+    #: nAUC of nDCG@10 by MTEB's confidences and the norm signals (:func:`normscope.retrieval.abstention.abstention_study`).
+    abstention: dict = summary_field("nAUC of nDCG@10 (MTEB abstention) by confidence signal", default_factory=dict)
     #: The scorecard rows this run feeds (:func:`normscope.retrieval.claims.retrieval_claims`).
     claims: list = summary_field("claims scorecard rows", default_factory=list)
     items: Any = None

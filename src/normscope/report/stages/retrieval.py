@@ -134,7 +134,8 @@ def calibration_sentences(result: dict | None) -> list[str]:
 
 
 def qpp_tables(res: RetrievalResult) -> list[Table]:
-    """The QPP baselines beside the norm signals (two tasks, CIs over queries) and the cross-fitted incremental value."""
+    """The QPP baselines beside the norm signals (two tasks, CIs over queries), the nAUC of nDCG@10 (MTEB's abstention
+    metric) and the cross-fitted incremental value."""
     q, qi, inc = res.qpp or {}, res.qpp_info or QppInfo(), res.calibration_incremental or IncrementalValue()
     tables = []
     if q:
@@ -151,6 +152,13 @@ def qpp_tables(res: RetrievalResult) -> list[Table]:
                             f"(top-1 relevant: AUROC, AURC; nDCG@10: Kendall tau-b, Spearman rho; {qi.ci or ''})",
                             ["signal", "kind", "direction", "AUROC", "95% CI", "AURC", "Kendall tau", "95% CI",
                              "Spearman rho", "95% CI", "formula (reference)"], rows))
+    ab = res.abstention or {}
+    if ab.get("status") == "ok":
+        rows = [[name, e["kind"], e["direction"], e["formula"], e["nauc"], ci_text(e["nauc_ci"])]
+                for name, e in ab["signals"].items()]
+        tables.append(Table(f"nAUC of {ab['metric']} by abstention (MTEB's metric, arXiv 2402.12997; the cosine run, depth "
+                            f"{ab['depth']}; computed by {ab['implementation']}; CI: {ab['ci']})",
+                            ["signal", "kind", "direction", "confidence", "nAUC", "95% CI"], rows))
     if inc.ok:
         base = ", ".join(inc.baseline)
         rows = [["top-1 relevant (AUROC)", base, inc.auroc_without, inc.auroc_with, inc.diff, ci_text(inc.ci)]]
@@ -309,7 +317,8 @@ def _calibration_section(ctx, res: RetrievalResult, summary: dict, result: dict,
         sizes=f"{res.n_queries.eval} evaluation queries; maps fitted on {info.fitted_on}",
         result=result, derived={"info": summary["calibration_info"], "n_boot": n_boot, "qpp": summary["qpp"],
                                 "qpp_info": summary["qpp_info"],
-                                "calibration_incremental": summary["calibration_incremental"]},
+                                "calibration_incremental": summary["calibration_incremental"],
+                                "abstention": summary.get("abstention")},
         key_numbers=[KeyNumber("calibration_info.label", "label", info.label),
                      KeyNumber("calibration_info.base_rate_eval", "base rate (evaluation)", info.base_rate_eval),
                      KeyNumber("calibration_info.fitted_on", "fitted on", info.fitted_on),
