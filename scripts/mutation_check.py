@@ -99,8 +99,8 @@ MUTANTS = (
            "gate = LabGate.from_json({**GATE, **(res.gate.to_json() if res.gate is not None else {})})",
            "gate = LabGate.from_json(dict(GATE))", TYPED),
     Mutant("CLI summary counts every claim as tested", "src/normscope/cli/report.py",
-           "lines.append(f\"claims: {ct.tested if ct.tested is not None else '?'} of \"",
-           "lines.append(f\"claims: {ct.total if ct.tested is not None else '?'} of \"", TYPED),
+           "count.append(f\"claims: {ct.tested if ct.tested is not None else '?'} of \"",
+           "count.append(f\"claims: {ct.total if ct.tested is not None else '?'} of \"", TYPED),
 )
 
 

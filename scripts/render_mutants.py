@@ -45,8 +45,7 @@ def _m(name: str, path: str, old: str, new: str) -> Mutant:
 MUTANTS = (
     # a CI printed with its ends swapped
     _m("CI: scorecard figure swaps the ends (formatter)", _FMT,
-       "(f\" [{f(c['ci'][0])}, {f(c['ci'][1])}]\" if c.get(\"ci\") else \"\")",
-       "(f\" [{f(c['ci'][1])}, {f(c['ci'][0])}]\" if c.get(\"ci\") else \"\")"),
+       '(f" [{f(ci_[0])}, {f(ci_[1])}]" if ci_ else "")', '(f" [{f(ci_[1])}, {f(ci_[0])}]" if ci_ else "")'),
     _m("CI: prose/page interval swaps the ends (formatter)", _FMT,
        'f"[{num(ends[0], digits)}, {num(ends[1], digits)}]"', 'f"[{num(ends[1], digits)}, {num(ends[0], digits)}]"'),
     _m("CI: claim row stores the ends swapped (builder)", _CLAIMS,
@@ -57,10 +56,10 @@ MUTANTS = (
        '<tr class="verdict-{{ c.verdict|replace(\' \', \'-\') }}">',
        '<tr class="verdict-{{ c.direction|replace(\' \', \'-\') }}">'),
     _m("colours: page CSS exchanges reproduced and refuted", _HTML,
-       " tr.verdict-reproduced td:nth-child(4) { background: #e3f4e1; }\n"
-       " tr.verdict-refuted td:nth-child(4) { background: #f8e0e0; }",
-       " tr.verdict-reproduced td:nth-child(4) { background: #f8e0e0; }\n"
-       " tr.verdict-refuted td:nth-child(4) { background: #e3f4e1; }"),
+       " tr.verdict-reproduced td.verdict { background: #e3f4e1; }\n"
+       " tr.verdict-refuted td.verdict { background: #f8e0e0; }",
+       " tr.verdict-reproduced td.verdict { background: #f8e0e0; }\n"
+       " tr.verdict-refuted td.verdict { background: #e3f4e1; }"),
     _m("colours: terminal exchanges reproduced and refuted", _CLI,
        '_COLOUR = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow"}',
        '_COLOUR = {"reproduced": "red", "refuted": "green", "inconclusive": "yellow"}'),
@@ -71,27 +70,27 @@ MUTANTS = (
        "claim_names={k: (c.claim, c.paper) for k, c in CLAIMS.items()}",
        "claim_names={k: (c.claim, c.paper) for k, c in list(CLAIMS.items())[:-1]}"),
     _m("row dropped: console shows all but the last tested claim", _CLI,
-       "        header, crow = _claim_rows(tested, width)", "        header, crow = _claim_rows(tested[:-1], width)"),
+       "blocks = [ln for c in tested for ln in _claim_block(c, width)]",
+       "blocks = [ln for c in tested[:-1] for ln in _claim_block(c, width)]"),
     # side-by-side columns under the wrong model
     _m("columns: side-by-side page headers in reverse model order (template)", _HTML,
-       "<tr><th>claim</th><th>paper</th>{% for m in models %}<th>{{ m }}</th>{% endfor %}</tr>",
-       "<tr><th>claim</th><th>paper</th>{% for m in models|reverse %}<th>{{ m }}</th>{% endfor %}</tr>"),
+       "<th>claim</th><th>paper</th>{% for m in models %}<th>{{ m }}</th>{% endfor %}</tr>",
+       "<th>claim</th><th>paper</th>{% for m in models|reverse %}<th>{{ m }}</th>{% endfor %}</tr>"),
     _m("columns: side-by-side cells read the other model's rows (builder)", _HTML,
        "claim_cells = {m: {r[\"key\"]: r for r in (summary[\"claims\"][m] if m in summary[\"claims\"] else [])} for m in models}",
        "claim_cells = {m: {r[\"key\"]: r for r in (summary[\"claims\"][o] if o in summary[\"claims\"] else [])}\n"
        "                   for m, o in zip(models, models[::-1])}"),
-    _m("columns: console side-by-side headers in reverse model order", _CLI,
-       '[("claim", 20, 50, 1)] + [(m, 14, 60, 1) for m in models]',
-       '[("claim", 20, 50, 1)] + [(m, 14, 60, 1) for m in models[::-1]]'),
+    _m("columns: console side-by-side model names in reverse model order", _CLI,
+       "for m, cell in zip(models, cells):", "for m, cell in zip(models[::-1], cells):"),
     # "Y of Y claims tested" when fewer were
     _m("count: page says total of total tested (template)", _HTML,
-       "<b>{{ ct.tested }} of {{ ct.total }} claims tested", "<b>{{ ct.total }} of {{ ct.total }} claims tested"),
+       "{{ ct.tested }} of {{ ct.total }} claims tested", "{{ ct.total }} of {{ ct.total }} claims tested"),
     _m("count: claims_tested counts every row (builder)", "src/normscope/report/missing.py",
        "tested = ClaimsTested(total=len(claims), tested=len(claims) - len(untested),",
        "tested = ClaimsTested(total=len(claims), tested=len(claims),"),
     _m("count: console says total of total tested", _CLI,
-       "lines.append(f\"claims: {ct.tested if ct.tested is not None else '?'} of \"",
-       "lines.append(f\"claims: {ct.total if ct.tested is not None else '?'} of \""),
+       "count.append(f\"claims: {ct.tested if ct.tested is not None else '?'} of \"",
+       "count.append(f\"claims: {ct.total if ct.tested is not None else '?'} of \""),
     # a p value printed as 0.000
     _m("p: page numbers never switch to scientific below 1e-3 (formatter)", _FMT,
        "if v != 0 and (abs(v) < 10 ** (-digits) or abs(v) >= 1e5):", "if v != 0 and abs(v) >= 1e5:"),
@@ -113,10 +112,10 @@ MUTANTS = (
        "r.mean_delta, ci_text(r.mean_delta_ci), pct(r.relative), r.p_holm]",
        "r.mean_delta, ci_text(r.mean_delta_ci), pct(r.mean_delta), r.p_holm]"),
     _m("relative: gain row judges the absolute delta (builder)", "src/normscope/retrieval/claims.py",
-       'j = judge("similarity_gain", r.get("relative"), r.get("relative_ci"), p=r.get("p_value"))',
-       'j = judge("similarity_gain", r.get("delta"), r.get("delta_ci"), p=r.get("p_value"))'),
+       'j = judge("similarity_gain", r.get("relative"), r.get("relative_ci"), p=r.get("p_value"),',
+       'j = judge("similarity_gain", r.get("delta"), r.get("delta_ci"), p=r.get("p_value"),'),
     _m("relative: a percent figure is printed without the x100 (formatter)", _FMT,
-       'f = (lambda x: f"{100 * x:+.2f} %") if c.get("percent") else num', 'f = (lambda x: f"{x:+.2f} %") if c.get("percent") else num'),
+       'f = lambda x: f"{100 * x:+.2f} %".replace("-", _MINUS)', 'f = lambda x: f"{x:+.2f} %".replace("-", _MINUS)'),
 )
 
 

@@ -31,6 +31,18 @@ class Node:
             parts.append(c if isinstance(c, str) else (" " if c.tag == "br" else c.text()))
         return " ".join("".join(parts).split())
 
+    def text_without(self, cls: str) -> str:
+        """The text content without that of the elements of class ``cls`` (e.g. a cell's ``meta`` label)."""
+        parts = []
+        for c in self.children:
+            if isinstance(c, str):
+                parts.append(c)
+            elif c.tag == "br":
+                parts.append(" ")
+            elif cls not in c.classes:
+                parts.append(c.text_without(cls))
+        return " ".join("".join(parts).split())
+
     def iter(self, tag: str | None = None):
         """This element and every element below it (document order), optionally of one tag."""
         if tag is None or self.tag == tag:

@@ -25,8 +25,8 @@ from rich.console import Console
 
 from _render_parse import (ansi_spans, close_to_shown, css_rules, figure_parts, hex_rgb, numbers, parse_html, plain,
                            table_grid)
-from normscope.claims import CLAIMS, DIRECTION_VERDICTS, SIZE_VERDICTS, VERDICTS, ClaimRow
-from normscope.errors import DataMissing
+from normscope.claims import CLAIMS, DIRECTION_VERDICTS, KIND_TITLES, SIZE_VERDICTS, VERDICTS, ClaimRow
+from normscope.errors import DataMissing, NormscopeError
 from normscope.report import ReportConfig, Sizes, run_report
 from normscope.report.summary import ReportSummary
 from normscope.retrieval import RetrievalResult
@@ -58,17 +58,18 @@ PLANTED = {
                     "inverse_norm": (0.6494, -0.0026, (-0.0061, 0.0009), -0.0040, (-0.0093, 0.0014), 0.21)},
     },
 }
-#: Hand-worked verdicts of the planted figures: (verdict, direction, size).
+#: Hand-worked verdicts of the planted figures: (verdict, direction, size). The signals name no direction (sign 0)
+#: and claim a strong association: |rho| >= STRONG_RHO (0.3), so the size is judged on |rho|'s CI; the similarity
+#: gain claims a positive direction and no size (its sized rows are gain_high_frequency / gain_low_quality).
 EXPECTED = {
-    MODEL_A: {"specificity": ("reproduced", "reproduced", "no size claimed"),  # CI > 0, sign +1
-              "frequency": ("reproduced", "reproduced", "no size claimed"),  # CI < 0, no direction claimed (sign 0)
-              "uncertainty": ("inconclusive", "inconclusive", "no size claimed"),  # CI holds 0
-              "similarity_gain": ("reproduced", "reproduced", "consistent")},  # CI > 0, meets [1.2, 2.3] %
-    MODEL_B: {"specificity": ("refuted", "refuted", "no size claimed"),  # CI < 0 against the claimed + sign
-              "frequency": ("inconclusive", "inconclusive", "no size claimed"),
-              "uncertainty": ("reproduced", "reproduced", "no size claimed"),
-              # CI holds 0 but lies wholly below the claimed +1.2 %: refuted on size
-              "similarity_gain": ("refuted", "inconclusive", "smaller")},
+    MODEL_A: {"specificity": ("reproduced", "reproduced", "undetermined"),  # CI > 0; [0.12, 0.30] reaches 0.3
+              "frequency": ("refuted", "reproduced", "smaller"),  # CI < 0; |rho| wholly below 0.3
+              "uncertainty": ("refuted", "inconclusive", "smaller"),  # CI holds 0 but lies wholly inside +-0.3
+              "similarity_gain": ("reproduced", "reproduced", "no size claimed")},  # relative CI > 0
+    MODEL_B: {"specificity": ("refuted", "reproduced", "smaller"),  # CI < 0 (no direction claimed); |rho| < 0.3
+              "frequency": ("refuted", "inconclusive", "smaller"),
+              "uncertainty": ("reproduced", "reproduced", "undetermined"),  # CI > 0; [0.19, 0.37] straddles 0.3
+              "similarity_gain": ("inconclusive", "inconclusive", "no size claimed")},  # relative CI holds 0
 }
 
 
@@ -93,6 +94,8 @@ class _Fingerprint:
 
 class _Encoder:
     """Stands for a loaded model: the stages' entry points are planted, so nothing is encoded."""
+
+    hf_tokenizer = None  # as Encoder's: no tokenizer (the stages ask for it)
 
     def __init__(self, model: str) -> None:
         self.fingerprint = _Fingerprint(model)
@@ -177,6 +180,12 @@ def planted(monkeypatch):
     monkeypatch.setattr(context, "load_encoder", lambda model, **kw: _Encoder(model))
     monkeypatch.setattr(sstage, "run_correlate", run_correlate)
     monkeypatch.setattr(sstage, "plot_signal", lambda res, path: _png(Path(path)))
+
+    def not_planted(*args, **kwargs):  # ambiguity and CLS-vs-mean pooling: rows not testable here (no model)
+        raise NormscopeError("not planted in this test")
+
+    monkeypatch.setattr(sstage, "run_ambiguity", not_planted)
+    monkeypatch.setattr(sstage, "pooling_trends", not_planted)
     monkeypatch.setattr(rstage, "data_path", data_path)
     monkeypatch.setattr(rstage, "run_retrieval", lambda request, encoder=None, progress=False:
                         _retrieval(request.embedding.model))
@@ -217,6 +226,14 @@ def _check_hand_verdicts(rows: list[ClaimRow], model: str) -> None:
     rel, relci = PLANTED[model]["scorers"]["inverse_norm"][3:5]
     assert by_key["similarity_gain"].measured == rel and tuple(by_key["similarity_gain"].ci) == relci
     assert by_key["similarity_gain"].percent is True
+    for key in EXPECTED[model]:  # the reasoning quotes the row's own interval (the one its verdict was judged on)
+        r = by_key[key]
+        quoted = re.findall(r"CI (\[[^\]]*\])", r.why or "")
+        assert quoted, (key, r.why)
+        for q in quoted:
+            lo, hi = figure_parts("0 " + q)[1]
+            scale = 100.0 if "%" in q else 1.0
+            assert close_to_shown(lo, scale * r.ci.lo) and close_to_shown(hi, scale * r.ci.hi), (key, q, r.ci, r.why)
 
 
 # --- the page --------------------------------------------------------------------------------------------------------
@@ -280,7 +297,11 @@ def _check_page(index: Path, s: ReportSummary, res, model: str) -> None:
     page = parse_html(index.read_text(encoding="utf-8"))
     rows = s.claims
     head, grid = _scorecard(page)
-    assert [cells[0].text() for _, cells in grid] == [r.claim for r in rows], "page rows != summary.json rows"
+    assert [cells[0].text_without("meta") for _, cells in grid] == [r.claim for r in rows], \
+        "page rows != summary.json rows"
+    for (_, cells), r in zip(grid, rows):  # a row of another kind than the paper's says its kind under the claim
+        labels = [sp.text() for sp in cells[0].find_all("span", "meta")]
+        assert labels == ([] if r.kind in (None, "paper") else [KIND_TITLES[r.kind]]), (r.key, r.kind, labels)
     fig_col, verdict_col = _column(head, "this run"), _column(head, "verdict")
     for (tr, cells), r in zip(grid, rows):
         verdict_cell = cells[verdict_col]
@@ -411,32 +432,53 @@ def _check_strata_table(table, model: str) -> None:
 # --- the console -----------------------------------------------------------------------------------------------------
 
 
-def _console_claim_lines(text: str) -> list[tuple[str, list]]:
-    """The scorecard lines of the console: those with a span in a verdict's words (plain text, spans)."""
+def _leading_verdict(span: str) -> str | None:
+    """The verdict a span starts with (``"refuted       The norm ..."`` -> ``"refuted"``), else None."""
+    s = span.lstrip()
+    hits = [v for v in VERDICTS if s == v or s.startswith(v + " ")]
+    return max(hits, key=len) if hits else None
+
+
+def _console_claim_blocks(text: str) -> list[tuple[str, str, str | None, str]]:
+    """The scorecard blocks of the console: a line that starts with a verdict (its span coloured), then the
+    indented lines under it (the figure [CI] and the reason, wrapped). ``[(head line, verdict, colour, body)]``,
+    the body's wrapped lines joined."""
     out = []
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for k, line in enumerate(lines):
         spans = ansi_spans(line)
-        if any(sp.strip() in VERDICTS for sp, _, _ in spans):
-            out.append((plain(line), spans))
+        first = next(((sp, colour) for sp, colour, _ in spans if sp.strip()), None)
+        if first is None or first[0][:1].isspace() or _leading_verdict(first[0]) is None:
+            continue
+        body = []
+        for nxt in lines[k + 1:]:
+            if not plain(nxt).startswith(" ") or not plain(nxt).strip():
+                break
+            body.append(plain(nxt).strip())
+        out.append((plain(line), _leading_verdict(first[0]), first[1], " ".join(body)))
     return out
 
 
 def _check_console(text: str, s: ReportSummary) -> None:
     rows = s.claims
     tested = [r for r in rows if r.verdict != NOT_TESTABLE]
-    lines = _console_claim_lines(text)
-    assert len(lines) == len(tested), (len(lines), [r.key for r in tested], text)
-    for (line, spans), r in zip(lines, tested):
-        verdict = next((sp.strip(), colour) for sp, colour, _ in spans if sp.strip() in VERDICTS)
-        assert verdict[0] == r.verdict, (r.key, line)
-        assert verdict[1] == TERMINAL.get(r.verdict), (r.key, r.verdict, verdict[1])
+    blocks = _console_claim_blocks(text)
+    assert len(blocks) == len(tested), (len(blocks), [r.key for r in tested], text)
+    for (line, verdict, colour, body), r in zip(blocks, tested):
+        assert verdict == r.verdict, (r.key, line)
+        assert colour == TERMINAL.get(r.verdict), (r.key, r.verdict, colour)
         claim_words = r.claim.split()
         assert " ".join(claim_words[:2]) in " ".join(line.split()), (r.key, line)  # the row's claim (cut or not)
-        if r.measured is not None and (figure_parts(line)[1] is not None or "\u2026" not in line):
-            _check_figure(line, r, "console")  # (a cell the console cut with an ellipsis is not read)
+        if r.measured is not None:
+            _check_figure(body, r, "console")  # the figure [CI] is never cut
     _check_count(plain(text).splitlines(), rows, s.claims_tested, "console")
-    for m in s.missing_data or []:
-        assert m.line in plain(text).replace("\n", ""), ("missing-data line not printed", m.line)
+    logical = re.sub(r"\n {4}(?=\S)", " ", plain(text))  # a missing-data row wraps onto an indented second row
+    for m in s.missing_data or []:  # one row per dataset: its title, the claims it leaves untested, its fetch command
+        row = next((ln for ln in logical.splitlines() if f"`normscope data fetch {m.dataset}`" in ln), None)
+        assert row is not None, ("missing-data row not printed", m.dataset, logical)
+        assert row.startswith(" ".join(str(m.title or m.dataset).split()) + " is not here"), (m.dataset, row)
+        n = len(m.claims or [])
+        assert (f"{n} claim{'s' if n != 1 else ''} untested" in row) == bool(n), (m.dataset, n, row)
 
 
 # --- the tests -------------------------------------------------------------------------------------------------------
@@ -498,19 +540,28 @@ def test_side_by_side_page_and_console_put_each_models_figures_under_it(planted,
     print_multi_summary(res, console)
     text = plain(console.export_text(styles=True))
     lines = text.splitlines()
-    header = next(line for line in lines if all(re.search(re.escape(m) + r"(\s|$)", line) for m in models))
-    starts = [re.search(re.escape(m) + r"(\s|$)", header).start() for m in models]
-    assert starts == sorted(starts)
-    body = lines[lines.index(header) + 1:]
-    body = [line for line in body if line.strip() and set(line.strip()) != {"\u2500"}][: len(CLAIMS)]
-    for c, key, line in zip(CLAIMS.values(), CLAIMS, body, strict=True):  # one line per claim, in CLAIMS order
-        assert " ".join(c.claim.split()[:2]) in " ".join(line.split()), (key, line)
-        for j, m in enumerate(models):
+    # one block per claim some model tested, in CLAIMS order: the claim, then one row per model (in the report's
+    # order): its name, then its cell (figure [CI] verdict, never cut); the claims no model tested are counted
+    keys = [k for k in CLAIMS if any(next(x for x in rows[m] if x.key == k).verdict != NOT_TESTABLE for m in models)]
+    k = 0
+    for key in keys:
+        c = CLAIMS[key]
+        while k < len(lines) and " ".join(c.claim.split()[:2]) not in " ".join(lines[k].split()):
+            k += 1
+        assert k < len(lines), (key, "claim line not printed", text)
+        model_rows = lines[k + 1: k + 1 + len(models)]
+        named = [next((m for m in models if re.search(re.escape(m) + r"(\s|$)", line)), None) for line in model_rows]
+        assert named == models, (key, model_rows)
+        for m, line in zip(models, model_rows):
             r = next(x for x in rows[m] if x.key == key)
-            cell = line[starts[j]: starts[j + 1] if j + 1 < len(starts) else None]
+            cell = line.split(m, 1)[1]
             assert r.verdict in cell, (m, key, cell)
             if r.measured is not None:
                 _check_figure(cell, r, f"side-by-side console ({m})")
+        k += 1 + len(models)
+    n_untested = len(CLAIMS) - len(keys)
+    if n_untested:
+        assert any(line.startswith(f"{n_untested} claims not testable here") for line in lines), text
 
 
 def test_offline_report_page_and_console_count_nothing_tested_and_name_every_missing_dataset(planted, tmp_path):
