@@ -123,3 +123,25 @@ def test_permuting_the_items_permutes_the_per_pair_rows(bundled_encoder):
 def test_too_few_shufflable_texts_is_a_clear_error(bundled_encoder):
     with pytest.raises(InputError, match="can be shuffled"):
         _run(["word", "a a", "one two"], None, encoder=bundled_encoder)
+
+
+def test_cli_writes_the_json_and_the_pair_table_and_refuses_a_figure(tmp_path, capsys, bundled_encoder):
+    import json
+
+    import pandas as pd
+
+    from normscope.cli import run
+
+    items = tmp_path / "items.txt"
+    items.write_text("\n".join(TITLES) + "\n")
+    js, pq = tmp_path / "s.json", tmp_path / "s.parquet"
+    assert run(["correlate", "--signal", "shuffle", "--items", str(items), "--n-boot", "100", "--json", str(js),
+                "-o", str(pq)]) == 0
+    d = json.loads(js.read_text())
+    df = pd.read_parquet(pq)
+    assert (d["n_pairs"], d["n_short"], d["n_unshufflable"]) == (13, 1, 1) and len(df) == 13
+    assert d["pooled"]["n_smaller"] == int((df.rel_change < 0).sum())  # the table and the summary agree
+    assert d["pooled"]["median_rel_change"] == pytest.approx(float(np.median(df.rel_change)))
+    assert d["claims"][0]["key"] == "atypical_input_shuffle" and "shuffled copy" in capsys.readouterr().out
+    assert run(["correlate", "--signal", "shuffle", "--items", str(items), "--fig", str(tmp_path / "f.png")]) == 2
+    assert not (tmp_path / "f.png").exists()
