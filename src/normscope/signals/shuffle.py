@@ -35,6 +35,7 @@ from normscope.inputs import collapse_duplicates
 from normscope.requests import Embedding, Resampling
 from normscope.signals.items import sample_indices
 from normscope.signals.labels import model_name
+from normscope.stats_designs import sign_test_p, wilson_interval
 from normscope.table import require_raw_norms
 
 __all__ = ["shuffle_words", "item_rng", "wilson_interval", "sign_test_p", "paired_shuffle_stats", "run_shuffle",
@@ -87,34 +88,6 @@ def shuffle_words(text: str, rng: np.random.Generator, *, max_draws: int = MAX_D
         if out != words:
             return " ".join(out)
     return None
-
-
-def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion ``k / n`` (no continuity correction).
-
-    ``(p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)`` with ``p = k/n`` and ``z`` the
-    ``(1 + level)/2`` normal quantile (Wilson 1927, J. Am. Stat. Assoc. 22:209; Brown, Cai & DasGupta
-    2001, Stat. Sci. 16:101). Computed by :meth:`scipy.stats.binomtest(...).proportion_ci
-    <scipy.stats._result_classes.BinomTestResult.proportion_ci>` with ``method="wilson"``.
-
-    Raises
-    ------
-    InputError
-        ``n < 1`` or ``k`` outside ``[0, n]``.
-    """
-    from scipy.stats import binomtest  # deferred: scipy is heavy, and this module loads with the CLI command
-
-    if n < 1 or not 0 <= k <= n:
-        raise InputError(f"Wilson interval needs 0 <= k <= n and n >= 1, got k={k}, n={n}")
-    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
-    return float(ci.low), float(ci.high)
-
-
-def sign_test_p(k: int, n: int) -> float:
-    """Two-sided exact sign test: binomial p of ``k`` successes in ``n`` untied pairs under p = 1/2."""
-    from scipy.stats import binomtest  # deferred: scipy is heavy, and this module loads with the CLI command
-
-    return float(binomtest(int(k), int(n), 0.5, alternative="two-sided").pvalue)
 
 
 def _boot_median(rel: np.ndarray, groups: list[np.ndarray], n_boot: int, seed: int, level: float) -> tuple:
