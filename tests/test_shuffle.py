@@ -90,6 +90,11 @@ def test_scorecard_row_is_exploratory_and_judged_on_the_median():
     assert row["verdict"] == "reproduced" and row["measured"] == res["pooled"]["median_rel_change"] < 0
     res_up = {**res, "pooled": paired_shuffle_stats(norm, norm * rng.uniform(1.0, 1.04, 200), n_boot=300, seed=0)}
     assert shuffle_claim(res_up)["verdict"] == "refuted"
+    # an order-invariant encoder (mean-pooled word vectors) ties every pair: it cannot test the question
+    tied = shuffle_claim({**res, "pooled": paired_shuffle_stats(norm, norm.copy(), n_boot=300, seed=0)})
+    assert tied["verdict"] == "not testable here" and "ties" in tied["reason"]
+    few = shuffle_claim({**res, "pooled": paired_shuffle_stats(norm[:8], norm[:8] * 0.9, n_boot=300, seed=0)})
+    assert few["verdict"] == "not decided at this size"
 
 
 def _run(items, ids, strata=None, encoder=None):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from normscope.claims import claim_row, judge, not_testable_row
+from normscope.claims import Gate, claim_row, judge, not_testable_row
 
 __all__ = ["signal_claims", "ambiguity_claim", "pooling_claim", "shuffle_claim", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS",
            "AMBIGUITY_REFERENCE"]
@@ -152,6 +152,8 @@ def shuffle_claim(r: Mapping) -> dict:
     shuffled copy has the smaller norm (Wilson CI) is shown beside. The paper states no figure: the
     row is exploratory and has no claimed size.
     """
+    from normscope.signals.shuffle import MIN_PAIRS  # deferred: shuffle.py loads the encoders (torch)
+
     pooled = r.get("pooled") or {}
     est, ci = pooled.get("median_rel_change"), pooled.get("median_ci")
     within = f" within each {r.get('by')}" if r.get("strata") else ""
@@ -162,7 +164,13 @@ def shuffle_claim(r: Mapping) -> dict:
     beside = (f"shuffled smaller in {100 * share:.1f} % [{100 * share_ci[0]:.1f}, {100 * share_ci[1]:.1f}] of "
               f"{pooled.get('n_smaller', 0) + pooled.get('n_larger', 0)} untied pairs (Wilson); sign test "
               f"p = {pooled['sign_p']:.3g}" if share is not None else "")
-    j = judge("atypical_input_shuffle", est, ci, p=pooled.get("sign_p"))
+    gate = None
+    if pooled.get("n_pairs") and pooled.get("n_ties") == pooled.get("n_pairs"):
+        gate = Gate(False, "every pair ties: this encoder's norm does not depend on word order",
+                    "an encoder whose pooling sees word order", verdict="not testable here")
+    elif share is None:
+        gate = Gate(False, f"fewer than {MIN_PAIRS} untied pairs", f"at least {MIN_PAIRS} untied pairs")
+    j = judge("atypical_input_shuffle", est, ci, p=pooled.get("sign_p"), gate=gate)
     strata = "; ".join(f"{s['name']}: median {100 * s['median_rel_change']:+.2f} %" for s in r.get("strata") or []
                        if s.get("median_rel_change") is not None)
     return claim_row("atypical_input_shuffle", measured=est, ci=ci, judged=j, n=pooled.get("n_pairs"), what=what,
