@@ -13,6 +13,7 @@ from normscope.errors import InputError
 from normscope.requests import Resampling
 from normscope.signals.claims import shuffle_claim
 from normscope.signals.shuffle import (TIE_RTOL, item_rng, paired_shuffle_stats, run_shuffle, shuffle_words,
+                                       split_final,
                                        sign_test_p, wilson_interval)
 
 TITLES = ["Microstructural development of human newborn cerebral white matter",
@@ -45,6 +46,12 @@ def test_shuffler_is_seeded_by_seed_and_id_and_keeps_the_words():
     assert all(shuffle_words("red fox", item_rng(s, "x")) == "fox red" for s in range(40))
     # whitespace runs are one separator: the words, not the spacing, are permuted
     assert Counter(shuffle_words("a  b\tc\nd", item_rng(1, "x")).split()) == Counter("abcd")
+    # the final punctuation stays at the end; the words before it are permuted
+    title = "Glutaminolysis activates Rag-mTORC1 signaling."
+    out = shuffle_words(title, item_rng(0, "t"))
+    assert out[-1] == "." and out.count(".") == 1 and Counter(out[:-1].split()) == Counter(title[:-1].split())
+    assert shuffle_words("red fox !", item_rng(0, "x")) == "fox red !" and split_final("red fox !") == (["red", "fox"], "!")
+    assert shuffle_words("Cancer.", item_rng(0, "x")) is None and split_final("Why?!") == (["Why"], "?!")
 
 
 def test_wilson_interval_against_the_formula_by_hand():
@@ -121,7 +128,9 @@ def test_permuting_the_items_permutes_the_per_pair_rows(bundled_encoder):
     assert d1["n_token_mismatch"] == 0 and (a.tokens == a.tokens_shuffled).all()
     assert [s["name"] for s in d1["strata"]] == ["a", "b"] and sum(s["n_pairs"] for s in d1["strata"]) == 13
     for _, row in a.iterrows():  # each row's shuffled text is its own text's words in another order
-        assert Counter(row["shuffled"].split()) == Counter(row["item"].split()) and row["shuffled"] != row["item"]
+        words, tail = split_final(row["item"])
+        assert Counter(split_final(row["shuffled"])[0]) == Counter(words) and row["shuffled"] != row["item"]
+        assert row["shuffled"].endswith(tail)
     assert d1["claims"][0]["key"] == "atypical_input_shuffle"
 
 

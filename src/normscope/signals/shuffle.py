@@ -38,11 +38,14 @@ from normscope.signals.labels import model_name
 from normscope.stats_designs import sign_test_p, wilson_interval
 from normscope.table import require_raw_norms
 
-__all__ = ["shuffle_words", "item_rng", "wilson_interval", "sign_test_p", "paired_shuffle_stats", "run_shuffle",
-           "ShuffleResult", "scifact_titles", "TIE_RTOL", "MAX_DRAWS", "DEFAULT_N_SHUFFLE", "MIN_PAIRS"]
+__all__ = ["shuffle_words", "split_final", "item_rng", "wilson_interval", "sign_test_p", "paired_shuffle_stats",
+           "run_shuffle", "ShuffleResult", "scifact_titles", "FINAL_PUNCTUATION", "TIE_RTOL", "MAX_DRAWS",
+           "DEFAULT_N_SHUFFLE", "MIN_PAIRS"]
 
 #: Two norms whose relative difference is at most this are a tie (float32 sums in another order differ ~1e-7).
 TIE_RTOL = 1e-5
+#: Punctuation that ends a text and stays at the end of its shuffled copy.
+FINAL_PUNCTUATION = ".!?;:,\u2026"
 #: Shuffles drawn before a text whose every draw reproduces it is left out.
 MAX_DRAWS = 20
 #: Default number of SciFact titles (a seeded sample; the issue's reference figure used 2,000 pairs).
@@ -65,6 +68,11 @@ def item_rng(seed: int, item_id: str) -> np.random.Generator:
 def shuffle_words(text: str, rng: np.random.Generator, *, max_draws: int = MAX_DRAWS) -> str | None:
     """``text`` with its words (``str.split()``: runs of non-whitespace) in a random order, joined by one space.
 
+    The text's final punctuation (the trailing :data:`FINAL_PUNCTUATION` of its last word, or a last
+    word made only of it) stays at the end, so that only the word order changes: a title's full stop
+    does not move into the middle of the copy (a word lookup such as GloVe's reads a mid-text ``"."``
+    otherwise than a final one).
+
     Parameters
     ----------
     text : str
@@ -76,18 +84,39 @@ def shuffle_words(text: str, rng: np.random.Generator, *, max_draws: int = MAX_D
     Returns
     -------
     str or None
-        The shuffled text; None when ``text`` has fewer than two words or every draw reproduced its
-        word order (all its words are the same word, or ``max_draws`` identity draws).
+        The shuffled text; None when ``text`` has fewer than two words (after its final punctuation
+        is set aside) or every draw reproduced its word order (all its words are the same word, or
+        ``max_draws`` identity draws).
     """
-    words = text.split()
+    words, tail = split_final(text)
+    if tail and text.split()[-1] == tail:  # a last "word" of punctuation only: it stays last, as its own word
+        tail = " " + tail
     if len(words) < 2 or len(set(words)) < 2:
         return None
     for _ in range(max_draws):
         order = rng.permutation(len(words))
         out = [words[i] for i in order]
         if out != words:
-            return " ".join(out)
+            return " ".join(out) + tail
     return None
+
+
+def split_final(text: str) -> tuple[list[str], str]:
+    """The words of ``text`` (``str.split()``) and its final punctuation set aside, as :func:`shuffle_words` reads them.
+
+    Returns
+    -------
+    (words, tail) : list of str, str
+        ``tail`` is the trailing :data:`FINAL_PUNCTUATION` of the last word ("" when none), removed from
+        it, or the last word itself when it is punctuation only (then not among ``words``).
+    """
+    words = text.split()
+    if not words:
+        return words, ""
+    last = words[-1].rstrip(FINAL_PUNCTUATION)
+    if not last:
+        return words[:-1], words[-1]
+    return words[:-1] + [last], words[-1][len(last):]
 
 
 def _boot_median(rel: np.ndarray, groups: list[np.ndarray], n_boot: int, seed: int, level: float) -> tuple:
@@ -228,7 +257,7 @@ _RESAMPLING = Resampling(n_boot=2000, n_perm=0)
 
 def _left_out(texts: list[str], shuffled: list, counts: dict, notes: list[str]) -> list[int]:
     """Count the texts of fewer than 2 words and those no shuffle changes; the positions of the rest."""
-    short = [len(t.split()) < 2 for t in texts]
+    short = [len(split_final(t)[0]) < 2 for t in texts]
     counts["n_short"] = int(sum(short))
     counts["n_unshufflable"] = int(sum(s is None and not sh for s, sh in zip(shuffled, short)))
     if counts["n_short"]:
