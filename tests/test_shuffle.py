@@ -99,7 +99,10 @@ def test_scorecard_row_is_exploratory_and_judged_on_the_median():
     assert shuffle_claim(res_up)["verdict"] == "refuted"
     # an order-invariant encoder (mean-pooled word vectors) ties every pair: it cannot test the question
     tied = shuffle_claim({**res, "pooled": paired_shuffle_stats(norm, norm.copy(), n_boot=300, seed=0)})
-    assert tied["verdict"] == "not testable here" and "ties" in tied["reason"]
+    assert tied["verdict"] == "not testable here" and "200 of 200 pairs tie" in tied["reason"]
+    almost = norm.copy()
+    almost[:1] *= 0.9  # 1 of 200 pairs untied: still blind to word order
+    assert shuffle_claim({**res, "pooled": paired_shuffle_stats(norm, almost, n_boot=0)})["verdict"] == "not testable here"
     few = shuffle_claim({**res, "pooled": paired_shuffle_stats(norm[:8], norm[:8] * 0.9, n_boot=300, seed=0)})
     assert few["verdict"] == "not decided at this size"
 

@@ -152,7 +152,7 @@ def shuffle_claim(r: Mapping) -> dict:
     shuffled copy has the smaller norm (Wilson CI) is shown beside. The paper states no figure: the
     row is exploratory and has no claimed size.
     """
-    from normscope.signals.shuffle import MIN_PAIRS  # deferred: shuffle.py loads the encoders (torch)
+    from normscope.signals.shuffle import MIN_PAIRS, ORDER_BLIND  # deferred: shuffle.py loads the encoders (torch)
 
     pooled = r.get("pooled") or {}
     est, ci = pooled.get("median_rel_change"), pooled.get("median_ci")
@@ -165,8 +165,9 @@ def shuffle_claim(r: Mapping) -> dict:
               f"{pooled.get('n_smaller', 0) + pooled.get('n_larger', 0)} untied pairs (Wilson); sign test "
               f"p = {pooled['sign_p']:.3g}" if share is not None else "")
     gate = None
-    if pooled.get("n_pairs") and pooled.get("n_ties") == pooled.get("n_pairs"):
-        gate = Gate(False, "every pair ties: this encoder's norm does not depend on word order",
+    n_pairs, n_ties = pooled.get("n_pairs") or 0, pooled.get("n_ties") or 0
+    if n_pairs and n_ties >= ORDER_BLIND * n_pairs:
+        gate = Gate(False, f"{n_ties} of {n_pairs} pairs tie: this encoder's norm (almost) ignores word order",
                     "an encoder whose pooling sees word order", verdict="not testable here")
     elif share is None:
         gate = Gate(False, f"fewer than {MIN_PAIRS} untied pairs", f"at least {MIN_PAIRS} untied pairs")
