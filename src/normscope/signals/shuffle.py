@@ -316,7 +316,7 @@ def run_shuffle(*, items: Sequence[str] | None = None, ids: Sequence[str] | None
     n : int, optional
         Number of SciFact titles (default 2000; 0 = all); ignored with ``items``.
     embedding : Embedding
-        Model, device, precision, batch size, junk handling.
+        Model, device, precision, runtime, batch size, junk handling.
     resampling : Resampling
         ``n_boot`` bootstrap resamples of the median change; ``seed`` seeds the shuffles, the sample and
         the bootstrap.
@@ -358,7 +358,7 @@ def run_shuffle(*, items: Sequence[str] | None = None, ids: Sequence[str] | None
         raise InputError(f"only {len(ids)} text(s) can be shuffled (need at least {MIN_PAIRS}): give texts of at "
                          "least two different words")
     if encoder is None:
-        encoder = load_encoder(model, device=e.device, precision=e.precision)
+        encoder = load_encoder(model, device=e.device, precision=e.precision, runtime=e.runtime)
     kw = dict(encoder=encoder, batch_size=e.batch_size, progress=progress, junk=e.junk)
     t0 = embed_texts(texts, ids, what="texts", **kw)
     t1 = embed_texts(shuffled, ids, what="shuffled copies", **kw)
