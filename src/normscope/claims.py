@@ -330,6 +330,12 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           "semantic_signals",
           how_to_test="WordNet 3.0 (normscope data fetch wordnet): Spearman \u03c1(norm, number of noun senses) "
                       "controlling for Zipf frequency and length over WordNet nouns"),
+    Claim("atypical_input_shuffle", "Exploratory: does a word-shuffled text (an atypical input, same words, same "
+          "length) get a smaller norm than the text itself?", "not in the paper's stated claims (the reading 'smaller "
+          "norm = unexpected input' of its abstention use; no figure)", -1, Size(), "semantic_signals",
+          how_to_test="normscope correlate --signal shuffle (SciFact titles, or --items): the median relative norm "
+                      "change of the shuffled copy with a bootstrap CI over pairs, the sign test beside it",
+          kind="exploratory"),
     Claim("similarity_gain", "Norm-aware similarity cos/(1 + \u03b1||z||) gains over cosine (retrieval)",
           "a gain, direction only (the paper's +1.2 to +2.3 % is for high-frequency words and low-quality samples: "
           "the rows below)", +1, Size(), "retrieval"),

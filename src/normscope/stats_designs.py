@@ -4,7 +4,13 @@
   control and resampling / permutation **within** sources (exchangeability blocks);
 - :func:`correlation_difference`: the difference of two correlations with one reference (e.g.
   Spearman of a norm-aware score and of cosine with the same human ratings), with a **paired**
-  bootstrap CI.
+  bootstrap CI;
+- :func:`length_matched_pairs` / :func:`matched_comparison`: two groups of items (e.g. general vs
+  specific captions, answerable vs unanswerable problems) paired **at equal token count**, the
+  within-pair share with a Wilson CI and a sign test beside the pooled (unmatched) share, so that
+  an effect of length alone shows as a pooled effect and a null matched one;
+- :func:`wilson_interval`, :func:`sign_test_p`: a binomial share's Wilson score interval and the
+  exact two-sided sign test.
 
 The kernels (row-wise Pearson, ranks, SVD design bases, bootstrap and permutation blocks) are those
 of :mod:`normscope.stats`, with the conventions stated there (percentile intervals, two-sided
@@ -38,7 +44,8 @@ from normscope.stats import (
     resample_ranks,
 )
 
-__all__ = ["stratified_partial_spearman", "DifferenceResult", "correlation_difference"]
+__all__ = ["stratified_partial_spearman", "DifferenceResult", "correlation_difference", "wilson_interval", "sign_test_p",
+           "MatchedPairs", "length_matched_pairs", "matched_comparison"]
 
 
 def _stratum_codes(strata, n: int) -> tuple[np.ndarray, list]:
@@ -263,3 +270,140 @@ def correlation_difference(ref, a, b, *, method: str = "spearman", n_boot: int =
     return DifferenceResult(delta=ra - rb, ci=_interval(boot, ci) if n_boot else nan2, n=n, method=method, ci_level=ci,
                             n_boot=n_boot, relative=ra / rb - 1.0 if rb > 0 else float("nan"),
                             relative_ci=_interval(rel_ok, ci) if rel_ok.size else nan2)
+
+
+def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion ``k / n`` (no continuity correction).
+
+    ``(p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)`` with ``p = k/n`` and ``z`` the
+    ``(1 + level)/2`` normal quantile (Wilson 1927, J. Am. Stat. Assoc. 22:209; Brown, Cai & DasGupta
+    2001, Stat. Sci. 16:101), computed by ``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")``.
+
+    Raises
+    ------
+    InputError
+        ``n < 1`` or ``k`` outside ``[0, n]``.
+    """
+    if n < 1 or not 0 <= k <= n:
+        raise InputError(f"Wilson interval needs 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    ci = _sps.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def sign_test_p(k: int, n: int) -> float:
+    """Two-sided exact sign test: the binomial p of ``k`` successes in ``n`` untied pairs under p = 1/2."""
+    return float(_sps.binomtest(int(k), int(n), 0.5, alternative="two-sided").pvalue)
+
+
+@dataclass(frozen=True)
+class MatchedPairs:
+    """Items of two groups paired at equal token count (:func:`length_matched_pairs`).
+
+    Attributes
+    ----------
+    a, b : ndarray of shape (n_pairs,), int64
+        Positions in group A and group B of each pair; ``tokens_a[a] == tokens_b[b]`` for every pair.
+    n_unmatched_a, n_unmatched_b : int
+        Items of each group left without a partner of the same token count.
+    per_count : dict of int -> (int, int, int)
+        Per token count: (items of A, items of B, pairs).
+    """
+
+    a: np.ndarray
+    b: np.ndarray
+    n_unmatched_a: int
+    n_unmatched_b: int
+    per_count: dict
+
+
+def _stable_key(item_id) -> int:
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(str(item_id).encode("utf-8")).digest()[:8], "little")
+
+
+def length_matched_pairs(tokens_a, tokens_b, *, ids_a=None, ids_b=None, seed: int = 0) -> MatchedPairs:
+    """Pair items of group A with items of group B of exactly the same token count.
+
+    At each token count ``t`` with ``n_A(t)`` and ``n_B(t)`` items, ``min(n_A(t), n_B(t))`` pairs are
+    formed: each group's items at ``t`` are ordered by a seeded key of their id (not by position, so
+    permuting the input permutes the pairs and changes nothing else) and paired in that order; the
+    rest are counted as unmatched. Token counts should be those the model saw (after its tokenizer
+    and truncation: ``EmbeddingTable.tokens``); say so beside the result.
+
+    Parameters
+    ----------
+    tokens_a, tokens_b : array_like of int, shapes (n_a,), (n_b,)
+    ids_a, ids_b : sequence of str, optional
+        Unique ids of each group (default ``"0".."n-1"``).
+    seed : int
+
+    Returns
+    -------
+    MatchedPairs
+
+    Raises
+    ------
+    InputError
+        Token counts that are not finite integers, ids of the wrong length or not unique.
+    """
+    out = []
+    for name, tok, ids in (("a", tokens_a, ids_a), ("b", tokens_b, ids_b)):
+        t = np.asarray(tok, dtype=np.float64).ravel()
+        if not np.isfinite(t).all() or (t != np.round(t)).any():
+            raise InputError(f"tokens_{name} must be finite integer token counts")
+        ids = [str(i) for i in range(t.size)] if ids is None else [str(i) for i in ids]
+        if len(ids) != t.size or len(set(ids)) != len(ids):
+            raise InputError(f"ids_{name} must be {t.size} unique ids, got {len(ids)} ({len(set(ids))} distinct)")
+        out.append((t.astype(np.int64), ids))
+    (ta, ia), (tb, ib) = out
+    pa, pb, per = [], [], {}
+    for t in sorted(set(ta.tolist()) | set(tb.tolist())):
+        rng = np.random.default_rng([int(seed), int(t) & 0xFFFFFFFF])
+        salt = int(rng.integers(0, 2 ** 62))
+        ma = sorted(np.flatnonzero(ta == t).tolist(), key=lambda k: (_stable_key(f"{salt}:{ia[k]}"), ia[k]))
+        mb = sorted(np.flatnonzero(tb == t).tolist(), key=lambda k: (_stable_key(f"{salt}:{ib[k]}"), ib[k]))
+        m = min(len(ma), len(mb))
+        pa += ma[:m]
+        pb += mb[:m]
+        per[int(t)] = (len(ma), len(mb), m)
+    n_pairs = len(pa)
+    return MatchedPairs(a=np.asarray(pa, dtype=np.int64), b=np.asarray(pb, dtype=np.int64),
+                        n_unmatched_a=int(ta.size - n_pairs), n_unmatched_b=int(tb.size - n_pairs), per_count=per)
+
+
+def matched_comparison(values_a, values_b, pairs: MatchedPairs, *, level: float = 0.95) -> dict:
+    """Does group B have the larger value? Pooled over all items, and within length-matched pairs.
+
+    Parameters
+    ----------
+    values_a, values_b : array_like of float, shapes (n_a,), (n_b,)
+        E.g. raw norms of each group.
+    pairs : MatchedPairs
+        From :func:`length_matched_pairs` on the same two groups.
+    level : float
+
+    Returns
+    -------
+    dict
+        ``pooled_share``: P(value_B > value_A) over every (A, B) combination, ties counted 1/2 (the
+        AUROC, Mann-Whitney U / (n_a n_b); length is free to differ), with ``pooled_p`` (two-sided
+        Mann-Whitney); ``matched_share``: the share of untied equal-length pairs where B is larger,
+        with ``matched_ci`` (Wilson) and ``matched_p`` (two-sided sign test); ``n_pairs``, ``n_ties``,
+        ``n_unmatched_a``, ``n_unmatched_b``. Matched figures are None without an untied pair.
+    """
+    va = np.asarray(values_a, dtype=np.float64).ravel()
+    vb = np.asarray(values_b, dtype=np.float64).ravel()
+    if not (np.isfinite(va).all() and np.isfinite(vb).all()) or va.size == 0 or vb.size == 0:
+        raise InputError("values_a and values_b must be non-empty and finite")
+    u = _sps.mannwhitneyu(vb, va, alternative="two-sided")
+    d = vb[pairs.b] - va[pairs.a]
+    k, m = int((d > 0).sum()), int((d < 0).sum())
+    out = {"pooled_share": float(u.statistic) / (va.size * vb.size), "pooled_p": float(u.pvalue),
+           "n_pairs": int(d.size), "n_ties": int((d == 0).sum()), "n_unmatched_a": pairs.n_unmatched_a,
+           "n_unmatched_b": pairs.n_unmatched_b, "matched_share": None, "matched_ci": None, "matched_p": None,
+           "ci_level": level}
+    if k + m:
+        out.update(matched_share=k / (k + m), matched_ci=list(wilson_interval(k, k + m, level)),
+                   matched_p=sign_test_p(k, k + m))
+    return out

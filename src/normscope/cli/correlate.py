@@ -15,7 +15,7 @@ import typer
 from normscope.cli._app import app
 from normscope._format import MISSING, ci_fixed, fixed
 from normscope.cli._console import make_console, styled
-from normscope.cli._outputs import Row, Rows, figure_outputs, single_or_compare
+from normscope.cli._outputs import Row, Rows, figure_outputs, print_claim_lines, single_or_compare
 from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Runtime,
                                     Seed,
                                     TableOut, models_of, split_list)
@@ -78,12 +78,76 @@ def _table(res) -> Rows:
                 ("statistic", "value", f"{int(res.ci_level * 100)}% CI", "p", "n"), tuple(rows), caption=res.dataset)
 
 
+def _pct(x) -> str:
+    return MISSING if x is None else f"{100 * x:+.2f} %"
+
+
+def _pct_ci(ci) -> str:
+    return MISSING if not ci else f"[{100 * ci[0]:+.2f}, {100 * ci[1]:+.2f}] %"
+
+
+def _shuffle_rows(prefix: str, label: str, s: dict) -> list[Row]:
+    share, ci = s.get("share_smaller"), s.get("share_ci")
+    untied = s["n_smaller"] + s["n_larger"]
+    return [Row(f"{prefix}share_smaller", f"{label}share of pairs, shuffled copy smaller (Wilson CI, sign test p)",
+                (MISSING if share is None else f"{100 * share:.1f} %",
+                 MISSING if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}] %",
+                 MISSING if s.get("sign_p") is None else f"{s['sign_p']:.3g}", str(untied))),
+            Row(f"{prefix}median_rel_change", f"{label}median relative norm change, shuffled vs text (bootstrap CI)",
+                (_pct(s.get("median_rel_change")), _pct_ci(s.get("median_ci")), "", str(s["n_pairs"])))]
+
+
+def _shuffle_table(res) -> Rows:
+    rows = _shuffle_rows("", "", res.pooled)
+    for s in res.strata or []:
+        rows += _shuffle_rows(f"strata.{s['name']}.", f"  {res.by} {s['name']}: ", s)
+    return Rows(f"norm of each text vs its word-shuffled copy — {res.model}",
+                ("statistic", "value", "95% CI", "p", "n"), tuple(rows), caption=res.dataset)
+
+
+def _shuffle(model, items_path, n, by, seed, n_boot, emb: Embedding, json_path, out, fig, keep_duplicates) -> None:
+    """``correlate --signal shuffle``: :func:`normscope.signals.shuffle.run_shuffle`, one model or several side by side."""
+    from normscope.signals.items import read_item_column
+    from normscope.signals.shuffle import run_shuffle
+
+    if fig is not None:
+        raise InputError("--fig: the shuffle signal has no figure (its per-pair table is -o/--out)")
+    models = models_of(model)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")], inputs=[("--items", items_path)])
+    ids = items = strata = None
+    if items_path is not None:
+        ids, items = read_items(items_path)
+        if by is not None:
+            strata = read_item_column(items_path, by, len(items))
+    elif by is not None:
+        raise InputError("--by needs an --items .csv/.jsonl file with that column (SciFact titles have one source)")
+
+    def call(m):
+        return run_shuffle(items=items, ids=ids, strata=strata, by=by, n=n, embedding=emb.replace(model=m),
+                           resampling=Resampling(n_boot=n_boot, n_perm=0, seed=seed),
+                           keep_duplicates=keep_duplicates, progress=True)
+
+    console = make_console(stderr=True)
+
+    def notes(res) -> None:
+        c = res.counts
+        console.print(f"{c['n_pairs']} pairs; left out: {c['n_short']} of fewer than 2 words, {c['n_unshufflable']} "
+                      f"unshufflable, {c['n_duplicates']} duplicates, {c['n_junk']} junk; {res.pooled['n_ties']} tied "
+                      f"pairs; {c['n_token_mismatch']} pair(s) with different token counts", markup=False)
+        for note in res.notes:
+            console.print(f"note: {note}", markup=False)
+        print_claim_lines(res.claims, console)
+
+    single_or_compare(models, call, _shuffle_table, title=f"norm vs word-shuffled copy: {len(models)} models side by "
+                      "side", console=console, out=out, json_path=json_path, fig=None, plot=None, notes=notes)
+
+
 _DEFAULT = CorrelateRequest(signal="frequency")
 
 
 @app.command()
 def correlate(
-    signal: Annotated[str, typer.Option("--signal", "-s", help="specificity, frequency, concreteness or uncertainty.")],
+    signal: Annotated[str, typer.Option("--signal", "-s", help="specificity, frequency, concreteness, uncertainty, or shuffle (each text vs its word-shuffled copy).")],
     model: Models = None,
     items_path: Annotated[Optional[Path], typer.Option("--items", help="Items: .txt (one per line), .jsonl or .csv (text, id) (default: the signal's dataset).")] = None,
     n: Annotated[Optional[int], typer.Option("--n-items", min=0, help="Number of default items (specificity 2000, frequency 5000, concreteness 5000 (0 = all), uncertainty all).")] = None,
@@ -114,8 +178,13 @@ def correlate(
     from normscope.signals import plot_signal, run_correlate
     from normscope.signals.items import read_covariate_file, read_item_column
 
+    if signal == "shuffle":
+        _shuffle(model, items_path, n, by, seed, n_boot,
+                 Embedding(device=device, precision=precision, runtime=runtime, batch_size=batch_size,
+                           junk="error" if junk_error else "drop"), json_path, out, fig, keep_duplicates)
+        return
     if signal not in SIGNALS:
-        raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS)}")
+        raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS + ('shuffle',))}")
     request = CorrelateRequest(
         signal=signal, n=n, controls=_DEFAULT.controls if control is None else tuple(control), by=by, measure=measure,
         dataset=dataset, subtlex=None if subtlex is None else str(subtlex),

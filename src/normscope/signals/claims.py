@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from normscope.claims import claim_row, judge, not_testable_row
+from normscope.claims import Gate, claim_row, judge, not_testable_row
 
-__all__ = ["signal_claims", "ambiguity_claim", "pooling_claim", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS",
+__all__ = ["signal_claims", "ambiguity_claim", "pooling_claim", "shuffle_claim", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS",
            "AMBIGUITY_REFERENCE"]
 
 #: The signals with a claim row, in scorecard order.
@@ -141,3 +141,43 @@ def ambiguity_claim(r: dict | None, reason: str = "not run") -> dict:
                      beside=(f"plain Spearman {r['spearman']:+.3g}" if r.get("spearman") is not None else ""),
                      details={"plain Spearman rho": r.get("spearman"), "its 95% CI": r.get("spearman_ci"),
                               "n": r.get("n")}, note=AMBIGUITY_REFERENCE)
+
+
+def shuffle_claim(r: Mapping) -> dict:
+    """The row ``atypical_input_shuffle`` from :meth:`normscope.signals.shuffle.ShuffleResult.to_dict`.
+
+    Judged on the pooled median relative norm change ``||z(shuffled)|| / ||z(text)|| - 1`` (claimed
+    negative) with its bootstrap CI over pairs, the two-sided sign test p beside it (a CI that
+    excludes 0 while the sign test does not reject is ``inconclusive``); the share of pairs whose
+    shuffled copy has the smaller norm (Wilson CI) is shown beside. The paper states no figure: the
+    row is exploratory and has no claimed size.
+    """
+    from normscope.signals.shuffle import MIN_PAIRS, ORDER_BLIND  # deferred: shuffle.py loads the encoders (torch)
+
+    pooled = r.get("pooled") or {}
+    est, ci = pooled.get("median_rel_change"), pooled.get("median_ci")
+    within = f" within each {r.get('by')}" if r.get("strata") else ""
+    what = (f"median relative norm change of the word-shuffled copy, ||z(shuffled)||/||z(text)|| - 1; CI resamples "
+            f"pairs{within} (the shuffles are fixed by the seed)")
+    share = pooled.get("share_smaller")
+    share_ci = pooled.get("share_ci")
+    beside = (f"shuffled smaller in {100 * share:.1f} % [{100 * share_ci[0]:.1f}, {100 * share_ci[1]:.1f}] of "
+              f"{pooled.get('n_smaller', 0) + pooled.get('n_larger', 0)} untied pairs (Wilson); sign test "
+              f"p = {pooled['sign_p']:.3g}" if share is not None else "")
+    gate = None
+    n_pairs, n_ties = pooled.get("n_pairs") or 0, pooled.get("n_ties") or 0
+    if n_pairs and n_ties >= ORDER_BLIND * n_pairs:
+        gate = Gate(False, f"{n_ties} of {n_pairs} pairs tie: this encoder's norm (almost) ignores word order",
+                    "an encoder whose pooling sees word order", verdict="not testable here")
+    elif share is None:
+        gate = Gate(False, f"fewer than {MIN_PAIRS} untied pairs", f"at least {MIN_PAIRS} untied pairs")
+    j = judge("atypical_input_shuffle", est, ci, p=pooled.get("sign_p"), gate=gate)
+    strata = "; ".join(f"{s['name']}: median {100 * s['median_rel_change']:+.2f} %" for s in r.get("strata") or []
+                       if s.get("median_rel_change") is not None)
+    return claim_row("atypical_input_shuffle", measured=est, ci=ci, judged=j, n=pooled.get("n_pairs"), what=what,
+                     label="median relative norm change (shuffled vs text)", percent=True,
+                     tested_on=f"{r.get('model')}, {r.get('dataset')}",
+                     statistic="signals: shuffle median relative norm change", beside=beside,
+                     details={"share shuffled smaller": share, "its 95% Wilson CI": share_ci,
+                              "sign test p": pooled.get("sign_p"), "ties": pooled.get("n_ties"),
+                              "pairs with different token counts": r.get("n_token_mismatch")}, note=strata)
