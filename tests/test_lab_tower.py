@@ -190,3 +190,18 @@ def test_request_argv_round_trip():
     assert r.argv() == ["normscope", "lab", "--encoder", "tower", "--size", "quick", "--seed", "3", "--tau", "0.1",
                         "--run-dir", "d"]
     assert dataclasses.replace(r, model="m").argv()[-2:] == ["--run-dir", "d"]
+
+
+def test_the_report_shows_the_stored_full_run_labelled_as_stored():
+    """The report's lab section carries the stored full frozen-tower run's row (its figures are the stored file's,
+    judged by the same rule) and says it was not rerun."""
+    import json
+
+    from normscope.lab.claims import tower_claim_row
+    from normscope.report.stages.lab import TOWER_STORED, stored_tower_row
+
+    d = json.loads(TOWER_STORED.read_text(encoding="utf-8"))
+    row, direct = stored_tower_row(), tower_claim_row(d)
+    assert row["measured"] == d["mean_abs_rel_error"] and row["ci"] == list(d["mean_abs_rel_error_ci"])
+    assert row["verdict"] == direct["verdict"] and row["kind"] == "construction"
+    assert row["tested_on"].startswith("stored full run") and "not rerun by this report" in row["tested_on"]

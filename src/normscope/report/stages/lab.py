@@ -10,7 +10,8 @@ import shlex
 
 from normscope._format import num, sig3
 from normscope.lab import GATE, LabRequest, LabResult, plot_predicted_vs_observed, plot_trajectories, run_lab
-from normscope.lab.claims import lab_claim, optimizer_claim
+from normscope.lab.claims import lab_claim, optimizer_claim, tower_claim_row
+from normscope.claims import not_testable_row
 from normscope.lab.result import Agreement, LabGate
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, Table
 from normscope.requests import Request, param
@@ -19,6 +20,29 @@ from normscope.values import Spread
 __all__ = ["LabStage", "LabCheckRequest", "training_lab_sentences", "LIMIT_OPTIMIZERS"]
 
 SECTION = "training_lab"
+
+#: The frozen-tower arm's full run, stored with normscope (``normscope lab --encoder tower --size full --json
+#: src/normscope/lab/results/tower_full.json``): the report shows its row, labelled as stored, since the arm takes
+#: minutes of CPU at full size (docs/lab.md).
+TOWER_STORED = Path(__file__).resolve().parents[2] / "lab" / "results" / "tower_full.json"
+TOWER_COMMAND = "normscope lab --encoder tower --size full --json tower_full.json"
+
+
+def stored_tower_row() -> dict:
+    """Row ``ambiguity_heat_lab`` from the stored full frozen-tower run (:data:`TOWER_STORED`), its ``tested_on``
+    saying that this report did not rerun it; ``not testable here`` when the stored file is absent or unreadable."""
+    import json
+
+    try:
+        d = json.loads(TOWER_STORED.read_text(encoding="utf-8"))
+        row = tower_claim_row(d)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return not_testable_row("ambiguity_heat_lab", "no stored frozen-tower result could be read",
+                                needs=TOWER_COMMAND)
+    row["tested_on"] = (f"stored full run (normscope/lab/results/{TOWER_STORED.name}), not rerun by this report; "
+                        + str(row.get("tested_on") or ""))
+    row["needs"] = row.get("needs") or f"to rerun it: {TOWER_COMMAND}"
+    return row
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +160,7 @@ class LabStage(Stage[LabCheckRequest]):
                            "within the 5 % gate", "command"], lim_rows)],
             figures=figs, notes=notes,
             claims=[lab_claim(res, n_boot=n_boot, seed=seed)]
-            + [optimizer_claim(r, n_boot=n_boot, seed=seed) for r in limits.values()])}
+            + [optimizer_claim(r, n_boot=n_boot, seed=seed) for r in limits.values()] + [stored_tower_row()])}
 
     def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
         return training_lab_sentences(LabResult.from_dict(section.result))
