@@ -18,6 +18,11 @@ from normscope.claims import Gate, claim_row, judge, not_testable_row
 __all__ = ["signal_claims", "ambiguity_claim", "pooling_claim", "shuffle_claim", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS",
            "AMBIGUITY_REFERENCE"]
 
+#: Share of tied pairs from which an encoder counts as blind to word order (its shuffle row: not testable here).
+ORDER_BLIND = 0.99
+#: Fewest untied pairs per source for a share, a sign test and a CI of the shuffle row.
+MIN_PAIRS = 10
+
 #: The signals with a claim row, in scorecard order.
 SIGNAL_CLAIMS: tuple[str, ...] = ("specificity", "frequency", "uncertainty")
 #: The sentence of a row whose raw association is real (raw CI excludes 0) and vanishes under the controls
@@ -152,8 +157,6 @@ def shuffle_claim(r: Mapping) -> dict:
     shuffled copy has the smaller norm (Wilson CI) is shown beside. The paper states no figure: the
     row is exploratory and has no claimed size.
     """
-    from normscope.signals.shuffle import MIN_PAIRS, ORDER_BLIND  # deferred: shuffle.py loads the encoders (torch)
-
     pooled = r.get("pooled") or {}
     est, ci = pooled.get("median_rel_change"), pooled.get("median_ci")
     within = f" within each {r.get('by')}" if r.get("strata") else ""

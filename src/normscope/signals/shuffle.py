@@ -34,6 +34,7 @@ from normscope.errors import DataMissing, InputError
 from normscope.inputs import collapse_duplicates
 from normscope.requests import Embedding, Resampling
 from normscope.signals.items import sample_indices
+from normscope.signals.claims import MIN_PAIRS, ORDER_BLIND, shuffle_claim
 from normscope.signals.labels import model_name
 from normscope.stats_designs import sign_test_p, wilson_interval
 from normscope.table import require_raw_norms
@@ -50,10 +51,8 @@ FINAL_PUNCTUATION = ".!?;:,\u2026"
 MAX_DRAWS = 20
 #: Default number of SciFact titles (a seeded sample; the issue's reference figure used 2,000 pairs).
 DEFAULT_N_SHUFFLE = 2000
-#: Share of tied pairs from which an encoder counts as blind to word order (its row: not testable here).
-ORDER_BLIND = 0.99
-#: Fewest untied pairs per source for a share, a sign test and a CI.
-MIN_PAIRS = 10
+# ORDER_BLIND (share of tied pairs from which an encoder counts as blind to word order) and MIN_PAIRS (fewest
+# untied pairs per source for a share, a sign test and a CI) are defined beside the row's rule, in signals.claims
 
 
 def item_rng(seed: int, item_id: str) -> np.random.Generator:
@@ -335,7 +334,6 @@ def run_shuffle(*, items: Sequence[str] | None = None, ids: Sequence[str] | None
         No items, bad ids/strata, SciFact absent without ``items``, fewer than :data:`MIN_PAIRS` pairs,
         already-normalised vectors, junk with ``junk="error"``.
     """
-    from normscope.signals.claims import shuffle_claim  # deferred: claims reads this module's result
 
     e, seed = embedding, int(resampling.seed)
     model = e.model or DEFAULT_MODEL
