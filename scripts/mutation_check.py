@@ -129,6 +129,22 @@ def run_mutant(m: Mutant, timeout: float) -> tuple[bool, float]:
     return killed, time.perf_counter() - t0
 
 
+def run_all(chosen, timeout: float, json_path: Path | None, min_rate: float) -> int:
+    """Run each mutant of ``chosen`` against its tests, print one line each and the kill rate, write the outcome
+    as JSON to ``json_path`` (when given); exit status 0 when the rate is at least ``min_rate``."""
+    outcome = {}
+    for m in chosen:
+        killed, secs = run_mutant(m, timeout)
+        outcome[m.name] = killed
+        print(f"{'killed  ' if killed else 'SURVIVED'} {secs:6.1f} s  {m.name}", flush=True)
+    n_killed = sum(outcome.values())
+    rate = n_killed / max(len(outcome), 1)
+    print(f"{n_killed} of {len(outcome)} mutants killed ({100 * rate:.0f} %)")
+    if json_path:
+        json_path.write_text(json.dumps({"killed": n_killed, "total": len(outcome), "mutants": outcome}, indent=1) + "\n")
+    return 0 if rate >= min_rate else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--min", type=float, default=0.8, help="lowest acceptable kill rate (default 0.8)")
@@ -137,17 +153,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, help="also write the outcome as JSON here")
     args = ap.parse_args(argv)
     chosen = [m for m in MUTANTS if not args.only or any(w in m.name for w in args.only)]
-    outcome = {}
-    for m in chosen:
-        killed, secs = run_mutant(m, args.timeout)
-        outcome[m.name] = killed
-        print(f"{'killed  ' if killed else 'SURVIVED'} {secs:6.1f} s  {m.name}", flush=True)
-    n_killed = sum(outcome.values())
-    rate = n_killed / max(len(outcome), 1)
-    print(f"{n_killed} of {len(outcome)} mutants killed ({100 * rate:.0f} %)")
-    if args.json:
-        args.json.write_text(json.dumps({"killed": n_killed, "total": len(outcome), "mutants": outcome}, indent=1) + "\n")
-    return 0 if rate >= args.min else 1
+    return run_all(chosen, args.timeout, args.json, args.min)
 
 
 if __name__ == "__main__":

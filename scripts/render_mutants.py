@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation_check import Mutant, run_mutant  # noqa: E402  (a sibling script, not a package)
+from mutation_check import Mutant, run_all  # noqa: E402  (a sibling script, not a package)
 
 #: The rendering tests: one pytest run.
 RENDERING = (("tests/test_render_roundtrip.py", "tests/test_presentation.py", "tests/test_typed_results.py",
@@ -131,17 +130,7 @@ def main(argv=None) -> int:
     chosen = [m for m in MUTANTS if not args.only or any(w in m.name for w in args.only)]
     if args.tests:
         chosen = [dataclasses.replace(m, tests=(tuple(args.tests),)) for m in chosen]
-    outcome = {}
-    for m in chosen:
-        killed, secs = run_mutant(m, args.timeout)
-        outcome[m.name] = killed
-        print(f"{'killed  ' if killed else 'SURVIVED'} {secs:6.1f} s  {m.name}", flush=True)
-    n_killed = sum(outcome.values())
-    rate = n_killed / max(len(outcome), 1)
-    print(f"{n_killed} of {len(outcome)} mutants killed ({100 * rate:.0f} %)")
-    if args.json:
-        args.json.write_text(json.dumps({"killed": n_killed, "total": len(outcome), "mutants": outcome}, indent=1) + "\n")
-    return 0 if rate >= args.min else 1
+    return run_all(chosen, args.timeout, args.json, args.min)
 
 
 if __name__ == "__main__":
