@@ -27,7 +27,7 @@ import statistics
 
 import numpy as np
 
-from embed_throughput import _interleaved, real_texts
+from embed_throughput import _interleaved, text_sets
 
 VARIANTS = ("st", "torch_fp32", "torch_bf16", "ov_f32", "ov_bf16")
 
@@ -76,12 +76,7 @@ def main(argv=None) -> dict:
     print("load average (1, 5, 15 min) before: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
     st = SentenceTransformer(str(bundled_model_path()), device="cpu")
     enc = load_encoder()
-    sets = {}
-    for name in args.texts.split(","):
-        texts, source = real_texts(args.n, "title") if name == "titles" else real_texts(args.n_abstracts, "text")
-        print(f"{name}: {source}")
-        if texts is not None:
-            sets[name] = texts
+    sets = text_sets(args.texts, args.n, args.n_abstracts)
     result = {}
     for threads in [int(x) for x in args.threads.split(",")]:
         torch.set_num_threads(threads)

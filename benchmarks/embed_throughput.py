@@ -42,6 +42,18 @@ import time
 import numpy as np
 
 
+def text_sets(names: str, n: int, n_abstracts: int) -> dict[str, list[str]]:
+    """The named text sets (``"titles,abstracts"``: ``n`` SciFact titles, ``n_abstracts`` abstracts) by
+    :func:`real_texts`, each printed with its source; a set with no texts is left out."""
+    sets = {}
+    for name in names.split(","):
+        texts, source = real_texts(n, "title") if name == "titles" else real_texts(n_abstracts, "text")
+        print(f"{name}: {source}")
+        if texts is not None:
+            sets[name] = texts
+    return sets
+
+
 def real_texts(n: int = 2000, field: str = "title") -> tuple[list[str], str] | tuple[None, str]:
     from _data import dataset_dir
 
@@ -185,12 +197,7 @@ def main(argv=None) -> dict:
 
     st = SentenceTransformer(str(bundled_model_path()), device="cpu")
     enc = load_encoder()
-    sets = {}
-    for name in args.texts.split(","):
-        texts, source = real_texts(args.n, "title") if name == "titles" else real_texts(args.n_abstracts, "text")
-        print(f"{name}: {source}")
-        if texts is not None:
-            sets[name] = texts
+    sets = text_sets(args.texts, args.n, args.n_abstracts)
     result = {}
     for threads in [int(x) for x in args.threads.split(",")]:
         torch.set_num_threads(threads)
