@@ -1,4 +1,4 @@
-"""Norm-aware approximate indexes (retrieval/ann.py, cli/index.py): real faiss HNSW / IVF over folded vectors,
+"""Norm-aware approximate indexes (extensions/ann.py, cli/index.py): real faiss HNSW / IVF over folded vectors,
 checked against the brute-force float64 top-10 of retrieval.search."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from normscope.cli import run
 from normscope.engine.shards import open_vectors
 from normscope.errors import InputError
-from normscope.retrieval.ann import AnnParams, FoldedAnnIndex, build_ann_index, compare_with_exact, recall_at_k
+from normscope.extensions.ann import AnnParams, FoldedAnnIndex, build_ann_index, compare_with_exact, recall_at_k
 from normscope.retrieval.search import brute_force_search
 from normscope.table import EmbeddingTable, ModelFingerprint
 

@@ -29,7 +29,7 @@ def test_a_fitted_calibrator_passes_the_schema_and_round_trips(tmp_path):
     """A real fit (scikit-learn's isotonic calibration on 60 queries), saved and read back through the schema."""
     import pandas as pd
 
-    from normscope.retrieval.calibrator import fit_calibrator, load_calibrator
+    from normscope.extensions.calibrator import fit_calibrator, load_calibrator
     from normscope.table import ModelFingerprint
 
     rng = np.random.default_rng(0)
@@ -49,7 +49,7 @@ def test_a_fitted_calibrator_passes_the_schema_and_round_trips(tmp_path):
 def test_a_reversed_map_is_refused(tmp_path):
     """Before: a descending x = [2, 0, -2] is undefined input for ``np.interp`` (it needs increasing x): it gave
     P = 0.9 for three of four decision values, P = 0.1 for the lowest, whatever the map said."""
-    from normscope.retrieval.calibrator import Calibrator, load_calibrator
+    from normscope.extensions.calibrator import Calibrator, load_calibrator
 
     good = _calibrator()
     d = np.array([-3.0, -1.0, 0.5, 3.0])
@@ -78,7 +78,7 @@ def test_a_reversed_map_is_refused(tmp_path):
     ("signals", ["margin", "margin"], r"'signals' names a signal twice"),
 ])
 def test_each_field_out_of_range_is_one_line_naming_it(tmp_path, field, value, message):
-    from normscope.retrieval.calibrator import load_calibrator
+    from normscope.extensions.calibrator import load_calibrator
 
     c = _calibrator()
     node = c
@@ -95,7 +95,7 @@ def test_each_field_out_of_range_is_one_line_naming_it(tmp_path, field, value, m
 
 
 def test_target_k_and_depth_are_read_as_written():
-    from normscope.retrieval.calibrator import Calibrator
+    from normscope.extensions.calibrator import Calibrator
 
     c = dict(_calibrator(), target="any_relevant_at_5", depth=5)
     assert Calibrator.from_dict(c).target == "any_relevant_at_5"

@@ -1,11 +1,11 @@
-"""Streaming norm statistics (engine/norm_stats.py): moments and quantiles against numpy on the same values."""
+"""Streaming norm statistics (extensions/norm_stats.py): moments and quantiles against numpy on the same values."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from normscope.engine.norm_stats import DEFAULT_QUANTILES, RELATIVE_ACCURACY, NormSketch
+from normscope.extensions.norm_stats import DEFAULT_QUANTILES, RELATIVE_ACCURACY, NormSketch
 from normscope.errors import InputError
 
 

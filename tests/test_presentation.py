@@ -15,6 +15,7 @@ import typer.main
 from rich.console import Console
 
 from normscope._format import ci, duration, fixed, num, p_value, pct
+import normscope.extensions  # noqa: F401  registers engine="ray" (configs below use it)
 from normscope.cli import app
 from normscope.claims import CLAIMS
 from normscope.report.stage import Command, KeyNumber, Section, StageRecord

@@ -162,7 +162,7 @@ def test_in_memory_texts_on_the_actor_pool(cluster, local_result):
 
 def test_worker_junk_rule_in_process(cluster):
     """The actor class itself, in this process: junk listed beside the shards, or an error with --junk-error."""
-    from normscope.engine.ray_engine import CorpusWorker, EncoderSpec
+    from normscope.extensions.ray_engine import CorpusWorker, EncoderSpec
     from normscope.errors import InputError
 
     batch = pa.table({"id": ["a", "b", "c"], "text": ["a cat", " \t", "the dog"]})
@@ -191,7 +191,7 @@ def test_retrieval_on_the_ray_engine_equals_local(corpus, cluster, local_result,
     (d / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
         f"q{i}\t{r['_id']}\t1\n" for i, r in enumerate(good[:24])), encoding="utf-8")
     kw = dict(scorers=("cosine", "inverse_norm"), fit_split="cv", n_boot=50, n_permutations=200, k=10)
-    import normscope.engine.ray_engine as ray_engine
+    import normscope.extensions.ray_engine as ray_engine
 
     calls = []
     real = ray_engine.encode_vectors

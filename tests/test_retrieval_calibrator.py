@@ -12,8 +12,8 @@ import pytest
 from _retrieval_data import calibration_beir
 
 from normscope.errors import InputError
-from normscope.retrieval.calibrate import run_calibrate as _run_calibrate
-from normscope.retrieval.calibrator import (LAMBDA_GRID, Calibrator, check_fingerprint, fit_calibrator, keep_stats,
+from normscope.extensions.calibrate import run_calibrate as _run_calibrate
+from normscope.extensions.calibrator import (LAMBDA_GRID, Calibrator, check_fingerprint, fit_calibrator, keep_stats,
                                             load_calibrator, ltt_threshold, score_threshold)
 from normscope.table import ModelFingerprint
 
@@ -217,8 +217,8 @@ def test_integrations_agree_with_the_pipeline(tmp_path):
     import torch
     from sentence_transformers import util
 
-    from normscope.retrieval.ann import AnnParams, build_ann_index
-    from normscope.retrieval.integrations import calibrate_index_search, calibrate_semantic_search
+    from normscope.extensions.ann import AnnParams, build_ann_index
+    from normscope.extensions.integrations import calibrate_index_search, calibrate_semantic_search
     from normscope.retrieval.search import run_to_frame
 
     rng = np.random.default_rng(0)
@@ -254,7 +254,7 @@ def test_integrations_agree_with_the_pipeline(tmp_path):
 
 def test_a_run_file_and_qrels_give_the_same_calibrator_as_the_dataset_cv_path(tmp_path):
     """A TREC run written from the dataset's own cosine run, with its qrels, reproduces the 40/30/30 cross-fitted path."""
-    from normscope.retrieval.calibrate import read_run
+    from normscope.extensions.calibrate import read_run
 
     d, enc = calibration_beir(tmp_path / "a", np.random.default_rng(0), n_train=10, n_test=200)
     ref = run_calibrate(d, encoder=enc, fit_split="cv", signals=["top1_score", "margin", "sigma_k"], n_boot=100)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from normscope.errors import InputError
-from normscope.retrieval.integrations import norm_aware_similarity, norm_aware_similarity_pairwise
+from normscope.extensions.integrations import norm_aware_similarity, norm_aware_similarity_pairwise
 from normscope.scoring import score
 
 

@@ -77,7 +77,7 @@ def test_scorers_by_hand_symmetric_and_neutral_at_zero():
 
 
 def test_asymmetric_forms_keep_their_names_and_are_asymmetric():
-    from normscope.retrieval.integrations import (
+    from normscope.extensions.integrations import (
         asymmetric_norm_similarity_pairwise,
         norm_aware_similarity_pairwise,
     )

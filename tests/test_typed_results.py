@@ -235,7 +235,7 @@ def test_lab_key_numbers_take_the_gate_of_the_result():
 
 def test_calibrate_tables_read_the_held_out_numbers():
     from normscope.cli.calibrate import print_result
-    from normscope.retrieval.calibrate import CalibrateResult
+    from normscope.extensions.calibrate import CalibrateResult
 
     res = CalibrateResult.from_dict({
         "dataset_name": "scifact", "model": "m", "target": "top1_relevant", "signals": ["top1_score"],

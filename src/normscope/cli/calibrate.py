@@ -29,8 +29,8 @@ def _ci(ci, spec: str = ".3f") -> str:
 
 
 def print_result(res, console: Console, err: Console) -> None:
-    """The tables of ``normscope calibrate`` for a :class:`~normscope.retrieval.calibrate.CalibrateResult`."""
-    from normscope.retrieval.calibrate import AnswerThreshold, DocumentThreshold, ThresholdStats  # torch, faiss
+    """The tables of ``normscope calibrate`` for a :class:`~normscope.extensions.calibrate.CalibrateResult`."""
+    from normscope.extensions.calibrate import AnswerThreshold, DocumentThreshold, ThresholdStats  # torch, faiss
 
     h, th_cal = res.heldout, res.thresholds
     parts = ", ".join(f"{v} {k}" for k, v in res.parts.items())
@@ -114,7 +114,7 @@ def calibrate(
 ) -> None:
     """Fit P(relevant) from per-query signals on train queries, choose thresholds (Learn-then-Test for precision) on
     other train queries, and measure all of it on held-out queries; --apply evaluates a fitted calibrator elsewhere."""
-    from normscope.retrieval.calibrate import run_calibrate  # retrieval/ imports torch and faiss: start-up stays light
+    from normscope.extensions.calibrate import run_calibrate  # retrieval/ imports torch and faiss: start-up stays light
     from normscope.retrieval.figures import plot_reliability
 
     err = make_console(stderr=True)

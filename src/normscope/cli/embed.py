@@ -56,6 +56,7 @@ def embed(
     workers: Workers = None,
 ) -> None:
     """Embed items with a real model and write raw vectors and norms (-o OUT.parquet is required)."""
+    import normscope.extensions  # noqa: F401  registers --engine ray (light: ray is imported when used)
     from normscope.engine import embed_input  # imports torch: the CLI's start-up stays light
 
     console = make_console(stderr=True)

@@ -1,6 +1,6 @@
 """``normscope index build|search``: norm-aware approximate (HNSW, IVF) or exact faiss indexes.
 
-Thin wrappers around :mod:`normscope.retrieval.ann`; see ``docs/scale.md``.
+Thin wrappers around :mod:`normscope.extensions.ann`; see ``docs/scale.md``.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def build(
 ) -> None:
     """Fold document vectors for a scorer and build a faiss index over them."""
     # retrieval/ imports faiss and torch: imported here so that the CLI's start-up stays light
-    from normscope.retrieval.ann import AnnParams, build_ann_index, check_index_out
+    from normscope.extensions.ann import AnnParams, build_ann_index, check_index_out
     from normscope.scoring import PARAM_NAMES, check_scorer
 
     check_scorer(scorer)
@@ -243,7 +243,7 @@ def search(
     import faiss  # only when an index is searched: the CLI's start-up stays light
 
     # retrieval/ imports torch: imported here so that the CLI's start-up stays light
-    from normscope.retrieval.ann import FoldedAnnIndex, compare_with_exact
+    from normscope.extensions.ann import FoldedAnnIndex, compare_with_exact
     from normscope.retrieval.search import run_to_frame
 
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")],

@@ -43,6 +43,7 @@ def report(
 ) -> None:
     """Reproduce the whole analysis for one model (or several, side by side): HTML report, summary.json and figures."""
     # report/ imports torch and signals/ pandas: imported here so that the CLI's start-up stays light
+    import normscope.extensions  # noqa: F401  registers --engine ray (light: ray is imported when used)
     from normscope.report import FULL, QUICK, STAGE_NAMES, ReportConfig, run_report
     from normscope.report.runner import check_report_inputs
     from normscope.signals.labels import SIGNALS

@@ -194,6 +194,7 @@ def retrieval(
     """Fit norm-aware scorers on a train split, evaluate them against cosine on a test split (overall and in
     pre-specified strata), and calibrate confidence signals of the cosine top-1. --fig: the reliability diagrams
     of the confidence signals; the risk-coverage curves beside it (<stem>_risk_coverage.png; one model)."""
+    import normscope.extensions  # noqa: F401  registers --engine ray (light: ray is imported when used)
     from normscope.retrieval import run_retrieval  # torch and faiss: the CLI's start-up stays light
 
     err = make_console(stderr=True)

@@ -189,7 +189,7 @@ def _write_shard(root: Path, hashes: np.ndarray, vectors: np.ndarray) -> Path:
 
 
 #: Shard primitives for engines that batch deterministically and look a batch up by its own digest
-#: (:mod:`normscope.engine.ray_engine`).
+#: (:mod:`normscope.extensions.ray_engine`).
 read_shard, write_shard = _read_shard, _write_shard
 
 

@@ -5,8 +5,12 @@ engine     runs                                                  needs
 =========  ====================================================  ==============================
 ``local``  this process (:mod:`normscope.encoders.embed`)         nothing (the default)
 ``ray``    a Ray cluster, Ray Data with an actor pool of          ``pip install 'normscope[ray]'``
-           encoders (:mod:`normscope.engine.ray_engine`)
+           encoders (:mod:`normscope.extensions.ray_engine`)      and ``import normscope.extensions``
 =========  ====================================================  ==============================
+
+The Ray engine is an extension: this core package does not import :mod:`normscope.extensions` (an import-linter
+contract). Importing :mod:`normscope.extensions` registers it here (:func:`register_engine`); the CLI does so in the
+commands that take ``--engine``.
 
 Three drop-in entry points take ``engine=`` and ``address=`` (and optionally ``workers=``,
 ``threads=``); with ``engine='local'`` they are exactly the local functions:
@@ -27,16 +31,49 @@ from pathlib import Path
 
 import numpy as np
 
-from normscope.encoders import cache, resolve_backend
-from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.encoders.cache import encode_cached
 from normscope.encoders.embed import embed_input as _local_input
 from normscope.encoders.embed import embed_texts as _local_texts
 from normscope.errors import InputError, ModelError
 
-__all__ = ["ENGINES", "check_engine", "embed_input", "embed_texts", "encode_vectors"]
+__all__ = ["ENGINES", "check_engine", "register_engine", "embed_input", "embed_texts", "encode_vectors"]
 
 ENGINES = ("local", "ray")
+
+#: Engines other than ``local``, registered by :mod:`normscope.extensions`: name -> backend with the methods
+#: ``encode_vectors(encoder, texts, *, batch_size, progress, cache, address, workers, threads)`` and
+#: ``embed_input(input, *, address, workers, threads, **options)``.
+_BACKENDS: dict[str, object] = {}
+
+
+def register_engine(name: str, backend) -> None:
+    """Make ``engine=name`` run on ``backend`` (called by :mod:`normscope.extensions` when imported).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`ENGINES` other than ``'local'``.
+    backend : object
+        With ``encode_vectors(encoder, texts, *, batch_size, progress, cache, address, workers, threads)`` (returns
+        the (n, d) float32 vectors) and ``embed_input(input, *, address, workers, threads, **options)`` (returns the
+        ``embed`` summary dict).
+
+    Raises
+    ------
+    InputError
+        ``name`` is ``'local'`` or not in :data:`ENGINES`.
+    """
+    if name == "local" or name not in ENGINES:
+        raise InputError(f"cannot register engine '{name}' (choose from {', '.join(ENGINES[1:])})")
+    _BACKENDS[name] = backend
+
+
+def _backend(engine: str):
+    try:
+        return _BACKENDS[engine]
+    except KeyError:
+        raise ModelError(f"--engine {engine} is an extension: import normscope.extensions first (the CLI does)") \
+            from None
 
 
 def check_engine(engine: str, address: str | None = None, workers: int | None = None) -> str:
@@ -47,7 +84,8 @@ def check_engine(engine: str, address: str | None = None, workers: int | None = 
     InputError
         Unknown engine, or ``address``/``workers`` given to the local engine.
     ModelError
-        ``engine='ray'`` without the ``ray`` extra installed.
+        ``engine='ray'`` without the ``ray`` extra installed, or not registered (:mod:`normscope.extensions` not
+        imported).
     """
     if engine not in ENGINES:
         raise InputError(f"unknown engine '{engine}' (choose from {', '.join(ENGINES)})")
@@ -59,21 +97,9 @@ def check_engine(engine: str, address: str | None = None, workers: int | None = 
             import ray.data  # noqa: F401
         except ImportError:
             raise ModelError("--engine ray needs Ray Data: pip install 'normscope[ray]'") from None
+    if engine != "local":
+        _backend(engine)
     return engine
-
-
-def _worker_device(device: str) -> str:
-    if device == "cpu" or device.startswith("cuda"):
-        return "cuda" if device.startswith("cuda") else "cpu"
-    raise InputError(f"--engine ray runs workers on cpu or cuda, got --device {device}")
-
-
-def _cache_root(address: str | None) -> str | None:
-    """The driver's cache root for the workers of a local cluster; a remote cluster keeps its own."""
-    if address:
-        return None
-
-    return str(cache.cache_dir())
 
 
 def encode_vectors(
@@ -102,7 +128,7 @@ def encode_vectors(
     address : str, optional
         Ray cluster address (default: start a local cluster).
     workers, threads : int, optional
-        Ray encoder actors and torch threads per actor (see :class:`~normscope.engine.ray_engine.RayCluster`).
+        Ray encoder actors and torch threads per actor (see :class:`~normscope.extensions.ray_engine.RayCluster`).
 
     Returns
     -------
@@ -122,15 +148,8 @@ def encode_vectors(
         return encode_cached(encoder, texts, batch_size=batch_size, progress=progress, cache=cache)
     if batch_size < 1:
         raise InputError(f"batch_size must be >= 1, got {batch_size}")
-    from normscope.engine.ray_engine import EncoderSpec, RayCluster  # deferred: imports ray
-    from normscope.engine.ray_engine import encode_vectors as _ray_vectors  # deferred: imports ray
-
-    texts = [str(t) for t in texts]
-    spec = EncoderSpec.from_encoder(encoder)
-    if not texts:
-        return np.empty((0, int(encoder.dim)), dtype=np.float32)
-    return _ray_vectors(spec, texts, cluster=RayCluster(address, workers, threads), batch_size=batch_size,
-                        cache=cache, cache_root=_cache_root(address), progress=progress)
+    return _backend(engine).encode_vectors(encoder, texts, batch_size=batch_size, progress=progress, cache=cache,
+                                           address=address, workers=workers, threads=threads)
 
 
 def embed_texts(texts: Sequence[str], ids: Sequence[str] | None = None, *, engine: str = "local",
@@ -203,7 +222,7 @@ def embed_input(
     summary : dict
         The local summary; the Ray engine's adds ``engine``, ``workers``, ``threads_per_worker``,
         ``out``, ``norm_quantiles`` and ``norm_quantile_rel_error`` (see
-        :func:`normscope.engine.ray_engine.embed_corpus`).
+        :func:`normscope.extensions.ray_engine.embed_corpus`).
     table : EmbeddingTable or None
         None with ``engine='ray'`` (the vectors stay in the shards; read them with
         :func:`normscope.engine.shards.read_table` or :func:`~normscope.engine.shards.open_vectors`).
@@ -216,31 +235,5 @@ def embed_input(
     check_engine(engine, address, workers)
     if engine == "local":
         return _local_input(input, **options)
-    return _embed_input_ray(input, address, workers, threads, **options), None
+    return _backend(engine).embed_input(input, address=address, workers=workers, threads=threads, **options), None
 
-
-def _embed_input_ray(input, address: str | None, workers: int | None, threads: int | None, *, out=None,
-                     json_path=None, model: str = DEFAULT_MODEL, backend: str = "auto", pooling: str | None = None,
-                     batch_size: int = 64, device: str = "cpu", wordfreq_top: int = 0, cache: bool = True,
-                     progress: bool = False, trust_remote_code: bool = False, junk: str = "drop",
-                     precision: str = "fp32", runtime: str = "torch") -> dict:
-    """The Ray branch of :func:`embed_input`: checks the options the Ray engine does not take, then
-    :func:`normscope.engine.ray_engine.embed_corpus`."""
-    if wordfreq_top:
-        raise InputError("wordfreq:N runs on the local engine; the ray engine reads corpus files")
-    if runtime != "torch":
-        raise InputError(f"--runtime {runtime} runs on the local engine; the ray engine's workers run torch")
-    if input is None:
-        raise InputError("give INPUT (a .jsonl[.gz], .parquet or BEIR corpus) for --engine ray")
-    if out is None:
-        raise InputError("--engine ray needs -o OUT.parquet (a directory of parquet shards)")
-    if junk not in ("drop", "error"):
-        raise InputError(f"junk must be 'drop' or 'error', got {junk!r}")
-    from normscope.engine.ray_engine import EncoderSpec, RayCluster, embed_corpus  # deferred: imports ray
-
-    if resolve_backend(model, backend, pooling)[0] == "precomputed":
-        raise InputError("the ray engine embeds texts with a model; precomputed vectors need no engine")
-    spec = EncoderSpec(model=model, backend=backend, pooling=pooling, device=_worker_device(device),
-                       trust_remote_code=trust_remote_code, options={"precision": precision})
-    return embed_corpus(input, out, spec=spec, cluster=RayCluster(address, workers, threads), batch_size=batch_size,
-                        cache=cache, cache_root=_cache_root(address), junk=junk, json_path=json_path, progress=progress)

@@ -111,7 +111,7 @@ class RetrievalRequest(Request):
 @dataclasses.dataclass(frozen=True)
 class CalibrateRequest(Request):
     """A calibrator of P(relevant) fitted and thresholded on train queries, measured on held-out ones
-    (:func:`normscope.retrieval.calibrate.run_calibrate`), or a fitted one applied elsewhere (``apply``).
+    (:func:`normscope.extensions.calibrate.run_calibrate`), or a fitted one applied elsewhere (``apply``).
 
     Attributes
     ----------

@@ -10,10 +10,12 @@
 - :mod:`~normscope.retrieval.strata`: pre-specified strata of the per-query gain, Holm-corrected.
 - :mod:`~normscope.retrieval.calibration`: ECE / AURC / AUROC CIs; :mod:`~normscope.retrieval.confidence`:
   the confidence signals, their fixed-direction maps and the calibration study.
-- :mod:`~normscope.retrieval.integrations`: sentence-transformers similarity;
-  :mod:`~normscope.retrieval.mteb_model`: the MTEB 2.x wrapper.
+- :mod:`~normscope.retrieval.mteb_model`: the MTEB 2.x wrapper.
 - :func:`run_retrieval`: the whole study on one dataset (what ``normscope retrieval`` runs), returning
   a :class:`RetrievalResult`; :mod:`~normscope.retrieval.figures`: its figures.
+
+The tools built on it for users (approximate indexes, the saved calibrator and ``normscope calibrate``,
+sentence-transformers similarities such as ``norm_aware_similarity``) are in :mod:`normscope.extensions`.
 """
 
 from normscope.data.beir import BeirDataset, load_beir, load_beir_hub, load_qrels
@@ -21,7 +23,6 @@ from normscope.retrieval.calibration import aurc, ece, reliability_data, risk_co
 from normscope.retrieval.confidence import evaluate_signals
 from normscope.retrieval.evaluate import METRICS, compare_to_baseline, evaluate_run, fit_parameter, per_query_scores
 from normscope.retrieval.figures import plot_reliability, plot_risk_coverage
-from normscope.retrieval.integrations import norm_aware_similarity, norm_aware_similarity_pairwise
 from normscope.retrieval.mteb_model import NormAwareMTEBModel, evaluate_mteb
 from normscope.retrieval.pipeline import run_retrieval
 from normscope.retrieval.result import RetrievalResult
@@ -55,8 +56,6 @@ __all__ = [
     "risk_coverage",
     "reliability_data",
     "evaluate_signals",
-    "norm_aware_similarity",
-    "norm_aware_similarity_pairwise",
     "NormAwareMTEBModel",
     "evaluate_mteb",
     "run_retrieval",

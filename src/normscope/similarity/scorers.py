@@ -20,7 +20,7 @@ favours them; ``alpha`` must exceed ``-1/max||z||`` so that no factor is zero or
 These are the symmetric forms of the query-document scores of
 :mod:`normscope.scoring` (there the norm factor applies to the document only, which is
 right for retrieval; the asymmetric pairwise form is
-:func:`normscope.retrieval.integrations.asymmetric_norm_similarity_pairwise`). They are a normscope
+:func:`normscope.extensions.integrations.asymmetric_norm_similarity_pairwise`). They are a normscope
 construction motivated by the norm-as-confidence reading of the theory (``docs/theory.md``), not
 taken from a paper.
 """

@@ -52,8 +52,8 @@ from normscope.encoders import load_encoder
 from normscope.encoders.cache import model_cache_dir, read_shard, shard_path, text_hashes, write_shard
 from normscope.encoders.embed import summary_warnings
 from normscope.encoders.precision import PRECISION_SAMPLE, norm_error_vs_fp32
-from normscope.engine.corpus import check_shard_out, corpus_columns, corpus_file, read_corpus
-from normscope.engine.norm_stats import NormSketch
+from normscope.extensions.corpus import check_shard_out, corpus_columns, corpus_file, read_corpus
+from normscope.extensions.norm_stats import NormSketch
 from normscope.engine.shards import FINGERPRINT_KEY, MANIFEST, replace_dir
 from normscope.errors import InputError, ModelError, NormscopeError
 from normscope.inputs import find_junk

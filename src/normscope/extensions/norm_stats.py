@@ -2,7 +2,7 @@
 
 :class:`NormSketch` summarises any number of norms ``||z||`` in memory that does not grow with
 their count, and two sketches of disjoint parts merge into the sketch of the union. It is what the
-Ray engine (:mod:`normscope.engine.ray_engine`) aggregates over the blocks of a corpus, so the driver
+Ray engine (:mod:`normscope.extensions.ray_engine`) aggregates over the blocks of a corpus, so the driver
 never holds the vectors, nor even all the norms.
 
 - **Moments**: count, mean and the sum of squared deviations ``M2`` in float64, updated per chunk

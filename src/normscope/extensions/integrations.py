@@ -10,7 +10,7 @@
 - :class:`NormAwareMTEBModel` and :func:`evaluate_mteb` (MTEB 2.x) live in
   :mod:`normscope.retrieval.mteb_model` and are re-exported here.
 - :func:`calibrate_semantic_search` and :func:`calibrate_index_search` apply a calibrator file written
-  by ``normscope calibrate`` (:mod:`normscope.retrieval.calibrator`) to the results of
+  by ``normscope calibrate`` (:mod:`normscope.extensions.calibrator`) to the results of
   sentence-transformers ``util.semantic_search`` and of ``normscope index search``: P(relevant) per
   query, whether to answer, which documents to keep; a file fitted for another model fingerprint is
   refused in one line.
@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 from normscope.errors import InputError
-from normscope.retrieval.calibrator import Calibrator, apply_to_run, load_calibrator
+from normscope.extensions.calibrator import Calibrator, apply_to_run, load_calibrator
 from normscope.retrieval.mteb_model import NormAwareMTEBModel, evaluate_mteb  # re-exported (the MTEB wrapper lives there)
 from normscope.retrieval.qpp import QPP_SPECS, corpus_scores
 from normscope.scoring import check_param, check_scorer
@@ -249,7 +249,7 @@ def calibrate_index_search(calibrator, run, *, index_dir, query_vectors=None, qu
     Returns
     -------
     pandas.DataFrame
-        :func:`normscope.retrieval.calibrator.apply_to_run` output (``query_id``, signals, ``p_relevant``,
+        :func:`normscope.extensions.calibrator.apply_to_run` output (``query_id``, signals, ``p_relevant``,
         ``answer``, ``kept``).
 
     Raises

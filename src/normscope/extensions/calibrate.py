@@ -2,7 +2,7 @@
 
 The entry point behind ``normscope calibrate``; it returns a :class:`CalibrateResult` whose ``to_dict()``
 is the ``--json`` summary, whose ``calibrator`` is the file ``--calibrator`` writes and whose ``items`` is
-the ``-o`` per-query table. See :mod:`normscope.retrieval.calibrator` and docs/retrieval.md.
+the ``-o`` per-query table. See :mod:`normscope.extensions.calibrator` and docs/retrieval.md.
 
 Queries (in id order, so the input order never matters) are used three ways, never twice:
 
@@ -33,7 +33,7 @@ from normscope.inputs import read_text, split_lines
 from normscope.requests.retrieval import CalibrateRequest
 from normscope.results import StageResult, summary_field
 from normscope.retrieval.calibration import N_BINS, auroc_bootstrap_ci, ece, ece_bootstrap_ci, ece_support, reliability_data
-from normscope.retrieval.calibrator import (Calibrator, answer_stats, check_fingerprint,
+from normscope.extensions.calibrator import (Calibrator, answer_stats, check_fingerprint,
                                             fit_calibrator, keep_stats, load_calibrator, ltt_threshold, score_threshold,
                                             target_labels, target_name)
 from normscope.retrieval.pipeline import (_Phases, _drop_junk, _embed, _junk_entry, _resolve_fit_split, _sorted_split,
@@ -83,7 +83,7 @@ class HeldOut(Record):
 
 @dataclasses.dataclass(frozen=True)
 class AnswerThreshold(Record):
-    """The Learn-then-Test threshold on P(relevant) (:func:`normscope.retrieval.calibrator.ltt_threshold`)."""
+    """The Learn-then-Test threshold on P(relevant) (:func:`normscope.extensions.calibrator.ltt_threshold`)."""
 
     threshold: float | None = None
     precision: float | None = None
@@ -94,7 +94,7 @@ class AnswerThreshold(Record):
 
 @dataclasses.dataclass(frozen=True)
 class DocumentThreshold(Record):
-    """The cosine threshold of the top-``k`` documents (:func:`normscope.retrieval.calibrator.score_threshold`)."""
+    """The cosine threshold of the top-``k`` documents (:func:`normscope.extensions.calibrator.score_threshold`)."""
 
     k: int | None = None
     threshold: float | None = None
@@ -171,7 +171,7 @@ def evaluate_calibrator(cal: Calibrator, features, y, *, run, qrels, query_ids: 
     features : pandas.DataFrame
         The queries' signals (:func:`normscope.retrieval.qpp.qpp_signals`).
     y : array-like of shape (n,), 0/1
-        :func:`~normscope.retrieval.calibrator.target_labels`.
+        :func:`~normscope.extensions.calibrator.target_labels`.
     run, qrels : dict
         The cosine run and the judgements (document thresholds).
     query_ids : sequence of str
