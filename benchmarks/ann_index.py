@@ -6,7 +6,7 @@ Queries: the raw MiniLM vectors of the first 300 SciFact claims (real queries).
 Scorer: ``inverse_norm`` with alpha = 0.1 / median||d|| (as ``norm_aware_search.py``), i.e. the
 documents are folded to ``d / (||d|| (1 + alpha ||d||))``; ``--scorer cosine`` runs plain cosine.
 
-Indexes (``normscope.retrieval.ann.build_ann_index``, ``faiss.METRIC_INNER_PRODUCT``):
+Indexes (``normscope.extensions.ann.build_ann_index``, ``faiss.METRIC_INNER_PRODUCT``):
 - baseline: exact ``IndexFlatIP`` over the same folded vectors (the ground truth top-10);
 - ``IndexHNSWFlat`` (M=16, efConstruction=100 by default; ``--hnsw-m``, ``--hnsw-ef-construction``),
   swept over efSearch;
@@ -52,7 +52,7 @@ def main(argv=None) -> list[dict]:
 
     from _scale_data import resample, scifact_vectors
 
-    from normscope.retrieval.ann import AnnParams, build_ann_index, compare_with_exact, time_exact
+    from normscope.extensions.ann import AnnParams, build_ann_index, compare_with_exact, time_exact
     from normscope.scoring import fold_queries
 
     got = scifact_vectors()

@@ -147,7 +147,7 @@ def _peak_rss_mib() -> float:
 
 def _child(method: str, n: int, path: str) -> None:
     """Run in a fresh process: norm statistics of the first n rows of a .npy; print JSON with peak RSS."""
-    from normscope.engine.norm_stats import NormSketch
+    from normscope.extensions.norm_stats import NormSketch
 
     with open(path, "rb") as f:
         version = np.lib.format.read_magic(f)
