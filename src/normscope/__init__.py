@@ -6,7 +6,9 @@ Public API (see ``docs/architecture.md``):
   models, through the content-addressed cache (the one path from texts to vectors);
 - :class:`EmbeddingTable`, :class:`ModelFingerprint` -- the artefact every stage reads and writes;
 - :mod:`normscope.theory`, :mod:`normscope.probes`, :mod:`normscope.lab`, :mod:`normscope.signals`,
-  :mod:`normscope.stats`, :mod:`normscope.retrieval`, :mod:`normscope.report` -- the stages.
+  :mod:`normscope.stats`, :mod:`normscope.retrieval`, :mod:`normscope.report` -- the stages;
+- :mod:`normscope.extensions` -- tools for users the core does not import (Ray engine, ANN indexes, the saved
+  calibrator, sentence-transformers integrations).
 
 The supported API is ``__all__`` here and the ``__all__`` of each module in :data:`PUBLIC_MODULES` (listed, with an
 example per module, in ``docs/api.md``); other names (a module not listed, a name not in its module's ``__all__``,
@@ -26,7 +28,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "normscope.data", "normscope.lexicons", "normscope.requests", "normscope.theory", "normscope.stats",
     "normscope.scoring", "normscope.pairs", "normscope.claims", "normscope.values", "normscope.results",
     "normscope.errors", "normscope.probes", "normscope.signals", "normscope.similarity", "normscope.retrieval",
-    "normscope.tokens", "normscope.lab", "normscope.report",
+    "normscope.tokens", "normscope.lab", "normscope.report", "normscope.extensions",
 )
 
 __all__ = [
