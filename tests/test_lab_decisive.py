@@ -337,6 +337,57 @@ def test_scale_stationarity_labels_constructed_trajectories():
     assert g["grew"] and g["fraction_of_steps_grew"] == 1.0 and g["ratio"] > 1
 
 
+def test_scale_over_seeds_is_the_mean_of_the_runs_with_a_ci_over_seeds_and_blocks():
+    """Runs of constant theta_D and g_D: each run's relative error is known by hand, (eta^2 g2 th2 / 2c)^(1/4) /
+    sqrt(th2) - 1, blocks add no spread, so the CI over seeds spans the runs' errors; one run is scale_summary's."""
+    from normscope.lab.decisive_scale import scale_over_seeds, scale_summary
+
+    eta, lam = 0.5, 2e-3
+    two_c = 1 - (1 - eta * lam) ** 2
+
+    def const(th2, g2, n=400):
+        r = np.zeros((n, 6))
+        r[:, 0], r[:, 1], r[:, 5] = th2, g2, th2
+        return r
+
+    runs = [const(1.0, 4e-3), const(1.0, 5e-3), const(1.2, 4e-3)]
+    hand = [(eta**2 * r[0, 1] * r[0, 0] / two_c) ** 0.25 / np.sqrt(r[0, 0]) - 1 for r in runs]
+    out = scale_over_seeds([(r, 100, 30) for r in runs], eta=eta, weight_decay=lam, optimizer="sgd", n_boot=400)
+    assert out["n_seeds"] == 3 and out["rel_error"] == pytest.approx(np.mean(hand), rel=1e-12)
+    assert [x["rel_error"] for x in out["per_seed"]] == pytest.approx(hand, rel=1e-12)
+    assert min(hand) - 1e-12 <= out["rel_error_ci"][0] < out["rel_error_ci"][1] <= max(hand) + 1e-12
+    assert out["between_seed_sd"] == pytest.approx(np.std(hand, ddof=1), rel=1e-9) and "seeds" in out["resamples"]
+    # one run: the same point and the same block bootstrap as scale_summary
+    rec = _free_vector_record(2e-3, steps=3000)
+    one = scale_over_seeds([(rec, 1500, 250)], eta=0.5, weight_decay=2e-3, optimizer="sgd", n_boot=300, seed=3)
+    sm = scale_summary(rec, eta=0.5, weight_decay=2e-3, optimizer="sgd", burn_in=1500, relaxation_steps=250,
+                       n_boot=300, seed=3)
+    assert one["rel_error"] == pytest.approx(sm["rel_error"], rel=1e-12) and one["between_seed_sd"] is None
+    # free vectors on three batch seeds: each within 2 % of (E2), the CI of the mean covers 0
+    many = scale_over_seeds([(_free_vector_record(2e-3, steps=3000, seed=s), 1500, 250) for s in range(3)],
+                            eta=0.5, weight_decay=2e-3, optimizer="sgd", n_boot=300)
+    assert abs(many["rel_error"]) < 0.02 and many["rel_error_ci"][0] - 0.005 <= 0 <= many["rel_error_ci"][1] + 0.005
+    with pytest.raises(ValueError):
+        scale_over_seeds([], eta=0.5, weight_decay=2e-3, optimizer="sgd")
+
+
+def test_scale_claim_row_uses_the_seeds_when_there_are_replicates():
+    from normscope.lab.claims import transformer_claim_row
+
+    d = _scale_input()
+    d["base"]["sgd"]["scale_seeds"] = {"n_seeds": 3, "rel_error": -0.08, "rel_error_ci": [-0.1, -0.06],
+                                       "abs_rel_error": 0.08, "abs_rel_error_ci": [0.06, 0.1], "between_seed_sd": 0.01,
+                                       "per_seed": [{"rel_error": x} for x in (-0.07, -0.08, -0.09)],
+                                       "resamples": "3 runs on different batch seeds"}
+    d["base"]["sgd"]["replicates"] = [{"name": f"base_sgd_rep{r}", "scale_label": "stationary"} for r in (1, 2)]
+    row = transformer_claim_row(d)
+    assert row["measured"] == 0.08 and row["ci"] == [0.06, 0.1] and row["verdict"] == "refuted"
+    assert "3 runs on different batch seeds" in row["what"] and "per seed -7.00%, -8.00%, -9.00%" in row["why"]
+    d["base"]["sgd"]["replicates"][1]["scale_label"] = "drifting"  # a replicate whose scale moves: not decided
+    row = transformer_claim_row(d)
+    assert row["verdict"] == "not decided at this size" and "base_sgd_rep2" in row["reason"]
+
+
 # ---------------------------------------------------------------- a tiny design end to end
 WORDS = ("cat dog bird fish tree rock river cloud house car road book pen cup door wall hand foot star moon sun rain "
          "snow wind fire").split()
@@ -349,7 +400,7 @@ def _tiny_sizes(**over):
     kw = dict(hidden=32, heads=2, pretrain_steps=12, probe_items=5, n_eval=16, batch_size=8, max_tokens=32,
               grid=((0.05, 0.2),), grid_relaxations=1, base_relaxations=1, scaling_relaxations=1, min_steps=8,
               max_steps=16, nodecay_steps=8, scaling_factors=(2.0,), snapshots=2, probe_batches=2, track_every=2,
-              lambda_every=4, n_boot=100, n_perm=100, equilibrate_batches=16)
+              lambda_every=4, n_boot=100, n_perm=100, equilibrate_batches=16, base_replicates=1)
     kw.update(over)
     return DesignSizes("test", **kw)
 
@@ -416,6 +467,13 @@ def test_tiny_design_end_to_end(tiny_design):
     if s["label"] == "collapsed" or s["scale"]["stationarity"]["label"] != "stationary":
         assert row["verdict"] == "not decided at this size"
     assert r.nodecay["steps"] == 8 and r.nodecay["start"] == "base_sgd"
+    # the replicate of the SGD base run: same setting and length, its own batches; the scale over both seeds
+    rep = json.loads((runs / "base_sgd_rep1.json").read_text())["spec"]
+    assert rep["replicate"] == 1 and rep["steps"] == s["steps"] and rep["start"] == s["start"]
+    assert "replicate" not in json.loads((runs / "base_sgd.json").read_text())["spec"]  # old hashes unchanged
+    seeds = s["scale_seeds"]
+    assert seeds["n_seeds"] == 2 and len(s["replicates"]) == 1
+    assert seeds["rel_error"] == pytest.approx(np.mean([s["scale"]["rel_error"], s["replicates"][0]["rel_error"]]))
     # the per-item table: a row per probe item, nothing dropped (q < 0 included)
     assert np.isfinite(r.items["sgd_r_eq"]).sum() + (r.items["sgd_flag"] != "").sum() == 5
 
@@ -440,6 +498,8 @@ def test_no_phase_replays_another_phases_batches(tiny_design):
 
     for t in range(4):  # the first design drew batch t of every phase from one seed: the same batches
         batches = [idx(k, t) for k in ("pretrain", "grid", "base", "scaling", "nodecay")]
+        # a replicate of the base run on another batch seed draws its own batches too
+        batches.append([int(i) for i in sample_pair_batches(n, sz.batch_size, 1, batch_seed(1, "base", t, 1))[0]])
         assert all(a != b for i, a in enumerate(batches) for b in batches[i + 1:]), t
     enc = encoders.load_encoder(str(d / "encoder"), fresh=True)
     params = [p for _n, p in enc.module.named_parameters() if p.requires_grad]
@@ -612,7 +672,7 @@ def test_cli_decisive_and_report_section(tiny_design, tiny_files, tmp_path, monk
     out = capsys.readouterr()
     s = json.loads(js.read_text())
     assert list(s)[-1] == "timings" and s["claim"]["verdict"] == tiny_design.claim["verdict"]
-    assert "scorecard (theorem1_transformer)" in out.out and "[phase 5/5] analysis" in out.err
+    assert "scorecard (theorem1_transformer)" in out.out and "[phase 6/6] analysis" in out.err and "replicate(s) of the SGD base run" in out.err
     assert (tmp_path / "lab_decisive_lambda_scaling.png").stat().st_size > 1000  # beside --fig (the prediction)
     assert (tmp_path / "lab_decisive.png").stat().st_size > 1000
     for bad in (["--lr", "0.1"], ["--steps", "10"], ["--size", "huge"]):

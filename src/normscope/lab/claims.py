@@ -245,7 +245,9 @@ def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
     theta_D (the last LayerNorm's gain and bias) is exactly scale invariant under the cosine loss, so it is a free
     vector: (E1) and (E2) hold for its norm s = ||theta_D|| (:mod:`normscope.lab.decisive_scale`). The statistic is
     ``|s_pred / s_obs - 1|`` of the SGD base run, s_pred from (E2) with the window's own gradients and no fitted
-    constant, CI over time blocks of the window; size at most :data:`SCALE_TOL`. A reproduction also needs: the
+    constant, CI over time blocks of the window; with replicates of the base run on other batch seeds, the mean over
+    the runs with a CI over seeds and blocks (:func:`~normscope.lab.decisive_scale.scale_over_seeds`), and every
+    replicate's scale must pass the stationarity rule too; size at most :data:`SCALE_TOL`. A reproduction also needs: the
     lambda-scaling slope of s within its CI of -1/4 (SGD) and -1/2 (AdamW), the no-decay control's scale growing,
     and AdamW failing the SGD form (the CI of its |rel. error| above :data:`SCALE_TOL`); a failed one gives
     ``inconclusive`` with the reason. *Not decided at this size* unless the SGD base run did not collapse and its
@@ -279,10 +281,21 @@ def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
                                 verdict="not decided at this size", needs=needs)
     stat, ci = sc["abs_rel_error"], sc.get("abs_rel_error_ci")
     st = sc.get("stationarity") or {}
+    seeds = base.get("scale_seeds") or {}
+    reps = base.get("replicates") or []
+    if (seeds.get("n_seeds") or 0) >= 2:  # the base run and its replicates on other batch seeds
+        stat, ci = seeds["abs_rel_error"], seeds.get("abs_rel_error_ci")
+        what = what.replace(f"CI: {sc.get('resamples') or 'time blocks of the window'}",
+                            f"the mean over {seeds['n_seeds']} runs on different batch seeds (the base run and "
+                            f"{len(reps)} replicate(s) from the same start); CI: {seeds.get('resamples')}")
+    moving = [r["name"] for r in reps if r.get("scale_label") != "stationary"]
     if base.get("label") == "collapsed":
         gate = Gate(False, "the SGD base run collapsed", needs)
     elif st.get("label") != "stationary":
         gate = Gate(False, "the SGD base run's scale ||theta_D|| is not stationary", needs)
+    elif moving:
+        gate = Gate(False, f"the scale of {len(moving)} replicate(s) of the SGD base run is not stationary "
+                           f"({', '.join(moving)})", needs)
     elif (sc.get("n_blocks") or 0) < MIN_SCALE_BLOCKS:
         gate = Gate(False, f"the SGD base run's window is {_f(base.get('window_units'))} relaxation units long: its CI "
                            f"rests on {sc.get('n_blocks')} blocks, fewer than {MIN_SCALE_BLOCKS} independent ones", needs)
@@ -314,6 +327,11 @@ def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
     notes.insert(0, f"s observed {_f(sc.get('s_observed'), '.4g')}, predicted {_f(sc.get('s_predicted'), '.4g')} "
                     f"(rel. error {_f(sc.get('rel_error'), '+.3%')} {_ci(sc.get('rel_error_ci'))}); (E1): max |cos(theta_D, "
                     f"g_D)| {_f(e1.get('max_abs_cos'))}, window balance {_f(e1.get('balance'), '.4f')}")
+    if (seeds.get("n_seeds") or 0) >= 2:
+        per = ", ".join(f"{x['rel_error']:+.2%}" for x in seeds.get("per_seed") or [])
+        notes.insert(1, f"over {seeds['n_seeds']} batch seeds: rel. error {_f(seeds.get('rel_error'), '+.3%')} "
+                        f"{_ci(seeds.get('rel_error_ci'))} (per seed {per}; between-seed SD "
+                        f"{_f(seeds.get('between_seed_sd'), '.3%')})")
     if failed:
         notes.append("not met: " + "; ".join(f"{k} ({'not measured' if conds[k] is None else 'no'})" for k in failed))
     if base.get("label") == "collapsed" or st.get("reasons"):
@@ -323,10 +341,11 @@ def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
     return claim_row(key, measured=stat, ci=ci, judged=j, n=sc.get("window_steps"), what=what,
                      label="|s_pred / s_obs - 1| (theta_D)", tested_on=tested, note="; ".join(notes),
                      statistic="transformer lab (decisive): |s_pred / s_obs - 1| of theta_D",
-                     beside=f"rel. error {_f(sc.get('rel_error'), '+.2%')}",
+                     beside=f"rel. error {_f((seeds or sc).get('rel_error'), '+.2%')}",
                      needs=gate.needs if not gate.passed else "",
                      details={"tolerance": SCALE_TOL, "conditions": conds, "scale stationarity": st,
-                              "E1": e1, "s observed": sc.get("s_observed"), "s predicted": sc.get("s_predicted")})
+                              "E1": e1, "s observed": sc.get("s_observed"), "s predicted": sc.get("s_predicted"),
+                              "over seeds": seeds or None})
 
 
 def transformer_items_claim_row(d: dict, *, full_command: str = "") -> dict:

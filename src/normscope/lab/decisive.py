@@ -105,6 +105,10 @@ class DesignSizes:
         S probe snapshots over each base run's window, K fresh batches each.
     equilibrate_batches : int
         K fresh batches for each decayed run's equilibrated start (theta_D rescaled to its (E2) equilibrium).
+    base_replicates : int
+        Replicates of the SGD base run on other batch seeds (same start, same length, no snapshots), so that the
+        decayed scale's CI covers the batch sampling between seeds as well as time blocks within a run. Not part
+        of the design's hash: the other runs do not depend on it.
     track_every, lambda_every : int
     n_boot, n_perm : int
     """
@@ -139,6 +143,7 @@ class DesignSizes:
     n_boot: int = 2000
     n_perm: int = 2000
     equilibrate_batches: int = 16
+    base_replicates: int = 0
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -148,13 +153,13 @@ class DesignSizes:
 
 
 DESIGNS: dict[str, DesignSizes] = {
-    "full": DesignSizes("full"),
+    "full": DesignSizes("full", base_replicates=2),
     # the report's default: about a minute of CPU; too short to decide (it says so)
     "report": DesignSizes("report", hidden=64, pretrain_steps=300, probe_items=32, n_eval=256, batch_size=16,
                           grid=((0.003, 1.0), (0.01, 0.3), (0.03, 0.1)), grid_relaxations=1.0, base_relaxations=2.0,
                           scaling_relaxations=1.0, min_steps=40, max_steps=300, nodecay_steps=60, snapshots=4,
                           probe_batches=4, track_every=2, lambda_every=20, n_boot=500, n_perm=500,
-                          equilibrate_batches=4),
+                          equilibrate_batches=4, base_replicates=0),
     "quick": DesignSizes("quick", hidden=32, pretrain_steps=60, probe_items=16, n_eval=64, batch_size=16,
                          grid=((0.01, 0.3),), grid_relaxations=0.4, base_relaxations=1.0, scaling_relaxations=0.4,
                          min_steps=12, max_steps=60, nodecay_steps=12, snapshots=2, probe_batches=2, track_every=2,
@@ -241,7 +246,8 @@ def _window_points(steps: int, burn_in: int, n: int) -> list[int]:
 
 def design_specs(phase: str, sizes: DesignSizes, *, lam_per_lambda: float | None = None,
                  selected: dict | None = None) -> list[RunSpec]:
-    """The runs of a phase (``pretrain``, ``grid``, ``base``, ``scaling``), given what earlier phases measured.
+    """The runs of a phase (``pretrain``, ``grid``, ``base``, ``scaling``, ``replicates``), given what earlier phases
+    measured (``replicates``: the SGD base run again on other batch seeds, :attr:`DesignSizes.base_replicates`).
 
     ``lam_per_lambda`` is the median lambda_rad / lambda of the probe items on the pre-trained
     encoder (E4); ``selected`` the base setting (:func:`select_setting`).
@@ -267,6 +273,13 @@ def design_specs(phase: str, sizes: DesignSizes, *, lam_per_lambda: float | None
         return out
     if selected is None:
         raise InputError(f"phase {phase} needs the selected base setting")
+    if phase == "replicates":
+        eta, lam = base_settings(selected["eta"], selected["lambda"], sizes)["sgd"]
+        n = _steps(sizes.base_relaxations, relaxation_time(eta, lam, lam_per_lambda), sizes, te * sizes.snapshots)
+        return [RunSpec(f"base_sgd_rep{r}", "base", "sgd", float(eta), float(lam), n, n // 2, beta=sizes.beta,
+                        start=grid_name(selected["eta"], selected["lambda"]), eval_steps=(n,), track_every=te,
+                        lambda_every=sizes.lambda_every, equilibrate=sizes.equilibrate_batches, replicate=r)
+                for r in range(1, sizes.base_replicates + 1)]
     out = []
     for opt, (eta, lam) in base_settings(selected["eta"], selected["lambda"], sizes).items():
         tau_r = relaxation_time(eta, lam, lam_per_lambda, opt)
@@ -444,6 +457,7 @@ def _design_key(sizes: DesignSizes, pairs, probe_items, seed: int, *, data_only:
         sz = {k: sz[k] for k in DATA_SIZES}
     else:
         sz.pop("name")
+        sz.pop("base_replicates", None)  # extra runs with keys of their own: the others do not depend on them
     return settings_key({"sizes": sz, "pairs": str(pairs), "probe_items": items, "seed": seed,
                          "format": 1 if data_only else DESIGN_VERSION})
 
@@ -515,7 +529,7 @@ def run_decisive_design(
     sizes, items = _design_inputs(design, probe_items, device, workers)
     directory = _design_directory(directory)
     check_run_folder(directory)  # every state file read once before any work: a damaged one is one line
-    prog = _Progress(progress)
+    prog = _Progress(progress, 6 if sizes.base_replicates else 5)
     key = _design_key(sizes, pairs, items, seed)
     data_key = _design_key(sizes, pairs, items, seed, data_only=True)
     settings = {"sizes": sizes.to_dict(), "pairs": str(pairs), "probe_items": str(items), "seed": seed}
@@ -548,7 +562,12 @@ def run_decisive_design(
         phases["scaling"] = _phase(prog, ctx, 4, "lambda scaling and no decay",
                                    design_specs("scaling", sizes, lam_per_lambda=lam0, selected=selected), workers,
                                    num_threads)
-        prog.line(f"[phase 5/5] analysis ({sizes.n_boot:,} bootstrap resamples, {sizes.n_perm:,} permutations)")
+        if sizes.base_replicates:
+            phases["replicates"] = _phase(prog, ctx, 5, f"{sizes.base_replicates} replicate(s) of the SGD base run "
+                                          "(other batch seeds)", design_specs("replicates", sizes, lam_per_lambda=lam0,
+                                                                               selected=selected), workers, num_threads)
+        prog.line(f"[phase {prog.n}/{prog.n}] analysis ({sizes.n_boot:,} bootstrap resamples, {sizes.n_perm:,} "
+                  "permutations)")
         runs = {s.name: (s, load_run(s, ctx)) for ph in phases.values() for s in ph}
         timings = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
                    "runs_cpu_s": float(sum(r["meta"]["timings"]["cpu_s"] for _s, r in runs.values())),

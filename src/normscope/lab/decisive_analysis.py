@@ -19,7 +19,8 @@ from normscope._io import write_json
 from normscope.lab.analysis import wilson_interval
 from normscope.lab.claims import transformer_claim_row, transformer_items_claim_row
 from normscope.lab.decisive_run import DESIGN_VERSION, relaxation_time
-from normscope.lab.decisive_scale import SCALE_EXPONENTS, scale_blocks, scale_growth, scale_summary, window_blocks
+from normscope.lab.decisive_scale import (SCALE_EXPONENTS, scale_blocks, scale_growth, scale_over_seeds, scale_summary,
+                                          window_blocks)
 from normscope.lab.prediction import snapshot_prediction
 from normscope.lab.result import DecisiveResult
 from normscope.lab.scaling import growth_without_decay, lambda_scaling_fit
@@ -217,6 +218,8 @@ def analyse_design(*, sizes, data: dict, runs: dict, phases: dict, lam_per_lambd
     encoder = _encoder_summary(sizes, runs["pretrain"], lam_per_lambda)
     cols: dict = {"id": ids, "text": texts}  # the per-item table, filled by each phase in turn
     base, wins = _base_summaries(phases["base"], runs, sizes, ids, order, seed, kw, cols)
+    if phases.get("replicates") and "sgd" in base:
+        base["sgd"].update(_replicate_summaries(phases, runs, wins["sgd"], sizes, seed, kw))
     scaling = _scaling_summaries(phases, runs, predictions, sizes, order, seed, kw, cols)
     nodecay = _nodecay_summary(phases, runs, wins, sizes, order, seed, cols)
     items = pd.DataFrame(cols)
@@ -288,6 +291,33 @@ def _base_summaries(base_specs: list, runs: dict, sizes, ids: list, order, seed:
             cols[f"{spec.optimizer}_q_over_c_trajectory"] = win["estimates"]["q_over_c"]
         base[spec.optimizer] = summ
     return base, wins
+
+
+def _replicate_summaries(phases: dict, runs: dict, base_win: dict, sizes, seed: int, kw: dict) -> dict:
+    """The SGD base run's replicates on other batch seeds: each one's window summary (label, scale) and the decayed
+    scale's (E2) relative error over the base run and its replicates with a CI over seeds and time blocks
+    (:func:`~normscope.lab.decisive_scale.scale_over_seeds`)."""
+    base_spec = next(s for s in phases["base"] if s.optimizer == "sgd")
+    specs = [base_spec] + list(phases["replicates"])
+    recs, reps = [], []
+    for spec in specs:
+        win = base_win if spec is base_spec else run_window(spec, runs[spec.name][1], **kw)
+        td = runs[spec.name][1].get("theta_d")
+        if td is None or len(td) != spec.steps:
+            return {}
+        recs.append((td, spec.burn_in, win["relaxation_steps"]))
+        if spec is not base_spec:
+            sm = win["summary"]
+            sc = sm.get("scale") or {}
+            reps.append({"name": spec.name, "replicate": spec.replicate, "label": sm["label"], "reasons": sm["reasons"],
+                         "scale_label": (sc.get("stationarity") or {}).get("label"),
+                         "scale_relative_change": (sc.get("stationarity") or {}).get("relative_change"),
+                         "s_observed": sc.get("s_observed"), "s_predicted": sc.get("s_predicted"),
+                         "rel_error": sc.get("rel_error"), "rel_error_ci": sc.get("rel_error_ci"),
+                         "e1_balance": (sc.get("e1") or {}).get("balance"), "mean_r": sm["mean_r"]})
+    seeds = scale_over_seeds(recs, eta=base_spec.lr, weight_decay=base_spec.weight_decay, optimizer="sgd",
+                             beta=base_spec.beta, n_boot=sizes.n_boot, seed=seed)
+    return {"replicates": reps, "scale_seeds": seeds}
 
 
 def _scaling_summaries(phases: dict, runs: dict, predictions: dict, sizes, order, seed: int, kw: dict,

@@ -99,6 +99,10 @@ class RunSpec:
         theta_D of this run when it differs from the design's (the grid's mask comparison).
     equilibrate : int
         K fresh batches for the equilibrated start (0: start as loaded; see the module docstring).
+    replicate : int
+        0 for the design's own run; r >= 1 for a replicate of it on other batches: its training, equilibration and
+        snapshot batches come from seeds of their own (:func:`batch_seed`), so the between-seed variation of a
+        statistic can be measured. Left out of the spec's JSON (and hash) when 0.
     """
 
     name: str
@@ -119,10 +123,13 @@ class RunSpec:
     save_final: bool = False
     decay_mask: str | None = None
     equilibrate: int = 0
+    replicate: int = 0
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["snapshots"], d["eval_steps"] = list(self.snapshots), list(self.eval_steps)
+        if not self.replicate:  # the runs of design version 2 before replicates existed keep their hash
+            d.pop("replicate")
         return d
 
 
@@ -185,11 +192,19 @@ DESIGN_VERSION = 2
 PHASE_DOMAIN = {"pretrain": None, "grid": 1, "base": 2, "scaling": 3, "nodecay": 4}
 
 
-def batch_seed(seed: int, kind: str, t: int) -> int:
+def batch_seed(seed: int, kind: str, t: int, replicate: int = 0) -> int:
     """The seed of training batch ``t`` of a run of phase ``kind``: one domain per phase, so no phase replays the
-    batches of another (see the module docstring)."""
+    batches of another (see the module docstring); a replicate ``r >= 1`` of a run has a domain of its own."""
     dom = PHASE_DOMAIN.get(kind, 9)
-    return _seed(seed, 1, t) if dom is None else _seed(seed, 1, 100 + dom, t)
+    if dom is None:
+        return _seed(seed, 1, t)
+    return _seed(seed, 1, 100 + dom, t) if not replicate else _seed(seed, 1, 100 + dom, 1000 + int(replicate), t)
+
+
+def _domain(spec: RunSpec) -> tuple:
+    """The seed-domain parts of a run's equilibration and snapshot batches (its phase, and its replicate when >= 1)."""
+    dom = PHASE_DOMAIN.get(spec.kind) or 0
+    return (dom,) if not spec.replicate else (dom, 1000 + int(spec.replicate))
 
 
 #: the design's data (pairs, held-out pairs, probe items) per directory, read once per process
@@ -479,7 +494,7 @@ class _Training:
         """The optimizer's direction from batch ``t``'s symmetric InfoNCE gradient (its loss and theta_D's norms
         recorded)."""
         w0, c0 = time.perf_counter(), time.process_time()
-        grads, loss = self.gradient(batch_seed(self.ctx.seed, self.spec.kind, t))
+        grads, loss = self.gradient(batch_seed(self.ctx.seed, self.spec.kind, t, self.spec.replicate))
         self.rec["loss"][t] = loss
         direction = self.opt.direction(grads)
         th = [p.detach() for p in self.params]
@@ -494,10 +509,10 @@ class _Training:
         import torch
 
         spec, ctx = self.spec, self.ctx
-        dom = PHASE_DOMAIN.get(spec.kind) or 0
+        dom = _domain(spec)
         gs = []
         for k in range(spec.equilibrate):
-            grads, _loss = self.gradient(_seed(ctx.seed, 3, dom, k))
+            grads, _loss = self.gradient(_seed(ctx.seed, 3, *dom, k))
             gs.append(torch.cat([g.double().ravel() for g, f in zip(grads, self.flags) if f]))
         g = torch.stack(gs)  # (K, n_D)
         theta = torch.cat([p.detach().double().ravel() for p, f in zip(self.params, self.flags) if f])
@@ -557,7 +572,7 @@ class _Training:
         w0, c0 = time.perf_counter(), time.process_time()
         m = probe_moments(self.adapter, self.probe_texts, (self.left, self.right), batch_size=ctx.batch_size,
                           batches=self.spec.probe_batches, tau=ctx.tau, decay_mask=self.mask_spec,
-                          seed=_seed(ctx.seed, 2, PHASE_DOMAIN.get(self.spec.kind) or 0, t))
+                          seed=_seed(ctx.seed, 2, *_domain(self.spec), t))
         rec["snap_steps"].append(t)
         rec["snap_r"].append(m.r)
         rec["snap_zjd"].append(m.zjd)

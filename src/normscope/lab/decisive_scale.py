@@ -32,7 +32,7 @@ import numpy as np
 
 from normscope.lab.stationarity import MIN_RELAXATIONS, STATIONARITY_TOL
 
-__all__ = ["scale_summary", "scale_stationarity", "scale_blocks", "scale_growth", "window_blocks", "SCALE_BLOCKS",
+__all__ = ["scale_summary", "scale_over_seeds", "scale_stationarity", "scale_blocks", "scale_growth", "window_blocks", "SCALE_BLOCKS",
            "SCALE_EXPONENTS", "THETA_D_COLUMNS"]
 
 #: columns of a run's ``theta_d`` record (one row per step, float64)
@@ -176,6 +176,78 @@ def scale_summary(theta_d, *, eta: float, weight_decay: float, optimizer: str, b
                  + ("; heat / (1 - beta)^2 (E12)" if optimizer == "momentum" else "")
                  + ("; the SGD form, not expected to hold for AdamW (docs/theory.md C3)" if optimizer == "adamw" else "")),
     }
+
+
+def scale_over_seeds(records, *, eta: float, weight_decay: float, optimizer: str, beta: float = 0.9,
+                     n_blocks: int = SCALE_BLOCKS, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
+    """The (E2) prediction of the decayed scale over runs on different batch seeds, with a CI over seeds and blocks.
+
+    Each run gives its own relative error ``s_pred / s_obs - 1`` over its window (as :func:`scale_summary`); the
+    statistic is their mean over runs. The CI is a two-level (hierarchical) bootstrap: each resample draws the runs
+    with replacement, then within each drawn run its time blocks (one per relaxation unit, :func:`window_blocks`)
+    with replacement, and recomputes every drawn run's relative error; percentile interval. With one run it reduces
+    to :func:`scale_summary`'s block bootstrap.
+
+    Parameters
+    ----------
+    records : sequence of (theta_d, burn_in, relaxation_steps)
+        Each run's per-step record (:data:`THETA_D_COLUMNS`, shape (T, 6)), the first step of its window and its
+        relaxation unit in steps (None: unknown).
+    eta, weight_decay, optimizer, beta
+        The runs' common setting (as :func:`scale_summary`).
+    n_blocks, n_boot, seed, level
+        Most blocks per window, resamples, seed, CI level.
+
+    Returns
+    -------
+    dict
+        ``n_seeds``, ``per_seed`` (``rel_error``, ``s_observed``, ``s_predicted``, ``n_blocks`` of each run),
+        ``rel_error`` (mean over runs) with ``rel_error_ci``, ``abs_rel_error`` = ``|rel_error|`` with
+        ``abs_rel_error_ci``, ``between_seed_sd`` (sample SD of the runs' relative errors), ``resamples``.
+
+    Raises
+    ------
+    ValueError
+        No run, or a window shorter than 2 steps.
+    """
+    if not records:
+        raise ValueError("scale_over_seeds needs at least one run")
+    lam_eta = eta * weight_decay
+    two_c = 1.0 - (1.0 - lam_eta) ** 2
+    factor = 1.0 / (1.0 - beta) ** 2 if optimizer == "momentum" else 1.0
+    per, bth, bg = [], [], []
+    for theta_d, burn_in, relax in records:
+        w = np.asarray(theta_d, dtype=float)[int(burn_in):]
+        if len(w) < 2:
+            raise ValueError("a run's window is shorter than 2 steps")
+        th2, gamma2 = w[:, 0], w[:, 1] * w[:, 0]
+        e = _edges(len(w), window_blocks(len(w), relax, n_blocks))
+        bth.append(np.array([th2[a:b].mean() for a, b in zip(e[:-1], e[1:])]))
+        bg.append(np.array([gamma2[a:b].mean() for a, b in zip(e[:-1], e[1:])]))
+        s_obs, s_pred = float(np.sqrt(th2.mean())), float(_pred_s(gamma2.mean(), eta, two_c, factor))
+        per.append({"rel_error": s_pred / s_obs - 1.0, "s_observed": s_obs, "s_predicted": s_pred,
+                    "n_blocks": len(e) - 1})
+    rels = np.array([x["rel_error"] for x in per])
+    rng = np.random.default_rng(seed)
+    k = len(records)
+    boot = np.empty(n_boot)
+    for i in range(n_boot):
+        pick = rng.integers(0, k, size=k)
+        vals = []
+        for j in pick:
+            nb = len(bth[j])
+            idx = rng.integers(0, nb, size=nb)
+            vals.append(_pred_s(bg[j][idx].mean(), eta, two_c, factor) / np.sqrt(bth[j][idx].mean()) - 1.0)
+        boot[i] = np.mean(vals)
+    q = [(1 - level) / 2, (1 + level) / 2]
+    rel = float(rels.mean())
+    return {"n_seeds": int(k), "per_seed": per, "rel_error": rel,
+            "rel_error_ci": [float(x) for x in np.quantile(boot, q)], "abs_rel_error": abs(rel),
+            "abs_rel_error_ci": [float(x) for x in np.quantile(np.abs(boot), q)],
+            "between_seed_sd": float(rels.std(ddof=1)) if k > 1 else None,
+            "resamples": (f"{k} runs on different batch seeds (with replacement), then the time blocks of each drawn "
+                          "run's window (one per relaxation unit, with replacement); the mean of the runs' relative "
+                          "errors; percentile")}
 
 
 def scale_growth(theta_d) -> dict:

@@ -224,6 +224,8 @@ class DecisiveRun(Record):
     relaxation_unit: str | None = None
     arrival_units: float | None = None
     window_units: float | None = None
+    replicates: list | None = None
+    scale_seeds: dict | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -120,6 +120,18 @@ def _scale_rows(d: DecisiveResult, which: str) -> list:
                      f"{sc['rel_error']:+.2%} {ci_text(sc.get('rel_error_ci'))}",
                      sig3(e1.get("max_abs_cos")), f"{e1.get('balance', float('nan')):.4f}",
                      "" if sc.get("sgd_form_expected", True) else "SGD form, control"])
+        for r in b.replicates or []:
+            rows.append([which, f"{opt}, batch seed replicate {r.get('replicate')}", "same as the base run",
+                         r.get("scale_label") or "n/a",
+                         f"{r['scale_relative_change']:+.2%}" if r.get("scale_relative_change") is not None else "n/a",
+                         sig3(r.get("s_observed")), sig3(r.get("s_predicted")),
+                         f"{r['rel_error']:+.2%} {ci_text(r.get('rel_error_ci'))}" if r.get("rel_error") is not None
+                         else "n/a", "", f"{r['e1_balance']:.4f}" if r.get("e1_balance") is not None else "n/a", ""])
+        seeds = b.scale_seeds or {}
+        if (seeds.get("n_seeds") or 0) >= 2:
+            rows.append([which, f"{opt}, mean over {seeds['n_seeds']} batch seeds", "", "", "", "", "",
+                         f"{seeds['rel_error']:+.2%} {ci_text(seeds.get('rel_error_ci'))}", "", "",
+                         "CI over seeds and blocks"])
     return rows
 
 
@@ -160,7 +172,8 @@ def _tables(own: DecisiveResult, stored: DecisiveResult | None, shown: DecisiveR
                   r.steps, r.label, sig3(r.loss_window), sig3(r.accuracy_end)] for r in shown.grid or []]
     return [
         Table("The decayed scale s = ||\u03b8_D|| of the base runs (a free vector: (E1) and (E2) hold exactly): "
-              "observed vs predicted with no fitted constant (CI over time blocks of the window)",
+              "observed vs predicted with no fitted constant (CI over time blocks of the window; the mean over batch seeds: "
+              "over seeds and blocks)",
               ["design", "optimizer", "arrival / window (relaxation units)", "scale label", "mean s\u00b2 change (halves)",
                "s observed", "s predicted (E2)", "rel. error [95% CI]", "max |cos(\u03b8_D, g_D)|", "balance (E1)",
                "note"], crows),
