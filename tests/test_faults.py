@@ -637,5 +637,5 @@ def test_a_planted_progress_link_is_replaced_not_written_through(tmp_path, monke
     monkeypatch.setattr(decisive, "run_one", fake_run_one)
     ctx = RunContext(tmp_path / "run", 8, 0.05, "matrices", 0, "cpu", key="k", checkpoint_every=500, data_key="d")
     ctx_d = {f: (str(getattr(ctx, f)) if f == "directory" else getattr(ctx, f)) for f in ctx.__dataclass_fields__}
-    assert decisive._worker(spec.to_dict(), ctx_d) == spec.name
+    assert decisive_exec._worker(spec.to_dict(), ctx_d) == spec.name
     assert seen == [(False, "7")] and target.read_bytes() == b"private\n"

@@ -44,15 +44,15 @@ from pathlib import Path
 
 import numpy as np
 
-from normscope._io import read_inside, write_json, write_text_atomic
+from normscope._io import write_json
 from normscope import encoders  # load_encoder looked up when called (tests replace it)
 from normscope.encoders import check_device
 from normscope.errors import InputError
 from normscope.lab.checkpoint import settings_key
 from normscope.lab.claims import STEP_TOL  # the step-size gate: the selection rule and the per-item row share it
 from normscope.lab.decisive_analysis import analyse_design, grid_rows, write_predictions
-from normscope.lab.decisive_run import (DESIGN_VERSION, RunContext, RunSpec, _data, load_run, relaxation_time, run_done,
-                                       run_key, run_one)
+from normscope.lab.decisive_exec import PhaseProgress, execute_phase_runs
+from normscope.lab.decisive_run import (DESIGN_VERSION, RunContext, RunSpec, _data, load_run, relaxation_time, run_key)
 from normscope.lab.run_folder import check_run_folder
 from normscope.lab.tiny_bert import build_tiny_bert, decay_mask_named
 from normscope.lab.transformer import _Tracker
@@ -332,118 +332,6 @@ def _prepare_data(directory: Path, sizes: DesignSizes, pairs, probe_items, seed:
     return data
 
 
-# ------------------------------------------------------------------------------------------ execution
-def _worker_init(num_threads: int | None) -> None:
-    import torch
-
-    if num_threads is not None:
-        torch.set_num_threads(int(num_threads))
-
-
-def _worker(spec_d: dict, ctx_d: dict) -> str:
-    """Process-pool entry point: run one spec, reporting progress through a small file."""
-    spec_d = dict(spec_d, snapshots=tuple(spec_d["snapshots"]), eval_steps=tuple(spec_d["eval_steps"]))
-    spec = RunSpec(**spec_d)
-    ctx = RunContext(**{**ctx_d, "directory": Path(ctx_d["directory"])})
-    prog = Path(ctx.directory) / "runs" / f"{spec.name}.progress"
-
-    def report(n: int) -> None:
-        write_text_atomic(str(int(n)), prog)  # replaced, never written through a planted link
-
-    run_one(spec, ctx, progress=report)
-    prog.unlink(missing_ok=True)
-    return spec.name
-
-
-class _Progress:
-    """One progress bar per phase (stderr, rich) with the phase's ETA, and one line per phase."""
-
-    def __init__(self, show: bool, n_phases: int = 5):
-        self.show = show
-        self.n = n_phases
-        self.console = None
-        self.rate = None  # measured seconds per step (wall), for the ETA before a phase starts
-        if show:
-            from rich.console import Console
-
-            self.console = Console(stderr=True)
-
-    def line(self, text: str) -> None:
-        if self.console is not None:
-            self.console.print(text, soft_wrap=True, markup=False, highlight=False)
-
-    def phase(self, i: int, name: str, specs: list, ctx: RunContext):
-        todo = [s for s in specs if not run_done(s, ctx)]
-        steps = sum(s.steps for s in todo)
-        eta = "" if self.rate is None or not steps else f", ETA about {_dur(steps * self.rate)}"
-        self.line(f"[phase {i}/{self.n}] {name}: {len(specs)} run(s), {len(todo)} to run, {steps:,} steps{eta}")
-        return _PhaseBar(self, name, todo)
-
-
-def _dur(s: float) -> str:
-    return f"{s / 60:.0f} min" if s >= 90 else f"{s:.0f} s"
-
-
-class _PhaseBar:
-    def __init__(self, prog: _Progress, name: str, todo: list):
-        self.prog = prog
-        self.done = {s.name: 0 for s in todo}
-        self.total = sum(s.steps for s in todo)
-        self.bar = None
-        self.t0 = time.perf_counter()
-        if prog.show and self.total:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self.bar = Progress(TextColumn(f"[bold]{name}[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("steps"),
-                                TimeRemainingColumn(), console=prog.console, transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task(name, total=self.total)
-
-    def update(self, name: str, n: int) -> None:
-        self.done[name] = n
-        if self.bar is not None:
-            self.bar.update(self.task, completed=sum(self.done.values()))
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-        secs = time.perf_counter() - self.t0
-        steps = sum(self.done.values())
-        if steps:
-            self.prog.rate = secs / steps
-        self.prog.line(f"  done in {_dur(secs)}" + (f" ({secs / steps:.3f} s per step)" if steps else ""))
-
-
-def _execute(specs: list[RunSpec], ctx: RunContext, bar: _PhaseBar, workers: int, num_threads: int | None) -> None:
-    todo = [s for s in specs if not run_done(s, ctx)]
-    if workers <= 1 or len(todo) <= 1:
-        for s in todo:
-            run_one(s, ctx, progress=lambda n, _s=s.name: bar.update(_s, n))
-        return
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    ctx_d = {f.name: (str(getattr(ctx, f.name)) if f.name == "directory" else getattr(ctx, f.name))
-             for f in dataclasses.fields(ctx)}
-    with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=mp.get_context("spawn"),
-                             initializer=_worker_init, initargs=(num_threads,)) as pool:
-        futures = {pool.submit(_worker, s.to_dict(), ctx_d): s for s in todo}
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, timeout=2.0, return_when=FIRST_COMPLETED)
-            for f in done:
-                f.result()  # re-raise a worker's error here
-                s = futures[f]
-                bar.update(s.name, s.steps)
-            for f in pending:
-                s = futures[f]
-                try:
-                    bar.update(s.name, int(read_inside(Path(ctx.directory) / "runs" / f"{s.name}.progress", ctx.directory,
-                                                         text=True) or 0))
-                except (OSError, ValueError):
-                    pass
-
-
 #: the sizes the data split, the probe set and the pre-trained encoder depend on
 DATA_SIZES = ("hidden", "layers", "heads", "pretrain_steps", "pretrain_lr", "probe_items", "n_eval", "batch_size", "tau",
               "max_tokens")
@@ -529,7 +417,7 @@ def run_decisive_design(
     sizes, items = _design_inputs(design, probe_items, device, workers)
     directory = _design_directory(directory)
     check_run_folder(directory)  # every state file read once before any work: a damaged one is one line
-    prog = _Progress(progress, 6 if sizes.base_replicates else 5)
+    prog = PhaseProgress(progress, 6 if sizes.base_replicates else 5)
     key = _design_key(sizes, pairs, items, seed)
     data_key = _design_key(sizes, pairs, items, seed, data_only=True)
     settings = {"sizes": sizes.to_dict(), "pairs": str(pairs), "probe_items": str(items), "seed": seed}
@@ -606,7 +494,7 @@ def _design_directory(directory) -> Path:
     return directory
 
 
-def _mark_design(directory: Path, key: str, data_key: str, settings: dict, prog: _Progress) -> None:
+def _mark_design(directory: Path, key: str, data_key: str, settings: dict, prog: PhaseProgress) -> None:
     """``design.json``: written for a new directory or new later-phase settings; a directory whose data or
     encoder settings differ is refused (:class:`InputError` naming what differs)."""
     marker = directory / "design.json"
@@ -626,11 +514,11 @@ def _mark_design(directory: Path, key: str, data_key: str, settings: dict, prog:
         write_json({"key": key, "data_key": data_key, "settings": settings}, marker)
 
 
-def _phase(prog: _Progress, ctx: RunContext, number: int, title: str, specs: list, workers: int,
+def _phase(prog: PhaseProgress, ctx: RunContext, number: int, title: str, specs: list, workers: int,
            num_threads: int | None) -> list:
     """Run one phase's runs (a progress bar when asked); returns its specs."""
     bar = prog.phase(number, title, specs, ctx)
-    _execute(specs, ctx, bar, workers, num_threads)
+    execute_phase_runs(specs, ctx, bar, workers, num_threads)
     bar.close()
     return specs
 
