@@ -619,7 +619,7 @@ def test_a_full_disk_during_a_design_is_one_line(finished_design, tmp_path, monk
 
 def test_a_planted_progress_link_is_replaced_not_written_through(tmp_path, monkeypatch):
     """``--workers 2``: a worker reports its progress by replacing ``runs/<name>.progress`` atomically."""
-    from normscope.lab import decisive
+    from normscope.lab import decisive, decisive_exec
     from normscope.lab.decisive_run import RunContext
 
     target = tmp_path / "private.txt"
@@ -634,7 +634,7 @@ def test_a_planted_progress_link_is_replaced_not_written_through(tmp_path, monke
         p = Path(ctx.directory) / "runs" / f"{spec.name}.progress"
         seen.append((p.is_symlink(), p.read_text()))
 
-    monkeypatch.setattr(decisive, "run_one", fake_run_one)
+    monkeypatch.setattr(decisive_exec, "run_one", fake_run_one)
     ctx = RunContext(tmp_path / "run", 8, 0.05, "matrices", 0, "cpu", key="k", checkpoint_every=500, data_key="d")
     ctx_d = {f: (str(getattr(ctx, f)) if f == "directory" else getattr(ctx, f)) for f in ctx.__dataclass_fields__}
     assert decisive_exec._worker(spec.to_dict(), ctx_d) == spec.name
