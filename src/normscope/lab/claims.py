@@ -43,8 +43,8 @@ from normscope.claims import (CLAIMS, Gate, Size, claim_row, fmt_value, judge, n
                               permutation_direction)
 
 __all__ = ["lab_claim", "optimizer_claim", "transformer_claim", "transformer_claim_row", "transformer_items_claim_row",
-           "ENCODER_NAMES", "SHORT_NAMES", "REL_TOL", "SCALE_TOL", "STEP_TOL", "MIN_SCALE_BLOCKS", "SINGLE_RUN_CLAIM",
-           "tower_claim_row"]
+           "ENCODER_NAMES", "SHORT_NAMES", "REL_TOL", "SCALE_TOL", "STEP_TOL", "MIN_SCALE_BLOCKS", "SINGLE_RUN_CLAIM", "SCALE_SLOPES",
+           "tower_claim_row", "slope_tolerance"]
 
 #: Largest mean |R_eq - R-bar| / R-bar of the decisive design's items that counts as the prediction holding in size
 #: (the size of ``CLAIMS["theorem1_transformer_items"]``).
@@ -224,6 +224,17 @@ MIN_SCALE_BLOCKS = 4
 SCALE_SLOPES = {"sgd": -0.25, "adamw": -0.5}
 
 
+def slope_tolerance(scaling_factors) -> float:
+    """The equivalence margin of a lambda-scaling slope: the largest slope error that keeps the scale predicted at
+    every lambda of the design's series within :data:`SCALE_TOL` of the base run's, ``ln(1 + SCALE_TOL) / max |ln f|``
+    over the lambda factors ``f`` (0.0704 for factors 1/2 and 2). A slope "matches" when its whole CI lies within
+    the margin of the stated exponent (an equivalence test, as the size rule of every row), not when the CI happens
+    to contain the exponent: a CI a few thousandths wide excludes any exponent that a second-order effect moves.
+    """
+    span = max((abs(math.log(float(f))) for f in scaling_factors or () if float(f) > 0), default=math.log(2.0))
+    return math.log(1.0 + SCALE_TOL) / span
+
+
 def _design_what(d: dict, base: dict) -> str:
     return (f"a {(d.get('encoder') or {}).get('config', {}).get('hidden', '?')}-wide BERT trained with SGD "
             f"(eta={_f(base.get('eta'), 'g')}, lambda={_f(base.get('lambda'), '.4g')}, decay on {d.get('decay_mask')})")
@@ -248,7 +259,8 @@ def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
     constant, CI over time blocks of the window; with replicates of the base run on other batch seeds, the mean over
     the runs with a CI over seeds and blocks (:func:`~normscope.lab.decisive_scale.scale_over_seeds`), and every
     replicate's scale must pass the stationarity rule too; size at most :data:`SCALE_TOL`. A reproduction also needs: the
-    lambda-scaling slope of s within its CI of -1/4 (SGD) and -1/2 (AdamW), the no-decay control's scale growing,
+    lambda-scaling slope of s equal to -1/4 (SGD) and -1/2 (AdamW) within :func:`slope_tolerance` (its whole CI inside
+    the margin: the 5 % size rule carried over the design's lambda series), the no-decay control's scale growing,
     and AdamW failing the SGD form (the CI of its |rel. error| above :data:`SCALE_TOL`); a failed one gives
     ``inconclusive`` with the reason. *Not decided at this size* unless the SGD base run did not collapse and its
     scale passed the 3 % stationarity rule after the arrival (window >= 1 relaxation unit into the run) over a window
@@ -303,15 +315,19 @@ def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
         gate = Gate(True)
     conds, notes = {}, []
     scaling = d.get("scaling") or {}
+    tol = slope_tolerance((d.get("sizes") or {}).get("scaling_factors") or (0.5, 2.0))
     for opt, e in SCALE_SLOPES.items():
         f = (scaling.get(opt) or {}).get("scale_fit") or {}
-        ok = (scaling.get(opt) or {}).get("prediction_in_ci")
-        conds[f"{opt} slope of log s on log lambda contains {e:g}"] = ok
+        sci = f.get("ci")
+        ok = (bool(e - tol <= sci[0] and sci[1] <= e + tol) if sci and None not in sci else None)
+        conds[f"{opt} slope of log s on log lambda within {e:g} +- {tol:.3f} (its CI)"] = ok
         if f:
             ps = (scaling.get(opt) or {}).get("scale_predicted_slope")
-            notes.append(f"{opt} slope {f['slope']:.3f} {_ci(f.get('ci'))} vs {e:g}"
-                         + (f" (the runs' own (E2) predictions give {ps:.3f}: the heat depends on lambda)"
-                            if ps is not None and opt != "adamw" and abs(ps - e) > 0.01 else ""))
+            inside = (scaling.get(opt) or {}).get("prediction_in_ci")
+            notes.append(f"{opt} slope {f['slope']:.3f} {_ci(sci)} vs {e:g} (margin +-{tol:.3f}; the CI "
+                         f"{'contains' if inside else 'excludes'} {e:g} itself"
+                         + (f"; the runs' own (E2) predictions give {ps:.3f}: the heat depends on lambda"
+                            if ps is not None and opt != "adamw" and abs(ps - e) > 0.005 else "") + ")")
     nd = (d.get("nodecay") or {}).get("scale") or {}
     conds["no-decay control: s grows"] = nd.get("grew")
     if nd:
