@@ -17,11 +17,10 @@ from normscope._format import MISSING, ci_fixed, fixed
 from normscope.cli._console import make_console, styled
 from normscope.cli._outputs import Row, Rows, figure_outputs, print_claim_lines, single_or_compare
 from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Runtime,
-                                    Seed,
-                                    TableOut, models_of, split_list)
+                                    Seed, TableOut, models_of, option_for)
 from normscope.errors import InputError
 from normscope.inputs import read_items
-from normscope.requests import Embedding, Resampling
+from normscope.requests import Embedding, Resampling, from_options
 from normscope.requests.correlate import CorrelateRequest
 from normscope.signals.labels import SIGNALS
 from normscope._format import p_text
@@ -147,21 +146,21 @@ _DEFAULT = CorrelateRequest(signal="frequency")
 
 @app.command()
 def correlate(
-    signal: Annotated[str, typer.Option("--signal", "-s", help="specificity, frequency, concreteness, uncertainty, or shuffle (each text vs its word-shuffled copy).")],
-    model: Models = None,
+    signal: option_for(CorrelateRequest, "signal"),
+    models: Models = None,
     items_path: Annotated[Optional[Path], typer.Option("--items", help="Items: .txt (one per line), .jsonl or .csv (text, id) (default: the signal's dataset).")] = None,
-    n: Annotated[Optional[int], typer.Option("--n-items", min=0, help="Number of default items (specificity 2000, frequency 5000, concreteness 5000 (0 = all), uncertainty all).")] = None,
-    control: Annotated[Optional[list[str]], typer.Option("--control", callback=split_list, help="Controls (repeatable or a comma list): frequency, length, words or covariate-file columns; '' for none.  [default: frequency, length]")] = None,
-    by: Annotated[Optional[str], typer.Option("--by", help="Column giving each item's source (of the .csv/.jsonl items file or the covariate file): report per source, control the source when pooled.")] = None,
+    n: option_for(CorrelateRequest, "n") = _DEFAULT.n,
+    controls: option_for(CorrelateRequest, "controls") = None,
+    by: option_for(CorrelateRequest, "by") = _DEFAULT.by,
     covariate_file: Annotated[Optional[Path], typer.Option("--covariate-file", help="CSV with columns item,value (+ extra control or --by columns).")] = None,
-    measure: Annotated[str, typer.Option("--measure", help="Specificity measure: min_depth, max_depth, n_hyponyms, n_senses.")] = _DEFAULT.measure,
-    dataset: Annotated[str, typer.Option("--dataset", help="Uncertainty dataset: chaosnli or cifar10h.")] = _DEFAULT.dataset,
-    images: Annotated[Optional[Path], typer.Option("--images", help="CIFAR-10 test images (.npy, test_batch, or a folder of 10000 PNG/JPEG named by position) for --dataset cifar10h.")] = None,
-    subtlex: Annotated[Optional[Path], typer.Option("--subtlex", help="SUBTLEX-US file: use its Zipf values for frequency.")] = None,
-    wordnet: Annotated[Optional[Path], typer.Option("--wordnet", help="WordNet directory or .tgz (default: $NORMSCOPE_WORDNET, NLTK data, shared data).")] = None,
+    measure: option_for(CorrelateRequest, "measure") = _DEFAULT.measure,
+    dataset: option_for(CorrelateRequest, "dataset") = _DEFAULT.dataset,
+    images: option_for(CorrelateRequest, "images") = _DEFAULT.images,
+    subtlex: option_for(CorrelateRequest, "subtlex") = _DEFAULT.subtlex,
+    wordnet: option_for(CorrelateRequest, "wordnet") = _DEFAULT.wordnet,
     seed: Seed = _DEFAULT.resampling.seed,
     n_boot: NBoot = _DEFAULT.resampling.n_boot,
-    n_perm: Annotated[int, typer.Option("--n-perm", min=0, help="Permutations of every p-value (0: no p-value).")] = _DEFAULT.resampling.n_perm,
+    n_perm: option_for(Resampling, "n_perm") = _DEFAULT.resampling.n_perm,
     batch_size: BatchSize = _DEFAULT.embedding.batch_size,
     device: Device = _DEFAULT.embedding.device,
     precision: Precision = _DEFAULT.embedding.precision,
@@ -169,9 +168,8 @@ def correlate(
     json_path: JsonOut = None,
     out: TableOut = None,
     fig: FigOut = None,
-    junk_error: JunkError = False,
-    keep_duplicates: Annotated[bool, typer.Option("--keep-duplicates", help="Keep items whose text repeats another "
-                                                  "item's (default: count each text once and say how many were left out).")] = False,
+    junk: JunkError = False,
+    keep_duplicates: option_for(CorrelateRequest, "keep_duplicates") = False,
 ) -> None:
     """Correlate raw embedding norms with a semantic signal (rho, bootstrap CI, permutation p, partial rho)."""
     # signals/ imports torch (the encoders): imported here so that the CLI's start-up stays light
@@ -179,18 +177,13 @@ def correlate(
     from normscope.signals.items import read_covariate_file, read_item_column
 
     if signal == "shuffle":
-        _shuffle(model, items_path, n, by, seed, n_boot,
-                 Embedding(device=device, precision=precision, runtime=runtime, batch_size=batch_size,
-                           junk="error" if junk_error else "drop"), json_path, out, fig, keep_duplicates)
+        _shuffle(models, items_path, n, by, seed, n_boot, from_options(Embedding, locals()), json_path, out, fig,
+                 keep_duplicates)
         return
     if signal not in SIGNALS:
         raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS + ('shuffle',))}")
-    request = CorrelateRequest(
-        signal=signal, n=n, controls=_DEFAULT.controls if control is None else tuple(control), by=by, measure=measure,
-        dataset=dataset, subtlex=None if subtlex is None else str(subtlex),
-        wordnet=None if wordnet is None else str(wordnet), images=None if images is None else str(images),
-        keep_duplicates=keep_duplicates, resampling=Resampling(n_boot=n_boot, n_perm=n_perm, seed=seed))
-    models = models_of(model)
+    request = from_options(CorrelateRequest, locals())
+    models = models_of(models)
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)],
                 inputs=[("--items", items_path), ("--covariate-file", covariate_file), ("--images", images),
                         ("--subtlex", subtlex), ("--wordnet", wordnet)])
@@ -202,10 +195,8 @@ def correlate(
         strata = read_item_column(items_path, by, len(items))
 
     def call(m):
-        emb = Embedding(model=m, device=device, precision=precision, runtime=runtime, batch_size=batch_size,
-                        junk="error" if junk_error else "drop")
-        return run_correlate(request.replace(embedding=emb), items=items, ids=ids, strata=strata, covariates=cov,
-                             progress=True)
+        return run_correlate(request.replace(embedding=request.embedding.replace(model=m)), items=items, ids=ids,
+                             strata=strata, covariates=cov, progress=True)
 
     console = make_console(stderr=True)
 

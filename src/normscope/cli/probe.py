@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -16,12 +16,11 @@ from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, mo
 from normscope.encoders import load_encoder, resolve_backend
 from normscope.encoders.glove import static_refusal
 from normscope.validate import check_paths
-from normscope.cli._options import (Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Seed, TableOut,
-                                    TrustRemoteCode, models_of)
+from normscope.cli._options import Device, FigOut, JsonOut, Models, TableOut, TrustRemoteCode, models_of, option_for
 from normscope.datasets import wordfreq_spec, wordfreq_words
 from normscope.errors import InputError
 from normscope.inputs import read_items
-from normscope.requests import Resampling
+from normscope.requests import Resampling, from_options
 from normscope.requests.probe import ProbeRequest
 
 
@@ -106,40 +105,39 @@ _DEFAULT = ProbeRequest()
 @app.command()
 def probe(
     items: Annotated[str, typer.Argument(help="Items file (.txt one per line, .jsonl, .csv, BEIR dir) or wordfreq:N.")],
-    model: Models = None,
+    models: Models = None,
     pairs: Annotated[str, typer.Option("--pairs", help="Pair source: wordnet[:pos], scifact[:split], beir:DIR[:split], or a 2-column .tsv/.csv.")] = "wordnet",
-    batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Probe batch size B (default: training B if known, capped at 64).")] = None,
-    batches: Annotated[int, typer.Option("--batches", help="Number of probe batches K (>= 2).")] = _DEFAULT.batches,
-    lr: Annotated[Optional[float], typer.Option("--lr", help="Learning rate eta (default: known training value, else fitted by E11).")] = None,
-    weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="What-if weight decay lambda (the user's value, not the checkpoint's). Default: the checkpoint's training value when known and > 0; otherwise lambda_rad, q/c and R_eq(lambda_rad) are not computed.")] = None,
-    tau: Annotated[Optional[float], typer.Option("--tau", help="InfoNCE temperature (default: the temperature the checkpoint stores (CLIP), else its known training value, else 0.05).")] = None,
-    decay_mask: Annotated[str, typer.Option("--decay-mask", help="matrices (ndim>=2, no biases/LayerNorm) or all.")] = _DEFAULT.decay_mask,
-    second_order: Annotated[str, typer.Option("--second-order", help="Second-order radial term of D2: jvp (forward-over-forward AD, exact, checked against float64 differences on one chunk), fd (finite differences, --fd-dtype), auto = jvp where the model supports it, else fd.")] = _DEFAULT.second_order,
-    fd_dtype: Annotated[str, typer.Option("--fd-dtype", help="Precision of the D2 finite differences when used: float64 (a float64 copy, step 3e-3) or float32 (step 1e-2, with a float64 spot check); auto = float64.")] = _DEFAULT.fd_dtype,
-    chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Most probe items per JVP chunk.")] = _DEFAULT.chunk_size,
-    n_boot: NBoot = _DEFAULT.resampling.n_boot,
-    seed: Seed = _DEFAULT.resampling.seed,
+    batch_size: option_for(ProbeRequest, "batch_size") = _DEFAULT.batch_size,
+    batches: option_for(ProbeRequest, "batches") = _DEFAULT.batches,
+    lr: option_for(ProbeRequest, "lr") = _DEFAULT.lr,
+    weight_decay: option_for(ProbeRequest, "weight_decay") = _DEFAULT.weight_decay,
+    tau: option_for(ProbeRequest, "tau") = _DEFAULT.tau,
+    decay_mask: option_for(ProbeRequest, "decay_mask") = _DEFAULT.decay_mask,
+    second_order: option_for(ProbeRequest, "second_order") = _DEFAULT.second_order,
+    fd_dtype: option_for(ProbeRequest, "fd_dtype") = _DEFAULT.fd_dtype,
+    fd_target: option_for(ProbeRequest, "fd_target") = _DEFAULT.fd_target,
+    symmetric: option_for(ProbeRequest, "symmetric") = False,
+    chunk_size: option_for(ProbeRequest, "chunk_size") = _DEFAULT.chunk_size,
+    n_boot: option_for(Resampling, "n_boot") = _DEFAULT.resampling.n_boot,
+    seed: option_for(Resampling, "seed") = _DEFAULT.resampling.seed,
     device: Device = "cpu",
-    precision: Precision = _DEFAULT.precision,
+    precision: option_for(ProbeRequest, "precision") = _DEFAULT.precision,
     json_path: JsonOut = None,
     out: TableOut = None,
     fig: FigOut = None,
-    junk_error: JunkError = False,
+    junk: option_for(ProbeRequest, "junk") = False,
     trust_remote_code: TrustRemoteCode = False,
 ) -> None:
     """Estimate heat and radial drift per item by virtual SGD steps and compare R_eq with the norm."""
     from normscope.pairs import load_pairs, pair_source_path  # pairs/ and probes/ import torch: start-up stays light
     from normscope.probes import plot_heat_drift, plot_predicted_vs_observed, run_probe
 
-    models = models_of(model)
+    models = models_of(models)
     figs = figure_outputs(fig, models)
     panels = [(f"{o} (heat/drift panel)", heat_drift_path(p), "png") for o, p, _ in figs]
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figs, *panels],
                 inputs=[("ITEMS", None if items.startswith("wordfreq:") else items), ("--pairs", pair_source_path(pairs))])
-    request = ProbeRequest(batch_size=batch_size, batches=batches, tau=tau, lr=lr, weight_decay=weight_decay,
-                           decay_mask=decay_mask, chunk_size=chunk_size, second_order=second_order, fd_dtype=fd_dtype,
-                           junk="error" if junk_error else "drop", precision=precision,
-                           resampling=Resampling(n_boot=n_boot, seed=seed))  # checked before any model or data
+    request = from_options(ProbeRequest, locals())  # checked before any model or data
     for m in models:
         if resolve_backend(m)[0] == "precomputed":
             raise InputError(f"--model {m}: precomputed vectors cannot be probed (the probe differentiates the model's weights); give a model")

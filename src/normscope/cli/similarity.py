@@ -7,19 +7,14 @@ A thin wrapper over :func:`normscope.similarity.run_similarity` (its result's ``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
-
-import typer
-
 from normscope.cli._app import app
 from normscope._format import MISSING, ci_fixed, fixed
 from normscope.cli._console import make_console, styled
 from normscope.cli._outputs import Row, Rows, figure_outputs, print_claim_lines, single_or_compare
 from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Runtime,
-                                    Seed,
-                                    TableOut, models_of, split_list)
+                                    Seed, TableOut, models_of, option_for)
 from normscope.data import dataset_path
-from normscope.requests import Embedding, Resampling
+from normscope.requests import from_options
 from normscope.requests.similarity import SimilarityRequest
 from normscope.validate import check_paths
 
@@ -50,12 +45,12 @@ _DEFAULT = SimilarityRequest()
 
 @app.command()
 def similarity(
-    dataset: Annotated[str, typer.Option("--dataset", help="Evaluated pairs: simlex-999 (found or fetched: normscope data path simlex-999), an STS-B file (sts-dev.csv, sts-test.csv) or a word-similarity list (SimLex-999.txt, WS-353, MEN, RW).")] = _DEFAULT.dataset,
-    fit: Annotated[Optional[Path], typer.Option("--fit", help="Fit the scorers' parameters on this pair file (default: sts-train.csv beside an STS-B file, else a seeded random half of --dataset).")] = None,
-    scorer: Annotated[Optional[list[str]], typer.Option("--scorer", callback=split_list, help="cosine, dot, inverse_norm, power (repeatable or a comma list; default all; cosine is always the baseline).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="Format of --dataset: auto, sts or words.")] = _DEFAULT.fmt,
-    fit_format: Annotated[str, typer.Option("--fit-format", help="Format of --fit: auto, sts or words.")] = _DEFAULT.fit_format,
-    model: Models = None,
+    dataset: option_for(SimilarityRequest, "dataset") = _DEFAULT.dataset,
+    fit: option_for(SimilarityRequest, "fit") = _DEFAULT.fit,
+    scorers: option_for(SimilarityRequest, "scorers") = None,
+    fmt: option_for(SimilarityRequest, "fmt") = _DEFAULT.fmt,
+    fit_format: option_for(SimilarityRequest, "fit_format") = _DEFAULT.fit_format,
+    models: Models = None,
     seed: Seed = _DEFAULT.resampling.seed,
     n_boot: NBoot = _DEFAULT.resampling.n_boot,
     batch_size: BatchSize = _DEFAULT.embedding.batch_size,
@@ -65,28 +60,23 @@ def similarity(
     json_path: JsonOut = None,
     out: TableOut = None,
     fig: FigOut = None,
-    junk_error: JunkError = False,
-    keep_duplicates: Annotated[bool, typer.Option("--keep-duplicates", help="Keep pairs that repeat another pair (same "
-                                                  "texts and score; default: count each once and say how many were left out).")] = False,
-    whiten: Annotated[Optional[list[str]], typer.Option("--whiten", callback=split_list, help="zipf, uniform (repeatable or a comma list). Also score the pairs by the cosine of whitened vectors (Zipfian whitening, Yokoi et al. 2024: mean and covariance weighted by word frequency; or uniform), fitted on --whiten-vocab wordfreq words, never on the pairs.")] = None,
-    whiten_vocab: Annotated[int, typer.Option("--whiten-vocab", min=2, help="Words of the whitening vocabulary: the top-N alphabetic English words of wordfreq, embedded by the model.")] = _DEFAULT.whiten_vocab,
+    junk: JunkError = False,
+    keep_duplicates: option_for(SimilarityRequest, "keep_duplicates") = False,
+    whiten: option_for(SimilarityRequest, "whiten") = None,
+    whiten_vocab: option_for(SimilarityRequest, "whiten_vocab") = _DEFAULT.whiten_vocab,
 ) -> None:
     """Score human-rated pairs with norm-aware similarities fitted on other pairs; Spearman, Pearson, gain over cosine."""
     from normscope.similarity import plot_similarity, run_similarity  # torch: start-up stays light
 
-    models = models_of(model)
+    models = models_of(models)
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)],
                 inputs=[("--dataset", dataset), ("--fit", fit)])
-    request = SimilarityRequest(dataset=dataset, fit=None if fit is None else str(fit),
-                                scorers=tuple(scorer) if scorer else _DEFAULT.scorers, fmt=fmt, fit_format=fit_format,
-                                keep_duplicates=keep_duplicates, whiten=tuple(whiten or ()), whiten_vocab=whiten_vocab,
-                                resampling=Resampling(n_boot=n_boot, seed=seed))
+    request = from_options(SimilarityRequest, locals())
     dataset = dataset_path(dataset)  # found (or fetched) once, before any model runs
 
     def call(m):
-        emb = Embedding(model=m, device=device, precision=precision, runtime=runtime, batch_size=batch_size,
-                        junk="error" if junk_error else "drop")
-        return run_similarity(request.replace(dataset=str(dataset), embedding=emb), progress=True)
+        return run_similarity(request.replace(dataset=str(dataset), embedding=request.embedding.replace(model=m)),
+                              progress=True)
 
     console = make_console(stderr=True)
 

@@ -6,16 +6,12 @@ output) and :func:`normscope.tokens.plot_tokens` (``--fig``).
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
 from normscope._format import MISSING
 from normscope.cli._app import app
 from normscope.cli._console import make_console
 from normscope.cli._outputs import Row, Rows, figure_outputs, single_or_compare
-from normscope.cli._options import Device, FigOut, JsonOut, Models, Seed, TableOut, models_of
-from normscope.requests import Resampling
+from normscope.cli._options import FigOut, JsonOut, Models, TableOut, models_of, option_for
+from normscope.requests import Resampling, from_options
 from normscope.requests.tokens import TokensRequest
 from normscope.validate import check_paths
 
@@ -53,11 +49,11 @@ _DEFAULT = TokensRequest()
 
 @app.command()
 def tokens(
-    model: Models = None,
-    seed: Seed = _DEFAULT.resampling.seed,
-    n_boot: Annotated[int, typer.Option("--n-boot", min=0, help="Bootstrap resamples over tokens (CIs).")] = _DEFAULT.resampling.n_boot,
-    n_perm: Annotated[int, typer.Option("--n-perm", min=0, help="Permutations of the p-values.")] = _DEFAULT.resampling.n_perm,
-    device: Device = _DEFAULT.device,
+    models: Models = None,
+    seed: option_for(Resampling, "seed") = _DEFAULT.resampling.seed,
+    n_boot: option_for(Resampling, "n_boot") = _DEFAULT.resampling.n_boot,
+    n_perm: option_for(Resampling, "n_perm") = _DEFAULT.resampling.n_perm,
+    device: option_for(TokensRequest, "device") = _DEFAULT.device,
     json_path: JsonOut = None,
     out: TableOut = None,
     fig: FigOut = None,
@@ -65,9 +61,9 @@ def tokens(
     """Row norms of the model's input embedding table: vs token frequency, and never-used vs used rows."""
     from normscope.tokens import plot_tokens, run_tokens  # torch: the CLI's start-up stays light
 
-    models = models_of(model)
+    models = models_of(models)
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)])
-    request = TokensRequest(device=device, resampling=Resampling(n_boot=n_boot, n_perm=n_perm, seed=seed))
+    request = from_options(TokensRequest, locals())
 
     def call(m):
         return run_tokens(request.replace(model=m))

@@ -28,8 +28,8 @@ from typing import Any, Literal
 from normscope._io import to_jsonable
 from normscope.errors import InputError
 
-__all__ = ["Request", "Resampling", "Embedding", "param", "check_value", "Precision", "PRECISIONS", "Engine",
-           "ENGINES", "Junk", "Runtime", "RUNTIMES"]
+__all__ = ["Request", "Resampling", "Embedding", "Option", "param", "option_of", "from_options", "library_fields", "check_value", "Precision", "PRECISIONS", "Engine",
+           "ENGINES", "Junk", "JUNK_HELP", "Runtime", "RUNTIMES"]
 
 #: Precision of a model's forward passes (docs/embed.md).
 Precision = Literal["fp32", "bf16"]
@@ -42,16 +42,104 @@ Engine = Literal["local", "ray"]
 ENGINES: tuple[str, ...] = typing.get_args(Engine)
 #: What happens to junk items (empty, or special tokens only: :func:`normscope.inputs.find_junk`).
 Junk = Literal["drop", "error"]
+#: The help of ``--junk-error`` (the flag that sets ``junk="error"``).
+JUNK_HELP = ("Stop with an error on junk items (empty after normalisation, or only special tokens) instead of leaving "
+             "them out and listing them.")
+
+
+class _NoFlag:
+    """The :attr:`Option.flag` of an option that takes a value."""
+
+    def __repr__(self) -> str:
+        return "NO_FLAG"
+
+
+NO_FLAG = _NoFlag()
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """How a request field is set on the command line: declared once, on the field (:func:`param`'s ``cli``).
+
+    The command's typer option is generated from it (:func:`normscope.cli._options.option_for`), the field's value
+    is read back from that option (:func:`from_options`), and the request's reproduce command writes it
+    (:meth:`Request.argv`), so the three cannot drift apart.
+
+    Attributes
+    ----------
+    name : str
+        The long option, ``--batch-size``.
+    help : str
+        The option's help.
+    short : str or None
+        A short alias (``-m``).
+    flag : object
+        For a flag (an option without a value): the field value the bare flag sets (``--junk-error``: ``"error"``;
+        ``--no-track``: ``False``). :data:`NO_FLAG` for an option with a value.
+    none : str or None
+        The word that stands for None on the command line (``--fit-split cv``); None: no word (the option left out
+        means None, which must then be the default).
+    show : bool
+        The reproduce command writes the option even at its default (``--model``, ``--seed``: the page's commands
+        say them).
+    """
+
+    name: str
+    help: str = ""
+    short: str | None = None
+    flag: Any = NO_FLAG
+    none: str | None = None
+    show: bool = False
+
+    @property
+    def is_flag(self) -> bool:
+        """True for an option without a value."""
+        return self.flag is not NO_FLAG
+
+    def tokens(self, value: Any, field: str) -> list[str]:
+        """The command-line words that set ``value`` (``[]``: the option left out).
+
+        Raises
+        ------
+        ValueError
+            ``value`` has no command-line form (None without a :attr:`none` word, a flag's other value).
+        """
+        if self.is_flag:
+            if value == self.flag:
+                return [self.name]
+            raise ValueError(f"{field} = {value!r}: the flag {self.name} sets only {self.flag!r}")
+        if value is None:
+            if self.none is None:
+                raise ValueError(f"{field} = None has no command-line form ({self.name} takes a value)")
+            return [self.name, self.none]
+        if isinstance(value, tuple):
+            return [self.name, ",".join(map(_word, value))]
+        return [self.name, _word(value)]
+
+
+def _word(value: Any) -> str:
+    """One value as a command-line word (floats in their shortest exact form, paths as strings)."""
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 def param(default: Any = dataclasses.MISSING, *, min: float | None = None, max: float | None = None,
-          below: float | None = None, above: float | None = None, help: str = "") -> Any:
-    """A request field with bounds: ``min <= value <= max``, ``above < value < below`` (None: unbounded).
+          below: float | None = None, above: float | None = None, help: str = "", cli: str | None = None,
+          short: str | None = None, flag: Any = NO_FLAG, none: str | None = None, show: bool = False,
+          omit: tuple[str, ...] = ()) -> Any:
+    """A request field with bounds (``min <= value <= max``, ``above < value < below``; None: unbounded) and, with
+    ``cli``, its command-line option (:class:`Option`: ``cli`` its name, ``help``, ``short``, ``flag``, ``none``,
+    ``show``).
 
-    ``help`` is the option's help where a command shows it.
+    ``omit`` (a field holding a nested request, such as ``resampling``): the nested fields the command has no option
+    for (their values are the library's; :meth:`Request.argv` never writes them).
     """
-    meta = {k: v for k, v in (("min", min), ("max", max), ("below", below), ("above", above)) if v is not None}
+    meta: dict[str, Any] = {k: v for k, v in (("min", min), ("max", max), ("below", below), ("above", above))
+                            if v is not None}
     meta["help"] = help
+    if cli is not None:
+        meta["option"] = Option(cli, help, short, flag, none, show)
+    if omit:
+        meta["omit"] = tuple(omit)
     if isinstance(default, (list, dict, set)):
         raise TypeError("a request default must be immutable (use a tuple)")
     return dataclasses.field(default=default, metadata=meta)
@@ -159,16 +247,112 @@ def _hints(cls) -> dict:
     return typing.get_type_hints(cls)
 
 
+def option_of(cls: type, name: str) -> Option | None:
+    """The command-line :class:`Option` of field ``name`` of the request class ``cls`` (None: the library sets it).
+
+    Raises
+    ------
+    KeyError
+        ``cls`` has no field ``name``.
+    """
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            return f.metadata.get("option")
+    raise KeyError(f"{cls.__name__} has no field {name!r}")
+
+
+_UNSET = object()
+
+
+def _cli_value(value: Any, tp: Any) -> Any:
+    """One value as a command parsed it (a str, Path, int or float) as the field of annotation ``tp`` holds it: a
+    path as a string, digits as an int where the field takes int or str (``--probe-items 40``), a number word as a
+    float where it takes floats; anything else as it is (the request's check names what is wrong)."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)] if typing.get_origin(tp) in (
+        typing.Union, types.UnionType) else [tp]
+    if isinstance(value, Path) and Path not in args:
+        return str(value)
+    if isinstance(value, str):
+        if int in args and value.lstrip("-").isdigit():
+            return int(value)
+        if float in args and str not in args:
+            try:
+                return float(value)
+            except ValueError:
+                return value
+    return value
+
+
+def _from_cli(opt: Option, value: Any, tp: Any) -> Any:
+    """The field value a command's parameter ``value`` stands for (``_UNSET``: not given, the default stays)."""
+    if opt.is_flag:
+        return opt.flag if value else _UNSET
+    if value is None:
+        return _UNSET
+    if opt.none is not None and value == opt.none:
+        return None
+    if isinstance(value, (list, tuple)):
+        inner = typing.get_args(tp)
+        inner = typing.get_args(inner[0]) if typing.get_origin(inner[0]) is tuple else inner  # X | None -> X
+        return tuple(_cli_value(v, inner[0] if inner else Any) for v in value)
+    return _cli_value(value, tp)
+
+
+def from_options(cls: type[R], values: typing.Mapping[str, Any], *, base: R | None = None, **fixed: Any) -> R:
+    """The request ``cls`` built from a command's parameters (each named as its field; the inverse of
+    :meth:`Request.argv`).
+
+    Parameters
+    ----------
+    cls : type of Request
+    values : mapping of str to object
+        Parameter name -> value as typer parsed it; only fields with an :class:`Option` are read, a nested
+        request's (``embedding``, ``resampling``) from the same mapping. None (an option not given), an unset flag
+        or an absent name leave the field at its default; a flag sets :attr:`Option.flag`; :attr:`Option.none`
+        reads as None; lists become tuples.
+    base : Request or None
+        Defaults taken from this request instead of the class's (nested requests: the owner's default).
+    **fixed
+        Fields set directly (values no option carries).
+
+    Returns
+    -------
+    Request
+        Checked at construction: a bad value raises :class:`~normscope.errors.InputError` naming its option.
+    """
+    hints = _hints(cls)
+    changes = dict(fixed)
+    for f in dataclasses.fields(cls):
+        if f.name in fixed:
+            continue
+        default = getattr(base, f.name) if base is not None else f.default
+        if isinstance(default, Request):
+            changes[f.name] = from_options(type(default), values, base=default)
+            continue
+        opt = f.metadata.get("option")
+        if opt is None or f.name not in values:
+            continue
+        value = _from_cli(opt, values[f.name], hints[f.name])
+        if value is not _UNSET:
+            changes[f.name] = value
+    return dataclasses.replace(base, **changes) if base is not None else cls(**changes)
+
+
 @dataclasses.dataclass(frozen=True)
 class Request:
     """Base of every request (see the module docstring). Subclasses are frozen dataclasses."""
+
+    #: The first words of the command that runs the request (``("normscope", "tokens")``); ``()``: :meth:`argv`
+    #: gives the options only (the caller writes the rest, e.g. ``normscope probe ITEMS --model M --pairs P``).
+    COMMAND: typing.ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         hints = _hints(type(self))
         cli = CLI_NAMES.get()
         for f in dataclasses.fields(self):
             # errors name what the caller set: the option on the command line, the field in the API
-            name = "--" + f.name.replace("_", "-") if cli else f.name
+            opt = f.metadata.get("option")
+            name = (opt.name if opt is not None else "--" + f.name.replace("_", "-")) if cli else f.name
             value = check_value(name, getattr(self, f.name), hints[f.name])
             _check_bounds(name, value, f.metadata)
             object.__setattr__(self, f.name, value)
@@ -181,6 +365,39 @@ class Request:
         """Every field as strict JSON (paths as strings, tuples as lists, nested requests as dicts)."""
         return {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
+    def argv(self) -> list[str]:
+        """The command that runs this request: :attr:`COMMAND`, then :meth:`options`. Generated from the fields'
+        :class:`Option` s, the same declarations the command's options are generated from.
+
+        Raises
+        ------
+        ValueError
+            A field holds a value no option can write (:meth:`Option.tokens`).
+        """
+        return [*self.COMMAND, *self.options()]
+
+    def options(self, base: Request | None = None, omit: tuple[str, ...] = ()) -> list[str]:
+        """The command-line options that set this request's fields, in field order: each field with an
+        :class:`Option` whose value differs from its default (``base``'s, else the class's), or that is shown
+        (:attr:`Option.show`); a nested request's options in its place, less its ``omit`` fields. Fields without an
+        option are the library's and are not written (:func:`library_fields`)."""
+        out: list[str] = []
+        for f in dataclasses.fields(self):
+            if f.name in omit:
+                continue
+            value = getattr(self, f.name)
+            default = getattr(base, f.name) if base is not None else f.default
+            if isinstance(value, Request):
+                out += value.options(default if isinstance(default, Request) else None, f.metadata.get("omit", ()))
+                continue
+            opt = f.metadata.get("option")
+            if opt is None:
+                continue
+            if value == default and (not opt.show or opt.is_flag or (value is None and opt.none is None)):
+                continue
+            out += opt.tokens(value, f.name)
+        return out
+
     @classmethod
     def defaults(cls) -> dict[str, Any]:
         """Field name -> default (what a command shows as its option's default)."""
@@ -190,6 +407,23 @@ class Request:
     def help(cls, name: str) -> str:
         """The ``help`` recorded for field ``name`` by :func:`param` ("" when none)."""
         return next((f.metadata.get("help", "") for f in dataclasses.fields(cls) if f.name == name), "")
+
+
+R = typing.TypeVar("R", bound=Request)
+
+
+def library_fields(req: Request, prefix: str = "", omit: tuple[str, ...] = ()) -> list[str]:
+    """The field paths of ``req`` (``resampling.level``) that no option of its command sets: fields without an
+    :class:`Option`, and a nested request's ``omit`` fields. A value of these other than the default is not
+    reproduced by :meth:`Request.argv`."""
+    out = []
+    for f in dataclasses.fields(req):
+        value = getattr(req, f.name)
+        if isinstance(value, Request):
+            out += library_fields(value, f"{prefix}{f.name}.", f.metadata.get("omit", ()))
+        elif f.name in omit or "option" not in f.metadata:
+            out.append(prefix + f.name)
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,17 +442,12 @@ class Resampling(Request):
         Confidence level of every interval (0.95: 95 % intervals).
     """
 
-    n_boot: int = param(1000, min=0, help="Bootstrap resamples of every confidence interval.")
-    n_perm: int = param(0, min=0, help="Permutations of every p-value (0: no permutation p-value).")
-    seed: int = param(0, help="Seed of every random choice (subsets, batches, resamples).")
+    n_boot: int = param(1000, min=0, cli="--n-boot", show=True,
+                        help="Bootstrap resamples of every confidence interval.")
+    n_perm: int = param(0, min=0, cli="--n-perm", show=True,
+                        help="Permutations of every p-value (0: no permutation p-value).")
+    seed: int = param(0, cli="--seed", show=True, help="Seed of every random choice (subsets, batches, resamples).")
     level: float = param(0.95, above=0.0, below=1.0, help="Confidence level of every interval.")
-
-    def argv(self, *, perm: bool = False) -> list[str]:
-        """The command-line options that set these values (``--n-perm`` for a command that has it: ``perm``)."""
-        out = ["--n-boot", str(self.n_boot)]
-        if perm:
-            out += ["--n-perm", str(self.n_perm)]
-        return out + ["--seed", str(self.seed)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,12 +472,24 @@ class Embedding(Request):
         records it (``runtime="openvino:f32"``), so results and caches of the two never mix.
     """
 
-    model: str | None = param(None, help="Model (default: the bundled all-MiniLM-L6-v2).")
-    device: str = param("cpu", help="Torch device (cpu, cuda, cuda:N, mps).")
-    precision: Precision = "fp32"
-    batch_size: int = param(64, min=1, help="Texts per model call and per cache shard.")
-    junk: Junk = "drop"
-    runtime: Runtime = "torch"
+    model: str | None = param(
+        None, cli="--model", short="-m", show=True,
+        help="Model: the bundled default, a sentence-transformers dir or hub id, hf:<name>, hf-clip:<name> (CLIP), "
+        "open_clip:<arch>/<pretrained>, glove:6B-50d, or .npy/.parquet vectors.")
+    device: str = param("cpu", cli="--device", help="Torch device (cpu, cuda, cuda:N, mps).")
+    precision: Precision = param(
+        "fp32", cli="--precision", show=True,
+        help="Precision of the model's forward pass: fp32, or bf16 (matrix products in bfloat16 under torch.autocast, "
+        "about 2x faster on CPUs with AVX-512 BF16/AMX; vectors stay float32, the norm error vs fp32 is measured on a "
+        "sample and written to the JSON).")
+    batch_size: int = param(64, min=1, cli="--batch-size", help="Texts per model call and per cache shard.")
+    junk: Junk = param("drop", cli="--junk-error", flag="error", help=JUNK_HELP)
+    runtime: Runtime = param(
+        "torch", cli="--runtime",
+        help="Inference runtime of the model's forward passes: torch, or openvino (sentence-transformers models on the "
+        "CPU; pip install 'normscope[openvino]'; the model is converted once and cached; fp32 vectors equal torch's to "
+        "~1e-7 relative in norm; falls back to torch with a warning when openvino is missing). Probes and the lab "
+        "always run on torch.")
 
     def to_json(self) -> dict:
         """Every field as strict JSON, ``runtime`` only when not ``"torch"``."""
@@ -256,14 +497,3 @@ class Embedding(Request):
         if out["runtime"] == "torch":
             del out["runtime"]
         return out
-
-    def argv(self, model: str) -> list[str]:
-        """The command-line options that set these values (``model``: the name to print for a None model)."""
-        out = ["--model", self.model or model, "--precision", self.precision]
-        if self.device != "cpu":
-            out += ["--device", self.device]
-        if self.batch_size != 64:
-            out += ["--batch-size", str(self.batch_size)]
-        if self.runtime != "torch":
-            out += ["--runtime", self.runtime]
-        return out + (["--junk-error"] if self.junk == "error" else [])

@@ -6,7 +6,6 @@ import dataclasses
 import typing
 from typing import Literal
 
-from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.requests import Embedding, Request, Resampling, param
 
 __all__ = ["CorrelateRequest", "Signal", "SIGNALS", "Measure", "MEASURES", "UncertaintyDataset"]
@@ -50,31 +49,31 @@ class CorrelateRequest(Request):
         Bootstrap resamples and permutations of every CI and p-value; ``seed`` also seeds item sampling.
     """
 
-    signal: Signal
-    n: int | None = param(None, min=0, help="Number of default items.")
-    controls: tuple[str, ...] = ("frequency", "length")
-    by: str | None = None
-    measure: Measure = "min_depth"
-    dataset: UncertaintyDataset = "chaosnli"
-    subtlex: str | None = None
-    wordnet: str | None = None
-    images: str | None = None
-    keep_duplicates: bool = False
-    embedding: Embedding = Embedding()
-    resampling: Resampling = Resampling(n_boot=2000, n_perm=2000)
+    COMMAND = ("normscope", "correlate")
 
-    def argv(self) -> list[str]:
-        """``normscope correlate ...`` with every setting of this request (the caller's item files aside)."""
-        out = ["normscope", "correlate", "--signal", self.signal] + self.embedding.argv(DEFAULT_MODEL)
-        if self.n is not None:
-            out += ["--n-items", str(self.n)]
-        if tuple(self.controls) != ("frequency", "length"):
-            out += ["--control", ",".join(self.controls) or ""]
-        for flag, value, default in (("--by", self.by, None), ("--measure", self.measure, "min_depth"),
-                                     ("--dataset", self.dataset, "chaosnli"), ("--subtlex", self.subtlex, None),
-                                     ("--wordnet", self.wordnet, None), ("--images", self.images, None)):
-            if value != default:
-                out += [flag, str(value)]
-        if self.keep_duplicates:
-            out.append("--keep-duplicates")
-        return out + self.resampling.argv(perm=True)
+    signal: Signal = param(cli="--signal", short="-s", show=True,
+                           help="specificity, frequency, concreteness, uncertainty, or shuffle (each text vs its "
+                           "word-shuffled copy).")
+    n: int | None = param(None, min=0, cli="--n-items",
+                          help="Number of default items (specificity 2000, frequency 5000, concreteness 5000 (0 = all), "
+                          "uncertainty all).")
+    controls: tuple[str, ...] = param(("frequency", "length"), cli="--control",
+                                      help="Controls (repeatable or a comma list): frequency, length, words or "
+                                      "covariate-file columns; '' for none.  [default: frequency, length]")
+    by: str | None = param(None, cli="--by",
+                           help="Column giving each item's source (of the .csv/.jsonl items file or the covariate "
+                           "file): report per source, control the source when pooled.")
+    measure: Measure = param("min_depth", cli="--measure",
+                             help="Specificity measure: min_depth, max_depth, n_hyponyms, n_senses.")
+    dataset: UncertaintyDataset = param("chaosnli", cli="--dataset", help="Uncertainty dataset: chaosnli or cifar10h.")
+    subtlex: str | None = param(None, cli="--subtlex", help="SUBTLEX-US file: use its Zipf values for frequency.")
+    wordnet: str | None = param(None, cli="--wordnet",
+                                help="WordNet directory or .tgz (default: $NORMSCOPE_WORDNET, NLTK data, shared data).")
+    images: str | None = param(None, cli="--images",
+                               help="CIFAR-10 test images (.npy, test_batch, or a folder of 10000 PNG/JPEG named by "
+                               "position) for --dataset cifar10h.")
+    keep_duplicates: bool = param(False, cli="--keep-duplicates", flag=True,
+                                  help="Keep items whose text repeats another item's (default: count each text once "
+                                  "and say how many were left out).")
+    embedding: Embedding = Embedding()
+    resampling: Resampling = param(Resampling(n_boot=2000, n_perm=2000))

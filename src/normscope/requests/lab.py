@@ -49,43 +49,40 @@ class LabRequest(Request):
         Seeds data, initialisation and batches.
     """
 
-    encoder: LabEncoder = "table"
-    dataset: LabData = "synthetic"
-    optimizer: Optimizer = "sgd"
-    lr: float | None = param(None, above=0.0)
-    weight_decay: float | None = param(None, min=0.0)
-    steps: int | None = param(None, min=2)
-    burn_in: int | None = param(None, min=0)
-    estimator: Estimator | None = None
-    snapshots: int | None = param(None, min=1)
-    probe_batches: int | None = param(None, min=1)
-    n_items: int = param(256, min=4)
-    n_concepts: int = param(32, min=1)
-    dim: int = param(16, min=1)
-    tau: float = param(0.1, above=0.0)
-    batch_size: int = param(64, min=2)
-    beta: float = param(0.9, min=0.0, below=1.0)
-    hidden: int = param(64, min=1)
-    input_dim: int = param(32, min=1)
-    record_every: int | None = param(None, min=1)
-    track: bool = True
-    seed: int = 0
+    COMMAND = ("normscope", "lab")
+
+    encoder: LabEncoder = param("table", cli="--encoder", show=True,
+                                help="table (free embeddings, k=1) or mlp (two-tower bias-free ReLU MLP, k=2).")
+    dataset: LabData = param("synthetic", cli="--dataset", show=True,
+                             help="synthetic (controlled ambiguity) or wordnet (WordNet 3.0 nouns).")
+    optimizer: Optimizer = param("sgd", cli="--optimizer", show=True,
+                                 help="sgd, momentum (heavy ball) or adamw; decay always decoupled.")
+    lr: float | None = param(None, above=0.0, cli="--lr", help="Learning rate eta (default per encoder/optimizer).")
+    weight_decay: float | None = param(None, min=0.0, cli="--weight-decay", help="Decoupled weight decay lambda.")
+    steps: int | None = param(None, min=2, cli="--steps", help="Training steps (table 12000, mlp 8000).")
+    burn_in: int | None = param(None, min=0, cli="--burn-in", help="Steps before the measurement window.")
+    estimator: Estimator | None = param(None, cli="--estimator",
+                                        help="snapshot (default for table) or trajectory (default for mlp).")
+    snapshots: int | None = param(None, min=1, cli="--snapshots", help="Snapshot estimator: number of states S.")
+    probe_batches: int | None = param(None, min=1, cli="--probe-batches", help="Virtual batches K per snapshot state.")
+    n_items: int = param(256, min=4, cli="--n-items", help="Items N.")
+    n_concepts: int = param(32, min=1, cli="--n-concepts", help="Concepts of the synthetic data.")
+    dim: int = param(16, min=1, cli="--dim", help="Embedding dimension d.")
+    tau: float = param(0.1, above=0.0, cli="--tau", help="InfoNCE temperature.")
+    batch_size: int = param(64, min=2, cli="--batch-size", help="Batch size B.")
+    beta: float = param(0.9, min=0.0, below=1.0, cli="--beta", help="Momentum coefficient (--optimizer momentum).")
+    hidden: int = param(64, min=1, cli="--hidden", help="MLP hidden width.")
+    input_dim: int = param(32, min=1, cli="--input-dim", help="MLP input width.")
+    record_every: int | None = param(None, min=1, cli="--record-every",
+                                     help="Trajectory recording interval (default steps // 400).")
+    track: bool = param(True, cli="--no-track", flag=False,
+                        help="Train without tracking (the speed benchmark): no agreement figures.")
+    seed: int = param(0, cli="--seed", show=True, help="Seeds data, initialisation and batches.")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.steps is not None and self.burn_in is not None and self.burn_in >= self.steps:
             raise InputError(f"{said('burn_in')} must be < {said('steps')}, got {self.burn_in} >= {self.steps}")
-
-    def argv(self) -> list[str]:
-        """``normscope lab ...`` with the settings the command exposes (the others must be their defaults)."""
-        out = ["normscope", "lab", "--encoder", self.encoder, "--optimizer", self.optimizer, "--dataset", self.dataset,
-               "--seed", str(self.seed)]
-        for flag, value in (("--lr", self.lr), ("--weight-decay", self.weight_decay), ("--steps", self.steps),
-                            ("--burn-in", self.burn_in), ("--estimator", self.estimator),
-                            ("--snapshots", self.snapshots), ("--probe-batches", self.probe_batches)):
-            if value is not None:
-                out += [flag, str(value)]
-        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,27 +123,36 @@ class TransformerLabRequest(Request):
         the batches and the bootstraps.
     """
 
-    model: str | None = None
-    pairs: str = "wordnet"
-    optimizer: Optimizer = "sgd"
-    lr: float | None = param(None, above=0.0)
-    weight_decay: float | None = param(None, min=0.0)
-    steps: int = param(1000, min=2)
-    burn_in: int | None = param(None, min=0)
-    batch_size: int = param(32, min=2)
-    tau: float = param(0.05, above=0.0)
-    beta: float = param(0.9, min=0.0, below=1.0)
-    decay_mask: Literal["all", "matrices"] = "all"
-    dropout: bool = False
-    probe_items: int | str = 64
-    probe_batches: int = param(32, min=2)
-    max_tokens: int | None = param(16, min=3)
-    precision: Precision = "fp32"
-    device: str = "cpu"
-    checkpoint_every: int = param(100, min=1)
-    lambda_every: int = param(50, min=1)
-    track: bool = True
-    resampling: Resampling = Resampling(n_boot=2000)
+    COMMAND = ("normscope", "lab", "--encoder", "transformer")
+
+    model: str | None = param(None, cli="--model", short="-m", show=True,
+                              help="Model name or path (default: the bundled all-MiniLM-L6-v2).")
+    pairs: str = param("wordnet", cli="--pairs", show=True,
+                       help="Training pairs: wordnet, scifact[:split], beir:DIR[:split] or a 2-column .tsv/.csv.")
+    optimizer: Optimizer = param("sgd", cli="--optimizer", show=True,
+                                 help="sgd, momentum (heavy ball) or adamw; decay always decoupled.")
+    lr: float | None = param(None, above=0.0, cli="--lr", help="Learning rate eta (default per optimizer).")
+    weight_decay: float | None = param(None, min=0.0, cli="--weight-decay", help="Decoupled weight decay lambda.")
+    steps: int = param(1000, min=2, cli="--steps", show=True, help="Training steps.")
+    burn_in: int | None = param(None, min=0, cli="--burn-in", help="Steps before the measurement window (steps // 2).")
+    batch_size: int = param(32, min=2, cli="--batch-size", help="Pairs per step B.")
+    tau: float = param(0.05, above=0.0, cli="--tau", help="InfoNCE temperature.")
+    beta: float = param(0.9, min=0.0, below=1.0, cli="--beta", help="Momentum coefficient (--optimizer momentum).")
+    decay_mask: Literal["all", "matrices"] = param("all", cli="--decay-mask",
+                                                   help="all or matrices (no biases, no LayerNorm).")
+    dropout: bool = param(False, cli="--dropout/--no-dropout", help="Train with the model's dropout.")
+    probe_items: int | str = param(64, cli="--probe-items", show=True,
+                                   help="N held-out items drawn from the pairs, or an items file.")
+    probe_batches: int = param(32, min=2, cli="--probe-batches", show=True, help="Virtual batches K of the step-0 probe.")
+    max_tokens: int | None = param(16, min=3, cli="--max-tokens",
+                                   help="Keep pairs whose members have <= this many tokens.")
+    precision: Precision = param("fp32", cli="--precision",
+                                 help="fp32 or bf16 training forward/backward; tracking is always fp32.")
+    device: str = param("cpu", cli="--device", help="Torch device (cpu, cuda, cuda:N, mps).")
+    checkpoint_every: int = param(100, min=1, cli="--checkpoint-every", help="Steps between checkpoints.")
+    lambda_every: int = param(50, min=1, cli="--lambda-every", help="Steps between lambda_rad measurements.")
+    track: bool = param(True, cli="--no-track", flag=False, help="Train without tracking: no agreement figures.")
+    resampling: Resampling = param(Resampling(n_boot=2000), omit=("n_perm",))
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -154,23 +160,6 @@ class TransformerLabRequest(Request):
             raise InputError(f"{said('burn_in')} must be < {said('steps')}, got {self.burn_in} >= {self.steps}")
         if isinstance(self.probe_items, int) and self.probe_items < 3:
             raise InputError(f"{said('probe_items')} must be >= 3, got {self.probe_items}")
-
-    def argv(self, model: str) -> list[str]:
-        """``normscope lab --encoder transformer ...`` with every setting of this request (``model``: the name to
-        print for a None model)."""
-        out = ["normscope", "lab", "--encoder", "transformer", "--model", self.model or model, "--pairs", self.pairs,
-               "--optimizer", self.optimizer, "--steps", str(self.steps), "--probe-items", str(self.probe_items),
-               "--probe-batches", str(self.probe_batches)]
-        for flag, value, default in (("--lr", self.lr, None), ("--weight-decay", self.weight_decay, None),
-                                     ("--burn-in", self.burn_in, None), ("--batch-size", self.batch_size, 32),
-                                     ("--tau", self.tau, 0.05), ("--decay-mask", self.decay_mask, "all"),
-                                     ("--max-tokens", self.max_tokens, 16), ("--precision", self.precision, "fp32"),
-                                     ("--device", self.device, "cpu")):
-            if value != default:
-                out += [flag, str(value)]
-        if self.dropout:
-            out.append("--dropout")
-        return out + self.resampling.argv()
 
 
 #: Sizes of the decisive transformer design (:data:`normscope.lab.decisive.DESIGNS`).
@@ -198,12 +187,18 @@ class DecisiveRequest(Request):
         Runs of one phase in parallel processes (results do not depend on it).
     """
 
-    size: DesignSize = "full"
-    pairs: str = "wordnet"
-    probe_items: int | str | None = None
-    seed: int = 0
-    device: str = "cpu"
-    workers: int = param(1, min=1)
+    COMMAND = ("normscope", "lab", "--encoder", "transformer", "--design", "decisive")
+
+    size: DesignSize = param("full", cli="--size", show=True,
+                             help="full (about an hour on 2 CPU cores), report (about a minute, too short to decide) "
+                             "or quick.")
+    pairs: str = param("wordnet", cli="--pairs", help="Training pairs (default WordNet 3.0 (term, gloss)).")
+    probe_items: int | str | None = param(None, cli="--probe-items",
+                                          help="P held-out probe items drawn from the pairs, or an items file.")
+    seed: int = param(0, cli="--seed", help="Seeds the initialisation, the data split, every batch and the bootstraps.")
+    device: str = param("cpu", cli="--device", help="Torch device (cpu, cuda, cuda:N, mps).")
+    workers: int = param(1, min=1, cli="--workers",
+                         help="Runs of one phase in parallel processes (results do not depend on it).")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -214,16 +209,6 @@ class DecisiveRequest(Request):
         """The keyword arguments of :func:`~normscope.lab.decisive.run_decisive_design` (beside ``directory``)."""
         return {"design": self.size, "pairs": self.pairs, "probe_items": self.probe_items, "seed": self.seed,
                 "device": self.device, "workers": self.workers}
-
-    def argv(self) -> list[str]:
-        """``normscope lab --encoder transformer --design decisive ...`` with every setting of this request."""
-        out = ["normscope", "lab", "--encoder", "transformer", "--design", "decisive", "--size", self.size]
-        for flag, value, default in (("--pairs", self.pairs, "wordnet"), ("--probe-items", self.probe_items, None),
-                                     ("--seed", self.seed, 0), ("--device", self.device, "cpu"),
-                                     ("--workers", self.workers, 1)):
-            if value != default:
-                out += [flag, str(value)]
-        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,19 +233,13 @@ class TowerLabRequest(Request):
         Resumable run directory (None: nothing written; a rerun recomputes).
     """
 
-    model: str | None = None
-    size: DesignSize = "full"
-    seed: int = 0
-    tau: float = param(0.2, above=0.0)
-    batch_size: int = param(64, min=2)
-    run_dir: str | None = None
+    COMMAND = ("normscope", "lab", "--encoder", "tower")
 
-    def argv(self, model: str | None = None) -> list[str]:
-        """``normscope lab --encoder tower ...`` with every setting of this request that differs from its default."""
-        out = ["normscope", "lab", "--encoder", "tower", "--size", self.size]
-        for flag, value, default in (("--model", self.model or model, None), ("--seed", self.seed, 0),
-                                     ("--tau", self.tau, 0.2), ("--batch-size", self.batch_size, 64),
-                                     ("--run-dir", self.run_dir, None)):
-            if value != default:
-                out += [flag, str(value)]
-        return out
+    model: str | None = param(None, cli="--model", short="-m",
+                              help="The frozen tower that embeds the glosses (default: the bundled all-MiniLM-L6-v2).")
+    size: DesignSize = param("full", cli="--size", show=True,
+                             help="full (64 nouns per number of senses, 8,000 + 16,000 steps), report or quick.")
+    seed: int = param(0, cli="--seed", help="Seeds the nouns, the initial vectors, every batch and the resamples.")
+    tau: float = param(0.2, above=0.0, cli="--tau", help="InfoNCE temperature.")
+    batch_size: int = param(64, min=2, cli="--batch-size", help="(noun, gloss) pairs per batch B.")
+    run_dir: str | None = param(None, cli="--run-dir", help="Resumable run directory (default: none, nothing kept).")

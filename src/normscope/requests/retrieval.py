@@ -6,9 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.errors import InputError
-from normscope.requests import Embedding, Engine, Request, Resampling, param
+from normscope.requests import Embedding, Engine, Request, Resampling, param, said
 from normscope.scoring import PARAM_NAMES, SCORERS
 
 __all__ = ["RetrievalRequest", "CalibrateRequest", "Relevance"]
@@ -57,22 +56,44 @@ class RetrievalRequest(Request):
         randomisation tests; ``seed`` seeds subsampling, folds, tests and bootstraps.
     """
 
-    dataset: str = param("scifact", help="BEIR directory, scifact or nfcorpus, or hf:BeIR/<name>.")
-    scorers: tuple[str, ...] = SCORERS
-    fit_split: str | None = "train"
-    split: str = "test"
+    COMMAND = ("normscope", "retrieval")
+
+    dataset: str = param("scifact", cli="--dataset", show=True,
+                         help="BEIR directory (corpus.jsonl[.gz], queries.jsonl[.gz], qrels/*.tsv[.gz]), scifact or "
+                         "nfcorpus (fetched if absent, docs/data.md), or hf:BeIR/<name>.")
+    scorers: tuple[str, ...] = param(SCORERS, cli="--scorer",
+                                     help="cosine, dot, inverse_norm, power (repeatable or a comma list; default all).")
+    fit_split: str | None = param("train", cli="--fit-split", none="cv",
+                                  help="Split fitting alpha/beta and confidence maps ('cv': 5-fold cross-validation).")
+    split: str = param("test", cli="--split", help="Evaluation split.")
+    #: set by ``--alpha`` / ``--beta`` (one option per scorer, :data:`normscope.scoring.PARAM_NAMES`; :meth:`options`)
     params: tuple[tuple[str, float], ...] = ()
-    relevance: Relevance = "graded"
-    grade_scale: int = param(1, min=1)
-    dedupe_docs: bool = False
-    ignore_identical_ids: bool = True
-    max_docs: int | None = param(None, min=2)
-    max_queries: int | None = param(None, min=1)
-    k: int = param(100, min=10)
+    relevance: Relevance = param("graded", cli="--relevance",
+                                 help="graded (nDCG gains are the judgement scores, as BEIR) or binary (score >= 1 "
+                                 "counts 1).")
+    grade_scale: int = param(1, min=1, cli="--grade-scale",
+                             help="Read every relevance grade times this factor (qrels such as 0.5 / 1.5 are refused "
+                             "otherwise, with the line named; nDCG is unchanged by a common scale).")
+    dedupe_docs: bool = param(False, cli="--dedupe-docs", flag=True,
+                              help="Count each distinct document text once (copies collapse to the smallest id, judged "
+                              "with their highest grade); without it, duplicates are kept and counted in a warning.")
+    ignore_identical_ids: bool = param(True, cli="--ignore-identical-ids/--keep-identical-ids",
+                                       help="Leave out a document whose id equals the query id (BEIR's default).")
+    max_docs: int | None = param(None, min=2, cli="--max-docs",
+                                 help="Subsample the corpus (documents relevant to kept queries stay).")
+    max_queries: int | None = param(None, min=1, cli="--max-queries", help="Subsample each split's queries.")
+    k: int = param(100, min=10, cli="--depth",
+                   help="Depth k of the evaluated runs (>= 10; Recall@100 needs 100).")
     grids: tuple[tuple[str, tuple[float, ...]], ...] = ()
-    engine: Engine = "local"
-    address: str | None = None
-    workers: int | None = param(None, min=1)
+    engine: Engine = param("local", cli="--engine",
+                           help="Where to embed: local (this process) or ray (a Ray cluster through Ray Data; pip "
+                           "install 'normscope[ray]'; see docs/scale.md).")
+    address: str | None = param(None, cli="--address",
+                                help="Ray cluster to use with --engine ray (auto, host:port, ray://host:10001); "
+                                "default: start a local one.")
+    workers: int | None = param(None, min=1, cli="--workers",
+                                help="Encoder actors with --engine ray (default: one per GPU with --device cuda, else "
+                                "one per CPU).")
     embedding: Embedding = Embedding()
     resampling: Resampling = Resampling(n_boot=1000, n_perm=10000)
 
@@ -84,28 +105,11 @@ class RetrievalRequest(Request):
         if not self.scorers:
             raise InputError("no scorer given")
         if self.resampling.n_boot < 10:
-            raise InputError(f"n_boot must be >= 10, got {self.resampling.n_boot}")
+            raise InputError(f"{said('n_boot')} must be >= 10, got {self.resampling.n_boot}")
 
-    def argv(self) -> list[str]:
-        """``normscope retrieval ...`` with every setting of this request (a fixed parameter as ``--alpha``/``--beta``)."""
-        out = ["normscope", "retrieval", "--dataset", self.dataset] + self.embedding.argv(DEFAULT_MODEL)
-        if tuple(self.scorers) != SCORERS:
-            out += ["--scorer", ",".join(self.scorers)]
-        for flag, value, default in (("--fit-split", self.fit_split, "train"), ("--split", self.split, "test"),
-                                     ("--relevance", self.relevance, "graded"), ("--max-docs", self.max_docs, None),
-                                     ("--max-queries", self.max_queries, None), ("--grade-scale", self.grade_scale, 1)):
-            if value != default:
-                out += [flag, "cv" if value is None else str(value)]
-        out += [f"--{PARAM_NAMES[s]}={v!r}" for s, v in self.params]
-        if self.dedupe_docs:
-            out.append("--dedupe-docs")
-        if not self.ignore_identical_ids:
-            out.append("--keep-identical-ids")
-        out += self.resampling.argv()
-        if self.engine != "local":
-            out += ["--engine", self.engine] + (["--address", self.address] if self.address else [])
-            out += ["--workers", str(self.workers)] if self.workers else []
-        return out
+    def options(self, base: Request | None = None, omit: tuple[str, ...] = ()) -> list[str]:
+        """:meth:`Request.options`, then each fixed parameter as ``--alpha=V`` / ``--beta=V``."""
+        return super().options(base, omit) + [f"--{PARAM_NAMES[s]}={v!r}" for s, v in self.params]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,24 +147,45 @@ class CalibrateRequest(Request):
         ``n_boot`` (>= 10) bootstrap resamples of every CI (queries); ``seed`` of subsamples, splits and bootstraps.
     """
 
-    dataset: str | None = None
-    run_file: str | None = None
-    qrels_file: str | None = None
-    signals: tuple[str, ...] = ("top1_score", "margin")
-    method: Literal["isotonic", "platt"] = "isotonic"
-    target_k: int = param(1, min=1, max=100)
-    fit_split: str | None = "train"
-    split: str = "test"
-    precision_target: float = param(0.8, above=0.0, below=1.0)
-    delta: float = param(0.1, above=0.0, below=1.0)
-    answer_at: tuple[float, ...] = ()
-    keep_k: int = param(10, min=1, max=100)
-    calibration_fraction: float = param(0.5, above=0.0, below=1.0)
-    apply: str | None = None
-    max_docs: int | None = param(None, min=2)
-    max_queries: int | None = param(None, min=1)
-    embedding: Embedding = Embedding()
-    resampling: Resampling = Resampling(n_boot=1000)
+    COMMAND = ("normscope", "calibrate")
+
+    dataset: str | None = param(None, cli="--dataset",
+                                help="BEIR directory, scifact or nfcorpus (docs/data.md), or hf:BeIR/<name>.")
+    run_file: str | None = param(None, cli="--run",
+                                 help="Instead of --dataset: a cosine run (TREC run text, or the -o parquet of "
+                                 "`normscope retrieval` / `index search`), with --qrels and --model.")
+    qrels_file: str | None = param(None, cli="--qrels", help="Judgements of --run (BEIR TSV or TREC qrels).")
+    signals: tuple[str, ...] = param(("top1_score", "margin"), cli="--signal",
+                                     help="Signal of the map (repeatable or a comma list; default top1_score and "
+                                     "margin; add query_norm, the query's raw norm, to test the norm): query_length, "
+                                     "query_norm, top1_score, margin, nqc, wig, smv, sigma_k, sigma_max, top_doc_norm, "
+                                     "doc_norm_spread.")
+    method: Literal["isotonic", "platt"] = param("isotonic", cli="--method",
+                                                 help="isotonic or platt (CalibratedClassifierCV, cross-fitted).")
+    target_k: int = param(1, min=1, max=100, cli="--target-k",
+                          help="1: P(the top-1 is relevant); K: P(some document of the top K is relevant).")
+    fit_split: str | None = param("train", cli="--fit-split",
+                                  help="Split of the fit and calibration queries ('cv': cut the evaluation split "
+                                  "40/30/30 into fit, calibration, held-out).")
+    split: str = param("test", cli="--split", help="Held-out split.")
+    precision_target: float = param(0.8, above=0.0, below=1.0, cli="--precision-target",
+                                    help="Target precision 1 - alpha of the thresholds.")
+    delta: float = param(0.1, above=0.0, below=1.0, cli="--delta",
+                         help="The Learn-then-Test guarantee holds with probability 1 - delta.")
+    answer_at: tuple[float, ...] = param((), cli="--answer-at",
+                                         help="Also report 'answer only when P(relevant) >= P' at these P (repeatable "
+                                         "or a comma list).")
+    keep_k: int = param(10, min=1, max=100, cli="--keep-k",
+                        help="Documents per query the document threshold considers.")
+    calibration_fraction: float = param(0.5, above=0.0, below=1.0, cli="--calibration-fraction",
+                                        help="Share of the fitting split's queries kept for choosing thresholds.")
+    apply: str | None = param(None, cli="--apply",
+                              help="Evaluate this calibrator file on --dataset/--split instead of fitting one (shift).")
+    max_docs: int | None = param(None, min=2, cli="--max-docs",
+                                 help="Subsample the corpus (documents relevant to kept queries stay).")
+    max_queries: int | None = param(None, min=1, cli="--max-queries", help="Subsample each split's queries.")
+    embedding: Embedding = param(Embedding(), omit=("junk",))
+    resampling: Resampling = param(Resampling(n_boot=1000), omit=("n_perm",))
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -169,7 +194,7 @@ class CalibrateRequest(Request):
         if (self.run_file is None) != (self.qrels_file is None):
             raise InputError("give a run file and its qrels together")
         if self.resampling.n_boot < 10:
-            raise InputError(f"--n-boot must be >= 10, got {self.resampling.n_boot}")
+            raise InputError(f"{said('n_boot')} must be >= 10, got {self.resampling.n_boot}")
         bad = [t for t in self.answer_at if not 0 <= t <= 1]
         if bad:
             raise InputError(f"a threshold on P(relevant) must lie in [0, 1], got {bad[0]}")

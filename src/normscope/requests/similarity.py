@@ -6,7 +6,6 @@ import dataclasses
 import typing
 from typing import Literal
 
-from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.errors import InputError
 from normscope.requests import Embedding, Request, Resampling, param
 from normscope.scoring import SCORERS as PAIR_SCORERS
@@ -49,16 +48,33 @@ class SimilarityRequest(Request):
         ``n_boot`` resamples of the evaluated pairs; ``seed`` seeds the random half and the bootstrap.
     """
 
-    dataset: str = param("simlex-999", help="Evaluated pairs: simlex-999, an STS-B file or a word-similarity list.")
-    fit: str | None = None
-    scorers: tuple[str, ...] = PAIR_SCORERS
-    fmt: PairFormat = "auto"
-    fit_format: PairFormat = "auto"
-    keep_duplicates: bool = False
-    whiten: tuple[str, ...] = ()
-    whiten_vocab: int = param(20000, min=2)
+    COMMAND = ("normscope", "similarity")
+
+    dataset: str = param("simlex-999", cli="--dataset", show=True,
+                         help="Evaluated pairs: simlex-999 (found or fetched: normscope data path simlex-999), an "
+                         "STS-B file (sts-dev.csv, sts-test.csv) or a word-similarity list (SimLex-999.txt, WS-353, "
+                         "MEN, RW).")
+    fit: str | None = param(None, cli="--fit",
+                            help="Fit the scorers' parameters on this pair file (default: sts-train.csv beside an "
+                            "STS-B file, else a seeded random half of --dataset).")
+    scorers: tuple[str, ...] = param(PAIR_SCORERS, cli="--scorer",
+                                     help="cosine, dot, inverse_norm, power (repeatable or a comma list; default all; "
+                                     "cosine is always the baseline).")
+    fmt: PairFormat = param("auto", cli="--format", help="Format of --dataset: auto, sts or words.")
+    fit_format: PairFormat = param("auto", cli="--fit-format", help="Format of --fit: auto, sts or words.")
+    keep_duplicates: bool = param(False, cli="--keep-duplicates", flag=True,
+                                  help="Keep pairs that repeat another pair (same texts and score; default: count each "
+                                  "once and say how many were left out).")
+    whiten: tuple[str, ...] = param((), cli="--whiten",
+                                    help="zipf, uniform (repeatable or a comma list). Also score the pairs by the "
+                                    "cosine of whitened vectors (Zipfian whitening, Yokoi et al. 2024: mean and "
+                                    "covariance weighted by word frequency; or uniform), fitted on --whiten-vocab "
+                                    "wordfreq words, never on the pairs.")
+    whiten_vocab: int = param(20000, min=2, cli="--whiten-vocab",
+                              help="Words of the whitening vocabulary: the top-N alphabetic English words of wordfreq, "
+                              "embedded by the model.")
     embedding: Embedding = Embedding()
-    resampling: Resampling = Resampling(n_boot=2000)
+    resampling: Resampling = param(Resampling(n_boot=2000), omit=("n_perm",))
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -68,21 +84,3 @@ class SimilarityRequest(Request):
         bad = [w for w in self.whiten if w not in WHITENINGS]
         if bad:
             raise InputError(f"unknown whitening {bad[0]!r}; choose from {', '.join(WHITENINGS)}")
-
-    def argv(self) -> list[str]:
-        """``normscope similarity ...`` with every setting of this request."""
-        out = ["normscope", "similarity", "--dataset", self.dataset]
-        if self.fit is not None:
-            out += ["--fit", self.fit]
-        if tuple(self.scorers) != PAIR_SCORERS:
-            out += ["--scorer", ",".join(self.scorers)]
-        for flag, value in (("--format", self.fmt), ("--fit-format", self.fit_format)):
-            if value != "auto":
-                out += [flag, value]
-        if self.keep_duplicates:
-            out.append("--keep-duplicates")
-        if self.whiten:
-            out += ["--whiten", ",".join(self.whiten)]
-            if self.whiten_vocab != 20000:
-                out += ["--whiten-vocab", str(self.whiten_vocab)]
-        return out + self.embedding.argv(DEFAULT_MODEL) + self.resampling.argv()

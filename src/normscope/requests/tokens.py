@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.requests import Request, Resampling, param
 
 __all__ = ["TokensRequest"]
@@ -25,13 +24,10 @@ class TokensRequest(Request):
         ``n_boot`` bootstrap resamples over tokens (CIs), ``n_perm`` permutations (p-values), ``seed``.
     """
 
-    model: str | None = None
-    device: str = param("cpu", help="Torch device (cpu, cuda, cuda:N, mps).")
-    resampling: Resampling = Resampling(n_boot=2000, n_perm=2000)
+    COMMAND = ("normscope", "tokens")
 
-    def argv(self) -> list[str]:
-        """``normscope tokens ...`` with every setting of this request."""
-        out = ["normscope", "tokens", "--model", self.model or DEFAULT_MODEL]
-        if self.device != "cpu":
-            out += ["--device", self.device]
-        return out + self.resampling.argv(perm=True)
+    model: str | None = param(None, cli="--model", short="-m", show=True,
+                              help="Model: a transformer (its input embedding table and tokenizer vocabulary) or GloVe "
+                              "(glove:6B-50d; its word-vector table); default the bundled all-MiniLM-L6-v2.")
+    device: str = param("cpu", cli="--device", help="Torch device (cpu, cuda, cuda:N, mps).")
+    resampling: Resampling = Resampling(n_boot=2000, n_perm=2000)
