@@ -13,9 +13,9 @@ from rich.table import Table
 from normscope._io import to_jsonable, write_json, write_outputs
 from normscope.cli._app import app
 from normscope.cli._console import make_console
-from normscope.cli._options import BatchSize, Device, JsonOut, Precision, Runtime, Seed, TableOut, split_list
+from normscope.cli._options import BatchSize, Device, JsonOut, NBoot, Precision, Runtime, Seed, TableOut, option_for
 from normscope.errors import InputError
-from normscope.requests import Embedding, Resampling
+from normscope.requests import from_options
 from normscope.requests.retrieval import CalibrateRequest
 from normscope.validate import check_paths
 
@@ -84,31 +84,31 @@ _DEFAULT = CalibrateRequest(dataset="scifact")
 
 @app.command()
 def calibrate(
-    dataset: Annotated[Optional[str], typer.Option("--dataset", help="BEIR directory, scifact or nfcorpus (docs/data.md), or hf:BeIR/<name>.")] = None,
-    run_file: Annotated[Optional[Path], typer.Option("--run", help="Instead of --dataset: a cosine run (TREC run text, or the -o parquet of `normscope retrieval` / `index search`), with --qrels and --model.")] = None,
-    qrels: Annotated[Optional[Path], typer.Option("--qrels", help="Judgements of --run (BEIR TSV or TREC qrels).")] = None,
+    dataset: option_for(CalibrateRequest, "dataset") = None,
+    run_file: option_for(CalibrateRequest, "run_file") = None,
+    qrels_file: option_for(CalibrateRequest, "qrels_file") = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model (default: the bundled MiniLM; with --apply, the calibrator's model).")] = None,
-    signal: Annotated[Optional[list[str]], typer.Option("--signal", callback=split_list, help="Signal of the map (repeatable or a comma list; default top1_score and margin; add query_norm, the query's raw norm, to test the norm): query_length, query_norm, top1_score, margin, nqc, wig, smv, sigma_k, sigma_max, top_doc_norm, doc_norm_spread.")] = None,
-    method: Annotated[str, typer.Option("--method", help="isotonic or platt (CalibratedClassifierCV, cross-fitted).")] = _DEFAULT.method,
-    target_k: Annotated[int, typer.Option("--target-k", min=1, max=100, help="1: P(the top-1 is relevant); K: P(some document of the top K is relevant).")] = _DEFAULT.target_k,
-    fit_split: Annotated[str, typer.Option("--fit-split", help="Split of the fit and calibration queries ('cv': cut the evaluation split 40/30/30 into fit, calibration, held-out).")] = _DEFAULT.fit_split,
-    split: Annotated[str, typer.Option("--split", help="Held-out split.")] = _DEFAULT.split,
-    target_precision: Annotated[float, typer.Option("--precision-target", help="Target precision 1 - alpha of the thresholds.")] = _DEFAULT.precision_target,
-    delta: Annotated[float, typer.Option("--delta", help="The Learn-then-Test guarantee holds with probability 1 - delta.")] = _DEFAULT.delta,
-    answer_at: Annotated[Optional[list[str]], typer.Option("--answer-at", callback=split_list, help="Also report 'answer only when P(relevant) >= P' at these P (repeatable or a comma list).")] = None,
-    keep_k: Annotated[int, typer.Option("--keep-k", min=1, max=100, help="Documents per query the document threshold considers.")] = _DEFAULT.keep_k,
-    calibration_fraction: Annotated[float, typer.Option("--calibration-fraction", help="Share of the fitting split's queries kept for choosing thresholds.")] = _DEFAULT.calibration_fraction,
-    apply: Annotated[Optional[Path], typer.Option("--apply", help="Evaluate this calibrator file on --dataset/--split instead of fitting one (shift).")] = None,
+    signals: option_for(CalibrateRequest, "signals") = None,
+    method: option_for(CalibrateRequest, "method") = _DEFAULT.method,
+    target_k: option_for(CalibrateRequest, "target_k") = _DEFAULT.target_k,
+    fit_split: option_for(CalibrateRequest, "fit_split") = _DEFAULT.fit_split,
+    split: option_for(CalibrateRequest, "split") = _DEFAULT.split,
+    precision_target: option_for(CalibrateRequest, "precision_target") = _DEFAULT.precision_target,
+    delta: option_for(CalibrateRequest, "delta") = _DEFAULT.delta,
+    answer_at: option_for(CalibrateRequest, "answer_at") = None,
+    keep_k: option_for(CalibrateRequest, "keep_k") = _DEFAULT.keep_k,
+    calibration_fraction: option_for(CalibrateRequest, "calibration_fraction") = _DEFAULT.calibration_fraction,
+    apply: option_for(CalibrateRequest, "apply") = None,
     calibrator_out: Annotated[Optional[Path], typer.Option("--calibrator", "-c", help="Write the fitted calibrator (JSON) here.")] = None,
     fig: Annotated[Optional[Path], typer.Option("--fig", help="Reliability diagram of the held-out queries (PNG).")] = None,
-    max_docs: Annotated[Optional[int], typer.Option("--max-docs", min=2, help="Subsample the corpus (documents relevant to kept queries stay).")] = None,
-    max_queries: Annotated[Optional[int], typer.Option("--max-queries", min=1, help="Subsample each split's queries.")] = None,
-    n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of every confidence interval (queries resampled).")] = _DEFAULT.resampling.n_boot,
-    seed: Seed = 0,
-    device: Device = "cpu",
-    precision: Precision = "fp32",
-    runtime: Runtime = "torch",
-    batch_size: BatchSize = 64,
+    max_docs: option_for(CalibrateRequest, "max_docs") = None,
+    max_queries: option_for(CalibrateRequest, "max_queries") = None,
+    n_boot: NBoot = _DEFAULT.resampling.n_boot,
+    seed: Seed = _DEFAULT.resampling.seed,
+    device: Device = _DEFAULT.embedding.device,
+    precision: Precision = _DEFAULT.embedding.precision,
+    runtime: Runtime = _DEFAULT.embedding.runtime,
+    batch_size: BatchSize = _DEFAULT.embedding.batch_size,
     json_path: JsonOut = None,
     out: TableOut = None,
 ) -> None:
@@ -121,19 +121,12 @@ def calibrate(
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), ("--calibrator", calibrator_out, "json"),
                  ("--fig", fig, "figure")],
                 inputs=[("--dataset", dataset if dataset is not None and Path(dataset).exists() else None), ("--run", run_file),
-                        ("--qrels", qrels), ("--apply", apply)])
+                        ("--qrels", qrels_file), ("--apply", apply)])
     if apply is not None and calibrator_out is not None:
         raise InputError("--apply evaluates an existing calibrator; --calibrator writes a new one: give one of them")
-    if apply is not None and signal:
+    if apply is not None and signals:
         raise InputError("--signal cannot be given with --apply (the calibrator fixes its signals)")
-    request = CalibrateRequest(
-        dataset=dataset, run_file=None if run_file is None else str(run_file),
-        qrels_file=None if qrels is None else str(qrels), signals=tuple(signal or _DEFAULT.signals), method=method,
-        target_k=target_k, fit_split=fit_split, split=split, precision_target=target_precision, delta=delta,
-        answer_at=tuple(float(x) for x in answer_at or ()), keep_k=keep_k, calibration_fraction=calibration_fraction,
-        apply=None if apply is None else str(apply), max_docs=max_docs, max_queries=max_queries,
-        embedding=Embedding(model=model, device=device, precision=precision, runtime=runtime, batch_size=batch_size),
-        resampling=Resampling(n_boot=n_boot, seed=seed))
+    request = from_options(CalibrateRequest, locals())
     res = run_calibrate(request, progress=True)
     panel = {f"P({res.target}), held-out": {"status": "ok", **to_jsonable(res.heldout)}}
     write_outputs({out: lambda p: res.items.to_parquet(p, index=False), json_path: lambda p: write_json(res.to_dict(), p),

@@ -18,14 +18,14 @@ from rich.table import Table
 from normscope._io import write_json, write_outputs
 from normscope.cli._app import app
 from normscope.cli._console import make_console, styled
-from normscope.cli._options import Device, FigOut, JsonOut, Seed, TableOut
+from normscope.cli._options import Device, FigOut, JsonOut, Seed, TableOut, option_for
 from normscope.cli._outputs import print_claim_lines
 from normscope.claims import ClaimRow
 from normscope.encoders import resolve_backend
 from normscope.encoders.glove import static_refusal
 from normscope.errors import InputError
 from normscope.pairs import pair_source_path
-from normscope.requests import Resampling
+from normscope.requests import from_options, option_fields
 from normscope.requests.lab import DecisiveRequest, LabRequest, TowerLabRequest, TransformerLabRequest
 from normscope.validate import check_paths
 
@@ -43,38 +43,78 @@ def _ci(ci) -> str:
     return "" if not ci or None in ci else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-_DEFAULT = LabRequest()
-_TRANSFORMER = TransformerLabRequest()
+#: The request each kind of lab run builds, by its label (``--encoder``, or ``--design decisive``).
+_REQUESTS = {"--encoder table": LabRequest, "--encoder mlp": LabRequest, "--encoder transformer": TransformerLabRequest,
+             "--design decisive": DecisiveRequest, "--encoder tower": TowerLabRequest}
+#: Options of a kind of run that are no field of its request (paths of the run, the design switch).
+_EXTRA = {"--encoder transformer": ("design", "checkpoint"), "--design decisive": ("design", "run_dir")}
+
+
+#: How ``lab``'s help names each kind of run.
+_KINDS = {LabRequest: "table/mlp", TransformerLabRequest: "transformer", DecisiveRequest: "--design decisive",
+          TowerLabRequest: "tower"}
+
+
+def _lab_option(name: str):
+    """The ``lab`` option of field ``name``, one for every request that has it (their :class:`Option` s agree on the
+    name): its help is each request's own, labelled with the kinds of run it applies to unless all take it, with the
+    request's default; the parameter's default None keeps the request's."""
+    helps: dict[str, list[str]] = {}
+    first = None
+    for cls, kind in _KINDS.items():
+        entry = option_fields(cls).get(name)
+        if entry is None:
+            continue
+        owner, opt, default = entry
+        first = first or (owner, opt)
+        shown = default is not None and not isinstance(default, bool)
+        helps.setdefault(opt.help.rstrip(".") + (f" (default {default})" if shown else ""), []).append(kind)
+    owner, opt = first
+    if len(helps) == 1 and len(next(iter(helps.values()))) == len(_KINDS):
+        text = next(iter(helps))
+    else:
+        text = "; ".join(f"{'/'.join(kinds)}: {t}" for t, kinds in helps.items())
+    return option_for(owner, name, help=text + ".", optional=True)
 
 
 @app.command()
 def lab(
-    encoder: Annotated[str, typer.Option("--encoder", help="table (free embeddings, k=1), mlp (two-tower bias-free ReLU MLP, k=2), transformer (continue training a pretrained encoder) or tower (free WordNet noun vectors against a frozen tower's gloss embeddings).")] = _DEFAULT.encoder,
-    dataset: Annotated[Optional[str], typer.Option("--dataset", help="table/mlp: synthetic (controlled ambiguity, default) or wordnet (WordNet 3.0 nouns); tower: wordnet (the only one).")] = None,
-    optimizer: Annotated[str, typer.Option("--optimizer", help="sgd, momentum (heavy ball, beta 0.9) or adamw; decay always decoupled.")] = _DEFAULT.optimizer,
-    lr: Annotated[Optional[float], typer.Option("--lr", help="Learning rate eta (default per encoder/optimizer).")] = None,
-    weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="Decoupled weight decay lambda.")] = None,
-    steps: Annotated[Optional[int], typer.Option("--steps", min=2, help="Training steps (table 12000, mlp 8000, transformer 1000).")] = None,
-    burn_in: Annotated[Optional[int], typer.Option("--burn-in", min=0, help="Steps before the measurement window (transformer: steps // 2).")] = None,
-    seed: Seed = _DEFAULT.seed,
-    estimator: Annotated[Optional[str], typer.Option("--estimator", help="table/mlp: snapshot (default for table) or trajectory (default for mlp).")] = None,
-    snapshots: Annotated[Optional[int], typer.Option("--snapshots", min=1, help="Snapshot estimator: number of states S.")] = None,
-    probe_batches: Annotated[Optional[int], typer.Option("--probe-batches", min=1, help="Virtual batches K: per snapshot state (table/mlp) or of the step-0 probe (transformer, default 32).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="transformer: model name or path; tower: the frozen tower that embeds the glosses (default for both: the bundled all-MiniLM-L6-v2).")] = None,
-    n_boot: Annotated[Optional[int], typer.Option("--n-boot", min=1, help="transformer: bootstrap resamples of every confidence interval (default 2000).")] = None,
-    pairs: Annotated[Optional[str], typer.Option("--pairs", help="transformer: training pairs: wordnet (default), scifact[:split], beir:DIR[:split] or a 2-column .tsv/.csv.")] = None,
-    probe_items: Annotated[Optional[str], typer.Option("--probe-items", help="transformer: N held-out items drawn from the pairs (default 64) or an items file.")] = None,
-    precision: Annotated[Optional[str], typer.Option("--precision", help="transformer: fp32 (default) or bf16 training forward/backward; tracking is always fp32.")] = None,
-    batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=2, help="transformer: pairs per step B (default 32); tower: (noun, gloss) pairs per batch (default 64).")] = None,
-    tau: Annotated[Optional[float], typer.Option("--tau", help="transformer: InfoNCE temperature (default 0.05); tower: default 0.2.")] = None,
-    decay_mask: Annotated[Optional[str], typer.Option("--decay-mask", help="transformer: all (default) or matrices (no biases, no LayerNorm).")] = None,
-    dropout: Annotated[Optional[bool], typer.Option("--dropout/--no-dropout", help="transformer: train with the model's dropout (default off).")] = None,
-    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", min=3, help="transformer: keep pairs whose members have <= this many tokens (default 16).")] = None,
+    encoder: Annotated[str, typer.Option("--encoder", help="table (free embeddings, k=1), mlp (two-tower bias-free ReLU MLP, k=2), transformer (continue training a pretrained encoder) or tower (free WordNet noun vectors against a frozen tower's gloss embeddings).")] = "table",
+    dataset: _lab_option("dataset") = None,
+    optimizer: _lab_option("optimizer") = None,
+    lr: _lab_option("lr") = None,
+    weight_decay: _lab_option("weight_decay") = None,
+    steps: _lab_option("steps") = None,
+    burn_in: _lab_option("burn_in") = None,
+    seed: Seed = 0,
+    estimator: _lab_option("estimator") = None,
+    snapshots: _lab_option("snapshots") = None,
+    probe_batches: _lab_option("probe_batches") = None,
+    n_items: _lab_option("n_items") = None,
+    n_concepts: _lab_option("n_concepts") = None,
+    dim: _lab_option("dim") = None,
+    hidden: _lab_option("hidden") = None,
+    input_dim: _lab_option("input_dim") = None,
+    record_every: _lab_option("record_every") = None,
+    track: _lab_option("track") = None,
+    model: _lab_option("model") = None,
+    n_boot: _lab_option("n_boot") = None,
+    pairs: _lab_option("pairs") = None,
+    probe_items: _lab_option("probe_items") = None,
+    precision: _lab_option("precision") = None,
+    batch_size: _lab_option("batch_size") = None,
+    tau: _lab_option("tau") = None,
+    beta: _lab_option("beta") = None,
+    decay_mask: _lab_option("decay_mask") = None,
+    dropout: _lab_option("dropout") = None,
+    max_tokens: _lab_option("max_tokens") = None,
+    checkpoint_every: _lab_option("checkpoint_every") = None,
+    lambda_every: _lab_option("lambda_every") = None,
     checkpoint: Annotated[Optional[Path], typer.Option("--checkpoint", help="transformer: checkpoint file; resumed when it exists with the same settings.")] = None,
     design: Annotated[Optional[str], typer.Option("--design", help="transformer: single (continue training --model, default) or decisive (a small BERT trained to stationarity under the theorem's conditions: grid, SGD/momentum/AdamW, snapshot probes, lambda scaling; docs/lab.md).")] = None,
-    size: Annotated[Optional[str], typer.Option("--size", help="--design decisive: full (about an hour on 2 CPU cores, default), report (about a minute, too short to decide) or quick; --encoder tower: full (64 nouns per number of senses, 8,000 + 16,000 steps, default), report or quick.")] = None,
+    size: _lab_option("size") = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="--design decisive: the resumable directory (default ./lab_decisive_<size>); a rerun continues there. --encoder tower: a resumable directory (default: none, nothing kept).")] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="--design decisive: runs of a phase in parallel processes (default 1; results do not depend on it).")] = None,
+    workers: _lab_option("workers") = None,
     device: Device = "cpu",
     json_path: JsonOut = None,
     out: TableOut = None,
@@ -83,65 +123,60 @@ def lab(
     """Train a contrastive model, track every item's norm, heat and drift, and compare R with R_eq (E7)."""
     if encoder not in ("table", "mlp", "transformer", "tower"):
         raise InputError(f"--encoder must be table, mlp, transformer or tower, got {encoder!r}")
+    if design not in (None, "single", "decisive"):
+        raise InputError(f"--design must be single or decisive, got {design!r}")
+    values = dict(locals())
+    kind = "--design decisive" if encoder == "transformer" and design == "decisive" else f"--encoder {encoder}"
     figs = _figure_paths(fig, encoder, design)
     probe_file = probe_items if probe_items is not None and not probe_items.isdigit() else None
     # the checkpoint is this run's own state (read to resume, then rewritten): an output, never another input
     check_paths([("--json", json_path, "json"), ("-o/--out", out, "table"), ("--checkpoint", checkpoint, "file"), *figs],
                 inputs=[("--pairs", pair_source_path(pairs) if pairs else None), ("--probe-items", probe_file)])
-    given = {"--model": model, "--pairs": pairs, "--probe-items": probe_items, "--precision": precision,
-             "--batch-size": batch_size, "--tau": tau, "--decay-mask": decay_mask, "--dropout": dropout,
-             "--max-tokens": max_tokens, "--checkpoint": checkpoint, "--n-boot": n_boot, "--design": design,
-             "--size": size, "--run-dir": run_dir, "--workers": workers}
-    if encoder == "tower":
-        return _tower_options(given, dataset=dataset, device=device, seed=seed, json_path=json_path, out=out, fig=fig,
-                              others={"--optimizer": None if optimizer == "sgd" else optimizer, "--lr": lr,
-                                      "--weight-decay": weight_decay, "--steps": steps, "--burn-in": burn_in,
-                                      "--estimator": estimator, "--snapshots": snapshots,
-                                      "--probe-batches": probe_batches})
-    if encoder != "transformer":
-        bad = [k for k, v in given.items() if v is not None]
-        if bad:
-            raise InputError(f"{bad[0]} applies to --encoder transformer only")
-        if device != "cpu":
-            raise InputError(f"the table and mlp labs run on cpu only, got --device {device}")
-        return _small_lab(encoder=encoder, data=dataset or "synthetic", optimizer=optimizer, lr=lr,
-                          weight_decay=weight_decay, steps=steps, burn_in=burn_in, seed=seed, estimator=estimator,
-                          snapshots=snapshots, probe_batches=probe_batches, json_path=json_path, out=out, fig=fig)
-    for name, v in (("--dataset", dataset), ("--estimator", estimator), ("--snapshots", snapshots)):
-        if v is not None:
-            raise InputError(f"{name} applies to --encoder table/mlp only (the transformer lab uses the trajectory estimator)")
-    if model is not None and design != "decisive":
-        if resolve_backend(model)[0] == "static":  # GloVe: no network to train or differentiate
+    _refuse_others(kind, values)
+    request = from_options(_REQUESTS[kind], values)
+    if kind == "--encoder transformer":
+        if model is not None and resolve_backend(model)[0] == "static":  # GloVe: no network to train or differentiate
             raise static_refusal(model)
-    if design not in (None, "single", "decisive"):
-        raise InputError(f"--design must be single or decisive, got {design!r}")
-    decisive_only = {"--size": size, "--run-dir": run_dir, "--workers": workers}
-    if design == "decisive":
-        single_only = {k: v for k, v in given.items()
-                       if k not in ("--pairs", "--probe-items", "--design", *decisive_only)}
-        single_only.update({"--optimizer": None if optimizer == "sgd" else optimizer, "--lr": lr,
-                            "--weight-decay": weight_decay, "--steps": steps, "--burn-in": burn_in,
-                            "--probe-batches": probe_batches})
-        bad = [k for k, v in single_only.items() if v is not None]
-        if bad:
-            raise InputError(f"{bad[0]} applies to --design single only (the decisive design sets its own runs)")
-        request = DecisiveRequest(size=size or "full", pairs=pairs or "wordnet", seed=seed, device=device,
-                                  workers=workers or 1, probe_items=None if probe_items is None else (
-                                      int(probe_items) if probe_items.isdigit() else probe_items))
+        return _transformer_lab(request, checkpoint=checkpoint, json_path=json_path, out=out, fig=fig)
+    if kind == "--design decisive":
         return _decisive(request, run_dir=run_dir, json_path=json_path, out=out, fig=fig)
-    bad = [k for k, v in decisive_only.items() if v is not None]
-    if bad:
-        raise InputError(f"{bad[0]} applies to --design decisive only")
-    given = {k: v for k, v in dict(
-        model=model, pairs=pairs, optimizer=optimizer, lr=lr, weight_decay=weight_decay, steps=steps, burn_in=burn_in,
-        probe_batches=probe_batches, precision=precision, batch_size=batch_size, tau=tau, decay_mask=decay_mask,
-        dropout=dropout, max_tokens=max_tokens, device=device).items() if v is not None}
-    if probe_items is not None:
-        given["probe_items"] = int(probe_items) if probe_items.isdigit() else probe_items
-    t = _TRANSFORMER.resampling
-    request = TransformerLabRequest(**given, resampling=Resampling(n_boot=t.n_boot if n_boot is None else n_boot,
-                                                                   seed=seed))
-    return _transformer_lab(request, checkpoint=checkpoint, json_path=json_path, out=out, fig=fig)
+    if kind == "--encoder tower":
+        return _tower(request, json_path=json_path, out=out, fig=fig)
+    return _small_lab(request, json_path=json_path, out=out, fig=fig)
+
+
+#: ``lab`` parameters every kind of run takes, or that :func:`_refuse_others` checks itself.
+_EVERY = ("encoder", "seed", "device", "dataset", "json_path", "out", "fig")
+
+
+def _refuse_others(kind: str, values: dict) -> None:
+    """A one-line error for an option given that the kind of run does not take (its request has no such field):
+    ``--model does not apply to --encoder table (it applies to --encoder transformer/tower)``."""
+    takes = {label: set(option_fields(cls)) | set(_EXTRA.get(label, ())) for label, cls in _REQUESTS.items()}
+    if values["device"] != "cpu" and "device" not in takes[kind]:
+        raise InputError(f"the {'frozen-tower lab runs' if kind == '--encoder tower' else 'table and mlp labs run'} on "
+                         f"cpu only, got --device {values['device']}")
+    dataset = values["dataset"]
+    if kind == "--encoder tower" and dataset not in (None, "wordnet"):
+        raise InputError(f"--encoder tower trains on WordNet nouns only: --dataset must be wordnet, got {dataset!r}")
+    if dataset is not None and kind not in ("--encoder tower", "--encoder table", "--encoder mlp"):
+        raise InputError("--dataset applies to --encoder table/mlp only (the transformer lab uses the trajectory "
+                         "estimator)")
+    for name, value in values.items():
+        if name in _EVERY or value is None or value is False or name in takes[kind]:
+            continue
+        where = [label for label in _REQUESTS if name in takes[label]]
+        where = ["--encoder table/mlp" if w == "--encoder table" else w for w in where if w != "--encoder mlp"]
+        raise InputError(f"{_flag(name)} does not apply to {kind} (it applies to {' and '.join(where)})")
+
+
+def _flag(name: str) -> str:
+    """The option of ``lab`` parameter ``name`` (``--probe-items``)."""
+    for cls in _REQUESTS.values():
+        entry = option_fields(cls).get(name)
+        if entry is not None:
+            return entry[1].name.split("/")[0]
+    return "--" + name.replace("_", "-")
 
 
 def _figure_paths(fig, encoder: str, design) -> list:
@@ -160,15 +195,12 @@ def _write(res, json_path, out) -> list:
                          options={json_path: "--json", out: "-o/--out"})
 
 
-def _small_lab(*, encoder, data, optimizer, lr, weight_decay, steps, burn_in, seed, estimator, snapshots, probe_batches,
-               json_path, out, fig) -> None:
+def _small_lab(request: LabRequest, *, json_path, out, fig) -> None:
     from normscope.lab import plot_predicted_vs_observed, plot_trajectories, run_lab  # torch: start-up stays light
 
     console = make_console()
     err = make_console(stderr=True)
-    res = run_lab(LabRequest(encoder=encoder, dataset=data, optimizer=optimizer, lr=lr, weight_decay=weight_decay,
-                             steps=steps, burn_in=burn_in, seed=seed, estimator=estimator, snapshots=snapshots,
-                             probe_batches=probe_batches), progress=True)
+    res = run_lab(request, progress=True)
     title = (f"{res.encoder} / {res.data} / {res.optimizer}: eta={res.lr:g}, lambda={res.weight_decay:g}, "
              f"{res.steps} steps (window {res.steps - res.burn_in}), estimator {res.estimator}")
     t = Table(title=title)
@@ -358,24 +390,6 @@ def _decisive(request: DecisiveRequest, *, run_dir, json_path, out, fig) -> None
     err.print(f"done in {tm['wall_s']:.1f} s ({tm['cpu_s']:.1f} s CPU in this process; runs: {tm['runs_cpu_s']:.1f} s CPU)")
 
 
-def _tower_options(given: dict, *, dataset, device, seed, json_path, out, fig, others: dict) -> None:
-    """``--encoder tower``: the options it takes (any other is a one-line error), its request, then the run."""
-    allowed = ("--model", "--size", "--run-dir", "--batch-size", "--tau")
-    bad = [k for k, v in given.items() if v is not None and k not in allowed] + [k for k, v in others.items() if v is not None]
-    if bad:
-        raise InputError(f"{bad[0]} does not apply to --encoder tower (it runs SGD and its three controls at fixed "
-                         "settings; --size sets the sizes)")
-    if dataset not in (None, "wordnet"):
-        raise InputError(f"--encoder tower trains on WordNet nouns only: --dataset must be wordnet, got {dataset!r}")
-    if device != "cpu":
-        raise InputError(f"the frozen-tower lab runs on cpu only, got --device {device}")
-    size, run_dir = given["--size"], given["--run-dir"]
-    request = TowerLabRequest(model=given["--model"], size=size or "full", seed=seed,
-                              tau=0.2 if given["--tau"] is None else given["--tau"],
-                              batch_size=given["--batch-size"] or 64, run_dir=None if run_dir is None else str(run_dir))
-    return _tower(request, json_path=json_path, out=out, fig=fig)
-
-
 def _tower(request: TowerLabRequest, *, json_path, out, fig) -> None:
     from normscope.lab.tower import run_tower_lab  # torch: start-up stays light
     from normscope.lab.tower_figures import plot_tower_prediction, plot_tower_trajectories  # matplotlib, as above
@@ -436,3 +450,4 @@ def _tower(request: TowerLabRequest, *, json_path, out, fig) -> None:
         err.print("wrote " + ", ".join(str(p) for p in written), soft_wrap=True, markup=False)
     tm = res.timings
     err.print(f"done in {tm['wall_s']:.1f} s ({tm['cpu_s']:.1f} s CPU)")
+

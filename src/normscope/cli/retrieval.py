@@ -15,11 +15,11 @@ from normscope.cli._app import app
 from normscope._io import write_json, write_outputs
 from normscope.cli._console import make_console
 from normscope.cli._outputs import Row, Rows, compare_models, figure_outputs, print_claim_lines
-from normscope.requests import Embedding, Resampling
+from normscope.requests import Resampling, from_options
 from normscope.requests.retrieval import RetrievalRequest
 from normscope.validate import check_paths
-from normscope.cli._options import (Address, BatchSize, Device, Engine, FigOut, JsonOut, JunkError, Models, Precision,
-                                    Runtime, Seed, TableOut, Workers, models_of, split_list)
+from normscope.cli._options import (Address, BatchSize, Device, Engine, FigOut, JsonOut, JunkError, Models, NBoot,
+                                    Precision, Runtime, Seed, TableOut, Workers, models_of, option_for)
 
 
 def _param_text(r) -> str:
@@ -160,32 +160,30 @@ def _plot_risk(res, path: Path) -> Path:
 
 @app.command()
 def retrieval(
-    dataset: Annotated[str, typer.Option("--dataset", help="BEIR directory (corpus.jsonl[.gz], queries.jsonl[.gz], qrels/*.tsv[.gz]), scifact or nfcorpus (fetched if absent, docs/data.md), or hf:BeIR/<name>.")],
-    model: Models = None,
-    scorer: Annotated[Optional[list[str]], typer.Option("--scorer", callback=split_list, help="cosine, dot, inverse_norm, power (repeatable or a comma list; default all).")] = None,
-    fit_split: Annotated[str, typer.Option("--fit-split", help="Split fitting alpha/beta and confidence maps ('cv': 5-fold cross-validation).")] = _DEFAULT.fit_split,
-    split: Annotated[str, typer.Option("--split", help="Evaluation split.")] = _DEFAULT.split,
+    dataset: option_for(RetrievalRequest, "dataset"),
+    models: Models = None,
+    scorers: option_for(RetrievalRequest, "scorers") = None,
+    fit_split: option_for(RetrievalRequest, "fit_split") = _DEFAULT.fit_split,
+    split: option_for(RetrievalRequest, "split") = _DEFAULT.split,
     alpha: Annotated[Optional[float], typer.Option("--alpha", help="Evaluate inverse_norm at this fixed alpha (not fitted), e.g. a paper's setting.")] = None,
     beta: Annotated[Optional[float], typer.Option("--beta", help="Evaluate power at this fixed beta (not fitted).")] = None,
-    relevance: Annotated[str, typer.Option("--relevance", help="graded (nDCG gains are the judgement scores, as BEIR) or binary (score >= 1 counts 1).")] = _DEFAULT.relevance,
-    grade_scale: Annotated[int, typer.Option("--grade-scale", min=1, help="Read every relevance grade times this factor "
-                                             "(qrels such as 0.5 / 1.5 are refused otherwise, with the line named; "
-                                             "nDCG is unchanged by a common scale).")] = _DEFAULT.grade_scale,
-    dedupe_docs: Annotated[bool, typer.Option("--dedupe-docs", help="Count each distinct document text once (copies "
-                                              "collapse to the smallest id, judged with their highest grade); without "
-                                              "it, duplicates are kept and counted in a warning.")] = _DEFAULT.dedupe_docs,
-    ignore_identical_ids: Annotated[bool, typer.Option("--ignore-identical-ids/--keep-identical-ids", help="Leave out a document whose id equals the query id (BEIR's default).")] = _DEFAULT.ignore_identical_ids,
-    junk_error: JunkError = False,
-    max_docs: Annotated[Optional[int], typer.Option("--max-docs", min=2, help="Subsample the corpus (documents relevant to kept queries stay).")] = None,
-    max_queries: Annotated[Optional[int], typer.Option("--max-queries", min=1, help="Subsample each split's queries.")] = None,
-    n_boot: Annotated[int, typer.Option("--n-boot", min=10, help="Bootstrap resamples of every confidence interval (queries resampled).")] = _DEFAULT.resampling.n_boot,
+    relevance: option_for(RetrievalRequest, "relevance") = _DEFAULT.relevance,
+    grade_scale: option_for(RetrievalRequest, "grade_scale") = _DEFAULT.grade_scale,
+    dedupe_docs: option_for(RetrievalRequest, "dedupe_docs") = False,
+    ignore_identical_ids: option_for(RetrievalRequest, "ignore_identical_ids") = _DEFAULT.ignore_identical_ids,
+    junk: JunkError = False,
+    max_docs: option_for(RetrievalRequest, "max_docs") = _DEFAULT.max_docs,
+    max_queries: option_for(RetrievalRequest, "max_queries") = _DEFAULT.max_queries,
+    k: option_for(RetrievalRequest, "k") = _DEFAULT.k,
+    n_boot: NBoot = _DEFAULT.resampling.n_boot,
+    n_perm: option_for(Resampling, "n_perm") = _DEFAULT.resampling.n_perm,
     seed: Seed = _DEFAULT.resampling.seed,
     device: Device = _DEFAULT.embedding.device,
     precision: Precision = _DEFAULT.embedding.precision,
     runtime: Runtime = _DEFAULT.embedding.runtime,
     engine: Engine = _DEFAULT.engine,
-    address: Address = None,
-    workers: Workers = None,
+    address: Address = _DEFAULT.address,
+    workers: Workers = _DEFAULT.workers,
     batch_size: BatchSize = _DEFAULT.embedding.batch_size,
     json_path: JsonOut = None,
     out: TableOut = None,
@@ -198,30 +196,19 @@ def retrieval(
     from normscope.retrieval import run_retrieval  # torch and faiss: the CLI's start-up stays light
 
     err = make_console(stderr=True)
-    models = models_of(model)
+    models = models_of(models)
     figs = figure_outputs(fig, models)  # several models: each model's reliability diagrams
     if fig is not None and len(models) == 1:
         figs.append(("--fig (risk coverage)", _beside(fig), "figure"))
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figs],
                 inputs=[("--dataset", dataset if Path(dataset).exists() else None)])
-    scorers = list(scorer or _DEFAULT.scorers)
-    params = {}
-    for name, value in (("inverse_norm", alpha), ("power", beta)):
-        if value is not None:
-            params[name] = value
-            if name not in scorers:
-                scorers.append(name)
-    request = RetrievalRequest(
-        dataset=dataset, scorers=tuple(scorers), fit_split=fit_split, split=split,
-        params=tuple(params.items()), relevance=relevance, grade_scale=grade_scale, dedupe_docs=dedupe_docs,
-        ignore_identical_ids=ignore_identical_ids,
-        max_docs=max_docs, max_queries=max_queries, engine=engine, address=address, workers=workers,
-        resampling=Resampling(n_boot=n_boot, n_perm=_DEFAULT.resampling.n_perm, seed=seed))
+    params = {name: value for name, value in (("inverse_norm", alpha), ("power", beta)) if value is not None}
+    scorers = list(scorers or _DEFAULT.scorers)
+    scorers += [name for name in params if name not in scorers]  # a fixed parameter runs its scorer
+    request = from_options(RetrievalRequest, locals(), scorers=tuple(scorers), params=tuple(params.items()))
 
     def call(m):
-        emb = Embedding(model=m, device=device, precision=precision, runtime=runtime, batch_size=batch_size,
-                        junk="error" if junk_error else "drop")
-        return run_retrieval(request.replace(embedding=emb), progress=True)
+        return run_retrieval(request.replace(embedding=request.embedding.replace(model=m)), progress=True)
 
     if len(models) > 1:
         compare_models(models, call, _scorer_table, title=f"{Path(str(dataset)).name}: {len(models)} models side by side",

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from normscope._io import to_jsonable
 from normscope.errors import InputError
 
-__all__ = ["Request", "Resampling", "Embedding", "Option", "param", "option_of", "from_options", "library_fields", "check_value", "Precision", "PRECISIONS", "Engine",
+__all__ = ["Request", "Resampling", "Embedding", "Option", "param", "option_of", "option_fields", "from_options", "library_fields", "check_value", "Precision", "PRECISIONS", "Engine",
            "ENGINES", "Junk", "JUNK_HELP", "Runtime", "RUNTIMES"]
 
 #: Precision of a model's forward passes (docs/embed.md).
@@ -410,6 +410,31 @@ class Request:
 
 
 R = typing.TypeVar("R", bound=Request)
+
+
+def option_fields(cls: type) -> dict[str, tuple[type, Option, Any]]:
+    """Every field of the request class ``cls`` that its command sets, nested requests' included (less their
+    ``omit``): field name -> (the class that declares it, its :class:`Option`, its default in ``cls``).
+
+    Raises
+    ------
+    ValueError
+        Two fields of the same name (the command's parameters are named after the fields).
+    """
+    out: dict[str, tuple[type, Option, Any]] = {}
+
+    def walk(owner: type, default: Any, omit: tuple[str, ...]) -> None:
+        for f in dataclasses.fields(owner):
+            d = getattr(default, f.name) if default is not None else f.default
+            if isinstance(d, Request):
+                walk(type(d), d, f.metadata.get("omit", ()))
+            elif "option" in f.metadata and f.name not in omit:
+                if f.name in out:
+                    raise ValueError(f"{cls.__name__}: two fields named {f.name!r} have options")
+                out[f.name] = (owner, f.metadata["option"], d)
+
+    walk(cls, None, ())
+    return out
 
 
 def library_fields(req: Request, prefix: str = "", omit: tuple[str, ...] = ()) -> list[str]:

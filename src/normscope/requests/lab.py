@@ -192,7 +192,7 @@ class DecisiveRequest(Request):
     size: DesignSize = param("full", cli="--size", show=True,
                              help="full (about an hour on 2 CPU cores), report (about a minute, too short to decide) "
                              "or quick.")
-    pairs: str = param("wordnet", cli="--pairs", help="Training pairs (default WordNet 3.0 (term, gloss)).")
+    pairs: str = param("wordnet", cli="--pairs", help="Training pairs (wordnet: WordNet 3.0 (term, gloss)).")
     probe_items: int | str | None = param(None, cli="--probe-items",
                                           help="P held-out probe items drawn from the pairs, or an items file.")
     seed: int = param(0, cli="--seed", help="Seeds the initialisation, the data split, every batch and the bootstraps.")
