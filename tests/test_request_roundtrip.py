@@ -1,6 +1,11 @@
 """Every request field round-trips through the command line and back (issue 37 item 3): a request with every field
 set away from its default, written as its command (``argv()``) and run through the CLI, reaches the entry point as
-the same request. An option missing from ``argv()`` or from the command, or read into the wrong field, fails here.
+the same request. An option missing from the command, or read into the wrong field, fails here; a field with no
+option must be listed in :data:`LIBRARY_ONLY` with the reason, so a new field cannot silently escape its command.
+
+Options are declared once, on the request fields (``param(..., cli=...)``): the command's typer option
+(``option_for``), ``argv()`` and the request built from the parsed options (``from_options``) all come from that
+declaration, so this test checks the three against each other end to end.
 
 No model runs: the entry point is replaced by one that records the request it gets and stops the command.
 """
@@ -87,24 +92,61 @@ def _diff(a: Request, b: Request) -> dict:
     return {k: (ja[k], jb.get(k)) for k in ja if ja[k] != jb.get(k)}
 
 
-def _check(monkeypatch, req: Request, module: str, name: str, *, argv=None, not_options=()) -> None:
+def _leaves(req: Request) -> dict:
+    """Field name -> value of ``req`` and its nested requests."""
+    out = {}
+    for f in dataclasses.fields(req):
+        v = getattr(req, f.name)
+        out.update(_leaves(v) if isinstance(v, Request) else {f.name: v})
+    return out
+
+
+def _covers(req: Request, same=()) -> None:
+    """Every field of ``req`` with an option is away from its default, but those in ``same``."""
+    from normscope.requests import option_fields
+
+    values = _leaves(req)
+    unchanged = [k for k, (_, _, d) in option_fields(type(req)).items() if values[k] == d and k not in same]
+    assert not unchanged, f"the test leaves these fields at their defaults: {unchanged}"
+
+
+def _check(monkeypatch, req: Request, module: str, name: str, *, argv=None, same=()) -> None:
+    """``req.argv()`` run through the CLI reaches ``module.name`` as ``req``, every field but the library-only ones
+    (which must be exactly :data:`LIBRARY_ONLY`'s for the class). Every field with an option must be away from its
+    default but those in ``same`` (so that the test covers it)."""
+    from normscope.requests import library_fields
+
+    _covers(req, same)
+    library = set(library_fields(req))
+    assert library == set(LIBRARY_ONLY.get(type(req).__name__, {})), (
+        f"{type(req).__name__}: fields without an option {sorted(library)}; give each an option (param(cli=...)) and "
+        "the command a line (option_for), or list it in LIBRARY_ONLY with the reason")
     got = _captured(monkeypatch, module, name)
     argv = list(argv if argv is not None else req.argv())
     code = _run(argv)
     assert got, f"the command did not reach {name} (exit {code})"
-    diff = {k: v for k, v in _diff(req, got[0]).items() if k not in not_options}
-    nested = {}
+    diff = {k: v for k, v in _diff(req, got[0]).items() if k not in library}
     for k in list(diff):
         a, b = getattr(req, k), getattr(got[0], k)
-        if isinstance(a, Request):
-            nested[k] = {kk: vv for kk, vv in _diff(a, b).items() if f"{k}.{kk}" not in not_options}
-            if not nested[k]:
-                del diff[k]
+        if isinstance(a, Request) and not {kk for kk in _diff(a, b) if f"{k}.{kk}" not in library}:
+            del diff[k]
     assert not diff, f"fields that do not round-trip through {' '.join(argv[:2])}: {diff}"
 
 
-#: Fields no command has an option for (the library sets them): request field path -> why.
-NOT_OPTIONS = {"resampling.level": "every command reports 95% intervals; the level is a library setting"}
+#: Fields no command has an option for (the library sets them), by request class: field path -> why. A value other
+#: than the default is not written by ``argv()``: the reproduce command of such a run is not complete.
+LEVEL = "every stage but the shuffle reports 95% intervals whatever the level; an option would promise more"
+LIBRARY_ONLY = {
+    "TokensRequest": {"resampling.level": LEVEL},
+    "CorrelateRequest": {"resampling.level": LEVEL},
+    "SimilarityRequest": {"resampling.level": LEVEL, "resampling.n_perm": "similarity has no permutation test"},
+    "RetrievalRequest": {"resampling.level": LEVEL, "params": "set by --alpha / --beta (one option per scorer)",
+                         "grids": "the scorers' parameter grids (a nested list) are a library setting"},
+    "CalibrateRequest": {"resampling.level": LEVEL, "resampling.n_perm": "calibrate has no permutation test",
+                         "embedding.junk": "calibrate always leaves junk texts out (run_calibrate does not read it)"},
+    "ProbeRequest": {"resampling.level": LEVEL, "resampling.n_perm": "the balance test's permutations are fixed"},
+    "TransformerLabRequest": {"resampling.level": LEVEL, "resampling.n_perm": "the lab has no permutation test"},
+}
 
 
 def test_variant_changes_every_field():
@@ -120,7 +162,7 @@ def test_tokens_request_round_trips(monkeypatch):
     from normscope.requests.tokens import TokensRequest
 
     req = variant(TokensRequest(), {"model": "org/model-x", "device": "cuda"})
-    _check(monkeypatch, req, "normscope.tokens", "run_tokens", not_options=NOT_OPTIONS)
+    _check(monkeypatch, req, "normscope.tokens", "run_tokens")
 
 
 def test_correlate_request_round_trips(monkeypatch, tmp_path):
@@ -132,7 +174,9 @@ def test_correlate_request_round_trips(monkeypatch, tmp_path):
     req = variant(CorrelateRequest(signal="frequency"), {
         "controls": ("length", "words"), "by": "source", **{k: str(p) for k, p in files.items()},
         "embedding": {"model": "org/model-x", "device": "cuda"}})
-    _check(monkeypatch, req, "normscope.signals", "run_correlate", not_options=NOT_OPTIONS)
+    _check(monkeypatch, req, "normscope.signals", "run_correlate")
+    # no control at all: the empty list is written as --control ''
+    _check(monkeypatch, req.replace(controls=()), "normscope.signals", "run_correlate")
 
 
 def test_similarity_request_round_trips(monkeypatch, tmp_path):
@@ -144,9 +188,7 @@ def test_similarity_request_round_trips(monkeypatch, tmp_path):
     req = variant(SimilarityRequest(), {"dataset": str(dev), "fit": str(fit), "scorers": ("cosine", "dot"),
                                         "whiten": ("zipf",), "embedding": {"model": "org/model-x", "device": "cuda"}})
     monkeypatch.setattr("normscope.cli.similarity.dataset_path", lambda d: d)
-    # no option: n_perm (similarity has no permutation test)
-    _check(monkeypatch, req, "normscope.similarity", "run_similarity",
-           not_options={**NOT_OPTIONS, "resampling.n_perm": ""})
+    _check(monkeypatch, req, "normscope.similarity", "run_similarity")
 
 
 def test_retrieval_request_round_trips(monkeypatch, tmp_path):
@@ -155,33 +197,58 @@ def test_retrieval_request_round_trips(monkeypatch, tmp_path):
     (tmp_path / "beir").mkdir()
     req = variant(RetrievalRequest(), {
         "dataset": str(tmp_path / "beir"), "scorers": ("cosine", "inverse_norm"), "fit_split": "dev", "split": "dev2",
-        "params": (("inverse_norm", 0.25),), "grids": (), "engine": "local", "address": None, "workers": None,
+        "params": (("inverse_norm", 0.25),), "grids": (), "engine": "ray", "address": "auto",
         "embedding": {"model": "org/model-x", "device": "cuda"}})
-    # no option: k (the run depth, 100) and the scorers' grids are library settings; the permutations of the
-    # randomisation test are fixed (10,000)
-    _check(monkeypatch, req, "normscope.retrieval", "run_retrieval",
-           not_options={**NOT_OPTIONS, "k": "", "resampling.n_perm": ""})
+    _check(monkeypatch, req, "normscope.retrieval", "run_retrieval")
+    # cross-validation (None) is written as --fit-split cv; both fixed parameters at once
+    req = req.replace(fit_split=None, params=(("inverse_norm", 0.25), ("power", 1.5)),
+                      scorers=("cosine", "inverse_norm", "power"))
+    _check(monkeypatch, req, "normscope.retrieval", "run_retrieval")
 
+
+def test_calibrate_request_round_trips(monkeypatch, tmp_path):
+    from normscope.requests.retrieval import CalibrateRequest
+
+    (tmp_path / "beir").mkdir()
+    req = variant(CalibrateRequest(dataset="scifact"), {
+        "dataset": str(tmp_path / "beir"), "run_file": None, "qrels_file": None, "apply": None,
+        "signals": ("query_norm", "margin"), "fit_split": "dev", "split": "dev2", "answer_at": (0.25, 0.5),
+        "embedding": {"model": "org/model-x", "device": "cuda"}})
+    # a dataset, or a run file with its qrels; --apply refuses --signal: the second request sets the others
+    _check(monkeypatch, req, "normscope.retrieval.calibrate", "run_calibrate", same=("run_file", "qrels_file", "apply"))
+    files = {k: tmp_path / f"{k}.txt" for k in ("run", "qrels", "calibrator")}
+    for p in files.values():
+        p.write_text("x\n")
+    req = req.replace(dataset=None, run_file=str(files["run"]), qrels_file=str(files["qrels"]),
+                      apply=str(files["calibrator"]), signals=CalibrateRequest.defaults()["signals"])
+    _check(monkeypatch, req, "normscope.retrieval.calibrate", "run_calibrate", same=("dataset", "signals"))
 
 
 def test_lab_request_round_trips(monkeypatch):
     from normscope.requests.lab import LabRequest
 
-    req = variant(LabRequest(), {"encoder": "mlp", "dataset": "synthetic", "optimizer": "momentum",
+    req = variant(LabRequest(), {"encoder": "mlp", "dataset": "wordnet", "optimizer": "momentum",
                                  "estimator": "trajectory", "burn_in": 100, "steps": 400, "snapshots": 5})
-    # no option (a gap this test records): the table / mlp lab's model and data sizes, its temperature, batch size
-    # and momentum, and the recording settings are library-only; `normscope lab` runs them at their defaults
-    library_only = ("n_items", "n_concepts", "dim", "tau", "batch_size", "beta", "hidden", "input_dim",
-                    "record_every", "track")
-    _check(monkeypatch, req, "normscope.lab", "run_lab", not_options={**NOT_OPTIONS, **dict.fromkeys(library_only, "")})
+    _check(monkeypatch, req, "normscope.lab", "run_lab")
 
+
+def test_tower_lab_request_round_trips(monkeypatch, tmp_path):
+    from normscope.requests.lab import TowerLabRequest
+
+    req = variant(TowerLabRequest(), {"model": "org/model-x", "size": "quick", "run_dir": str(tmp_path / "run")})
+    _check(monkeypatch, req, "normscope.lab.tower", "run_tower_lab")
 
 
 def test_decisive_request_round_trips(monkeypatch, tmp_path):
     """The decisive design is called with the request's ``run_kwargs()`` (its directory beside them)."""
+    from normscope.requests import library_fields
     from normscope.requests.lab import DecisiveRequest
 
-    req = variant(DecisiveRequest(), {"size": "report", "pairs": "wordnet", "probe_items": 32, "device": "cuda"})
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("a\tb\n")
+    req = variant(DecisiveRequest(), {"size": "report", "pairs": str(pairs), "probe_items": 32, "device": "cuda"})
+    assert library_fields(req) == []
+    _covers(req)
     got = []
 
     def entry(*args, **kwargs):
@@ -198,21 +265,26 @@ def test_decisive_request_round_trips(monkeypatch, tmp_path):
 def test_transformer_lab_request_round_trips(monkeypatch, tmp_path):
     from normscope.requests.lab import TransformerLabRequest
 
-    req = variant(TransformerLabRequest(), {"model": "org/model-x", "pairs": "wordnet", "optimizer": "momentum",
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("a\tb\n")
+    req = variant(TransformerLabRequest(), {"model": "org/model-x", "pairs": str(pairs), "optimizer": "momentum",
                                             "lr": 0.01, "weight_decay": 0.1, "probe_items": 40, "device": "cuda"})
     monkeypatch.setattr("normscope.cli.lab.resolve_backend", lambda name: ("sentence-transformers", name))
-    # no option (a gap this test records): the momentum coefficient, the checkpoint and lambda-fit intervals, the
-    # tracking switch and the permutations are library-only
-    library_only = ("beta", "checkpoint_every", "lambda_every", "track", "resampling.n_perm")
-    _check(monkeypatch, req, "normscope.lab", "run_transformer_lab", argv=req.argv("org/model-x"),
-           not_options={**NOT_OPTIONS, **dict.fromkeys(library_only, "")})
+    _check(monkeypatch, req, "normscope.lab", "run_transformer_lab")
+    # an items file instead of a number of probe items
+    items = tmp_path / "items.txt"
+    items.write_text("a\nb\nc\n")
+    _check(monkeypatch, req.replace(probe_items=str(items)), "normscope.lab", "run_transformer_lab")
 
 
 def test_probe_request_round_trips(monkeypatch):
     """``ProbeRequest.argv()`` is the options after ITEMS, --model and --pairs; run_probe gets the request fourth."""
+    from normscope.requests import library_fields
     from normscope.requests.probe import ProbeRequest
 
-    req = variant(ProbeRequest(), {"batch_size": 16, "lr": 0.01, "weight_decay": 0.1, "tau": 0.07})
+    req = variant(ProbeRequest(), {"batch_size": 16, "lr": 0.01, "weight_decay": 0.1, "tau": 0.07, "fd_target": 0.02})
+    assert set(library_fields(req)) == set(LIBRARY_ONLY["ProbeRequest"])
+    _covers(req)
     got = []
 
     def run_probe(encoder, texts, pairs, request, **kwargs):
@@ -225,9 +297,7 @@ def test_probe_request_round_trips(monkeypatch):
     monkeypatch.setattr("normscope.probes.run_probe", run_probe)
     _run(["normscope", "probe", "wordfreq:20", "--model", "org/model-x", "--pairs", "wordnet", *req.argv()])
     assert got, "the command did not reach run_probe"
-    # no option (a gap this test records): the finite-difference target and the one-sided InfoNCE are library-only
-    library_only = {"fd_target", "symmetric"}
-    diff = {k: v for k, v in _diff(req, got[0]).items() if k not in library_only}
+    diff = _diff(req, got[0])
     if "resampling" in diff and set(_diff(req.resampling, got[0].resampling)) <= {"n_perm", "level"}:
-        del diff["resampling"]  # the probe has no permutation test; the level is a library setting
+        del diff["resampling"]  # LIBRARY_ONLY
     assert not diff, diff

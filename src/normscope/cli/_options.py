@@ -71,7 +71,7 @@ def option_for(cls: type, name: str, *, help: str | None = None, optional: bool 
         py: Any = bool
     elif typing.get_origin(args[0]) is tuple:
         py, nullable = list[str], True
-        kw["callback"] = split_list
+        kw["callback"] = _split_or_empty
     elif typing.get_origin(args[0]) is typing.Literal:
         py = str
         choices = "|".join(map(str, typing.get_args(args[0])))
@@ -88,6 +88,13 @@ def split_list(values: list[str] | None) -> list[str] | None:
     if values is None:
         return None
     return [part.strip() for v in values for part in str(v).split(",") if part.strip()]
+
+
+def _split_or_empty(values: list[str] | None) -> list[str] | None:
+    """:func:`split_list`, except that an option given only as ``''`` is ``[""]``: the empty list asked for (typer
+    reads an empty list as the option not given), which :func:`normscope.requests.from_options` reads as ``()``."""
+    parts = split_list(values)
+    return [""] if values and not parts else parts
 
 
 def models_of(values: list[str] | None) -> list[str]:

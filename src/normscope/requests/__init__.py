@@ -68,7 +68,7 @@ class Option:
     Attributes
     ----------
     name : str
-        The long option, ``--batch-size``.
+        The long option, ``--batch-size``; a bool's two flags ``--dropout/--no-dropout``.
     help : str
         The option's help.
     short : str or None
@@ -108,6 +108,9 @@ class Option:
             if value == self.flag:
                 return [self.name]
             raise ValueError(f"{field} = {value!r}: the flag {self.name} sets only {self.flag!r}")
+        if "/" in self.name:  # a bool's two flags, --ignore-identical-ids/--keep-identical-ids
+            on, off = self.name.split("/")
+            return [on if value else off]
         if value is None:
             if self.none is None:
                 raise ValueError(f"{field} = None has no command-line form ({self.name} takes a value)")
@@ -294,7 +297,7 @@ def _from_cli(opt: Option, value: Any, tp: Any) -> Any:
     if isinstance(value, (list, tuple)):
         inner = typing.get_args(tp)
         inner = typing.get_args(inner[0]) if typing.get_origin(inner[0]) is tuple else inner  # X | None -> X
-        return tuple(_cli_value(v, inner[0] if inner else Any) for v in value)
+        return tuple(_cli_value(v, inner[0] if inner else Any) for v in value if v != "")  # [""]: the empty list
     return _cli_value(value, tp)
 
 
@@ -309,7 +312,7 @@ def from_options(cls: type[R], values: typing.Mapping[str, Any], *, base: R | No
         Parameter name -> value as typer parsed it; only fields with an :class:`Option` are read, a nested
         request's (``embedding``, ``resampling``) from the same mapping. None (an option not given), an unset flag
         or an absent name leave the field at its default; a flag sets :attr:`Option.flag`; :attr:`Option.none`
-        reads as None; lists become tuples.
+        reads as None; lists become tuples (``[""]``, an option given as ``''``, the empty tuple).
     base : Request or None
         Defaults taken from this request instead of the class's (nested requests: the owner's default).
     **fixed
