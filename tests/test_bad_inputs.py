@@ -303,9 +303,9 @@ def _rows():
     add("usage-embed-no-out", "embed {d}/items.txt", r"Missing option '-o' / '--out'")
     add("usage-batch-size-0", "embed {d}/items.txt -o {d}/o.parquet --batch-size 0", r"Invalid value for '--batch-size'")
     add("usage-seed-not-int", "correlate --signal frequency --seed x", r"Invalid value for '--seed'")
-    add("usage-lab-steps-1", "lab --steps 1", r"Invalid value for '--steps'")
-    add("usage-retrieval-n-boot-5", "retrieval --dataset {d}/beir --n-boot 5", r"Invalid value for '--n-boot'")
-    add("usage-retrieval-grade-scale-0", "retrieval --dataset {d}/beir --grade-scale 0", r"Invalid value for '--grade-scale'")
+    add("usage-lab-steps-1", "lab --steps 1", r"--steps must be >= 2, got 1")
+    add("usage-retrieval-n-boot-5", "retrieval --dataset {d}/beir --n-boot 5", r"--n-boot must be >= 10, got 5")
+    add("usage-retrieval-grade-scale-0", "retrieval --dataset {d}/beir --grade-scale 0", r"--grade-scale must be >= 1, got 0")
     add("usage-search-k-0", "index search {d}/idx {d}/vec.npy -k 0", r"Invalid value for '-k'")
     add("usage-retrieval-no-dataset", "retrieval", r"Missing option '--dataset'")
     # ------------------------------------------------------------------ embed: inputs
@@ -391,7 +391,7 @@ def _rows():
     add("probe-fd-dtype", P + " --fd-dtype float16", r"unknown fd dtype 'float16'; choose from float64, float32, auto")
     add("probe-precision", P + " --precision fp16", r"unknown precision 'fp16'")
     add("probe-n-boot-0", P + " --n-boot 0", r"--n-boot must be >= 1, got 0")
-    add("probe-chunk-0", P + " --chunk-size 0", r"Invalid value for '--chunk-size'")
+    add("probe-chunk-0", P + " --chunk-size 0", r"--chunk-size must be >= 1, got 0")
     add("probe-precomputed-model", P + " --model {d}/vec.npy", r"precomputed vectors cannot be probed")
     add("probe-items-missing", "probe {d}/none.txt --pairs {d}/pairs.tsv", r"input does not exist: .*none\.txt")
     add("probe-items-empty", "probe {d}/empty.txt --pairs {d}/pairs.tsv", r"input file is empty")
@@ -409,7 +409,7 @@ def _rows():
     C = "correlate --signal frequency --items {d}/items.txt"
     add("correlate-unknown-signal", "correlate --signal happiness", r"unknown signal 'happiness'")
     add("correlate-unknown-control", C + " --control mood", r"unknown control\(s\) \['mood'\]")
-    add("correlate-n-neg", "correlate --signal frequency --n-items -1", r"Invalid value for '--n-items'")
+    add("correlate-n-neg", "correlate --signal frequency --n-items -1", r"--n-items must be >= 0, got -1")
     add("correlate-measure", "correlate --signal specificity --measure height", r"unknown measure 'height'; choose from min_depth")
     add("correlate-dataset", "correlate --signal uncertainty --dataset mnist", r"unknown dataset 'mnist'; choose from chaosnli, cifar10h")
     add("correlate-uncertainty-items", "correlate --signal uncertainty --items {d}/items.txt", r"needs human labels for user items")
@@ -445,7 +445,7 @@ def _rows():
     add("correlate-cifar-missing", "correlate --signal uncertainty --dataset cifar10h --images {d}/none.npy", r"CIFAR-10 test images not found")
     add("correlate-cifar-empty-dir", "correlate --signal uncertainty --dataset cifar10h --images {d}/emptydir", r"emptydir")
     add("correlate-precision", C + " --precision fp16", r"unknown precision 'fp16'")
-    add("correlate-n-perm-neg", C + " --n-perm -1", r"Invalid value for '--n-perm'")
+    add("correlate-n-perm-neg", C + " --n-perm -1", r"--n-perm must be >= 0, got -1")
     # ------------------------------------------------------------------ similarity
     S = "similarity --dataset {d}/simlex.txt"
     add("similarity-missing", "similarity --dataset {d}/none.txt", r"none\.txt")
@@ -463,7 +463,7 @@ def _rows():
     add("similarity-fig-txt", S + " --fig {d}/o.txt", r"--fig must be a \.png, \.pdf or \.svg file")
     add("similarity-json-is-dataset", "similarity --dataset {d}/prev.json --json {d}/prev.json", r"is also the input --dataset")
     add("similarity-fig-is-fit", S + " --fit {d}/prev.png --fig {d}/prev.png", r"--fig .*prev\.png is also the input --fit")
-    add("similarity-n-boot-neg", S + " --n-boot -1", r"Invalid value for '--n-boot'")
+    add("similarity-n-boot-neg", S + " --n-boot -1", r"--n-boot must be >= 0, got -1")
     add("similarity-precision", S + " --precision fp16", r"unknown precision 'fp16'")
     # ------------------------------------------------------------------ retrieval
     B = "retrieval --dataset {d}/beir --fit-split cv"
@@ -495,8 +495,8 @@ def _rows():
     add("retrieval-json-no-dir", B + " --json {d}/nodir/o.json", r"output directory does not exist")
     add("retrieval-precision", B + " --precision fp16", r"unknown precision 'fp16'")
     add("retrieval-engine", B + " --engine spark", r"engine")
-    add("retrieval-max-queries-0", B + " --max-queries 0", r"Invalid value for '--max-queries'")
-    add("retrieval-max-docs-1", B + " --max-docs 1", r"Invalid value for '--max-docs'")
+    add("retrieval-max-queries-0", B + " --max-queries 0", r"--max-queries must be >= 1, got 0")
+    add("retrieval-max-docs-1", B + " --max-docs 1", r"--max-docs must be >= 2, got 1")
     # ------------------------------------------------------------------ beir-convert
     add("convert-src-missing", "beir-convert {d}/notrec {d}/out_beir", r"TREC-style source folder not found")
     add("convert-no-docs", "beir-convert {d}/trec_nodocs {d}/out_beir", r"no \*\.docs file")
@@ -563,8 +563,8 @@ def _rows():
     add("lab-burn-in", "lab --steps 10 --burn-in 10", r"--burn-in must be < --steps, got 10 >= 10")
     add("lab-data", "lab --dataset imagenet", r"unknown dataset 'imagenet'; choose from synthetic, wordnet")
     add("lab-estimator", "lab --estimator kalman", r"unknown estimator 'kalman'; choose from snapshot, trajectory")
-    add("lab-model-table", "lab --model x", r"--model applies to --encoder transformer only")
-    add("lab-checkpoint-table", "lab --checkpoint {d}/c.ckpt", r"--checkpoint applies to --encoder transformer only")
+    add("lab-model-table", "lab --model x", r"--model does not apply to --encoder table \(it applies to --encoder transformer and --encoder tower\)")
+    add("lab-checkpoint-table", "lab --checkpoint {d}/c.ckpt", r"--checkpoint does not apply to --encoder table \(it applies to --encoder transformer\)")
     add("lab-device-table", "lab --device cuda", r"the table and mlp labs run on cpu only")
     add("lab-out-csv", "lab -o {d}/o.csv", r"-o/--out must be a \.parquet file")
     add("lab-json-txt", "lab --json {d}/o.txt", r"--json must be a \.json file")

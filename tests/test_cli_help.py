@@ -182,14 +182,14 @@ def test_a_repeated_single_value_option_is_a_usage_error(capsys, tmp_path):
     assert _params(["similarity", "--json", "--seed"])["json_path"].name == "--seed"
 
 
-@pytest.mark.parametrize("argv, name", [
-    (["retrieval", "--dataset", "d"], "scorer"), (["similarity"], "scorer"), (["report"], "only"),
-    (["report"], "signals"), (["correlate", "--signal", "frequency"], "control"), (["report"], "model"),
+@pytest.mark.parametrize("argv, flag, name", [
+    (["retrieval", "--dataset", "d"], "--scorer", "scorers"), (["similarity"], "--scorer", "scorers"),
+    (["report"], "--only", "only"), (["report"], "--signals", "signals"),
+    (["correlate", "--signal", "frequency"], "--control", "controls"), (["report"], "--model", "model"),
 ])
-def test_list_options_take_a_comma_list_as_the_repeated_option(argv, name):
-    flag = "--" + name
-    values = {"scorer": ["inverse_norm", "power"], "only": ["norms", "lab"], "signals": ["frequency", "uncertainty"],
-              "control": ["frequency", "length"], "model": ["a", "b/c"]}[name]
+def test_list_options_take_a_comma_list_as_the_repeated_option(argv, flag, name):
+    values = {"--scorer": ["inverse_norm", "power"], "--only": ["norms", "lab"], "--signals": ["frequency", "uncertainty"],
+              "--control": ["frequency", "length"], "--model": ["a", "b/c"]}[flag]
     repeated = _params(argv + [x for v in values for x in (flag, v)])[name]
     comma = _params(argv + [flag, ",".join(values)])[name]
     mixed = _params(argv + [flag, values[0], flag, ",".join(values[1:])])[name]
