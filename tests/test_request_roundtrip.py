@@ -15,7 +15,10 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-from normscope.requests import Request
+import pytest
+
+from normscope.cli._options import option_for
+from normscope.requests import Request, from_options, param
 
 
 class _Stop(Exception):
@@ -301,3 +304,76 @@ def test_probe_request_round_trips(monkeypatch):
     if "resampling" in diff and set(_diff(req.resampling, got[0].resampling)) <= {"n_perm", "level"}:
         del diff["resampling"]  # LIBRARY_ONLY
     assert not diff, diff
+
+
+def test_every_request_of_a_command_has_its_round_trip_here():
+    """A new request class of ``normscope.requests`` needs its round-trip test in this file."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import normscope.requests as pkg
+
+    classes = {c.__name__ for m in pkgutil.iter_modules(pkg.__path__)
+               for _, c in inspect.getmembers(importlib.import_module(f"normscope.requests.{m.name}"), inspect.isclass)
+               if issubclass(c, Request) and c.__module__.startswith("normscope.requests.")}
+    tested = {"TokensRequest": "tokens", "CorrelateRequest": "correlate", "SimilarityRequest": "similarity",
+              "RetrievalRequest": "retrieval", "CalibrateRequest": "calibrate", "LabRequest": "lab",
+              "TowerLabRequest": "tower_lab", "DecisiveRequest": "decisive", "TransformerLabRequest": "transformer_lab",
+              "ProbeRequest": "probe"}
+    assert classes == set(tested)
+    for name in tested.values():
+        assert f"test_{name}_request_round_trips" in globals(), name
+
+
+def test_option_words():
+    """How each kind of option writes a value (the inverse of what the command parses)."""
+    from normscope.requests import Option
+
+    assert Option("--junk-error", flag="error").tokens("error", "junk") == ["--junk-error"]
+    assert Option("--ignore-identical-ids/--keep-identical-ids").tokens(False, "x") == ["--keep-identical-ids"]
+    assert Option("--fit-split", none="cv").tokens(None, "fit_split") == ["--fit-split", "cv"]
+    assert Option("--control").tokens((), "controls") == ["--control", ""]
+    assert Option("--control").tokens(("a", "b"), "controls") == ["--control", "a,b"]
+    assert Option("--lr").tokens(0.1 + 0.2, "lr") == ["--lr", "0.30000000000000004"]  # shortest exact float
+    with pytest.raises(ValueError, match="no command-line form"):
+        Option("--max-tokens").tokens(None, "max_tokens")
+    with pytest.raises(ValueError, match="sets only"):
+        Option("--junk-error", flag="error").tokens("warn", "junk")
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchRequest(Request):
+    """A request of this test's own (``test_an_option_is_one_field_and_one_line``)."""
+
+    COMMAND = ("normscope", "search")
+    min_prob: float | None = param(None, above=0.0, below=1.0, cli="--min-prob", help="Keep hits with P >= this.")
+    k: int = param(10, min=1, cli="-k", help="Hits per query.")
+
+
+_SEARCHED: list = []
+
+
+def _search(min_prob: option_for(SearchRequest, "min_prob") = None,  # the one line of an added option
+            k: option_for(SearchRequest, "k") = SearchRequest().k) -> None:
+    _SEARCHED.append(from_options(SearchRequest, locals()))
+
+
+def test_an_option_is_one_field_and_one_line():
+    """The mechanism on a request of its own: the field's declaration gives the typer option (name, help, type,
+    default), the parsed value builds the request, and ``argv()`` writes it back."""
+    import typer
+    import typer.main
+
+    app = typer.Typer()
+    app.command("search")(_search)
+    app.callback()(lambda: None)
+    cmd = typer.main.get_command(app)
+    want = SearchRequest(min_prob=0.25, k=3)
+    assert want.argv() == ["normscope", "search", "--min-prob", "0.25", "-k", "3"]
+    cmd.main(want.argv()[1:], standalone_mode=False)
+    assert _SEARCHED == [want]
+    cmd.main(["search"], standalone_mode=False)
+    assert _SEARCHED[-1] == SearchRequest()
+    assert {p.name: p.help for p in cmd.commands["search"].params} == {"min_prob": "Keep hits with P >= this.",
+                                                                       "k": "Hits per query."}
