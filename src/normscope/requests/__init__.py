@@ -28,8 +28,9 @@ from typing import Any, Literal
 from normscope._io import to_jsonable
 from normscope.errors import InputError
 
-__all__ = ["Request", "Resampling", "Embedding", "Option", "param", "option_of", "option_fields", "from_options", "library_fields", "check_value", "Precision", "PRECISIONS", "Engine",
-           "ENGINES", "Junk", "JUNK_HELP", "Runtime", "RUNTIMES"]
+__all__ = ["Request", "Resampling", "Embedding", "param", "check_value", "Precision", "PRECISIONS", "Engine",
+           "ENGINES", "Junk", "Runtime", "RUNTIMES", "Option", "NO_FLAG", "JUNK_HELP", "option_of", "option_fields",
+           "from_options", "library_fields"]
 
 #: Precision of a model's forward passes (docs/embed.md).
 Precision = Literal["fp32", "bf16"]
@@ -301,13 +302,14 @@ def _from_cli(opt: Option, value: Any, tp: Any) -> Any:
     return _cli_value(value, tp)
 
 
-def from_options(cls: type[R], values: typing.Mapping[str, Any], *, base: R | None = None, **fixed: Any) -> R:
-    """The request ``cls`` built from a command's parameters (each named as its field; the inverse of
+def from_options(request_type: type[R], values: typing.Mapping[str, Any], *, base: R | None = None,
+                 **fixed: Any) -> R:
+    """The request ``request_type`` built from a command's parameters (each named as its field; the inverse of
     :meth:`Request.argv`).
 
     Parameters
     ----------
-    cls : type of Request
+    request_type : type of Request
     values : mapping of str to object
         Parameter name -> value as typer parsed it; only fields with an :class:`Option` are read, a nested
         request's (``embedding``, ``resampling``) from the same mapping. None (an option not given), an unset flag
@@ -323,9 +325,9 @@ def from_options(cls: type[R], values: typing.Mapping[str, Any], *, base: R | No
     Request
         Checked at construction: a bad value raises :class:`~normscope.errors.InputError` naming its option.
     """
-    hints = _hints(cls)
+    hints = _hints(request_type)
     changes = dict(fixed)
-    for f in dataclasses.fields(cls):
+    for f in dataclasses.fields(request_type):
         if f.name in fixed:
             continue
         default = getattr(base, f.name) if base is not None else f.default
@@ -338,7 +340,7 @@ def from_options(cls: type[R], values: typing.Mapping[str, Any], *, base: R | No
         value = _from_cli(opt, values[f.name], hints[f.name])
         if value is not _UNSET:
             changes[f.name] = value
-    return dataclasses.replace(base, **changes) if base is not None else cls(**changes)
+    return dataclasses.replace(base, **changes) if base is not None else request_type(**changes)
 
 
 @dataclasses.dataclass(frozen=True)
