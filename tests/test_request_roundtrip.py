@@ -218,13 +218,13 @@ def test_calibrate_request_round_trips(monkeypatch, tmp_path):
         "signals": ("query_norm", "margin"), "fit_split": "dev", "split": "dev2", "answer_at": (0.25, 0.5),
         "embedding": {"model": "org/model-x", "device": "cuda"}})
     # a dataset, or a run file with its qrels; --apply refuses --signal: the second request sets the others
-    _check(monkeypatch, req, "normscope.retrieval.calibrate", "run_calibrate", same=("run_file", "qrels_file", "apply"))
+    _check(monkeypatch, req, "normscope.extensions.calibrate", "run_calibrate", same=("run_file", "qrels_file", "apply"))
     files = {k: tmp_path / f"{k}.txt" for k in ("run", "qrels", "calibrator")}
     for p in files.values():
         p.write_text("x\n")
     req = req.replace(dataset=None, run_file=str(files["run"]), qrels_file=str(files["qrels"]),
                       apply=str(files["calibrator"]), signals=CalibrateRequest.defaults()["signals"])
-    _check(monkeypatch, req, "normscope.retrieval.calibrate", "run_calibrate", same=("dataset", "signals"))
+    _check(monkeypatch, req, "normscope.extensions.calibrate", "run_calibrate", same=("dataset", "signals"))
 
 
 def test_lab_request_round_trips(monkeypatch):
