@@ -203,7 +203,7 @@ def retrieval(
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figs],
                 inputs=[("--dataset", dataset if Path(dataset).exists() else None)])
     params = {name: value for name, value in (("inverse_norm", alpha), ("power", beta)) if value is not None}
-    scorers = list(scorers or _DEFAULT.scorers)
+    scorers = [x for x in scorers or () if x] or list(_DEFAULT.scorers)  # '' (no scorer named): the default
     scorers += [name for name in params if name not in scorers]  # a fixed parameter runs its scorer
     request = from_options(RetrievalRequest, locals(), scorers=tuple(scorers), params=tuple(params.items()))
 
