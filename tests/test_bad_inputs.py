@@ -301,7 +301,7 @@ def _rows():
     add("usage-unknown-command", "frobnicate", r"No such command 'frobnicate'")
     add("usage-unknown-option", "embed {d}/items.txt -o {d}/o.parquet --frob", r"No such option: --frob")
     add("usage-embed-no-out", "embed {d}/items.txt", r"Missing option '-o' / '--out'")
-    add("usage-batch-size-0", "embed {d}/items.txt -o {d}/o.parquet --batch-size 0", r"Invalid value for '--batch-size'")
+    add("usage-batch-size-0", "embed {d}/items.txt -o {d}/o.parquet --batch-size 0", r"--batch-size must be >= 1, got 0")
     add("usage-seed-not-int", "correlate --signal frequency --seed x", r"Invalid value for '--seed'")
     add("usage-lab-steps-1", "lab --steps 1", r"--steps must be >= 2, got 1")
     add("usage-retrieval-n-boot-5", "retrieval --dataset {d}/beir --n-boot 5", r"--n-boot must be >= 10, got 5")
