@@ -147,7 +147,7 @@ LIBRARY_ONLY = {
                          "grids": "the scorers' parameter grids (a nested list) are a library setting"},
     "CalibrateRequest": {"resampling.level": LEVEL, "resampling.n_perm": "calibrate has no permutation test",
                          "embedding.junk": "calibrate always leaves junk texts out (run_calibrate does not read it)"},
-    "ProbeRequest": {"resampling.level": LEVEL, "resampling.n_perm": "the balance test's permutations are fixed"},
+    "ProbeRequest": {"resampling.level": LEVEL, "resampling.n_perm": "the balance test permutes n_boot times"},
     "TransformerLabRequest": {"resampling.level": LEVEL, "resampling.n_perm": "the lab has no permutation test"},
 }
 
