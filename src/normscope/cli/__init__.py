@@ -47,6 +47,7 @@ from normscope.cli import similarity as _similarity  # noqa: E402,F401
 from normscope.cli import index as _index  # noqa: E402,F401
 from normscope.cli import tokens as _tokens  # noqa: E402,F401
 from normscope.cli import calibrate as _calibrate  # noqa: E402,F401
+from normscope.cli import inspect as _inspect  # noqa: E402,F401
 
 
 def _use_help_classes(t: typer.Typer) -> None:
