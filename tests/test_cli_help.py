@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = [[], ["embed"], ["probe"], ["correlate"], ["report"], ["lab"], ["retrieval"], ["calibrate"], ["similarity"],
-            ["index"], ["index", "build"], ["index", "search"],
+            ["inspect"], ["index"], ["index", "build"], ["index", "search"],
             ["data"], ["data", "list"], ["data", "fetch"], ["data", "path"]]
 
 

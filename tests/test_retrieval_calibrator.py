@@ -277,3 +277,61 @@ def test_a_run_file_and_qrels_give_the_same_calibrator_as_the_dataset_cv_path(tm
     assert list(got["part"]) == list(items["part"])
     with pytest.raises(InputError, match="corpus score or the query text"):
         run_calibrate(None, encoder=enc, run_file=tmp_path / "run.trec", qrels_file=d / "qrels" / "test.tsv", signals=["nqc"])
+
+
+def test_min_prob_abstains_in_index_search_and_semantic_search(tmp_path, capsys):
+    """``index search --calibrator --min-prob P`` returns nothing for exactly the queries whose P(top-1 relevant)
+    (computed independently by calibrate_index_search) is below P, and reports that coverage; semantic_search's
+    integration abstains on the same queries."""
+    import torch
+    from sentence_transformers import util
+
+    from normscope.cli import run
+    from normscope.extensions.ann import AnnParams, build_ann_index
+    from normscope.extensions.integrations import calibrate_index_search, calibrate_semantic_search
+    from normscope.retrieval.search import run_to_frame
+
+    d, enc = calibration_beir(tmp_path / "a", np.random.default_rng(0), n_test=60)
+    res = run_calibrate(d, encoder=enc, n_boot=50)
+    cal_path = Calibrator.from_dict(res.calibrator).save(tmp_path / "cal.json")
+    docs = [json.loads(x)["_id"] for x in (d / "corpus.jsonl").read_text().splitlines()]
+    C = np.stack([enc.table[x] for x in docs]).astype(np.float32)
+    Q = np.stack([enc.table[f"test-q{i}"] for i in range(60)]).astype(np.float32)
+    index = build_ann_index(C, docs, scorer="cosine", params=AnnParams(kind="flat"), fingerprint=enc.fingerprint.to_dict())
+    index.save(tmp_path / "idx")
+    np.save(tmp_path / "q.npy", Q)
+    qids = [str(i) for i in range(60)]
+    p = calibrate_index_search(cal_path, run_to_frame(index.search(Q, qids, 10)), index_dir=tmp_path / "idx")
+    p = p.set_index("query_id")["p_relevant"]
+    P = float(np.median(p))  # about half the queries answered
+    want = sorted(q for q in qids if p[q] >= P)
+    out, js = tmp_path / "run.parquet", tmp_path / "s.json"
+    assert run(["index", "search", str(tmp_path / "idx"), str(tmp_path / "q.npy"), "--calibrator", str(cal_path),
+                "--min-prob", repr(P), "-o", str(out), "--json", str(js)]) == 0
+    printed = capsys.readouterr().out
+    a = json.loads(js.read_text())["abstention"]
+    assert a["n_answered"] == len(want) and a["coverage"] == pytest.approx(len(want) / 60) and 0 < len(want) < 60
+    assert sorted(a["abstained"]) == sorted(set(qids) - set(want))
+    got = pd.read_parquet(out)
+    assert sorted(got["query_id"].unique()) == want and (got.groupby("query_id").size() == 10).all()
+    np.testing.assert_allclose(got.groupby("query_id")["p_relevant"].first().loc[want], p.loc[want], atol=1e-12)
+    assert f"{len(want)} of 60 = coverage {len(want) / 60:.3f}" in printed
+    # without --min-prob: the calibrator's own Learn-then-Test threshold
+    assert run(["index", "search", str(tmp_path / "idx"), str(tmp_path / "q.npy"), "--calibrator", str(cal_path),
+                "--json", str(js)]) == 0
+    lam = res.calibrator["thresholds"]["answer"]["threshold"]
+    a = json.loads(js.read_text())["abstention"]
+    assert a["min_prob"] == lam and a["n_answered"] == int((p >= lam).sum())
+    capsys.readouterr()
+    assert run(["index", "search", str(tmp_path / "idx"), str(tmp_path / "q.npy"), "--min-prob", "0.5"]) == 2
+    assert "--min-prob needs --calibrator" in capsys.readouterr().err
+    assert run(["index", "search", str(tmp_path / "idx"), str(tmp_path / "q.npy"), "--calibrator", str(cal_path),
+                "-k", "1"]) == 2
+    # semantic_search: the same P, the same queries answered, nothing returned for the others
+    hits = util.semantic_search(torch.from_numpy(Q), torch.from_numpy(C), top_k=10)
+    sem = calibrate_semantic_search(cal_path, hits, model=enc, query_embeddings=Q, corpus_embeddings=C, min_prob=P)
+    answered = [str(i) for i, o in enumerate(sem) if o["answer"]]
+    assert answered == [q for q in qids if p[q] >= P]  # float32 vs float64 scores: the same side of P here
+    assert all(o["hits"] == [] for o in sem if not o["answer"]) and all(len(o["hits"]) == 10 for o in sem if o["answer"])
+    with pytest.raises(InputError, match="min_prob"):
+        calibrate_semantic_search(cal_path, hits, model=enc, min_prob=1.5)

@@ -220,6 +220,40 @@ def _print_hits(console, run, shown, qtexts: dict, dtexts: dict, k: int, n_queri
                       markup=False, highlight=False, soft_wrap=True)
 
 
+def _load_calibrator(path: Path, index_dir: Path, k: int):
+    """The calibrator file, checked before any search: its signals need no more than ``k`` results."""
+    from normscope.extensions.calibrator import load_calibrator
+
+    cal = load_calibrator(path)
+    if k < cal.depth:
+        raise InputError(f"this calibrator's signals ({', '.join(cal.signals)}) use the top {cal.depth} results: "
+                         f"search with -k >= {cal.depth}")
+    return cal
+
+
+def _abstain(cal, run, *, index_dir, qids, Q, qtexts, min_prob):
+    """``({qid: P(top-1 relevant)}, the summary's ``abstention``)``: the calibrator applied to the run
+    (:func:`normscope.extensions.integrations.calibrate_index_search`) and the queries answered at ``min_prob``
+    (default: the calibrator's Learn-then-Test threshold)."""
+    from normscope.extensions.integrations import calibrate_index_search
+    from normscope.retrieval.search import run_to_frame
+
+    source = "--min-prob"
+    if min_prob is None:
+        min_prob = (cal.thresholds.get("answer") or {}).get("threshold")
+        source = "the calibrator's Learn-then-Test threshold"
+        if min_prob is None:
+            raise InputError("this calibrator has no Learn-then-Test threshold (none reached its target precision): "
+                             "give --min-prob")
+    texts = [qtexts.get(q) for q in qids] if qtexts and all(q in qtexts for q in qids) else None
+    frame = calibrate_index_search(cal, run_to_frame(run), index_dir=index_dir, query_vectors=Q, query_texts=texts)
+    probs = dict(zip(frame["query_id"].astype(str), frame["p_relevant"].astype(float)))
+    answered = [q for q in qids if probs[q] >= min_prob]
+    return probs, {"min_prob": float(min_prob), "min_prob_source": source, "signals": list(cal.signals),
+                   "calibrator_fitted_on": cal.fitted_on, "n_answered": len(answered),
+                   "coverage": len(answered) / len(qids), "abstained": [q for q in qids if probs[q] < min_prob]}
+
+
 @index_app.command("search")
 def search(
     index_dir: Annotated[Path, typer.Argument(help="Index directory written by `normscope index build`.", show_default=False)],
@@ -234,12 +268,18 @@ def search(
     compare_exact: Annotated[bool, typer.Option("--compare-exact", help="Also report recall@k, score ratio@k and "
                                                 "QPS against exact search over the same folded vectors.")] = False,
     threads: Threads = 1,
+    calibrator: Annotated[Optional[Path], typer.Option("--calibrator", help="A calibrator of this (cosine) index's "
+                                                       "model (`normscope calibrate -c`): P(top-1 relevant) per query, "
+                                                       "and abstention (--min-prob).")] = None,
+    min_prob: Annotated[Optional[float], typer.Option("--min-prob", min=0.0, max=1.0, help="Return nothing for a query "
+                                                      "whose P(top-1 relevant) < P (needs --calibrator; default: the "
+                                                      "calibrator's Learn-then-Test threshold).")] = None,
     batch_size: BatchSize = 64,
     device: Device = "cpu",
     json_path: JsonOut = None,
 ) -> None:
     """Top-k documents of each query under the index's norm-aware scorer; prints the top hits (id, score, a snippet)
-    of the first queries."""
+    of the first queries. With --calibrator, answers only the queries whose P(top-1 relevant) reaches --min-prob."""
     import faiss  # only when an index is searched: the CLI's start-up stays light
 
     # retrieval/ imports torch: imported here so that the CLI's start-up stays light
@@ -247,7 +287,10 @@ def search(
     from normscope.retrieval.search import run_to_frame
 
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")],
-                inputs=[("INDEX", index_dir), ("QUERIES", queries)])
+                inputs=[("INDEX", index_dir), ("QUERIES", queries), ("--calibrator", calibrator)])
+    if min_prob is not None and calibrator is None:
+        raise InputError("--min-prob needs --calibrator (the map from a query's scores to P(top-1 relevant))")
+    cal = _load_calibrator(calibrator, index_dir, k) if calibrator is not None else None
     index = FoldedAnnIndex.load(index_dir)
     index.set_search(ef_search, nprobe)  # checked (e.g. nprobe <= nlist) before any embedding
     qids, Q, junk, qtexts = _query_vectors(queries, index, batch_size, device)
@@ -268,9 +311,16 @@ def search(
     if compare_exact:
         summary["vs_exact"] = compare_with_exact(index, Q, k=k, threads=threads, settings=[setting])[0]
     summary["texts"] = len(dtexts)
+    probs = None
+    if cal is not None:
+        probs, abst = _abstain(cal, run, index_dir=index_dir, qids=qids, Q=Q, qtexts=qtexts, min_prob=min_prob)
+        summary["abstention"] = abst
+        run = {q: (hits if probs[q] >= abst["min_prob"] else {}) for q, hits in run.items()}
 
     def frame(p):
         df = run_to_frame(run)
+        if probs is not None:
+            df["p_relevant"] = [probs[q] for q in df["query_id"]]
         if qtexts:
             df["query_text"] = [qtexts.get(q) for q in df["query_id"]]
         if dtexts:
@@ -290,6 +340,10 @@ def search(
         t.add_row(f"recall@{k} vs exact", f"{c['recall_at_k']:.4f}")
         t.add_row(f"score ratio@{k} vs exact", f"{c['score_ratio_at_k']:.5f}")
         t.add_row("QPS (faiss call) / exact", f"{c['qps']:.0f} / {c['qps_exact']:.0f} = {c['speedup_vs_exact']:.2f}x")
+    if cal is not None:
+        a = summary["abstention"]
+        t.add_row(f"answered (P(top-1 relevant) >= {a['min_prob']:g}, {a['min_prob_source']})",
+                  f"{a['n_answered']} of {len(qids)} = coverage {a['coverage']:.3f}")
     console = make_console()
     console.print(t)
     _print_hits(console, run, qids[:SHOWN_QUERIES], qtexts, dtexts, k, len(qids))

@@ -170,7 +170,7 @@ def _np(x, what):
 
 
 def calibrate_semantic_search(calibrator, hits, *, model, query_embeddings=None, corpus_embeddings=None,
-                              query_texts=None) -> list[dict]:
+                              query_texts=None, min_prob: float | None = None) -> list[dict]:
     """Apply a calibrator to ``sentence_transformers.util.semantic_search`` results.
 
     Parameters
@@ -190,19 +190,26 @@ def calibrate_semantic_search(calibrator, hits, *, model, query_embeddings=None,
         Raw corpus vectors, rows = ``corpus_id`` (needed for top_doc_norm, doc_norm_spread, nqc, wig, smv).
     query_texts : sequence of str, keyword-only, optional
         Needed for query_length.
+    min_prob : float in [0, 1], keyword-only, optional
+        Abstain: ``answer`` is ``P >= min_prob`` (instead of the calibrator's Learn-then-Test threshold) and a query
+        not answered gets ``hits = []`` ("return nothing when nothing is likely relevant"). Coverage is the mean of
+        ``answer`` over the queries. The threshold carries no guarantee unless it is the calibrator's own.
 
     Returns
     -------
     list of dict
-        Per query: ``p_relevant`` (float), ``answer`` (bool, P >= the Learn-then-Test threshold; False for every
-        query when the calibrator has none: abstain), ``hits``: the query's hits, each with ``keep`` added (score >= the document threshold, within its
-        top k; None without one).
+        Per query: ``p_relevant`` (float), ``answer`` (bool, P >= the Learn-then-Test threshold, or >= ``min_prob``;
+        False for every query when the calibrator has none and no ``min_prob`` is given: abstain), ``hits``: the
+        query's hits, each with ``keep`` added (score >= the document threshold, within its top k; None without
+        one); empty when ``min_prob`` is given and the query is not answered.
 
     Raises
     ------
     InputError
-        Another model's calibrator, a missing input, too few hits per query.
+        Another model's calibrator, a missing input, too few hits per query, ``min_prob`` outside [0, 1].
     """
+    if min_prob is not None and not (0.0 <= float(min_prob) <= 1.0):
+        raise InputError(f"min_prob must be in [0, 1], got {min_prob}")
     cal = _calibrator(calibrator)
     Q, C = _np(query_embeddings, "query_embeddings"), _np(corpus_embeddings, "corpus_embeddings")
     qids = [str(i) for i in range(len(hits))]
@@ -221,8 +228,10 @@ def calibrate_semantic_search(calibrator, hits, *, model, query_embeddings=None,
     t, k = kd.get("threshold"), kd.get("k", 10)
     out = []
     for i, hs in enumerate(hits):
-        out.append({"p_relevant": float(frame["p_relevant"].iloc[i]), "answer": bool(frame["answer"].iloc[i]),
-                    "hits": [{**h, "keep": None if t is None else bool(r < k and h["score"] >= t)} for r, h in enumerate(hs)]})
+        p = float(frame["p_relevant"].iloc[i])
+        answer = bool(frame["answer"].iloc[i]) if min_prob is None else bool(p >= float(min_prob))
+        kept = [{**h, "keep": None if t is None else bool(r < k and h["score"] >= t)} for r, h in enumerate(hs)]
+        out.append({"p_relevant": p, "answer": answer, "hits": kept if (answer or min_prob is None) else []})
     return out
 
 
