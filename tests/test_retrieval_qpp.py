@@ -50,8 +50,10 @@ def test_each_formula_equals_its_hand_computed_value():
 
 def test_qpp_signals_table_and_norm_signals():
     df = qpp_signals(RUN, query_ids=["q1", "q2"], query_texts=["two words", "one more three"], query_norms=[5.0, 6.0],
-                     doc_ids=list(NORMS), doc_norms=list(NORMS.values()), corpus_score=CORPUS)
+                     doc_ids=list(NORMS), doc_norms=list(NORMS.values()), corpus_score=CORPUS,
+                     doc_hubness=[0.1, 0.2, 0.3, 0.4])
     assert list(df.columns) == ["query_id", *QPP_SIGNALS]
+    np.testing.assert_allclose(df["margin_1_3"], [0.6, 0.4])
     assert df["query_length"].tolist() == [2, 3]
     assert df["query_norm"].tolist() == [5.0, 6.0]
     np.testing.assert_allclose(df["top1_score"], [0.9, 0.5])
@@ -179,3 +181,34 @@ def test_retrieval_json_carries_the_contract_and_the_per_query_predictors(tmp_pa
     S, _ = score_matrix(run, list(pq["query_id"]))
     np.testing.assert_allclose(pq["nqc"], nqc(S, pq["corpus_score"]), rtol=1e-12)
     np.testing.assert_allclose(pq["sigma_max"], sigma_max(S), rtol=1e-12)
+
+
+def test_new_baselines_by_hand():
+    from normscope.retrieval.qpp import autocut, autocut_kept, csls_hubness, csls_top1
+
+    # Weaviate's autocut on (1.0, 0.95, 0.9, 0.3, 0.25, 0.2): normalised (0, .0625, .125, .875, .9375, 1) minus
+    # i/5 = (0, -.1375, -.275, .275, .1375, 0): the first local maximum is i = 3 -> keep 3 results
+    assert autocut([1.0, 0.95, 0.9, 0.3, 0.25, 0.2]) == 3
+    assert autocut([0.2, 0.25, 0.3, 0.9, 0.95, 1.0]) == 3  # distances ascending: the same cut
+    assert autocut([0.9, 0.2, 0.19, 0.18]) == 1            # one clear jump after the top hit
+    assert autocut([0.5, 0.5, 0.5]) == 3 and autocut([0.7]) == 1
+    assert autocut([1.0, 0.8, 0.6, 0.4]) == 4              # evenly spaced: no jump
+    S, docs = score_matrix(RUN, ["q1", "q2"])
+    # q1 (.9, .6, .3, .2): diff = (0, -1/3 + 3/7, ..): normalised (0, 3/7, 6/7, 1) - (0, 1/3, 2/3, 1) = (0, .095, .190, 0)
+    # -> i = 2 is the first point above both neighbours: keep 2
+    assert autocut_kept(S).tolist() == [2.0, autocut([0.5, 0.4, 0.1, -0.2])]
+    # CSLS: hubness of 2 documents against a bank of 3 unit queries, k = 2
+    D = np.array([[1.0, 0.0], [0.0, 2.0]])
+    bank = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    # d1 cosines (1, 0, .6): top-2 mean .8; d2 cosines (0, 1, .8): .9
+    np.testing.assert_allclose(csls_hubness(D, bank, k=2), [0.8, 0.9])
+    # q1's run re-scored with hubness a .1, b .2, c .3, d .4, k = 2: r_D(q1) = (.9 + .6)/2 = .75;
+    # 2 s - h = (1.7, 1.0, .3, 0) -> 1.7 - .75; q2: (c 1.0 - .3 = .7, a .8 - .1 = .7, ...) - (.5 + .4)/2
+    got = csls_top1(S, docs, ["a", "b", "c", "d"], [0.1, 0.2, 0.3, 0.4], k=2)
+    np.testing.assert_allclose(got, [1.7 - 0.75, 0.7 - 0.45])
+    # a hub (high r_Q) loses its rank: with b's hubness 0 and a's 1.6, q1's CSLS top is b: 1.2 - .75
+    np.testing.assert_allclose(csls_top1(S, docs, ["a", "b", "c", "d"], [1.6, 0.0, 0.3, 0.4], k=2)[0], 1.2 - 0.75)
+    with pytest.raises(InputError, match="no CSLS hubness"):
+        csls_top1(S, docs, ["a", "b"], [0.1, 0.2])
+    with pytest.raises(InputError, match="'csls_top1' needs doc hubness"):
+        qpp_signals(RUN, query_ids=["q1", "q2"], signals=["csls_top1"])

@@ -281,9 +281,9 @@ def calibrate_index_search(calibrator, run, *, index_dir, query_vectors=None, qu
         raise InputError(f"{index_dir} records no model (built from bare vectors): its calibrator cannot be checked")
     if meta.get("scorer") != cal.scorer:
         raise InputError(f"the index scores with {meta.get('scorer')}, the calibrator was fitted on {cal.scorer} scores")
-    no = [s for s in cal.signals if {"doc_norms", "corpus_score"} & set(QPP_SPECS[s].needs)]
+    no = [s for s in cal.signals if {"doc_norms", "corpus_score", "doc_hubness"} & set(QPP_SPECS[s].needs)]
     if no:
-        raise InputError(f"signal(s) {', '.join(no)} need document norms or the corpus score, which index search "
+        raise InputError(f"signal(s) {', '.join(no)} need document norms, hubness or the corpus score, which index search "
                          "output does not carry; fit a calibrator on other signals")
     df = pd.read_parquet(run) if not isinstance(run, pd.DataFrame) else run
     missing = {"query_id", "rank", "doc_id", "score"} - set(df.columns)

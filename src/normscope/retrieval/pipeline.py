@@ -28,7 +28,8 @@ from normscope.retrieval import evaluate as _evaluate_module  # default_grid rea
 from normscope.retrieval.evaluate import METRICS, compare_to_baseline, default_grid, per_query_scores
 from normscope.retrieval.incremental import FOLD_DRAWS, FOLDS, incremental_value
 from normscope.retrieval.refit import RefitDesign, per_query_grid
-from normscope.retrieval.qpp import BASELINE_SIGNALS, NORM_SIGNALS, QPP_SIGNALS, corpus_scores, evaluate_qpp, qpp_signals
+from normscope.retrieval.qpp import (BASELINE_SIGNALS, NORM_SIGNALS, QPP_SIGNALS, corpus_scores, csls_hubness, evaluate_qpp,
+                                    qpp_signals)
 from normscope.requests.retrieval import RetrievalRequest
 from normscope.retrieval.result import RetrievalResult
 from normscope.scoring import NEUTRAL_PARAM, PARAM_NAMES, check_scorer, choose_param, validate_param
@@ -638,7 +639,8 @@ def _qpp_study(ev: SplitQueries, vec: _Vectors, runs: dict, per: dict, y_ev: np.
             f"{len(QPP_SIGNALS)} predictors; {FOLDS}-fold cross-fitting x {FOLD_DRAWS} fold draws"):
         s_corpus = corpus_scores(vec.Qev, vec.D)
         qpp_df = qpp_signals(runs["cosine"], query_ids=ev.query_ids, query_texts=ev.texts, query_norms=vec.qev_norms,
-                             doc_ids=vec.doc_ids, doc_norms=vec.doc_norms, corpus_score=s_corpus)
+                             doc_ids=vec.doc_ids, doc_norms=vec.doc_norms, corpus_score=s_corpus,
+                             doc_hubness=csls_hubness(vec.D, vec.Qev))  # CSLS's query bank: the evaluated queries
         ndcg_cos = per["cosine"]["ndcg@10"]
         qpp = evaluate_qpp(qpp_df, top1_relevant=y_ev, ndcg=ndcg_cos, n_boot=n_boot, seed=seed)
         incremental = incremental_study(qpp_df, y_ev, ndcg_cos, n_boot=n_boot, seed=seed)

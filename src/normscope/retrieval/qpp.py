@@ -12,6 +12,9 @@ signal              kind    formula (top-k of the cosine run; population moments
 ``query_norm``      pre     ``||q||`` of the raw query embedding                           docs/theory.md (R = ||z||)
 ``top1_score``      post    ``s_1``                                                        -
 ``margin``          post    ``s_1 - s_2``                                                  -
+``margin_1_3``      post    ``s_1 - s_3``                                                  (production gate reports, issue 40)
+``autocut_kept``    post    results kept by Weaviate's autocut (1 jump) on the top k = 10   Weaviate ``autocut`` (usecases/autocut)
+``csls_top1``       post    ``max_{i<=K} (2 s_i - r_Q(d_i)) - r_D(q)``, k = 10, K = 100       Conneau et al., ICLR 2018 (CSLS)
 ``nqc``             post    ``sqrt((1/k) sum_i (s_i - mu_k)^2) / |s(C)|``, k = 100          Shtok et al., TOIS 2012
 ``wig``             post    ``(1/k) sum_i (s_i - s(C))``, k = 5                              Zhou & Croft, SIGIR 2007
 ``smv``             post    ``(1/k) sum_i s_i |ln(s_i / mu_k)| / |s(C)|``, k = 100          Tao & Wu, CIKM 2014
@@ -20,6 +23,18 @@ signal              kind    formula (top-k of the cosine run; population moments
 ``top_doc_norm``    post    ``||d_1||`` of the raw top-1 document embedding                docs/theory.md
 ``doc_norm_spread`` post    ``sqrt((1/k) sum_i (||d_i|| - mean)^2)`` over the top k = 10    (the norms' spread)
 ==================  ======  ==============================================================  =========================
+
+**New baselines** (issue 40). ``margin_1_3`` is the top-1 minus top-3 cosine. ``autocut_kept`` ports Weaviate's
+``Autocut(yValues, cutOff=1)`` exactly: over the top k scores ``y_0..y_{k-1}``, ``diff_i = (y_i - y_0) / (y_{k-1}
+- y_0) - i / (k - 1)``; the result is the first ``i >= 1`` where ``diff_i`` exceeds both neighbours (the last
+point: both predecessors), else k (also when all k scores are equal); a cut after few results means a clear
+score jump, so its direction is -1. ``csls_top1`` is the top-1 of the run re-scored by the cross-domain
+similarity local scaling of Conneau, Lample, Ranzato, Denoyer & Jegou (ICLR 2018, "Word translation without
+parallel data"): ``CSLS(q, d) = 2 cos(q, d) - r_D(q) - r_Q(d)`` with ``r_D(q)`` the mean cosine of q to its k = 10
+nearest documents (the mean of its top-10 scores) and ``r_Q(d)`` the mean cosine of d to its k = 10 nearest
+queries of a query bank (:func:`csls_hubness`; in ``normscope retrieval`` the evaluated queries themselves, their
+vectors only, never their judgements), the maximum over the run's top K = 100 (a hub, close to many queries, is
+pushed down).
 
 ``mu_k = (1/k) sum_{i<=k} s_i``. **Corpus score** ``s(C)``: the score of the whole corpus read as one
 document. For a lexical run it is the query likelihood of the collection language model; for a cosine
@@ -75,18 +90,25 @@ __all__ = [
     "smv",
     "sigma_k",
     "sigma_max",
+    "margin_1_3",
+    "autocut_kept",
+    "autocut",
+    "csls_hubness",
+    "csls_top1",
     "qpp_signals",
     "evaluate_qpp",
 ]
 
 NQC_K, WIG_K, SMV_K, SIGMA_K, SPREAD_K = 100, 5, 100, 100, 10
+#: Depth of the autocut baseline; k nearest neighbours and re-scored depth of CSLS.
+AUTOCUT_K, CSLS_K, CSLS_DEPTH = 10, 10, 100
 
 
 @dataclasses.dataclass(frozen=True)
 class QppSpec:
     """One predictor: ``kind`` ('pre' or 'post' retrieval), fixed ``direction``, ``formula``, ``reference``,
     ``k`` (depth used, None when not a top-k statistic) and ``needs`` (what computing it takes:
-    ``scores``, ``corpus_score``, ``query_norm``, ``doc_norms``, ``query_text``)."""
+    ``scores``, ``corpus_score``, ``query_norm``, ``doc_norms``, ``query_text``, ``doc_hubness``)."""
 
     kind: str
     direction: int
@@ -105,6 +127,11 @@ QPP_SPECS: dict[str, QppSpec] = {
     "query_norm": QppSpec("pre", -1, "||q|| of the raw query embedding", "docs/theory.md (R = ||z||)", None, ("query_norm",)),
     "top1_score": QppSpec("post", +1, "s_1 (cosine of the top-1 document)", "-", 1, ("scores",)),
     "margin": QppSpec("post", +1, "s_1 - s_2", "-", 2, ("scores",)),
+    "margin_1_3": QppSpec("post", +1, "s_1 - s_3", "production gate reports (issue 40)", 3, ("scores",)),
+    "autocut_kept": QppSpec("post", -1, "results kept by Weaviate's autocut (1 jump) on the top 10 scores",
+                            "Weaviate autocut", AUTOCUT_K, ("scores",)),
+    "csls_top1": QppSpec("post", +1, "max_{i<=100} (2 s_i - r_Q(d_i)) - r_D(q), k = 10 (CSLS re-scored top-1)",
+                         "Conneau, Lample, Ranzato, Denoyer & Jegou, ICLR 2018", CSLS_DEPTH, ("scores", "doc_hubness")),
     "nqc": QppSpec("post", +1, "sqrt((1/k) sum_i (s_i - mu_k)^2) / |s(C)|, s(C) = mean cosine to the corpus",
                    "Shtok, Kurland, Carmel, Raiber & Markovits, TOIS 2012", NQC_K, ("scores", "corpus_score")),
     "wig": QppSpec("post", +1, "(1/k) sum_i (s_i - s(C)) (no 1/sqrt(|q|): cosines do not grow with query length)",
@@ -315,6 +342,120 @@ def smv(S, corpus_score, k: int = SMV_K) -> tuple[np.ndarray, np.ndarray]:
     return np.where(n > 0, v, np.nan), n
 
 
+def margin_1_3(S) -> np.ndarray:
+    """``s_1 - s_3`` (``s_1 - s_K`` for a query with K < 3 results), shape (n,)."""
+    T = _top(S, 3)
+    last = np.array([row[np.isfinite(row)][-1] for row in T])
+    return T[:, 0] - last
+
+
+def autocut(y: Sequence[float], cut_off: int = 1) -> int:
+    """Weaviate's ``Autocut(yValues, cutOff)``, ported line by line: the number of results kept.
+
+    Parameters
+    ----------
+    y : sequence of float
+        Scores in rank order (similarities descending or distances ascending: the min-max normalisation makes
+        the two the same).
+    cut_off : int
+        Extrema (score jumps) to pass before cutting (>= 1).
+
+    Returns
+    -------
+    int
+        Results kept, in 1..len(y) (len(y) when no jump is found or every score is equal).
+    """
+    y = [float(v) for v in y]
+    n = len(y)
+    if n <= 1:
+        return n
+    span = y[-1] - y[0]
+    if span == 0:  # Go divides 0/0 into NaN, every comparison false: nothing is cut
+        return n
+    diff = [(y[i] - y[0]) / span - i / (n - 1) for i in range(n)]
+    extrema = 0
+    for i in range(1, n):
+        last = i == n - 1
+        if (diff[i] > diff[i - 1] and diff[i] > diff[i - 2]) if last else (diff[i] > diff[i - 1] and diff[i] > diff[i + 1]):
+            extrema += 1
+            if extrema >= cut_off:
+                return i
+    return n
+
+
+def autocut_kept(S, k: int = AUTOCUT_K) -> np.ndarray:
+    """:func:`autocut` (1 jump) of each query's top-k scores, float64 shape (n,)."""
+    T = _top(S, k)
+    return np.array([autocut(row[np.isfinite(row)]) for row in T], dtype=np.float64)
+
+
+def csls_hubness(doc_vectors, bank_vectors, k: int = CSLS_K) -> np.ndarray:
+    """``r_Q(d)``: the mean cosine of each document to its ``k`` nearest vectors of a query bank (CSLS).
+
+    Parameters
+    ----------
+    doc_vectors : array-like of shape (N, d)
+    bank_vectors : array-like of shape (m, d)
+        The query bank (raw vectors, any norm > 0); ``k`` is cut to m when m < k.
+    k : int
+
+    Returns
+    -------
+    ndarray of shape (N,), float64
+
+    Raises
+    ------
+    InputError
+        A zero vector, dimensions that differ, k < 1.
+    """
+    D = np.asarray(doc_vectors, dtype=np.float64)
+    B = np.asarray(bank_vectors, dtype=np.float64)
+    if D.ndim != 2 or B.ndim != 2 or D.shape[1] != B.shape[1] or len(B) == 0 or k < 1:
+        raise InputError(f"CSLS needs (N, d) documents and a non-empty (m, d) query bank and k >= 1, got {D.shape}, "
+                         f"{B.shape}, k = {k}")
+    dn, bn = np.linalg.norm(D, axis=1), np.linalg.norm(B, axis=1)
+    if (dn == 0).any() or (bn == 0).any():
+        raise InputError("a zero vector has no cosine")
+    kk = min(k, len(B))
+    Bu = (B / bn[:, None]).T
+    out = np.empty(len(D))
+    for s in range(0, len(D), 4096):
+        C = (D[s : s + 4096] / dn[s : s + 4096, None]) @ Bu
+        out[s : s + 4096] = np.sort(np.partition(C, len(B) - kk, axis=1)[:, len(B) - kk:], axis=1).mean(axis=1)
+    return out
+
+
+def csls_top1(S, docs: list, doc_ids: Sequence[str], hubness, k: int = CSLS_K, depth: int = CSLS_DEPTH) -> np.ndarray:
+    """The run's top-``depth`` re-scored by CSLS, its best score: ``max_i (2 s_i - r_Q(d_i)) - r_D(q)``.
+
+    ``r_D(q)`` is the mean of the query's top-``k`` scores (its k nearest documents: the run is exhaustive
+    cosine search); ``r_Q`` is :func:`csls_hubness`, aligned with ``doc_ids``.
+
+    Returns
+    -------
+    ndarray of shape (n,), float64
+
+    Raises
+    ------
+    InputError
+        A document of the run without a hubness value, lengths that differ.
+    """
+    h = np.asarray(hubness, dtype=np.float64).ravel()
+    if len(doc_ids) != len(h):
+        raise InputError("document ids and CSLS hubness values differ in length")
+    hd = dict(zip(map(str, doc_ids), h))
+    T = _top(S, depth)
+    rq = np.nanmean(_top(S, k), axis=1)
+    out = np.empty(len(T))
+    for i, row in enumerate(T):
+        ids = docs[i][: depth]
+        absent = next((d for d in ids if d not in hd), None)
+        if absent is not None:
+            raise InputError(f"document '{absent}' of the run has no CSLS hubness value")
+        out[i] = np.max(2 * row[: len(ids)] - np.array([hd[d] for d in ids])) - rq[i]
+    return out
+
+
 def qpp_signals(
     run: Mapping[str, Mapping[str, float]],
     *,
@@ -324,6 +465,7 @@ def qpp_signals(
     doc_ids: Sequence[str] | None = None,
     doc_norms=None,
     corpus_score=None,
+    doc_hubness=None,
     signals: Sequence[str] = QPP_SIGNALS,
 ):
     """Every requested predictor per query, from a ranked run.
@@ -343,6 +485,8 @@ def qpp_signals(
         Raw document norms aligned with ``doc_ids``; needed for ``top_doc_norm`` and ``doc_norm_spread``.
     corpus_score : array-like of shape (n,), optional
         ``s(C)`` per query (:func:`corpus_scores`); needed for ``nqc``, ``wig``, ``smv``.
+    doc_hubness : array-like of shape (N,), optional
+        ``r_Q(d)`` aligned with ``doc_ids`` (:func:`csls_hubness`); needed for ``csls_top1``.
     signals : sequence of str
         Subset of :data:`QPP_SIGNALS`.
 
@@ -361,7 +505,7 @@ def qpp_signals(
     import pandas as pd
 
     _check_signals(signals, query_texts=query_texts, query_norms=query_norms, doc_ids=doc_ids, doc_norms=doc_norms,
-                   corpus_score=corpus_score)
+                   corpus_score=corpus_score, doc_hubness=doc_hubness)
     S, docs = score_matrix(run, query_ids)
     short = [q for q, r in zip(query_ids, docs) if len(r) < 2]
     if short:
@@ -369,8 +513,12 @@ def qpp_signals(
     cols: dict[str, np.ndarray] = {}
     attrs = {"smv_cut": 0}
     for s in signals:
-        cols[s], cut = _signal_column(s, S, docs, n=len(query_ids), query_texts=query_texts, query_norms=query_norms,
-                                      doc_ids=doc_ids, doc_norms=doc_norms, corpus_score=corpus_score)
+        if s == "csls_top1":
+            cols[s], cut = csls_top1(S, docs, doc_ids, doc_hubness), None
+        else:
+            cols[s], cut = _signal_column(s, S, docs, n=len(query_ids), query_texts=query_texts,
+                                          query_norms=query_norms, doc_ids=doc_ids, doc_norms=doc_norms,
+                                          corpus_score=corpus_score)
         if cut is not None:
             attrs["smv_cut"] = cut
     df = pd.DataFrame({"query_id": list(query_ids), **cols})
@@ -386,7 +534,8 @@ def _check_signals(signals: Sequence[str], **inputs) -> None:
     given = {"scores": True, "query_text": inputs["query_texts"] is not None,
              "query_norm": inputs["query_norms"] is not None,
              "doc_norms": inputs["doc_norms"] is not None and inputs["doc_ids"] is not None,
-             "corpus_score": inputs["corpus_score"] is not None}
+             "corpus_score": inputs["corpus_score"] is not None,
+             "doc_hubness": inputs["doc_hubness"] is not None and inputs["doc_ids"] is not None}
     for s in signals:
         missing = [n for n in QPP_SPECS[s].needs if not given[n]]
         if missing:
@@ -415,6 +564,10 @@ def _signal_column(s: str, S: np.ndarray, docs: list, *, n: int, query_texts, qu
         return S[:, 0].copy(), None
     if s == "margin":
         return S[:, 0] - S[:, 1], None
+    if s == "margin_1_3":
+        return margin_1_3(S), None
+    if s == "autocut_kept":
+        return autocut_kept(S), None
     if s == "nqc":
         return nqc(S, _aligned(corpus_score, "corpus scores", n)), None
     if s == "wig":
