@@ -192,7 +192,7 @@ def test_new_baselines_by_hand():
     assert autocut([0.2, 0.25, 0.3, 0.9, 0.95, 1.0]) == 3  # distances ascending: the same cut
     assert autocut([0.9, 0.2, 0.19, 0.18]) == 1            # one clear jump after the top hit
     assert autocut([0.5, 0.5, 0.5]) == 3 and autocut([0.7]) == 1
-    assert autocut([1.0, 0.8, 0.6, 0.4]) == 4              # evenly spaced: no jump
+    assert autocut([1.0, 0.75, 0.5, 0.25]) == 4            # evenly spaced (exact in binary): no jump
     S, docs = score_matrix(RUN, ["q1", "q2"])
     # q1 (.9, .6, .3, .2): diff = (0, -1/3 + 3/7, ..): normalised (0, 3/7, 6/7, 1) - (0, 1/3, 2/3, 1) = (0, .095, .190, 0)
     # -> i = 2 is the first point above both neighbours: keep 2
