@@ -335,3 +335,38 @@ def test_min_prob_abstains_in_index_search_and_semantic_search(tmp_path, capsys)
     assert all(o["hits"] == [] for o in sem if not o["answer"]) and all(len(o["hits"]) == 10 for o in sem if o["answer"])
     with pytest.raises(InputError, match="min_prob"):
         calibrate_semantic_search(cal_path, hits, model=enc, min_prob=1.5)
+
+
+def test_calibrate_reports_nauc_of_the_held_out_queries(tmp_path):
+    """``calibrate`` reports nAUC of nDCG@10 on the held-out queries for MTEB's confidences, the calibrator's
+    P(relevant) and the query norm; each value equals mteb's own ``nauc`` on inputs computed here independently."""
+    pytest.importorskip("mteb")
+    from mteb._evaluators.retrieval_metrics import confidence_scores, nauc as mteb_nauc
+
+    from normscope.retrieval.evaluate import per_query_scores
+    from normscope.retrieval.search import FoldedIndex
+
+    d, enc = calibration_beir(tmp_path / "a", np.random.default_rng(0), n_train=60, n_test=40)
+    res = run_calibrate(d, encoder=enc, signals=["top1_score", "margin", "query_norm"], n_boot=50)
+    ab = res.abstention
+    assert ab["status"] == "ok" and ab["n_queries"] == 40 and ab["metric"] == "ndcg@10"
+    assert set(ab["signals"]) == {"max", "std", "diff1", "p_relevant", "query_norm"}
+    assert ab["signals"]["p_relevant"]["kind"] == "calibrator"
+    held = res.items[res.items.part == "held-out"].set_index("query_id")
+    qids = list(held.index)
+    docs = [json.loads(x)["_id"] for x in (d / "corpus.jsonl").read_text().splitlines()]
+    C = np.stack([enc.table[x] for x in docs])
+    Q = np.stack([enc.table[q] for q in qids])
+    run = FoldedIndex(C, docs, "cosine").search(Q, qids, k=100, ignore_identical_ids=True)
+    from normscope.data.beir import load_qrels
+
+    qrels = load_qrels(d / "qrels" / "test.tsv")
+    ndcg = per_query_scores({q: qrels[q] for q in qids}, {q: run[q] for q in qids}, ["ndcg@10"])["ndcg@10"]
+    s = np.array([list(run[q].values()) for q in qids])
+    std = np.array([confidence_scores(list(r))["std"] for r in s])
+    want = {"max": s[:, 0], "diff1": s[:, 0] - s[:, 1], "std": std, "p_relevant": held["p_relevant"].to_numpy(),
+            "query_norm": -held["query_norm"].to_numpy()}
+    for k, conf in want.items():
+        assert ab["signals"][k]["nauc"] == pytest.approx(float(mteb_nauc(conf, ndcg)), abs=1e-9), k
+        lo, hi = ab["signals"][k]["nauc_ci"]
+        assert lo <= ab["signals"][k]["nauc"] <= hi

@@ -69,6 +69,7 @@ def print_result(res, console: Console, err: Console) -> None:
     th.add_row(f"keep top-{kd.k if kd.k is not None else '-'} documents with cosine >= t", _f(kd.threshold),
                _f(k.precision), _ci(k.precision_ci), _f(k.coverage), _ci(k.coverage_ci), "none (measured)")
     console.print(th)
+    _print_nauc(res.abstention, console)
     if ans.statement:
         err.print(f"guarantee: {ans.statement}; assumption: {ans.assumption}", soft_wrap=True, markup=False)
     if h.ece_bins.flag:
@@ -77,6 +78,22 @@ def print_result(res, console: Console, err: Console) -> None:
         s = res.shift
         err.print(f"shift: fitted on {s.fitted_on.dataset_name} '{s.fitted_on.split}', evaluated on "
                   f"{s.evaluated_on.dataset_name} '{s.evaluated_on.split}': {s.note}", soft_wrap=True, markup=False)
+
+
+def _print_nauc(ab, console: Console) -> None:
+    """nAUC of nDCG@10 on the held-out queries (MTEB's abstention metric), one row per confidence."""
+    if not ab:
+        return
+    if ab.get("status") != "ok":
+        console.print(f"nAUC (MTEB abstention): not computed: {ab.get('reason')}", markup=False, highlight=False)
+        return
+    t = Table(title=f"nAUC of {ab['metric']} on the held-out queries (MTEB's abstention metric; {ab['n_queries']} "
+                    "queries; 95% CI: bootstrap over queries)", title_justify="left")
+    for c in ("confidence", "kind", "nAUC", "95% CI"):
+        t.add_column(c)
+    for name, v in ab["signals"].items():
+        t.add_row(name, v["kind"], _f(v["nauc"]), _ci(v["nauc_ci"]))
+    console.print(t)
 
 
 _DEFAULT = CalibrateRequest(dataset="scifact")

@@ -157,6 +157,8 @@ class CalibrateResult(StageResult):
     heldout: HeldOut = summary_field("held-out evaluation")
     shift: Shift | None = summary_field("shift: fitted on another dataset")
     junk: dict = summary_field("junk items left out")
+    abstention: dict | None = summary_field("nAUC of nDCG@10 (MTEB's abstention metric) on the held-out queries",
+                                            default=None)
     items: Any = None
     timings: dict = dataclasses.field(default_factory=dict)
 
@@ -205,6 +207,49 @@ def evaluate_calibrator(cal: Calibrator, features, y, *, run, qrels, query_ids: 
     out["keep_documents"] = (keep_stats(run, qrels, query_ids, t, k=keep_k, n_boot=n_boot, seed=seed) if t is not None
                              else None)
     out["p_relevant"] = p
+    return out
+
+
+def heldout_nauc(p_relevant, features, *, run, qrels, query_ids: Sequence[str], n_boot: int = 1000, seed: int = 0) -> dict:
+    """nAUC of nDCG@10 (MTEB's abstention metric, :mod:`normscope.retrieval.abstention`) on the held-out queries:
+    MTEB's confidences of the run's scores (max, std, diff1), the calibrator's P(relevant) and, when the calibrator
+    uses it, the query norm (``-||q||``), with percentile bootstrap CIs over the queries.
+
+    Parameters
+    ----------
+    p_relevant : array-like of shape (n,)
+        The calibrator's P(relevant) of the queries.
+    features : pandas.DataFrame
+        Their signals (``query_norm`` is read when present).
+    run : dict of {qid: {docid: score}}
+        The cosine run (every result a query has: MTEB's std reads them all).
+    qrels : dict of {qid: {docid: grade}}
+    query_ids : sequence of str
+        The queries, aligned with ``p_relevant`` and ``features``.
+    n_boot, seed : int
+
+    Returns
+    -------
+    dict
+        :func:`normscope.retrieval.abstention.abstention_study`'s result (``signals`` with ``p_relevant`` of kind
+        ``"calibrator"``), or ``{"status": "not computed", "reason"}`` (fewer than 10 queries, a non-finite value).
+    """
+    from normscope.retrieval.abstention import abstention_study, confidence_table
+    from normscope.retrieval.evaluate import per_query_scores
+
+    ids = [str(q) for q in query_ids]
+    if len(ids) < 10:
+        return {"status": "not computed", "reason": f"nAUC needs at least 10 held-out queries, got {len(ids)}"}
+    ndcg = per_query_scores({q: qrels[q] for q in ids}, {q: run[q] for q in ids}, ["ndcg@10"])["ndcg@10"]
+    conf = confidence_table(run, ids)
+    conf["p_relevant"] = np.asarray(p_relevant, dtype=np.float64)
+    if "query_norm" in features.columns:
+        conf["query_norm"] = -features["query_norm"].to_numpy(np.float64)
+    try:
+        out = abstention_study(conf, ndcg, depth=max(len(run[q]) for q in ids), n_boot=n_boot, seed=seed)
+    except InputError as exc:
+        return {"status": "not computed", "reason": str(exc)}
+    out["signals"]["p_relevant"].update(kind="calibrator", direction=+1, formula="P(relevant) of the calibrator")
     return out
 
 
@@ -505,8 +550,11 @@ def _fit_and_evaluate(src: dict, *, cal_in, dataset, signals, method, target_k, 
     with ph("held-out evaluation", f"{len(held_ids)} queries, {n_boot} bootstrap resamples"):
         heldout = evaluate_calibrator(cal, f_ev.iloc[held], y_ev[held], run=run_ev, qrels=ev.qrels, query_ids=held_ids,
                                       answer_at=answer_at, keep_k=keep_k, n_boot=n_boot, seed=seed)
-    heldout.pop("p_relevant")
+    p_held = heldout.pop("p_relevant")
     heldout["split"] = ev.split
+    with ph("nAUC (MTEB abstention)", f"{len(held_ids)} held-out queries"):
+        abstention = heldout_nauc(p_held, f_ev.iloc[held], run=run_ev, qrels=ev.qrels, query_ids=held_ids,
+                                  n_boot=n_boot, seed=seed)
     lam = (cal.thresholds.get("answer") or {}).get("threshold")
 
     frames = []
@@ -535,4 +583,4 @@ def _fit_and_evaluate(src: dict, *, cal_in, dataset, signals, method, target_k, 
         mode="apply" if cal_in is not None else "fit", dataset=dataset, dataset_name=src["name"], model=fp.name,
         fingerprint={**fp.to_dict(), "key": fp.key}, target=target_name(target_k), signals=list(signals), method=method,
         split=ev.split, parts=parts, seed=int(seed), calibrator=cal.to_dict(), heldout=heldout, shift=shift,
-        junk=src["junk"], items=items, timings=ph.timings)
+        junk=src["junk"], abstention=abstention, items=items, timings=ph.timings)
