@@ -7,7 +7,9 @@
 - :mod:`~normscope.extensions.calibrator` and :mod:`~normscope.extensions.calibrate`: the saved calibrator of "the
   top-1 is relevant" and the stage that fits and evaluates it (``normscope calibrate``);
 - :mod:`~normscope.extensions.integrations`: sentence-transformers similarities and the calibrator applied to
-  ``semantic_search`` and ``index search`` results.
+  ``semantic_search`` and ``index search`` results;
+- :mod:`~normscope.extensions.vector_health`: checks of stored vectors and of two sets against each other
+  (``normscope inspect``).
 
 No scorecard row rests on them. The layering is an import-linter contract (``pyproject.toml``): no core module
 imports this package; the CLI imports both. Importing this package registers the Ray engine with
@@ -36,6 +38,9 @@ _LAZY = {
     "AnnParams": "ann",
     "build_ann_index": "ann",
     "FoldedAnnIndex": "ann",
+    "vector_health": "vector_health",
+    "compare_sets": "vector_health",
+    "inspect_files": "vector_health",
 }
 
 __all__ = ["RayBackend", *_LAZY]
