@@ -7,7 +7,17 @@ import numpy as np
 import pytest
 
 from normscope.errors import InputError
-from normscope.stats_designs import length_matched_pairs, matched_comparison, wilson_interval
+from scipy.stats import spearmanr
+
+from normscope.stats_designs import (
+    length_matched_pairs,
+    length_matched_within,
+    matched_comparison,
+    matched_concordance,
+    stratified_partial_spearman,
+    wilson_interval,
+    within_length_spearman,
+)
 
 
 def test_pairs_only_equal_token_counts_and_counts_the_unmatched():
@@ -60,3 +70,71 @@ def test_length_alone_gives_a_pooled_effect_and_a_null_matched_one():
     # a real within-length effect (+0.1 on B) survives the matching
     r2 = matched_comparison(na, nb + 0.1, pairs)
     assert r2["matched_ci"][0] > 0.6
+
+
+# --- one item set with a continuous covariate (specificity depth, label entropy): within equal token count ---
+
+def test_within_pairs_only_equal_counts_and_follow_the_ids():
+    t = [3, 3, 3, 4, 4, 5, 6, 6, 6, 6]
+    p = length_matched_within(t, seed=1)
+    # 3: three items -> 1 pair + 1 left; 4: 1 pair; 5: alone; 6: 2 pairs
+    assert len(p.a) == 4 and p.n_unmatched_a == 2 and p.n_unmatched_b == 0
+    assert all(t[i] == t[j] for i, j in zip(p.a, p.b))
+    assert len(set(p.a.tolist()) | set(p.b.tolist())) == 8  # disjoint pairs
+    ids = [f"x{i}" for i in range(len(t))]
+    perm = np.random.default_rng(3).permutation(len(t))
+    q = length_matched_within([t[i] for i in perm], [ids[i] for i in perm], seed=1)
+    pp = {frozenset((ids[i], ids[j])) for i, j in zip(length_matched_within(t, ids, seed=1).a,
+                                                       length_matched_within(t, ids, seed=1).b)}
+    assert pp == {frozenset((ids[perm[i]], ids[perm[j]])) for i, j in zip(q.a, q.b)}
+    with pytest.raises(InputError):
+        length_matched_within([3, 4], ["a", "a"])
+
+
+def test_matched_concordance_counts_by_hand():
+    # pairs (0,1), (2,3), (4,5), (6,7): concordant, discordant, x tied, concordant
+    x = np.array([1, 2, 5, 3, 1, 1, 0, 9.0])
+    y = np.array([1, 3, 2, 4, 7, 8, 1, 5.0])
+    from normscope.stats_designs import MatchedPairs
+
+    p = MatchedPairs(a=np.array([0, 2, 4, 6]), b=np.array([1, 3, 5, 7]), n_unmatched_a=1, n_unmatched_b=0,
+                     per_count={})
+    r = matched_concordance(x, y, p)
+    assert (r["n_concordant"], r["n_discordant"], r["n_tied_x"], r["n_unmatched"]) == (2, 1, 1, 1)
+    assert r["share"] == pytest.approx(2 / 3) and r["r_rb"] == pytest.approx(1 / 3)
+    assert r["ci"] == pytest.approx(list(wilson_interval(2, 3))) and r["p"] == pytest.approx(1.0)
+
+
+def test_within_length_rho_is_the_stratum_indicator_partial():
+    # Frisch-Waugh-Lovell: centring within strata = regressing on one indicator per stratum
+    rng = np.random.default_rng(5)
+    n = 300
+    t = rng.integers(3, 9, n)
+    f = rng.normal(size=n)
+    x = rng.normal(size=n) + 0.2 * t
+    y = 0.4 * x + np.sin(t) + 0.3 * f + rng.normal(size=n)
+    src = rng.choice(["snli", "mnli"], n)
+    for controls, strata in ((None, None), (f, None), (f, src)):
+        r = within_length_spearman(x, y, t, controls, strata=strata, n_boot=50, n_perm=50)
+        lab = t.astype(str) if strata is None else np.char.add(np.char.add(src.astype(str), ":"), t.astype(str))
+        ref = stratified_partial_spearman(x, y, controls, lab, n_boot=0, n_perm=0)
+        assert r["rho"] == pytest.approx(ref.rho, abs=1e-10)
+        assert r["n"] + r["n_unmatched"] == n and r["ci"][0] <= r["rho"] <= r["ci"][1]
+
+
+def test_length_alone_drives_pooled_and_partial_but_not_the_within_length_rho():
+    # planted: the covariate grows with length, the norm falls with length along a curve, nothing else
+    rng = np.random.default_rng(11)
+    n = 2000
+    t = rng.integers(4, 30, n)
+    cov = t + rng.normal(0, 3, n)
+    norm = 6.0 - 0.002 * (t - 4) ** 2.5 / 10 - 0.5 * np.log(t) + rng.normal(0, 0.05, n)
+    pooled = spearmanr(cov, norm).statistic
+    assert pooled < -0.5
+    r = within_length_spearman(cov, norm, t, n_boot=400, n_perm=400, seed=0)
+    assert r["ci"][0] < 0 < r["ci"][1] and r["p_value"] > 0.01
+    share = matched_concordance(cov, norm, length_matched_within(t, seed=0))
+    assert share["ci"][0] < 0.5 < share["ci"][1]
+    # a real within-length effect survives
+    r2 = within_length_spearman(cov, norm + 0.02 * (cov - t), t, n_boot=200, n_perm=200, seed=0)
+    assert r2["ci"][0] > 0.2

@@ -9,6 +9,10 @@
   specific captions, answerable vs unanswerable problems) paired **at equal token count**, the
   within-pair share with a Wilson CI and a sign test beside the pooled (unmatched) share, so that
   an effect of length alone shows as a pooled effect and a null matched one;
+- :func:`within_length_spearman`, :func:`length_matched_within`, :func:`matched_concordance`: the
+  same design for a continuous covariate of one item set: the partial Spearman rho **within strata
+  of equal token count** (items compared only with items of their own length), and disjoint
+  equal-length pairs with the share in which the item with the larger covariate has the larger norm;
 - :func:`wilson_interval`, :func:`sign_test_p`: a binomial share's Wilson score interval and the
   exact two-sided sign test.
 
@@ -45,7 +49,8 @@ from normscope.stats import (
 )
 
 __all__ = ["stratified_partial_spearman", "DifferenceResult", "correlation_difference", "wilson_interval", "sign_test_p",
-           "MatchedPairs", "length_matched_pairs", "matched_comparison"]
+           "MatchedPairs", "length_matched_pairs", "matched_comparison", "length_matched_within",
+           "matched_concordance", "within_length_spearman"]
 
 
 def _stratum_codes(strata, n: int) -> tuple[np.ndarray, list]:
@@ -406,4 +411,215 @@ def matched_comparison(values_a, values_b, pairs: MatchedPairs, *, level: float 
     if k + m:
         out.update(matched_share=k / (k + m), matched_ci=list(wilson_interval(k, k + m, level)),
                    matched_p=sign_test_p(k, k + m))
+    return out
+
+
+def length_matched_within(tokens, ids=None, *, seed: int = 0) -> MatchedPairs:
+    """Disjoint pairs of items of **one** set at exactly equal token count (for a continuous covariate).
+
+    At each token count the items are ordered by a seeded key of their id (as in
+    :func:`length_matched_pairs`) and paired in that order, first with second, third with fourth, ...;
+    an odd item out and an item alone at its count stay unmatched.
+
+    Parameters
+    ----------
+    tokens : array_like of int, shape (n,)
+        Token counts the model saw (``EmbeddingTable.tokens``: after truncation, special tokens included).
+    ids : sequence of str, optional
+        Unique ids (default ``"0".."n-1"``).
+    seed : int
+
+    Returns
+    -------
+    MatchedPairs
+        ``a``, ``b``: positions in the one set; ``n_unmatched_a``: items without a partner
+        (``n_unmatched_b`` is 0); ``per_count``: per token count (items, items, pairs).
+
+    Raises
+    ------
+    InputError
+        Token counts that are not finite integers; ids of the wrong length or not unique.
+    """
+    t = np.asarray(tokens, dtype=np.float64).ravel()
+    if not np.isfinite(t).all() or (t != np.round(t)).any():
+        raise InputError("tokens must be finite integer token counts")
+    ids = [str(i) for i in range(t.size)] if ids is None else [str(i) for i in ids]
+    if len(ids) != t.size or len(set(ids)) != len(ids):
+        raise InputError(f"ids must be {t.size} unique ids, got {len(ids)} ({len(set(ids))} distinct)")
+    ti = t.astype(np.int64)
+    pa, pb, per = [], [], {}
+    for c in sorted(set(ti.tolist())):
+        rng = np.random.default_rng([int(seed), int(c) & 0xFFFFFFFF, 1])
+        salt = int(rng.integers(0, 2 ** 62))
+        m = sorted(np.flatnonzero(ti == c).tolist(), key=lambda k: (_stable_key(f"{salt}:{ids[k]}"), ids[k]))
+        half = len(m) // 2
+        pa += m[0:2 * half:2]
+        pb += m[1:2 * half:2]
+        per[int(c)] = (len(m), len(m), half)
+    return MatchedPairs(a=np.asarray(pa, dtype=np.int64), b=np.asarray(pb, dtype=np.int64),
+                        n_unmatched_a=int(t.size - 2 * len(pa)), n_unmatched_b=0, per_count=per)
+
+
+def matched_concordance(x, y, pairs: MatchedPairs, *, level: float = 0.95) -> dict:
+    """Within equal-length pairs: does the item with the larger ``x`` have the larger ``y``?
+
+    Parameters
+    ----------
+    x, y : array_like of float, shape (n,)
+        E.g. a covariate (specificity depth, label entropy) and the raw norm, of the set paired by
+        :func:`length_matched_within`. Pairs with a NaN are dropped (counted in ``n_missing``).
+    pairs : MatchedPairs
+    level : float
+
+    Returns
+    -------
+    dict
+        ``share``: concordant / (concordant + discordant) over pairs untied in both x and y, with
+        ``ci`` (Wilson) and ``p`` (two-sided exact sign test); ``r_rb`` = 2 share - 1 (the matched-pairs
+        rank-biserial correlation, Kerby 2014; a Kendall-type concordance, not a Spearman rho) with
+        ``r_rb_ci`` from the Wilson bounds; ``n_pairs``, ``n_concordant``, ``n_discordant``,
+        ``n_tied_x`` (same covariate: no information), ``n_tied_y``, ``n_missing``,
+        ``n_unmatched``. Share figures are None without an untied pair.
+    """
+    xv = np.asarray(x, dtype=np.float64).ravel()
+    yv = np.asarray(y, dtype=np.float64).ravel()
+    if xv.shape != yv.shape:
+        raise InputError(f"x and y differ in length: {xv.size} vs {yv.size}")
+    dx, dy = xv[pairs.b] - xv[pairs.a], yv[pairs.b] - yv[pairs.a]
+    ok = np.isfinite(dx) & np.isfinite(dy)
+    dx, dy = dx[ok], dy[ok]
+    tx, ty = dx == 0, (dy == 0) & (dx != 0)
+    s = np.sign(dx) * np.sign(dy)
+    k, m = int((s > 0).sum()), int((s < 0).sum())
+    out = {"n_pairs": int(ok.sum()), "n_concordant": k, "n_discordant": m, "n_tied_x": int(tx.sum()),
+           "n_tied_y": int(ty.sum()), "n_missing": int((~ok).sum()), "n_unmatched": pairs.n_unmatched_a,
+           "share": None, "ci": None, "p": None, "r_rb": None, "r_rb_ci": None, "ci_level": level}
+    if k + m:
+        lo, hi = wilson_interval(k, k + m, level)
+        out.update(share=k / (k + m), ci=[lo, hi], p=sign_test_p(k, k + m), r_rb=(k - m) / (k + m),
+                   r_rb_ci=[2 * lo - 1, 2 * hi - 1])
+    return out
+
+
+def _within_demean(v: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Columns of ``v`` (n,) or (n, k) minus their stratum means (the stratum indicators regressed out)."""
+    if v.ndim == 1:
+        return v - (np.bincount(codes, weights=v, minlength=counts.size) / counts)[codes]
+    return np.column_stack([_within_demean(v[:, j], codes, counts) for j in range(v.shape[1])]) if v.shape[1] \
+        else v
+
+
+def _fwl_rho(rx, ry, rz, codes, counts) -> float:
+    """Pearson of rank residuals after the stratum indicators and the control ranks (Frisch-Waugh-Lovell)."""
+    ex, ey = _within_demean(rx, codes, counts), _within_demean(ry, codes, counts)
+    if rz.shape[1]:
+        ez = _within_demean(rz, codes, counts)
+        beta = np.linalg.lstsq(ez, np.column_stack([ex, ey]), rcond=None)[0]
+        res = np.column_stack([ex, ey]) - ez @ beta
+        ex, ey = res[:, 0], res[:, 1]
+    sx, sy = np.sqrt(ex @ ex), np.sqrt(ey @ ey)
+    return float(ex @ ey / (sx * sy)) if sx > 0 and sy > 0 else float("nan")
+
+
+def within_length_spearman(x, y, tokens, controls=None, *, strata=None, n_boot: int = 2000, n_perm: int = 2000,
+                           ci: float = 0.95, seed: int | None = 0, min_n: int = 10,
+                           control_names: list[str] | tuple[str, ...] | None = None) -> dict:
+    """Partial Spearman rho of x and y **within strata of equal token count** (the length-matched design).
+
+    Each item is compared only with items of its own token count (and its own source, with
+    ``strata``): pooled ranks of x, y and the controls are centred within each (source, token count)
+    stratum and the control ranks regressed out (Frisch-Waugh-Lovell: the same rho as
+    :func:`stratified_partial_spearman` with one indicator per stratum, at O(n) per resample).
+    Unlike a partial correlation on length, no shape of the length effect is assumed: a nonlinear
+    effect of length cannot leak through. Items alone at their count carry no information and are
+    counted as ``n_unmatched``.
+
+    Parameters
+    ----------
+    x, y : array_like of float, shape (n,)
+        Covariate and raw norm (NaN rows dropped).
+    tokens : array_like of int, shape (n,)
+        Token counts the model saw (or words for a model without a tokenizer; say which).
+    controls : array_like, shape (n,) or (n, k), optional
+        Further controls (e.g. Zipf frequency); not length.
+    strata : array_like, shape (n,), optional
+        A source label; strata are then (source, token count).
+    n_boot, n_perm, ci, seed
+        Percentile bootstrap resampling items **within strata** (sizes fixed) and a permutation p
+        (the residualised y permuted within strata, two-sided on |rho|, ``(1 + count)/(1 + n_perm)``).
+    min_n : int
+        Fewest matched items (in strata of two or more) for a figure.
+    control_names : sequence of str, optional
+
+    Returns
+    -------
+    dict
+        ``rho``, ``ci`` ([lo, hi]), ``p_value``, ``n`` (matched items), ``n_unmatched``, ``n_strata``
+        (strata of two or more items), ``n_dropped`` (NaN), ``controls``, ``ci_level``, ``ci_method``,
+        ``p_method``, ``n_boot``, ``n_perm``; ``rho`` None (with ``reason``) below ``min_n`` matched items
+        or when x or y is constant within every stratum.
+
+    Raises
+    ------
+    InputError
+        Arrays of different lengths; token counts that are not finite integers.
+    """
+    _check_levels(ci, n_boot, n_perm)
+    x = np.asarray(x, dtype=np.float64).ravel()
+    y = np.asarray(y, dtype=np.float64).ravel()
+    t = np.asarray(tokens, dtype=np.float64).ravel()
+    if not (x.size == y.size == t.size):
+        raise InputError(f"x, y and tokens differ in length: {x.size}, {y.size}, {t.size}")
+    if not np.isfinite(t).all() or (t != np.round(t)).any():
+        raise InputError("tokens must be finite integer token counts")
+    z = np.zeros((x.size, 0)) if controls is None else _as_controls(controls, x.size)
+    names = list(control_names) if control_names is not None else [f"control_{j}" for j in range(z.shape[1])]
+    src = np.zeros(x.size, dtype=object) if strata is None else np.asarray(strata, dtype=object).ravel()
+    ok = np.isfinite(x) & np.isfinite(y) & np.isfinite(z).all(axis=1)
+    labels = np.asarray([f"{s}\x00{int(c)}" for s, c in zip(src[ok], t[ok])], dtype=object)
+    _, codes0 = np.unique(labels.astype(str), return_inverse=True) if labels.size else (None, np.zeros(0, int))
+    counts0 = np.bincount(codes0) if codes0.size else np.zeros(0, int)
+    keep = counts0[codes0] >= 2 if codes0.size else np.zeros(0, bool)
+    out = {"rho": None, "ci": None, "p_value": None, "n": int(keep.sum()), "n_unmatched": int((~keep).sum()),
+           "n_strata": int((counts0 >= 2).sum()), "n_dropped": int((~ok).sum()), "controls": names,
+           "ci_level": ci, "n_boot": n_boot, "n_perm": n_perm, "reason": None,
+           "ci_method": "percentile bootstrap, items resampled with replacement within each stratum of equal token "
+                        "count" + (" and source" if strata is not None else ""),
+           "p_method": "permutation of rank(y) residuals within each stratum, two-sided on |rho|"}
+    xs, ys, zs = x[ok][keep], y[ok][keep], z[ok][keep]
+    _, codes = np.unique(codes0[keep], return_inverse=True)
+    codes = codes.astype(np.intp)
+    counts = np.bincount(codes).astype(np.float64)
+    n = xs.size
+    if n < max(min_n, 3):
+        out["reason"] = f"{n} items share a token count with another item (need {max(min_n, 3)})"
+        return out
+    rx, ry, rz = _sps.rankdata(xs), _sps.rankdata(ys), _sps.rankdata(zs, axis=0) if zs.shape[1] else zs
+    rho = _fwl_rho(rx, ry, rz, codes, counts)
+    if not np.isfinite(rho):
+        out["reason"] = "x or y is constant within every stratum of equal token count"
+        return out
+    order = np.argsort(codes, kind="stable")
+    start = np.concatenate([[0], np.cumsum(counts[:-1])]).astype(np.intp)
+    size = counts.astype(np.intp)
+    rng_b, rng_p = np.random.default_rng(seed).spawn(2)
+    boot = np.empty(n_boot)
+    for b in range(n_boot):
+        ii = order[start[codes] + (rng_b.random(n) * size[codes]).astype(np.intp)]
+        bz = _sps.rankdata(zs[ii], axis=0) if zs.shape[1] else zs
+        boot[b] = _fwl_rho(_sps.rankdata(xs[ii]), _sps.rankdata(ys[ii]), bz, codes, counts)
+    boot = boot[np.isfinite(boot)]
+    ex = _within_demean(rx, codes, counts)
+    ey = _within_demean(ry, codes, counts)
+    if rz.shape[1]:
+        ez = _within_demean(rz, codes, counts)
+        ex = ex - ez @ np.linalg.lstsq(ez, ex, rcond=None)[0]
+        ey = ey - ez @ np.linalg.lstsq(ez, ey, rcond=None)[0]
+    null = np.empty(n_perm)
+    for b in range(n_perm):
+        perm = np.empty(n, dtype=np.intp)
+        perm[order] = order[np.lexsort((rng_p.random(n), codes[order]))]
+        null[b] = _fwl_rho(ex, ey[perm], rz, codes, counts)
+    out.update(rho=rho, ci=list(_interval(boot, ci)) if boot.size else None,
+               p_value=_perm_p(null, rho, False) if n_perm else None)
     return out

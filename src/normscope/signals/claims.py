@@ -1,8 +1,11 @@
 """Scorecard rows of the semantic-signal claims (verdict rules: :mod:`normscope.claims`).
 
-Each row follows the *controlled* figure of ``normscope correlate`` (the partial Spearman rho that
-removes frequency and length, resampled within sources where there are several), else the plain
-Spearman rho. The paper calls the associations with specificity, frequency and human uncertainty
+Each row follows the *length-matched* figure of ``normscope correlate`` (issue 39): the partial
+Spearman rho within strata of equal token count (each item compared only with items of its own
+length as the model saw it, and of its own source), frequency partialled where it is a control;
+the pooled Spearman rho and the partial rho with a linear length control stand beside it. Where no
+length-matched figure exists (too few items share a length) the row follows the partial rho, else
+the plain rho. The paper calls the associations with specificity, frequency and human uncertainty
 "strong" and states no direction for any of them: each is an association without a direction whose
 size is read against the declared strong minimum |rho| >= :data:`~normscope.claims.STRONG_RHO`. A CI
 wholly inside +-0.3 is ``refuted`` in size; when the raw (plain) CI excludes 0 and the controlled one
@@ -42,12 +45,52 @@ def controlled_figure(r: dict, name: str | None = None) -> tuple:
     """``(estimate, ci, n, what)`` of the figure a claim follows: the partial rho when there is one, else rho
     (``name``: the row's name when it is not the result's signal, e.g. ``ambiguity``)."""
     sig = {"ambiguity": "noun senses"}.get(name or "", r["signal"])
+    lm = r.get("length_matched") or {}
+    if lm.get("rho") is not None:
+        unit = "word count" if str(lm.get("length") or "").startswith("words") else "token count"
+        ctrl = f" | {', '.join(lm['controls'])}" if lm.get("controls") else ""
+        src = f" and {r.get('by')}" if r.get("strata") else ""
+        return lm["rho"], lm.get("ci"), lm.get("n"), (
+            f"length-matched Spearman \u03c1(norm, {sig}){ctrl}, within equal {unit}{src}; CI resamples items "
+            f"within each stratum of equal {unit}{src}")
     part = r.get("partial_spearman") or {}
     if part.get("rho") is not None:
         within = f"; CI resamples items within each {r.get('by')}" if r.get("strata") else "; CI resamples items"
         return part["rho"], part.get("ci"), part.get("n"), (
             f"partial Spearman \u03c1(norm, {sig}) | {', '.join(part.get('controls') or [])}{within}")
     return r.get("spearman"), r.get("spearman_ci"), r.get("n"), f"Spearman \u03c1(norm, {sig}); CI resamples items"
+
+
+def _ci(ci) -> str:
+    return f" [{ci[0]:+.3g}, {ci[1]:+.3g}]" if ci and None not in ci else ""
+
+
+def _beside(r: Mapping, est) -> str:
+    """The pooled rho, the linear-length partial rho and the equal-length pairs' share beside the deciding figure."""
+    out = []
+    if r.get("spearman") is not None and r.get("spearman") != est:
+        out.append(f"pooled Spearman {r['spearman']:+.3g}{_ci(r.get('spearman_ci'))}")
+    part = r.get("partial_spearman") or {}
+    if part.get("rho") is not None and part["rho"] != est:
+        out.append(f"partial on {', '.join(part.get('controls') or [])} {part['rho']:+.3g}{_ci(part.get('ci'))}")
+    pairs = (r.get("length_matched") or {}).get("pairs") or {}
+    if pairs.get("share") is not None:
+        out.append(f"larger {r.get('signal')} has the larger norm in {100 * pairs['share']:.1f} % "
+                   f"[{100 * pairs['ci'][0]:.1f}, {100 * pairs['ci'][1]:.1f}] of "
+                   f"{pairs['n_concordant'] + pairs['n_discordant']} equal-length pairs (Wilson)")
+    return "; ".join(out)
+
+
+def _details(r: Mapping) -> dict:
+    lm = r.get("length_matched") or {}
+    part = r.get("partial_spearman") or {}
+    pairs = lm.get("pairs") or {}
+    return {"plain Spearman rho": r.get("spearman"), "its 95% CI": r.get("spearman_ci"), "n": r.get("n"),
+            "partial rho (linear controls)": part.get("rho"), "partial CI": part.get("ci"),
+            "length-matched rho": lm.get("rho"), "length-matched CI": lm.get("ci"),
+            "items alone at their length (unmatched)": lm.get("n_unmatched"),
+            "equal-length pairs: share larger covariate, larger norm": pairs.get("share"),
+            "its Wilson CI": pairs.get("ci")}
 
 
 def signal_claims(results: Mapping[str, dict], unavailable: Mapping[str, str]) -> list[dict]:
@@ -83,11 +126,8 @@ def signal_claims(results: Mapping[str, dict], unavailable: Mapping[str, str]) -
                            if s.get("spearman") is not None)
         rows.append(claim_row(key, measured=est, ci=ci, judged=j, n=n, what=what, label=what.split(";")[0].split(" |")[0],
                               tested_on=f"{r.get('model')}, {r.get('dataset')}",
-                              statistic=f"signals: {what.split(';')[0]}",
-                              beside=(f"plain Spearman {r['spearman']:+.3g}" if r.get("spearman") is not None
-                                      and r.get("spearman") != est else ""),
-                              details={"plain Spearman rho": r.get("spearman"), "its 95% CI": r.get("spearman_ci"),
-                                       "n": r.get("n")}, note=strata))
+                              statistic=f"signals: {what.split(';')[0]}", beside=_beside(r, est),
+                              details=_details(r), note=strata))
     rows.append(ambiguity_claim(results.get("ambiguity"),
                                 unavailable.get("ambiguity") or unavailable.get("specificity") or "not run"))
     return rows

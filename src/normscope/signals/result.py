@@ -9,7 +9,7 @@ import pandas as pd
 from normscope.results import StageResult, summary_field
 from normscope.values import Correlation, Duplicates, Interval, JunkSummary, NormError, Record
 
-__all__ = ["CorrelateResult", "PartialCorrelation", "NormLength", "Stratum", "LENGTH_UNIT"]
+__all__ = ["CorrelateResult", "PartialCorrelation", "NormLength", "Stratum", "LengthMatched", "MatchedShare", "LENGTH_UNIT"]
 
 #: What the length control and rho(norm, length) count.
 LENGTH_UNIT = "tokens the model saw (after truncation at its maximum sequence length, special tokens included)"
@@ -42,6 +42,52 @@ class NormLength(Record):
     spearman_ci: Interval | None = None
     n: int | None = None
     length: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchedShare(Record):
+    """Disjoint equal-length pairs (:func:`normscope.stats_designs.matched_concordance`): the share in which
+    the item with the larger covariate has the larger norm, its Wilson ``ci`` and sign-test ``p``, and
+    ``r_rb`` = 2 share - 1 with ``r_rb_ci``."""
+
+    share: float | None = None
+    ci: Interval | None = None
+    p: float | None = None
+    r_rb: float | None = None
+    r_rb_ci: Interval | None = None
+    n_pairs: int | None = None
+    n_concordant: int | None = None
+    n_discordant: int | None = None
+    n_tied_x: int | None = None
+    n_tied_y: int | None = None
+    n_missing: int | None = None
+    n_unmatched: int | None = None
+    ci_level: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class LengthMatched(Record):
+    """The length-matched figure (:func:`normscope.stats_designs.within_length_spearman`): partial Spearman
+    ``rho`` of norm and covariate within strata of equal token count (and source), with ``controls``
+    besides length; ``pairs``: the equal-length pairs' share (:class:`MatchedShare`); ``length`` says
+    what was counted."""
+
+    rho: float | None = None
+    ci: Interval | None = None
+    p_value: float | None = None
+    n: int | None = None
+    n_unmatched: int | None = None
+    n_strata: int | None = None
+    n_dropped: int | None = None
+    controls: list | None = None
+    ci_level: float | None = None
+    ci_method: str | None = None
+    p_method: str | None = None
+    n_boot: int | None = None
+    n_perm: int | None = None
+    reason: str | None = None
+    length: str | None = None
+    pairs: MatchedShare | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +131,12 @@ class CorrelateResult(StageResult):
     norm_length : dict or None
         Spearman rho(norm, length) with CI and ``n`` over the same valid items: the first confound
         of a norm analysis; ``length`` says what was counted (:data:`LENGTH_UNIT` or words).
+    length_matched : dict or None
+        The deciding figure of the signal's claim row: partial Spearman rho(norm, covariate) **within
+        strata of equal token count** (and source), controls besides length partialled
+        (:func:`normscope.stats_designs.within_length_spearman`), with the equal-length pairs' share
+        beside it (``pairs``). No shape of the length effect is assumed, unlike the length control of
+        ``partial_spearman``.
     n_truncated : int or None
         Items cut at the model's maximum sequence length before embedding.
     junk : dict
@@ -118,6 +170,7 @@ class CorrelateResult(StageResult):
     by: str | None = summary_field("strata column", default=None)
     strata: list[Stratum] | None = summary_field("per-source correlations", default=None)
     norm_length: NormLength | None = summary_field("Spearman \u03c1(norm, length)", default=None)
+    length_matched: LengthMatched | None = summary_field("length-matched partial Spearman \u03c1", default=None)
     n_truncated: int | None = summary_field("items truncated at the model's maximum length", unit="items", default=None)
     junk: JunkSummary = summary_field("junk items left out", default_factory=dict)
     duplicates: Duplicates = summary_field("exact duplicate items", default_factory=dict)

@@ -325,6 +325,7 @@ def run_correlate(
         pearson_ci=res["pearson_ci"], p_value=res["p_value"], pearson_p=res["pearson_p"],
         partial_spearman=part["partial"], controls=part["used"], controls_dropped=part["dropped"],
         partial_reason=part["reason"], by=by, strata=st["strata"], norm_length=st["norm_length"],
+        length_matched=st["length_matched"],
         n_truncated=table.n_truncated, junk=table.junk.to_dict(), duplicates=duplicates,
         precision=encoder.fingerprint.precision, norm_rel_error_vs_fp32=table.norm_rel_error_vs_fp32, ci_level=res["ci_level"],
         ci_method=res["ci_method"], p_method=res["p_method"], n_boot=r.resampling.n_boot, n_perm=res["n_perm"],
@@ -448,10 +449,36 @@ def _statistics(kept: _Kept, table, iset: ItemSet, r: CorrelateRequest, *, by: s
     norm_length = _norm_length(norm_o, len_o, cov_o, n_boot=n_boot, seed=seed)
     if norm_length is not None:
         norm_length["length"] = kept.length_unit
+    ids_o = [str(table.ids[i]) for i in order]
+    length_matched = _length_matched(cov_o, norm_o, len_o, ctrl_o, strata_o, ids_o, kept.length_unit, r)
     measures = None
     if r.signal == "specificity" and iset.covariate is None:
         measures = {}
         for m in SPECIFICITY_MEASURES:
             c = correlation(norm_o, kept.extras[m][order], n_boot=n_boot, n_perm=0, seed=seed, min_n=MIN_VALID).to_dict()
             measures[m] = {"spearman": c["spearman"], "spearman_ci": c["spearman_ci"], "n": c["n"]}
-    return {"res": res, "part": part, "strata": strata_rows, "norm_length": norm_length, "measures": measures}
+    return {"res": res, "part": part, "strata": strata_rows, "norm_length": norm_length, "measures": measures,
+            "length_matched": length_matched}
+
+
+def _length_matched(cov, norm, length, ctrl, strata, ids, unit: str, r: CorrelateRequest) -> dict | None:
+    """The length-matched figure: partial Spearman within strata of equal length (tokens the model saw, or
+    words), the other non-constant controls partialled; the equal-length pairs' share beside it."""
+    from normscope.stats_designs import length_matched_within, matched_concordance, within_length_spearman  # deferred: normscope.stats_designs imports scipy, and this module loads at start-up
+
+    ok = np.isfinite(cov) & np.isfinite(norm)
+    if not np.isfinite(length[ok]).all():
+        return None
+    other = {c: v for c, v in ctrl.items() if c != "length" and np.unique(v[ok & np.isfinite(v)]).size >= 2}
+    z = np.column_stack(list(other.values())) if other else None
+    rs = r.resampling
+    out = within_length_spearman(cov, norm, length, z, strata=strata, n_boot=rs.n_boot, n_perm=rs.n_perm,
+                                 ci=rs.level, seed=rs.seed, min_n=MIN_VALID, control_names=list(other))
+    # pairs within (source, length): one integer code per combination, so pairs never cross sources
+    src = np.zeros(len(length), dtype=np.int64) if strata is None else np.unique(strata.astype(str), return_inverse=True)[1]
+    keep = np.flatnonzero(ok)
+    code = src[keep] * (int(np.max(length[keep])) + 1) + length[keep].astype(np.int64)
+    pairs = length_matched_within(code, [ids[i] for i in keep], seed=rs.seed)
+    out["pairs"] = matched_concordance(cov[keep], norm[keep], pairs, level=rs.level)
+    out["length"] = unit
+    return out
