@@ -68,10 +68,15 @@ def test_ambiguity_against_scipy_on_real_wordnet(shared_data, bundled_encoder):
     expected = _partial_spearman_scipy(senses, norm, [zipf, length] if varies else [zipf])
     assert part.rho == pytest.approx(expected, abs=5e-3)
     assert part.ci[0] <= part.rho <= part.ci[1]
-    # the row: claimed positive, judged from that partial rho and its CI
+    # the row: claimed positive, judged from the length-matched rho (within equal token count, frequency
+    # partialled) and its CI; with every word one token long it is the partial rho on frequency
+    lm = res.length_matched
+    assert lm.controls == ["frequency"] and lm.n + lm.n_unmatched == 150
+    if not varies:
+        assert lm.rho == pytest.approx(part.rho, abs=1e-9)
     row = ambiguity_claim(res.to_dict())
-    assert row["measured"] == part.rho and row["ci"] == list(part.ci) and row["kind"] == "paper"
-    expected_verdict = ("reproduced" if part.ci[0] > 0 else "refuted" if part.ci[1] < 0 else "inconclusive")
+    assert row["measured"] == pytest.approx(lm.rho) and row["ci"] == pytest.approx(list(lm.ci)) and row["kind"] == "paper"
+    expected_verdict = ("reproduced" if lm.ci[0] > 0 else "refuted" if lm.ci[1] < 0 else "inconclusive")
     assert row["verdict"] == expected_verdict and "-0.19" in row["why"]
 
 

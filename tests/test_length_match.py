@@ -138,3 +138,35 @@ def test_length_alone_drives_pooled_and_partial_but_not_the_within_length_rho():
     # a real within-length effect survives
     r2 = within_length_spearman(cov, norm + 0.02 * (cov - t), t, n_boot=200, n_perm=200, seed=0)
     assert r2["ci"][0] > 0.2
+
+
+PHRASES = ["dog", "cat", "house", "car", "tree", "idea", "truth", "justice", "water", "music", "table", "freedom",
+           "apple", "river", "mountain", "theory", "chair", "hope", "window", "science", "red car", "old house",
+           "tall tree", "cold water", "loud music", "small table", "green apple", "wide river", "high mountain",
+           "new theory", "wooden chair", "open window", "the old dog", "a black cat", "the big house",
+           "a fast red car", "the cold river water", "a small wooden table", "the music of the night", "pure hope"]
+
+
+def test_correlate_reports_the_length_matched_figure_and_the_row_follows_it(bundled_encoder):
+    from _correlate import correlate
+
+    from normscope.signals.claims import signal_claims
+
+    res = correlate("frequency", encoder=bundled_encoder, items=PHRASES, n_boot=200, n_perm=200, seed=3)
+    d, df = res.to_dict(), res.items
+    lm = d["length_matched"]
+    ok = np.isfinite(df["covariate"].to_numpy())
+    t = df["tokens"].to_numpy()[ok]
+    cov, norm = df["covariate"].to_numpy()[ok], df["norm"].to_numpy()[ok]
+    counts = {c: int((t == c).sum()) for c in set(t.tolist())}
+    matched = np.array([counts[c] >= 2 for c in t])
+    assert lm["n"] == matched.sum() and lm["n_unmatched"] == (~matched).sum()
+    assert lm["controls"] == [] and lm["length"].startswith("tokens")  # length is matched, not partialled
+    ref = stratified_partial_spearman(cov[matched], norm[matched], None, t[matched].astype(str), n_boot=0, n_perm=0)
+    assert lm["rho"] == pytest.approx(ref.rho, abs=1e-9)
+    pairs = lm["pairs"]
+    assert pairs["n_pairs"] == sum(v // 2 for v in counts.values())
+    row = next(r for r in signal_claims({"frequency": d}, {}) if r["key"] == "frequency")
+    assert row["measured"] == pytest.approx(lm["rho"]) and row["ci"] == pytest.approx(lm["ci"])
+    assert row["label"].startswith("length-matched Spearman") and "pooled Spearman" in row["beside"]
+    assert f"{d['spearman']:+.3g}" in row["beside"]

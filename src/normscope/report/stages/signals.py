@@ -84,6 +84,24 @@ def _partial_sentence(s: CorrelateResult, ci) -> str:
     return f" Partial \u03c1 controlling for {ctrl} = {num(p.rho)} (no CI)." if p.rho is not None else ""
 
 
+def _length_matched_sentence(s: CorrelateResult) -> str:
+    """The deciding, length-matched figure and why it decides (issue 39)."""
+    lm = s.length_matched
+    if lm is None or lm.rho is None:
+        return ""
+    unit = "word count" if str(lm.length or "").startswith("words") else "token count"
+    out = (f" Compared only within equal {unit}{' and source' if s.strata else ''} ({plural(lm.n or 0, 'item')} "
+           f"share a length with another; {plural(lm.n_unmatched or 0, 'item')} alone at theirs left out), "
+           f"\u03c1 = {num(lm.rho)} ({ci_words(lm.ci)})"
+           + (f" with {join_and(list(lm.controls))} partialled" if lm.controls else "") + ".")
+    pr = lm.pairs
+    if pr is not None and pr.share is not None:
+        out += (f" In {plural(pr.n_pairs or 0, 'disjoint equal-length pair')}, the item with the larger value has the "
+                f"larger norm in {100 * pr.share:.1f} % ({ci_words(pr.ci)}).")
+    return out + (" This length-matched figure decides the scorecard row: longer texts differ in both the covariate "
+                  "and the norm, and a linear length control lets a curved length effect through.")
+
+
 def _signal_sentence(name: str, s: CorrelateResult) -> str | None:
     rho, ci, m = corr_parts(s)
     if rho is None:
@@ -96,6 +114,7 @@ def _signal_sentence(name: str, s: CorrelateResult) -> str | None:
     if s.controls_dropped:
         sentence += (f" {', '.join(s.controls_dropped).capitalize()} is constant over these items, so it was not"
                      " controlled" + ("." if s.partial_spearman is not None else " and no partial correlation was computed."))
+    sentence += _length_matched_sentence(s)
     nl = s.norm_length
     if nl is not None and nl.spearman is not None:
         unit = "tokens the model saw" if str(nl.length or "").startswith("tokens") else "words"
@@ -116,6 +135,8 @@ def _row(sig: str, r: CorrelateResult) -> list:
     controls += "".join(f"{'; ' if controls else ''}{c} not controlled (constant)" for c in r.controls_dropped or [])
     return [sig, r.dataset, r.n, r.n_missing, r.spearman, ci_text(r.spearman_ci), p_text(r.p_value, int(r.n_perm or 0)),
             part.rho if part is not None else None, ci_text(part.ci if part is not None else None), controls,
+            r.length_matched.rho if r.length_matched is not None else None,
+            ci_text(r.length_matched.ci if r.length_matched is not None else None),
             r.norm_length.spearman if r.norm_length is not None else None, r.n_truncated]
 
 
@@ -144,18 +165,25 @@ def _notes(results: dict[str, CorrelateResult], unavailable: dict[str, str]) -> 
 def _key_numbers(results: dict[str, CorrelateResult]) -> list[KeyNumber]:
     out = []
     for k, r in results.items():
-        est, _, n, what = _controlled(r.to_dict(), k)
+        d = r.to_dict()
         pooled = ", pooled over sources" if r.strata else ""
         out.append(KeyNumber(f"{k}.spearman", f"Spearman \u03c1, norm vs {k} (n = {r.n}{pooled})", r.spearman))
-        if est is not None and est != r.spearman:
-            out.append(KeyNumber(f"{k}.partial_spearman.rho", f"{what} (n = {n})", est))
+        part = r.partial_spearman
+        if part is not None and part.rho is not None and part.rho != r.spearman:
+            _, _, n, what = _controlled({**d, "length_matched": None}, k)
+            out.append(KeyNumber(f"{k}.partial_spearman.rho", f"{what} (n = {n})", part.rho))
+        lm = r.length_matched
+        if lm is not None and lm.rho is not None:
+            _, _, n, what = _controlled(d, k)
+            out.append(KeyNumber(f"{k}.length_matched.rho", f"{what.split(';')[0]} (n = {n}; decides the row)",
+                                 lm.rho))
     return out
 
 
 def _tables(rows: list[list], strata_rows: list[list]) -> list[Table]:
     tables = [Table("One row per signal (95% bootstrap CIs, permutation p; length = tokens the model saw)",
                     ["signal", "items", "n", "missing", "Spearman \u03c1", "95% CI", "p", "partial \u03c1", "95% CI",
-                     "controls", "\u03c1(norm, length)", "truncated"], rows)]
+                     "controls", "length-matched \u03c1", "95% CI", "\u03c1(norm, length)", "truncated"], rows)]
     if strata_rows:
         tables.append(Table("Per source (the pooled figure mixes sources; partial \u03c1 controls length and "
                             "frequency within the source)",
