@@ -336,6 +336,18 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           how_to_test="normscope correlate --signal shuffle (SciFact titles, or --items): the median relative norm "
                       "change of the shuffled copy with a bootstrap CI over pairs, the sign test beside it",
           kind="exploratory"),
+    Claim("abstention_treecut", "Exploratory: does the raw norm flag unanswerable math word problems (TreeCut-style, "
+          "one equation cut from the query's path) at equal length?", "not in the paper's stated claims (its "
+          "abstention use on TreeCut names no protocol or figure)", 0, Size(), "semantic_signals",
+          how_to_test="normscope correlate --signal treecut (normscope's own seeded generator): answerable and "
+                      "unanswerable problems paired at equal token count, the rank-biserial r with a Wilson CI",
+          kind="exploratory"),
+    Claim("abstention_ruletaker", "Exploratory: does the raw norm flag unanswerable (Unknown) RuleTaker-style "
+          "statements at equal length?", "not in the paper's stated claims (its abstention use on RuleTaker names no "
+          "protocol or figure)", 0, Size(), "semantic_signals",
+          how_to_test="normscope correlate --signal ruletaker (normscope's own seeded generator): True/False and "
+                      "Unknown items paired at equal token count, the rank-biserial r with a Wilson CI",
+          kind="exploratory"),
     Claim("similarity_gain", "Norm-aware similarity cos/(1 + \u03b1||z||) gains over cosine (retrieval)",
           "a gain, direction only (the paper's +1.2 to +2.3 % is for high-frequency words and low-quality samples: "
           "the rows below)", +1, Size(), "retrieval"),

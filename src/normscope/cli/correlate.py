@@ -62,6 +62,20 @@ def _table(res) -> Rows:
     elif res.partial_reason:
         rows.append(Row("partial_spearman", "partial ρ",
                         (MISSING, "not computed: " + ", ".join(res.controls_dropped) + " constant", "", "")))
+    lm = res.length_matched
+    if lm and lm["rho"] is not None:
+        unit = "token count" if str(lm["length"]).startswith("tokens") else "word count"
+        ctrl = f" | {', '.join(lm['controls'])}" if lm["controls"] else ""
+        rows.append(Row("length_matched", f"length-matched ρ{ctrl}, within equal {unit} (decides the row)",
+                        (fixed(lm["rho"], ".3f"), ci_fixed(lm["ci"]), _p(lm["p_value"], res.n_perm),
+                         f"{lm['n']} ({lm['n_unmatched']} unmatched)")))
+        pr = lm["pairs"]
+        if pr and pr["share"] is not None:
+            rows.append(Row("length_matched.pairs", "  equal-length pairs: larger value has the larger norm (Wilson)",
+                            (f"{100 * pr['share']:.1f} %", f"[{100 * pr['ci'][0]:.1f}, {100 * pr['ci'][1]:.1f}] %",
+                             _p(pr["p"]), str(pr["n_concordant"] + pr["n_discordant"]))))
+    elif lm:
+        rows.append(Row("length_matched", "length-matched ρ", (MISSING, f"not computed: {lm['reason']}", "", "")))
     if res.norm_length:
         nl = res.norm_length
         unit = "tokens seen" if nl["length"].startswith("tokens") else "words"
@@ -141,6 +155,53 @@ def _shuffle(model, items_path, n, by, seed, n_boot, emb: Embedding, json_path, 
                       "side", console=console, out=out, json_path=json_path, fig=None, plot=None, notes=notes)
 
 
+def _abstention_table(res) -> Rows:
+    st = res.stats
+    untied = st["n_pairs"] - st["n_ties"]
+    rows = [Row("stats.auroc_norm", "pooled AUROC of the norm for unanswerable (Mann-Whitney p)",
+                (fixed(st["auroc_norm"], ".3f"), "", _p(st["auroc_norm_p"]),
+                 f"{st['n_answerable']} + {st['n_unanswerable']}")),
+            Row("stats.auroc_tokens", "pooled AUROC of the token count (the confound)",
+                (fixed(st["auroc_tokens"], ".3f"), "", "", "")),
+            Row("stats.partial_rho", "partial ρ(unanswerable, norm | tokens)",
+                (fixed(st["partial_rho"], ".3f"), ci_fixed(st["partial_ci"]), "", str(st["partial_n"]))),
+            Row("stats.matched_share", "length-matched: unanswerable has the larger norm (Wilson CI, sign test p)",
+                (MISSING if st["matched_share"] is None else f"{100 * st['matched_share']:.1f} %",
+                 MISSING if not st["matched_ci"] else f"[{100 * st['matched_ci'][0]:.1f}, {100 * st['matched_ci'][1]:.1f}] %",
+                 _p(st["matched_p"]), f"{untied} pairs")),
+            Row("stats.r_rb", "length-matched rank-biserial r = 2 share - 1 (decides the row)",
+                (fixed(st["r_rb"], ".3f"), ci_fixed(st["r_rb_ci"]), "",
+                 f"{st['n_unmatched_a']} + {st['n_unmatched_b']} unmatched"))]
+    return Rows(f"norm vs unanswerable, {res.signal} — {res.model}", ("statistic", "value", "95% CI", "p", "n"),
+                tuple(rows), caption=res.dataset)
+
+
+def _abstention(signal, model, items_path, n, seed, n_boot, emb: Embedding, json_path, out, fig) -> None:
+    """``correlate --signal treecut|ruletaker``: :func:`normscope.signals.abstention.run_abstention`, one model or several."""
+    from normscope.signals.abstention import DEFAULT_N_ABSTENTION, run_abstention
+
+    if fig is not None:
+        raise InputError(f"--fig: the {signal} signal has no figure (its per-item table is -o/--out)")
+    if items_path is not None:
+        raise InputError(f"--items: the {signal} signal generates its own items (set their number with --n-items)")
+    models = models_of(model)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")])
+
+    def call(m):
+        return run_abstention(signal, n=DEFAULT_N_ABSTENTION if n is None else n, embedding=emb.replace(model=m),
+                              resampling=Resampling(n_boot=n_boot, n_perm=0, seed=seed), progress=True)
+
+    console = make_console(stderr=True)
+
+    def notes(res) -> None:
+        for note in res.notes:
+            console.print(f"note: {note}", markup=False)
+        print_claim_lines(res.claims, console)
+
+    single_or_compare(models, call, _abstention_table, title=f"norm vs unanswerable ({signal}): {len(models)} models "
+                      "side by side", console=console, out=out, json_path=json_path, fig=None, plot=None, notes=notes)
+
+
 _DEFAULT = CorrelateRequest(signal="frequency")
 
 
@@ -180,8 +241,12 @@ def correlate(
         _shuffle(models, items_path, n, by, seed, n_boot, from_options(Embedding, locals()), json_path, out, fig,
                  keep_duplicates)
         return
+    if signal in ("treecut", "ruletaker"):
+        _abstention(signal, models, items_path, n, seed, n_boot, from_options(Embedding, locals()), json_path, out,
+                    fig)
+        return
     if signal not in SIGNALS:
-        raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS + ('shuffle',))}")
+        raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS + ('shuffle', 'treecut', 'ruletaker'))}")
     request = from_options(CorrelateRequest, locals())
     models = models_of(models)
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)],

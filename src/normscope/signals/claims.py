@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from normscope.claims import Gate, claim_row, judge, not_testable_row
 
-__all__ = ["signal_claims", "ambiguity_claim", "pooling_claim", "shuffle_claim", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS",
+__all__ = ["signal_claims", "ambiguity_claim", "pooling_claim", "shuffle_claim", "abstention_claim", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS",
            "AMBIGUITY_REFERENCE"]
 
 #: Share of tied pairs from which an encoder counts as blind to word order (its shuffle row: not testable here).
@@ -224,3 +224,45 @@ def shuffle_claim(r: Mapping) -> dict:
                      details={"share shuffled smaller": share, "its 95% Wilson CI": share_ci,
                               "sign test p": pooled.get("sign_p"), "ties": pooled.get("n_ties"),
                               "pairs with different token counts": r.get("n_token_mismatch")}, note=strata)
+
+
+def abstention_claim(r: Mapping) -> dict:
+    """The row ``abstention_treecut`` / ``abstention_ruletaker`` from
+    :meth:`normscope.signals.abstention.AbstentionResult.to_dict`.
+
+    Judged on the **length-matched** figure: the matched-pairs rank-biserial r_rb = 2 share - 1 of
+    answerable/unanswerable pairs at equal token count (share: the unanswerable item has the larger
+    norm), its CI the Wilson interval mapped the same way, the exact sign test p beside it (a CI that
+    excludes 0 while the test does not reject is ``inconclusive``). The norm may flag either way: the
+    claim states no direction. Fewer than :data:`MIN_PAIRS` untied pairs: ``not decided at this size``.
+    The pooled AUROC, the AUROC of the token count and the length-partial rho stand beside it.
+    """
+    st = r.get("stats") or {}
+    key = f"abstention_{r.get('signal')}"
+    est, ci = st.get("r_rb"), st.get("r_rb_ci")
+    untied = (st.get("n_pairs") or 0) - (st.get("n_ties") or 0)
+    gate = None
+    if est is None or untied < MIN_PAIRS:
+        gate = Gate(False, f"{untied} untied equal-length pairs of an answerable and an unanswerable item",
+                    f"at least {MIN_PAIRS} untied equal-length pairs (more items, or items closer in length)")
+    j = judge(key, est, ci, p=st.get("matched_p"), gate=gate)
+    beside = ""
+    if st.get("auroc_norm") is not None:
+        beside = (f"pooled AUROC of the norm {st['auroc_norm']:.3f} (token count alone: {st['auroc_tokens']:.3f}); "
+                  f"partial \u03c1 on tokens {st['partial_rho']:+.3g}{_ci(st.get('partial_ci'))}")
+        if st.get("matched_share") is not None:
+            beside += (f"; unanswerable larger in {100 * st['matched_share']:.1f} % [{100 * st['matched_ci'][0]:.1f}, "
+                       f"{100 * st['matched_ci'][1]:.1f}] of {untied} equal-length pairs (Wilson)")
+    what = ("matched-pairs rank-biserial r = 2 share - 1 over answerable/unanswerable pairs at equal token count "
+            "(share: the unanswerable item has the larger norm); CI: the Wilson interval of the share, mapped")
+    return claim_row(key, measured=est, ci=ci, judged=j, n=st.get("n_pairs"), what=what,
+                     label="length-matched rank-biserial r (unanswerable vs answerable norm)",
+                     tested_on=f"{r.get('model')}, {r.get('dataset')}",
+                     statistic=f"signals: {r.get('signal')} length-matched rank-biserial r", beside=beside,
+                     details={"pooled AUROC of the norm": st.get("auroc_norm"), "its Mann-Whitney p": st.get("auroc_norm_p"),
+                              "AUROC of the token count": st.get("auroc_tokens"),
+                              "partial rho (unanswerable, norm | tokens)": st.get("partial_rho"),
+                              "its CI": st.get("partial_ci"), "matched share": st.get("matched_share"),
+                              "its Wilson CI": st.get("matched_ci"), "sign test p": st.get("matched_p"),
+                              "unmatched answerable": st.get("n_unmatched_a"),
+                              "unmatched unanswerable": st.get("n_unmatched_b")})
