@@ -159,8 +159,12 @@ def _generate(benchmark: str, n: int, seed: int) -> pd.DataFrame:
     raise InputError(f"unknown benchmark {benchmark!r}; choose from {', '.join(BENCHMARKS)}")
 
 
-def run_abstention(benchmark: str, *, n: int = DEFAULT_N_ABSTENTION, embedding: Embedding = Embedding(),
-                   resampling: Resampling = Resampling(n_boot=2000, n_perm=0), encoder=None,
+_EMBEDDING = Embedding()
+_RESAMPLING = Resampling(n_boot=2000, n_perm=0)
+
+
+def run_abstention(benchmark: str, *, n: int = DEFAULT_N_ABSTENTION, embedding: Embedding = _EMBEDDING,
+                   resampling: Resampling = _RESAMPLING, encoder=None,
                    progress: bool = False) -> AbstentionResult:
     """Generate ``n`` items of ``benchmark``, embed them, and compare the norms of unanswerable and answerable ones.
 
