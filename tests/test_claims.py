@@ -494,7 +494,7 @@ def test_kinds_are_declared_and_counted_apart(tmp_path):
     assert set(kinds.values()) == set(KINDS)
     assert {k for k, v in kinds.items() if v == "exploratory"} == {
         "optimizer_momentum", "optimizer_adamw", "unused_rows_decay", "similarity_pairs", "req_predicts_norm",
-        "atypical_input_shuffle"}
+        "atypical_input_shuffle", "abstention_treecut", "abstention_ruletaker"}
     assert kinds["theorem1_lab"] == "construction" and kinds["similarity_gain"] == kinds["ambiguity"] == "paper"
     # a lab row that ran on an MLP is a test of the paper's claim, one on a free table a check by construction
     from normscope.lab.claims import lab_claim
