@@ -202,6 +202,62 @@ def _abstention(signal, model, items_path, n, seed, n_boot, emb: Embedding, json
                       "side by side", console=console, out=out, json_path=json_path, fig=None, plot=None, notes=notes)
 
 
+def _hierarchy_table(res) -> Rows:
+    lm, pr, pa = res.length_matched, res.pooled, res.partial
+    rows = [Row("pooled", "pooled Spearman ρ(level, norm)", (fixed(pr["spearman"], ".3f"), ci_fixed(pr["spearman_ci"]), "",
+                                                            str(pr["n"]))),
+            Row("partial", "partial ρ(level, norm | tokens)", (fixed(pa["rho"], ".3f"), ci_fixed(pa["ci"]), "",
+                                                               str(pa["n"])))]
+    if lm["rho"] is not None:
+        rows.append(Row("length_matched", "length-matched ρ, within hierarchy and token count (decides the row)",
+                        (fixed(lm["rho"], ".3f"), ci_fixed(lm["ci"]), _p(lm["p_value"]),
+                         f"{lm['n']} ({lm['n_unmatched']} unmatched)")))
+    else:
+        rows.append(Row("length_matched", "length-matched ρ", (MISSING, f"not computed: {lm['reason']}", "", "")))
+    p = lm["pairs"]
+    if p["share"] is not None:
+        rows.append(Row("length_matched.pairs", "  equal-length pairs: more specific has the larger norm (Wilson)",
+                        (f"{100 * p['share']:.1f} %", f"[{100 * p['ci'][0]:.1f}, {100 * p['ci'][1]:.1f}] %", _p(p["p"]),
+                         str(p["n_concordant"] + p["n_discordant"]))))
+    return Rows(f"norm vs level of specificity in hierarchies — {res.model}", ("statistic", "value", "95% CI", "p", "n"),
+                tuple(rows), caption=f"{res.dataset}; {res.n_hierarchies} hierarchies, {res.n_texts} texts")
+
+
+def _hierarchy(pairs, model, n, wordnet, seed, n_boot, n_perm, emb: Embedding, json_path, out, fig) -> None:
+    """``correlate --signal specificity --pairs FILE|wordnet``: :func:`normscope.signals.hierarchy.run_hierarchy`."""
+    from normscope.signals import load_wordnet, wordnet_nouns
+    from normscope.signals.hierarchy import read_hierarchies, run_hierarchy, wordnet_chains
+
+    if fig is not None:
+        raise InputError("--fig: the hierarchy design has no figure (its per-text table is -o/--out)")
+    models = models_of(model)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")])
+    if pairs == "wordnet":
+        wn = load_wordnet(wordnet)
+        k = 2000 if n is None else n
+        df = wordnet_chains(wordnet_nouns(k, wordnet=wn), wordnet=wn)
+        what = f"WordNet 3.0 hypernym chains of the {k} most frequent nouns (first sense, first path)"
+    else:
+        df = read_hierarchies(pairs)
+        what = f"hierarchies of {Path(pairs).name}"
+
+    def call(m):
+        return run_hierarchy(df, dataset=what, embedding=emb.replace(model=m),
+                             resampling=Resampling(n_boot=n_boot, n_perm=n_perm, seed=seed), progress=True)
+
+    console = make_console(stderr=True)
+
+    def notes(res) -> None:
+        console.print("mean length by level: " + ", ".join(f"{k}: {v:.1f}" for k, v in res.mean_tokens_by_level.items()),
+                      markup=False)
+        for note in res.notes:
+            console.print(f"note: {note}", markup=False)
+        print_claim_lines(res.claims, console)
+
+    single_or_compare(models, call, _hierarchy_table, title=f"norm vs specificity level: {len(models)} models side by side",
+                      console=console, out=out, json_path=json_path, fig=None, plot=None, notes=notes)
+
+
 _DEFAULT = CorrelateRequest(signal="frequency")
 
 
@@ -230,6 +286,7 @@ def correlate(
     out: TableOut = None,
     fig: FigOut = None,
     junk: JunkError = False,
+    pairs: Annotated[Optional[str], typer.Option("--pairs", help="With --signal specificity: a hierarchy CSV (columns hierarchy, level, text; larger level = more specific) or 'wordnet' (hypernym chains of the --n-items most frequent nouns); judged within hierarchy at equal token count.")] = None,
     keep_duplicates: option_for(CorrelateRequest, "keep_duplicates") = False,
 ) -> None:
     """Correlate raw embedding norms with a semantic signal (rho, bootstrap CI, permutation p, partial rho)."""
@@ -240,6 +297,12 @@ def correlate(
     if signal == "shuffle":
         _shuffle(models, items_path, n, by, seed, n_boot, from_options(Embedding, locals()), json_path, out, fig,
                  keep_duplicates)
+        return
+    if pairs is not None:
+        if signal != "specificity":
+            raise InputError(f"--pairs goes with --signal specificity, not {signal!r}")
+        _hierarchy(pairs, models, n, wordnet, seed, n_boot, n_perm, from_options(Embedding, locals()), json_path,
+                   out, fig)
         return
     if signal in ("treecut", "ruletaker"):
         _abstention(signal, models, items_path, n, seed, n_boot, from_options(Embedding, locals()), json_path, out,

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from normscope.claims import Gate, claim_row, judge, not_testable_row
 
-__all__ = ["signal_claims", "ambiguity_claim", "pooling_claim", "shuffle_claim", "abstention_claim", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS",
+__all__ = ["signal_claims", "ambiguity_claim", "pooling_claim", "shuffle_claim", "abstention_claim", "hierarchy_claim", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS",
            "AMBIGUITY_REFERENCE"]
 
 #: Share of tied pairs from which an encoder counts as blind to word order (its shuffle row: not testable here).
@@ -266,3 +266,18 @@ def abstention_claim(r: Mapping) -> dict:
                               "its Wilson CI": st.get("matched_ci"), "sign test p": st.get("matched_p"),
                               "unmatched answerable": st.get("n_unmatched_a"),
                               "unmatched unanswerable": st.get("n_unmatched_b")})
+
+
+def hierarchy_claim(r: Mapping) -> dict:
+    """The row ``specificity`` from :meth:`normscope.signals.hierarchy.HierarchyResult.to_dict` (hierarchies of
+    texts, level = specificity): the same rule as :func:`signal_claims`, on the rho(level, norm) within the same
+    hierarchy and token count, the pooled and the length-partial rho beside it."""
+    as_correlate = {"signal": "specificity level", "model": r.get("model"), "dataset": r.get("dataset"),
+                    "spearman": (r.get("pooled") or {}).get("spearman"),
+                    "spearman_ci": (r.get("pooled") or {}).get("spearman_ci"), "n": (r.get("pooled") or {}).get("n"),
+                    "partial_spearman": dict(r.get("partial") or {}, controls=["tokens"]),
+                    "length_matched": r.get("length_matched"), "strata": None, "by": "hierarchy"}
+    lm = r.get("length_matched") or {}
+    if lm.get("rho") is not None:
+        as_correlate["strata"], as_correlate["by"] = [{}], "hierarchy"
+    return signal_claims({"specificity": as_correlate}, {})[0]

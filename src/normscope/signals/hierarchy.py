@@ -1,0 +1,221 @@
+"""Specificity on real hierarchies, at fixed length: ``normscope correlate --signal specificity --pairs FILE|wordnet``.
+
+A hierarchy is a chain of texts from general to specific: a caption hierarchy (HierarCaps-style CSV with
+one row per caption: the hierarchy id, its level, the text) or a WordNet hypernym chain (each noun's
+first sense and its hypernyms up to ``entity``, the level being the depth below the root, the text the
+synset's first lemma). Specific captions are longer, so the pooled correlation of level and norm measures
+length as much as specificity (issue 39: pooled Spearman -0.770 on HierarCaps, partial on length -0.095).
+Three figures, side by side (:func:`run_hierarchy`):
+
+- **pooled**: Spearman rho(level, norm) over every text, bootstrap CI over texts;
+- **length-partial**: partial Spearman rho(level, norm | tokens);
+- **length-matched** (decides the row): rho(level, norm) **within strata of the same hierarchy and the
+  same token count** (:func:`normscope.stats_designs.within_length_spearman`, CI resampling within those
+  strata), with disjoint pairs of one hierarchy at equal token count beside it: the share in which the
+  more specific text has the larger norm (Wilson CI, sign test).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from normscope.encoders import DEFAULT_MODEL, load_encoder
+from normscope.encoders.embed import embed_texts
+from normscope.errors import InputError
+from normscope.requests import Embedding, Resampling
+from normscope.signals.claims import hierarchy_claim
+from normscope.signals.labels import MIN_VALID, model_name
+from normscope.table import require_raw_norms
+
+__all__ = ["read_hierarchies", "wordnet_chains", "run_hierarchy", "HierarchyResult", "HIERARCHY_COLUMNS"]
+
+#: The columns of a hierarchy CSV.
+HIERARCHY_COLUMNS = ("hierarchy", "level", "text")
+
+
+def read_hierarchies(path: str | Path) -> pd.DataFrame:
+    """A hierarchy CSV: columns ``hierarchy`` (id), ``level`` (integer, larger = more specific) and ``text``.
+
+    Raises
+    ------
+    InputError
+        A missing file or column, a level that is not an integer, an empty text, a (hierarchy, level)
+        given twice, or fewer than two hierarchies with two levels.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"--pairs {p}: no such file")
+    try:
+        df = pd.read_csv(p, dtype={"hierarchy": str, "text": str}, keep_default_na=False)
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise InputError(f"--pairs {p}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+    missing = [c for c in HIERARCHY_COLUMNS if c not in df.columns]
+    if missing:
+        raise InputError(f"--pairs {p}: missing column(s) {', '.join(missing)} (need {', '.join(HIERARCHY_COLUMNS)})")
+    lv = pd.to_numeric(df["level"], errors="coerce")
+    if lv.isna().any() or (lv != lv.round()).any():
+        bad = df["level"][lv.isna() | (lv != lv.round())].iloc[0]
+        raise InputError(f"--pairs {p}: level must be an integer, got {bad!r}")
+    df = pd.DataFrame({"hierarchy": df["hierarchy"].astype(str).str.strip(), "level": lv.astype(int),
+                       "text": df["text"].astype(str).str.strip()})
+    if (df["text"] == "").any() or (df["hierarchy"] == "").any():
+        raise InputError(f"--pairs {p}: {int(((df['text'] == '') | (df['hierarchy'] == '')).sum())} row(s) with an "
+                         "empty text or hierarchy id")
+    if df.duplicated(["hierarchy", "level"]).any():
+        h, lvl = df[df.duplicated(["hierarchy", "level"])].iloc[0][["hierarchy", "level"]]
+        raise InputError(f"--pairs {p}: hierarchy {h!r} has level {lvl} twice")
+    if (df.groupby("hierarchy")["level"].nunique() >= 2).sum() < 2:
+        raise InputError(f"--pairs {p}: need at least two hierarchies with two levels or more")
+    return df
+
+
+def wordnet_chains(words, *, wordnet) -> pd.DataFrame:
+    """WordNet hypernym chains: for each word, its first noun sense and that sense's first hypernym path.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``hierarchy`` (the word), ``level`` (depth below ``entity.n.01``, 0 = the root), ``text`` (the
+        synset's first lemma, underscores as spaces). Words without a noun sense are left out.
+    """
+    rows = []
+    for w in words:
+        syns = wordnet.synsets(w, pos="n")
+        if not syns:
+            continue
+        path = syns[0].hypernym_paths()[0]
+        for depth, s in enumerate(path):
+            rows.append((w, depth, s.lemma_names()[0].replace("_", " ")))
+    return pd.DataFrame(rows, columns=list(HIERARCHY_COLUMNS))
+
+
+@dataclasses.dataclass
+class HierarchyResult:
+    """The result of :func:`run_hierarchy` (``to_dict()`` is the ``--json`` of ``correlate --signal specificity --pairs``).
+
+    Attributes
+    ----------
+    signal : str
+        ``"specificity"``.
+    model, dataset, length_unit : str
+    n_hierarchies, n_texts : int
+    pooled : dict
+        ``spearman``, ``spearman_ci``, ``n`` of rho(level, norm).
+    partial : dict
+        ``rho``, ``ci``, ``n`` of rho(level, norm | tokens).
+    length_matched : dict
+        :func:`normscope.stats_designs.within_length_spearman` with ``pairs``
+        (:func:`normscope.stats_designs.matched_concordance`).
+    mean_tokens_by_level : dict of int -> float
+    seed : int
+    notes : list of str
+    claims : list of dict
+    items : pandas.DataFrame
+        ``id``, ``hierarchy``, ``level``, ``text``, ``norm``, ``tokens``.
+    """
+
+    signal: str
+    model: str
+    dataset: str
+    length_unit: str
+    n_hierarchies: int
+    n_texts: int
+    pooled: dict
+    partial: dict
+    length_matched: dict
+    mean_tokens_by_level: dict
+    seed: int
+    notes: list
+    items: pd.DataFrame
+    claims: list = dataclasses.field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary (without the per-text table)."""
+        return {"signal": self.signal, "model": self.model, "dataset": self.dataset, "length_unit": self.length_unit,
+                "n_hierarchies": self.n_hierarchies, "n_texts": self.n_texts, "pooled": self.pooled,
+                "partial": self.partial, "length_matched": self.length_matched,
+                "mean_tokens_by_level": {str(k): v for k, v in self.mean_tokens_by_level.items()}, "seed": self.seed,
+                "notes": list(self.notes), "claims": list(self.claims)}
+
+
+_EMBEDDING = Embedding()
+_RESAMPLING = Resampling(n_boot=2000, n_perm=2000)
+
+
+def run_hierarchy(hierarchies: pd.DataFrame, *, dataset: str, embedding: Embedding = _EMBEDDING,
+                  resampling: Resampling = _RESAMPLING, encoder=None, progress: bool = False) -> HierarchyResult:
+    """Norm vs level of specificity within hierarchies: pooled, length-partial and length-matched figures.
+
+    Parameters
+    ----------
+    hierarchies : pandas.DataFrame
+        ``hierarchy``, ``level``, ``text`` (:func:`read_hierarchies`, :func:`wordnet_chains`).
+    dataset : str
+        What the hierarchies are (shown with the figures).
+    embedding, resampling
+        The model and its forward passes; bootstrap resamples, permutations and the seed.
+    encoder : Encoder, optional
+    progress : bool
+
+    Returns
+    -------
+    HierarchyResult
+
+    Raises
+    ------
+    InputError
+        Fewer than :data:`MIN_VALID` texts; already-normalised vectors; junk with ``junk="error"``.
+    """
+    from normscope.stats import correlation, partial_spearman  # deferred: scipy (start-up stays light)
+    from normscope.stats_designs import length_matched_within, matched_concordance, within_length_spearman  # deferred: scipy
+
+    df = hierarchies.reset_index(drop=True).copy()
+    if len(df) < MIN_VALID:
+        raise InputError(f"only {len(df)} hierarchy text(s) (need at least {MIN_VALID})")
+    df["id"] = [f"{h}\u241f{lv}" for h, lv in zip(df["hierarchy"], df["level"])]
+    e, rs = embedding, resampling
+    model = e.model or DEFAULT_MODEL
+    if encoder is None:
+        encoder = load_encoder(model, device=e.device, precision=e.precision, runtime=e.runtime)
+    table = embed_texts(df["text"].tolist(), df["id"].tolist(), encoder=encoder, batch_size=e.batch_size,
+                        progress=progress, junk=e.junk, what="hierarchy texts")
+    norm = table.norms.astype(np.float64)
+    require_raw_norms(norm, "correlate --signal specificity --pairs")
+    pos = {i: k for k, i in enumerate(table.ids)}
+    notes = []
+    df = df[df["id"].isin(pos)].copy()
+    df["norm"] = [norm[pos[i]] for i in df["id"]]
+    if table.tokens is not None:
+        df["tokens"] = [int(table.tokens[pos[i]]) for i in df["id"]]
+        unit = "tokens the model saw (after truncation, special tokens included)"
+    else:
+        df["tokens"] = [len(t.split()) for t in df["text"]]
+        unit = "words (the model has no tokenizer)"
+    df = df.sort_values("id", kind="stable").reset_index(drop=True)  # id order: independent of the input order
+    lv, nm, tk = df["level"].to_numpy(float), df["norm"].to_numpy(), df["tokens"].to_numpy(float)
+    c = correlation(lv, nm, n_boot=rs.n_boot, n_perm=0, seed=rs.seed, min_n=MIN_VALID)
+    pooled = {"spearman": c.spearman, "spearman_ci": list(c.spearman_ci), "n": c.n}
+    if np.ptp(tk) > 0:
+        pr = partial_spearman(lv, nm, tk, n_boot=rs.n_boot, n_perm=0, seed=rs.seed, ci=rs.level, control_names=["tokens"])
+        partial = {"rho": pr.rho, "ci": list(pr.ci), "n": pr.n}
+    else:
+        partial = {"rho": None, "ci": None, "n": len(df)}
+        notes.append("every text has the same length: no length-partial figure")
+    strata = df["hierarchy"].to_numpy(dtype=object)
+    lm = within_length_spearman(lv, nm, tk, strata=strata, n_boot=rs.n_boot, n_perm=rs.n_perm, ci=rs.level,
+                                seed=rs.seed, min_n=MIN_VALID)
+    codes = np.unique(strata.astype(str), return_inverse=True)[1] * (int(tk.max()) + 1) + tk.astype(np.int64)
+    lm["pairs"] = matched_concordance(lv, nm, length_matched_within(codes, df["id"].tolist(), seed=rs.seed),
+                                      level=rs.level)
+    lm["length"] = unit
+    by_level = {int(k): float(v) for k, v in df.groupby("level")["tokens"].mean().items()}
+    res = HierarchyResult(signal="specificity", model=model_name(encoder, model), dataset=dataset, length_unit=unit,
+                          n_hierarchies=int(df["hierarchy"].nunique()), n_texts=len(df), pooled=pooled,
+                          partial=partial, length_matched=lm, mean_tokens_by_level=by_level, seed=int(rs.seed),
+                          notes=notes, items=df[["id", "hierarchy", "level", "text", "norm", "tokens"]])
+    res.claims = [hierarchy_claim(res.to_dict())]
+    return res
