@@ -34,7 +34,7 @@ RENDERING = (("tests/test_render_roundtrip.py", "tests/test_presentation.py", "t
 _HTML = "src/normscope/report/html.py"
 _FMT = "src/normscope/_format.py"
 _CLI = "src/normscope/cli/report.py"
-_CLAIMS = "src/normscope/claims.py"
+_CLAIMS = "src/normscope/claims/rows.py"
 
 
 def _m(name: str, path: str, old: str, new: str) -> Mutant:
@@ -48,8 +48,8 @@ MUTANTS = (
     _m("CI: prose/page interval swaps the ends (formatter)", _FMT,
        'f"[{num(ends[0], digits)}, {num(ends[1], digits)}]"', 'f"[{num(ends[1], digits)}, {num(ends[0], digits)}]"'),
     _m("CI: claim row stores the ends swapped (builder)", _CLAIMS,
-       '"ci": [float(ci[0]), float(ci[1])] if _ci_ok(ci) else None,',
-       '"ci": [float(ci[1]), float(ci[0])] if _ci_ok(ci) else None,'),
+       "ci=Interval(float(ci[0]), float(ci[1])) if _ci_ok(ci) else None,",
+       "ci=Interval(float(ci[1]), float(ci[0])) if _ci_ok(ci) else None,"),
     # verdict colours exchanged on the page and in the terminal
     _m("colours: page row class from the direction verdict (template)", _HTML,
        '<tr class="verdict-{{ c.verdict|replace(\' \', \'-\') }}">',
@@ -101,8 +101,8 @@ MUTANTS = (
        "direction: {{ c.direction|replace('no direction claimed', 'none claimed') }}; size: {{ c.size|replace('no size claimed', 'none claimed') }}",
        "direction: {{ c.size|replace('no size claimed', 'none claimed') }}; size: {{ c.direction|replace('no direction claimed', 'none claimed') }}"),
     _m("labels: claim row stores direction and size exchanged (builder)", _CLAIMS,
-       '"verdict": judged["verdict"], "direction": judged["direction"], "size": judged["size"],',
-       '"verdict": judged["verdict"], "direction": judged["size"], "size": judged["direction"],'),
+       "verdict=j.verdict, direction=j.direction, size=j.size,",
+       "verdict=j.verdict, direction=j.size, size=j.direction,"),
     # a relative column showing the absolute value
     _m("relative: scorer table's relative column shows the delta (builder)", "src/normscope/report/stages/retrieval.py",
        "ci_text(r.delta_ci), None if r.relative is None else pct(r.relative), r.p_value,",
