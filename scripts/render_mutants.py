@@ -64,7 +64,7 @@ MUTANTS = (
        '_COLOUR = {"reproduced": "red", "refuted": "green", "inconclusive": "yellow"}'),
     # a scorecard row dropped from the page (or the console) but kept in summary.json
     _m("row dropped: page scorecard skips the first row (template)", _HTML,
-       "{% for c in summary.get('claims') or [] %}", "{% for c in (summary.get('claims') or [])[1:] %}"),
+       "{% for c in claims %}", "{% for c in claims[1:] %}"),
     _m("row dropped: side-by-side page loses the last claim (builder)", _HTML,
        "claim_names={k: (c.claim, c.paper) for k, c in CLAIMS.items()}",
        "claim_names={k: (c.claim, c.paper) for k, c in list(CLAIMS.items())[:-1]}"),
@@ -76,9 +76,9 @@ MUTANTS = (
        "<th>claim</th><th>paper</th>{% for m in models %}<th>{{ m }}</th>{% endfor %}</tr>",
        "<th>claim</th><th>paper</th>{% for m in models|reverse %}<th>{{ m }}</th>{% endfor %}</tr>"),
     _m("columns: side-by-side cells read the other model's rows (builder)", _HTML,
-       "claim_cells = {m: {r[\"key\"]: r for r in (summary[\"claims\"][m] if m in summary[\"claims\"] else [])} for m in models}",
-       "claim_cells = {m: {r[\"key\"]: r for r in (summary[\"claims\"][o] if o in summary[\"claims\"] else [])}\n"
-       "                   for m, o in zip(models, models[::-1])}"),
+       'claim_cells = {m: {r.key: r for r in map(ClaimRow.from_json, summary["claims"].get(m) or [])} for m in models}',
+       'claim_cells = {m: {r.key: r for r in map(ClaimRow.from_json, summary["claims"].get(o) or [])}\n'
+       '                   for m, o in zip(models, models[::-1])}'),
     _m("columns: console side-by-side model names in reverse model order", _CLI,
        "for m, cell in zip(models, cells):", "for m, cell in zip(models[::-1], cells):"),
     # "Y of Y claims tested" when fewer were
