@@ -70,7 +70,7 @@ def test_ambiguity_against_scipy_on_real_wordnet(shared_data, bundled_encoder):
     assert part.ci[0] <= part.rho <= part.ci[1]
     # the row: claimed positive, judged from that partial rho and its CI
     row = ambiguity_claim(res.to_dict())
-    assert row["measured"] == part.rho and row["ci"] == list(part.ci) and row["kind"] == "paper"
+    assert row["measured"] == part.rho and list(row.ci) == list(part.ci) and row["kind"] == "paper"
     expected_verdict = ("reproduced" if part.ci[0] > 0 else "refuted" if part.ci[1] < 0 else "inconclusive")
     assert row["verdict"] == expected_verdict and "-0.19" in row["why"]
 
