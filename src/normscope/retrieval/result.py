@@ -307,6 +307,10 @@ class IncrementalValue(Record):
     n_queries: int | None = None
     seed: int | None = None
 
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
 
 @dataclasses.dataclass(frozen=True)
 class AbstentionSignal(Record):
