@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 __all__ = ["fmt_value"]
 
 
 def _finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
+    """A finite real number: Python's or numpy's (``np.float32`` included: a typed result's values are not always
+    Python floats, as JSON read back's are), never a bool."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(float(x))
 
 
 def _ci_ok(ci) -> bool:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 
 from normscope.claims._numbers import _ci_ok, _finite
@@ -88,7 +89,8 @@ def claim_row(key: str, *, measured, ci: Sequence[float] | None, judged: Judgeme
         ci=Interval(float(ci[0]), float(ci[1])) if _ci_ok(ci) else None,
         percent=bool(c.size.percent if percent is None else percent), beside=beside,
         verdict=j.verdict, direction=j.direction, size=j.size,
-        reason=j.reason, why=j.why + (f"; {note}" if note else ""), needs=needs, section=section or c.section, n=n,
+        reason=j.reason, why=j.why + (f"; {note}" if note else ""), needs=needs, section=section or c.section,
+        n=int(n) if isinstance(n, numbers.Integral) and not isinstance(n, bool) else n,
         what=what, statistic=statistic, details=dict(details or {}))
 
 
