@@ -34,7 +34,7 @@ RENDERING = (("tests/test_render_roundtrip.py", "tests/test_presentation.py", "t
 _HTML = "src/normscope/report/html.py"
 _FMT = "src/normscope/_format.py"
 _CLI = "src/normscope/cli/report.py"
-_CLAIMS = "src/normscope/claims.py"
+_CLAIMS = "src/normscope/claims/rows.py"
 
 
 def _m(name: str, path: str, old: str, new: str) -> Mutant:
@@ -48,8 +48,8 @@ MUTANTS = (
     _m("CI: prose/page interval swaps the ends (formatter)", _FMT,
        'f"[{num(ends[0], digits)}, {num(ends[1], digits)}]"', 'f"[{num(ends[1], digits)}, {num(ends[0], digits)}]"'),
     _m("CI: claim row stores the ends swapped (builder)", _CLAIMS,
-       '"ci": [float(ci[0]), float(ci[1])] if _ci_ok(ci) else None,',
-       '"ci": [float(ci[1]), float(ci[0])] if _ci_ok(ci) else None,'),
+       "ci=Interval(float(ci[0]), float(ci[1])) if _ci_ok(ci) else None,",
+       "ci=Interval(float(ci[1]), float(ci[0])) if _ci_ok(ci) else None,"),
     # verdict colours exchanged on the page and in the terminal
     _m("colours: page row class from the direction verdict (template)", _HTML,
        '<tr class="verdict-{{ c.verdict|replace(\' \', \'-\') }}">',
@@ -64,7 +64,7 @@ MUTANTS = (
        '_COLOUR = {"reproduced": "red", "refuted": "green", "inconclusive": "yellow"}'),
     # a scorecard row dropped from the page (or the console) but kept in summary.json
     _m("row dropped: page scorecard skips the first row (template)", _HTML,
-       "{% for c in summary.get('claims') or [] %}", "{% for c in (summary.get('claims') or [])[1:] %}"),
+       "{% for c in claims %}", "{% for c in claims[1:] %}"),
     _m("row dropped: side-by-side page loses the last claim (builder)", _HTML,
        "claim_names={k: (c.claim, c.paper) for k, c in CLAIMS.items()}",
        "claim_names={k: (c.claim, c.paper) for k, c in list(CLAIMS.items())[:-1]}"),
@@ -76,9 +76,9 @@ MUTANTS = (
        "<th>claim</th><th>paper</th>{% for m in models %}<th>{{ m }}</th>{% endfor %}</tr>",
        "<th>claim</th><th>paper</th>{% for m in models|reverse %}<th>{{ m }}</th>{% endfor %}</tr>"),
     _m("columns: side-by-side cells read the other model's rows (builder)", _HTML,
-       "claim_cells = {m: {r[\"key\"]: r for r in (summary[\"claims\"][m] if m in summary[\"claims\"] else [])} for m in models}",
-       "claim_cells = {m: {r[\"key\"]: r for r in (summary[\"claims\"][o] if o in summary[\"claims\"] else [])}\n"
-       "                   for m, o in zip(models, models[::-1])}"),
+       'claim_cells = {m: {r.key: r for r in map(ClaimRow.from_json, summary["claims"].get(m) or [])} for m in models}',
+       'claim_cells = {m: {r.key: r for r in map(ClaimRow.from_json, summary["claims"].get(o) or [])}\n'
+       '                   for m, o in zip(models, models[::-1])}'),
     _m("columns: console side-by-side model names in reverse model order", _CLI,
        "for m, cell in zip(models, cells):", "for m, cell in zip(models[::-1], cells):"),
     # "Y of Y claims tested" when fewer were
@@ -101,8 +101,8 @@ MUTANTS = (
        "direction: {{ c.direction|replace('no direction claimed', 'none claimed') }}; size: {{ c.size|replace('no size claimed', 'none claimed') }}",
        "direction: {{ c.size|replace('no size claimed', 'none claimed') }}; size: {{ c.direction|replace('no direction claimed', 'none claimed') }}"),
     _m("labels: claim row stores direction and size exchanged (builder)", _CLAIMS,
-       '"verdict": judged["verdict"], "direction": judged["direction"], "size": judged["size"],',
-       '"verdict": judged["verdict"], "direction": judged["size"], "size": judged["direction"],'),
+       "verdict=j.verdict, direction=j.direction, size=j.size,",
+       "verdict=j.verdict, direction=j.size, size=j.direction,"),
     # a relative column showing the absolute value
     _m("relative: scorer table's relative column shows the delta (builder)", "src/normscope/report/stages/retrieval.py",
        "ci_text(r.delta_ci), None if r.relative is None else pct(r.relative), r.p_value,",
@@ -111,8 +111,8 @@ MUTANTS = (
        "r.mean_delta, ci_text(r.mean_delta_ci), pct(r.relative), r.p_holm]",
        "r.mean_delta, ci_text(r.mean_delta_ci), pct(r.mean_delta), r.p_holm]"),
     _m("relative: gain row judges the absolute delta (builder)", "src/normscope/retrieval/claims.py",
-       'j = judge("similarity_gain", r.get("relative"), r.get("relative_ci"), p=r.get("p_value"),',
-       'j = judge("similarity_gain", r.get("delta"), r.get("delta_ci"), p=r.get("p_value"),'),
+       'j = judge("similarity_gain", r.relative, r.relative_ci, p=r.p_value,',
+       'j = judge("similarity_gain", r.delta, r.delta_ci, p=r.p_value,'),
     _m("relative: a percent figure is printed without the x100 (formatter)", _FMT,
        'f = lambda x: f"{100 * x:+.2f} %".replace("-", _MINUS)', 'f = lambda x: f"{x:+.2f} %".replace("-", _MINUS)'),
 )

@@ -75,7 +75,7 @@ def test_ambiguity_against_scipy_on_real_wordnet(shared_data, bundled_encoder):
     if not varies:
         assert lm.rho == pytest.approx(part.rho, abs=1e-9)
     row = ambiguity_claim(res.to_dict())
-    assert row["measured"] == pytest.approx(lm.rho) and row["ci"] == pytest.approx(list(lm.ci)) and row["kind"] == "paper"
+    assert row["measured"] == pytest.approx(lm.rho) and list(row.ci) == pytest.approx(list(lm.ci)) and row["kind"] == "paper"
     expected_verdict = ("reproduced" if lm.ci[0] > 0 else "refuted" if lm.ci[1] < 0 else "inconclusive")
     assert row["verdict"] == expected_verdict and "-0.19" in row["why"]
 

@@ -62,12 +62,13 @@ def test_cli_outputs_and_log(planted_cli, tmp_path, capsys):
     assert "junk queries left out: 1 (test-junk)" in err
     assert f"wrote {js}, {out}" in err
     # the scorecard rows this run feeds: in the JSON (the report's rules) and one line each on stderr
+    from normscope._io import to_jsonable
     from normscope.retrieval.claims import retrieval_claims
 
     assert [c["key"] for c in s["claims"]] == ["similarity_gain", "gain_high_frequency", "gain_low_quality",
                                                 "calibration_discrimination", "calibration_incremental",
                                                 "norm_confidence_nauc"]
-    assert s["claims"] == json.loads(json.dumps(retrieval_claims(s)))
+    assert s["claims"] == json.loads(json.dumps(to_jsonable(retrieval_claims(s))))
     for c in s["claims"]:
         assert f"claim: {c['claim']}: {c['verdict']} (direction {c['direction']}, size {c['size']})" in " ".join(err.split())
 

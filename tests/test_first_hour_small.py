@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from normscope._format import claim_figure, plural
+from normscope._format import claim_figure as _claim_figure, plural
+from normscope.claims import ClaimRow
 from normscope.errors import InputError
 
 
@@ -16,6 +17,11 @@ def test_plurals():
     assert plural(3, "library warning") == "3 library warnings"
     assert plural(1, "text") == "1 text" and plural(0, "text") == "0 texts" and plural(1200, "item") == "1,200 items"
     assert plural(2, "index", "indexes") == "2 indexes"
+
+
+def claim_figure(row: dict) -> str:
+    """The figure of the scorecard row whose JSON object is ``row`` (rows are typed ClaimRows)."""
+    return _claim_figure(ClaimRow.from_json(row))
 
 
 def test_a_figure_and_its_ci_share_one_notation():

@@ -121,11 +121,13 @@ def test_cli_summary_shows_each_sections_headline(tmp_path):
 
 
 def test_several_model_scorecard_cells():
+    from normscope.claims import ClaimRow
     from normscope.cli.report import _claim_cell
 
     row = {"measured": 0.123, "ci": [0.1, 0.2], "verdict": "reproduced"}
-    assert _claim_cell(row, False) == "0.123 [0.100, 0.200] reproduced"
-    assert _claim_cell({"measured": None, "ci": None, "verdict": "not testable here"}, False) == "not testable here"
+    assert _claim_cell(ClaimRow.from_json(row), False) == "0.123 [0.100, 0.200] reproduced"
+    assert _claim_cell(ClaimRow.from_json({"measured": None, "ci": None, "verdict": "not testable here"}), False) == \
+        "not testable here"
     assert _claim_cell(None, True) == "model failed" and _claim_cell(None, False) == "not run"
 
 

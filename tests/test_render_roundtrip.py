@@ -25,6 +25,7 @@ from rich.console import Console
 
 from _render_parse import (ansi_spans, close_to_shown, css_rules, figure_parts, hex_rgb, numbers, parse_html, plain,
                            table_grid)
+from normscope._io import to_jsonable
 from normscope.claims import CLAIMS, DIRECTION_VERDICTS, KIND_TITLES, SIZE_VERDICTS, VERDICTS, ClaimRow
 from normscope.errors import DataMissing, NormscopeError
 from normscope.report import ReportConfig, Sizes, run_report
@@ -210,7 +211,7 @@ def _console(width: int = 200) -> Console:
 
 def _summary_from_disk(res) -> ReportSummary:
     on_disk = json.loads(Path(res.summary_path).read_text(encoding="utf-8"))
-    assert on_disk == json.loads(json.dumps(res.summary)), "summary.json is not the summary the page was rendered from"
+    assert on_disk == json.loads(json.dumps(to_jsonable(res.summary))), "summary.json is not the summary the page was rendered from"
     return ReportSummary.from_json(on_disk)
 
 
@@ -502,7 +503,7 @@ def test_side_by_side_page_and_console_put_each_models_figures_under_it(planted,
 
     res = run_multi_report(_config(tmp_path / "m"), [MODEL_A, MODEL_B], progress=False)
     on_disk = json.loads(Path(res.summary_path).read_text(encoding="utf-8"))
-    assert on_disk == json.loads(json.dumps(res.summary))
+    assert on_disk == json.loads(json.dumps(to_jsonable(res.summary)))
     models = on_disk["report"]["models"]
     assert models == [MODEL_A, MODEL_B]
     rows = {m: [ClaimRow.from_json(r) for r in on_disk["claims"][m]] for m in models}

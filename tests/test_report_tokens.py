@@ -26,7 +26,7 @@ def _result(diff_ci, ratio, ratio_ci, n_unused=994):
 def test_claim_verdict_follows_the_shared_rules(diff_ci, ratio, ratio_ci, verdict):
     row = tokens_claim(_result(diff_ci, ratio, ratio_ci))
     assert row["verdict"] == verdict and row["key"] == "unused_rows_decay" and row["section"] == "token_table"
-    assert row["ci"] == list(diff_ci) and row["direction"] == verdict and row["size"] == "no size claimed"
+    assert list(row.ci) == list(diff_ci) and row["direction"] == verdict and row["size"] == "no size claimed"
     assert "initialisation" in row["why"] and f"ratio of medians {ratio:.3f}" in row["beside"]
 
 

@@ -12,7 +12,7 @@ Two families:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 __all__ = ["MISSING", "finite", "num", "ci", "pct", "sig3", "count", "fixed", "ci_fixed", "p_value", "p_text", "duration",
            "join_and", "plural"]
@@ -68,18 +68,25 @@ def _one_format(values: Sequence, digits: int = 3):
     return lambda x: MISSING if finite(x) is None else f"{finite(x):.{decimals}f}".replace("-", _MINUS)
 
 
-def claim_figure(c: Mapping) -> str:
+def claim_figure(c) -> str:
     """This run's figure of a scorecard row with its 95% CI: percentages where the row says so (a gain sized in %),
     otherwise :func:`num`, the figure and both ends in one notation (:func:`_one_format`); :data:`MISSING`
-    without a figure."""
-    if c.get("measured") is None:
+    without a figure.
+
+    Parameters
+    ----------
+    c : ClaimRow
+        A :class:`normscope.claims.ClaimRow` (read by attribute: ``measured``, ``ci``, ``percent``).
+    """
+    measured = getattr(c, "measured", None)
+    if measured is None:
         return MISSING
-    ci_ = c.get("ci")
-    if c.get("percent"):
+    ci_ = _ends(getattr(c, "ci", None))
+    if getattr(c, "percent", None):
         f = lambda x: f"{100 * x:+.2f} %".replace("-", _MINUS)  # noqa: E731
     else:
-        f = _one_format([c["measured"], *(ci_ or [])])
-    return f(c["measured"]) + (f" [{f(ci_[0])}, {f(ci_[1])}]" if ci_ else "")
+        f = _one_format([measured, *(ci_ or [])])
+    return f(measured) + (f" [{f(ci_[0])}, {f(ci_[1])}]" if ci_ else "")
 
 
 def _ends(interval) -> tuple[float, float] | None:

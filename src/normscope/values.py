@@ -101,6 +101,13 @@ class Interval:
     def __iter__(self):  # ``lo, hi = interval``: an interval reads like the pair it is in JSON
         return iter((self.lo, self.hi))
 
+    def __eq__(self, other):  # ``interval == [lo, hi]``: equal to the pair it is in JSON, as well as to an Interval
+        if isinstance(other, (list, tuple)):
+            return len(other) == 2 and (self.lo, self.hi) == tuple(other)
+        if isinstance(other, Interval):
+            return (self.lo, self.hi) == (other.lo, other.hi)
+        return NotImplemented
+
     def __getitem__(self, i: int):
         return (self.lo, self.hi)[i]
 

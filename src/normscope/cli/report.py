@@ -273,7 +273,7 @@ def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> N
                      f"; {untested} not testable here"
                      f"{' (each row on the page says why)' if untested else ''}")
         # each kind apart: exploratory rows and checks by construction never add to the paper's claims
-        by_kind = ct.headline or counts_text(kind_counts([c.to_json() for c in claims]))
+        by_kind = ct.headline or counts_text(kind_counts(claims))
         if by_kind:
             count.append(by_kind)
     count = [ln for line in count for ln in _wrapped(line, width, 0)]
@@ -298,11 +298,10 @@ def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> N
         console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
-def _claim_cell(r: ClaimRow | dict | None, failed: bool) -> str:
+def _claim_cell(r: ClaimRow | None, failed: bool) -> str:
     """One model's cell of the side-by-side scorecard: figure [CI] and verdict, or why there is no row."""
     if r is None:
         return "model failed" if failed else "not run"
-    r = ClaimRow.from_json(r)
     fig = "" if r.measured is None else claim_figure(r)
     return f"{fig} {r.verdict}".strip()
 
@@ -324,9 +323,9 @@ def print_multi_summary(result, console: Console) -> None:
 
     names = dict(zip(models, short_names(models, min(max(len(m) for m in models), max(width // 3, 16)))))
     name_w = max(len(n) for n in names.values())
+    rows = {m: {r.key: r for r in map(ClaimRow.from_json, s["claims"].get(m) or [])} for m in models}
     for key, claim in CLAIMS.items():
-        cells = [_claim_cell(next((c for c in (s["claims"].get(m) or []) if c["key"] == key), None), m in result.errors)
-                 for m in models]
+        cells = [_claim_cell(rows[m].get(key), m in result.errors) for m in models]
         if all(c in ("not run", "model failed") or c.endswith("not testable here") for c in cells):
             continue  # untested for every model: counted below
         console.print(Text(_fit(claim.claim, width).rstrip(), style="bold"), soft_wrap=True)
@@ -339,8 +338,7 @@ def print_multi_summary(result, console: Console) -> None:
                 line.append(verdict, style=_COLOUR[verdict])
             console.print(line, soft_wrap=True)
     untested = [claim.claim for key, claim in CLAIMS.items()
-                if all((next((c for c in (s["claims"].get(m) or []) if c["key"] == key), None) or {}).get("verdict")
-                       in (None, "not testable here") for m in models)]
+                if all(getattr(rows[m].get(key), "verdict", None) in (None, "not testable here") for m in models)]
     if untested:
         console.print(f"{len(untested)} claims not testable here for any model (each model's page says why)",
                       soft_wrap=True, markup=False, highlight=False)

@@ -54,7 +54,7 @@ def _scorer_table(res) -> Rows:
 def _print_abstention(ab: dict, console: Console, err: Console) -> None:
     """The nAUC table (MTEB's abstention metric) and the norm against the best MTEB confidence."""
     if ab.get("status") != "ok":
-        if ab:
+        if ab.get("status") or ab.get("reason"):
             err.print(f"nAUC not computed: {ab.get('reason')}", soft_wrap=True, markup=False)
         return
     t = Table(title=f"nAUC of {ab['metric']} by abstention (MTEB's metric; {ab['n_queries']} queries, cosine run depth "

@@ -290,3 +290,9 @@ class ProbeResult(StageResult):
         """``[(field, label, block)]`` of the correlations that were computed, in display order."""
         labels = self.labels()
         return [(k, labels[k][0], getattr(self, k)) for k in self.CORRELATIONS if getattr(self, k) is not None]
+
+    def training_value(self, key: str):
+        """The checkpoint's known training value ``key`` (e.g. ``"optimizer"``) without its source; None when the
+        training values do not say (``training`` holds ``{key: {"value", "source"}}``, :mod:`normscope.probes.training`)."""
+        v = (self.training or {}).get(key)
+        return v.get("value") if isinstance(v, dict) else v

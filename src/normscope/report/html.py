@@ -19,9 +19,10 @@ import jinja2
 
 from normscope._format import claim_figure, duration, num
 from normscope._io import atomic_path, file_inside, read_inside
-from normscope.claims import CLAIMS, GLOSSARY, HEADLINE_RULE, KIND_TITLES
+from normscope.claims import CLAIMS, GLOSSARY, HEADLINE_RULE, KIND_TITLES, ClaimRow
 from normscope.report.stage import StageRecord
 from normscope.report.stages import SECTIONS
+from normscope.report.summary import ClaimsTested, MissingData
 from normscope.report.text import precision_sentence
 from normscope.validate import check_output_path
 from normscope.values import Status
@@ -126,16 +127,16 @@ TEMPLATE = r"""<!DOCTYPE html>
 <p class="meta">One line per claim of the paper: its figure, this run's figure with its 95% confidence interval, the
 verdict and why in a few words; click a reason for the full reasoning. Each verdict is computed from this run's
 numbers on this model and data, for the claim's direction and for its size; none is written in advance.</p>
-{% set ct = summary.get('claims_tested') %}{% if ct %}<p class="count">{% if ct.headline %}<b>{{ ct.headline }}</b>.<br>{% endif %}{{ ct.tested }} of {{ ct.total }} claims tested
-here; {{ ct.not_tested|length }} not testable here. Checks by construction (a design that meets the theorem's
+{% set ct = claims_tested %}{% if ct %}<p class="count">{% if ct.headline %}<b>{{ ct.headline }}</b>.<br>{% endif %}{{ ct.tested }} of {{ ct.total }} claims tested
+here; {{ (ct.not_tested or [])|length }} not testable here. Checks by construction (a design that meets the theorem's
 assumptions by construction) and exploratory questions the paper leaves open are counted apart: they never add to
 the paper's claims.</p>{% endif %}
-{% if summary.get('missing_data') %}<p class="why">Missing data (one line per dataset: what it stopped and how to get it):</p>
-<ul class="notes">{% for m in summary.missing_data %}<li>{{ m.line }}</li>{% endfor %}</ul>{% endif %}
+{% if missing_data %}<p class="why">Missing data (one line per dataset: what it stopped and how to get it):</p>
+<ul class="notes">{% for m in missing_data %}<li>{{ m.line }}</li>{% endfor %}</ul>{% endif %}
 <table class="claims">
 <colgroup><col style="width:27%"><col style="width:11%"><col style="width:20%"><col style="width:13%"><col style="width:29%"></colgroup>
 <tr class="head"><th>claim</th><th>paper</th><th>this run [95% CI]</th><th>verdict</th><th>reason</th></tr>
-{% for c in summary.get('claims') or [] %}<tr class="verdict-{{ c.verdict|replace(' ', '-') }}"><td>{{ c.claim }}{% if c.kind and c.kind != 'paper' %}<br><span class="meta">{{ kind_titles.get(c.kind, c.kind) }}</span>{% endif %}</td><td data-label="paper">{{ c.paper }}</td>
+{% for c in claims %}<tr class="verdict-{{ c.verdict|replace(' ', '-') }}"><td>{{ c.claim }}{% if c.kind and c.kind != 'paper' %}<br><span class="meta">{{ kind_titles.get(c.kind, c.kind) }}</span>{% endif %}</td><td data-label="paper">{{ c.paper }}</td>
 <td class="num" data-label="this run">{% if c.label and c.measured is not none %}<span class="meta">{{ c.label }}</span><br>{% endif %}{{ figure(c) }}{% if c.beside %}<br><span class="meta">{{ c.beside }}</span>{% endif %}</td>
 <td class="verdict" data-label="verdict"><b>{{ c.verdict }}</b>{% if c.measured is not none and c.direction %}<br><span class="meta">direction: {{ c.direction|replace('no direction claimed', 'none claimed') }}; size: {{ c.size|replace('no size claimed', 'none claimed') }}</span>{% endif %}</td>
 <td data-label="reason"><details><summary>{{ c.reason or c.why }}</summary><div class="more">
@@ -285,7 +286,10 @@ def render_html(summary: dict, records: dict[str, StageRecord], out_dir: str | P
     Parameters
     ----------
     summary : dict
-        summary.json content (section key -> numbers, ``report``, ``what_this_says``).
+        summary.json content (section key -> numbers, ``report``, ``what_this_says``); the scorecard is rendered
+        from its rows as :class:`~normscope.claims.ClaimRow` s, the count and the missing-data lines as
+        :class:`~normscope.report.summary.ClaimsTested` / :class:`~normscope.report.summary.MissingData` (rows
+        given as JSON objects are read as those).
     records : dict
         Stage name -> :class:`~normscope.report.stage.StageRecord` (views: key numbers, tables, figures,
         notes, reproduce commands).
@@ -310,6 +314,9 @@ def render_html(summary: dict, records: dict[str, StageRecord], out_dir: str | P
     env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
     return env.from_string(TEMPLATE).render(
         css=Markup(_CSS), report=summary["report"], run_sizes=summary["report"]["sizes"], summary=summary,
+        claims=[ClaimRow.from_json(c) for c in summary.get("claims") or []],
+        claims_tested=ClaimsTested.from_json(summary.get("claims_tested")),
+        missing_data=[MissingData.from_json(m) for m in summary.get("missing_data") or []],
         sections=SECTIONS, views=views, images=images, wide=wide, records=records,
         kept={key: True for rec in records.values() if rec.kept for key in rec.sections},
         says=summary["what_this_says"] if "what_this_says" in summary else {}, status_words=_STATUS_WORDS,
@@ -357,7 +364,7 @@ reasoning. No verdict is written in advance. {{ headline_rule }}</p>
 <div class="scroll"><table class="claims multi">
 <tr class="head"><th>claim</th><th>paper</th>{% for m in models %}<th>{{ m }}</th>{% endfor %}</tr>
 {% for key, (claim, paper) in claim_names.items() %}<tr><td>{{ claim }}</td><td data-label="paper">{{ paper }}</td>
-{% for m in models %}{% set c = claim_cells[m].get(key, {}) %}<td data-label="{{ m }}">{% if c.measured is not none and c.measured is defined %}{{ figure(c) }}<br>{% endif %}<b>{{ c.verdict or 'not run' }}</b>{% if c.reason %}<details><summary>{{ c.reason }}</summary><div class="more">{{ c.why }}</div></details>{% endif %}</td>{% endfor %}</tr>
+{% for m in models %}{% set c = claim_cells[m].get(key, empty_row) %}<td data-label="{{ m }}">{% if c.measured is not none %}{{ figure(c) }}<br>{% endif %}<b>{{ c.verdict or 'not run' }}</b>{% if c.reason %}<details><summary>{{ c.reason }}</summary><div class="more">{{ c.why }}</div></details>{% endif %}</td>{% endfor %}</tr>
 {% endfor %}</table></div>
 
 <h2 id="forest">Forest plot of the headline statistics</h2>
@@ -416,11 +423,12 @@ def render_multi_report(summary: dict, records: dict, out_dir: str | Path, path:
                     p = folder / f.file
                     if _embeddable(p, out_dir):
                         figures.setdefault(key, {}).setdefault(f.file, {})[m] = _image_uri(p, out_dir)
-    claim_cells = {m: {r["key"]: r for r in (summary["claims"][m] if m in summary["claims"] else [])} for m in models}
+    claim_cells = {m: {r.key: r for r in map(ClaimRow.from_json, summary["claims"].get(m) or [])} for m in models}
     env = jinja2.Environment(autoescape=True, undefined=jinja2.ChainableUndefined)
     text = env.from_string(MULTI_TEMPLATE).render(
         css=Markup(_CSS), report=report, models=models, sections=SECTIONS, side=summary["side_by_side"],
         claim_names={k: (c.claim, c.paper) for k, c in CLAIMS.items()}, claim_cells=claim_cells, figure=claim_figure,
+        empty_row=ClaimRow(),
         figures=figures, forest=_image_uri(Path(forest), out_dir) if forest is not None and _embeddable(Path(forest), out_dir) else None,
         status_words=_STATUS_WORDS, num=_num, is_num=_is_num, duration=duration, headline_rule=HEADLINE_RULE,
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -132,7 +132,7 @@ def availability(summary: Mapping, sections: Mapping[str, str]) -> dict:
         d["line"] = (f"{d['title']} is {_cause(d['cause'])}: {', '.join(d['sections'])} not run{blocked}. "
                      f"Get it: `normscope data fetch {d['dataset']}` (network) | --data DIR or NORMSCOPE_DATA=DIR "
                      "(local copy) | --mirror URL|DIR")
-    kinds = kind_counts([c.to_json() for c in claims])
+    kinds = kind_counts(claims)
     tested = ClaimsTested(total=len(claims), tested=len(claims) - len(untested), not_tested=[c.key for c in untested],
                           verdicts=verdicts, kinds=kinds, headline=counts_text(kinds))
     return {"claims_tested": tested.to_json(), "missing_data": [MissingData(**d).to_json() for d in by_data.values()]}

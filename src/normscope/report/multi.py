@@ -124,7 +124,7 @@ class ForestPanel:
     rows: tuple[ForestRow, ...]
 
 
-def forest_data(claims: dict[str, list[dict]]) -> list[ForestPanel]:
+def forest_data(claims: dict[str, list[ClaimRow]]) -> list[ForestPanel]:
     """What the forest plot draws: one panel per claim (in :data:`CLAIMS` order) that some model measured.
 
     Parameters
@@ -145,7 +145,7 @@ def forest_data(claims: dict[str, list[dict]]) -> list[ForestPanel]:
     return panels
 
 
-def plot_forest(claims: dict[str, list[dict]], path: str | Path) -> Path | None:
+def plot_forest(claims: dict[str, list[ClaimRow]], path: str | Path) -> Path | None:
     """Forest plot of the headline statistics (:func:`forest_data`): one panel per claim, one estimate with its 95%
     CI per model.
 
@@ -244,7 +244,7 @@ def _reuse_shared(src: Path, sub: ReportConfig, shared: list, console, model: st
     return sub
 
 
-def _row(rows: list[dict], key: str) -> ClaimRow:
+def _row(rows: list[ClaimRow], key: str) -> ClaimRow:
     """The scorecard row of claim ``key`` (an empty row when there is none)."""
     return next((r for r in map(ClaimRow.from_json, rows or []) if r.key == key), ClaimRow())
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from normscope.claims import CLAIMS, check_one_verdict_per_statistic, not_testable_row, paper_scope_rows
+from normscope.claims import CLAIMS, ClaimRow, check_one_verdict_per_statistic, not_testable_row, paper_scope_rows
 from normscope.report.stage import StageRecord
 from normscope.report.stages import STAGES
 from normscope.report.stages.setup import SECTION as SETUP, SetupResult
@@ -23,7 +23,7 @@ from normscope.values import Status
 __all__ = ["gather_claims"]
 
 
-def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) -> list[dict]:
+def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) -> list[ClaimRow]:
     """One scorecard row per claim, in :data:`~normscope.claims.CLAIMS` order.
 
     Parameters
@@ -34,7 +34,7 @@ def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) 
 
     Returns
     -------
-    list of dict
+    list of ClaimRow
         Rows as built by :func:`~normscope.claims.claim_row`; a claim that no section tested gets
         verdict ``not testable here`` and, as its reason, the status and reason of the section that
         would have tested it; a section stopped by absent data is named by the datasets it lacks only
@@ -46,19 +46,19 @@ def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) 
     ValueError
         Two rows with the same ``statistic`` and different verdicts.
     """
-    found: dict[str, dict] = {}
+    found: dict[str, ClaimRow] = {}
     sections = {}
     for st in STAGES:
         rec = records.get(st.name)
         for key, sec in (rec.sections.items() if rec is not None else ()):
             sections[key] = sec
             for row in sec.claims:
-                found.setdefault(row["key"], dict(row))
+                found.setdefault(row.key, row)
     if model is None:
         setup = sections.get(SETUP)
         model = SetupResult.from_json(setup.result or {}).model if setup is not None else None
     for row in paper_scope_rows(model):
-        found.setdefault(row["key"], row)
+        found.setdefault(row.key, row)
     rows = []
     for key, claim in CLAIMS.items():
         if key in found:

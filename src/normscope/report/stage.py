@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from normscope._format import num
+from normscope.claims import ClaimRow
 from normscope.requests import Request
 from normscope.values import Status
 
@@ -264,8 +265,9 @@ class Section:
         Extra numbers computed by the stage (quantiles, examples, the prediction reading).
     key_numbers, tables, figures, notes
         The view: what the page (and the side-by-side table) shows.
-    claims : list of dict
-        The scorecard rows this section tests (built by the stage packages' builders, :mod:`normscope.claims`).
+    claims : list of ClaimRow
+        The scorecard rows this section tests (built by the stage packages' builders, :mod:`normscope.claims`; a
+        row given as its JSON object is read as a :class:`~normscope.claims.ClaimRow`).
     missing : dict or None
         ``{dataset: {"title", "cause"}}`` of the datasets whose absence stopped the section
         (:mod:`normscope.report.missing`).
@@ -282,8 +284,11 @@ class Section:
     tables: list[Table] = dataclasses.field(default_factory=list)
     figures: list[Figure] = dataclasses.field(default_factory=list)
     notes: list = dataclasses.field(default_factory=list)
-    claims: list[dict] = dataclasses.field(default_factory=list)
+    claims: list[ClaimRow] = dataclasses.field(default_factory=list)
     missing: dict | None = None
+
+    def __post_init__(self) -> None:
+        self.claims = [ClaimRow.from_json(c) for c in self.claims]
 
     @property
     def ok(self) -> bool:
@@ -324,6 +329,8 @@ class Section:
                        tables=[Table.from_json(t) for t in r.items("tables")],
                        figures=[Figure.from_json(f) for f in r.items("figures")],
                        notes=r.items("notes"), claims=r.items("claims"), missing=r.obj("missing"))
+        except TypeError as exc:  # a scorecard row that is not a JSON object
+            raise RecordError(f"section {key}: claims: {exc}") from None
         except RecordError as exc:
             msg = str(exc)
             raise RecordError(msg if msg.startswith("section ") else f"section {key}: {msg}") from None

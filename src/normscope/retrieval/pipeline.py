@@ -293,7 +293,7 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
                           doc_norm_range=[float(vec.doc_norms.min()), float(vec.doc_norms.max())],
                           items=_items_frame(sp.ev, vec, runs, order), doc_titles=_titles(sp.ds, vec.doc_ids),
                           timings=ph.timings)
-    res.claims = retrieval_claims(res.to_dict())
+    res.claims = retrieval_claims(res)
     return res
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
+from normscope.claims import ClaimRow
 from normscope.results import StageResult, summary_field
 from normscope.values import Interval, JunkSummary, NormError, Record, key
 
 __all__ = ["RetrievalResult", "ScorerEval", "SignalCalibration", "SCORER_LABELS", "SIGNAL_LABELS", "SignalFit",
            "EceBins", "QueryCounts", "RetrievalJunk", "Significance", "StratumRow", "Strata", "CalibrationInfo",
-           "QppEval", "QppInfo", "SingleBaseline", "IncrementalNdcg", "IncrementalValue"]
+           "QppEval", "QppInfo", "SingleBaseline", "IncrementalNdcg", "IncrementalValue", "Abstention",
+           "AbstentionSignal", "AbstentionComparison", "StratifierInfo"]
 
 #: Display labels of the per-scorer numbers (CLI table and report).
 SCORER_LABELS: dict[str, str] = {
@@ -175,17 +177,35 @@ class StratumRow(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class StratifierInfo(Record):
+    """One stratifier of the strata (``strata.stratifiers[name]``): ``what`` it is, ``status`` (``ok`` / ``not
+    computed``, then ``reason``), its quartile ``edges``, value ``range``, ``counts`` per quartile and the queries
+    ``n_left_out`` (no value)."""
+
+    what: str | None = None
+    status: str | None = None
+    reason: str | None = None
+    edges: list[float] | None = None
+    range: Interval | None = None
+    counts: list[int] | None = None
+    n_left_out: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Strata(Record):
-    """The pre-specified strata (:func:`normscope.retrieval.strata.stratified_comparison`): rows per scorer."""
+    """The pre-specified strata (:func:`normscope.retrieval.strata.stratified_comparison`): rows per scorer
+    (``status`` / ``reason`` when they were not computed)."""
 
     metric: str | None = None
     statistic: str | None = None
     test: str | None = None
     correction: str | None = None
-    stratifiers: dict | None = None
+    stratifiers: dict[str, StratifierInfo] | None = None
     scorers: dict[str, list[StratumRow]] | None = None
     n_boot: int | None = None
     seed: int | None = None
+    status: str | None = None
+    reason: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,6 +302,62 @@ class IncrementalValue(Record):
     fold_draws: int | None = None
     ndcg10: IncrementalNdcg | None = key("ndcg@10")
     single_baselines: list[SingleBaseline] | None = None
+    task: str | None = None
+    resamples: str | None = None
+    n_queries: int | None = None
+    seed: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclasses.dataclass(frozen=True)
+class AbstentionSignal(Record):
+    """One confidence signal's nAUC of nDCG@10 (``abstention.signals[name]``): ``kind`` (``mteb`` / ``norm``),
+    ``direction``, ``formula``, ``nauc`` with its percentile bootstrap ``nauc_ci`` over queries."""
+
+    kind: str | None = None
+    direction: int | None = None
+    formula: str | None = None
+    nauc: float | None = None
+    nauc_ci: Interval | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class AbstentionComparison(Record):
+    """The claim signal's nAUC minus the best MTEB confidence's (``abstention.comparison``): ``diff`` with its
+    paired bootstrap ``ci``, ``best_baseline`` and its ``baseline_nauc`` / ``baseline_ci``, ``position`` of the
+    signal's nAUC against that CI (``below`` / ``within`` / ``above``), ``reason`` when it could not be made."""
+
+    signal: str | None = None
+    best_baseline: str | None = None
+    nauc: float | None = None
+    baseline_nauc: float | None = None
+    baseline_ci: Interval | None = None
+    position: str | None = None
+    diff: float | None = None
+    ci: Interval | None = None
+    n_queries: int | None = None
+    rule: str | None = None
+    reason: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Abstention(Record):
+    """nAUC of nDCG@10 by confidence signal (``abstention`` of ``normscope retrieval --json``,
+    :func:`normscope.retrieval.abstention.abstention_study`)."""
+
+    status: str | None = None
+    reason: str | None = None
+    metric: str | None = None
+    implementation: str | None = None
+    abstention_rates: list[float] | None = None
+    depth: int | None = None
+    ci: str | None = None
+    n_queries: int | None = None
+    signals: dict[str, AbstentionSignal] | None = None
+    comparison: AbstentionComparison | None = None
 
     @property
     def ok(self) -> bool:
@@ -334,9 +410,9 @@ class RetrievalResult(StageResult):
     calibration_incremental: IncrementalValue = summary_field("incremental value of the norm signals (cross-fitted)")
     doc_norm_range: list[float] = summary_field("document norm range", unit="||z||")
     #: nAUC of nDCG@10 by MTEB's confidences and the norm signals (:func:`normscope.retrieval.abstention.abstention_study`).
-    abstention: dict = summary_field("nAUC of nDCG@10 (MTEB abstention) by confidence signal", default_factory=dict)
+    abstention: Abstention = summary_field("nAUC of nDCG@10 (MTEB abstention) by confidence signal", default_factory=dict)
     #: The scorecard rows this run feeds (:func:`normscope.retrieval.claims.retrieval_claims`).
-    claims: list = summary_field("claims scorecard rows", default_factory=list)
+    claims: list[ClaimRow] = summary_field("claims scorecard rows", default_factory=list)
     items: Any = None
     per_query: Any = None
     doc_titles: dict = dataclasses.field(default_factory=dict)

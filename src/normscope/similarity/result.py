@@ -6,6 +6,7 @@ import dataclasses
 
 import pandas as pd
 
+from normscope.claims import ClaimRow
 from normscope.results import StageResult, summary_field
 from normscope.values import Duplicates, Interval, JunkSummary, NormError, Record
 
@@ -35,7 +36,7 @@ class PairScorerEval(Record):
 
     ``param`` was fitted on the fit pairs (``fit_spearman`` there, ``curve`` over its grid); the
     statistics are on the evaluated pairs; ``delta_spearman`` is its Spearman minus cosine's, with a
-    paired bootstrap ``delta_ci``. A fitted scorer's CIs resample the fit pairs jointly with the evaluated
+    paired bootstrap ``delta_ci``; ``relative`` is ``rho(scorer) / rho(cosine) - 1`` with ``relative_ci``. A fitted scorer's CIs resample the fit pairs jointly with the evaluated
     ones and refit its parameter on each draw (``ci_resamples`` says what a scorer's CIs resample;
     ``*_ci_fixed_param`` hold the parameter fixed; ``param_draws`` is the refitted parameter's spread).
     """
@@ -48,6 +49,8 @@ class PairScorerEval(Record):
     pearson_ci: Interval | None = None
     delta_spearman: float | None = None
     delta_ci: Interval | None = None
+    relative: float | None = None
+    relative_ci: Interval | None = None
     fit_spearman: float | None = None
     curve: dict | list | None = None
     ci_resamples: str | None = None
@@ -85,7 +88,7 @@ class SimilarityResult(StageResult):
     items : pandas.DataFrame
         One row per pair: ``split`` (``fit``/``eval``), ``id`` (line number in its file), ``text1``,
         ``text2``, ``human``, ``norm1``, ``norm2`` (||z||) and ``score_<scorer>``.
-    claims : list of dict
+    claims : list of ClaimRow
         The scorecard row this run feeds (``similarity_pairs``,
         :func:`normscope.similarity.claims.similarity_claim`): the same verdict the report gives.
     """
@@ -112,7 +115,7 @@ class SimilarityResult(StageResult):
     norm_mean: float | None = summary_field("mean norm", unit="||z||", default=None)
     norm_sd: float | None = summary_field("sd of the norm", unit="||z||", default=None)
     notes: list[str] = summary_field("notes", default_factory=list)
-    claims: list = summary_field("claims scorecard rows (normscope.claims)", default_factory=list)
+    claims: list[ClaimRow] = summary_field("claims scorecard rows (normscope.claims)", default_factory=list)
     items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame, repr=False)
 
     def __post_init__(self) -> None:

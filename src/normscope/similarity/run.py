@@ -169,7 +169,7 @@ def run_similarity(request: SimilarityRequest | None = None, *, encoder=None, pr
         n_boot=n_boot, seed=seed, whitening=whitening, norm_mean=float(norms.mean()), norm_sd=float(norms.std(ddof=1)) if len(norms) > 1 else None,
         notes=notes, items=items,
     )
-    res.claims = [similarity_claim(res.to_dict())]
+    res.claims = [similarity_claim(res)]
     return res
 
 

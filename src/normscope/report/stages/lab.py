@@ -11,7 +11,7 @@ import shlex
 from normscope._format import num, sig3
 from normscope.lab import GATE, LabRequest, LabResult, plot_predicted_vs_observed, plot_trajectories, run_lab
 from normscope.lab.claims import lab_claim, optimizer_claim, tower_claim_row
-from normscope.claims import not_testable_row
+from normscope.claims import ClaimRow, not_testable_row
 from normscope.lab.result import Agreement, LabGate
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, Table
 from normscope.requests import Request, param
@@ -28,7 +28,7 @@ TOWER_STORED = Path(__file__).resolve().parents[2] / "lab" / "results" / "tower_
 TOWER_COMMAND = "normscope lab --encoder tower --size full --json tower_full.json"
 
 
-def stored_tower_row() -> dict:
+def stored_tower_row() -> ClaimRow:
     """Row ``ambiguity_heat_lab`` from the stored full frozen-tower run (:data:`TOWER_STORED`), its ``tested_on``
     saying that this report did not rerun it; ``not testable here`` when the stored file is absent or unreadable."""
     import json
@@ -39,10 +39,8 @@ def stored_tower_row() -> dict:
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return not_testable_row("ambiguity_heat_lab", "no stored frozen-tower result could be read",
                                 needs=TOWER_COMMAND)
-    row["tested_on"] = (f"stored full run (normscope/lab/results/{TOWER_STORED.name}), not rerun by this report; "
-                        + str(row.get("tested_on") or ""))
-    row["needs"] = row.get("needs") or f"to rerun it: {TOWER_COMMAND}"
-    return row
+    return row.but(tested_on=f"stored full run (normscope/lab/results/{TOWER_STORED.name}), not rerun by this "
+                             f"report; {row.tested_on or ''}", needs=row.needs or f"to rerun it: {TOWER_COMMAND}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -151,8 +151,7 @@ def _excluded_text(block: ProbeCorrelation, total) -> str:
 
 def _optimizer(res: ProbeResult) -> str:
     """The optimizer the checkpoint was trained with, when the training values say (``""`` otherwise)."""
-    opt = (res.training or {}).get("optimizer") or ""
-    return str(opt.get("value") or "") if isinstance(opt, dict) else str(opt)
+    return str(res.training_value("optimizer") or "")
 
 
 def _prediction_sentence(res: ProbeResult, key: str, reading: str | None) -> str | None:
@@ -338,7 +337,7 @@ class ProbesStage(Stage[ProbesRequest]):
             SECTION, commands=self.commands(request), sizes=sizes, result=summary,
             derived={"pairs_spec": spec, "prediction_key": key, "prediction_reading": reading},
             key_numbers=_key_numbers(res, key), tables=tables, figures=figs, notes=notes,
-            claims=probe_claims(summary))}
+            claims=probe_claims(res))}
 
     def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
         return equilibrium_sentences(section.result, section.derived)

@@ -330,7 +330,7 @@ def _calibration_section(ctx, res: RetrievalResult, summary: dict, result: dict,
                       rows)] + qpp_tables(res),
         figures=_calibration_figures(ctx, res, summary["calibration"]),
         notes=[info.mapping, info.direction_rule] + flags + incremental_notes(res),
-        claims=[c for c in summary["claims"] if c["section"] == "calibration"])
+        claims=[c for c in res.claims if c.section == "calibration"])
 
 
 class RetrievalStage(Stage[RetrievalRequest]):
@@ -383,7 +383,7 @@ class RetrievalStage(Stage[RetrievalRequest]):
                                                   "inference_cost": cost},
             key_numbers=[KeyNumber(f"scorers.{n}.ndcg@10", f"nDCG@10, {n}", r.ndcg10) for n, r in res.scorers.items()],
             tables=_retrieval_tables(res), notes=_retrieval_notes(res),
-            claims=[c for c in summary["claims"] if c["section"] != "calibration"] + [cost_claim(cost, why)])
+            claims=[c for c in res.claims if c.section != "calibration"] + [cost_claim(cost, why)])
         calibration = _calibration_section(ctx, res, summary, results["calibration"], commands, request.resampling.n_boot)
         return {"retrieval": retrieval, "calibration": calibration}
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from normscope._format import ci as ci_text, count, finite, num
-from normscope.claims import claim_row, judge, not_testable_row
+from normscope.claims import ClaimRow, claim_row, judge, not_testable_row
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, Table
 from normscope.report.text import ci_excludes_zero, ci_words
 from normscope.requests import Resampling
@@ -24,7 +24,7 @@ __all__ = ["TokensStage", "tokens_claim", "token_table_sentences"]
 SECTION = "token_table"
 
 
-def tokens_claim(result: dict | None, reason: str | None = None) -> dict:
+def tokens_claim(result: dict | None, reason: str | None = None) -> ClaimRow:
     """Scorecard row ``unused_rows_decay`` from the ``normscope tokens`` result dict (pure).
 
     The statistic is the difference of median row norms, never-used minus used rows of the input
@@ -40,7 +40,7 @@ def tokens_claim(result: dict | None, reason: str | None = None) -> dict:
 
     Returns
     -------
-    dict
+    ClaimRow
         A :func:`normscope.claims.claim_row`.
     """
     what = ("median row norm of never-used ([unused*]) rows minus that of used (word and ## piece) rows of the input "
@@ -58,10 +58,10 @@ def tokens_claim(result: dict | None, reason: str | None = None) -> dict:
     ci = list(c.ci)
     j = judge("unused_rows_decay", c.difference, ci)
     init = res.init_norm
-    j["why"] += (f"; medians {c.median_unused:.3f} ({c.n_unused} unused) vs {c.median_used:.3f} "
-                 f"({c.n_used} used)"
-                 + (f"; a row at initialisation has norm about {init:.3f}, so the table shows the unheated rows small, "
-                    "not whether they shrank from a larger value" if init else ""))
+    j = j.but(why=j.why + f"; medians {c.median_unused:.3f} ({c.n_unused} unused) vs {c.median_used:.3f} "
+              f"({c.n_used} used)"
+              + (f"; a row at initialisation has norm about {init:.3f}, so the table shows the unheated rows small, "
+                 "not whether they shrank from a larger value" if init else ""))
     ratio = f"ratio of medians {c.ratio:.3f} {ci_text(c.ratio_ci)}" if c.ratio is not None else ""
     return claim_row("unused_rows_decay", measured=c.difference, ci=ci, judged=j, section=SECTION,
                      n=c.n_unused + c.n_used, what=what, label="median(unused) - median(used)",

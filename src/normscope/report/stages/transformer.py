@@ -248,10 +248,9 @@ def transformer_section(own: dict, stored: dict | None, *, figure_path, commands
     claims = [transformer_claim_row(claim_src, full_command=FULL_COMMAND),
               transformer_items_claim_row(claim_src, full_command=FULL_COMMAND)]
     if claim_src is stored:
-        for claim in claims:
-            claim["tested_on"] = (f"the full design's stored result (regenerate: {FULL_COMMAND}); this report re-ran the "
-                                  f"smaller '{own_r.design}' design, whose SGD base run is "
-                                  f"{own_r.stationarity_label}; {claim['tested_on']}")
+        claims = [c.but(tested_on=f"the full design's stored result (regenerate: {FULL_COMMAND}); this report re-ran "
+                                  f"the smaller '{own_r.design}' design, whose SGD base run is "
+                                  f"{own_r.stationarity_label}; {c.tested_on}") for c in claims]
     notes = []
     if not full_run:
         notes.append(f"This report ran the '{own_r.design}' design (about a minute of CPU), smaller than the full "
