@@ -208,5 +208,6 @@ def read_item_column(path: str | Path, column: str, n_items: int) -> np.ndarray:
         raise InputError(f"--by {column}: {p} has {len(values)} rows but {n_items} items")
     empty = [i for i, v in enumerate(values) if v is None or not str(v).strip()]
     if empty:
-        raise InputError(f"--by {column}: {len(empty)} item(s) have no {column} (e.g. item {empty[0]})")
+        raise InputError(f"--by {column}: {len(empty):,} {'item has' if len(empty) == 1 else 'items have'} no {column} "
+                         f"(e.g. item {empty[0]})")
     return np.asarray([str(v).strip() for v in values], dtype=object)
