@@ -14,11 +14,12 @@ the source, not the signal.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from normscope._format import plural
 from normscope._progress import step
@@ -32,6 +33,9 @@ from normscope.signals.items import ItemSet, default_item_set
 from normscope.signals.labels import CONTROLS, COVARIATE_LABEL, MIN_VALID, SIGNALS, covariate_label, model_name
 from normscope.signals.result import LENGTH_UNIT, CorrelateResult
 from normscope.table import require_raw_norms
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["SIGNALS", "CONTROLS", "MIN_VALID", "COVARIATE_LABEL", "run_correlate", "model_name"]
 
@@ -62,6 +66,8 @@ def _check_args(signal, controls, extra_cols, n, measure, dataset, by, covariate
 
 
 def _user_item_set(items, ids, covariates, strata, by, extra_cols) -> ItemSet:
+    import pandas as pd  # deferred: the CLI starts without pandas (benchmarks/cli_startup.py)
+
     extras: dict[str, np.ndarray] = {}
     cov = None
     if covariates is not None:
@@ -396,6 +402,8 @@ def _covariate(r: CorrelateRequest, texts: list[str], extras: dict) -> np.ndarra
 
 def _items_table(table, kept: _Kept) -> pd.DataFrame:
     """The per-item table: id, item, norm, covariate, tokens, stratum, extra columns, ``control_*``."""
+    import pandas as pd  # deferred: the CLI starts without pandas (benchmarks/cli_startup.py)
+
     texts = kept.texts
     items_df = pd.DataFrame({"id": table.ids, "item": texts, "norm": kept.norm, "covariate": kept.cov,
                              "tokens": table.tokens if table.tokens is not None else np.full(len(texts), np.nan)})
