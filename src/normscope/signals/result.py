@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from normscope.results import StageResult, summary_field
 from normscope.values import Correlation, Duplicates, Interval, JunkSummary, NormError, Record
@@ -144,4 +144,5 @@ class CorrelateResult(StageResult):
     entropy_unit: str | None = summary_field("entropy unit", default=None)
     pair_format: str | None = summary_field("pair format", default=None)
     notes: list[str] = summary_field("notes", default_factory=list)
-    items: pd.DataFrame = dataclasses.field(default_factory=_empty_items, repr=False)
+    # a pandas.DataFrame; annotated Any so that the field types resolve without importing pandas (Record.field_types)
+    items: Any = dataclasses.field(default_factory=_empty_items, repr=False)
