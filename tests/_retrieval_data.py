@@ -95,12 +95,15 @@ def _at_cosine(u, c, rng):
     return c * u + np.sqrt(1 - c * c) * w
 
 
-def calibration_beir(root: Path, rng, *, n_train=200, n_test=150, d=16, n_noise=200, easy=0.03, split_names=("train", "test")):
+def calibration_beir(root: Path, rng, *, n_train=200, n_test=150, d=16, n_noise=200, easy=0.03, split_names=("train", "test"),
+                     norm_effect=0.0):
     """Queries whose top-1 is right more often the larger the margin: P(right | margin m) = 0.3 + 0.65 (1 - exp(-m/easy)).
 
     Each query has one relevant document at cosine c in [0.8, 0.9] and one distractor at c -/+ m (m = |N(0, 0.05)|:
     below the relevant document when the top-1 is right, above it when wrong); noise documents are random
-    directions; every vector gets a random norm. Returns ``(root, LookupEncoder)``.
+    directions; every vector gets a random norm, uniform on [1, 3]. ``norm_effect`` > 0 plants the paper's signal
+    in the query norm: a query whose top-1 is wrong gets ``norm_effect`` added to its norm (no extra random draw,
+    so the data are otherwise those of ``norm_effect=0``). Returns ``(root, LookupEncoder)``.
     """
     table, corpus, queries = {}, [], []
     qrels: dict[str, list] = {s: [] for s in split_names}
@@ -109,10 +112,11 @@ def calibration_beir(root: Path, rng, *, n_train=200, n_test=150, d=16, n_noise=
             u = rng.normal(size=d)
             u /= np.linalg.norm(u)
             qn = f"{split}-q{i}"
-            table[qn] = u * rng.uniform(1.0, 3.0)
+            qnorm = rng.uniform(1.0, 3.0)
             c = rng.uniform(0.8, 0.9)
             m = abs(rng.normal(0, 0.05)) + 1e-4
             right = rng.uniform() < 0.3 + 0.65 * (1 - np.exp(-m / easy))
+            table[qn] = u * (qnorm + (0.0 if right else norm_effect))
             for name, cos in ((f"{split}-g{i}", c), (f"{split}-b{i}", c - m if right else min(c + m, 0.999))):
                 table[name] = _at_cosine(u, cos, rng) * rng.uniform(1.0, 3.0)
                 corpus.append({"_id": name, "title": "", "text": name})

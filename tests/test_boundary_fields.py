@@ -35,7 +35,8 @@ def test_a_fitted_calibrator_passes_the_schema_and_round_trips(tmp_path):
     rng = np.random.default_rng(0)
     top1 = rng.uniform(0.2, 0.9, 60)
     y = (top1 + rng.normal(0, 0.1, 60) > 0.55).astype(int)
-    feats = pd.DataFrame({"top1_score": top1, "margin": rng.uniform(0, 0.2, 60)})
+    feats = pd.DataFrame({"top1_score": top1, "margin": rng.uniform(0, 0.2, 60),
+                          "query_norm": rng.uniform(1.5, 3.0, 60)})  # the default signals
     fp = ModelFingerprint(name="m", revision="r", pooling="mean")
     for method in ("isotonic", "platt"):
         cal = fit_calibrator(feats, y, method=method, model={**fp.to_dict(), "key": fp.key}, target_k=1)
@@ -43,6 +44,7 @@ def test_a_fitted_calibrator_passes_the_schema_and_round_trips(tmp_path):
                           "keep_documents": {"threshold": 0.4, "k": 10}}
         path = cal.save(tmp_path / f"{method}.json")
         back = load_calibrator(path)
+        assert back.signals == ["top1_score", "margin", "query_norm"]
         assert np.array_equal(back.predict_proba(feats), cal.predict_proba(feats))
 
 

@@ -87,3 +87,41 @@ def test_cli_bad_input_exit_2(planted_cli, tmp_path, capsys):
     assert run(["retrieval", "--dataset", str(ddir), "--junk-error", "--n-boot", "20"]) == 2
     err = capsys.readouterr().err
     assert "error: 1 junk 'test' queries found" in err and "test-junk" in err and "Traceback" not in err
+
+
+def test_default_tables_fit_100_columns_and_full_prints_every_stratum(planted_cli, tmp_path, capsys):
+    """The default console output fits 100 columns and still names every scorer and every confidence signal; the
+    strata are one row per scorer whose count and best stratum are those of the JSON; --full prints every stratum."""
+    from normscope.cli import run
+
+    ddir, _ = planted_cli
+    js = tmp_path / "s.json"
+    assert run(["retrieval", "--dataset", str(ddir), "--n-boot", "50", "--json", str(js)]) == 0
+    out = capsys.readouterr().out
+    s = json.loads(js.read_text())
+    lines = out.splitlines()
+    assert max(len(x.rstrip()) for x in lines) <= 100 and len(lines) < 60
+    rows = {x.strip("│ ").split(" ")[0]: x for x in lines if x.startswith("│")}
+    for name, e in s["scorers"].items():
+        if name != "cosine":
+            rel = f"{100 * e['relative']:+.2f} % [{100 * e['relative_ci'][0]:+.2f}, {100 * e['relative_ci'][1]:+.2f}]"
+            assert rel in out
+    for signal in s["calibration"]:
+        assert signal in rows
+    for scorer, strata in s["strata"]["scorers"].items():
+        apart = sum(r["p_holm"] < 0.05 for r in strata)
+        best = max(strata, key=lambda r: r["relative"])
+        summary = [x for x in lines if x.startswith(f"│ {scorer} ") and " of 12 " in x]
+        assert len(summary) == 1 and f"{apart} of {len(strata)}" in summary[0]
+        assert f"{best['stratifier']} Q{best['quartile']}" in summary[0] and f"{100 * best['relative']:+.2f} %" in summary[0]
+    assert "Q1 (" not in out  # no per-stratum rows by default
+
+    assert run(["retrieval", "--dataset", str(ddir), "--n-boot", "50", "--full"]) == 0
+    full = capsys.readouterr().out
+    n_rows = sum(len(v) for v in s["strata"]["scorers"].values())
+    assert sum(1 for x in full.splitlines() if x.startswith("│") and " Q" in x and " (" in x) == n_rows
+    def heads(text):
+        return " ".join(x for x in text.splitlines() if x.startswith("┃"))
+
+    for col in ("MRR@10", "Recall@100", "randomisat", "direction"):
+        assert col in heads(full) and col not in heads(out)

@@ -122,7 +122,7 @@ def test_user_covariate_file(bundled_encoder, tmp_path):
     summary, _ = _run("concreteness", encoder=bundled_encoder, covariates=cov, controls=("frequency",),
                                n_boot=20, n_perm=20)
     assert summary["n"] == len(WORDS) and summary["partial_spearman"]["n"] == len(WORDS) - 2
-    assert any("2 item(s)" in note and "frequency" in note for note in summary["notes"])
+    assert any("2 items with a value but no frequency control value are excluded" in note for note in summary["notes"])
 
 
 def test_plot_signal(bundled_encoder, tmp_path):
@@ -246,4 +246,8 @@ def test_too_few_items_wording(bundled_encoder):
     with pytest.raises(InputError) as exc:
         run_correlate("frequency", encoder=bundled_encoder, items=["dog", "cat", "house"], n_boot=0, n_perm=0)
     msg = str(exc.value)
-    assert "only 3 item(s) have a frequency value" in msg and "0 of" not in msg and "e.g. []" not in msg
+    assert "only 3 items have a frequency value" in msg and "0 of" not in msg and "e.g. []" not in msg
+    assert "all 3 given items have one" in msg and "(s)" not in msg
+    with pytest.raises(InputError) as exc:
+        run_correlate("frequency", encoder=bundled_encoder, items=["dog"], n_boot=0, n_perm=0)
+    assert str(exc.value).startswith("only 1 item has a frequency value (need at least") and "the one given item has" in str(exc.value)

@@ -188,5 +188,5 @@ def test_read_item_column_aligns_with_read_items(tmp_path):
     with pytest.raises(InputError, match="2 rows but 3 items"):
         read_item_column(csv, "source", 3)
     jl.write_text('{"text": "dog", "source": "a"}\n{"text": "cat", "source": ""}\n')
-    with pytest.raises(InputError, match="1 item\\(s\\) have no source"):
+    with pytest.raises(InputError, match="--by source: 1 item has no source"):
         read_item_column(jl, "source", 2)

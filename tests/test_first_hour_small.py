@@ -91,3 +91,20 @@ def test_the_report_estimate_sums_the_measured_stages(tmp_path):
     assert estimate(cfg)["seconds"] == pytest.approx(sum(q.values()) - q["probes"])
     line = estimate_line(ReportConfig(out=tmp_path / "x", quick=True, only=("norms", "lab")))
     assert line.startswith(f"estimate: about {q['norms'] + q['lab']:.1f} s and {MEASURED['quick']['peak_gb']:.1f} GB")
+
+
+def test_the_report_estimate_of_memory_for_several_models(tmp_path):
+    """Several models run one after another in one process: the measured two-model peak (3.05 GB, no more than one
+    model's) sets the memory line; beyond two models the line says it extrapolates."""
+    from normscope.report import ReportConfig
+    from normscope.report.estimate import EXTRA_MODEL_GB, MEASURED, TWO_MODELS_QUICK_GB, estimate, estimate_line
+
+    cfg = ReportConfig(out=tmp_path / "r", quick=True)
+    one = MEASURED["quick"]["peak_gb"]
+    assert EXTRA_MODEL_GB == max(round(TWO_MODELS_QUICK_GB - one, 2), 0.0)
+    assert estimate(cfg, 2)["peak_gb"] == pytest.approx(one + EXTRA_MODEL_GB)
+    assert estimate(cfg, 2)["memory_basis"] == "measured" and estimate(cfg, 3)["memory_basis"] == "extrapolated"
+    two, three = estimate_line(cfg, 2), estimate_line(cfg, 3)
+    assert f"measured at {TWO_MODELS_QUICK_GB:.1f} GB" in two and "extrapolated" not in two and "not measured" not in two
+    assert "per further model, extrapolated" in three
+    assert "two models" not in estimate_line(cfg, 1)

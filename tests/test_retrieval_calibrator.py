@@ -37,10 +37,11 @@ FP = {"name": "test/lookup", "revision": "planted", "pooling": "none", "dropped_
 
 
 def _features(seed, n=300):
+    """The default signals (top1_score, margin, query_norm); the label follows the scores and, weakly, a small norm."""
     rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 2))
-    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=n) > 0).astype(int)
-    return pd.DataFrame({"top1_score": X[:, 0], "margin": X[:, 1]}), y
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] + 0.5 * X[:, 1] - 0.2 * X[:, 2] + rng.normal(size=n) > 0).astype(int)
+    return pd.DataFrame({"top1_score": X[:, 0], "margin": X[:, 1], "query_norm": 2.0 + 0.3 * X[:, 2]}), y
 
 
 @pytest.mark.parametrize("method,sk", [("isotonic", "isotonic"), ("platt", "sigmoid")])
@@ -161,8 +162,13 @@ def test_cli_writes_the_set_and_refuses_another_fingerprint_in_one_line(tmp_path
 
 
 def test_fit_evaluate_and_every_part_is_disjoint(tmp_path):
-    d, enc = calibration_beir(tmp_path, np.random.default_rng(0))
-    res = run_calibrate(d, encoder=enc, n_boot=200, answer_at=[0.5])
+    d, enc = calibration_beir(tmp_path, np.random.default_rng(0), norm_effect=0.5)
+    res = run_calibrate(d, encoder=enc, n_boot=200, answer_at=[0.5])  # the default signals, the norm among them
+    assert res.signals == ["top1_score", "margin", "query_norm"] and res.signals_note is None
+    assert res.calibrator["signals"] == res.signals
+    held_ids = [f"test-q{i}" for i in range(150)]
+    np.testing.assert_allclose(res.items.set_index("query_id").loc[held_ids, "query_norm"],
+                               [np.linalg.norm(enc.table[q]) for q in held_ids], rtol=1e-6)
     assert res.parts == {"fit": 100, "calibration": 100, "held-out": 150}
     items = res.items
     assert items.groupby("part").size().to_dict() == {"calibration": 100, "fit": 100, "held-out": 150}
@@ -222,9 +228,10 @@ def test_integrations_agree_with_the_pipeline(tmp_path):
     from normscope.retrieval.search import run_to_frame
 
     rng = np.random.default_rng(0)
-    d, enc = calibration_beir(tmp_path / "a", rng, n_test=60)
+    d, enc = calibration_beir(tmp_path / "a", rng, n_test=60, norm_effect=0.5)
     res = run_calibrate(d, encoder=enc, n_boot=100)
     cal = Calibrator.from_dict(res.calibrator)
+    assert cal.signals == ["top1_score", "margin", "query_norm"]  # the default: the integrations need the query vectors
     assert cal.thresholds["answer"]["threshold"] is not None
     docs = [json.loads(x)["_id"] for x in (d / "corpus.jsonl").read_text().splitlines()]
     qids = [f"test-q{i}" for i in range(60)]
@@ -244,7 +251,7 @@ def test_integrations_agree_with_the_pipeline(tmp_path):
     index = build_ann_index(C, docs, scorer="cosine", params=AnnParams(kind="flat"), fingerprint=enc.fingerprint.to_dict())
     index.save(tmp_path / "idx")
     run = index.search(Q, qids, 10)
-    frame = calibrate_index_search(cal, run_to_frame(run), index_dir=tmp_path / "idx")
+    frame = calibrate_index_search(cal, run_to_frame(run), index_dir=tmp_path / "idx", query_vectors=Q)
     np.testing.assert_allclose(frame.set_index("query_id").loc[qids, "p_relevant"], held["p_relevant"], atol=1e-6)
     build_ann_index(C, docs, scorer="inverse_norm", param=0.1, params=AnnParams(kind="flat"),
                     fingerprint=enc.fingerprint.to_dict()).save(tmp_path / "idx2")
@@ -370,3 +377,46 @@ def test_calibrate_reports_nauc_of_the_held_out_queries(tmp_path):
         assert ab["signals"][k]["nauc"] == pytest.approx(float(mteb_nauc(conf, ndcg)), abs=1e-9), k
         lo, hi = ab["signals"][k]["nauc_ci"]
         assert lo <= ab["signals"][k]["nauc"] <= hi
+
+
+def test_default_signals_include_the_query_norm_and_use_it(tmp_path):
+    """The default map has the query's raw norm: where the norm carries the label (planted: a wrong top-1 adds 0.8 to
+    the query norm) it ranks the held-out queries better than the two score signals alone; where the input has no raw
+    norm (a TREC run, normalised vectors) the default leaves it out and says why, and naming it is refused."""
+    from _retrieval_data import LookupEncoder
+
+    d, enc = calibration_beir(tmp_path / "a", np.random.default_rng(3), norm_effect=0.8)
+    res = run_calibrate(d, encoder=enc, n_boot=100)
+    scores_only = run_calibrate(d, encoder=enc, n_boot=100, signals=["top1_score", "margin"])
+    assert res.signals == ["top1_score", "margin", "query_norm"] and scores_only.signals_note is None
+    assert res.heldout["auroc"] > scores_only.heldout["auroc"] + 0.05
+    # the same queries' AUROC by hand (scikit-learn) from the per-query table
+    from sklearn.metrics import roc_auc_score
+
+    held = res.items[res.items.part == "held-out"]
+    assert res.heldout["auroc"] == pytest.approx(roc_auc_score(held.label, held.p_relevant))
+
+    # a TREC run has no query norms: the default falls back to the score signals, with a note
+    from normscope.retrieval.search import FoldedIndex
+
+    docs = [json.loads(x)["_id"] for x in (d / "corpus.jsonl").read_text().splitlines()]
+    qids = sorted(f"test-q{i}" for i in range(150))
+    run = FoldedIndex(np.stack([enc.table[x] for x in docs]).astype(np.float32), docs, "cosine").search(
+        np.stack([enc.table[q] for q in qids]).astype(np.float32), qids, k=100)
+    (tmp_path / "run.trec").write_text("\n".join(f"{q} Q0 {doc} {r + 1} {sc!r} test" for q in qids
+                                                 for r, (doc, sc) in enumerate(run[q].items())) + "\n")
+    fell = run_calibrate(None, encoder=enc, run_file=tmp_path / "run.trec", qrels_file=d / "qrels" / "test.tsv",
+                         n_boot=100)
+    assert fell.signals == ["top1_score", "margin"] and fell.calibrator["signals"] == ["top1_score", "margin"]
+    assert "run.trec has no query_norm column" in fell.signals_note and "\n" not in fell.signals_note
+    assert fell.to_dict()["signals_note"] == fell.signals_note
+    with pytest.raises(InputError, match="has no query_norm column"):
+        run_calibrate(None, encoder=enc, run_file=tmp_path / "run.trec", qrels_file=d / "qrels" / "test.tsv",
+                      n_boot=100, signals=["top1_score", "margin", "query_norm"])
+
+    # normalised vectors: the norm carries nothing; the default says so, naming the norm is refused
+    unit = LookupEncoder({k: v / np.linalg.norm(v) for k, v in enc.table.items()})
+    flat = run_calibrate(d, encoder=unit, n_boot=100)
+    assert flat.signals == ["top1_score", "margin"] and "vectors are normalised" in flat.signals_note
+    with pytest.raises(InputError, match="raw \\(un-normalised\\) vectors"):
+        run_calibrate(d, encoder=unit, n_boot=100, signals=["top1_score", "margin", "query_norm"])

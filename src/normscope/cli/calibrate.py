@@ -150,6 +150,8 @@ def calibrate(
                    calibrator_out: lambda p: write_json(res.calibrator, p),
                    fig: lambda p: plot_reliability(panel, p, ncols=1)},
                   options={out: "-o/--out", json_path: "--json", calibrator_out: "--calibrator", fig: "--fig"})
+    if res.signals_note:
+        err.print(f"note: {res.signals_note}", soft_wrap=True, markup=False, highlight=False)
     print_result(res, make_console(wide=160), err)
     written = [str(p) for p in (calibrator_out, json_path, out, fig) if p is not None]
     if written:

@@ -30,7 +30,7 @@ from normscope.data.beir import SplitQueries, load_dataset_any, load_qrels
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import DataError, InputError
 from normscope.inputs import read_text, split_lines
-from normscope.requests.retrieval import CalibrateRequest
+from normscope.requests.retrieval import DEFAULT_CALIBRATE_SIGNALS, CalibrateRequest
 from normscope.results import StageResult, summary_field
 from normscope.retrieval.calibration import N_BINS, auroc_bootstrap_ci, ece, ece_bootstrap_ci, ece_support, reliability_data
 from normscope.extensions.calibrator import (Calibrator, answer_stats, check_fingerprint,
@@ -41,7 +41,7 @@ from normscope.retrieval.pipeline import (_Phases, _drop_junk, _embed, _junk_ent
 from normscope.retrieval.qpp import QPP_SIGNALS, QPP_SPECS, corpus_scores, qpp_signals
 from normscope.retrieval.result import EceBins
 from normscope.retrieval.search import FoldedIndex, order_run
-from normscope.table import require_raw_norms
+from normscope.table import norms_look_normalised, require_raw_norms
 from normscope.values import Interval, Record
 
 __all__ = ["run_calibrate", "CalibrateResult", "CV_PARTS", "evaluate_calibrator", "read_run", "ThresholdStats",
@@ -144,6 +144,7 @@ class CalibrateResult(StageResult):
     fingerprint: dict = summary_field("model fingerprint")
     target: str = summary_field("label")
     signals: list = summary_field("signals")
+    signals_note: str | None = summary_field("why the default signals left out the query norm (None: they did not)")
     method: str = summary_field("map")
     split: str = summary_field("held-out split")
     parts: dict = summary_field("queries per part", unit="queries")
@@ -268,7 +269,9 @@ def run_calibrate(request: CalibrateRequest, *, encoder=None, progress: bool = F
         What to run (:class:`~normscope.requests.retrieval.CalibrateRequest`). ``dataset``: a BEIR directory
         (or ``scifact`` / ``nfcorpus`` through the data registry, or ``hf:BeIR/<name>``). ``embedding.model``:
         default the calibrator's model with ``apply``, else the bundled MiniLM. ``signals``: features of the
-        map, names of :data:`normscope.retrieval.qpp.QPP_SIGNALS`. ``target_k``: 1, the top-1 is relevant;
+        map, names of :data:`normscope.retrieval.qpp.QPP_SIGNALS`; None: :data:`DEFAULT_CALIBRATE_SIGNALS`
+        (top1_score, margin, query_norm), less ``query_norm`` where the input cannot give it (a run file without
+        a ``query_norm`` column, normalised vectors), said in :attr:`CalibrateResult.signals_note`. ``target_k``: 1, the top-1 is relevant;
         K > 1, some document of the top K is. ``fit_split``: split of the fit and calibration queries
         (``train``, falling back to ``dev``; ``cv`` or None: one split cut into three parts, :data:`CV_PARTS`);
         ``split``: the held-out split. ``precision_target``, ``delta``: "precision >= precision_target with
@@ -309,6 +312,9 @@ def run_calibrate(request: CalibrateRequest, *, encoder=None, progress: bool = F
     runtime = r.embedding.runtime
     seed, n_boot = r.resampling.seed, r.resampling.n_boot
     cal_in = None
+    by_default = signals is None and apply is None
+    if signals is None:
+        signals = DEFAULT_CALIBRATE_SIGNALS
     if apply is not None:
         cal_in = load_calibrator(apply)
         signals, method = list(cal_in.signals), cal_in.method
@@ -327,12 +333,13 @@ def run_calibrate(request: CalibrateRequest, *, encoder=None, progress: bool = F
                              "calibrator")
         src = _from_run_file(run_file, qrels_file, signals=signals, target_k=target_k, max_queries=max_queries, rng=rng,
                              ph=ph, model=model, encoder=encoder, device=device, precision=precision, runtime=runtime,
-                             cal_in=cal_in)
+                             cal_in=cal_in, by_default=by_default)
     else:
         src = _from_dataset(dataset_dir, encoder=encoder, model=model, signals=signals, target_k=target_k,
                             fit_split=fit_split, split=split, max_docs=max_docs, max_queries=max_queries, rng=rng, ph=ph,
                             device=device, precision=precision, runtime=runtime, batch_size=batch_size, progress=progress,
-                            cal_in=cal_in)
+                            cal_in=cal_in, by_default=by_default)
+    signals = src["signals"]
     return _fit_and_evaluate(src, cal_in=cal_in, dataset=str(run_file or dataset_dir), signals=signals, method=method,
                              target_k=target_k, precision_target=precision_target, delta=delta, answer_at=answer_at,
                              keep_k=keep_k, calibration_fraction=calibration_fraction, seed=seed, n_boot=n_boot, rng=rng,
@@ -353,8 +360,14 @@ def _integer_grades_only():
                         "unscaled): write the grades as integers in the qrels file") from None
 
 
+def _without_query_norm(signals, why: str) -> tuple[list, str]:
+    """The default signals less ``query_norm``, and the note that says why."""
+    return ([s for s in signals if s != "query_norm"],
+            f"the default signals leave out query_norm here: {why}; the calibrator uses {', '.join(s for s in signals if s != 'query_norm')}")
+
+
 def _from_dataset(dataset_dir, *, encoder, model, signals, target_k, fit_split, split, max_docs, max_queries, rng, ph,
-                  device, precision, batch_size, progress, cal_in, runtime="torch") -> dict:
+                  device, precision, batch_size, progress, cal_in, runtime="torch", by_default=False) -> dict:
     """Load, embed and search a BEIR dataset: the splits' runs, signals and labels."""
     with ph("loading the dataset", str(dataset_dir)):
         with _integer_grades_only():
@@ -384,6 +397,10 @@ def _from_dataset(dataset_dir, *, encoder, model, signals, target_k, fit_split, 
     fit = _drop_junk(fit, qtabs[fit.split]) if fit else None
     doc_ids, D = list(dtab.ids), dtab.vectors
     doc_norms = np.linalg.norm(D.astype(np.float64), axis=1)
+    note = None
+    if by_default and "query_norm" in signals and norms_look_normalised(doc_norms):
+        signals, note = _without_query_norm(signals, "the vectors are normalised (every document norm is "
+                                                     f"{float(np.median(doc_norms)):.6g}), so the norm carries nothing")
     if any({"doc_norms", "query_norm"} & set(QPP_SPECS[s].needs) for s in signals):
         require_raw_norms(doc_norms, "the calibrator's norm signals")
     index = FoldedIndex(D, doc_ids, "cosine")
@@ -402,7 +419,7 @@ def _from_dataset(dataset_dir, *, encoder, model, signals, target_k, fit_split, 
         run_ev, f_ev, y_ev = split_signals(ev)
         run_fit, f_fit, y_fit = split_signals(fit) if fit else (None, None, None)
     return {"name": ds.name, "ev": ev, "fit": fit, "run_ev": run_ev, "f_ev": f_ev, "y_ev": y_ev, "run_fit": run_fit,
-            "f_fit": f_fit, "y_fit": y_fit, "fp": encoder.fingerprint,
+            "f_fit": f_fit, "y_fit": y_fit, "fp": encoder.fingerprint, "signals": list(signals), "signals_note": note,
             "junk": {"documents": dtab.junk.to_dict(), "queries": _junk_entry(qtabs)}}
 
 
@@ -471,7 +488,7 @@ def read_run(path) -> tuple[dict, dict]:
 
 
 def _from_run_file(run_file, qrels_file, *, signals, target_k, max_queries, rng, ph, model, encoder, device, precision,
-                   cal_in, runtime="torch") -> dict:
+                   cal_in, runtime="torch", by_default=False) -> dict:
     """A run file and its qrels: one part of judged queries, its signals and labels."""
     no = [s for s in signals if {"corpus_score", "query_text"} & set(QPP_SPECS[s].needs)]
     if no:
@@ -491,7 +508,10 @@ def _from_run_file(run_file, qrels_file, *, signals, target_k, max_queries, rng,
             raise InputError(f"no query of {run_file} has a relevant judgement in {qrels_file}")
         if max_queries is not None and max_queries < len(ids):
             ids = [ids[i] for i in np.sort(rng.choice(len(ids), size=max_queries, replace=False))]
-        kw = {}
+        kw, note = {}, None
+        if by_default and "query_norm" in signals and "query_norm" not in norms:
+            signals, note = _without_query_norm(signals, f"{run_file} has no query_norm column (a TREC run never has; "
+                                                         "the -o parquet of `normscope retrieval` has)")
         if any("query_norm" in QPP_SPECS[s].needs for s in signals):
             if "query_norm" not in norms:
                 raise InputError(f"{run_file} has no query_norm column (needed by the query_norm signal)")
@@ -505,7 +525,7 @@ def _from_run_file(run_file, qrels_file, *, signals, target_k, max_queries, rng,
                           {"judged": len(qrels), "evaluated": len(ids)})
     return {"name": str(run_file), "ev": ev, "fit": None, "run_ev": run, "f_ev": feats,
             "y_ev": target_labels(run, qrels, ids, target_k), "run_fit": None, "f_fit": None, "y_fit": None,
-            "fp": encoder.fingerprint, "junk": {}}
+            "fp": encoder.fingerprint, "junk": {}, "signals": list(signals), "signals_note": note}
 
 
 def _fit_and_evaluate(src: dict, *, cal_in, dataset, signals, method, target_k, precision_target, delta, answer_at,
@@ -581,6 +601,7 @@ def _fit_and_evaluate(src: dict, *, cal_in, dataset, signals, method, target_k, 
                          "a measurement, not a guaranteed value"}
     return CalibrateResult(
         mode="apply" if cal_in is not None else "fit", dataset=dataset, dataset_name=src["name"], model=fp.name,
-        fingerprint={**fp.to_dict(), "key": fp.key}, target=target_name(target_k), signals=list(signals), method=method,
+        fingerprint={**fp.to_dict(), "key": fp.key}, target=target_name(target_k), signals=list(signals),
+        signals_note=src.get("signals_note"), method=method,
         split=ev.split, parts=parts, seed=int(seed), calibrator=cal.to_dict(), heldout=heldout, shift=shift,
         junk=src["junk"], abstention=abstention, items=items, timings=ph.timings)

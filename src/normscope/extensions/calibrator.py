@@ -37,7 +37,7 @@ import numpy as np
 
 from normscope._io import OutsideFolder, read_inside, write_json
 from normscope.errors import InputError
-from normscope.requests.retrieval import CalibrateRequest
+from normscope.requests.retrieval import DEFAULT_CALIBRATE_SIGNALS
 from normscope.retrieval.qpp import QPP_SIGNALS, QPP_SPECS, qpp_signals
 from normscope.table import ModelFingerprint
 
@@ -63,8 +63,9 @@ __all__ = [
 
 FORMAT = "normscope-calibrator"
 VERSION = 1
-#: Signals of the default calibrator: only the run's own scores (any cosine run, normalised vectors included).
-DEFAULT_SIGNALS: tuple[str, ...] = CalibrateRequest.defaults()["signals"]  # defined with the command's request
+#: Signals of the default calibrator: the run's top-1 score and margin and the query's raw norm (defined with the
+#: command's request; ``run_calibrate`` leaves the norm out, with a note, where the input has no raw norms).
+DEFAULT_SIGNALS: tuple[str, ...] = DEFAULT_CALIBRATE_SIGNALS
 #: ``--method`` -> scikit-learn's ``CalibratedClassifierCV(method=)``.
 METHODS = {"isotonic": "isotonic", "platt": "sigmoid"}
 #: Thresholds on P(relevant) tested by Learn-then-Test (fixed before any data; Bonferroni-Holm over all 10).

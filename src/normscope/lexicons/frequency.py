@@ -6,6 +6,8 @@ per billion words: 1 = one per 100 million words, 7 = one per thousand ("the" is
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import functools
 import gzip
 import math
@@ -13,10 +15,12 @@ import os
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from normscope.errors import DataError, InputError
 from normscope.data.files import data_file
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["zipf_frequency", "load_subtlex", "subtlex_zipf", "SUBTLEX_CORPUS_MILLIONS"]
 
@@ -70,6 +74,8 @@ def zipf_frequency(items: Sequence[str], *, lang: str = "en") -> np.ndarray:
 
 @functools.lru_cache(maxsize=2)
 def _read_subtlex(path: str) -> pd.DataFrame:
+    import pandas as pd  # deferred: the CLI starts without pandas (benchmarks/cli_startup.py)
+
     opener = gzip.open if path.endswith(".gz") else open
     words: list[str] = []
     counts: list[int] = []

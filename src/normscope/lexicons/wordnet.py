@@ -25,6 +25,8 @@ a data folder's copy (NLTK layout, or the archive ``wordnet-3.0.tgz`` extracted 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import contextlib
 import functools
 import os
@@ -35,13 +37,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from normscope.data import data_path
 from normscope.data.verify import sha256_file
 from normscope.encoders.bundled import cache_dir
 from normscope.requests.correlate import MEASURES
 from normscope.errors import DataError, InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "load_wordnet",
@@ -225,6 +229,8 @@ def wordnet_specificity(
     InputError
         If ``aggregation`` is unknown or WordNet is not found.
     """
+    import pandas as pd  # deferred: the CLI starts without pandas (benchmarks/cli_startup.py)
+
     if aggregation not in ("first", "mean"):
         raise InputError(f"unknown aggregation {aggregation!r}: use 'first' or 'mean'")
     wn = load_wordnet() if wordnet is None else wordnet

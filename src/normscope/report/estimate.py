@@ -11,6 +11,14 @@ no GPU), with the data found locally and an empty embedding cache (``scripts/rep
 
 A stage whose finished record is already in ``OUT/stages`` (and ``--force`` is not given) is counted as
 reused. With several models the model's own stages run once per model, the labs once (docs/report.md).
+
+Memory with several models (they run one after another in one process): a two-model ``report --quick``
+(all-MiniLM-L6-v2 then paraphrase-MiniLM-L3-v2, the embedding cache warm) peaked at 3.05 GB RSS
+(``/usr/bin/time -v`` maximum RSS / 2^20, the unit of the one-model figures; 2026-12-03, 15 min 34 s wall, 388 s
+of CPU, at load 5-7): no more than one model's 3.1 GB, so the second model reuses the first one's memory.
+:data:`EXTRA_MODEL_GB`, the two-model peak less the one-model quick peak (floored at 0), is added per further
+model: measured for two models of the bundled model's size or smaller, extrapolated beyond (said so in the
+line); a larger model (all-mpnet-base-v2) has a larger peak of its own, not measured here.
 """
 
 from __future__ import annotations
@@ -38,6 +46,11 @@ MEASURED: dict[str, dict] = {
 }
 
 
+#: Peak RSS (GB) of the two-model quick report (module docstring) and what each model after the first adds.
+TWO_MODELS_QUICK_GB = 3.05
+EXTRA_MODEL_GB = max(round(TWO_MODELS_QUICK_GB - MEASURED["quick"]["peak_gb"], 2), 0.0)
+
+
 def estimate(config: ReportConfig, n_models: int = 1) -> dict:
     """Seconds and peak memory a report should take on the development machine (see the module docstring).
 
@@ -51,8 +64,10 @@ def estimate(config: ReportConfig, n_models: int = 1) -> dict:
     Returns
     -------
     dict
-        ``seconds`` (float), ``peak_gb`` (float, one model's peak RSS), ``stages`` (the selected stage names),
-        ``reused`` (selected stages whose finished record is in ``OUT/stages``), ``source``.
+        ``seconds`` (float), ``peak_gb`` (float, peak RSS of the run: one model's, plus :data:`EXTRA_MODEL_GB` per
+        further model), ``memory_basis`` (``measured``, or ``extrapolated`` beyond the two models measured),
+        ``stages`` (the selected stage names), ``reused`` (selected stages whose finished record is in
+        ``OUT/stages``), ``source``.
     """
     m = MEASURED["quick" if config.preset == "quick" else "full"]
     out = Path(config.out)
@@ -63,8 +78,10 @@ def estimate(config: ReportConfig, n_models: int = 1) -> dict:
         if st.name in reused:
             continue
         total += m["seconds"].get(st.name, 0.0) * (n_models if st.uses_model else 1)
-    return {"seconds": total, "peak_gb": m["peak_gb"], "stages": [st.name for st in selected], "reused": reused,
-            "source": m["source"]}
+    peak = m["peak_gb"] + max(n_models - 1, 0) * max(EXTRA_MODEL_GB, 0.0)
+    basis = "measured" if n_models == 1 or (n_models == 2 and config.preset == "quick") else "extrapolated"
+    return {"seconds": total, "peak_gb": peak, "memory_basis": basis, "stages": [st.name for st in selected],
+            "reused": reused, "source": m["source"]}
 
 
 def estimate_line(config: ReportConfig, n_models: int = 1) -> str:
@@ -73,8 +90,11 @@ def estimate_line(config: ReportConfig, n_models: int = 1) -> str:
     or fewer cores take longer``."""
     e = estimate(config, n_models)
     models = "the bundled all-MiniLM-L6-v2" if n_models == 1 else f"{n_models} models of the bundled model's size"
-    mem = f"{e['peak_gb']:.1f} GB of memory" + (" for one model (several models: more; not measured)"
-                                                 if n_models > 1 else "")
+    mem = f"{e['peak_gb']:.1f} GB of memory"
+    if n_models > 1:
+        mem += (f" (two models, quick sizes, measured at {TWO_MODELS_QUICK_GB:.1f} GB: they run one after another"
+                + ("" if e["memory_basis"] == "measured" else f"; {EXTRA_MODEL_GB:.1f} GB per further model, extrapolated")
+                + ")")
     reused = f"; {len(e['reused'])} stage(s) already in {config.out}/stages may be reused" if e["reused"] else ""
     return (f"estimate: about {duration(e['seconds'])} and {mem} for {models} on 2 CPU cores ({config.preset} sizes, "
             f"{len(e['stages'])} stages; {e['source']}){reused}; a larger model, a loaded machine or fewer cores "

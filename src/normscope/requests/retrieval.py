@@ -10,7 +10,10 @@ from normscope.errors import InputError
 from normscope.requests import Embedding, Engine, Request, Resampling, param, said
 from normscope.scoring import PARAM_NAMES, SCORERS
 
-__all__ = ["RetrievalRequest", "CalibrateRequest", "Relevance"]
+__all__ = ["RetrievalRequest", "CalibrateRequest", "Relevance", "DEFAULT_CALIBRATE_SIGNALS"]
+
+#: ``calibrate``'s default features: the two free score signals and the query's raw norm (the paper's signal).
+DEFAULT_CALIBRATE_SIGNALS: tuple[str, ...] = ("top1_score", "margin", "query_norm")
 
 #: How judgement scores become nDCG gains (:func:`normscope.retrieval.evaluate.relevance_qrels`).
 Relevance = Literal["graded", "binary"]
@@ -122,8 +125,12 @@ class CalibrateRequest(Request):
     dataset : str or None
         A BEIR directory, ``scifact`` / ``nfcorpus``, or ``hf:BeIR/<name>``; or instead ``run_file`` (a cosine
         run: TREC text or a parquet) with ``qrels_file``.
-    signals : tuple of str
-        Features of the map (:data:`normscope.retrieval.qpp.QPP_SIGNALS`); with ``apply``, the calibrator's.
+    signals : tuple of str or None
+        Features of the map (:data:`normscope.retrieval.qpp.QPP_SIGNALS`); with ``apply``, the calibrator's. None:
+        the default, :data:`DEFAULT_CALIBRATE_SIGNALS` (``top1_score``, ``margin`` and the query's raw norm
+        ``query_norm``); the query norm is left out, with a note, where the input cannot give it (a run file
+        without a ``query_norm`` column, or normalised vectors). Named explicitly, a signal the input cannot
+        give is refused.
     method : {"isotonic", "platt"}
     target_k : int
         1: the top-1 is relevant; K: some document of the top K is (K <= 100).
@@ -155,11 +162,11 @@ class CalibrateRequest(Request):
                                  help="Instead of --dataset: a cosine run (TREC run text, or the -o parquet of "
                                  "`normscope retrieval` / `index search`), with --qrels and --model.")
     qrels_file: str | None = param(None, cli="--qrels", help="Judgements of --run (BEIR TSV or TREC qrels).")
-    signals: tuple[str, ...] = param(("top1_score", "margin"), cli="--signal",
-                                     help="Signal of the map (repeatable or a comma list; default top1_score and "
-                                     "margin; add query_norm, the query's raw norm, to test the norm): query_length, "
-                                     "query_norm, top1_score, margin, nqc, wig, smv, sigma_k, sigma_max, top_doc_norm, "
-                                     "doc_norm_spread.")
+    signals: tuple[str, ...] | None = param(None, cli="--signal",
+                                            help="Signal of the map (repeatable or a comma list; default top1_score, "
+                                            "margin and query_norm, the query's raw norm, which is left out with a note "
+                                            "where the input has no raw norms): query_length, query_norm, top1_score, "
+                                            "margin, nqc, wig, smv, sigma_k, sigma_max, top_doc_norm, doc_norm_spread.")
     method: Literal["isotonic", "platt"] = param("isotonic", cli="--method",
                                                  help="isotonic or platt (CalibratedClassifierCV, cross-fitted).")
     target_k: int = param(1, min=1, max=100, cli="--target-k",

@@ -10,12 +10,15 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from normscope.errors import DataError, InputError
 from normscope.data.files import data_file
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["load_concreteness", "concreteness", "concreteness_words"]
 
@@ -25,6 +28,8 @@ _REQUIRED = ("Word", "Bigram", "Conc.M")
 
 @functools.lru_cache(maxsize=2)
 def _read(path: str) -> pd.DataFrame:
+    import pandas as pd  # deferred: pandas is not needed to start the CLI (benchmarks/cli_startup.py)
+
     try:
         # keep_default_na=False: words such as "null", "nan" and "NA" are real entries;
         # the file is tab-separated with CRLF endings (handled by the C parser).
@@ -87,6 +92,8 @@ def concreteness(words: Sequence[str], *, path: str | os.PathLike | None = None)
     -------
     ndarray of shape (n,), float64; NaN for words not rated.
     """
+    import pandas as pd  # deferred (start-up)
+
     df = load_concreteness(path)
     lut = df.drop_duplicates("key").set_index("key")["conc_m"]
     keys = pd.Index([" ".join(str(w).lower().split()) for w in words])

@@ -9,16 +9,20 @@ each item, for ``--by``) of a CSV or JSONL items file, aligned with
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from normscope.datasets import wordfreq_words
 from normscope.errors import InputError
 from normscope.inputs import csv_records, read_text, split_lines
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["ItemSet", "default_item_set", "read_covariate_file", "read_item_column", "sample_indices", "DEFAULT_N"]
 
@@ -140,6 +144,8 @@ def read_covariate_file(path: str | Path, signal: str) -> pd.DataFrame:
     InputError
         Missing file, unparsable CSV, or missing ``item`` / value column (found columns named).
     """
+    import pandas as pd  # deferred: the CLI starts without pandas (benchmarks/cli_startup.py)
+
     p = Path(path)
     if not p.is_file():
         raise InputError(f"covariate file not found: {p}")
@@ -208,5 +214,6 @@ def read_item_column(path: str | Path, column: str, n_items: int) -> np.ndarray:
         raise InputError(f"--by {column}: {p} has {len(values)} rows but {n_items} items")
     empty = [i for i, v in enumerate(values) if v is None or not str(v).strip()]
     if empty:
-        raise InputError(f"--by {column}: {len(empty)} item(s) have no {column} (e.g. item {empty[0]})")
+        raise InputError(f"--by {column}: {len(empty):,} {'item has' if len(empty) == 1 else 'items have'} no {column} "
+                         f"(e.g. item {empty[0]})")
     return np.asarray([str(v).strip() for v in values], dtype=object)

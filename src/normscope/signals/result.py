@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from normscope.results import StageResult, summary_field
 from normscope.values import Correlation, Duplicates, Interval, JunkSummary, NormError, Record
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _empty_items() -> pd.DataFrame:
+    """An empty per-item table (pandas imported when a result is made, not when the CLI starts)."""
+    import pandas as pd
+
+    return pd.DataFrame()
+
 
 __all__ = ["CorrelateResult", "PartialCorrelation", "NormLength", "Stratum", "LengthMatched", "MatchedShare", "LENGTH_UNIT"]
 
@@ -188,4 +198,5 @@ class CorrelateResult(StageResult):
     entropy_unit: str | None = summary_field("entropy unit", default=None)
     pair_format: str | None = summary_field("pair format", default=None)
     notes: list[str] = summary_field("notes", default_factory=list)
-    items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame, repr=False)
+    # a pandas.DataFrame; annotated Any so that the field types resolve without importing pandas (Record.field_types)
+    items: Any = dataclasses.field(default_factory=_empty_items, repr=False)

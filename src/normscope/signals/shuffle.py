@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from normscope._format import plural
 from normscope.encoders import DEFAULT_MODEL, load_encoder
 from normscope.encoders.embed import embed_texts
 from normscope.errors import DataMissing, InputError
@@ -262,9 +263,9 @@ def _left_out(texts: list[str], shuffled: list, counts: dict, notes: list[str]) 
     counts["n_short"] = int(sum(short))
     counts["n_unshufflable"] = int(sum(s is None and not sh for s, sh in zip(shuffled, short)))
     if counts["n_short"]:
-        notes.append(f"{counts['n_short']} text(s) of fewer than 2 words left out (nothing to shuffle)")
+        notes.append(f"{plural(counts['n_short'], 'text')} of fewer than 2 words left out (nothing to shuffle)")
     if counts["n_unshufflable"]:
-        notes.append(f"{counts['n_unshufflable']} text(s) left out: every shuffle reproduced the text "
+        notes.append(f"{plural(counts['n_unshufflable'], 'text')} left out: every shuffle reproduced the text "
                      f"(all words the same, or {MAX_DRAWS} identity draws)")
     return [k for k, s in enumerate(shuffled) if s is not None]
 
@@ -345,7 +346,7 @@ def run_shuffle(*, items: Sequence[str] | None = None, ids: Sequence[str] | None
     pos, dup = collapse_duplicates(keys, ids)
     counts["n_duplicates"] = 0 if keep_duplicates else int(dup["count"])
     if not keep_duplicates and dup["count"]:
-        notes.append(f"{dup['count']} exact duplicate text(s) left out (each text counted once, smallest id kept)")
+        notes.append(f"{plural(dup['count'], 'exact duplicate text')} left out (each text counted once, smallest id kept)")
         ids, texts = [ids[i] for i in pos], [texts[i] for i in pos]
         st = st[np.asarray(pos, dtype=np.intp)] if st is not None else None
     shuffled = [shuffle_words(t, item_rng(seed, i)) for t, i in zip(texts, ids)]
@@ -353,7 +354,8 @@ def run_shuffle(*, items: Sequence[str] | None = None, ids: Sequence[str] | None
     ids, texts, shuffled = [ids[k] for k in ok], [texts[k] for k in ok], [shuffled[k] for k in ok]
     st = st[np.asarray(ok, dtype=np.intp)] if st is not None else None
     if len(ids) < MIN_PAIRS:
-        raise InputError(f"only {len(ids)} text(s) can be shuffled (need at least {MIN_PAIRS}): give texts of at "
+        raise InputError(f"{'no text' if not ids else 'only ' + plural(len(ids), 'text')} can be shuffled (need at least "
+                         f"{MIN_PAIRS}): give texts of at "
                          "least two different words")
     if encoder is None:
         encoder = load_encoder(model, device=e.device, precision=e.precision, runtime=e.runtime)
@@ -384,7 +386,8 @@ def run_shuffle(*, items: Sequence[str] | None = None, ids: Sequence[str] | None
         notes.append(f"{len(mismatch)} pair(s) differ in token count after the model's tokenizer (shown, not left "
                      f"out; e.g. ids {', '.join(mismatch[:5])})")
     if counts["n_truncated"]:
-        notes.append(f"{counts['n_truncated']} text(s) were cut at the model's maximum sequence length")
+        notes.append(f"{plural(counts['n_truncated'], 'text')} {'was' if counts['n_truncated'] == 1 else 'were'} cut at the "
+                     "model's maximum sequence length")
     items_df = pd.DataFrame({"id": both, "item": [texts[r] for r in rows], "shuffled": [shuffled[r] for r in rows],
                              "norm": n0[a], "norm_shuffled": n1[b], "rel_change": n1[b] / n0[a] - 1.0,
                              "tokens": tok0, "tokens_shuffled": tok1})

@@ -14,11 +14,12 @@ the source, not the signal.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from normscope._format import plural
 from normscope._progress import step
@@ -32,6 +33,9 @@ from normscope.signals.items import ItemSet, default_item_set
 from normscope.signals.labels import CONTROLS, COVARIATE_LABEL, MIN_VALID, SIGNALS, covariate_label, model_name
 from normscope.signals.result import LENGTH_UNIT, CorrelateResult
 from normscope.table import require_raw_norms
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["SIGNALS", "CONTROLS", "MIN_VALID", "COVARIATE_LABEL", "run_correlate", "model_name"]
 
@@ -62,6 +66,8 @@ def _check_args(signal, controls, extra_cols, n, measure, dataset, by, covariate
 
 
 def _user_item_set(items, ids, covariates, strata, by, extra_cols) -> ItemSet:
+    import pandas as pd  # deferred: the CLI starts without pandas (benchmarks/cli_startup.py)
+
     extras: dict[str, np.ndarray] = {}
     cov = None
     if covariates is not None:
@@ -106,12 +112,12 @@ def _duplicates(iset: ItemSet, keep: bool, notes: list[str]) -> tuple[ItemSet, d
         return iset, info
     where = " within a source" if iset.strata is not None else ""
     if keep:
-        notes.append(f"{info['count']} item(s) repeat the text of another item{where} ({info['groups']} distinct texts "
-                     "with copies) and were kept (--keep-duplicates): every CI and p-value counts each copy as an "
+        notes.append(f"{plural(info['count'], 'item')} {'repeats' if info['count'] == 1 else 'repeat'} the text of "
+                     f"another item{where} ({plural(info['groups'], 'distinct text')} with copies) and were kept (--keep-duplicates): every CI and p-value counts each copy as an "
                      "independent item")
         return iset, info
-    notes.append(f"{info['count']} exact duplicate item(s){where} left out: {info['groups']} text(s) had copies and each "
-                 "is counted once (the copy with the smallest id kept; --keep-duplicates keeps them all)")
+    notes.append(f"{plural(info['count'], 'exact duplicate item')}{where} left out: {plural(info['groups'], 'text')} "
+                 f"had copies and each is counted once (the copy with the smallest id kept; --keep-duplicates keeps them all)")
     idx = np.asarray(pos, dtype=np.intp)
     return dataclasses.replace(
         iset, ids=[iset.ids[i] for i in pos], texts=[iset.texts[i] for i in pos],
@@ -182,8 +188,9 @@ def _partial(cov, norm, ctrl, *, strata=None, by=None, n_boot, n_perm, seed, whe
         n_ctrl_missing = int((ok & ~np.isfinite(z).all(axis=1)).sum())
         if n_ctrl_missing:
             bad = [c for c in used if not np.isfinite(used[c][ok]).all()]
-            notes.append(f"{where}partial correlation: {n_ctrl_missing} item(s) with a value but no "
-                         f"{'/'.join(bad)} control value are excluded from it (n = {res.n})")
+            notes.append(f"{where}partial correlation: {plural(n_ctrl_missing, 'item')} with a value but no "
+                         f"{'/'.join(bad)} control value {'is' if n_ctrl_missing == 1 else 'are'} excluded from it "
+                         f"(n = {res.n})")
     return out
 
 
@@ -210,7 +217,7 @@ def _stratum_rows(names, strata, cov, norm, length, ctrl, *, by, n_boot, n_perm,
                "mean_covariate": float(np.mean(cov[ok])) if ok.any() else None,
                "mean_norm": float(np.mean(norm[ok])) if ok.any() else None}
         if row["n"] < MIN_VALID or np.ptp(cov[ok]) == 0 or np.ptp(norm[ok]) == 0:
-            notes.append(f"{by} '{name}': {row['n']} valid item(s), too few or a constant value: no correlation")
+            notes.append(f"{by} '{name}': {plural(row['n'], 'valid item')}, too few or a constant value: no correlation")
             rows.append(row)
             continue
         r = correlation(norm[m], cov[m], n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=MIN_VALID).to_dict()
@@ -396,6 +403,8 @@ def _covariate(r: CorrelateRequest, texts: list[str], extras: dict) -> np.ndarra
 
 def _items_table(table, kept: _Kept) -> pd.DataFrame:
     """The per-item table: id, item, norm, covariate, tokens, stratum, extra columns, ``control_*``."""
+    import pandas as pd  # deferred: the CLI starts without pandas (benchmarks/cli_startup.py)
+
     texts = kept.texts
     items_df = pd.DataFrame({"id": table.ids, "item": texts, "norm": kept.norm, "covariate": kept.cov,
                              "tokens": table.tokens if table.tokens is not None else np.full(len(texts), np.nan)})
@@ -414,10 +423,12 @@ def _check_valid(cov: np.ndarray, texts: list[str], signal: str) -> np.ndarray:
     n_missing = int(missing.sum())
     valid = int((~missing).sum())
     if valid < MIN_VALID:
-        why = (f"{n_missing} of {len(texts)} items have none (e.g. {[texts[i] for i in np.flatnonzero(missing)[:5]]})"
-               if n_missing else f"all {len(texts)} given item(s) have one: use more items (a larger --n or a longer "
-               "--items file)")
-        raise InputError(f"only {valid} item(s) have a {signal} value (need at least {MIN_VALID}); {why}")
+        why = (f"{n_missing:,} of {plural(len(texts), 'item')} {'has' if n_missing == 1 else 'have'} none "
+               f"(e.g. {[texts[i] for i in np.flatnonzero(missing)[:5]]})"
+               if n_missing else f"{'the one given item has' if len(texts) == 1 else f'all {len(texts):,} given items have'}"
+               " one: use more items (a larger --n or a longer --items file)")
+        lead = "no item has" if valid == 0 else f"only {plural(valid, 'item')} {'has' if valid == 1 else 'have'}"
+        raise InputError(f"{lead} a {signal} value (need at least {MIN_VALID}); {why}")
     return missing
 
 

@@ -20,16 +20,20 @@ tokenizer's pair encoding ``[CLS] premise [SEP] hypothesis [SEP]``; the token-ty
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from normscope.data import data_path
 from normscope.errors import DataError, InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "label_entropy",
@@ -128,6 +132,8 @@ def load_chaosnli(
     DataError
         A line that is not valid JSON.
     """
+    import pandas as pd  # deferred: the CLI starts without pandas (benchmarks/cli_startup.py)
+
     p = _chaos_dir(path)
     if p.is_file():
         files = [("file", p)]
