@@ -299,7 +299,8 @@ def test_min_prob_abstains_in_index_search_and_semantic_search(tmp_path, capsys)
     from normscope.retrieval.search import run_to_frame
 
     d, enc = calibration_beir(tmp_path / "a", np.random.default_rng(0), n_test=60)
-    res = run_calibrate(d, encoder=enc, n_boot=50)
+    # the score signals (the default before the norm joined it): their Learn-then-Test threshold exists on this data
+    res = run_calibrate(d, encoder=enc, n_boot=50, signals=["top1_score", "margin"])
     cal_path = Calibrator.from_dict(res.calibrator).save(tmp_path / "cal.json")
     docs = [json.loads(x)["_id"] for x in (d / "corpus.jsonl").read_text().splitlines()]
     C = np.stack([enc.table[x] for x in docs]).astype(np.float32)
@@ -308,7 +309,8 @@ def test_min_prob_abstains_in_index_search_and_semantic_search(tmp_path, capsys)
     index.save(tmp_path / "idx")
     np.save(tmp_path / "q.npy", Q)
     qids = [str(i) for i in range(60)]
-    p = calibrate_index_search(cal_path, run_to_frame(index.search(Q, qids, 10)), index_dir=tmp_path / "idx")
+    p = calibrate_index_search(cal_path, run_to_frame(index.search(Q, qids, 10)), index_dir=tmp_path / "idx",
+                               query_vectors=Q)
     p = p.set_index("query_id")["p_relevant"]
     P = float(np.median(p))  # about half the queries answered
     want = sorted(q for q in qids if p[q] >= P)
