@@ -74,8 +74,9 @@ _META_KEY = b"normscope.fingerprint"
 
 #: Numeric precisions of a model's forward pass (``load_encoder(..., precision=)``).
 PRECISIONS = ("fp32", "bf16")
-#: Inference runtimes of a model's forward pass (``load_encoder(..., runtime=)``).
-RUNTIMES = ("torch", "openvino")
+#: Inference runtimes of a model's forward pass (``load_encoder(..., runtime=)``): ``auto`` picks one of the other two
+#: by measurement (:func:`normscope.encoders.openvino_runtime.choose_runtime`); a fingerprint records the one that ran.
+RUNTIMES = ("auto", "torch", "openvino")
 
 
 @dataclasses.dataclass(frozen=True)
