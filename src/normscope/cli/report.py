@@ -37,7 +37,7 @@ def report(
                                           "one says which `normscope data fetch` to run); same as `normscope --offline report`.")] = False,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write summary.json to this path.")] = None,
     precision: Precision = "fp32",
-    runtime: Runtime = "torch",
+    runtime: Runtime = "auto",
     engine: Engine = "local",
     address: Address = None,
 ) -> None:

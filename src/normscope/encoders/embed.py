@@ -80,8 +80,9 @@ def embed_texts(
         Name of the items in messages (``"queries"``, ``"documents"``).
     precision : {"fp32", "bf16"}, keyword-only
         Precision of the forward pass when ``encoder`` is not given (see :func:`load_encoder`).
-    runtime : {"torch", "openvino"}, keyword-only
-        Runtime of the forward pass when ``encoder`` is not given (see :func:`load_encoder`).
+    runtime : {"torch", "auto", "openvino"}, keyword-only
+        Runtime of the forward pass when ``encoder`` is not given (see :func:`load_encoder`; the commands pass
+        their ``--runtime``, default ``auto``).
     precision_sample : int, keyword-only
         With a reduced-precision encoder, items re-embedded in fp32 to measure the norm error
         (:func:`normscope.encoders.precision.norm_error_vs_fp32`; 0: not measured).
@@ -187,9 +188,9 @@ def embed_input(
         ``wordfreq`` (Speer et al.) instead of ``input``.
     precision : {"fp32", "bf16"}
         Precision of the model's forward pass (:func:`normscope.encoders.load_encoder`).
-    runtime : {"torch", "openvino"}
-        Runtime of the model's forward pass (:func:`normscope.encoders.load_encoder`; not for
-        precomputed vectors or image folders).
+    runtime : {"torch", "auto", "openvino"}
+        Runtime of the model's forward pass (:func:`normscope.encoders.load_encoder`; ``openvino`` not for
+        precomputed vectors or image folders; ``embed`` passes its ``--runtime``, default ``auto``).
 
     Returns
     -------
@@ -235,7 +236,7 @@ def embed_input(
             if precision != "fp32":
                 raise InputError(f"--precision {precision} applies to models; {input} holds precomputed vectors "
                                  "(used as stored): use fp32")
-            if runtime != "torch":
+            if runtime == "openvino":
                 raise InputError(f"--runtime {runtime} applies to models; {input} holds precomputed vectors "
                                  "(used as stored): use --runtime torch")
             table = load_precomputed(input)

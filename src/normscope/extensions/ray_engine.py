@@ -96,7 +96,8 @@ class EncoderSpec:
 
     @classmethod
     def from_encoder(cls, encoder) -> "EncoderSpec":
-        """The spec that rebuilds ``encoder`` on a worker (name, backend and pooling of its fingerprint).
+        """The spec that rebuilds ``encoder`` on a worker (name, backend, pooling, precision and runtime of its
+        fingerprint: an encoder on OpenVINO runs on OpenVINO in every worker, at the worker's thread count).
 
         Raises
         ------
@@ -108,8 +109,9 @@ class EncoderSpec:
             raise InputError("the ray engine embeds texts with a model; precomputed vectors need no engine")
         pooling = fp.pooling if fp.backend == "huggingface" else None
         device = "cuda" if str(getattr(encoder, "device", "cpu")).startswith("cuda") else "cpu"
+        runtime = "openvino" if str(getattr(fp, "runtime", "torch")).startswith("openvino") else "torch"
         return cls(model=fp.name, backend=fp.backend, pooling=pooling, device=device, fingerprint=fp,
-                   options={"precision": getattr(fp, "precision", "fp32")})
+                   options={"precision": getattr(fp, "precision", "fp32"), "runtime": runtime})
 
     def load(self):
         enc = load_encoder(self.model, backend=self.backend, pooling=self.pooling, device=self.device,
