@@ -320,21 +320,30 @@ def test_auto_without_openvino_or_off_its_scope_is_torch_without_a_word(tmp_path
     assert capsys.readouterr().err == ""
 
 
-def test_report_runs_its_inference_stages_on_openvino_and_its_commands_reproduce(tmp_path, monkeypatch, bundled_encoder):
-    """``ReportConfig(runtime="openvino")``: the norms stage embeds in OpenVINO (fingerprint, command with
-    ``--runtime openvino``, the printed command reproduces the numbers), the tokens stage reads the torch
-    twin's weight table, and the norms equal the torch encoder's own."""
+@pytest.mark.parametrize("runtime", ["openvino", "auto"])
+def test_report_runs_its_inference_stages_on_openvino_and_its_commands_reproduce(tmp_path, monkeypatch,
+                                                                                 bundled_encoder, runtime):
+    """``ReportConfig(runtime="openvino")`` and the default ``auto`` (which takes OpenVINO here): the norms stage
+    embeds in OpenVINO (fingerprint, command, the printed command reproduces the numbers), the page and
+    summary.json state the runtime, the tokens stage reads the torch twin's weight table, and the norms equal
+    the torch encoder's own."""
     require_openvino()
     from _reproduce import check_reproduces
     from normscope.datasets import wordfreq_words
     from normscope.report import ReportConfig, Sizes, run_report
 
     cfg = ReportConfig(out=tmp_path / "r", sizes=Sizes(words=40, n_boot=20, n_perm=20), only=("norms", "tokens"),
-                       runtime="openvino")
+                       runtime=runtime)
     res = run_report(cfg, encoder=bundled_encoder, progress=False)
     norms = res.summary["norm_distribution"]
     assert norms["status"] == "ok" and norms["result"]["fingerprint"]["runtime"] == "openvino:f32"
-    assert "--runtime openvino" in norms["command"]
+    assert ("--runtime openvino" in norms["command"]) == (runtime == "openvino")
+    stated = res.summary["report"]["runtime"]
+    check = load_encoder(runtime="openvino").check_error
+    assert stated.startswith("OpenVINO 20") and f" f32 (equal to torch fp32 to {check:.1e} relative in norm" in stated
+    assert stated.endswith("--runtime auto)") == (runtime == "auto")
+    page = (cfg.out / "index.html").read_text(encoding="utf-8")
+    assert "&middot; runtime OpenVINO 20" in page and f"to {check:.1e} relative in norm on 8 check texts" in page
     r = np.linalg.norm(bundled_encoder.encode(wordfreq_words(40)).astype(np.float64), axis=1)
     assert norms["result"]["norm_mean"] == pytest.approx(r.mean(), rel=1e-6)
     assert res.summary["token_table"]["status"] == "ok"
