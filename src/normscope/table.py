@@ -157,6 +157,15 @@ class ModelFingerprint:
         blob = json.dumps(d, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
 
+    @property
+    def model_key(self) -> str:
+        """:attr:`key` with an fp32 runtime read as torch: ``"openvino:f32"`` vectors equal torch fp32 ones to
+        1e-6 relative in norm (checked before ``runtime="auto"`` takes it), so what compares models -- a saved
+        calibrator, the sections kept on a report page -- takes either; the embedding cache keeps :attr:`key`."""
+        if self.runtime == "openvino:f32":
+            return dataclasses.replace(self, runtime="torch").key
+        return self.key
+
 
 @dataclasses.dataclass
 class EmbeddingTable:
