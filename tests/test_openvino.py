@@ -365,3 +365,30 @@ def test_a_damaged_cached_ir_is_converted_again(tmp_path, monkeypatch, capsys):
     assert err.count("could not be used") == 1 and err.count("note: converting") == 1
     assert (xml.parent / "model.bin").stat().st_size == len(data)
     assert rel_norm_error(enc.encode(TEXTS[:4]), torch_enc.encode(TEXTS[:4])).max() <= 1e-6
+
+
+def test_torch_fp32_and_openvino_f32_count_as_one_model():
+    """``model_key``: a calibrator fitted on torch fp32 applies to OpenVINO f32 vectors (and a report folder keeps
+    sections of either); the embedding cache key (``key``) still keeps them apart; bf16 stays apart from fp32."""
+    import dataclasses
+
+    import pandas as pd
+
+    from normscope.report.stage import made_with
+    from normscope.retrieval.calibrator import check_fingerprint, fit_calibrator
+    from normscope.table import ModelFingerprint
+
+    fp = ModelFingerprint(name="m", revision="r", pooling="mean")
+    ov = dataclasses.replace(fp, runtime="openvino:f32")
+    bf16 = dataclasses.replace(fp, precision="bf16")
+    ov_bf16 = dataclasses.replace(fp, precision="bf16", runtime="openvino:bf16")
+    assert ov.key != fp.key and ov.model_key == fp.model_key == fp.key
+    assert len({fp.model_key, bf16.model_key, ov_bf16.model_key}) == 3
+    assert made_with({"model": ov.to_dict()}) == made_with({"model": fp.to_dict()})
+    rng = np.random.default_rng(0)
+    feats = pd.DataFrame({"top1_score": rng.uniform(0.2, 0.9, 40), "margin": rng.uniform(0, 0.2, 40)})
+    y = (feats["top1_score"].to_numpy() > 0.55).astype(int)
+    cal = fit_calibrator(feats, y, signals=("top1_score", "margin"), model={**fp.to_dict(), "key": fp.key}, target_k=1)
+    check_fingerprint(cal, ov)  # no error
+    with pytest.raises(InputError, match="fitted for model 'm'"):
+        check_fingerprint(cal, bf16)

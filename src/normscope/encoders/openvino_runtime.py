@@ -537,9 +537,12 @@ def describe_runtime(encoder: Encoder, requested: str = "torch") -> str:
     if isinstance(encoder, OpenVINOEncoder):
         version = encoder.openvino_version.split("-")[0]
         parts = []
-        if encoder.check_error is not None:
+        if encoder.check_error is not None and encoder.check_error <= EQUALITY_TOLERANCE:
             parts.append(f"equal to torch fp32 to {encoder.check_error:.1e} relative in norm on {len(CHECK_TEXTS)} "
                          "check texts")
+        elif encoder.check_error is not None:
+            parts.append(f"differs from torch fp32 by {encoder.check_error:.1e} relative in norm on {len(CHECK_TEXTS)} "
+                         f"check texts, above the {EQUALITY_TOLERANCE:.0e} tolerance")
         if requested != "openvino":
             parts.append(f"--runtime {requested}")
         return f"OpenVINO {version} {encoder.inference_precision}" + (f" ({'; '.join(parts)})" if parts else "")
