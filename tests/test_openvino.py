@@ -249,7 +249,7 @@ def test_ray_workers_run_the_encoders_runtime(tmp_path):
     pytest.importorskip("ray", reason="the ray extra is not installed")
     import pyarrow as pa
 
-    from normscope.engine.ray_engine import CorpusWorker, EncoderSpec
+    from normscope.extensions.ray_engine import CorpusWorker, EncoderSpec
 
     ov_enc = load_encoder(runtime="openvino")
     spec = EncoderSpec.from_encoder(ov_enc)
@@ -375,7 +375,7 @@ def test_torch_fp32_and_openvino_f32_count_as_one_model():
     import pandas as pd
 
     from normscope.report.stage import made_with
-    from normscope.retrieval.calibrator import check_fingerprint, fit_calibrator
+    from normscope.extensions.calibrator import check_fingerprint, fit_calibrator
     from normscope.table import ModelFingerprint
 
     fp = ModelFingerprint(name="m", revision="r", pooling="mean")
