@@ -342,6 +342,13 @@ def test_report_runs_its_inference_stages_on_openvino_and_its_commands_reproduce
     check = load_encoder(runtime="openvino").check_error
     assert stated.startswith("OpenVINO 20") and f" f32 (equal to torch fp32 to {check:.1e} relative in norm" in stated
     assert stated.endswith("--runtime auto)") == (runtime == "auto")
+    from rich.console import Console
+
+    from normscope.cli.report import print_summary
+
+    console = Console(record=True, width=300)
+    print_summary(res, console)
+    assert f"(custom sizes, runtime {stated.split(' (')[0]}, " in console.export_text()
     page = (cfg.out / "index.html").read_text(encoding="utf-8")
     assert "&middot; runtime OpenVINO 20" in page and f"to {check:.1e} relative in norm on 8 check texts" in page
     r = np.linalg.norm(bundled_encoder.encode(wordfreq_words(40)).astype(np.float64), axis=1)

@@ -156,7 +156,8 @@ def _section_lines(result, width: int) -> list:
     names = {key: title.split(":")[0] for st in STAGES for key, title in st.sections.items()}
     table = _Rows(width, [("section", 18, max(map(len, names.values())), 1), ("status", 11, 11, 0),
                           ("headline", 20, 400, 3)])
-    lines: list = [f"normscope report: {rep.model} ({rep.preset} sizes, {duration(rep.seconds or 0)}{cached})"]
+    runtime = f"runtime {rep.runtime.split(' (')[0]}, " if rep.runtime else ""  # the page gives the reason
+    lines: list = [f"normscope report: {rep.model} ({rep.preset} sizes, {runtime}{duration(rep.seconds or 0)}{cached})"]
     note = precision_sentence(result.summary, SECTIONS)
     if note:
         lines.append(note)
