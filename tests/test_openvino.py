@@ -260,6 +260,11 @@ def test_ray_workers_run_the_encoders_runtime(tmp_path):
     got = np.asarray(out.column("vector").to_pylist(), dtype=np.float32)
     assert rel_norm_error(got, load_encoder().encode(TEXTS[:2])).max() <= 1e-6
     assert EncoderSpec.from_encoder(load_encoder()).options == {"precision": "fp32", "runtime": "torch"}
+    # --engine ray's default: the driver decides auto once (here OpenVINO) and pins it with the fingerprint
+    auto = EncoderSpec(model=DEFAULT_MODEL, options={"precision": "fp32", "runtime": "auto"}).chosen()
+    assert auto.options["runtime"] == "openvino" and auto.fingerprint == ov_enc.fingerprint
+    bf16 = EncoderSpec(model=DEFAULT_MODEL, options={"precision": "bf16", "runtime": "auto"}).chosen()
+    assert bf16.options["runtime"] == "torch" and bf16.fingerprint is None  # off OpenVINO's scope: nothing loaded
 
 
 def test_auto_takes_openvino_when_it_passes_the_equality_check(tmp_path, monkeypatch):

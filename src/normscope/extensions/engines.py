@@ -6,13 +6,12 @@ Light to import: :mod:`normscope.extensions.ray_engine` (which imports ``ray``) 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 
 from normscope.encoders import cache as _cache
-from normscope.encoders import load_encoder, resolve_backend
+from normscope.encoders import resolve_backend
 from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.errors import InputError
 
@@ -71,13 +70,7 @@ class RayBackend:
         if resolve_backend(model, backend, pooling)[0] == "precomputed":
             raise InputError("the ray engine embeds texts with a model; precomputed vectors need no engine")
         spec = EncoderSpec(model=model, backend=backend, pooling=pooling, device=_worker_device(device),
-                           trust_remote_code=trust_remote_code, options={"precision": precision})
-        if runtime == "openvino" or (runtime == "auto" and spec.device == "cpu" and precision == "fp32"):
-            # the runtime is chosen once, on the driver (auto: its equality check); every worker loads it and must match
-            chosen = EncoderSpec.from_encoder(load_encoder(model, backend=backend, pooling=pooling, device=spec.device,
-                                                           trust_remote_code=trust_remote_code, precision=precision,
-                                                           runtime=runtime))
-            spec = dataclasses.replace(chosen, trust_remote_code=trust_remote_code)
+                           trust_remote_code=trust_remote_code, options={"precision": precision, "runtime": runtime})
         return embed_corpus(input, out, spec=spec, cluster=RayCluster(address, workers, threads),
                             batch_size=batch_size, cache=cache, cache_root=_cache_root(address), junk=junk,
                             json_path=json_path, progress=progress)
