@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from normscope.cli import run
+from normscope.encoders import load_encoder
 
 
 @pytest.fixture(autouse=True)
@@ -46,21 +47,24 @@ def test_embed_jsonl_writes_table_and_summary(tmp_path, bundled_encoder, capsys)
     assert s["norm_max"] == pytest.approx(norms.max(), rel=1e-5)
     assert s["fingerprint"]["dropped_modules"] == ["Normalize"] and s["cache"] is True
     assert "norm mean" in capsys.readouterr().out
-    # the second run is served from the cache: no model call at all
+    # the second run is served from the cache: no model call at all (the spy sits on the encoder the default
+    # --runtime auto runs: the memoised one load_encoder returns, OpenVINO or torch)
+    enc = load_encoder(runtime="auto")
+    assert s["fingerprint"] == enc.fingerprint.to_dict()
     calls = []
-    orig = bundled_encoder.encode
-    bundled_encoder.encode = lambda t, **kw: calls.append(t) or orig(t, **kw)
+    orig = enc.encode
+    enc.encode = lambda t, **kw: calls.append(t) or orig(t, **kw)
     try:
         assert run(["embed", str(src), "-o", str(tmp_path / "again.parquet")]) == 0
     finally:
-        del bundled_encoder.encode
+        del enc.encode
     assert calls == []
     # --no-cache recomputes
-    bundled_encoder.encode = lambda t, **kw: calls.append(t) or orig(t, **kw)
+    enc.encode = lambda t, **kw: calls.append(t) or orig(t, **kw)
     try:
         assert run(["embed", str(src), "-o", str(tmp_path / "nocache.parquet"), "--no-cache"]) == 0
     finally:
-        del bundled_encoder.encode
+        del enc.encode
     assert sum(len(c) for c in calls) == 3
 
 

@@ -224,38 +224,138 @@ def test_runtime_option_refusals_and_request():
     e = Embedding(runtime="openvino")
     assert e.argv()[-2:] == ["--runtime", "openvino"] and e.to_json()["runtime"] == "openvino"
     assert "runtime" not in Embedding().to_json() and "--runtime" not in Embedding().argv()
+    assert Embedding().runtime == "auto" and Embedding(runtime="torch").to_json()["runtime"] == "torch"
+    assert Embedding(runtime="torch").argv()[-2:] == ["--runtime", "torch"]
     with pytest.raises(InputError, match="runtime"):
         Embedding(runtime="onnx")
 
 
-def test_cli_refuses_openvino_for_precomputed_vectors_and_ray(tmp_path, capsys):
+def test_cli_refuses_openvino_for_precomputed_vectors(tmp_path, capsys):
     from normscope.cli import run
 
     np.save(tmp_path / "v.npy", np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32))
     assert run(["embed", str(tmp_path / "v.npy"), "-o", str(tmp_path / "o.parquet"), "--runtime", "openvino"]) == 2
     assert "--runtime openvino applies to models" in capsys.readouterr().err
     assert not (tmp_path / "o.parquet").exists()
-    (tmp_path / "c.jsonl").write_text('{"_id": "1", "text": "a b"}\n')
-    assert run(["embed", str(tmp_path / "c.jsonl"), "-o", str(tmp_path / "o.parquet"), "--runtime", "openvino",
-                "--engine", "ray"]) == 2
-    assert "--runtime openvino runs on the local engine" in capsys.readouterr().err
+    # the default (auto) takes precomputed vectors as stored, without a word
+    assert run(["embed", str(tmp_path / "v.npy"), "-o", str(tmp_path / "o.parquet")]) == 0
+    assert "runtime" not in capsys.readouterr().err
 
 
-def test_report_runs_its_inference_stages_on_openvino_and_its_commands_reproduce(tmp_path, monkeypatch, bundled_encoder):
-    """``ReportConfig(runtime="openvino")``: the norms stage embeds in OpenVINO (fingerprint, command with
-    ``--runtime openvino``, the printed command reproduces the numbers), the tokens stage reads the torch
-    twin's weight table, and the norms equal the torch encoder's own."""
+def test_ray_workers_run_the_encoders_runtime(tmp_path):
+    """A Ray worker rebuilds an OpenVINO encoder on OpenVINO (same fingerprint, checked by the worker) and a torch
+    one on torch; the actor class runs in this process (no cluster)."""
+    require_openvino()
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    import pyarrow as pa
+
+    from normscope.extensions.ray_engine import CorpusWorker, EncoderSpec
+
+    ov_enc = load_encoder(runtime="openvino")
+    spec = EncoderSpec.from_encoder(ov_enc)
+    assert spec.options == {"precision": "fp32", "runtime": "openvino"} and spec.fingerprint.runtime == "openvino:f32"
+    worker = CorpusWorker(spec, None, False, 1, str(tmp_path / "junk"), "drop")
+    assert isinstance(worker.encoder, ovr.OpenVINOEncoder) and worker.encoder.fingerprint == ov_enc.fingerprint
+    out = worker(pa.table({"id": ["a", "b"], "text": TEXTS[:2]}))
+    got = np.asarray(out.column("vector").to_pylist(), dtype=np.float32)
+    assert rel_norm_error(got, load_encoder().encode(TEXTS[:2])).max() <= 1e-6
+    assert EncoderSpec.from_encoder(load_encoder()).options == {"precision": "fp32", "runtime": "torch"}
+    # --engine ray's default: the driver decides auto once (here OpenVINO) and pins it with the fingerprint
+    auto = EncoderSpec(model=DEFAULT_MODEL, options={"precision": "fp32", "runtime": "auto"}).chosen()
+    assert auto.options["runtime"] == "openvino" and auto.fingerprint == ov_enc.fingerprint
+    bf16 = EncoderSpec(model=DEFAULT_MODEL, options={"precision": "bf16", "runtime": "auto"}).chosen()
+    assert bf16.options["runtime"] == "torch" and bf16.fingerprint is None  # off OpenVINO's scope: nothing loaded
+
+
+def test_auto_takes_openvino_when_it_passes_the_equality_check(tmp_path, monkeypatch):
+    """``runtime="auto"``: OpenVINO f32, its check error measured against torch on CHECK_TEXTS (and equal to an
+    independent measurement), kept in checks.json and read back there the next time (not measured again)."""
+    require_openvino()
+    torch_enc = _fresh_torch_encoder()
+    enc = ovr.choose_runtime(torch_enc)
+    assert isinstance(enc, ovr.OpenVINOEncoder) and enc.fingerprint.runtime == "openvino:f32"
+    assert enc.fingerprint == load_encoder(runtime="openvino").fingerprint  # the same IR, hint and key
+    z = enc.encode(list(ovr.CHECK_TEXTS), batch_size=2)
+    t = torch_enc.encode(list(ovr.CHECK_TEXTS), batch_size=2)
+    assert enc.check_error == pytest.approx(rel_norm_error(z, t).max(), rel=1e-6)
+    assert 0 < enc.check_error <= ovr.EQUALITY_TOLERANCE
+    seen, raw = torch_enc.token_counts([ovr.CHECK_TEXTS[-1]])
+    assert seen[0] == torch_enc.max_seq_length < raw[0]  # the longest check text is truncated
+    checks = json.loads((enc.xml.parent / "checks.json").read_text())
+    assert enc.check_error in [c["max_rel_norm_error"] for c in checks.values()]
+    text = ovr.describe_runtime(enc, "auto")
+    assert text.startswith("OpenVINO 20") and " f32 (equal to torch fp32 to " in text and text.endswith("--runtime auto)")
+
+    def measured_again(*a, **k):
+        raise AssertionError("the check was measured again")
+
+    monkeypatch.setattr(ovr, "equality_error", measured_again)
+    again = ovr.choose_runtime(_fresh_torch_encoder())
+    assert isinstance(again, ovr.OpenVINOEncoder) and again.check_error == enc.check_error
+
+
+def test_auto_stays_on_torch_when_the_check_fails_silently(monkeypatch, capsys):
+    """A measured error above the tolerance (here the tolerance set below the ~2e-7 OpenVINO measures): torch, no
+    line on stderr, and the reason, with the figure, for the page."""
+    require_openvino()
+    enc = load_encoder(runtime="auto")
+    assert isinstance(enc, ovr.OpenVINOEncoder)
+    monkeypatch.setattr(ovr, "EQUALITY_TOLERANCE", enc.check_error / 2)
+    torch_enc = _fresh_torch_encoder()
+    capsys.readouterr()
+    assert ovr.choose_runtime(torch_enc) is torch_enc and torch_enc.fingerprint.runtime == "torch"
+    assert capsys.readouterr().err == ""
+    assert ovr.describe_runtime(torch_enc, "auto") == (
+        f"torch (--runtime auto: OpenVINO's vectors differ from torch fp32 by {enc.check_error:.1e} relative in norm "
+        f"on 8 check texts (tolerance {enc.check_error / 2:.0e}))")
+
+
+def test_auto_without_openvino_or_off_its_scope_is_torch_without_a_word(tmp_path, monkeypatch, capsys):
+    enc = _fresh_torch_encoder()
+    monkeypatch.setitem(sys.modules, "openvino", None)  # import openvino -> ImportError
+    assert ovr.choose_runtime(enc) is enc
+    assert ovr.describe_runtime(enc, "auto") == "torch (--runtime auto: openvino is not installed (pip install " \
+        "'normscope[openvino]'))"
+    bf16 = enc.at_precision("bf16")
+    assert ovr.choose_runtime(bf16) is bf16
+    assert "fp32 only; bf16 runs under torch.autocast" in ovr.describe_runtime(bf16, "auto")
+    assert ovr.describe_runtime(enc, "torch") == "torch"
+    np.save(tmp_path / "v.npy", np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32))
+    assert load_encoder(str(tmp_path / "v.npy"), runtime="auto").fingerprint.backend == "precomputed"
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("runtime", ["openvino", "auto"])
+def test_report_runs_its_inference_stages_on_openvino_and_its_commands_reproduce(tmp_path, monkeypatch,
+                                                                                 bundled_encoder, runtime):
+    """``ReportConfig(runtime="openvino")`` and the default ``auto`` (which takes OpenVINO here): the norms stage
+    embeds in OpenVINO (fingerprint, command, the printed command reproduces the numbers), the page and
+    summary.json state the runtime, the tokens stage reads the torch twin's weight table, and the norms equal
+    the torch encoder's own."""
     require_openvino()
     from _reproduce import check_reproduces
     from normscope.datasets import wordfreq_words
     from normscope.report import ReportConfig, Sizes, run_report
 
     cfg = ReportConfig(out=tmp_path / "r", sizes=Sizes(words=40, n_boot=20, n_perm=20), only=("norms", "tokens"),
-                       runtime="openvino")
+                       runtime=runtime)
     res = run_report(cfg, encoder=bundled_encoder, progress=False)
     norms = res.summary["norm_distribution"]
     assert norms["status"] == "ok" and norms["result"]["fingerprint"]["runtime"] == "openvino:f32"
-    assert "--runtime openvino" in norms["command"]
+    assert ("--runtime openvino" in norms["command"]) == (runtime == "openvino")
+    stated = res.summary["report"]["runtime"]
+    check = load_encoder(runtime="openvino").check_error
+    assert stated.startswith("OpenVINO 20") and f" f32 (equal to torch fp32 to {check:.1e} relative in norm" in stated
+    assert stated.endswith("--runtime auto)") == (runtime == "auto")
+    from rich.console import Console
+
+    from normscope.cli.report import print_summary
+
+    console = Console(record=True, width=300)
+    print_summary(res, console)
+    assert f"(custom sizes, runtime {stated.split(' (')[0]}, " in console.export_text()
+    page = (cfg.out / "index.html").read_text(encoding="utf-8")
+    assert "&middot; runtime OpenVINO 20" in page and f"to {check:.1e} relative in norm on 8 check texts" in page
     r = np.linalg.norm(bundled_encoder.encode(wordfreq_words(40)).astype(np.float64), axis=1)
     assert norms["result"]["norm_mean"] == pytest.approx(r.mean(), rel=1e-6)
     assert res.summary["token_table"]["status"] == "ok"
@@ -277,3 +377,30 @@ def test_a_damaged_cached_ir_is_converted_again(tmp_path, monkeypatch, capsys):
     assert err.count("could not be used") == 1 and err.count("note: converting") == 1
     assert (xml.parent / "model.bin").stat().st_size == len(data)
     assert rel_norm_error(enc.encode(TEXTS[:4]), torch_enc.encode(TEXTS[:4])).max() <= 1e-6
+
+
+def test_torch_fp32_and_openvino_f32_count_as_one_model():
+    """``model_key``: a calibrator fitted on torch fp32 applies to OpenVINO f32 vectors (and a report folder keeps
+    sections of either); the embedding cache key (``key``) still keeps them apart; bf16 stays apart from fp32."""
+    import dataclasses
+
+    import pandas as pd
+
+    from normscope.report.stage import made_with
+    from normscope.extensions.calibrator import check_fingerprint, fit_calibrator
+    from normscope.table import ModelFingerprint
+
+    fp = ModelFingerprint(name="m", revision="r", pooling="mean")
+    ov = dataclasses.replace(fp, runtime="openvino:f32")
+    bf16 = dataclasses.replace(fp, precision="bf16")
+    ov_bf16 = dataclasses.replace(fp, precision="bf16", runtime="openvino:bf16")
+    assert ov.key != fp.key and ov.model_key == fp.model_key == fp.key
+    assert len({fp.model_key, bf16.model_key, ov_bf16.model_key}) == 3
+    assert made_with({"model": ov.to_dict()}) == made_with({"model": fp.to_dict()})
+    rng = np.random.default_rng(0)
+    feats = pd.DataFrame({"top1_score": rng.uniform(0.2, 0.9, 40), "margin": rng.uniform(0, 0.2, 40)})
+    y = (feats["top1_score"].to_numpy() > 0.55).astype(int)
+    cal = fit_calibrator(feats, y, signals=("top1_score", "margin"), model={**fp.to_dict(), "key": fp.key}, target_k=1)
+    check_fingerprint(cal, ov)  # no error
+    with pytest.raises(InputError, match="fitted for model 'm'"):
+        check_fingerprint(cal, bf16)

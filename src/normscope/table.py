@@ -74,8 +74,9 @@ _META_KEY = b"normscope.fingerprint"
 
 #: Numeric precisions of a model's forward pass (``load_encoder(..., precision=)``).
 PRECISIONS = ("fp32", "bf16")
-#: Inference runtimes of a model's forward pass (``load_encoder(..., runtime=)``).
-RUNTIMES = ("torch", "openvino")
+#: Inference runtimes of a model's forward pass (``load_encoder(..., runtime=)``): ``auto`` picks one of the other two
+#: by measurement (:func:`normscope.encoders.openvino_runtime.choose_runtime`); a fingerprint records the one that ran.
+RUNTIMES = ("auto", "torch", "openvino")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,6 +156,15 @@ class ModelFingerprint:
             del d["config"]
         blob = json.dumps(d, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
+
+    @property
+    def model_key(self) -> str:
+        """:attr:`key` with an fp32 runtime read as torch: ``"openvino:f32"`` vectors equal torch fp32 ones to
+        1e-6 relative in norm (checked before ``runtime="auto"`` takes it), so what compares models -- a saved
+        calibrator, the sections kept on a report page -- takes either; the embedding cache keeps :attr:`key`."""
+        if self.runtime == "openvino:f32":
+            return dataclasses.replace(self, runtime="torch").key
+        return self.key
 
 
 @dataclasses.dataclass

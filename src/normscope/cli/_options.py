@@ -131,7 +131,7 @@ BatchSize = option_for(Embedding, "batch_size")
 #: ``embed_texts(..., precision=precision)`` / ``embed_input(..., precision=precision)``); the
 #: fingerprint, cache key, ``precision`` and ``norm_rel_error_vs_fp32`` then follow (docs/embed.md).
 Precision = option_for(Embedding, "precision")
-#: ``--runtime torch|openvino`` (default torch); named apart from ``embed --backend`` (the model loader) and
+#: ``--runtime auto|torch|openvino`` (default auto); named apart from ``embed --backend`` (the model loader) and
 #: ``--engine`` (where a corpus is embedded). Wiring: ``load_encoder(..., runtime=runtime)`` or
 #: ``Embedding(..., runtime=runtime)``.
 Runtime = option_for(Embedding, "runtime")

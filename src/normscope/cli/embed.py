@@ -50,7 +50,7 @@ def embed(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")] = False,
     junk_error: JunkError = False,
     precision: Precision = "fp32",
-    runtime: Runtime = "torch",
+    runtime: Runtime = "auto",
     engine: Engine = "local",
     address: Address = None,
     workers: Workers = None,

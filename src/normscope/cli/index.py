@@ -167,7 +167,7 @@ def _query_vectors(queries: Path, index, batch_size: int, device: str):
             ids += chunk_ids
             vecs.append(v)
         if (src.fingerprint is not None and index.fingerprint
-                and src.fingerprint != ModelFingerprint.from_dict(index.fingerprint)):
+                and src.fingerprint.model_key != ModelFingerprint.from_dict(index.fingerprint).model_key):
             raise InputError(f"{queries} was embedded with {src.fingerprint.name}, the index with "
                              f"{index.fingerprint['name']} (another model or revision)")
         Q = np.concatenate(vecs)
@@ -189,7 +189,7 @@ def _query_vectors(queries: Path, index, batch_size: int, device: str):
     enc = load_encoder(fp["name"], backend=fp["backend"], pooling=fp["pooling"] if fp["backend"] == "huggingface" else None,
                        device=device, precision=fp.get("precision", "fp32"),
                        runtime=str(fp.get("runtime", "torch")).split(":")[0])
-    if enc.fingerprint != ModelFingerprint.from_dict(fp):
+    if enc.fingerprint.model_key != ModelFingerprint.from_dict(fp).model_key:  # torch fp32 = OpenVINO f32 (1e-6)
         raise ModelError(f"the index was built with {fp}, but loading '{fp['name']}' here gives {enc.fingerprint.to_dict()}")
     table = embed_texts(texts, qids, encoder=enc, batch_size=batch_size, what="queries")
     return table.ids, table.vectors, table.junk.to_dict(), dict(zip(map(str, qids), texts))

@@ -37,7 +37,7 @@ def report(
                                           "one says which `normscope data fetch` to run); same as `normscope --offline report`.")] = False,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write summary.json to this path.")] = None,
     precision: Precision = "fp32",
-    runtime: Runtime = "torch",
+    runtime: Runtime = "auto",
     engine: Engine = "local",
     address: Address = None,
 ) -> None:
@@ -156,7 +156,8 @@ def _section_lines(result, width: int) -> list:
     names = {key: title.split(":")[0] for st in STAGES for key, title in st.sections.items()}
     table = _Rows(width, [("section", 18, max(map(len, names.values())), 1), ("status", 11, 11, 0),
                           ("headline", 20, 400, 3)])
-    lines: list = [f"normscope report: {rep.model} ({rep.preset} sizes, {duration(rep.seconds or 0)}{cached})"]
+    runtime = f"runtime {rep.runtime.split(' (')[0]}, " if rep.runtime else ""  # the page gives the reason
+    lines: list = [f"normscope report: {rep.model} ({rep.preset} sizes, {runtime}{duration(rep.seconds or 0)}{cached})"]
     note = precision_sentence(result.summary, SECTIONS)
     if note:
         lines.append(note)

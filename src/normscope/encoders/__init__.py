@@ -134,8 +134,13 @@ def load_encoder(
         AVX-512 BF16 / AMX; see ``benchmarks/embed_precision.py``), sharing the fp32 model's
         weights; vectors are still returned as float32. The precision is part of the
         fingerprint, hence of every cache key. Precomputed vectors accept only ``fp32``.
-    runtime : {"torch", "openvino"}, keyword-only
-        Runtime of :meth:`Encoder.encode`'s forward passes. ``openvino`` (sentence-transformers models,
+    runtime : {"torch", "auto", "openvino"}, keyword-only
+        Runtime of :meth:`Encoder.encode`'s forward passes. ``torch`` (the default here: the model as loaded,
+        which probes and the lab differentiate); ``auto`` (the commands' and requests' default): OpenVINO f32
+        when ``openvino`` imports, the model is a sentence-transformers one on the CPU at fp32 and its
+        converted model equals torch fp32 to 1e-6 relative in norm on a few check texts, else torch, silently
+        (:func:`normscope.encoders.openvino_runtime.choose_runtime`; which one ran is the fingerprint's
+        ``runtime``, why: :func:`~normscope.encoders.openvino_runtime.describe_runtime`). ``openvino`` (sentence-transformers models,
         ``pip install 'normscope[openvino]'``) converts the model to OpenVINO IR once (cached by
         content), compiles it with ``INFERENCE_PRECISION_HINT`` ``f32``/``bf16`` for ``precision``
         and records the hint in the fingerprint's ``runtime`` (hence the cache key); vectors equal
@@ -162,7 +167,7 @@ def load_encoder(
     """
     check_choice("precision", precision, PRECISIONS)
     check_choice("runtime", runtime, RUNTIMES)
-    if runtime != "torch" and device != "cpu":
+    if runtime == "openvino" and device != "cpu":
         raise InputError(f"--runtime {runtime} runs on the CPU; use --device cpu (or --runtime torch on {device})")
     backend, bare = resolve_backend(name, backend, pooling)
     if backend == "precomputed":
@@ -192,11 +197,15 @@ def load_encoder(
         from normscope.encoders.openvino_runtime import to_openvino  # deferred: optional runtime (imports openvino)
 
         enc = to_openvino(enc)
+    elif runtime == "auto":
+        from normscope.encoders.openvino_runtime import choose_runtime  # deferred: optional runtime (imports openvino)
+
+        enc = choose_runtime(enc)
     return enc
 
 
 def _torch_only(runtime: str, name: str) -> None:
-    if runtime != "torch":
+    if runtime == "openvino":
         raise InputError(f"--runtime {runtime} applies to sentence-transformers models; {name} runs no network "
                          "(its vectors are used as stored or looked up): use --runtime torch")
 

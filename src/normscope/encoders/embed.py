@@ -53,7 +53,7 @@ def embed_texts(
     precision: str = "fp32",
     precision_sample: int = 64,
     encode=None,
-    runtime: str = "torch",
+    runtime: str = "auto",
 ) -> EmbeddingTable:
     """Raw embeddings of ``texts``: the one path from texts to vectors (through the embedding cache).
 
@@ -80,8 +80,9 @@ def embed_texts(
         Name of the items in messages (``"queries"``, ``"documents"``).
     precision : {"fp32", "bf16"}, keyword-only
         Precision of the forward pass when ``encoder`` is not given (see :func:`load_encoder`).
-    runtime : {"torch", "openvino"}, keyword-only
-        Runtime of the forward pass when ``encoder`` is not given (see :func:`load_encoder`).
+    runtime : {"auto", "torch", "openvino"}, keyword-only
+        Runtime of the forward pass when ``encoder`` is not given (see :func:`load_encoder`); ``auto`` (default,
+        as every command): OpenVINO f32 when installed and measured equal to torch, else torch.
     precision_sample : int, keyword-only
         With a reduced-precision encoder, items re-embedded in fp32 to measure the norm error
         (:func:`normscope.encoders.precision.norm_error_vs_fp32`; 0: not measured).
@@ -164,7 +165,7 @@ def embed_input(
     trust_remote_code: bool = False,
     junk: str = "drop",
     precision: str = "fp32",
-    runtime: str = "torch",
+    runtime: str = "auto",
 ) -> tuple[dict, EmbeddingTable]:
     """Embed a file of items (or the top wordfreq words) and summarise the norms.
 
@@ -187,9 +188,10 @@ def embed_input(
         ``wordfreq`` (Speer et al.) instead of ``input``.
     precision : {"fp32", "bf16"}
         Precision of the model's forward pass (:func:`normscope.encoders.load_encoder`).
-    runtime : {"torch", "openvino"}
-        Runtime of the model's forward pass (:func:`normscope.encoders.load_encoder`; not for
-        precomputed vectors or image folders).
+    runtime : {"auto", "torch", "openvino"}
+        Runtime of the model's forward pass (:func:`normscope.encoders.load_encoder`; ``auto``, the default as
+        in every command: OpenVINO f32 when installed and measured equal to torch, else torch; ``openvino``
+        not for precomputed vectors or image folders).
 
     Returns
     -------
@@ -235,7 +237,7 @@ def embed_input(
             if precision != "fp32":
                 raise InputError(f"--precision {precision} applies to models; {input} holds precomputed vectors "
                                  "(used as stored): use fp32")
-            if runtime != "torch":
+            if runtime == "openvino":
                 raise InputError(f"--runtime {runtime} applies to models; {input} holds precomputed vectors "
                                  "(used as stored): use --runtime torch")
             table = load_precomputed(input)

@@ -350,7 +350,8 @@ def load_calibrator(path) -> Calibrator:
 
 
 def check_fingerprint(cal: Calibrator, fingerprint) -> None:
-    """Refuse a calibrator fitted for another model (name, weights, pooling, backend or precision).
+    """Refuse a calibrator fitted for another model (name, weights, pooling, backend or precision; torch fp32 and
+    OpenVINO f32 count as one: :attr:`~normscope.table.ModelFingerprint.model_key`).
 
     Parameters
     ----------
@@ -368,7 +369,7 @@ def check_fingerprint(cal: Calibrator, fingerprint) -> None:
     if not isinstance(fp, ModelFingerprint):
         raise InputError("give the model as a normscope Encoder, a ModelFingerprint or its dict")
     mine = ModelFingerprint.from_dict(cal.model)
-    if mine.key != fp.key:
+    if mine.model_key != fp.model_key:  # torch fp32 and OpenVINO f32 vectors are equal to 1e-6: either serves
         raise InputError(f"this calibrator was fitted for model '{mine.name}' (fingerprint {mine.key[:12]}), not for "
                          f"'{fp.name}' (fingerprint {fp.key[:12]}): fit one for this model with `normscope calibrate`")
 

@@ -54,13 +54,11 @@ class RayBackend:
                     json_path=None, model: str = DEFAULT_MODEL, backend: str = "auto", pooling: str | None = None,
                     batch_size: int = 64, device: str = "cpu", wordfreq_top: int = 0, cache: bool = True,
                     progress: bool = False, trust_remote_code: bool = False, junk: str = "drop",
-                    precision: str = "fp32", runtime: str = "torch") -> dict:
+                    precision: str = "fp32", runtime: str = "auto") -> dict:
         """The Ray branch of :func:`normscope.engine.embed_input`: checks the options the Ray engine does not take,
         then :func:`normscope.extensions.ray_engine.embed_corpus`."""
         if wordfreq_top:
             raise InputError("wordfreq:N runs on the local engine; the ray engine reads corpus files")
-        if runtime != "torch":
-            raise InputError(f"--runtime {runtime} runs on the local engine; the ray engine's workers run torch")
         if input is None:
             raise InputError("give INPUT (a .jsonl[.gz], .parquet or BEIR corpus) for --engine ray")
         if out is None:
@@ -72,7 +70,7 @@ class RayBackend:
         if resolve_backend(model, backend, pooling)[0] == "precomputed":
             raise InputError("the ray engine embeds texts with a model; precomputed vectors need no engine")
         spec = EncoderSpec(model=model, backend=backend, pooling=pooling, device=_worker_device(device),
-                           trust_remote_code=trust_remote_code, options={"precision": precision})
+                           trust_remote_code=trust_remote_code, options={"precision": precision, "runtime": runtime})
         return embed_corpus(input, out, spec=spec, cluster=RayCluster(address, workers, threads),
                             batch_size=batch_size, cache=cache, cache_root=_cache_root(address), junk=junk,
                             json_path=json_path, progress=progress)

@@ -48,7 +48,7 @@ from ray.data.aggregate import AggregateFnV2, Sum
 from ray.data.block import BlockAccessor
 
 from normscope._io import write_json
-from normscope.encoders import load_encoder
+from normscope.encoders import load_encoder, resolve_backend
 from normscope.encoders.cache import model_cache_dir, read_shard, shard_path, text_hashes, write_shard
 from normscope.encoders.embed import summary_warnings
 from normscope.encoders.precision import PRECISION_SAMPLE, norm_error_vs_fp32
@@ -96,7 +96,8 @@ class EncoderSpec:
 
     @classmethod
     def from_encoder(cls, encoder) -> "EncoderSpec":
-        """The spec that rebuilds ``encoder`` on a worker (name, backend and pooling of its fingerprint).
+        """The spec that rebuilds ``encoder`` on a worker (name, backend, pooling, precision and runtime of its
+        fingerprint: an encoder on OpenVINO runs on OpenVINO in every worker, at the worker's thread count).
 
         Raises
         ------
@@ -108,8 +109,26 @@ class EncoderSpec:
             raise InputError("the ray engine embeds texts with a model; precomputed vectors need no engine")
         pooling = fp.pooling if fp.backend == "huggingface" else None
         device = "cuda" if str(getattr(encoder, "device", "cpu")).startswith("cuda") else "cpu"
+        runtime = "openvino" if str(getattr(fp, "runtime", "torch")).startswith("openvino") else "torch"
         return cls(model=fp.name, backend=fp.backend, pooling=pooling, device=device, fingerprint=fp,
-                   options={"precision": getattr(fp, "precision", "fp32")})
+                   options={"precision": getattr(fp, "precision", "fp32"), "runtime": runtime})
+
+    def chosen(self) -> "EncoderSpec":
+        """This spec with its runtime decided on the driver, before any worker starts.
+
+        ``runtime`` ``"auto"`` or ``"openvino"`` (``options``) loads the model here once
+        (:func:`normscope.load_encoder`: for ``auto``, its equality check) and pins the runtime it got and
+        the fingerprint, so every worker runs the same runtime and checks it. ``auto`` off OpenVINO's scope
+        (a device other than the CPU, ``bf16``, a model that is not sentence-transformers) becomes ``torch``
+        without loading anything; a spec on torch or with a fingerprint is returned as is.
+        """
+        runtime = self.options.get("runtime", "torch")
+        if runtime == "torch" or self.fingerprint is not None:
+            return self
+        if runtime == "auto" and (self.device != "cpu" or self.options.get("precision", "fp32") != "fp32"
+                                  or resolve_backend(self.model, self.backend, self.pooling)[0] != "sentence-transformers"):
+            return replace(self, options={**self.options, "runtime": "torch"})
+        return replace(EncoderSpec.from_encoder(self.load()), trust_remote_code=self.trust_remote_code)
 
     def load(self):
         enc = load_encoder(self.model, backend=self.backend, pooling=self.pooling, device=self.device,
@@ -421,6 +440,7 @@ def embed_corpus(input: str | Path, out: str | Path, *, spec: EncoderSpec, clust
     path, fields = corpus_file(input)
     if batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {batch_size}")
+    spec = spec.chosen()  # after the checks of the input: bad input is one line before the model loads
     gpu = spec.device.startswith("cuda")
     for stale in out.parent.glob(f".{out.name}.tmp-*"):  # left by a killed run (their vectors are in the cache)
         shutil.rmtree(stale, ignore_errors=True)

@@ -51,11 +51,12 @@ class ReportConfig:
         Precision of the model's forward passes in the stages that embed (``--precision``); part
         of the model fingerprint, hence of the stage keys and the embedding cache keys. The
         transformer lab trains in fp32 whatever it is.
-    runtime : {"torch", "openvino"}
-        Runtime of the forward passes in the stages that embed (``--runtime``,
-        :func:`normscope.load_encoder`); recorded in the model fingerprint (hence the stage keys and the
-        embedding cache keys) when not torch. The probes, tokens and lab stages use the torch model
-        (gradients, weight tables) whatever it is.
+    runtime : {"auto", "torch", "openvino"}
+        Runtime of the forward passes in the stages that embed (``--runtime``, :func:`normscope.load_encoder`;
+        ``auto``, the default: OpenVINO f32 when installed and measured equal to torch, else torch), also in
+        the Ray engine's workers; the runtime that ran is recorded in the model fingerprint (hence the stage
+        keys and the embedding cache keys) and stated on the page. The probes, tokens and lab stages use the
+        torch model (gradients, weight tables) whatever it is.
     engine : {"local", "ray"}
         Where the retrieval stage embeds its corpus (``--engine``, :mod:`normscope.engine`); the
         other stages embed word lists and claims in this process. Not part of the stage keys: the
@@ -76,15 +77,13 @@ class ReportConfig:
     force: bool = False
     signals: tuple[str, ...] = SIGNALS
     precision: str = "fp32"
-    runtime: str = "torch"
+    runtime: str = "auto"
     engine: str = "local"
     address: str | None = None
 
     def __post_init__(self) -> None:
         check_choice("precision", self.precision, PRECISIONS)
         check_choice("runtime", self.runtime, RUNTIMES)
-        if self.runtime != "torch" and self.engine != "local":
-            raise InputError(f"--runtime {self.runtime} runs on the local engine; the ray engine's workers run torch")
         check_choice("engine", self.engine, ENGINES)
         check_engine(self.engine, self.address)
         self.signals = tuple(s.strip() for s in self.signals if s.strip())

@@ -112,7 +112,7 @@ TEMPLATE = r"""<!DOCTYPE html>
 <body>
 <h1>normscope report</h1>
 <p class="meta">Model <code>{{ report.model }}</code> &middot; size preset <b>{{ report.preset }}</b>
- &middot; precision {{ report.precision or 'fp32' }}
+ &middot; precision {{ report.precision or 'fp32' }}{% if report.runtime %} &middot; runtime {{ report.runtime }}{% endif %}
  &middot; seed {{ report.seed }} &middot; device {{ report.device }} &middot; normscope {{ report.normscope_version }}
  &middot; generated {{ generated }}; this run took {{ duration(report.seconds) }}
  {%- set cached = (report.stage_cached or {}).values()|select|list|length %}

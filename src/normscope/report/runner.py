@@ -163,7 +163,8 @@ def run_report(config: ReportConfig, *, console=None, progress: bool = True, enc
     encoder : Encoder, optional, keyword-only
         An already loaded encoder for ``config.model`` (saves loading it again, e.g. in tests); it
         is used at ``config.precision`` (:meth:`~normscope.encoders.base.Encoder.at_precision`) and, with
-        ``config.runtime == "openvino"``, in OpenVINO (:func:`normscope.encoders.openvino_runtime.to_openvino`).
+        ``config.runtime == "openvino"``, in OpenVINO (:func:`normscope.encoders.openvino_runtime.to_openvino`);
+        with ``"auto"`` on the runtime :func:`~normscope.encoders.openvino_runtime.choose_runtime` picks.
     json_path : str or Path, optional, keyword-only
         Also write summary.json's content here; written as one set with ``OUT/summary.json`` and
         ``OUT/index.html`` (:func:`normscope._io.output_set`: all three or none).
@@ -254,6 +255,15 @@ def _check_one_model(out: Path, fingerprint: dict, kept: dict[str, StageRecord])
                      f"stage here (drop --only)")
 
 
+def _runtime_statement(encoder, requested: str) -> str:
+    """Which runtime ran the report's forward passes and why (:func:`~normscope.encoders.openvino_runtime.describe_runtime`)."""
+    if requested == "torch" and not hasattr(encoder, "torch_encoder"):
+        return "torch"
+    from normscope.encoders.openvino_runtime import describe_runtime  # deferred: the optional runtime's module
+
+    return describe_runtime(encoder, requested)
+
+
 def _run_locked(config: ReportConfig, console, progress: bool, encoder, json_path, heartbeat, t0: float,
                 on_start=None) -> ReportResult:
     out = config.out
@@ -263,6 +273,10 @@ def _run_locked(config: ReportConfig, console, progress: bool, encoder, json_pat
             from normscope.encoders.openvino_runtime import to_openvino  # deferred: the optional runtime
 
             encoder = to_openvino(encoder)
+        elif config.runtime == "auto":
+            from normscope.encoders.openvino_runtime import choose_runtime  # deferred: the optional runtime
+
+            encoder = choose_runtime(encoder)
     ctx = StageContext(config, console, encoder)
     selected = [st for st in STAGES if st.name in config.only]
     kept = {st.name: _kept_record(out, st, config, console) for st in STAGES if st not in selected}
@@ -294,6 +308,8 @@ def _run_locked(config: ReportConfig, console, progress: bool, encoder, json_pat
     summary = assemble_summary(config, records)
     summary["what_this_says"] = what_this_says(records)
     summary["report"]["seconds"] = round(time.perf_counter() - t0, 2)
+    if fingerprint is not None:
+        summary["report"]["runtime"] = _runtime_statement(ctx.encoder(), config.runtime)
     summary_path, index = out / "summary.json", out / "index.html"
     with output_set(summary_path, index, json_path, options={json_path: "--json"}) as tmp:
         write_json(summary, tmp[summary_path])

@@ -77,7 +77,8 @@ def made_with(request: dict | None) -> dict | None:
     """The model, precision and fingerprint key a record's sections were computed with (None: no model).
 
     ``request`` is a record's ``request`` (``{"request": ..., "model": fingerprint dict or None}``);
-    the key is :attr:`normscope.table.ModelFingerprint.key` (weights, pooling, backend, precision, config).
+    the key is :attr:`normscope.table.ModelFingerprint.model_key` (weights, pooling, backend, precision, config;
+    torch fp32 and OpenVINO f32 alike: their vectors are equal to 1e-6).
     """
     fp = request.get("model") if isinstance(request, dict) else None
     if not isinstance(fp, dict) or "name" not in fp:
@@ -85,7 +86,7 @@ def made_with(request: dict | None) -> dict | None:
     from normscope.table import ModelFingerprint
 
     try:
-        key = ModelFingerprint.from_dict(fp).key
+        key = ModelFingerprint.from_dict(fp).model_key
     except (KeyError, TypeError, ValueError):
         return None
     return {"model": str(fp["name"]), "precision": str(fp.get("precision", "fp32")), "fingerprint": key}

@@ -19,12 +19,14 @@ __all__ = ["ReportInfo", "MissingEntry", "SectionEntry", "ClaimsTested", "Missin
 
 @dataclasses.dataclass(frozen=True)
 class ReportInfo(Record):
-    """``summary["report"]``: the run (model or ``models``, preset, seconds, the stages run and cached, sizes)."""
+    """``summary["report"]``: the run (model or ``models``, preset, precision, the runtime that ran the forward
+    passes and why, seconds, the stages run and cached, sizes)."""
 
     model: str | None = None
     models: list[str] | None = None
     preset: str | None = None
     precision: str | None = None
+    runtime: str | None = None
     seconds: float | None = None
     stages_run: list[str] | None = None
     stage_cached: dict[str, bool] | None = None

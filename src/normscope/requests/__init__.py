@@ -35,8 +35,9 @@ __all__ = ["Request", "Resampling", "Embedding", "param", "check_value", "Precis
 #: Precision of a model's forward passes (docs/embed.md).
 Precision = Literal["fp32", "bf16"]
 PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
-#: Runtime of a model's forward passes (docs/embed.md, "OpenVINO runtime").
-Runtime = Literal["torch", "openvino"]
+#: Runtime of a model's forward passes (docs/embed.md, "OpenVINO runtime"): ``auto`` (the default) is OpenVINO f32
+#: when it is installed and measured equal to torch, else torch.
+Runtime = Literal["auto", "torch", "openvino"]
 RUNTIMES: tuple[str, ...] = typing.get_args(Runtime)
 #: Where a corpus is embedded (docs/scale.md).
 Engine = Literal["local", "ray"]
@@ -496,10 +497,12 @@ class Embedding(Request):
         Texts per model call and per cache shard.
     junk : {"drop", "error"}
         Junk items are left out and listed, or stop the run.
-    runtime : {"torch", "openvino"}
-        Runtime of the forward passes (``--runtime``; :func:`normscope.load_encoder`); left out of
-        :meth:`to_json` when ``"torch"`` (report stage keys as before). The vectors' fingerprint
-        records it (``runtime="openvino:f32"``), so results and caches of the two never mix.
+    runtime : {"auto", "torch", "openvino"}
+        Runtime of the forward passes (``--runtime``; :func:`normscope.load_encoder`). ``auto`` (default):
+        OpenVINO f32 when ``openvino`` is installed and the converted model equals torch fp32 to 1e-6
+        relative in norm on a few check texts, else torch. Left out of :meth:`to_json` when ``"auto"``
+        (report stage keys as before); the vectors' fingerprint records the runtime that ran
+        (``runtime="openvino:f32"``, or none for torch), so results and caches of the two never mix.
     """
 
     model: str | None = param(
@@ -515,15 +518,17 @@ class Embedding(Request):
     batch_size: int = param(64, min=1, cli="--batch-size", help="Texts per model call and per cache shard.")
     junk: Junk = param("drop", cli="--junk-error", flag="error", help=JUNK_HELP)
     runtime: Runtime = param(
-        "torch", cli="--runtime",
-        help="Inference runtime of the model's forward passes: torch, or openvino (sentence-transformers models on the "
-        "CPU; pip install 'normscope[openvino]'; the model is converted once and cached; fp32 vectors equal torch's to "
-        "~1e-7 relative in norm; falls back to torch with a warning when openvino is missing). Probes and the lab "
-        "always run on torch.")
+        "auto", cli="--runtime",
+        help="Inference runtime of the model's forward passes: auto (default: OpenVINO f32 when openvino is installed "
+        "and the converted model equals torch fp32 to 1e-6 relative in norm on 8 check texts, else torch; the "
+        "fingerprint records which ran), torch, or openvino (sentence-transformers models on the CPU; pip install "
+        "'normscope[openvino]'; the model is converted once and cached; fp32 vectors equal torch's to ~1e-7 relative "
+        "in norm; falls back to torch with a warning when openvino is missing). Probes and the lab always run on "
+        "torch.")
 
     def to_json(self) -> dict:
-        """Every field as strict JSON, ``runtime`` only when not ``"torch"``."""
+        """Every field as strict JSON, ``runtime`` only when not ``"auto"`` (the default)."""
         out = super().to_json()
-        if out["runtime"] == "torch":
+        if out["runtime"] == "auto":
             del out["runtime"]
         return out

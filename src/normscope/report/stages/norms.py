@@ -32,12 +32,13 @@ class NormsRequest(Request):
     words: int = param(5000, min=1)
     items: Path | None = None
     items_sha256: str | None = None
-    runtime: Runtime = "torch"
+    runtime: Runtime = "auto"
 
     def to_json(self) -> dict:
-        """Every field as strict JSON, ``runtime`` only when not ``"torch"`` (stage keys as before)."""
+        """Every field as strict JSON, ``runtime`` only when not ``"auto"`` (stage keys as before; the model's
+        fingerprint in the key records the runtime that ran)."""
         out = super().to_json()
-        if out["runtime"] == "torch":
+        if out["runtime"] == "auto":
             del out["runtime"]
         return out
 
@@ -87,7 +88,7 @@ class NormsStage(Stage[NormsRequest]):
         argv = ["normscope", "embed", *what, "--model", request.model, "--precision", request.precision]
         if request.device != "cpu":
             argv += ["--device", request.device]
-        if request.runtime != "torch":
+        if request.runtime != "auto":
             argv += ["--runtime", request.runtime]
         return [Command(tuple(argv + ["-o", f"{stem}.parquet", "--json", f"{stem}.json"]))]
 
