@@ -446,7 +446,12 @@ def equality_error(encoder: Encoder, torch_encoder: Encoder, texts: Sequence[str
 
 
 def _fp32_key(encoder: Encoder) -> str:
-    return dataclasses.replace(encoder.fingerprint, precision="fp32", runtime="torch").key
+    """The key of ``encoder``'s torch fp32 fingerprint ("" for an encoder whose fingerprint is not a
+    :class:`~normscope.encoders.ModelFingerprint`, e.g. a lookup table of precomputed vectors)."""
+    fp = getattr(encoder, "fingerprint", None)
+    if not dataclasses.is_dataclass(fp) or isinstance(fp, type):
+        return ""
+    return dataclasses.replace(fp, precision="fp32", runtime="torch").key
 
 
 def choose_runtime(encoder: Encoder, *, threads: int | None = None) -> Encoder:
@@ -458,7 +463,8 @@ def choose_runtime(encoder: Encoder, *, threads: int | None = None) -> Encoder:
     torch fp32 ones to :data:`EQUALITY_TOLERANCE` relative in norm (:func:`equality_error`). OpenVINO f32
     was measured 1.2-1.3x faster than torch fp32 on SciFact abstracts at one thread (docs/embed.md).
     Otherwise ``encoder`` is returned unchanged and nothing is printed (the reason is kept for
-    :func:`describe_runtime`). Decided once per model, precision and thread count in a process.
+    :func:`describe_runtime`). OpenVINO, once chosen, stays chosen per model, precision and thread count in a process;
+    a torch outcome is decided again at the next call (the compiled model and the stored check make that cheap).
 
     Parameters
     ----------
@@ -488,7 +494,10 @@ def choose_runtime(encoder: Encoder, *, threads: int | None = None) -> Encoder:
     memo = encoder.__dict__.setdefault("_openvino_auto", {})
     key = threads or _threads()
     if key not in memo:
-        memo[key] = _auto(encoder, threads)
+        chosen = _auto(encoder, threads)
+        if chosen is encoder:  # torch: decided again next time (its cause may pass: a cache folder, an install)
+            return encoder
+        memo[key] = chosen
     return memo[key]
 
 
@@ -546,7 +555,7 @@ def describe_runtime(encoder: Encoder, requested: str = "torch") -> str:
         if requested != "openvino":
             parts.append(f"--runtime {requested}")
         return f"OpenVINO {version} {encoder.inference_precision}" + (f" ({'; '.join(parts)})" if parts else "")
-    key = _fp32_key(encoder) if hasattr(encoder, "fingerprint") else ""
+    key = _fp32_key(encoder)
     if requested == "auto" and key in _AUTO_REASONS:
         return f"torch (--runtime auto: {_AUTO_REASONS[key]})"
     if requested == "openvino" and key in _FALLBACK_REASONS:
