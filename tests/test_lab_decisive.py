@@ -693,7 +693,7 @@ def test_cli_decisive_and_report_section(tiny_design, tiny_files, tmp_path, monk
     s = json.loads(js.read_text())
     assert list(s)[-1] == "timings" and s["claim"]["verdict"] == tiny_design.claim["verdict"]
     assert "scorecard (theorem1_transformer)" in out.out and "[phase 6/6] analysis" in out.err
-    assert "replicate(s) of the SGD base run" in out.err
+    assert "1 replicate of the SGD base run" in out.err
     assert (tmp_path / "lab_decisive_lambda_scaling.png").stat().st_size > 1000  # beside --fig (the prediction)
     assert (tmp_path / "lab_decisive.png").stat().st_size > 1000
     for bad in (["--lr", "0.1"], ["--steps", "10"], ["--size", "huge"]):

@@ -39,6 +39,7 @@ import math
 
 import numpy as np
 
+from normscope._format import plural
 from normscope.claims import (CLAIMS, Gate, Size, claim_row, fmt_value, judge, not_testable_row,
                               permutation_direction)
 
@@ -299,14 +300,14 @@ def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
         stat, ci = seeds["abs_rel_error"], seeds.get("abs_rel_error_ci")
         what = what.replace(f"CI: {sc.get('resamples') or 'time blocks of the window'}",
                             f"the mean over {seeds['n_seeds']} runs on different batch seeds (the base run and "
-                            f"{len(reps)} replicate(s) from the same start); CI: {seeds.get('resamples')}")
+                            f"{plural(len(reps), 'replicate')} from the same start); CI: {seeds.get('resamples')}")
     moving = [r["name"] for r in reps if r.get("scale_label") != "stationary"]
     if base.get("label") == "collapsed":
         gate = Gate(False, "the SGD base run collapsed", needs)
     elif st.get("label") != "stationary":
         gate = Gate(False, "the SGD base run's scale ||theta_D|| is not stationary", needs)
     elif moving:
-        gate = Gate(False, f"the scale of {len(moving)} replicate(s) of the SGD base run is not stationary "
+        gate = Gate(False, f"the scale of {plural(len(moving), 'replicate')} of the SGD base run is not stationary "
                            f"({', '.join(moving)})", needs)
     elif (sc.get("n_blocks") or 0) < MIN_SCALE_BLOCKS:
         gate = Gate(False, f"the SGD base run's window is {_f(base.get('window_units'))} relaxation units long: its CI "

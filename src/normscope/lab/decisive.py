@@ -47,6 +47,7 @@ import numpy as np
 from normscope._io import write_json
 from normscope import encoders  # load_encoder looked up when called (tests replace it)
 from normscope.encoders import check_device
+from normscope._format import plural
 from normscope.errors import InputError
 from normscope.lab.checkpoint import settings_key
 from normscope.lab.claims import STEP_TOL  # the step-size gate: the selection rule and the per-item row share it
@@ -451,7 +452,7 @@ def run_decisive_design(
                                    design_specs("scaling", sizes, lam_per_lambda=lam0, selected=selected), workers,
                                    num_threads)
         if sizes.base_replicates:
-            phases["replicates"] = _phase(prog, ctx, 5, f"{sizes.base_replicates} replicate(s) of the SGD base run "
+            phases["replicates"] = _phase(prog, ctx, 5, f"{plural(sizes.base_replicates, 'replicate')} of the SGD base run "
                                           "(other batch seeds)", design_specs("replicates", sizes, lam_per_lambda=lam0,
                                                                                selected=selected), workers, num_threads)
         prog.line(f"[phase {prog.n}/{prog.n}] analysis ({sizes.n_boot:,} bootstrap resamples, {sizes.n_perm:,} "
