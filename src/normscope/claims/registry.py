@@ -317,6 +317,13 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           how_to_test="normscope correlate --signal ruletaker (normscope's own seeded generator): True/False and "
                       "Unknown items paired at equal token count, the rank-biserial r with a Wilson CI",
           kind="exploratory"),
+    Claim("abstention_feverous", "Exploratory: does the raw norm flag the FEVEROUS claims the evidence cannot decide "
+          "(NOT ENOUGH INFO) at equal length?", "not in the paper's stated claims (its use of FEVEROUS names no protocol "
+          "or figure)", 0, Size(), "semantic_signals",
+          how_to_test="normscope data fetch feverous (the 50-claim dev sample in the PyPI sdist graphrag-core 0.18.1), "
+                      "then normscope correlate --signal feverous: NEI vs decided claims at equal token count, or the "
+                      "partial rho on tokens when fewer than 10 pairs",
+          kind="exploratory"),
     Claim("similarity_gain", "Norm-aware similarity cos/(1 + \u03b1||z||) gains over cosine (retrieval)",
           "a gain, direction only (the paper's +1.2 to +2.3 % is for high-frequency words and low-quality samples: "
           "the rows below)", +1, Size(), "retrieval"),
