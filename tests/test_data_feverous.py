@@ -165,3 +165,18 @@ def test_the_member_is_read_with_a_size_cap(tmp_path):
     with pytest.raises(DataError, match=r"member graphrag_core-0\.18\.1/eval/fixtures/feverous/sample\.jsonl "
                                         r"decompresses to more than 242,658 bytes"):
         fetch_mod.convert_sdist(sdist, tmp_path / "feverous", SRC)
+
+
+def test_cli_fetch_names_the_licence(tmp_path, monkeypatch, capsys):
+    from normscope.cli import run
+    from normscope.data import fmt_bytes
+
+    mirror = tmp_path / "mirror"
+    sdist = _sdist(mirror / SDIST_PATH / "graphrag_core-0.18.1.tar.gz")
+    _planted(monkeypatch, sdist)  # no JSON API at the mirror: the pinned URL's mirrored path
+    monkeypatch.delenv("NORMSCOPE_OFFLINE", raising=False)
+    assert run(["data", "fetch", "feverous", "--dir", str(tmp_path / "data"), "--mirror", str(mirror)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"feverous: fetched {fmt_bytes(sdist.stat().st_size)} from file:") and out[0].endswith(str(tmp_path / "data/feverous/sample.jsonl"))
+    assert out[1] == ("feverous: licence: CC BY-SA 3.0 (FEVEROUS; Wikipedia contributors); the fixture's LICENSE file "
+                      "is installed beside it")

@@ -94,6 +94,7 @@ def fetch(
         out.print(f"{name}: fetched {fmt_bytes(r.bytes)} from {r.urls[-1]} in {time.perf_counter() - t0:.1f} s; "
                   f"verified sha256 of {len(v.get('sha256', []))} file(s) and {len(v.get('content', []))} content facts: "
                   f"{r.path}", soft_wrap=True, markup=False, highlight=False)
+        out.print(f"{name}: licence: {get_dataset(name).licence}", soft_wrap=True, markup=False, highlight=False)
     if failed:
         err.print(f"not fetched: {', '.join(failed)} (nothing of them was kept; run the command again to retry)",
                   soft_wrap=True, markup=False, highlight=False)
