@@ -151,3 +151,14 @@ def test_cli_json_and_refusals(tmp_path, capsys):
     assert "reads the 50 claims" in capsys.readouterr().err
     assert run(["correlate", "--signal", "feverous", "--items", str(path), "--fig", str(tmp_path / "f.png")]) == 2
     assert "no figure" in capsys.readouterr().err and not (tmp_path / "f.png").exists()
+
+
+def test_any_undecided_figure_reads_not_decided_at_this_size():
+    """A CI that excludes 0 while the sign test does not reject is no decision either: not decided at this size
+    (50 claims are all the sample has), with the rule's reason; a CI excluding 0 with the test agreeing decides."""
+    nei = {"r_rb": 0.5, "r_rb_ci": [0.05, 0.8], "matched_p": 0.2, "n_pairs": 12, "n_ties": 0, "n_answerable": 34,
+           "n_unanswerable": 16, "partial_rho": 0.1, "partial_ci": [-0.2, 0.4], "partial_n": 50}
+    row = feverous_claim({"stats": {"nei": nei}})
+    assert row["verdict"] == "not decided at this size" and row["reason"].startswith("12 untied equal-length pairs")
+    assert row["reason"].endswith("excludes 0, but the paired test does not reject equality (p = 0.2 >= 0.05)")
+    assert feverous_claim({"stats": {"nei": dict(nei, matched_p=0.01)}})["verdict"] == "reproduced"

@@ -301,10 +301,11 @@ def feverous_claim(r: Mapping) -> dict:
             f"{(st.get('n_answerable') or 0) + (st.get('n_unanswerable') or 0)} claims"
             if which.startswith("length") else f"{n} claims")
     j = judge("abstention_feverous", est, ci, p=p)
-    if _includes_zero(ci) or est is None:
+    if j["verdict"] not in ("reproduced", "refuted"):  # 50 claims are all there is: no decision is "not decided"
+        why = (f"the {label}'s CI{_ci(ci)} includes 0" if _includes_zero(ci) or est is None
+               else j["why"].split("; size")[0].removeprefix("direction inconclusive: "))  # the CI vs the sign test
         j = judge("abstention_feverous", est, ci, p=p, gate=Gate(
-            False, f"{unit}: the {label}'s CI{_ci(ci)} includes 0",
-            "more FEVEROUS claims (the full dev set, fever.ai; not fetchable from PyPI)"))
+            False, f"{unit}: {why}", "more FEVEROUS claims (the full dev set, fever.ai; not fetchable from PyPI)"))
     beside = ""
     if st.get("auroc_norm") is not None:
         beside = (f"pooled AUROC of the norm for NEI {st['auroc_norm']:.3f} (token count alone: "
