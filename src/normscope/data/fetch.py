@@ -24,7 +24,7 @@ behind; a staging folder of a killed process is removed by the next fetch, which
 
 Mirrors (``mirror=`` or ``$NORMSCOPE_DATA_MIRROR``): a URL or a folder holding each file at
 ``<host>/<path>`` of its origin URL (the layout ``wget -x`` writes; a PyPI sdist at its
-``files.pythonhosted.org`` path), or holding the shared-data layout ``<folder>/<file>``; both are
+``files.pythonhosted.org`` path, PyPI's JSON answer at its ``pypi.org/pypi/...`` path), or holding the shared-data layout ``<folder>/<file>``; both are
 tried, in that order. Every mirrored path stays under the mirror's root: a path with a ``..``
 segment (e.g. a package URL listed in a mirror's NLTK index) is refused.
 """
