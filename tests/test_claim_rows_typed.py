@@ -69,9 +69,11 @@ def test_a_judgement_reads_as_the_dict_judge_returned_and_refuses_an_unknown_ver
 
 def test_paper_scope_rows_are_typed():
     rows = paper_scope_rows("sentence-transformers/all-MiniLM-L12-v2")
-    assert [type(r) for r in rows] == [ClaimRow] * 3
+    assert [type(r) for r in rows] == [ClaimRow] * 5
     assert [(r.key, r.verdict) for r in rows] == [("paper_models", "inconclusive"),
-                                                  ("paper_benchmarks", "not testable here"),
+                                                  ("paper_benchmark_feverous", "not testable here"),
+                                                  ("paper_benchmark_treecut", "not testable here"),
+                                                  ("paper_benchmark_ruletaker", "not testable here"),
                                                   ("llm_baselines", "not testable here")]
 
 

@@ -127,13 +127,31 @@ def test_rows_and_one_verdict_per_statistic():
 
 
 def test_paper_scope_rows_name_the_papers_models():
-    models, bench, llm = paper_scope_rows("sentence-transformers/all-MiniLM-L6-v2")
-    assert models["verdict"] == bench["verdict"] == llm["verdict"] == "not testable here"
+    models, fev, tc, rt, llm = paper_scope_rows("sentence-transformers/all-MiniLM-L6-v2")
+    assert models["verdict"] == fev["verdict"] == tc["verdict"] == rt["verdict"] == llm["verdict"] == "not testable here"
     assert llm["key"] == "llm_baselines" and "generative" in llm["reason"]
-    assert "clip-vit-base-patch32" in models["needs"] and "FEVEROUS" in bench["paper"]
+    assert "clip-vit-base-patch32" in models["needs"]
+    for row, name in ((fev, "FEVEROUS"), (tc, "TreeCut"), (rt, "RuleTaker")):
+        assert row["reason"] == f"the paper's +1.2 to +2.3 % accuracy names no protocol for {name}"
+        assert row["what"].startswith("tests: ") and "; cannot test: the paper's accuracy gain" in row["what"]
+        assert row["why"].endswith("did not run in this report")
     assert "MiniLM-L12" in paper_scope_rows("sentence-transformers/all-MiniLM-L12-v2")[0]["reason"]
     # the paper's figures are quoted as the paper gives them: no coefficient or model is added
     assert CLAIMS["corr_norm_heat"].paper == "+0.38" and "Pearson" not in CLAIMS["corr_norm_drift"].paper
+
+
+def test_paper_benchmark_rows_carry_the_measuring_rows_verdict():
+    """A benchmark row stays not testable as the paper states it; the row that measured the norm on that benchmark
+    in the same run is named on it with its verdict and figure."""
+    j = judge("abstention_treecut", -0.338, (-0.438, -0.229), p=3e-9)
+    measured = claim_row("abstention_treecut", measured=-0.338, ci=(-0.438, -0.229), judged=j,
+                         label="length-matched rank-biserial r", tested_on="MiniLM-L6, 1,000 generated problems")
+    rows = {r["key"]: r for r in paper_scope_rows("m", measured={"abstention_treecut": measured})}
+    tc = rows["paper_benchmark_treecut"]
+    assert tc["verdict"] == "not testable here" and j["verdict"] == "reproduced"
+    assert tc["why"].endswith("measured here by the row abstention_treecut: reproduced: length-matched rank-biserial "
+                              "r -0.338 [-0.438, -0.229] (MiniLM-L6, 1,000 generated problems)")
+    assert rows["paper_benchmark_feverous"]["why"].endswith("the row abstention_feverous did not run in this report")
 
 
 # --- the probe: Theorem 1's balance against its permutation null, and one verdict per statistic -------------------
@@ -494,7 +512,7 @@ def test_kinds_are_declared_and_counted_apart(tmp_path):
     assert set(kinds.values()) == set(KINDS)
     assert {k for k, v in kinds.items() if v == "exploratory"} == {
         "optimizer_momentum", "optimizer_adamw", "unused_rows_decay", "similarity_pairs", "req_predicts_norm",
-        "atypical_input_shuffle", "abstention_treecut", "abstention_ruletaker"}
+        "atypical_input_shuffle", "abstention_treecut", "abstention_ruletaker", "abstention_feverous"}
     assert kinds["theorem1_lab"] == "construction" and kinds["similarity_gain"] == kinds["ambiguity"] == "paper"
     # a lab row that ran on an MLP is a test of the paper's claim, one on a free table a check by construction
     from normscope.lab.claims import lab_claim

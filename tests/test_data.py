@@ -128,7 +128,7 @@ def test_fetch_from_upstream_mirror_then_use(env, srv, capsys):
     listing = env.parent / "list.json"
     assert _cli(["data", "list", "--json", str(listing)]) == 0
     rows = {r["name"]: r for r in json.loads(listing.read_text())["datasets"]}
-    assert [n for n, r in rows.items() if not r["present"]] == ["nfcorpus"]
+    assert [n for n, r in rows.items() if not r["present"]] == ["nfcorpus", "feverous"]  # (test_data_feverous.py)
     assert rows["scifact"]["where"] == "fetched" and rows["scifact"]["fetched"]["urls"] == [f"{srv.url}/{SCIFACT_ZIP}"]
     assert sorted(rows["scifact"]["fetched"]["verified"]["sha256"]) == ["corpus.jsonl", "qrels/test.tsv",
                                                                         "qrels/train.tsv", "queries.jsonl"]

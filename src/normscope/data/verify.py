@@ -196,7 +196,34 @@ def _cifar10h(folder: Path) -> list[str]:
     return facts
 
 
+#: The FEVEROUS sample's strata as its README states them (graphrag-core 0.18.1, eval/fixtures/feverous).
+FEVEROUS_LABELS = {"SUPPORTS": 18, "REFUTES": 16, "NOT ENOUGH INFO": 16}
+FEVEROUS_CHALLENGES = {"Search terms not in claim": 9, "Entity Disambiguation": 9, "Numerical Reasoning": 8, "Other": 8,
+                       "Combining Tables and Text": 8, "Multi-hop Reasoning": 8}
+
+
+def _feverous(folder: Path) -> list[str]:
+    rows = _jsonl(folder / "sample.jsonl")
+    facts = [_expect("sample.jsonl claims", len(rows), 50),
+             _expect("distinct ids", len({r["id"] for r in rows}), 50)]
+    labels, challenges = {k: 0 for k in FEVEROUS_LABELS}, {k: 0 for k in FEVEROUS_CHALLENGES}
+    for r in rows:
+        labels[r["label"]] = labels.get(r["label"], 0) + 1
+        challenges[r["challenge"]] = challenges.get(r["challenge"], 0) + 1
+    facts.append(_expect("claims per label", labels, FEVEROUS_LABELS))
+    facts.append(_expect("claims per challenge", challenges, FEVEROUS_CHALLENGES))
+    timed = sum(bool(r["annotator_operations"]) and r["annotator_operations"][0]["operation"] == "start"
+                and r["annotator_operations"][-1]["operation"] == "finish" and isinstance(r["claim"], str)
+                for r in rows)
+    facts.append(_expect("claims with a text and a start ... finish annotation", timed, 50))
+    first = {r["id"]: r for r in rows}.get(10220, {})
+    facts.append(_expect("claim 10220 (label, first words)", (first.get("label"), str(first.get("claim"))[:30]),
+                         ("NOT ENOUGH INFO", "The Chilestinians or the Pales")))
+    return facts
+
+
 _CHECKS: dict[str, Callable[[Path], list[str]]] = {
+    "feverous": _feverous,
     "scifact": _scifact, "nfcorpus": _nfcorpus, "wordnet": _wordnet, "concreteness": _concreteness,
     "subtlex-us": _subtlex, "chaosnli": _chaosnli, "simlex-999": _simlex, "cifar10h": _cifar10h,
 }

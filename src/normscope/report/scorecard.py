@@ -57,7 +57,7 @@ def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) 
     if model is None:
         setup = sections.get(SETUP)
         model = SetupResult.from_json(setup.result or {}).model if setup is not None else None
-    for row in paper_scope_rows(model):
+    for row in paper_scope_rows(model, measured=found):
         found.setdefault(row.key, row)
     rows = []
     for key, claim in CLAIMS.items():

@@ -53,8 +53,9 @@ class CorrelateRequest(Request):
 
     signal: Signal = param(cli="--signal", short="-s", show=True,
                            help="specificity, frequency, concreteness, uncertainty, shuffle (each text vs its "
-                           "word-shuffled copy), or treecut / ruletaker (generated answerable vs unanswerable items, "
-                           "length-matched).")
+                           "word-shuffled copy), treecut / ruletaker (generated answerable vs unanswerable items, "
+                           "length-matched), or feverous (the 50-claim FEVEROUS sample: norm vs label, challenge, "
+                           "annotation time).")
     n: int | None = param(None, min=0, cli="--n-items",
                           help="Number of default items (specificity 2000, frequency 5000, concreteness 5000 (0 = all), "
                           "uncertainty all).")
