@@ -51,6 +51,18 @@ def test_gain_claim_against_its_stated_range(est, ci, p, verdict, direction, siz
         assert ("even though it includes 0" in j["reason"]) == (ci[0] < 0 < ci[1])
 
 
+def test_short_reason_names_the_paired_test_when_it_disagrees_with_the_ci():
+    # the CI [0.008, 0.021] excludes 0 while the paired test (p 0.08) does not reject: the one-line reason must not
+    # say that the CI includes 0 (it does not); the same figures with p 0.001 read "excludes 0"
+    j = judge(GAIN, 0.015, [0.008, 0.021], p=0.08)
+    assert j["reason"] == "the CI excludes 0 but the paired test does not reject it and meets the claimed size"
+    assert "includes 0" not in j["reason"] and "p = 0.08" in j["why"]
+    below = judge(GAIN, 0.004, [0.001, 0.007], p=0.2)  # excludes 0, below the claimed +1.2 %: refuted on size
+    assert below["verdict"] == "refuted" and "includes 0" not in below["reason"]
+    assert below["reason"].endswith("though the paired test does not reject 0")
+    assert judge(GAIN, 0.004, [-0.001, 0.007], p=0.2)["reason"].endswith("even though it includes 0")
+
+
 def test_point_claims_with_a_declared_tolerance():
     # drift: the paper's -0.58, tolerance 0.10 (the size region is [-0.68, -0.48])
     assert CLAIMS["corr_norm_drift"].size.low == pytest.approx(-0.68) and CLAIMS["corr_norm_drift"].size.high == pytest.approx(-0.48)

@@ -347,9 +347,10 @@ def headline(direction: str, size_v: str, size: Size, *, gate: Gate | None = Non
 
 
 def _short(verdict: str, direction: str, size_v: str, claim: Claim, gate: Gate | None,
-           conditions_met: bool | None, by_null: bool = False) -> str:
+           conditions_met: bool | None, by_null: bool = False, test_disagrees: bool = False) -> str:
     """The row's one-line reason (about 20 words at most), from the same verdicts; ``by_null``: the direction
-    came from a permutation test (:func:`permutation_direction`), not from the CI."""
+    came from a permutation test (:func:`permutation_direction`), not from the CI; ``test_disagrees``: the CI
+    excludes 0 but the paired test beside it does not reject (:func:`direction_verdict`)."""
     size = claim.size
     if gate is not None and not gate.passed:
         return gate.reason
@@ -365,7 +366,8 @@ def _short(verdict: str, direction: str, size_v: str, claim: Claim, gate: Gate |
             return (f"the CI lies wholly inside \u00b1{fmt_value(size.low)}: "
                     + ("the association exists but is not strong" if direction == "reproduced"
                        else f"a null, tight enough to exclude {_claimed(size)}"))
-        zero = ", even though it includes 0" if direction == "inconclusive" else ""
+        zero = ("" if direction != "inconclusive" else ", though the paired test does not reject 0"
+                if test_disagrees else ", even though it includes 0")
         side = "on the zero side of" if (claim.sign or 0) < 0 else "below"
         return f"the CI lies wholly {side} {_claimed(size)}{zero}"
     if verdict == "reproduced":
@@ -381,7 +383,8 @@ def _short(verdict: str, direction: str, size_v: str, claim: Claim, gate: Gate |
     if conditions_met is False and size_v == "consistent":
         return "the CI is within the claimed size but the gate's other conditions fail"
     if direction == "inconclusive":
-        return (("the statistic does not beat its permutation null" if by_null else "the CI includes 0")
+        return (("the statistic does not beat its permutation null" if by_null else
+                 "the CI excludes 0 but the paired test does not reject it" if test_disagrees else "the CI includes 0")
                 + (" but meets the claimed size" if by_null and size_v == "consistent" else
                    " and meets the claimed size" if size_v == "consistent" else ""))
     if size_v == "undetermined":
@@ -452,8 +455,10 @@ def judge(claim: Claim | str, estimate, ci: Sequence[float] | None, *, p: float 
     why.append("direction: none claimed" if d == "no direction claimed" else f"direction {d}: {d_why}")
     why.append("size: none claimed" if s == "no size claimed" else
                f"size {s}: {s_why}" + (f" ({c.size.basis})" if c.size.basis else ""))
-    return Judgement(v, d, s, _short(v, d, s, c, gate, conditions_met, by_null=direction is not None),
-                     "; ".join(why))
+    disagrees = (direction is None and d == "inconclusive" and _ci_ok(ci)
+                 and (float(ci[0]) > 0 or float(ci[1]) < 0))
+    return Judgement(v, d, s, _short(v, d, s, c, gate, conditions_met, by_null=direction is not None,
+                                     test_disagrees=disagrees), "; ".join(why))
 
 
 def degenerate_gate(ci: Sequence[float] | None, reason: str = "") -> Gate | None:
