@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._format import noun, plural
 from normscope._io import OutsideFolder, inside_folder, open_inside, read_inside, write_json
 from normscope.engine.shards import check_out_dir, replace_dir
 from normscope.errors import InputError
@@ -193,7 +194,7 @@ class FoldedAnnIndex:
                              "embed them with the index's model")
         zero = zero_vector_rows(np.linalg.norm(Q.astype(np.float64), axis=1))
         if zero.size:
-            raise InputError(f"{zero.size} query vector(s) are junk ({JUNK_ZERO}), e.g. query "
+            raise InputError(f"{plural(zero.size, 'query vector')} {noun(zero.size, 'is', 'are')} junk ({JUNK_ZERO}), e.g. query "
                              f"{list(query_ids)[zero[0]]!r}: nothing to rank them by; leave them out")
         Qf = fold_queries(Q, self.scorer)
         query_ids = _check_ids(query_ids, Qf.shape[0], "query")

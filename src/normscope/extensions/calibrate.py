@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from normscope._format import noun
 from normscope import encoders  # load_encoder looked up when called (tests replace it)
 from normscope.data.beir import SplitQueries, load_dataset_any, load_qrels
 from normscope.encoders import DEFAULT_MODEL
@@ -207,7 +208,7 @@ def run_calibrate(request: CalibrateRequest, *, encoder=None, progress: bool = F
     signals = list(dict.fromkeys(signals))
     unknown = [s for s in signals if s not in QPP_SPECS]
     if not signals or unknown:
-        raise InputError(f"unknown signal(s) {', '.join(unknown) or '(none given)'} (choose from {', '.join(QPP_SIGNALS)})")
+        raise InputError(f"unknown {noun(len(unknown), 'signal')} {', '.join(unknown) or '(none given)'} (choose from {', '.join(QPP_SIGNALS)})")
     ph = _Phases(progress, "calibrate")
     rng = np.random.default_rng(seed)
 
@@ -344,7 +345,7 @@ def read_run(path) -> tuple[dict, dict]:
             raise InputError(f"cannot read {p} as parquet ({type(exc).__name__})") from None
         missing = {"query_id", "doc_id", "score"} - set(df.columns)
         if missing:
-            raise InputError(f"{p} lacks column(s) {', '.join(sorted(missing))}")
+            raise InputError(f"{p} lacks {noun(len(missing), 'column')} {', '.join(sorted(missing))}")
         if "scorer" in df.columns:
             df = df[df["scorer"] == "cosine"]
             if df.empty:
@@ -376,7 +377,7 @@ def _from_run_file(run_file, qrels_file, *, signals, target_k, max_queries, rng,
     """A run file and its qrels: one part of judged queries, its signals and labels."""
     no = [s for s in signals if {"corpus_score", "query_text"} & set(QPP_SPECS[s].needs)]
     if no:
-        raise InputError(f"signal(s) {', '.join(no)} need the corpus score or the query text, which a run file does not "
+        raise InputError(f"{noun(len(no), 'signal')} {', '.join(no)} {noun(len(no), 'needs', 'need')} the corpus score or the query text, which a run file does not "
                          "carry; use a BEIR dataset or other signals")
     if encoder is None:
         with ph("loading the model (for its fingerprint)", model):

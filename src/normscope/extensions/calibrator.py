@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from normscope._format import noun
 from normscope.errors import InputError
 from normscope.requests.retrieval import DEFAULT_CALIBRATE_SIGNALS
 from normscope.retrieval.qpp import QPP_SIGNALS, QPP_SPECS, qpp_signals
@@ -125,7 +126,7 @@ def fit_calibrator(features, y, *, signals: Sequence[str] = DEFAULT_SIGNALS, met
     signals = list(dict.fromkeys(signals))
     unknown = [s for s in signals if s not in QPP_SPECS]
     if not signals or unknown:
-        raise InputError(f"unknown signal(s) {', '.join(unknown) or '(none given)'} (choose from {', '.join(QPP_SIGNALS)})")
+        raise InputError(f"unknown {noun(len(unknown), 'signal')} {', '.join(unknown) or '(none given)'} (choose from {', '.join(QPP_SIGNALS)})")
     y = np.asarray(y).ravel().astype(np.int64)
     X = features[signals].to_numpy(np.float64)
     if len(y) != len(X) or len(y) < 10:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._format import noun
 from normscope._io import OutsideFolder, read_inside, write_json
 from normscope.errors import InputError
 from normscope.retrieval.qpp import QPP_SIGNALS, QPP_SPECS
@@ -98,7 +99,7 @@ class Calibrator:
         if hasattr(X, "columns"):
             missing = [s for s in self.signals if s not in X.columns]
             if missing:
-                raise InputError(f"the calibrator needs signal(s) {', '.join(missing)}")
+                raise InputError(f"the calibrator needs {noun(len(missing), 'signal')} {', '.join(missing)}")
             X = X[self.signals].to_numpy(np.float64)
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != len(self.signals):
