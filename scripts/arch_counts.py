@@ -18,7 +18,9 @@ Prints, for ``src/normscope``:
   just above that block);
 - import cycles between normscope's modules (strongly connected components of the graph of module-level imports,
   ``if TYPE_CHECKING`` ones included; and, for information, with the function-level imports added);
-- ruff's C901 findings above complexity 15 (when ruff is installed).
+- ruff's C901 findings above complexity 15 (when ruff is installed);
+- the modules over :data:`MODULE_LIMIT` (600) lines (issue 37 item 6: split where a seam exists;
+  ``tests/test_layout.py`` fails on a new one).
 """
 
 from __future__ import annotations
@@ -48,6 +50,18 @@ ENTRY_POINTS = (("normscope.probes", "run_probe"), ("normscope.retrieval", "run_
 RESULTS = (("normscope.probes", "ProbeResult"), ("normscope.retrieval", "RetrievalResult"),
            ("normscope.signals", "CorrelateResult"), ("normscope.similarity", "SimilarityResult"),
            ("normscope.lab", "LabResult"), ("normscope.lab", "TransformerLabResult"))
+
+
+#: Lines above which a module should be split at a seam (issue 37 item 6).
+MODULE_LIMIT = 600
+
+
+def modules_over(limit: int = MODULE_LIMIT, root: Path = SRC) -> list[tuple[int, str]]:
+    """(lines, path relative to ``root``'s parent, with ``/``) of every ``.py`` file under ``root`` longer than
+    ``limit`` lines (``str.splitlines``), longest first, then by path."""
+    sizes = [(len(p.read_text(encoding="utf-8").splitlines()), p.relative_to(root.parent).as_posix())
+             for p in root.rglob("*.py")]
+    return sorted(((n, name) for n, name in sizes if n > limit), key=lambda t: (-t[0], t[1]))
 
 
 def count_get(paths) -> int:
@@ -277,6 +291,8 @@ def main(argv=None) -> int:
     res["import_cycles_with_function_level_imports"] = with_deferred
     c = ruff_c901()
     res["ruff_c901_over_15"] = c
+    big = modules_over()
+    res[f"modules_over_{MODULE_LIMIT}_lines"] = [f"{n} {name}" for n, name in big]
     print(f".get(\" in report/ + cli/: {res['get_report_cli']} (whole package {res['get_total']})")
     print(f"summary fields: {total}, untyped (dict/list/Any): {untyped} ({100 * untyped / max(total, 1):.0f} %); "
           f"counting every dict/list, parameterised or not: {strict} ({100 * strict / max(total, 1):.0f} %)")
@@ -297,6 +313,9 @@ def main(argv=None) -> int:
     print("ruff C901 > 15: " + ("ruff not installed" if c is None else f"{len(c)}"))
     for line in c or []:
         print(f"  {line}")
+    print(f"modules over {MODULE_LIMIT} lines: {len(big)}")
+    for n, name in big:
+        print(f"  {n} {name}")
     if args.json:
         args.json.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
     return 0

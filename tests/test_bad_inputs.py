@@ -320,13 +320,13 @@ def _rows():
     add("embed-bad-json", "embed {d}/badjson.jsonl -o {d}/o.parquet", r"badjson\.jsonl.*line 2")
     add("embed-jsonl-no-text", "embed {d}/notext.jsonl -o {d}/o.parquet", r"notext\.jsonl.*text")
     add("embed-jsonl-not-object", "embed {d}/list.jsonl -o {d}/o.parquet", r"list\.jsonl.*line 1")
-    add("embed-jsonl-dup-id", "embed {d}/dupid.jsonl -o {d}/o.parquet", r"duplicate id\(s\) 'a' \(lines 1 and 2\)")
-    add("embed-jsonl-part-id", "embed {d}/partid.jsonl -o {d}/o.parquet", r"some items have an id and others not.*line\(s\) 2")
+    add("embed-jsonl-dup-id", "embed {d}/dupid.jsonl -o {d}/o.parquet", r"duplicate id 'a' \(lines 1 and 2\)")
+    add("embed-jsonl-part-id", "embed {d}/partid.jsonl -o {d}/o.parquet", r"some items have an id and others not; missing at line 2")
     add("embed-csv-no-text", "embed {d}/nocol.csv -o {d}/o.parquet", r"CSV has no 'text' column")
     add("embed-csv-unterminated", "embed {d}/unterminated.csv -o {d}/o.parquet", r"unterminated\.csv: line 2: a quoted field .* never closed")
     add("embed-csv-mid-quote", "embed {d}/midquote.csv -o {d}/o.parquet", r"midquote\.csv: malformed CSV in the record starting on line 2")
     add("embed-csv-extra-fields", "embed {d}/extra.csv -o {d}/o.parquet", r"extra\.csv: line 2: 3 fields but the header has 2")
-    add("embed-csv-dup-id", "embed {d}/dupid.csv -o {d}/o.parquet", r"duplicate id\(s\) 'a' \(lines 2 and 3\)")
+    add("embed-csv-dup-id", "embed {d}/dupid.csv -o {d}/o.parquet", r"duplicate id 'a' \(lines 2 and 3\)")
     add("embed-wordfreq-bad-n", "embed wordfreq:ten -o {d}/o.parquet", r"wordfreq:N needs a positive integer N, got 'wordfreq:ten'")
     add("embed-no-input", "embed -o {d}/o.parquet", r"Missing argument 'INPUT'")
     # ------------------------------------------------------------------ embed: vectors
@@ -334,7 +334,7 @@ def _rows():
     add("embed-npy-pickle-bytes", "embed {d}/pickled.npy -o {d}/o.parquet", r"pickled\.npy is not a \.npy file")
     add("embed-npy-1d", "embed {d}/flat.npy -o {d}/o.parquet", r"flat\.npy has shape \(5,\)")
     add("embed-npy-3d", "embed {d}/cube.npy -o {d}/o.parquet", r"cube\.npy has shape \(2, 2, 2\)")
-    add("embed-npy-nan", "embed {d}/nan.npy -o {d}/o.parquet", r"nan\.npy holds NaN/Inf values in 1 row\(s\), first rows \[3\]")
+    add("embed-npy-nan", "embed {d}/nan.npy -o {d}/o.parquet", r"nan\.npy holds NaN/Inf values in 1 row, first rows \[3\]")
     add("embed-npy-str", "embed {d}/str.npy -o {d}/o.parquet", r"str\.npy has dtype <U1")
     add("embed-npy-all-zero", "embed {d}/zeros.npy -o {d}/o.parquet", r"every one of the 5 vectors in .*zeros\.npy is junk \(zero vector")
     add("embed-parquet-empty", "embed {d}/empty.parquet -o {d}/o.parquet", r"empty\.parquet has no rows")
@@ -408,7 +408,7 @@ def _rows():
     # ------------------------------------------------------------------ correlate
     C = "correlate --signal frequency --items {d}/items.txt"
     add("correlate-unknown-signal", "correlate --signal happiness", r"unknown signal 'happiness'")
-    add("correlate-unknown-control", C + " --control mood", r"unknown control\(s\) \['mood'\]")
+    add("correlate-unknown-control", C + " --control mood", r"unknown control \['mood'\]")
     add("correlate-n-neg", "correlate --signal frequency --n-items -1", r"--n-items must be >= 0, got -1")
     add("correlate-measure", "correlate --signal specificity --measure height", r"unknown measure 'height'; choose from min_depth")
     add("correlate-dataset", "correlate --signal uncertainty --dataset mnist", r"unknown dataset 'mnist'; choose from chaosnli, cifar10h")
@@ -472,7 +472,7 @@ def _rows():
     add("retrieval-no-corpus", "retrieval --dataset {d}/beir_nocorpus", r"no corpus\.jsonl or corpus\.jsonl\.gz")
     add("retrieval-no-queries", "retrieval --dataset {d}/beir_noqueries", r"no queries\.jsonl or queries\.jsonl\.gz")
     add("retrieval-no-test-split", "retrieval --dataset {d}/beir_dev --fit-split cv", r"no qrels split 'test'|no qrels/test\.tsv")
-    add("retrieval-frac-grades", B.replace("beir ", "beir_frac "), r"beir_frac/qrels/test\.tsv:2: grade '1\.5' is not an integer \(2 such line\(s\)\).*--grade-scale 2")
+    add("retrieval-frac-grades", B.replace("beir ", "beir_frac "), r"beir_frac/qrels/test\.tsv:2: grade '1\.5' is not an integer \(2 such lines\).*--grade-scale 2")
     add("retrieval-frac-grades-scale-3", B.replace("beir ", "beir_frac ") + " --grade-scale 3", r"grade '1\.5' is not an integer times 3.*--grade-scale 6")
     add("retrieval-qrels-comment", B.replace("beir ", "beir_comment "), r"test\.tsv:2: a comment line \('#'\); qrels files have no comments")
     add("retrieval-qrels-2-fields", B.replace("beir ", "beir_2field "), r"test\.tsv:2: expected 3 tab-separated fields \(query-id, corpus-id, score\), got 2")
@@ -655,7 +655,7 @@ def _rows_issue36(add) -> None:
         r"novocab: the tokenizer's vocabulary names 0 of the 30,522 rows .*lacks its vocabulary")
     # report folders: another model's section kept there; a planted lock link
     add("report-only-another-model", "report --out {d}/rep_mixed --only setup --quick",
-        r"rep_mixed holds section\(s\) of stage\(s\) norms made with model 'someone/other-model'; this run uses model "
+        r"rep_mixed holds the section of stage norms made with model 'someone/other-model'; this run uses model "
         r"'sentence-transformers/all-MiniLM-L6-v2'.*start a new folder with --out NEW_FOLDER")
     add("report-lock-link", "report --out {d}/rep_link --only setup --quick",
         r"rep_link/\.normscope\.lock is a symbolic link; normscope never writes through one")

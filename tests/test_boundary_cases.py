@@ -133,7 +133,7 @@ def test_fractional_grades_are_refused_or_read_exactly_with_a_scale(tmp_path):
 
     q = tmp_path / "test.tsv"
     q.write_text("query-id\tcorpus-id\tscore\nq1\ta\t1.5\nq1\tb\t0.5\nq1\tc\t2.0\nq2\ta\t0.5\n")
-    with pytest.raises(DataError, match=r"test\.tsv:2: grade '1\.5' is not an integer \(3 such line\(s\)\).*--grade-scale 2"):
+    with pytest.raises(DataError, match=r"test\.tsv:2: grade '1\.5' is not an integer \(3 such lines\).*--grade-scale 2"):
         load_qrels(q)
     qrels = load_qrels(q, grade_scale=2)
     assert qrels == {"q1": {"a": 3, "b": 1, "c": 4}, "q2": {"a": 1}}

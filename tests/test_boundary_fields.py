@@ -152,7 +152,7 @@ def test_calibrate_never_suggests_a_grade_scale_option_it_lacks(beir_dir, capsys
     b = beir_dir("q0\td0\t1.5\nq1\td1\t0.5\n")
     line = _cli_error(["calibrate", "--dataset", str(b)], capsys)
     assert "--grade-scale" not in line
-    assert line.endswith("test.tsv:2: grade '1.5' is not an integer (2 such line(s)); `normscope calibrate` reads "
+    assert line.endswith("test.tsv:2: grade '1.5' is not an integer (2 such lines); `normscope calibrate` reads "
                          "integer grades only (its label is grade >= 1, unscaled): write the grades as integers in the "
                          "qrels file"), line
     from normscope.cli import run

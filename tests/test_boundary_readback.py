@@ -185,7 +185,7 @@ def test_only_with_another_precision_or_model_is_refused_before_any_stage(report
 
     out, _ = report_dir
     before = _tree(out)
-    with pytest.raises(InputError, match=r"holds section\(s\) of stage\(s\) norms made with precision fp32; this run uses "
+    with pytest.raises(InputError, match=r"holds the section of stage norms made with precision fp32; this run uses "
                                          r"precision bf16: one page never mixes models or precisions: start a new "
                                          r"folder with --out NEW_FOLDER, or rerun every stage here \(drop --only\)"):
         _run(out, bundled_encoder, only=("setup",), precision="bf16")

@@ -130,7 +130,7 @@ def test_cached_rerun_summary_line(tmp_path):
     console = Console(record=True, width=200)
     print_summary(again, console)
     title = console.export_text().splitlines()[0]
-    assert "custom sizes, " in title and "; 1 of 1 stage(s) from the cache)" in title
+    assert "custom sizes, " in title and "; 1 of 1 stage from the cache)" in title
     assert "e-0" not in title
 
 

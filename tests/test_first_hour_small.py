@@ -3,13 +3,19 @@ name what the caller set, EmbeddingTable.to_pandas, calibrate's default signals.
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from normscope._format import claim_figure as _claim_figure, plural
+from normscope._format import claim_figure as _claim_figure, noun, plural
 from normscope.claims import ClaimRow
 from normscope.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_plurals():
@@ -17,6 +23,58 @@ def test_plurals():
     assert plural(3, "library warning") == "3 library warnings"
     assert plural(1, "text") == "1 text" and plural(0, "text") == "0 texts" and plural(1200, "item") == "1,200 items"
     assert plural(2, "index", "indexes") == "2 indexes"
+
+
+def test_noun_is_the_word_of_plural_without_the_number():
+    assert noun(1, "signal") == "signal" and noun(0, "signal") == "signals" and noun(2, "signal") == "signals"
+    assert noun(1, "is", "are") == "is" and noun(3, "is", "are") == "are"
+    for n in (0, 1, 2, 1200):
+        assert plural(n, "pair") == f"{n:,} {noun(n, 'pair')}"
+
+
+def test_a_list_in_a_message_takes_the_number_of_its_items():
+    from normscope.extensions.calibrator import fit_calibrator
+
+    X, y = pd.DataFrame({"top1_score": [0.1, 0.2]}), np.array([0, 1])
+    with pytest.raises(InputError, match=r"^unknown signal bogus \(choose from "):
+        fit_calibrator(X, y, signals=["bogus"], model={})
+    with pytest.raises(InputError, match=r"^unknown signals bogus, nope \(choose from "):
+        fit_calibrator(X, y, signals=["bogus", "nope"], model={})
+
+
+#: User-facing strings that still say "(s)", by their text (so moving the code keeps them allowed): the lab's and
+#: correlate's (done by their owners), and those in modules being split or retyped on other branches this stop
+#: (retrieval/pipeline.py, retrieval/qpp.py, retrieval/claims.py). Nothing may be added to it.
+KNOWN_S = {" pair(s) with different token counts", " item(s) were cut at the model's maximum sequence length; the length "
+           "control cou", " junk item(s) left out: ids ", " run(s), ", " relaxation time(s) 1/(2 eta lambda_rad)",
+           " training pair(s) left after the filters (max ", " thread(s)", " fitted scorer(s), ",
+           " result(s); the margin needs 2", "unknown signal(s) "}
+
+
+def _strings_with_s(src: Path = ROOT / "src" / "normscope"):
+    """(``path:line``, text) of every string constant under ``src`` (f-string parts included, docstrings not) that
+    holds ``word(s)``."""
+    pat = re.compile(r"[A-Za-z]\(s\)")
+    for path in sorted(src.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(node.body[0].value) for node in ast.walk(tree)
+                if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body
+                and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
+                    and pat.search(node.value):
+                yield f"{path.relative_to(src)}:{node.lineno}", node.value
+
+
+def test_the_scan_reads_f_strings_and_skips_docstrings(tmp_path):
+    (tmp_path / "m.py").write_text('"""module: item(s)"""\n\n\ndef f(n):\n    """doc: pair(s)"""\n'
+                                   '    return f"{n} row(s) left", "no plural here (s)", "a field(s)"\n', encoding="utf-8")
+    assert sorted(_strings_with_s(tmp_path)) == [("m.py:6", " row(s) left"), ("m.py:6", "a field(s)")]
+
+
+def test_no_new_word_with_s_in_a_user_facing_string():
+    new = [f"{where}: {text[:60]!r}" for where, text in _strings_with_s() if text[:80] not in KNOWN_S]
+    assert not new, f"use plural() / noun() from normscope._format: {new}"
 
 
 def claim_figure(row: dict) -> str:

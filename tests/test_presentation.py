@@ -113,7 +113,7 @@ def test_cli_summary_shows_each_sections_headline(tmp_path):
     console = Console(record=True, width=400)
     print_summary(res, console)
     text = console.export_text()
-    assert f"normscope report: {MODEL} (quick sizes, 1 min 15 s; 1 of 1 stage(s) from the cache)" in text
+    assert f"normscope report: {MODEL} (quick sizes, 1 min 15 s; 1 of 1 stage from the cache)" in text
     assert HEADLINES["norm_distribution"][2] in text
     assert "(kept from an earlier run) " + HEADLINES["training_lab"][2] in text
     assert text.count("not_run") == len(STAGES) - 2 + 1  # retrieval fills two sections

@@ -59,7 +59,7 @@ def test_bad_qrels_warn_and_count(tmp_path):
     with pytest.warns(BeirDataWarning) as rec:
         sq = ds.split_queries("test")
     msgs = " ".join(str(w.message) for w in rec)
-    assert "2 qrels row(s) name documents absent" in msgs
+    assert "2 qrels rows name documents absent" in msgs
     assert "excluded 1 judged quer(ies) without text and 1 without any relevant document" in msgs
     assert sq.query_ids == ["q1", "q2"]  # q3: only a 0 judgement; q9: no text
     assert sq.counts == {

@@ -126,7 +126,7 @@ def test_ece_support_flags_one_or_two_bins():
     r = reliability_data([0.51, 0.52, 0.53, 0.9], [1, 0, 1, 1])  # bins (7/15, 8/15] and (13/15, 1]
     sup = ece_support(r)
     assert sup["populated_bins"] == 2 and sup["largest_bin"] == 3 and sup["n"] == 4
-    assert "2 populated bin(s) of 15" in sup["flag"] and "3 of 4 queries" in sup["flag"]
+    assert "2 populated bins of 15" in sup["flag"] and "3 of 4 queries" in sup["flag"]
     assert ece_support(reliability_data(np.linspace(0.01, 0.99, 30), np.arange(30) % 2))["flag"] is None
 
 

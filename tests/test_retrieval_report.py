@@ -54,7 +54,7 @@ def test_sentences_follow_the_cis():
     cal = calibration_sentences(({
         "query_norm": {"status": "ok", "auroc_raw": 0.40, "auroc_raw_ci": [0.33, 0.47], "auroc": 0.5, "ece": 0.03,
                        "fit": {"mapping": "platt"},
-                       "ece_bins": {"flag": "ECE from 2 populated bin(s) of 15 (the fullest holds 298 of 300 queries)"}},
+                       "ece_bins": {"flag": "ECE from 2 populated bins of 15 (the fullest holds 298 of 300 queries)"}},
         "margin": {"status": "not computed", "reason": "fit split: all non-relevant"}}))
     assert "below chance in its pre-specified direction" in cal[0] and "calibrated map AUROC 0.500" in cal[0]
     assert "298 of 300" in cal[0] and cal[1] == "margin: not computed (fit split: all non-relevant)."

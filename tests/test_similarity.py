@@ -125,7 +125,7 @@ def test_sts_quirks(tmp_path):
     # unbalanced quotes stay inside their field: no line is joined to the next
     assert s.text1[1] == '"Obama says "no" to' and s.text2[1] == "the \"quote' never closes"
     assert s.text2[2] == "It's fine." and s.score.tolist() == [5.0, 1.6, 3.25]
-    assert any("1 line(s) have extra tab-separated fields" in n for n in s.notes)
+    assert any("1 line has extra tab-separated fields" in n for n in s.notes)
     bad = tmp_path / "sts-dev.csv"
     bad.write_text(STS_LINES[0] + "\nmain-news\theadlines\t2013\t0042\t1.6\tonly one sentence\n")
     with pytest.raises(InputError, match="line 2 has 6 tab-separated"):

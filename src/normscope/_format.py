@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 
 __all__ = ["MISSING", "finite", "num", "ci", "pct", "sig3", "count", "fixed", "ci_fixed", "p_value", "p_text", "duration",
-           "join_and", "plural"]
+           "join_and", "noun", "plural"]
 
 #: How every missing value is written.
 MISSING = "n/a"
@@ -195,7 +195,13 @@ def join_and(items: Sequence[str]) -> str:
     return (", ".join(items[:-1]) + " and " + items[-1]) if len(items) > 1 else (items[0] if items else "")
 
 
+def noun(n: int, word: str, many: str | None = None) -> str:
+    """``word`` in the form for ``n`` of it, without the number: ``noun(1, "signal")`` is ``signal``,
+    ``noun(2, "signal")`` ``signals`` (``many``: an irregular plural, or a verb: ``noun(n, "is", "are")``)."""
+    return word if n == 1 else (many or word + "s")
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``n`` and ``word`` in the number's form: ``1 library warning``, ``3 library warnings``, ``2 texts``
     (``many``: an irregular plural, e.g. ``plural(n, "index", "indexes")``); thousands separated."""
-    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+    return f"{n:,} {noun(n, word, many)}"

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from normscope._format import plural
+from normscope._format import noun, plural
 from normscope.errors import InputError
 
 __all__ = [
@@ -494,7 +494,8 @@ def _fill_ids(ids: list[str | None], lines: list[int], path: Path) -> list[str]:
     if len(missing) == len(ids):
         return [str(k) for k in range(len(ids))]
     raise InputError(
-        f"{path}: some items have an id and others not; missing at line(s) {', '.join(map(str, missing[:_SHOW]))}"
+        f"{path}: some items have an id and others not; missing at {noun(len(missing), 'line')} "
+        f"{', '.join(map(str, missing[:_SHOW]))}"
     )
 
 
@@ -508,4 +509,4 @@ def _check_unique(ids: list[str], lines: list[int], path: Path) -> None:
             seen[i] = ln
     if dups:
         more = f" (and {len(dups) - 3} more)" if len(dups) > 3 else ""
-        raise InputError(f"{path}: duplicate id(s) {', '.join(dups[:3])}{more}")
+        raise InputError(f"{path}: duplicate {noun(len(dups), 'id')} {', '.join(dups[:3])}{more}")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._format import plural
 from normscope.data import data_path
 from normscope.errors import DataError, InputError
 from normscope.inputs import csv_records
@@ -239,7 +240,7 @@ def file_pairs(path: str | Path, *, delimiter: str | None = None, header: bool |
     for ln, row in enumerate(rows, first_line):
         if len(row) < 2:
             raise InputError(
-                f"pair file {path}: line {ln} has {len(row)} column(s); a pair file needs two columns "
+                f"pair file {path}: line {ln} has {plural(len(row), 'column')}; a pair file needs two columns "
                 f"(left, right) separated by {delimiter!r}"
             )
         a, b = row[0].strip(), row[1].strip()

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from normscope._format import plural
 from normscope.errors import InputError
 
 __all__ = [
@@ -107,7 +108,7 @@ def _as_matrix(x, name: str) -> np.ndarray:
         raise InputError(f"{name} must be a 2-D array (n, d), got shape {a.shape}")
     if a.shape[0] and not np.isfinite(a).all():
         bad = int((~np.isfinite(a)).any(axis=1).sum())
-        raise InputError(f"{name} has {bad} row(s) with non-finite values (NaN or inf)")
+        raise InputError(f"{name} has {plural(bad, 'row')} with non-finite values (NaN or inf)")
     return a
 
 
@@ -159,7 +160,7 @@ def validate_param(scorer: str, param: float | None, doc_norms: np.ndarray, *, i
         if (denom <= 0).any():
             bound = -1.0 / float(norms.max())
             raise InputError(
-                f"inverse_norm: alpha={p:g} makes 1 + alpha*{symbol} <= 0 for {int((denom <= 0).sum())} {items}(s) "
+                f"inverse_norm: alpha={p:g} makes 1 + alpha*{symbol} <= 0 for {plural(int((denom <= 0).sum()), items)} "
                 f"(division by zero or sign flip); alpha must be > {bound:.6g} = -1/max{symbol}"
             )
     else:  # power
@@ -168,7 +169,7 @@ def validate_param(scorer: str, param: float | None, doc_norms: np.ndarray, *, i
         bad = ~np.isfinite(g) | (g > _F32_MAX)
         if bad.any():
             raise InputError(
-                f"power: beta={p:g} makes {symbol}**beta non-finite for {int(bad.sum())} {items}(s) "
+                f"power: beta={p:g} makes {symbol}**beta non-finite for {plural(int(bad.sum()), items)} "
                 f"(norms in [{norms.min():.4g}, {norms.max():.4g}]; zero norms need beta >= 0)"
             )
     return p

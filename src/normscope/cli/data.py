@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from normscope._format import plural
 from normscope._io import write_json
 from normscope.cli._app import app
 from normscope.cli._console import make_console, styled
@@ -92,7 +93,8 @@ def fetch(
             continue
         v = r.verified
         out.print(f"{name}: fetched {fmt_bytes(r.bytes)} from {r.urls[-1]} in {time.perf_counter() - t0:.1f} s; "
-                  f"verified sha256 of {len(v.get('sha256', []))} file(s) and {len(v.get('content', []))} content facts: "
+                  f"verified sha256 of {plural(len(v.get('sha256', [])), 'file')} and "
+                  f"{plural(len(v.get('content', [])), 'content fact')}: "
                   f"{r.path}", soft_wrap=True, markup=False, highlight=False)
         out.print(f"{name}: licence: {get_dataset(name).licence}", soft_wrap=True, markup=False, highlight=False)
     if failed:

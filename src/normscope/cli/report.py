@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from normscope._format import claim_figure, duration
+from normscope._format import claim_figure, duration, plural
 from normscope.cli._app import app
 from normscope.cli._console import make_console, styled
 from normscope.cli._options import Address, Device, Engine, Models, Precision, Runtime, Seed, models_of, split_list
@@ -151,7 +151,7 @@ def _section_lines(result, width: int) -> list:
     rep = s.report
     ran = rep.stages_run
     n_cached = sum(bool(rep.stage_cached[st]) for st in ran)
-    cached = f"; {n_cached} of {len(ran)} stage(s) from the cache" if n_cached else ""
+    cached = f"; {n_cached} of {plural(len(ran), 'stage')} from the cache" if n_cached else ""
     lacking = [sec for m in s.missing_data or [] for sec in m.sections]
     names = {key: title.split(":")[0] for st in STAGES for key, title in st.sections.items()}
     table = _Rows(width, [("section", 18, max(map(len, names.values())), 1), ("status", 11, 11, 0),

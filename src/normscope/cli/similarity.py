@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from normscope.cli._app import app
-from normscope._format import MISSING, ci_fixed, fixed
+from normscope._format import MISSING, ci_fixed, fixed, noun, plural
 from normscope.cli._console import make_console, styled
 from normscope.cli._outputs import Row, Rows, figure_outputs, print_claim_lines, single_or_compare
 from normscope.cli._options import (BatchSize, Device, FigOut, JsonOut, JunkError, Models, NBoot, Precision, Runtime,
@@ -82,10 +82,11 @@ def similarity(
 
     def notes(res) -> None:
         if res.junk is not None and res.junk.count:
-            console.print(styled(f"{res.junk.count} junk text(s) left out with their {res.n_pairs_junk} evaluated "
-                                 f"pair(s): {', '.join(res.junk.ids[:5])}", "yellow"))
+            console.print(styled(f"{plural(res.junk.count, 'junk text')} left out with their "
+                                 f"{plural(res.n_pairs_junk, 'evaluated pair')}: {', '.join(res.junk.ids[:5])}", "yellow"))
         if res.n_truncated:
-            console.print(f"{res.n_truncated} text(s) were cut at the model's maximum sequence length")
+            console.print(f"{plural(res.n_truncated, 'text')} {noun(res.n_truncated, 'was', 'were')} cut at the model's maximum "
+                          "sequence length")
         for note in res.notes:
             console.print(f"note: {note}")
         print_claim_lines(res.claims, console)

@@ -30,6 +30,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from normscope._format import noun, plural
 from normscope.data import data_path
 from normscope.errors import DataError, InputError
 from normscope.inputs import join_title, read_text, split_lines
@@ -128,7 +129,8 @@ class BeirDataset:
         }
         if warn and unknown_docs:
             warnings.warn(
-                f"{self.name}/{split}: {unknown_docs} qrels row(s) name documents absent from the corpus "
+                f"{self.name}/{split}: {plural(unknown_docs, 'qrels row')} {noun(unknown_docs, 'names a document', 'name documents')} "
+                "absent from the corpus "
                 "(kept as relevant but unretrievable)",
                 BeirDataWarning,
                 stacklevel=2,
@@ -255,7 +257,7 @@ def load_qrels(path: str | Path, *, grade_scale: int = 1, trec: bool = False) ->
     if fractional:
         raise _fractional_grades(path, fractional, grade_scale)
     if repeats:
-        warnings.warn(f"{path}: {repeats} repeated identical judgement row(s) merged", BeirDataWarning, stacklevel=2)
+        warnings.warn(f"{path}: {plural(repeats, 'repeated identical judgement row')} merged", BeirDataWarning, stacklevel=2)
     return qrels
 
 
@@ -307,7 +309,7 @@ def _fractional_grades(path: Path, fractional: list[tuple[int, str]], grade_scal
         lcm = lcm * den // math.gcd(lcm, den)
     scale = grade_scale * lcm
     return DataError(f"{path}:{ln}: grade '{s}' is not an integer{f' times {grade_scale}' if grade_scale > 1 else ''} "
-                     f"({len(fractional)} such line(s)); trec_eval and pytrec_eval read integer grades and truncating "
+                     f"({plural(len(fractional), 'such line')}); trec_eval and pytrec_eval read integer grades and truncating "
                      f"would change them: read every grade times {scale} with --grade-scale {scale} (nDCG is unchanged "
                      "by a common scale)")
 

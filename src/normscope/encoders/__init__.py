@@ -20,6 +20,7 @@ import functools
 import os
 from pathlib import Path
 
+from normscope._format import noun, plural
 from normscope.encoders.base import Encoder, TorchEncoder
 from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.encoders.cache import encode_cached
@@ -246,7 +247,9 @@ def check_device(device: str) -> str:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InputError(f"device '{device}' requested but CUDA is not available on this machine; use --device cpu")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise InputError(f"device '{device}' requested but only {torch.cuda.device_count()} CUDA device(s) exist")
+        n_cuda = torch.cuda.device_count()
+        raise InputError(f"device '{device}' requested but only {plural(n_cuda, 'CUDA device')} "
+                         f"{noun(n_cuda, 'exists', 'exist')}")
     if dev.type == "mps" and not torch.backends.mps.is_available():
         raise InputError(f"device '{device}' requested but MPS is not available on this machine")
     return device

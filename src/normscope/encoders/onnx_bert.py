@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._format import plural
 from normscope.errors import ModelError
 
 __all__ = [
@@ -160,7 +161,7 @@ def name_map(model) -> dict[str, tuple[str, bool]]:
         out[weights[0]] = (biases[0][len(ONNX_PREFIX):-len(".bias")] + ".weight", True)
     left = sorted(inits - set(out))
     if left:
-        raise ModelError(f"{len(left)} ONNX initializer(s) not mapped to a BertModel parameter, e.g. {left[0]}")
+        raise ModelError(f"{plural(len(left), 'ONNX initializer')} not mapped to a BertModel parameter, e.g. {left[0]}")
     targets = [t for t, _ in out.values()]
     if len(set(targets)) != len(targets):
         dup = next(t for t in targets if targets.count(t) > 1)

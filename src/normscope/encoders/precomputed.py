@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._format import plural
 from normscope.encoders.base import Encoder
 from normscope.errors import InputError
 from normscope.inputs import JUNK_ZERO, Junk, zero_vector_rows
@@ -59,7 +60,7 @@ def load_npy_vectors(path: str | Path) -> np.ndarray:
     finite = np.isfinite(arr).all(axis=1)
     if not finite.all():
         bad = np.flatnonzero(~finite)
-        raise InputError(f"{path} holds NaN/Inf values in {bad.size} row(s), first rows {bad[:5].tolist()}")
+        raise InputError(f"{path} holds NaN/Inf values in {plural(bad.size, 'row')}, first rows {bad[:5].tolist()}")
     return arr
 
 
@@ -119,7 +120,7 @@ def load_precomputed(path: str | Path, ids: Sequence[str] | None = None, *, drop
         raise InputError(f"{path}: duplicate id '{dup}'")
     if not np.isfinite(table.vectors).all():
         bad = np.flatnonzero(~np.isfinite(table.vectors).all(axis=1))
-        raise InputError(f"{path} holds NaN/Inf values in {bad.size} row(s), first rows {bad[:5].tolist()}")
+        raise InputError(f"{path} holds NaN/Inf values in {plural(bad.size, 'row')}, first rows {bad[:5].tolist()}")
     zero = zero_vector_rows(table.norms) if drop_zero else np.empty(0, np.int64)
     if zero.size:
         if zero.size == len(table):
@@ -171,7 +172,7 @@ class PrecomputedEncoder(Encoder):
         if self._has_texts:
             missing = [t for t in texts if t not in self._row_of]
             if missing:
-                raise InputError(f"{len(missing)} text(s) not in {self.path}, e.g. {missing[0][:60]!r}")
+                raise InputError(f"{plural(len(missing), 'text')} not in {self.path}, e.g. {missing[0][:60]!r}")
             return self.table.vectors[[self._row_of[t] for t in texts]].copy()
         if len(texts) != len(self.table):
             raise InputError(f"{self.path} has {len(self.table)} vectors but {len(texts)} items were given")

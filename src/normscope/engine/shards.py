@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._format import plural
 from normscope.errors import InputError
 from normscope.table import EmbeddingTable, ModelFingerprint, _vectors_from_arrow
 from normscope.validate import check_writable_dir
@@ -109,7 +110,9 @@ class VectorSource:
 def _finite(v: np.ndarray, path: Path, start: int) -> np.ndarray:
     ok = np.isfinite(v).all(axis=1)
     if not ok.all():
-        raise InputError(f"{path}: vectors hold NaN/Inf in row(s) {(np.flatnonzero(~ok)[:5] + start).tolist()}")
+        bad = np.flatnonzero(~ok)
+        raise InputError(f"{path}: vectors hold NaN/Inf in {plural(bad.size, 'row')}, first rows "
+                         f"{(bad[:5] + start).tolist()}")
     return v
 
 

@@ -18,20 +18,17 @@ evaluation split's queries are drawn into fit / calibration / held-out parts of 
 from __future__ import annotations
 
 import contextlib
-
-import dataclasses
 from collections.abc import Sequence
-from typing import Any, ClassVar
 
 import numpy as np
 
+from normscope._format import noun
 from normscope import encoders  # load_encoder looked up when called (tests replace it)
 from normscope.data.beir import SplitQueries, load_dataset_any, load_qrels
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import DataError, InputError
 from normscope.inputs import read_text, split_lines
 from normscope.requests.retrieval import DEFAULT_CALIBRATE_SIGNALS, CalibrateRequest
-from normscope.results import StageResult, summary_field
 from normscope.retrieval.calibration import N_BINS, auroc_bootstrap_ci, ece, ece_bootstrap_ci, ece_support, reliability_data
 from normscope.extensions.calibrator import (Calibrator, answer_stats, check_fingerprint,
                                             fit_calibrator, keep_stats, load_calibrator, ltt_threshold, score_threshold,
@@ -39,10 +36,10 @@ from normscope.extensions.calibrator import (Calibrator, answer_stats, check_fin
 from normscope.retrieval.pipeline import (_Phases, _drop_junk, _embed, _junk_entry, _resolve_fit_split, _sorted_split,
                                           _subsample_docs, _subsample_queries)
 from normscope.retrieval.qpp import QPP_SIGNALS, QPP_SPECS, corpus_scores, qpp_signals
-from normscope.retrieval.result import EceBins
 from normscope.retrieval.search import FoldedIndex, order_run
 from normscope.table import norms_look_normalised, require_raw_norms
-from normscope.values import Interval, Record
+from normscope.extensions.calibrate_result import (AnswerThreshold, CalibrateResult, DatasetRef, DocumentThreshold,
+                                                   HeldOut, Shift, Thresholds, ThresholdStats)
 
 __all__ = ["run_calibrate", "CalibrateResult", "CV_PARTS", "evaluate_calibrator", "read_run", "ThresholdStats",
            "HeldOut", "AnswerThreshold", "DocumentThreshold", "Thresholds", "DatasetRef", "Shift"]
@@ -50,118 +47,6 @@ __all__ = ["run_calibrate", "CalibrateResult", "CV_PARTS", "evaluate_calibrator"
 #: Fit / calibration / held-out fractions when the dataset has only one split.
 CV_PARTS = (0.4, 0.3, 0.3)
 DEPTH = 100
-
-
-@dataclasses.dataclass(frozen=True)
-class ThresholdStats(Record):
-    """Precision and coverage (with bootstrap CIs over queries) of one threshold on the held-out queries."""
-
-    threshold: float | None = None
-    precision: float | None = None
-    precision_ci: Interval | None = None
-    coverage: float | None = None
-    coverage_ci: Interval | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class HeldOut(Record):
-    """Every held-out number of a calibrator (:func:`evaluate_calibrator`), on split ``split``."""
-
-    n: int | None = None
-    base_rate: float | None = None
-    mean_p: float | None = None
-    auroc: float | None = None
-    auroc_ci: Interval | None = None
-    ece: float | None = None
-    ece_ci: Interval | None = None
-    ece_bins: EceBins | None = None
-    answer: ThresholdStats | None = None
-    answer_at: list[ThresholdStats] | None = None
-    keep_documents: ThresholdStats | None = None
-    split: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class AnswerThreshold(Record):
-    """The Learn-then-Test threshold on P(relevant) (:func:`normscope.extensions.calibrator.ltt_threshold`)."""
-
-    threshold: float | None = None
-    precision: float | None = None
-    delta: float | None = None
-    statement: str | None = None
-    assumption: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class DocumentThreshold(Record):
-    """The cosine threshold of the top-``k`` documents (:func:`normscope.extensions.calibrator.score_threshold`)."""
-
-    k: int | None = None
-    threshold: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Thresholds(Record):
-    """The thresholds a calibrator file holds (``thresholds``), chosen on its calibration queries."""
-
-    answer: AnswerThreshold | None = None
-    keep_documents: DocumentThreshold | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class DatasetRef(Record):
-    """Where a calibrator was fitted or is evaluated."""
-
-    dataset: str | None = None
-    dataset_name: str | None = None
-    split: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Shift(Record):
-    """A calibrator applied to another dataset than the one it was fitted on."""
-
-    fitted_on: DatasetRef | None = None
-    evaluated_on: DatasetRef | None = None
-    same_dataset: bool | None = None
-    note: str | None = None
-
-
-@dataclasses.dataclass
-class CalibrateResult(StageResult):
-    """A fitted (or applied) calibrator and its held-out evaluation; ``to_dict()`` is the ``--json`` summary.
-
-    :attr:`calibrator` is the calibrator file's content; :attr:`items` has one row per query: ``query_id``,
-    ``part`` (fit, calibration, held-out), the signals, ``label``, ``p_relevant``, ``answered``.
-    """
-
-    NOT_IN_JSON: ClassVar[tuple[str, ...]] = ("items", "timings")
-
-    mode: str = summary_field("mode (fit or apply)")
-    dataset: str = summary_field("dataset")
-    dataset_name: str = summary_field("dataset name")
-    model: str = summary_field("model")
-    fingerprint: dict = summary_field("model fingerprint")
-    target: str = summary_field("label")
-    signals: list = summary_field("signals")
-    signals_note: str | None = summary_field("why the default signals left out the query norm (None: they did not)")
-    method: str = summary_field("map")
-    split: str = summary_field("held-out split")
-    parts: dict = summary_field("queries per part", unit="queries")
-    seed: int = summary_field("seed")
-    calibrator: dict = summary_field("calibrator (the --calibrator file)")
-
-    @property
-    def thresholds(self) -> Thresholds:
-        """The calibrator's thresholds (of its file's content :attr:`calibrator`)."""
-        return Thresholds.from_json((self.calibrator or {}).get("thresholds") or {})
-    heldout: HeldOut = summary_field("held-out evaluation")
-    shift: Shift | None = summary_field("shift: fitted on another dataset")
-    junk: dict = summary_field("junk items left out")
-    abstention: dict | None = summary_field("nAUC of nDCG@10 (MTEB's abstention metric) on the held-out queries",
-                                            default=None)
-    items: Any = None
-    timings: dict = dataclasses.field(default_factory=dict)
 
 
 def evaluate_calibrator(cal: Calibrator, features, y, *, run, qrels, query_ids: Sequence[str], answer_at: Sequence[float] = (),
@@ -323,7 +208,7 @@ def run_calibrate(request: CalibrateRequest, *, encoder=None, progress: bool = F
     signals = list(dict.fromkeys(signals))
     unknown = [s for s in signals if s not in QPP_SPECS]
     if not signals or unknown:
-        raise InputError(f"unknown signal(s) {', '.join(unknown) or '(none given)'} (choose from {', '.join(QPP_SIGNALS)})")
+        raise InputError(f"unknown {noun(len(unknown), 'signal')} {', '.join(unknown) or '(none given)'} (choose from {', '.join(QPP_SIGNALS)})")
     ph = _Phases(progress, "calibrate")
     rng = np.random.default_rng(seed)
 
@@ -460,7 +345,7 @@ def read_run(path) -> tuple[dict, dict]:
             raise InputError(f"cannot read {p} as parquet ({type(exc).__name__})") from None
         missing = {"query_id", "doc_id", "score"} - set(df.columns)
         if missing:
-            raise InputError(f"{p} lacks column(s) {', '.join(sorted(missing))}")
+            raise InputError(f"{p} lacks {noun(len(missing), 'column')} {', '.join(sorted(missing))}")
         if "scorer" in df.columns:
             df = df[df["scorer"] == "cosine"]
             if df.empty:
@@ -492,7 +377,7 @@ def _from_run_file(run_file, qrels_file, *, signals, target_k, max_queries, rng,
     """A run file and its qrels: one part of judged queries, its signals and labels."""
     no = [s for s in signals if {"corpus_score", "query_text"} & set(QPP_SPECS[s].needs)]
     if no:
-        raise InputError(f"signal(s) {', '.join(no)} need the corpus score or the query text, which a run file does not "
+        raise InputError(f"{noun(len(no), 'signal')} {', '.join(no)} {noun(len(no), 'needs', 'need')} the corpus score or the query text, which a run file does not "
                          "carry; use a BEIR dataset or other signals")
     if encoder is None:
         with ph("loading the model (for its fingerprint)", model):

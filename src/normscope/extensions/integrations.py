@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from normscope._format import noun
 from normscope.errors import InputError
 from normscope.extensions.calibrator import Calibrator, apply_to_run, load_calibrator
 from normscope.retrieval.mteb_model import NormAwareMTEBModel, evaluate_mteb  # re-exported (the MTEB wrapper lives there)
@@ -283,12 +284,12 @@ def calibrate_index_search(calibrator, run, *, index_dir, query_vectors=None, qu
         raise InputError(f"the index scores with {meta.get('scorer')}, the calibrator was fitted on {cal.scorer} scores")
     no = [s for s in cal.signals if {"doc_norms", "corpus_score", "doc_hubness"} & set(QPP_SPECS[s].needs)]
     if no:
-        raise InputError(f"signal(s) {', '.join(no)} need document norms, hubness or the corpus score, which index search "
+        raise InputError(f"{noun(len(no), 'signal')} {', '.join(no)} {noun(len(no), 'needs', 'need')} document norms, hubness or the corpus score, which index search "
                          "output does not carry; fit a calibrator on other signals")
     df = pd.read_parquet(run) if not isinstance(run, pd.DataFrame) else run
     missing = {"query_id", "rank", "doc_id", "score"} - set(df.columns)
     if missing:
-        raise InputError(f"the run table lacks column(s) {', '.join(sorted(missing))}")
+        raise InputError(f"the run table lacks {noun(len(missing), 'column')} {', '.join(sorted(missing))}")
     qids = list(dict.fromkeys(df["query_id"].astype(str)))
     df = df.sort_values(["query_id", "rank"], kind="stable")
     runs = {str(q): dict(zip(g["doc_id"].astype(str), g["score"].astype(float))) for q, g in df.groupby("query_id", sort=False)}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from normscope._format import duration
+from normscope._format import duration, plural
 from normscope.report.config import ReportConfig
 from normscope.report.stages import STAGES
 
@@ -95,7 +95,7 @@ def estimate_line(config: ReportConfig, n_models: int = 1) -> str:
         mem += (f" (two models, quick sizes, measured at {TWO_MODELS_QUICK_GB:.1f} GB: they run one after another"
                 + ("" if e["memory_basis"] == "measured" else f"; {EXTRA_MODEL_GB:.1f} GB per further model, extrapolated")
                 + ")")
-    reused = f"; {len(e['reused'])} stage(s) already in {config.out}/stages may be reused" if e["reused"] else ""
+    reused = f"; {plural(len(e['reused']), 'stage')} already in {config.out}/stages may be reused" if e["reused"] else ""
     return (f"estimate: about {duration(e['seconds'])} and {mem} for {models} on 2 CPU cores ({config.preset} sizes, "
             f"{len(e['stages'])} stages; {e['source']}){reused}; a larger model, a loaded machine or fewer cores "
             "take longer")

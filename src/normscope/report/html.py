@@ -116,7 +116,7 @@ TEMPLATE = r"""<!DOCTYPE html>
  &middot; seed {{ report.seed }} &middot; device {{ report.device }} &middot; normscope {{ report.normscope_version }}
  &middot; generated {{ generated }}; this run took {{ duration(report.seconds) }}
  {%- set cached = (report.stage_cached or {}).values()|select|list|length %}
- {%- if cached %} ({{ cached }} stage(s) reused from the cache; their own times are in the stage table){% endif %}.
+ {%- if cached %} ({{ cached }} {{ 'stage' if cached == 1 else 'stages' }} reused from the cache; their own times are in the stage table){% endif %}.
  All numbers on this page are in <code>summary.json</code> beside it.</p>
 {% if precision_note %}<p class="meta precision"><b>{{ precision_note }}</b></p>{% endif %}
 <nav><b>Sections:</b> <a href="#claims">Claims scorecard</a> &middot;

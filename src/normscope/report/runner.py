@@ -42,7 +42,7 @@ from rich.text import Text
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from normscope import __version__
-from normscope._format import duration, plural
+from normscope._format import duration, noun, plural
 from normscope._progress import LINE_EVERY
 from normscope._io import OutsideFolder, file_inside, output_set, read_inside, write_json
 from normscope.datasets import data_root
@@ -250,7 +250,8 @@ def _check_one_model(out: Path, fingerprint: dict, kept: dict[str, StageRecord])
         what = f"model '{w['model']}' with other weights or settings (fingerprint {w['fingerprint'][:12]})"
         now = f"fingerprint {mine['fingerprint'][:12]}"
     stages = ", ".join(n for n, _ in other)
-    raise InputError(f"{out} holds section(s) of stage(s) {stages} made with {what}; this run uses {now}: one page "
+    raise InputError(f"{out} holds {noun(len(other), 'the section', 'sections')} of {noun(len(other), 'stage')} {stages} "
+                     f"made with {what}; this run uses {now}: one page "
                      f"never mixes models or precisions: start a new folder with --out NEW_FOLDER, or rerun every "
                      f"stage here (drop --only)")
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
+from normscope._format import noun
 from normscope.errors import InputError
 
 __all__ = ["N_BINS", "ece", "ece_support", "reliability_data", "risk_coverage", "aurc", "auroc_bootstrap_ci",
@@ -139,7 +140,7 @@ def ece_support(reliability: dict) -> dict:
     k, top, n = sum(1 for c in counts if c), max(counts), sum(counts)
     flag = None
     if k <= 2:
-        flag = (f"ECE from {k} populated bin(s) of {len(counts)} (the fullest holds {top} of {n} queries): "
+        flag = (f"ECE from {k} populated {noun(k, 'bin')} of {len(counts)} (the fullest holds {top} of {n} queries): "
                 "it measures one offset between mean confidence and accuracy, not calibration across confidence levels")
     return {"populated_bins": k, "largest_bin": top, "n": n, "flag": flag}
 

@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from normscope._format import plural
 from normscope.errors import InputError
 from normscope.retrieval.calibration import (
     N_BINS,
@@ -119,7 +120,7 @@ def query_signals(
     for q, qn in zip(query_ids, np.asarray(query_norms, dtype=np.float64)):
         res = list((run.get(q) or {}).items())
         if len(res) < 2:
-            raise InputError(f"query '{q}' has {len(res)} result(s); the margin signal needs 2")
+            raise InputError(f"query '{q}' has {plural(len(res), 'result')}; the margin signal needs 2")
         (d1, s1), (_, s2) = res[0], res[1]
         row = {"query_id": q, "query_norm": float(qn), "top_doc_norm": float(dnorm[d1]), "top1_score": float(s1),
                "margin": float(s1 - s2), "top1_doc": d1}

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from normscope._format import noun
 from normscope.errors import InputError
 
 __all__ = ["draw_folds", "cross_fit", "incremental_value", "FOLDS", "FOLD_DRAWS"]
@@ -170,14 +171,14 @@ def incremental_value(
         raise InputError(f"signals both in baseline and added: {', '.join(sorted(set(baseline) & set(added)))}")
     missing = [c for c in baseline + added if c not in features.columns]
     if missing:
-        raise InputError(f"unknown signal column(s): {', '.join(missing)}")
+        raise InputError(f"unknown signal {noun(len(missing), 'column')}: {', '.join(missing)}")
     if top1_relevant is None and ndcg is None:
         raise InputError("give top1_relevant, ndcg or both")
     X1 = features[baseline].to_numpy(np.float64)
     X2 = features[baseline + added].to_numpy(np.float64)
     if not np.isfinite(X2).all():
         bad = [c for c in baseline + added if not np.isfinite(features[c].to_numpy(np.float64)).all()]
-        raise InputError(f"non-finite values in signal(s) {', '.join(bad)}")
+        raise InputError(f"non-finite values in {noun(len(bad), 'signal')} {', '.join(bad)}")
     n = len(features)
     parts = draw_folds(n, folds=folds, draws=fold_draws, seed=seed)
     rng = np.random.default_rng([seed, 25])

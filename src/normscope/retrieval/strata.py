@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from normscope._format import noun
 from normscope.lexicons import zipf_frequency
 
 from normscope.errors import InputError
@@ -136,7 +137,7 @@ def strata_study(
             raise InputError(f"'{name}' has {len(arr)} values for {n} queries")
     unknown = set(covariates) - set(STRATIFIERS)
     if unknown:
-        raise InputError(f"unknown stratifier(s) {sorted(unknown)} (choose from {', '.join(STRATIFIERS)})")
+        raise InputError(f"unknown {noun(len(unknown), 'stratifier')} {sorted(unknown)} (choose from {', '.join(STRATIFIERS)})")
     strat_info, groups = {}, {}
     for name, x in covariates.items():
         xs = np.asarray(x, dtype=np.float64)

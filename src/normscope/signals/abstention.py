@@ -27,6 +27,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
+from normscope._format import noun, plural
 from normscope.encoders import DEFAULT_MODEL, load_encoder
 from normscope.encoders.embed import embed_texts
 from normscope.errors import InputError
@@ -213,9 +214,10 @@ def run_abstention(benchmark: str, *, n: int = DEFAULT_N_ABSTENTION, embedding: 
         unit = "words (the model has no tokenizer)"
         notes.append("the model has no tokenizer: items are matched on their word count")
     if len(kept) < len(df):
-        notes.append(f"{len(df) - len(kept)} junk item(s) left out")
+        notes.append(f"{plural(len(df) - len(kept), 'junk item')} left out")
     if table.n_truncated:
-        notes.append(f"{table.n_truncated} item(s) were cut at the model's maximum sequence length: their token "
+        notes.append(f"{plural(table.n_truncated, 'item')} {noun(table.n_truncated, 'was', 'were')} cut at the model's maximum "
+                     "sequence length: their token "
                      "count is the truncated one")
     kept = kept.sort_values("id", kind="stable")  # id order: the figures do not depend on the input order
     st = abstention_stats(kept["norm"].to_numpy(), kept["tokens"].to_numpy(), kept["unanswerable"].to_numpy(),

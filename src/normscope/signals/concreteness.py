@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from normscope._format import noun
 from normscope.errors import DataError, InputError
 from normscope.data.files import data_file
 
@@ -40,7 +41,7 @@ def _read(path: str) -> pd.DataFrame:
     df.columns = [c.strip() for c in df.columns]
     missing = [c for c in _REQUIRED if c not in df.columns]
     if missing:
-        raise InputError(f"{path} lacks column(s) {missing}; found {list(df.columns)}")
+        raise InputError(f"{path} lacks {noun(len(missing), 'column')} {missing}; found {list(df.columns)}")
     out = pd.DataFrame({
         "word": df["Word"].astype(str).str.strip(),
         "bigram": pd.to_numeric(df["Bigram"], errors="coerce").fillna(0).astype(int).astype(bool),

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from normscope._format import noun, plural
 from normscope.encoders import DEFAULT_MODEL, load_encoder
 from normscope.encoders.embed import embed_texts
 from normscope.errors import InputError
@@ -55,7 +56,7 @@ def read_hierarchies(path: str | Path) -> pd.DataFrame:
         raise InputError(f"--pairs {p}: not a readable CSV ({str(exc).splitlines()[0]})") from None
     missing = [c for c in HIERARCHY_COLUMNS if c not in df.columns]
     if missing:
-        raise InputError(f"--pairs {p}: missing column(s) {', '.join(missing)} (need {', '.join(HIERARCHY_COLUMNS)})")
+        raise InputError(f"--pairs {p}: missing {noun(len(missing), 'column')} {', '.join(missing)} (need {', '.join(HIERARCHY_COLUMNS)})")
     lv = pd.to_numeric(df["level"], errors="coerce")
     if lv.isna().any() or (lv != lv.round()).any():
         bad = df["level"][lv.isna() | (lv != lv.round())].iloc[0]
@@ -63,7 +64,7 @@ def read_hierarchies(path: str | Path) -> pd.DataFrame:
     df = pd.DataFrame({"hierarchy": df["hierarchy"].astype(str).str.strip(), "level": lv.astype(int),
                        "text": df["text"].astype(str).str.strip()})
     if (df["text"] == "").any() or (df["hierarchy"] == "").any():
-        raise InputError(f"--pairs {p}: {int(((df['text'] == '') | (df['hierarchy'] == '')).sum())} row(s) with an "
+        raise InputError(f"--pairs {p}: {plural(int(((df['text'] == '') | (df['hierarchy'] == '')).sum()), 'row')} with an "
                          "empty text or hierarchy id")
     if df.duplicated(["hierarchy", "level"]).any():
         h, lvl = df[df.duplicated(["hierarchy", "level"])].iloc[0][["hierarchy", "level"]]
@@ -175,7 +176,7 @@ def run_hierarchy(hierarchies: pd.DataFrame, *, dataset: str, embedding: Embeddi
 
     df = hierarchies.reset_index(drop=True).copy()
     if len(df) < MIN_VALID:
-        raise InputError(f"only {len(df)} hierarchy text(s) (need at least {MIN_VALID})")
+        raise InputError(f"only {plural(len(df), 'hierarchy text')} (need at least {MIN_VALID})")
     df["id"] = [f"{h}\u241f{lv}" for h, lv in zip(df["hierarchy"], df["level"])]
     e, rs = embedding, resampling
     model = e.model or DEFAULT_MODEL

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from normscope._format import plural
+from normscope._format import noun, plural
 from normscope.encoders import DEFAULT_MODEL, load_encoder
 from normscope.encoders.embed import embed_texts
 from normscope.errors import DataMissing, InputError
@@ -368,9 +368,9 @@ def run_shuffle(*, items: Sequence[str] | None = None, ids: Sequence[str] | None
     both = sorted(set(i0) & set(i1))  # id order: the statistics do not depend on the input order
     counts["n_junk"] = len(ids) - len(both)
     if counts["n_junk"]:
-        notes.append(f"{counts['n_junk']} pair(s) left out: the text or its shuffled copy is junk")
+        notes.append(f"{plural(counts['n_junk'], 'pair')} left out: the text or its shuffled copy is junk")
     if len(both) < MIN_PAIRS:
-        raise InputError(f"only {len(both)} pair(s) left after junk (need at least {MIN_PAIRS})")
+        raise InputError(f"only {plural(len(both), 'pair')} left after junk (need at least {MIN_PAIRS})")
     a, b = np.array([i0[i] for i in both]), np.array([i1[i] for i in both])
     pos_of = {i: k for k, i in enumerate(ids)}
     rows = np.array([pos_of[i] for i in both], dtype=np.intp)
@@ -383,7 +383,8 @@ def run_shuffle(*, items: Sequence[str] | None = None, ids: Sequence[str] | None
     if t0.tokens is None:
         notes.append("the model has no tokenizer: token counts not checked (same words by construction)")
     elif mismatch:
-        notes.append(f"{len(mismatch)} pair(s) differ in token count after the model's tokenizer (shown, not left "
+        notes.append(f"{plural(len(mismatch), 'pair')} {noun(len(mismatch), 'differs', 'differ')} in token count after the "
+                     "model's tokenizer (shown, not left "
                      f"out; e.g. ids {', '.join(mismatch[:5])})")
     if counts["n_truncated"]:
         notes.append(f"{plural(counts['n_truncated'], 'text')} {'was' if counts['n_truncated'] == 1 else 'were'} cut at the "

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from normscope._format import plural
+from normscope._format import noun, plural
 from normscope._progress import step
 from normscope.encoders import DEFAULT_MODEL, load_encoder
 from normscope.encoders.embed import embed_texts
@@ -46,7 +46,7 @@ def _check_args(signal, controls, extra_cols, n, measure, dataset, by, covariate
     controls = [c.strip() for c in controls if c and c.strip()]
     bad = [c for c in controls if c not in CONTROLS and c not in extra_cols]
     if bad:
-        raise InputError(f"unknown control(s) {bad}; choose from {', '.join(CONTROLS + tuple(extra_cols))}")
+        raise InputError(f"unknown {noun(len(bad), 'control')} {bad}; choose from {', '.join(CONTROLS + tuple(extra_cols))}")
     if n is not None and n < 0:
         raise InputError(f"--n must be >= 0, got {n}")
     if measure not in SPECIFICITY_MEASURES:
@@ -180,7 +180,8 @@ def _partial(cov, norm, ctrl, *, strata=None, by=None, n_boot, n_perm, seed, whe
                                control_names=list(used))
     else:
         if dropped:
-            out["reason"] = (f"no partial correlation: the control(s) {', '.join(dropped)} are constant over "
+            out["reason"] = (f"no partial correlation: the {noun(len(dropped), 'control')} {', '.join(dropped)} "
+                             f"{noun(len(dropped), 'is', 'are')} constant over "
                              "the valid items")
         return out
     out["partial"] = res.to_dict()

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._format import noun
 from normscope.data import data_path
 from normscope.errors import DataError, InputError
 
@@ -140,7 +141,7 @@ def load_chaosnli(
     else:
         bad = [s for s in subsets if s not in CHAOSNLI_SUBSETS]
         if bad:
-            raise InputError(f"unknown ChaosNLI subset(s) {bad}; choose from {sorted(CHAOSNLI_SUBSETS)}")
+            raise InputError(f"unknown ChaosNLI {noun(len(bad), 'subset')} {bad}; choose from {sorted(CHAOSNLI_SUBSETS)}")
         files = [(s, p / CHAOSNLI_SUBSETS[s]) for s in subsets]
     rows = []
     for subset, f in files:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normscope._format import noun, plural
 from normscope.errors import InputError
 from normscope.inputs import read_text, split_lines
 
@@ -122,7 +123,7 @@ def read_sts(path: str | Path) -> PairSet:
     for lineno, line in _lines(path):
         f = line.split("\t")
         if len(f) < 7:
-            raise InputError(f"{path}: line {lineno} has {len(f)} tab-separated field(s); STS-B lines have 7 "
+            raise InputError(f"{path}: line {lineno} has {plural(len(f), 'tab-separated field')}; STS-B lines have 7 "
                              "(genre, filename, year, id, score, sentence1, sentence2)")
         v = _float(f[4])
         if v is None or not 0.0 <= v <= 5.0:
@@ -132,7 +133,8 @@ def read_sts(path: str | Path) -> PairSet:
         t1.append(f[5].strip())
         t2.append(f[6].strip())
         sc.append(v)
-    notes = [f"{extra} line(s) have extra tab-separated fields after sentence2 (ignored)"] if extra else []
+    notes = ([f"{plural(extra, 'line')} {noun(extra, 'has', 'have')} extra tab-separated fields after sentence2 (ignored)"]
+             if extra else [])
     return PairSet(path, "sts", ids, t1, t2, np.asarray(sc, dtype=np.float64), notes)
 
 

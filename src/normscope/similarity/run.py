@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from normscope._format import noun, plural
 from normscope.data import dataset_path
 from normscope.encoders import DEFAULT_MODEL, load_encoder
 from normscope.encoders.embed import embed_texts
@@ -80,14 +81,17 @@ def _collapse(s: PairSet, keep: bool, notes: list[str], where: str) -> tuple[Pai
     info["kept"] = bool(keep)
     same_texts = len(s) - len(set(_keys(s))) - info["count"]  # same texts, another score: not exact copies
     if same_texts:
-        notes.append(f"{where}: {same_texts} pair(s) repeat the texts of another pair with another score: kept")
+        notes.append(f"{where}: {plural(same_texts, 'pair')} {noun(same_texts, 'repeats', 'repeat')} the texts of another pair "
+                     "with another score: kept")
     if not info["count"]:
         return s, info
     if keep:
-        notes.append(f"{where}: {info['count']} pair(s) repeat another pair (same texts and score) and were kept "
+        notes.append(f"{where}: {plural(info['count'], 'pair')} {noun(info['count'], 'repeats', 'repeat')} another pair (same "
+                     f"texts and score) and {noun(info['count'], 'was', 'were')} kept "
                      "(--keep-duplicates): the CIs count each copy as an independent pair")
         return s, info
-    notes.append(f"{where}: {info['count']} exact duplicate pair(s) left out ({info['groups']} pair(s) had copies; "
+    notes.append(f"{where}: {plural(info['count'], 'exact duplicate pair')} left out ({plural(info['groups'], 'pair')} had "
+                 "copies; "
                  "each is counted once, the copy with the smallest id kept; --keep-duplicates keeps them all)")
     return s.subset(pos), info
 
@@ -304,7 +308,10 @@ def _notes(notes: list[str], fit_set: PairSet, eval_set: PairSet, fit_info: dict
     notes = [f"evaluated file: {n}" for n in eval_set.notes] + [f"fit file: {n}" for n in fit_set.notes
                                                                  if fit_info["source"] != "random half"] + notes
     if overlap:
-        notes.append(f"{len(overlap)} fit pair(s) are also evaluated pairs and were dropped from the fit set")
+        n_both = len(overlap)
+        notes.append(f"{plural(n_both, 'fit pair')} {noun(n_both, 'is', 'are')} also "
+                     f"{noun(n_both, 'an evaluated pair', 'evaluated pairs')} and {noun(n_both, 'was', 'were')} dropped "
+                     "from the fit set")
     if fit_info["source"] == "random half":
         notes.append(f"parameters fitted on a random half ({len(fit_set)} pairs, seed {seed}) and evaluated on the "
                      f"other {len(eval_set)} pairs; the halves share {shared} texts")
