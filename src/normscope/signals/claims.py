@@ -50,9 +50,10 @@ def controlled_figure(r: dict, name: str | None = None) -> tuple:
         unit = "word count" if str(lm.get("length") or "").startswith("words") else "token count"
         ctrl = f" | {', '.join(lm['controls'])}" if lm.get("controls") else ""
         src = f" and {r.get('by')}" if r.get("strata") else ""
+        resampled = (f"CI resamples whole {lm['ci_unit']} with all their texts" if lm.get("ci_unit", "items") != "items"
+                     else f"CI resamples items within each stratum of equal {unit}{src}")
         return lm["rho"], lm.get("ci"), lm.get("n"), (
-            f"length-matched Spearman \u03c1(norm, {sig}){ctrl}, within equal {unit}{src}; CI resamples items "
-            f"within each stratum of equal {unit}{src}")
+            f"length-matched Spearman \u03c1(norm, {sig}){ctrl}, within equal {unit}{src}; {resampled}")
     part = r.get("partial_spearman") or {}
     if part.get("rho") is not None:
         within = f"; CI resamples items within each {r.get('by')}" if r.get("strata") else "; CI resamples items"

@@ -13,6 +13,8 @@
   same design for a continuous covariate of one item set: the partial Spearman rho **within strata
   of equal token count** (items compared only with items of their own length), and disjoint
   equal-length pairs with the share in which the item with the larger covariate has the larger norm;
+- :func:`cluster_resamples`, :func:`cluster_bootstrap_ci`: a cluster (block) bootstrap for items that are
+  not independent (texts of one hierarchy): whole clusters resampled with replacement;
 - :func:`wilson_interval`, :func:`sign_test_p`: a binomial share's Wilson score interval and the
   exact two-sided sign test.
 
@@ -25,6 +27,9 @@ separate only to keep :mod:`normscope.stats` under the 600-line module limit; it
 
 from normscope.stats_designs.matched import (
     MatchedPairs,
+    cluster_bootstrap_ci,
+    cluster_codes,
+    cluster_resamples,
     length_matched_pairs,
     length_matched_within,
     matched_comparison,
@@ -37,4 +42,4 @@ from normscope.stats_designs.strata import DifferenceResult, correlation_differe
 
 __all__ = ["stratified_partial_spearman", "DifferenceResult", "correlation_difference", "wilson_interval", "sign_test_p",
            "MatchedPairs", "length_matched_pairs", "matched_comparison", "length_matched_within",
-           "matched_concordance", "within_length_spearman"]
+           "matched_concordance", "within_length_spearman", "cluster_codes", "cluster_resamples", "cluster_bootstrap_ci"]

@@ -18,7 +18,8 @@ from normscope.errors import InputError
 from normscope.stats import _as_controls, _check_levels, _interval, _perm_p
 
 __all__ = ["wilson_interval", "sign_test_p", "MatchedPairs", "length_matched_pairs", "matched_comparison",
-           "length_matched_within", "matched_concordance", "within_length_spearman"]
+           "length_matched_within", "matched_concordance", "within_length_spearman", "cluster_codes",
+           "cluster_resamples", "cluster_bootstrap_ci"]
 
 
 def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -248,7 +249,8 @@ def matched_concordance(x, y, pairs: MatchedPairs, *, level: float = 0.95) -> di
 def _within_demean(v: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Columns of ``v`` (n,) or (n, k) minus their stratum means (the stratum indicators regressed out)."""
     if v.ndim == 1:
-        return v - (np.bincount(codes, weights=v, minlength=counts.size) / counts)[codes]
+        with np.errstate(divide="ignore", invalid="ignore"):  # a stratum not drawn in a cluster resample: unused
+            return v - (np.bincount(codes, weights=v, minlength=counts.size) / counts)[codes]
     return np.column_stack([_within_demean(v[:, j], codes, counts) for j in range(v.shape[1])]) if v.shape[1] \
         else v
 
@@ -265,9 +267,64 @@ def _fwl_rho(rx, ry, rz, codes, counts) -> float:
     return float(ex @ ey / (sx * sy)) if sx > 0 and sy > 0 else float("nan")
 
 
+def cluster_codes(clusters, n: int) -> np.ndarray:
+    """Integer codes (n,) of cluster labels in sorted label order (so the codes do not depend on the row order).
+
+    Raises
+    ------
+    InputError
+        A label count other than ``n``, or a missing label (None/NaN).
+    """
+    c = np.asarray(clusters, dtype=object).ravel()
+    if c.size != n:
+        raise InputError(f"clusters has {c.size} labels for {n} rows")
+    if any(v is None or (isinstance(v, float) and v != v) for v in c):
+        raise InputError("clusters holds missing labels (None/NaN); give every row a cluster")
+    return np.unique(c.astype(str), return_inverse=True)[1].astype(np.intp)
+
+
+def cluster_resamples(codes: np.ndarray, n_boot: int, rng: np.random.Generator):
+    """Yield ``n_boot`` row-index arrays of a cluster (block) bootstrap.
+
+    Each resample draws as many clusters as there are, with replacement, uniformly, and takes every row of
+    each drawn cluster (a cluster drawn twice contributes its rows twice); resample sizes vary with the
+    clusters' sizes. Clusters are in sorted code order, so the draws do not depend on the row order (Davison &
+    Hinkley 1997, Bootstrap Methods and their Application, sec. 3.8: resampling the independent units).
+    """
+    order = np.argsort(codes, kind="stable")
+    size = np.bincount(codes)
+    start = np.concatenate([[0], np.cumsum(size[:-1])])
+    for _ in range(n_boot):
+        drawn = rng.integers(0, size.size, size=size.size)
+        yield order[np.concatenate([np.arange(start[k], start[k] + size[k]) for k in drawn])]
+
+
+def cluster_bootstrap_ci(stat, clusters, *, n_boot: int = 2000, ci: float = 0.95, seed: int | None = 0):
+    """Percentile CI of ``stat(rows)`` over a cluster bootstrap (:func:`cluster_resamples`).
+
+    Parameters
+    ----------
+    stat : callable
+        ``stat(idx) -> float`` on the rows ``idx`` (int array, repeats allowed); non-finite values are dropped.
+    clusters : array_like, shape (n,)
+        The independent unit of each row (e.g. the hierarchy a text belongs to).
+    n_boot, ci, seed
+
+    Returns
+    -------
+    list of float or None
+        ``[lo, hi]``; None when no resample gave a finite value or ``n_boot`` is 0.
+    """
+    codes = np.asarray(clusters)
+    codes = codes if codes.dtype.kind in "iu" else cluster_codes(clusters, codes.size)
+    boot = np.array([stat(ii) for ii in cluster_resamples(codes, n_boot, np.random.default_rng(seed))])
+    boot = boot[np.isfinite(boot)] if boot.size else boot
+    return list(_interval(boot, ci)) if boot.size else None
+
+
 def within_length_spearman(x, y, tokens, controls=None, *, strata=None, n_boot: int = 2000, n_perm: int = 2000,
                            ci: float = 0.95, seed: int | None = 0, min_n: int = 10,
-                           control_names: list[str] | tuple[str, ...] | None = None) -> dict:
+                           control_names: list[str] | tuple[str, ...] | None = None, clusters=None) -> dict:
     """Partial Spearman rho of x and y **within strata of equal token count** (the length-matched design).
 
     Each item is compared only with items of its own token count (and its own source, with
@@ -291,6 +348,11 @@ def within_length_spearman(x, y, tokens, controls=None, *, strata=None, n_boot: 
     n_boot, n_perm, ci, seed
         Percentile bootstrap resampling items **within strata** (sizes fixed) and a permutation p
         (the residualised y permuted within strata, two-sided on |rho|, ``(1 + count)/(1 + n_perm)``).
+    clusters : array_like, shape (n,), optional
+        The independent unit of each item when items are not independent (e.g. the hierarchy a text belongs
+        to, whose texts share a chain): the bootstrap then resamples whole clusters with replacement
+        (:func:`cluster_resamples`; each stratum should lie inside one cluster) instead of items within
+        strata. The permutation p stays within strata (exchangeability within a stratum under the null).
     min_n : int
         Fewest matched items (in strata of two or more) for a figure.
     control_names : sequence of str, optional
@@ -300,7 +362,8 @@ def within_length_spearman(x, y, tokens, controls=None, *, strata=None, n_boot: 
     dict
         ``rho``, ``ci`` ([lo, hi]), ``p_value``, ``n`` (matched items), ``n_unmatched``, ``n_strata``
         (strata of two or more items), ``n_dropped`` (NaN), ``controls``, ``ci_level``, ``ci_method``,
-        ``p_method``, ``n_boot``, ``n_perm``; ``rho`` None (with ``reason``) below ``min_n`` matched items
+        ``p_method``, ``n_boot``, ``n_perm`` (and ``ci_unit`` ``"clusters"`` with ``clusters``); ``rho`` None
+        (with ``reason``) below ``min_n`` matched items
         or when x or y is constant within every stratum.
 
     Raises
@@ -327,10 +390,14 @@ def within_length_spearman(x, y, tokens, controls=None, *, strata=None, n_boot: 
     out = {"rho": None, "ci": None, "p_value": None, "n": int(keep.sum()), "n_unmatched": int((~keep).sum()),
            "n_strata": int((counts0 >= 2).sum()), "n_dropped": int((~ok).sum()), "controls": names,
            "ci_level": ci, "n_boot": n_boot, "n_perm": n_perm, "reason": None,
-           "ci_method": "percentile bootstrap, items resampled with replacement within each stratum of equal token "
-                        "count" + (" and source" if strata is not None else ""),
+           "ci_method": ("percentile bootstrap, items resampled with replacement within each stratum of equal token "
+                         "count" + (" and source" if strata is not None else "")) if clusters is None else
+                        "percentile cluster bootstrap, whole clusters resampled with replacement with all their items",
            "p_method": "permutation of rank(y) residuals within each stratum, two-sided on |rho|"}
     xs, ys, zs = x[ok][keep], y[ok][keep], z[ok][keep]
+    cl = None if clusters is None else cluster_codes(clusters, x.size)[ok][keep]
+    if cl is not None:
+        out["ci_unit"] = "clusters"
     _, codes = np.unique(codes0[keep], return_inverse=True)
     codes = codes.astype(np.intp)
     counts = np.bincount(codes).astype(np.float64)
@@ -348,10 +415,16 @@ def within_length_spearman(x, y, tokens, controls=None, *, strata=None, n_boot: 
     size = counts.astype(np.intp)
     rng_b, rng_p = np.random.default_rng(seed).spawn(2)
     boot = np.empty(n_boot)
+    draws = cluster_resamples(np.unique(cl, return_inverse=True)[1], n_boot, rng_b) if cl is not None else None
     for b in range(n_boot):
-        ii = order[start[codes] + (rng_b.random(n) * size[codes]).astype(np.intp)]
-        bz = _sps.rankdata(zs[ii], axis=0) if zs.shape[1] else zs
-        boot[b] = _fwl_rho(_sps.rankdata(xs[ii]), _sps.rankdata(ys[ii]), bz, codes, counts)
+        if draws is None:
+            ii = order[start[codes] + (rng_b.random(n) * size[codes]).astype(np.intp)]
+        else:
+            ii = next(draws)
+        bc = codes[ii]
+        bz = _sps.rankdata(zs[ii], axis=0) if zs.shape[1] else zs[ii]
+        boot[b] = _fwl_rho(_sps.rankdata(xs[ii]), _sps.rankdata(ys[ii]), bz, bc,
+                           np.bincount(bc, minlength=counts.size).astype(np.float64))
     boot = boot[np.isfinite(boot)]
     ex = _within_demean(rx, codes, counts)
     ey = _within_demean(ry, codes, counts)
