@@ -76,7 +76,7 @@ def test_three_figures_recomputed(bundled_encoder, tmp_path):
     ref = stratified_partial_spearman(lv[keep], norm[keep], None, lab[keep], n_boot=0, n_perm=0)
     assert lm["rho"] == pytest.approx(ref.rho, abs=1e-4)
     row = res.claims[0]
-    assert row["key"] == "specificity" and row["measured"] == pytest.approx(lm["rho"])
+    assert row["key"] == "specificity_hierarchy" and row["measured"] == pytest.approx(lm["rho"])
     assert "within equal token count and hierarchy" in row["label"] + row["what"] and "pooled Spearman" in row["beside"]
     assert "CI resamples whole hierarchies with all their texts" in row["what"]
     assert res.pooled["ci_unit"] == lm["ci_unit"] == "hierarchies"
@@ -97,7 +97,7 @@ def test_cli(tmp_path, capsys):
     assert run(["correlate", "--signal", "specificity", "--pairs", str(_csv(tmp_path)), "--n-boot", "50", "--n-perm",
                 "50", "--json", str(j)]) == 0
     d = json.loads(j.read_text())
-    assert d["n_texts"] == 36 and d["claims"][0]["key"] == "specificity" and "length_matched" in d
+    assert d["n_texts"] == 36 and d["claims"][0]["key"] == "specificity_hierarchy" and "length_matched" in d
     assert run(["correlate", "--signal", "frequency", "--pairs", str(_csv(tmp_path))]) == 2
     assert "--pairs goes with --signal specificity" in capsys.readouterr().err
     bad = tmp_path / "b.csv"

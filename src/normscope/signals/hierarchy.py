@@ -40,7 +40,11 @@ from normscope.signals.claims import hierarchy_claim
 from normscope.signals.labels import MIN_VALID, model_name
 from normscope.table import require_raw_norms
 
-__all__ = ["read_hierarchies", "wordnet_chains", "run_hierarchy", "HierarchyResult", "HIERARCHY_COLUMNS"]
+__all__ = ["read_hierarchies", "wordnet_chains", "wordnet_hierarchies", "run_hierarchy", "HierarchyResult",
+           "HIERARCHY_COLUMNS", "DEFAULT_N_CHAINS"]
+
+#: WordNet chains of ``--pairs wordnet`` by default (the most frequent nouns; 300 chains are about 2,200 texts).
+DEFAULT_N_CHAINS = 2000
 
 #: The columns of a hierarchy CSV.
 HIERARCHY_COLUMNS = ("hierarchy", "level", "text")
@@ -100,6 +104,34 @@ def wordnet_chains(words, *, wordnet) -> pd.DataFrame:
         for depth, s in enumerate(path):
             rows.append((w, depth, s.lemma_names()[0].replace("_", " ")))
     return pd.DataFrame(rows, columns=list(HIERARCHY_COLUMNS))
+
+
+def wordnet_hierarchies(n: int | None = None, *, wordnet=None) -> tuple[pd.DataFrame, str]:
+    """The hypernym chains of the ``n`` most frequent WordNet nouns (:func:`wordnet_chains`) and what they are.
+
+    Parameters
+    ----------
+    n : int, optional
+        Nouns (default :data:`DEFAULT_N_CHAINS`); each gives one chain.
+    wordnet : str or Path, optional
+        WordNet location (:func:`normscope.signals.load_wordnet`).
+
+    Returns
+    -------
+    (pandas.DataFrame, str)
+        The chains (``hierarchy, level, text``) and the sentence naming them.
+
+    Raises
+    ------
+    DataMissing
+        WordNet is not found.
+    """
+    from normscope.lexicons.wordnet import load_wordnet, wordnet_nouns  # deferred: nltk (start-up stays light)
+
+    wn = load_wordnet(wordnet)
+    k = DEFAULT_N_CHAINS if n is None else int(n)
+    return (wordnet_chains(wordnet_nouns(k, wordnet=wn), wordnet=wn),
+            f"WordNet 3.0 hypernym chains of the {k} most frequent nouns (first sense, first path)")
 
 
 @dataclasses.dataclass
