@@ -51,11 +51,20 @@ def test_wordnet_chains_follow_nltk(shared_data):
     df = wordnet_chains(["dog", "idea", "qzxv"], wordnet=wn)
     assert set(df["hierarchy"]) == {"dog", "idea"}
     for w in ("dog", "idea"):
-        path = wn.synsets(w, pos="n")[0].hypernym_paths()[0]
+        path = sorted(wn.synsets(w, pos="n")[0].hypernym_paths(), key=lambda p: [s.name() for s in p])[0]
         sub = df[df["hierarchy"] == w]
         assert sub["level"].tolist() == list(range(len(path)))
         assert sub["text"].tolist() == [s.lemma_names()[0].replace("_", " ") for s in path]
         assert sub["text"].iloc[0] == "entity"
+    # a synset with two hypernym paths gets the same one in every process (NLTK's order follows string hashing)
+    import subprocess
+    import sys
+
+    code = ("from normscope.signals import load_wordnet; from normscope.signals.hierarchy import wordnet_chains; "
+            "print(wordnet_chains(['london', 'cup', 'technology'], wordnet=load_wordnet()).to_csv())")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": str(h)}).stdout for h in (1, 2, 3)}
+    assert len(outs) == 1 and "capital" in wordnet_chains(["london"], wordnet=wn)["text"].tolist()
 
 
 def test_three_figures_recomputed(bundled_encoder, tmp_path):

@@ -116,7 +116,7 @@ def test_cli_summary_shows_each_sections_headline(tmp_path):
     assert f"normscope report: {MODEL} (quick sizes, 1 min 15 s; 1 of 1 stage from the cache)" in text
     assert HEADLINES["norm_distribution"][2] in text
     assert "(kept from an earlier run) " + HEADLINES["training_lab"][2] in text
-    assert text.count("not_run") == len(STAGES) - 2 + 1  # retrieval fills two sections
+    assert text.count("not_run") == len(STAGES) - 2 + 2  # retrieval and signals fill two sections each
     assert "why not" in text
 
 

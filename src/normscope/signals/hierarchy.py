@@ -87,7 +87,11 @@ def read_hierarchies(path: str | Path) -> pd.DataFrame:
 
 
 def wordnet_chains(words, *, wordnet) -> pd.DataFrame:
-    """WordNet hypernym chains: for each word, its first noun sense and that sense's first hypernym path.
+    """WordNet hypernym chains: for each word, its first noun sense and one hypernym path of that sense.
+
+    A synset with several hypernym paths (``london.n.01``: through ``city`` and through ``capital``) gets
+    the first of them in the order of their synset names from the root down (NLTK's own order of
+    ``hypernym_paths()`` follows Python's string hashing, so it changes from one process to the next).
 
     Returns
     -------
@@ -100,7 +104,7 @@ def wordnet_chains(words, *, wordnet) -> pd.DataFrame:
         syns = wordnet.synsets(w, pos="n")
         if not syns:
             continue
-        path = syns[0].hypernym_paths()[0]
+        path = min(syns[0].hypernym_paths(), key=lambda p: [s.name() for s in p])
         for depth, s in enumerate(path):
             rows.append((w, depth, s.lemma_names()[0].replace("_", " ")))
     return pd.DataFrame(rows, columns=list(HIERARCHY_COLUMNS))
