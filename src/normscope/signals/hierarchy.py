@@ -135,7 +135,7 @@ def wordnet_hierarchies(n: int | None = None, *, wordnet=None) -> tuple[pd.DataF
     wn = load_wordnet(wordnet)
     k = DEFAULT_N_CHAINS if n is None else int(n)
     return (wordnet_chains(wordnet_nouns(k, wordnet=wn), wordnet=wn),
-            f"WordNet 3.0 hypernym chains of the {k} most frequent nouns (first sense, first path)")
+            f"WordNet 3.0 hypernym chains of the {k} most frequent nouns (first sense; its first hypernym path by synset names)")
 
 
 @dataclasses.dataclass
