@@ -41,6 +41,9 @@ def test_designs_run_in_the_report_and_feed_the_scorecard(designs_run):
         assert rows[key]["verdict"] == got["verdict"] and rows[key]["measured"] == got["measured"]
         assert rows[key]["verdict"] != "not testable here" or "untied" in rows[key]["why"]
     assert "CI resamples whole hierarchies" in rows["specificity_hierarchy"]["what"]
+    for bench in ("treecut", "ruletaker"):  # the paper-benchmark rows carry the measuring row's verdict
+        assert f"measured here by the row abstention_{bench}: {rows[f'abstention_{bench}']['verdict']}" in \
+            json.dumps(rows[f"paper_benchmark_{bench}"], ensure_ascii=False)
     page = (cfg.out / "index.html").read_text()
     assert 'id="length_designs"' in page and "Text rows at equal length" in page
     assert "design_items.treecut" in json.dumps(s["report"])
