@@ -252,7 +252,8 @@ class SignalsStage(Stage[SignalsRequest]):
                                                     runtime=config.runtime),
                               resampling=Resampling(n_boot=s.n_boot, n_perm=s.n_perm, seed=config.seed),
                               designs=tuple(d for d in DESIGNS if d in config.signals),
-                              design_items=s.design_items if s.design_items is not None else s.signal_items)
+                              design_items=s.design_items if s.design_items is not None else
+                              None if s.signal_items is None else max(s.signal_items, 20))  # 20: the generators' least
 
     def commands(self, request: SignalsRequest) -> list[Command]:
         out = [Command(tuple(request.correlate(sig).argv() + ["--json", f"{sig}.json"]), part=sig)
