@@ -15,7 +15,8 @@ from normscope.cli import run
 from normscope.errors import InputError
 from normscope.requests import Resampling
 from normscope.signals.hierarchy import read_hierarchies, run_hierarchy, wordnet_chains
-from normscope.stats_designs import stratified_partial_spearman
+from normscope.stats import partial_spearman
+from normscope.stats_designs import cluster_bootstrap_ci, cluster_resamples, stratified_partial_spearman, within_length_spearman
 
 CHAINS = [("thing", "animal", "dog"), ("thing", "plant", "tree"), ("object", "vehicle", "car"),
           ("food", "fruit", "apple"), ("person", "worker", "teacher"), ("object", "tool", "hammer"),
@@ -50,11 +51,20 @@ def test_wordnet_chains_follow_nltk(shared_data):
     df = wordnet_chains(["dog", "idea", "qzxv"], wordnet=wn)
     assert set(df["hierarchy"]) == {"dog", "idea"}
     for w in ("dog", "idea"):
-        path = wn.synsets(w, pos="n")[0].hypernym_paths()[0]
+        path = sorted(wn.synsets(w, pos="n")[0].hypernym_paths(), key=lambda p: [s.name() for s in p])[0]
         sub = df[df["hierarchy"] == w]
         assert sub["level"].tolist() == list(range(len(path)))
         assert sub["text"].tolist() == [s.lemma_names()[0].replace("_", " ") for s in path]
         assert sub["text"].iloc[0] == "entity"
+    # a synset with two hypernym paths gets the same one in every process (NLTK's order follows string hashing)
+    import subprocess
+    import sys
+
+    code = ("from normscope.signals import load_wordnet; from normscope.signals.hierarchy import wordnet_chains; "
+            "print(wordnet_chains(['london', 'cup', 'technology'], wordnet=load_wordnet()).to_csv())")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": str(h)}).stdout for h in (1, 2, 3)}
+    assert len(outs) == 1 and "capital" in wordnet_chains(["london"], wordnet=wn)["text"].tolist()
 
 
 def test_three_figures_recomputed(bundled_encoder, tmp_path):
@@ -75,8 +85,20 @@ def test_three_figures_recomputed(bundled_encoder, tmp_path):
     ref = stratified_partial_spearman(lv[keep], norm[keep], None, lab[keep], n_boot=0, n_perm=0)
     assert lm["rho"] == pytest.approx(ref.rho, abs=1e-4)
     row = res.claims[0]
-    assert row["key"] == "specificity" and row["measured"] == pytest.approx(lm["rho"])
+    assert row["key"] == "specificity_hierarchy" and row["measured"] == pytest.approx(lm["rho"])
     assert "within equal token count and hierarchy" in row["label"] + row["what"] and "pooled Spearman" in row["beside"]
+    assert "CI resamples whole hierarchies with all their texts" in row["what"]
+    assert res.pooled["ci_unit"] == lm["ci_unit"] == "hierarchies"
+    assert res.partial.get("ci_unit", "hierarchies") == "hierarchies"  # no partial when every text has one length
+    assert "cluster bootstrap" in lm["ci_method"]
+    # the CIs' statistic is the reported partial rho's definition (ranks, least squares on [1, rank(tokens)])
+    from normscope.signals.hierarchy import _rank_partial
+
+    tk = np.random.default_rng(0).integers(2, 6, lv.size).astype(float)
+    assert _rank_partial(lv, norm, tk) == pytest.approx(partial_spearman(lv, norm, tk, n_boot=0, n_perm=0).rho, abs=1e-9)
+    assert _rank_partial(lv, norm) == pytest.approx(stats.spearmanr(lv, norm).statistic, abs=1e-9)
+    for ci, est in ((res.pooled["spearman_ci"], res.pooled["spearman"]), (lm["ci"], lm["rho"])):
+        assert ci[0] <= ci[1] and ci[0] - 0.05 <= est <= ci[1] + 0.05
 
 
 def test_cli(tmp_path, capsys):
@@ -84,9 +106,57 @@ def test_cli(tmp_path, capsys):
     assert run(["correlate", "--signal", "specificity", "--pairs", str(_csv(tmp_path)), "--n-boot", "50", "--n-perm",
                 "50", "--json", str(j)]) == 0
     d = json.loads(j.read_text())
-    assert d["n_texts"] == 36 and d["claims"][0]["key"] == "specificity" and "length_matched" in d
+    assert d["n_texts"] == 36 and d["claims"][0]["key"] == "specificity_hierarchy" and "length_matched" in d
     assert run(["correlate", "--signal", "frequency", "--pairs", str(_csv(tmp_path))]) == 2
     assert "--pairs goes with --signal specificity" in capsys.readouterr().err
     bad = tmp_path / "b.csv"
     bad.write_text("a,b\n1,2\n")
     assert run(["correlate", "--signal", "specificity", "--pairs", str(bad)]) == 2
+
+
+def test_cluster_resamples_take_whole_clusters_and_ignore_row_order():
+    codes = np.repeat(np.arange(7), [1, 2, 3, 4, 5, 2, 1])
+    rng = np.random.default_rng(3)
+    for ii in cluster_resamples(codes, 50, rng):
+        drawn = np.bincount(codes[ii], minlength=7) / np.bincount(codes)
+        assert np.all(drawn == np.round(drawn)) and drawn.sum() == 7  # 7 whole clusters, repeats allowed
+    x = np.random.default_rng(0).normal(size=codes.size)
+    labels = np.array([f"c{c}" for c in codes], dtype=object)
+    perm = np.random.default_rng(1).permutation(codes.size)
+    a = cluster_bootstrap_ci(lambda ii: float(np.mean(x[ii])), labels, n_boot=300, seed=4)
+    b = cluster_bootstrap_ci(lambda ii: float(np.mean(x[perm][ii])), labels[perm], n_boot=300, seed=4)
+    np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def _planted_chains(rng, n_chains=40, depth=6):
+    """Chains whose texts depend on each other: each chain has its own slope of norm on level (random effect),
+    and every text has the same token count (as WordNet's one-lemma texts)."""
+    level = np.tile(np.arange(depth, dtype=float), n_chains)
+    chain = np.repeat(np.arange(n_chains), depth)
+    slope = rng.normal(0.2, 1.0, n_chains)
+    norm = slope[chain] * level + rng.normal(0, 0.5, level.size)
+    return level, norm, np.full(level.size, 3.0), chain
+
+
+def test_chain_bootstrap_covers_a_planted_dependence_the_text_bootstrap_misses():
+    """Texts of one chain share its random slope: the estimator's spread across independent replicate data sets
+    is the yardstick. The text bootstrap (items within strata) is far too narrow; the chain bootstrap is not."""
+    rng = np.random.default_rng(2026)
+    est, ci_text, ci_chain = [], [], []
+    for _ in range(60):
+        lv, nm, tk, ch = _planted_chains(rng)
+        a = within_length_spearman(lv, nm, tk, strata=ch, n_boot=200, n_perm=0, seed=int(rng.integers(1 << 31)))
+        b = within_length_spearman(lv, nm, tk, strata=ch, n_boot=200, n_perm=0, seed=int(rng.integers(1 << 31)),
+                                   clusters=ch)
+        assert a["rho"] == b["rho"] and b["ci_unit"] == "clusters" and "ci_unit" not in a
+        est.append(a["rho"])
+        ci_text.append(a["ci"])
+        ci_chain.append(b["ci"])
+    est, ci_text, ci_chain = np.array(est), np.array(ci_text), np.array(ci_chain)
+    truth, spread = est.mean(), 2 * 1.96 * est.std(ddof=1)  # the replicates' normal-theory 95 % width
+    cover_text = np.mean((ci_text[:, 0] <= truth) & (truth <= ci_text[:, 1]))
+    cover_chain = np.mean((ci_chain[:, 0] <= truth) & (truth <= ci_chain[:, 1]))
+    width_text = np.mean(ci_text[:, 1] - ci_text[:, 0]) / spread
+    width_chain = np.mean(ci_chain[:, 1] - ci_chain[:, 0]) / spread
+    assert cover_text < 0.6 and width_text < 0.5, (cover_text, width_text)
+    assert cover_chain >= 0.85 and 0.75 < width_chain < 1.3, (cover_chain, width_chain)

@@ -116,7 +116,7 @@ def test_cli_summary_shows_each_sections_headline(tmp_path):
     assert f"normscope report: {MODEL} (quick sizes, 1 min 15 s; 1 of 1 stage from the cache)" in text
     assert HEADLINES["norm_distribution"][2] in text
     assert "(kept from an earlier run) " + HEADLINES["training_lab"][2] in text
-    assert text.count("not_run") == len(STAGES) - 2 + 1  # retrieval fills two sections
+    assert text.count("not_run") == len(STAGES) - 2 + 2  # retrieval and signals fill two sections each
     assert "why not" in text
 
 
@@ -179,9 +179,13 @@ def test_reproduce_commands_carry_every_setting(stage, tmp_path):
         assert (p["engine"], p["address"], p["max_docs"], p["max_queries"]) == ("ray", "auto", 60, 15)
     if stage == "signals":
         # ambiguity: the specificity items' WordNet noun senses (normscope correlate --measure n_senses)
-        assert [c.part for c in cmds] == ["frequency", "specificity", "concreteness", "uncertainty", "ambiguity"]
-        assert [_parse(c)["n"] for c in cmds] == [120] * 5 and _parse(cmds[0])["n_perm"] == 100
-        assert (_parse(cmds[-1])["signal"], _parse(cmds[-1])["measure"]) == ("specificity", "n_senses")
+        assert [c.part for c in cmds] == ["frequency", "specificity", "concreteness", "uncertainty", "ambiguity",
+                                          "treecut", "ruletaker", "wordnet_chains"]
+        assert [_parse(c)["n"] for c in cmds] == [120] * 8 and _parse(cmds[0])["n_perm"] == 100
+        assert (_parse(cmds[4])["signal"], _parse(cmds[4])["measure"]) == ("specificity", "n_senses")
+        # the length-matched designs (section length_designs): generated items, WordNet chains (signals' size cap)
+        assert [_parse(c)["signal"] for c in cmds[5:]] == ["treecut", "ruletaker", "specificity"]
+        assert _parse(cmds[-1])["pairs"] == "wordnet" and all(_parse(c)["n_boot"] == 200 for c in cmds[5:])
     if stage == "probes":
         p = _parse(cmds[0])
         assert (p["items"], p["batches"], p["batch_size"]) == ("probe_words.jsonl", 4, 8)

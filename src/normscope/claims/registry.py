@@ -305,15 +305,21 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           how_to_test="normscope correlate --signal shuffle (SciFact titles, or --items): the median relative norm "
                       "change of the shuffled copy with a bootstrap CI over pairs, the sign test beside it",
           kind="exploratory"),
+    Claim("specificity_hierarchy", "The norm tracks concept specificity strongly: within hierarchies of texts "
+          "(WordNet hypernym chains, general to specific) at equal length", "a strong association; no direction or "
+          "figure (the specificity claim on a second design)", 0, Size.strong(), "length_designs",
+          how_to_test="normscope correlate --signal specificity --pairs wordnet (or a caption-hierarchy CSV): "
+                      "Spearman \u03c1(level, norm) within the same hierarchy and token count, CI resampling "
+                      "whole hierarchies"),
     Claim("abstention_treecut", "Exploratory: does the raw norm flag unanswerable math word problems (TreeCut-style, "
           "one equation cut from the query's path) at equal length?", "not in the paper's stated claims (its "
-          "abstention use on TreeCut names no protocol or figure)", 0, Size(), "semantic_signals",
+          "abstention use on TreeCut names no protocol or figure)", 0, Size(), "length_designs",
           how_to_test="normscope correlate --signal treecut (normscope's own seeded generator): answerable and "
                       "unanswerable problems paired at equal token count, the rank-biserial r with a Wilson CI",
           kind="exploratory"),
     Claim("abstention_ruletaker", "Exploratory: does the raw norm flag unanswerable (Unknown) RuleTaker-style "
           "statements at equal length?", "not in the paper's stated claims (its abstention use on RuleTaker names no "
-          "protocol or figure)", 0, Size(), "semantic_signals",
+          "protocol or figure)", 0, Size(), "length_designs",
           how_to_test="normscope correlate --signal ruletaker (normscope's own seeded generator): True/False and "
                       "Unknown items paired at equal token count, the rank-biserial r with a Wilson CI",
           kind="exploratory"),

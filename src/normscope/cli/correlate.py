@@ -280,18 +280,14 @@ def _hierarchy_table(res) -> Rows:
 
 def _hierarchy(pairs, model, n, wordnet, seed, n_boot, n_perm, emb: Embedding, json_path, out, fig) -> None:
     """``correlate --signal specificity --pairs FILE|wordnet``: :func:`normscope.signals.hierarchy.run_hierarchy`."""
-    from normscope.signals import load_wordnet, wordnet_nouns
-    from normscope.signals.hierarchy import read_hierarchies, run_hierarchy, wordnet_chains
+    from normscope.signals.hierarchy import read_hierarchies, run_hierarchy, wordnet_hierarchies
 
     if fig is not None:
         raise InputError("--fig: the hierarchy design has no figure (its per-text table is -o/--out)")
     models = models_of(model)
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json")])
     if pairs == "wordnet":
-        wn = load_wordnet(wordnet)
-        k = 2000 if n is None else n
-        df = wordnet_chains(wordnet_nouns(k, wordnet=wn), wordnet=wn)
-        what = f"WordNet 3.0 hypernym chains of the {k} most frequent nouns (first sense, first path)"
+        df, what = wordnet_hierarchies(n, wordnet=wordnet)
     else:
         df = read_hierarchies(pairs)
         what = f"hierarchies of {Path(pairs).name}"

@@ -31,7 +31,7 @@ def report(
     device: Device = "cpu",
     only: Annotated[Optional[list[str]], typer.Option("--only", callback=split_list, metavar="STAGE", help="Stages to run (repeatable or a comma list): setup, norms, tokens, probes, lab, transformer, signals, similarity, retrieval. The other sections keep what an earlier run wrote in OUT.")] = None,
     items: Annotated[Optional[str], typer.Option("--items", help="Items of the norm distribution: a file (.txt one per line, .jsonl, .csv) or wordfreq:N (default: wordfreq:5000, --quick wordfreq:2000).")] = None,
-    signals: Annotated[Optional[list[str]], typer.Option("--signals", callback=split_list, metavar="SIGNAL", help="Semantic signals to run (repeatable or a comma list; default all): frequency, specificity, concreteness, uncertainty.")] = None,
+    signals: Annotated[Optional[list[str]], typer.Option("--signals", callback=split_list, metavar="SIGNAL", help="Semantic signals to run (repeatable or a comma list; default all): frequency, specificity, concreteness, uncertainty; and the length-matched designs beside them: treecut, ruletaker, wordnet_chains.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Ignore cached stage results in OUT/stages.")] = False,
     offline: Annotated[bool, typer.Option("--offline", help="Never download a dataset (a section that needs an absent "
                                           "one says which `normscope data fetch` to run); same as `normscope --offline report`.")] = False,
@@ -46,7 +46,7 @@ def report(
     import normscope.extensions  # noqa: F401  registers --engine ray (light: ray is imported when used)
     from normscope.report import FULL, QUICK, STAGE_NAMES, ReportConfig, run_report
     from normscope.report.runner import check_report_inputs
-    from normscope.signals.labels import SIGNALS
+    from normscope.signals.labels import LENGTH_DESIGNS, SIGNALS
 
     err = make_console(stderr=True)
     sizes = QUICK if quick else FULL
@@ -57,7 +57,7 @@ def report(
     config = ReportConfig(
         out=out, model=models[0], quick=quick, data=data, seed=seed, device=device, only=tuple(only or STAGE_NAMES),
         sizes=sizes, items=Path(items) if items is not None and words is None else None, force=force,
-        signals=tuple(signals or SIGNALS), precision=precision, runtime=runtime, engine=engine, address=address,
+        signals=tuple(signals or SIGNALS + LENGTH_DESIGNS), precision=precision, runtime=runtime, engine=engine, address=address,
     )
     check_report_inputs(config, json_path)  # paths and --items, before any stage runs or anything is written
     from normscope.report.estimate import estimate_line  # normscope.report imports torch, as above

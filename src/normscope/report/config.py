@@ -10,8 +10,8 @@ from normscope.engine import check_engine
 from normscope.errors import InputError
 from normscope.report.sizes import FULL, QUICK, Sizes
 from normscope.report.stages import STAGE_NAMES, STAGES, parse_stages
-from normscope.requests import ENGINES, PRECISIONS, RUNTIMES, check_value
-from normscope.signals.labels import SIGNALS, Signal
+from normscope.requests import ENGINES, PRECISIONS, RUNTIMES
+from normscope.signals.labels import LENGTH_DESIGNS, SIGNALS
 from normscope.validate import check_choice
 
 __all__ = ["ReportConfig"]
@@ -46,7 +46,8 @@ class ReportConfig:
     force : bool
         Ignore cached stage records.
     signals : tuple of str
-        Semantic signals to run (default all four: frequency, specificity, concreteness, uncertainty).
+        Semantic signals to run (default all four: frequency, specificity, concreteness, uncertainty) and the
+        length-matched designs beside them (default all three: treecut, ruletaker, wordnet_chains).
     precision : {"fp32", "bf16"}
         Precision of the model's forward passes in the stages that embed (``--precision``); part
         of the model fingerprint, hence of the stage keys and the embedding cache keys. The
@@ -75,7 +76,7 @@ class ReportConfig:
     sizes: Sizes | None = None
     items: Path | None = None
     force: bool = False
-    signals: tuple[str, ...] = SIGNALS
+    signals: tuple[str, ...] = SIGNALS + LENGTH_DESIGNS
     precision: str = "fp32"
     runtime: str = "auto"
     engine: str = "local"
@@ -88,8 +89,10 @@ class ReportConfig:
         check_engine(self.engine, self.address)
         self.signals = tuple(s.strip() for s in self.signals if s.strip())
         if not self.signals:
-            raise InputError(f"unknown signal '(none)' (choose from {', '.join(SIGNALS)})")
-        check_value("signal", self.signals, tuple[Signal, ...])
+            raise InputError(f"unknown signal '(none)' (choose from {', '.join(SIGNALS + LENGTH_DESIGNS)})")
+        for i, s in enumerate(self.signals):
+            if s not in SIGNALS + LENGTH_DESIGNS:
+                raise InputError(f"unknown signal[{i}] {s!r}; choose from {', '.join(SIGNALS + LENGTH_DESIGNS)}")
         self.out = Path(self.out)
         if self.sizes is None:
             self.sizes = QUICK if self.quick else FULL

@@ -9,6 +9,11 @@ no GPU), with the data found locally and an empty embedding cache (``scripts/rep
   proportion to their CPU seconds in ``scripts/report_timing.py --quick`` (2026-12-03), whose peak RSS is the
   memory figure.
 
+The signals stage's section ``length_designs`` (TreeCut, RuleTaker, WordNet chains; added after those runs) is
+added to the signals figure by its own measurement, ``report --only signals --signals
+treecut,ruletaker,wordnet_chains`` (2026-12-03, niced on the shared machine, part of the embeddings cached): full
+sizes 56 s CPU (1 min 41 s wall, peak RSS 1.13 GB), ``--quick`` 25 s CPU (1 min 31 s wall, 1.11 GB).
+
 A stage whose finished record is already in ``OUT/stages`` (and ``--force`` is not given) is counted as
 reused. With several models the model's own stages run once per model, the labs once (docs/report.md).
 
@@ -34,14 +39,14 @@ __all__ = ["MEASURED", "estimate", "estimate_line"]
 #: Preset -> measured wall seconds per stage, peak RSS (GB) and where the figures come from (module docstring).
 MEASURED: dict[str, dict] = {
     "full": {"seconds": {"setup": 1.0, "norms": 4.7, "tokens": 9.5, "probes": 86.0, "lab": 2.0, "transformer": 71.0,
-                         "signals": 31.0, "similarity": 1.7, "retrieval": 174.0},
+                         "signals": 31.0 + 56.0, "similarity": 1.7, "retrieval": 174.0},
              "peak_gb": 3.3, "source": "measured 2026-12-01, idle 2-core machine"},
     # 289 s (4 min 49 s, docs/report.md) split by the CPU seconds of scripts/report_timing.py --quick on 2026-12-03
     # (setup 0.0, norms 16.6, tokens 3.8, probes 105.2, lab 14.4, transformer 28.2, signals 29.2, similarity 5.8,
     # retrieval 111.2; 314.4 s in all; peak RSS 3.09 GB; load average 13 on 2 CPUs, so its wall time, 28 min 35 s,
     # is not the figure)
     "quick": {"seconds": {"setup": 0.5, "norms": 15.3, "tokens": 3.5, "probes": 96.7, "lab": 13.2, "transformer": 25.9,
-                          "signals": 26.8, "similarity": 5.3, "retrieval": 102.2},
+                          "signals": 26.8 + 25.0, "similarity": 5.3, "retrieval": 102.2},
               "peak_gb": 3.1, "source": "measured 2026-12-01 and 2026-12-03, 2-core machine"},
 }
 

@@ -28,6 +28,10 @@ class Sizes:
     signal_items : int or None
         Semantic signals: items per signal (None: ``normscope correlate``'s defaults: frequency 5,000,
         specificity 2,000, concreteness 5,000, uncertainty all 3,113 ChaosNLI pairs).
+    design_items : int or None
+        The length-matched designs beside the signals: the cap on generated TreeCut-style and RuleTaker-style
+        items and on WordNet chains (None: ``signal_items`` when given, else 1,000 items and 300 chains;
+        :data:`normscope.report.stages.designs.DESIGN_N`).
     retrieval_docs, retrieval_queries : int or None
         Retrieval: corpus subset (relevant documents always kept) and test-query subset (None: all).
     n_boot, n_perm : int
@@ -45,6 +49,7 @@ class Sizes:
     lab_probe_batches: int | None = None
     transformer_design: str = "report"
     signal_items: int | None = None
+    design_items: int | None = None
     retrieval_docs: int | None = None
     retrieval_queries: int | None = None
     n_boot: int = 2000
@@ -67,6 +72,7 @@ QUICK = Sizes(
     lab_probe_batches=None,
     transformer_design="quick",
     signal_items=800,
+    design_items=200,
     retrieval_docs=600,
     retrieval_queries=100,
     n_boot=500,

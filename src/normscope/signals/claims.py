@@ -50,9 +50,10 @@ def controlled_figure(r: dict, name: str | None = None) -> tuple:
         unit = "word count" if str(lm.get("length") or "").startswith("words") else "token count"
         ctrl = f" | {', '.join(lm['controls'])}" if lm.get("controls") else ""
         src = f" and {r.get('by')}" if r.get("strata") else ""
+        resampled = (f"CI resamples whole {lm['ci_unit']} with all their texts" if lm.get("ci_unit", "items") != "items"
+                     else f"CI resamples items within each stratum of equal {unit}{src}")
         return lm["rho"], lm.get("ci"), lm.get("n"), (
-            f"length-matched Spearman \u03c1(norm, {sig}){ctrl}, within equal {unit}{src}; CI resamples items "
-            f"within each stratum of equal {unit}{src}")
+            f"length-matched Spearman \u03c1(norm, {sig}){ctrl}, within equal {unit}{src}; {resampled}")
     part = r.get("partial_spearman") or {}
     if part.get("rho") is not None:
         within = f"; CI resamples items within each {r.get('by')}" if r.get("strata") else "; CI resamples items"
@@ -334,9 +335,11 @@ def feverous_claim(r: Mapping) -> dict:
 
 
 def hierarchy_claim(r: Mapping) -> dict:
-    """The row ``specificity`` from :meth:`normscope.signals.hierarchy.HierarchyResult.to_dict` (hierarchies of
-    texts, level = specificity): the same rule as :func:`signal_claims`, on the rho(level, norm) within the same
-    hierarchy and token count, the pooled and the length-partial rho beside it."""
+    """The row ``specificity_hierarchy`` from :meth:`normscope.signals.hierarchy.HierarchyResult.to_dict`
+    (hierarchies of texts, level = specificity): the rule of :func:`signal_claims` (strong |rho|, no direction) on
+    the rho(level, norm) within the same hierarchy and token count, its CI resampling whole hierarchies; the
+    pooled and the length-partial rho beside it. Without a length-matched figure the row follows the partial,
+    then the pooled rho."""
     as_correlate = {"signal": "specificity level", "model": r.get("model"), "dataset": r.get("dataset"),
                     "spearman": (r.get("pooled") or {}).get("spearman"),
                     "spearman_ci": (r.get("pooled") or {}).get("spearman_ci"), "n": (r.get("pooled") or {}).get("n"),
@@ -344,5 +347,14 @@ def hierarchy_claim(r: Mapping) -> dict:
                     "length_matched": r.get("length_matched"), "strata": None, "by": "hierarchy"}
     lm = r.get("length_matched") or {}
     if lm.get("rho") is not None:
-        as_correlate["strata"], as_correlate["by"] = [{}], "hierarchy"
-    return signal_claims({"specificity": as_correlate}, {})[0]
+        as_correlate["strata"] = [{}]
+    est, ci, n, what = controlled_figure(as_correlate)
+    key = "specificity_hierarchy"
+    j = judge(key, est, ci)
+    if est is not None and est != as_correlate["spearman"] and _excludes_zero(as_correlate["spearman_ci"]) \
+            and _includes_zero(ci):
+        j = dict(j, reason=f"{j['reason']}; {EXPLAINED_BY_CONTROLS}" if j["verdict"] == "refuted"
+                 else f"{EXPLAINED_BY_CONTROLS}; {j['reason']}")
+    return claim_row(key, measured=est, ci=ci, judged=j, n=n, what=what, label=what.split(";")[0].split(" |")[0],
+                     tested_on=f"{r.get('model')}, {r.get('dataset')}", statistic=f"signals: hierarchies: {what.split(';')[0]}",
+                     beside=_beside(as_correlate, est), details=_details(as_correlate))

@@ -10,9 +10,17 @@ Three figures, side by side (:func:`run_hierarchy`):
 - **pooled**: Spearman rho(level, norm) over every text, bootstrap CI over texts;
 - **length-partial**: partial Spearman rho(level, norm | tokens);
 - **length-matched** (decides the row): rho(level, norm) **within strata of the same hierarchy and the
-  same token count** (:func:`normscope.stats_designs.within_length_spearman`, CI resampling within those
-  strata), with disjoint pairs of one hierarchy at equal token count beside it: the share in which the
-  more specific text has the larger norm (Wilson CI, sign test).
+  same token count** (:func:`normscope.stats_designs.within_length_spearman`), with disjoint pairs of one
+  hierarchy at equal token count beside it: the share in which the more specific text has the larger
+  norm (Wilson CI, sign test).
+
+The texts of one hierarchy are not independent (one chain; WordNet chains also share their upper
+synsets), so every CI here is a **cluster bootstrap over hierarchies**: whole hierarchies are resampled
+with replacement with all their texts (:func:`normscope.stats_designs.cluster_bootstrap_ci`); resampling
+texts would treat each text as an independent draw and give too narrow an interval (a planted
+dependence in ``tests/test_hierarchy.py`` shows it). Chains that share an upper synset stay correlated
+with each other, which the hierarchy bootstrap does not model either; the equal-length pairs' Wilson
+interval counts pairs as independent (shown beside, it decides nothing).
 """
 
 from __future__ import annotations
@@ -32,7 +40,11 @@ from normscope.signals.claims import hierarchy_claim
 from normscope.signals.labels import MIN_VALID, model_name
 from normscope.table import require_raw_norms
 
-__all__ = ["read_hierarchies", "wordnet_chains", "run_hierarchy", "HierarchyResult", "HIERARCHY_COLUMNS"]
+__all__ = ["read_hierarchies", "wordnet_chains", "wordnet_hierarchies", "run_hierarchy", "HierarchyResult",
+           "HIERARCHY_COLUMNS", "DEFAULT_N_CHAINS"]
+
+#: WordNet chains of ``--pairs wordnet`` by default (the most frequent nouns; 300 chains are about 2,200 texts).
+DEFAULT_N_CHAINS = 2000
 
 #: The columns of a hierarchy CSV.
 HIERARCHY_COLUMNS = ("hierarchy", "level", "text")
@@ -75,7 +87,11 @@ def read_hierarchies(path: str | Path) -> pd.DataFrame:
 
 
 def wordnet_chains(words, *, wordnet) -> pd.DataFrame:
-    """WordNet hypernym chains: for each word, its first noun sense and that sense's first hypernym path.
+    """WordNet hypernym chains: for each word, its first noun sense and one hypernym path of that sense.
+
+    A synset with several hypernym paths (``london.n.01``: through ``city`` and through ``capital``) gets
+    the first of them in the order of their synset names from the root down (NLTK's own order of
+    ``hypernym_paths()`` follows Python's string hashing, so it changes from one process to the next).
 
     Returns
     -------
@@ -88,10 +104,38 @@ def wordnet_chains(words, *, wordnet) -> pd.DataFrame:
         syns = wordnet.synsets(w, pos="n")
         if not syns:
             continue
-        path = syns[0].hypernym_paths()[0]
+        path = min(syns[0].hypernym_paths(), key=lambda p: [s.name() for s in p])
         for depth, s in enumerate(path):
             rows.append((w, depth, s.lemma_names()[0].replace("_", " ")))
     return pd.DataFrame(rows, columns=list(HIERARCHY_COLUMNS))
+
+
+def wordnet_hierarchies(n: int | None = None, *, wordnet=None) -> tuple[pd.DataFrame, str]:
+    """The hypernym chains of the ``n`` most frequent WordNet nouns (:func:`wordnet_chains`) and what they are.
+
+    Parameters
+    ----------
+    n : int, optional
+        Nouns (default :data:`DEFAULT_N_CHAINS`); each gives one chain.
+    wordnet : str or Path, optional
+        WordNet location (:func:`normscope.signals.load_wordnet`).
+
+    Returns
+    -------
+    (pandas.DataFrame, str)
+        The chains (``hierarchy, level, text``) and the sentence naming them.
+
+    Raises
+    ------
+    DataMissing
+        WordNet is not found.
+    """
+    from normscope.lexicons.wordnet import load_wordnet, wordnet_nouns  # deferred: nltk (start-up stays light)
+
+    wn = load_wordnet(wordnet)
+    k = DEFAULT_N_CHAINS if n is None else int(n)
+    return (wordnet_chains(wordnet_nouns(k, wordnet=wn), wordnet=wn),
+            f"WordNet 3.0 hypernym chains of the {k} most frequent nouns (first sense; its first hypernym path by synset names)")
 
 
 @dataclasses.dataclass
@@ -105,12 +149,13 @@ class HierarchyResult:
     model, dataset, length_unit : str
     n_hierarchies, n_texts : int
     pooled : dict
-        ``spearman``, ``spearman_ci``, ``n`` of rho(level, norm).
+        ``spearman``, ``spearman_ci``, ``n`` of rho(level, norm); ``ci_unit`` ``"hierarchies"`` (the CI is a
+        cluster bootstrap over hierarchies).
     partial : dict
-        ``rho``, ``ci``, ``n`` of rho(level, norm | tokens).
+        ``rho``, ``ci``, ``n`` of rho(level, norm | tokens); ``ci_unit`` as above.
     length_matched : dict
-        :func:`normscope.stats_designs.within_length_spearman` with ``pairs``
-        (:func:`normscope.stats_designs.matched_concordance`).
+        :func:`normscope.stats_designs.within_length_spearman` (``clusters`` = the hierarchies, ``ci_unit``
+        ``"hierarchies"``) with ``pairs`` (:func:`normscope.stats_designs.matched_concordance`).
     mean_tokens_by_level : dict of int -> float
     seed : int
     notes : list of str
@@ -143,6 +188,18 @@ class HierarchyResult:
                 "notes": list(self.notes), "claims": list(self.claims)}
 
 
+def _rank_partial(x: np.ndarray, y: np.ndarray, z: np.ndarray | None = None) -> float:
+    """Spearman rho of x and y (Pearson of ranks), or with ``z`` the partial Spearman rho: the Pearson of the
+    rank residuals after least squares on ``[1, rank(z)]`` (:func:`normscope.stats.partial_spearman`'s definition)."""
+    from scipy.stats import rankdata  # deferred: scipy (start-up stays light)
+
+    rx, ry = rankdata(x), rankdata(y)
+    design = np.ones((x.size, 1)) if z is None else np.column_stack([np.ones(x.size), rankdata(z)])
+    res = np.column_stack([rx, ry]) - design @ np.linalg.lstsq(design, np.column_stack([rx, ry]), rcond=None)[0]
+    sx, sy = np.sqrt(res[:, 0] @ res[:, 0]), np.sqrt(res[:, 1] @ res[:, 1])
+    return float(res[:, 0] @ res[:, 1] / (sx * sy)) if sx > 1e-12 and sy > 1e-12 else float("nan")
+
+
 _EMBEDDING = Embedding()
 _RESAMPLING = Resampling(n_boot=2000, n_perm=2000)
 
@@ -172,7 +229,13 @@ def run_hierarchy(hierarchies: pd.DataFrame, *, dataset: str, embedding: Embeddi
         Fewer than :data:`MIN_VALID` texts; already-normalised vectors; junk with ``junk="error"``.
     """
     from normscope.stats import correlation, partial_spearman  # deferred: scipy (start-up stays light)
-    from normscope.stats_designs import length_matched_within, matched_concordance, within_length_spearman  # deferred: scipy
+    from normscope.stats_designs import (  # deferred: scipy
+        cluster_bootstrap_ci,
+        cluster_codes,
+        length_matched_within,
+        matched_concordance,
+        within_length_spearman,
+    )
 
     df = hierarchies.reset_index(drop=True).copy()
     if len(df) < MIN_VALID:
@@ -198,17 +261,23 @@ def run_hierarchy(hierarchies: pd.DataFrame, *, dataset: str, embedding: Embeddi
         unit = "words (the model has no tokenizer)"
     df = df.sort_values("id", kind="stable").reset_index(drop=True)  # id order: independent of the input order
     lv, nm, tk = df["level"].to_numpy(float), df["norm"].to_numpy(), df["tokens"].to_numpy(float)
-    c = correlation(lv, nm, n_boot=rs.n_boot, n_perm=0, seed=rs.seed, min_n=MIN_VALID)
-    pooled = {"spearman": c.spearman, "spearman_ci": list(c.spearman_ci), "n": c.n}
+    strata = df["hierarchy"].to_numpy(dtype=object)
+    chains = cluster_codes(strata, len(df))
+    c = correlation(lv, nm, n_boot=0, n_perm=0, seed=rs.seed, min_n=MIN_VALID)
+    pooled = {"spearman": c.spearman, "spearman_ci": cluster_bootstrap_ci(
+        lambda ii: _rank_partial(lv[ii], nm[ii]), chains, n_boot=rs.n_boot, ci=rs.level, seed=rs.seed), "n": c.n,
+        "ci_unit": "hierarchies"}
     if np.ptp(tk) > 0:
-        pr = partial_spearman(lv, nm, tk, n_boot=rs.n_boot, n_perm=0, seed=rs.seed, ci=rs.level, control_names=["tokens"])
-        partial = {"rho": pr.rho, "ci": list(pr.ci), "n": pr.n}
+        pr = partial_spearman(lv, nm, tk, n_boot=0, n_perm=0, seed=rs.seed, ci=rs.level, control_names=["tokens"])
+        partial = {"rho": pr.rho, "ci": cluster_bootstrap_ci(
+            lambda ii: _rank_partial(lv[ii], nm[ii], tk[ii]), chains, n_boot=rs.n_boot, ci=rs.level, seed=rs.seed),
+            "n": pr.n, "ci_unit": "hierarchies"}
     else:
         partial = {"rho": None, "ci": None, "n": len(df)}
         notes.append("every text has the same length: no length-partial figure")
-    strata = df["hierarchy"].to_numpy(dtype=object)
     lm = within_length_spearman(lv, nm, tk, strata=strata, n_boot=rs.n_boot, n_perm=rs.n_perm, ci=rs.level,
-                                seed=rs.seed, min_n=MIN_VALID)
+                                seed=rs.seed, min_n=MIN_VALID, clusters=chains)
+    lm["ci_unit"] = "hierarchies"
     codes = np.unique(strata.astype(str), return_inverse=True)[1] * (int(tk.max()) + 1) + tk.astype(np.int64)
     lm["pairs"] = matched_concordance(lv, nm, length_matched_within(codes, df["id"].tolist(), seed=rs.seed),
                                       level=rs.level)

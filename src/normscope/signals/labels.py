@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from normscope.requests.correlate import SIGNALS, Signal  # the signals, in the report's order: defined with the request
 
-__all__ = ["Signal", "SIGNALS", "SIGNAL_DATASETS", "SIGNAL_WORDS", "CONTROLS", "MIN_VALID", "COVARIATE_LABEL",
+__all__ = ["Signal", "SIGNALS", "LENGTH_DESIGNS", "SIGNAL_DATASETS", "SIGNAL_WORDS", "CONTROLS", "MIN_VALID", "COVARIATE_LABEL",
            "covariate_label", "model_name"]
 
+#: The length-matched designs the report runs beside the signals (``report --signals`` names them too):
+#: generated TreeCut-style and RuleTaker-style items, WordNet hypernym chains.
+LENGTH_DESIGNS: tuple[str, ...] = ("treecut", "ruletaker", "wordnet_chains")
 #: The dataset (:mod:`normscope.data` name) each signal reads by default (frequency: wordfreq, a package).
 SIGNAL_DATASETS = {"specificity": "wordnet", "concreteness": "concreteness", "uncertainty": "chaosnli"}
 #: How a sentence names each signal's covariate.

@@ -11,6 +11,14 @@ from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import DataMissing, NormscopeError
 from normscope.report.missing import missing_entry, missing_reason
 from normscope.report.stage import Command, Figure, KeyNumber, Section, Stage, StageUnavailable, Table
+from normscope.report.stages.designs import (
+    DESIGNS,
+    DESIGNS_SECTION,
+    design_commands,
+    designs_headline,
+    designs_sentences,
+    run_designs,
+)
 from normscope.report.text import ci_excludes_zero, ci_words, correlation_sentence, corr_parts
 from normscope.requests import Embedding, Request, Resampling, param
 from normscope.requests.correlate import CorrelateRequest
@@ -20,6 +28,7 @@ from normscope.signals.claims import controlled_figure as _controlled
 from normscope.signals.claims import pooling_claim, signal_claims
 from normscope.signals.pooling import pooling_trends
 from normscope.signals.labels import SIGNAL_DATASETS, SIGNAL_WORDS, SIGNALS, Signal
+from normscope.values import Status
 
 __all__ = ["SignalsStage", "SignalsRequest", "semantic_signal_sentences"]
 
@@ -36,6 +45,10 @@ class SignalsRequest(Request):
     items: int | None = param(None, min=10)
     embedding: Embedding = Embedding()
     resampling: Resampling = Resampling(n_boot=2000, n_perm=2000)
+    #: The length-matched designs of the section ``length_designs`` (:mod:`normscope.report.stages.designs`).
+    designs: tuple[str, ...] = DESIGNS
+    #: Their item cap (None: :data:`~normscope.report.stages.designs.DESIGN_N`).
+    design_items: int | None = param(None, min=20)
 
     def n_items(self, signal: str) -> int | None:
         """The item count of ``signal`` (specificity at most :data:`SPECIFICITY_MAX`)."""
@@ -222,20 +235,25 @@ class SignalsStage(Stage[SignalsRequest]):
     """The raw norm against Zipf frequency, WordNet specificity, concreteness and human label entropy."""
 
     name = "signals"
-    sections = {SECTION: "Semantic signals"}
+    sections = {SECTION: "Semantic signals", DESIGNS_SECTION: "Text rows at equal length: WordNet chains and generated "
+                                                               "benchmarks"}
     aliases = ("signal",)
-    size_names = ("signal_items", "n_boot", "n_perm")
+    size_names = ("signal_items", "design_items", "n_boot", "n_perm")
     explains = "the semantic signals"
 
     def datasets(self, config) -> list[tuple[str, str]]:
-        return [(SIGNAL_DATASETS[s], f"signals ({s})") for s in SIGNALS if s in config.signals and s in SIGNAL_DATASETS]
+        out = [(SIGNAL_DATASETS[s], f"signals ({s})") for s in SIGNALS if s in config.signals and s in SIGNAL_DATASETS]
+        return out + ([("wordnet", "signals (wordnet_chains)")] if "wordnet_chains" in config.signals else [])
 
     def request(self, config) -> SignalsRequest:
         s = config.sizes
         return SignalsRequest(signals=tuple(x for x in SIGNALS if x in config.signals), items=s.signal_items,
                               embedding=Embedding(model=config.model, device=config.device, precision=config.precision,
                                                     runtime=config.runtime),
-                              resampling=Resampling(n_boot=s.n_boot, n_perm=s.n_perm, seed=config.seed))
+                              resampling=Resampling(n_boot=s.n_boot, n_perm=s.n_perm, seed=config.seed),
+                              designs=tuple(d for d in DESIGNS if d in config.signals),
+                              design_items=s.design_items if s.design_items is not None else
+                              None if s.signal_items is None else max(s.signal_items, 20))  # 20: the generators' least
 
     def commands(self, request: SignalsRequest) -> list[Command]:
         out = [Command(tuple(request.correlate(sig).argv() + ["--json", f"{sig}.json"]), part=sig)
@@ -243,6 +261,13 @@ class SignalsStage(Stage[SignalsRequest]):
         if "specificity" in request.signals:  # ambiguity: the same items, the number of noun senses
             out.append(Command(tuple(ambiguity_request(request.correlate("specificity")).argv()
                                      + ["--json", "ambiguity.json"]), part="ambiguity"))
+        return out + design_commands(request.designs, request.design_items, request.embedding, request.resampling)
+
+    def section_results(self, commands: Sequence[Command], outputs: Sequence[dict]) -> dict[str, dict]:
+        """The signals' and the designs' JSON, each under its section, keyed by the command's part."""
+        out: dict[str, dict] = {}
+        for c, o in zip(commands, outputs):
+            out.setdefault(DESIGNS_SECTION if c.part in DESIGNS else SECTION, {})[c.part] = o
         return out
 
     def run(self, ctx, request: SignalsRequest) -> dict[str, Section]:
@@ -274,17 +299,23 @@ class SignalsStage(Stage[SignalsRequest]):
         elif "specificity" in missing:
             missing["ambiguity"] = missing["specificity"]
         pooling = _pooling_row(ctx, request, results.get("frequency"))
-        if not results:
+        designs = run_designs(ctx, request.designs, request.design_items, request.embedding, request.resampling)
+        if not results and request.signals and not designs.ok:
             raise StageUnavailable("no signal could run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()),
                                    missing={m["dataset"]: {"title": m["title"], "cause": m["cause"],
                                                            "claims": [g for g, x in missing.items()
                                                                       if x["dataset"] == m["dataset"]]}
                                             for m in missing.values()})
+        if not results:  # only designs selected, or no signal could run while a design did
+            why = "; ".join(f"{k}: {v}" for k, v in unavailable.items() if v != "not selected") or \
+                "no semantic signal selected (--signals)"
+            status = Status.NOT_RUN if not request.signals else Status.UNAVAILABLE
+            return {SECTION: Section(SECTION, status=status, reason=why), DESIGNS_SECTION: designs}
         sizes = "; ".join(f"{k}: {r.dataset}" for k, r in results.items())
         sizes += f"; {request.resampling.n_boot} bootstrap resamples, {request.resampling.n_perm} permutations"
         commands = [c for c in self.commands(request) if c.part in results]
         dicts = {k: r.to_dict() for k, r in results.items()}
-        return {SECTION: Section(
+        return {DESIGNS_SECTION: designs, SECTION: Section(
             SECTION, commands=commands, sizes=sizes, result=dicts,
             derived={"unavailable": dict(sorted(unavailable.items(), key=lambda kv: _ORDER.index(kv[0]))),
                      "missing": missing, "commands": {c.part: c.text for c in commands}},
@@ -293,9 +324,13 @@ class SignalsStage(Stage[SignalsRequest]):
             figures=figs, notes=_notes(results, unavailable), claims=signal_claims(dicts, unavailable) + [pooling])}
 
     def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
+        if section.key == DESIGNS_SECTION:
+            return designs_sentences(section.result)
         return semantic_signal_sentences(section.result)
 
     def headline(self, section: Section) -> str:
+        if section.key == DESIGNS_SECTION:
+            return designs_headline(section)
         parts = []
         for k, v in (section.result or {}).items():
             rho, ci, _ = corr_parts(CorrelateResult.from_dict(v))
@@ -304,7 +339,12 @@ class SignalsStage(Stage[SignalsRequest]):
         return "; ".join(parts)
 
     def sizes_used(self, sizes, request: SignalsRequest, sections) -> dict[str, int]:
-        used = {k: v for k, v in super().sizes_used(sizes, request, sections).items() if k != "signal_items"}
+        used = {k: v for k, v in super().sizes_used(sizes, request, sections).items()
+                if k not in ("signal_items", "design_items")}
+        for d, r in ((sections[DESIGNS_SECTION].result or {}).items() if DESIGNS_SECTION in sections
+                     and sections[DESIGNS_SECTION].ok else ()):
+            used[f"design_items.{d}"] = (r["n_hierarchies"] if d == "wordnet_chains"
+                                         else r["stats"]["n_answerable"] + r["stats"]["n_unanswerable"])
         sec = sections[SECTION]
         for sig, d in ((sec.result or {}).items() if sec.ok else ()):
             n = CorrelateResult.from_dict(d).n_items

@@ -1,280 +1,25 @@
-"""Correlation statistics for designs beyond one sample of independent pairs: strata and paired comparisons.
+"""Length-matched designs (part of :mod:`normscope.stats_designs`): pairs and strata at equal token count.
 
-- :func:`stratified_partial_spearman`: items pooled from several sources, with the source as a
-  control and resampling / permutation **within** sources (exchangeability blocks);
-- :func:`correlation_difference`: the difference of two correlations with one reference (e.g.
-  Spearman of a norm-aware score and of cosine with the same human ratings), with a **paired**
-  bootstrap CI;
-- :func:`length_matched_pairs` / :func:`matched_comparison`: two groups of items (e.g. general vs
-  specific captions, answerable vs unanswerable problems) paired **at equal token count**, the
-  within-pair share with a Wilson CI and a sign test beside the pooled (unmatched) share, so that
-  an effect of length alone shows as a pooled effect and a null matched one;
-- :func:`within_length_spearman`, :func:`length_matched_within`, :func:`matched_concordance`: the
-  same design for a continuous covariate of one item set: the partial Spearman rho **within strata
-  of equal token count** (items compared only with items of their own length), and disjoint
-  equal-length pairs with the share in which the item with the larger covariate has the larger norm;
-- :func:`wilson_interval`, :func:`sign_test_p`: a binomial share's Wilson score interval and the
-  exact two-sided sign test.
-
-The kernels (row-wise Pearson, ranks, SVD design bases, bootstrap and permutation blocks) are those
-of :mod:`normscope.stats`, with the conventions stated there (percentile intervals, two-sided
-permutation p-values ``(1 + count)/(1 + n_perm)``, memory bounded by row blocks). This module is
-separate only to keep :mod:`normscope.stats` under the 600-line module limit.
+- :func:`length_matched_pairs` / :func:`matched_comparison`: two groups paired at equal token count;
+- :func:`length_matched_within` / :func:`matched_concordance`: disjoint equal-length pairs of one set;
+- :func:`within_length_spearman`: the partial Spearman rho within strata of equal token count, its CI
+  resampling items within strata or, with ``clusters``, whole clusters (e.g. hierarchies);
+- :func:`wilson_interval`, :func:`sign_test_p`.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as _sps
 
 from normscope.errors import InputError
-from normscope.stats import (
-    PartialResult,
-    _as_controls,
-    _boot_chunks,
-    _check_levels,
-    _chunk_rows,
-    _design_q,
-    _f,
-    _interval,
-    _pearson,
-    _perm_p,
-    _residualise_rows,
-    _rowwise_pearson,
-    _validate_pairs,
-    resample_ranks,
-)
+from normscope.stats import _as_controls, _check_levels, _interval, _perm_p
 
-__all__ = ["stratified_partial_spearman", "DifferenceResult", "correlation_difference", "wilson_interval", "sign_test_p",
-           "MatchedPairs", "length_matched_pairs", "matched_comparison", "length_matched_within",
-           "matched_concordance", "within_length_spearman"]
-
-
-def _stratum_codes(strata, n: int) -> tuple[np.ndarray, list]:
-    """Integer codes (n,) of stratum labels (sorted label order) and the labels."""
-    s = np.asarray(strata, dtype=object).ravel()
-    if s.size != n:
-        raise InputError(f"strata has {s.size} labels for {n} rows")
-    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in s):
-        raise InputError("strata holds missing labels (None/NaN); give every row a stratum")
-    labels, codes = np.unique(s.astype(str), return_inverse=True)
-    return codes.astype(np.intp), labels.tolist()
-
-
-def _within_strata(rngs: list[np.random.Generator], members: list[np.ndarray], n: int, total: int,
-                   row_cost: int, *, bootstrap: bool):
-    """Yield ``(start, idx)`` blocks (m, n) of index rows drawn within strata.
-
-    Column ``members[s]`` of every row holds indices of stratum s only: a resample with replacement
-    (``bootstrap``) or a permutation of ``members[s]``. Stratum s draws from its own generator
-    ``rngs[s]`` block after block, so the stream does not depend on the block size.
-    """
-    step = _chunk_rows(row_cost, total)
-    for s0 in range(0, total, step):
-        m = min(step, total - s0)
-        idx = np.empty((m, n), dtype=np.intp)
-        for g, mem in zip(rngs, members):
-            if bootstrap:
-                idx[:, mem] = mem[g.integers(0, mem.size, size=(m, mem.size))]
-            else:
-                idx[:, mem] = g.permuted(np.tile(mem, (m, 1)), axis=1)
-        yield s0, idx
-
-
-def stratified_partial_spearman(
-    x,
-    y,
-    controls,
-    strata,
-    *,
-    n_boot: int = 2000,
-    ci: float = 0.95,
-    n_perm: int = 2000,
-    seed: int | None = 0,
-    min_n: int = 3,
-    control_names: list[str] | tuple[str, ...] | None = None,
-    stratum_name: str = "stratum",
-) -> PartialResult:
-    """Partial Spearman of x and y given controls **and the stratum**, resampled and permuted within strata.
-
-    For items pooled from several sources (e.g. SNLI and MNLI pairs of ChaosNLI): the ranks of x
-    and y (pooled ranks) are regressed on ``[1, ranks(controls), stratum indicators]`` and the
-    residuals correlated, so a difference of level between sources (a confound of the pooled
-    correlation) is removed. Inference respects the strata as exchangeability blocks (Winkler,
-    Ridgway, Webster, Smith & Nichols 2014, NeuroImage 92:381):
-
-    - the CI is a percentile bootstrap that resamples items with replacement **within each
-      stratum** (stratum sizes fixed), re-ranks and re-regresses each resample;
-    - the p-value is Freedman-Lane (1983): the residuals of rank(y) given the design are
-      permuted **within each stratum** and residualised again; two-sided on ``|rho|``,
-      ``(1 + count)/(1 + n_perm)`` (always random permutations, never enumerated).
-
-    Parameters
-    ----------
-    x, y : array_like of shape (n,)
-    controls : array_like of shape (n,) or (n, k), or None
-        Covariates besides the stratum (None or k = 0: the stratum only).
-    strata : array_like of shape (n,)
-        Stratum label of each row (str or int; no missing labels).
-    n_boot, ci, n_perm, seed, min_n, control_names
-        As :func:`partial_spearman`. Bootstrap and permutations draw from independent child
-        generators of ``seed``, one per stratum (``numpy.random.Generator.spawn``).
-    stratum_name : str, keyword-only
-        Name of the stratum control in ``controls`` of the result (e.g. ``"source"``).
-
-    Returns
-    -------
-    PartialResult
-        ``controls`` lists ``control_names`` then ``stratum_name``; ``n_controls`` counts the
-        stratum as one control.
-
-    Raises
-    ------
-    InputError
-        As :func:`partial_spearman`; strata of another length or with missing labels.
-    """
-    _check_levels(ci, n_boot, n_perm)
-    x = np.asarray(x, dtype=np.float64).ravel()
-    y = np.asarray(y, dtype=np.float64).ravel()
-    if x.shape != y.shape:
-        raise InputError(f"x and y differ in length: {x.size} vs {y.size}")
-    z = np.zeros((x.size, 0)) if controls is None else _as_controls(controls, x.size)
-    codes, labels = _stratum_codes(strata, x.size)
-    k = z.shape[1]
-    ok = np.isfinite(x) & np.isfinite(y) & np.isfinite(z).all(axis=1)
-    n_dropped = int((~ok).sum())
-    x, y, z, codes = x[ok], y[ok], z[ok], codes[ok]
-    x, y, _ = _validate_pairs(x, y, max(min_n, k + len(labels) + 2))
-    n = x.size
-    members = [np.flatnonzero(codes == c) for c in range(len(labels)) if np.any(codes == c)]
-    onehot = np.stack([(codes == c).astype(np.float64) for c in range(len(labels))], axis=1)
-    rx, ry = _sps.rankdata(x), _sps.rankdata(y)
-    q = _design_q(np.concatenate([_sps.rankdata(z, axis=0), onehot], axis=1))
-    ex = _residualise_rows(rx[None, :], q)[0]
-    ey = _residualise_rows(ry[None, :], q)[0]
-    scale = max(np.abs(rx).max(), 1.0)
-    if np.sqrt(ex @ ex) < 1e-9 * scale * np.sqrt(n) or np.sqrt(ey @ ey) < 1e-9 * scale * np.sqrt(n):
-        raise InputError("x or y is fully explained by the controls and strata (zero residual variance)")
-    rho = _pearson(ex, ey)
-    children = np.random.default_rng(seed).spawn(2 * len(members))
-    boot = np.empty(n_boot)
-    for s, ii in _within_strata(children[: len(members)], members, n, n_boot, n * (k + len(labels) + 3),
-                                bootstrap=True):
-        bz = np.concatenate([resample_ranks(z, ii), onehot[ii]], axis=2)
-        qb = _design_q(bz)
-        boot[s : s + len(ii)] = _rowwise_pearson(_residualise_rows(resample_ranks(x, ii), qb),
-                                                 _residualise_rows(resample_ranks(y, ii), qb))
-    null = np.empty(n_perm)
-    for s, ii in _within_strata(children[len(members):], members, n, n_perm, n, bootstrap=False):
-        null[s : s + len(ii)] = _rowwise_pearson(np.broadcast_to(ex, ii.shape), _residualise_rows(ey[ii], q))
-    names = list(control_names) if control_names is not None else [f"control_{j}" for j in range(k)]
-    if len(names) != k:
-        raise InputError(f"control_names has {len(names)} names for {k} control columns")
-    return PartialResult(
-        rho=rho, ci=_interval(boot, ci) if n_boot else (float("nan"), float("nan")),
-        p_value=_perm_p(null, rho, False), n=n, n_dropped=n_dropped, n_controls=k + 1, ci_level=ci,
-        ci_method=f"percentile bootstrap, items resampled with replacement within each {stratum_name}",
-        p_method=f"Freedman-Lane permutation of rank(y) residuals within each {stratum_name}, two-sided on |rho|",
-        n_boot=n_boot, n_perm=n_perm, controls=names + [stratum_name],
-    )
-
-
-@dataclass(frozen=True)
-class DifferenceResult:
-    """Difference of two correlations with the same reference, with a paired bootstrap CI.
-
-    Attributes
-    ----------
-    delta : float
-        ``r(a, ref) - r(b, ref)`` on the ``n`` valid rows.
-    ci : tuple of float
-        Percentile interval of the difference over paired resamples (the same rows for a and b).
-    n : int
-        Valid rows (ref, a and b finite).
-    method : str
-        ``"spearman"`` or ``"pearson"``.
-    relative : float
-        ``r(a, ref) / r(b, ref) - 1`` (NaN when ``r(b, ref) <= 0``): the gain relative to ``b``.
-    relative_ci : tuple of float
-        Its percentile interval over the same paired resamples (resamples with ``r(b, ref) <= 0``
-        left out).
-    """
-
-    delta: float
-    ci: tuple[float, float]
-    n: int
-    method: str
-    ci_level: float = 0.95
-    ci_method: str = "paired percentile bootstrap: rows resampled with replacement, both correlations on each resample"
-    n_boot: int = 2000
-    relative: float = float("nan")
-    relative_ci: tuple[float, float] = (float("nan"), float("nan"))
-
-    def to_dict(self) -> dict:
-        """JSON-friendly dict (NaN -> None)."""
-        d = asdict(self)
-        d["delta"] = _f(self.delta)
-        d["ci"] = [_f(v) for v in self.ci]
-        d["relative"] = _f(self.relative)
-        d["relative_ci"] = [_f(v) for v in self.relative_ci]
-        return d
-
-
-def correlation_difference(ref, a, b, *, method: str = "spearman", n_boot: int = 2000, ci: float = 0.95,
-                           seed: int | None = 0, min_n: int = 3) -> DifferenceResult:
-    """``r(a, ref) - r(b, ref)`` with a paired bootstrap CI (dependent, overlapping correlations).
-
-    E.g. ``ref`` = human similarity ratings of word pairs, ``a`` = a norm-aware score, ``b`` =
-    cosine: the gain of ``a`` over ``b``. Each resample draws rows with replacement (index matrix
-    ``rng.integers(0, n, size=(n_boot, n))``, as :func:`correlation`) and recomputes both
-    correlations on the same rows, so the interval accounts for their dependence.
-
-    Parameters
-    ----------
-    ref, a, b : array_like of shape (n,)
-        Rows with a non-finite value in any of them are dropped.
-    method : {"spearman", "pearson"}, keyword-only
-    n_boot, ci, seed, min_n : keyword-only
-        As :func:`correlation`.
-
-    Returns
-    -------
-    DifferenceResult
-
-    Raises
-    ------
-    InputError
-        Unknown method, arrays of different lengths, fewer than ``max(min_n, 3)`` valid rows, a
-        constant array, invalid ``ci`` / ``n_boot``.
-    """
-    if method not in ("spearman", "pearson"):
-        raise InputError(f"method must be 'spearman' or 'pearson', got {method!r}")
-    _check_levels(ci, n_boot, 0)
-    ref, a, b = (np.asarray(v, dtype=np.float64).ravel() for v in (ref, a, b))
-    if not ref.shape == a.shape == b.shape:
-        raise InputError(f"ref, a and b differ in length: {ref.size}, {a.size}, {b.size}")
-    ok = np.isfinite(ref) & np.isfinite(a) & np.isfinite(b)
-    ref, a, _ = _validate_pairs(ref[ok], a[ok], min_n, names=("ref", "a"))
-    _, b, _ = _validate_pairs(ref, b[ok], min_n, names=("ref", "b"))
-    n = ref.size
-    tr = (lambda v: _sps.rankdata(v, axis=-1)) if method == "spearman" else (lambda v: v)
-    ra, rb = _pearson(tr(a), tr(ref)), _pearson(tr(b), tr(ref))
-    boot = np.empty(n_boot)
-    rel = np.empty(n_boot)
-    for s, ii in _boot_chunks(np.random.default_rng(seed), n, n_boot, 3 * n):
-        rr = tr(ref[ii])
-        ba, bb = _rowwise_pearson(tr(a[ii]), rr), _rowwise_pearson(tr(b[ii]), rr)
-        boot[s : s + len(ii)] = ba - bb
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel[s : s + len(ii)] = np.where(bb > 0, ba / bb - 1.0, np.nan)
-    nan2 = (float("nan"), float("nan"))
-    rel_ok = rel[np.isfinite(rel)]
-    return DifferenceResult(delta=ra - rb, ci=_interval(boot, ci) if n_boot else nan2, n=n, method=method, ci_level=ci,
-                            n_boot=n_boot, relative=ra / rb - 1.0 if rb > 0 else float("nan"),
-                            relative_ci=_interval(rel_ok, ci) if rel_ok.size else nan2)
+__all__ = ["wilson_interval", "sign_test_p", "MatchedPairs", "length_matched_pairs", "matched_comparison",
+           "length_matched_within", "matched_concordance", "within_length_spearman", "cluster_codes",
+           "cluster_resamples", "cluster_bootstrap_ci"]
 
 
 def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -504,7 +249,8 @@ def matched_concordance(x, y, pairs: MatchedPairs, *, level: float = 0.95) -> di
 def _within_demean(v: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Columns of ``v`` (n,) or (n, k) minus their stratum means (the stratum indicators regressed out)."""
     if v.ndim == 1:
-        return v - (np.bincount(codes, weights=v, minlength=counts.size) / counts)[codes]
+        with np.errstate(divide="ignore", invalid="ignore"):  # a stratum not drawn in a cluster resample: unused
+            return v - (np.bincount(codes, weights=v, minlength=counts.size) / counts)[codes]
     return np.column_stack([_within_demean(v[:, j], codes, counts) for j in range(v.shape[1])]) if v.shape[1] \
         else v
 
@@ -521,9 +267,64 @@ def _fwl_rho(rx, ry, rz, codes, counts) -> float:
     return float(ex @ ey / (sx * sy)) if sx > 0 and sy > 0 else float("nan")
 
 
+def cluster_codes(clusters, n: int) -> np.ndarray:
+    """Integer codes (n,) of cluster labels in sorted label order (so the codes do not depend on the row order).
+
+    Raises
+    ------
+    InputError
+        A label count other than ``n``, or a missing label (None/NaN).
+    """
+    c = np.asarray(clusters, dtype=object).ravel()
+    if c.size != n:
+        raise InputError(f"clusters has {c.size} labels for {n} rows")
+    if any(v is None or (isinstance(v, float) and v != v) for v in c):
+        raise InputError("clusters holds missing labels (None/NaN); give every row a cluster")
+    return np.unique(c.astype(str), return_inverse=True)[1].astype(np.intp)
+
+
+def cluster_resamples(codes: np.ndarray, n_boot: int, rng: np.random.Generator):
+    """Yield ``n_boot`` row-index arrays of a cluster (block) bootstrap.
+
+    Each resample draws as many clusters as there are, with replacement, uniformly, and takes every row of
+    each drawn cluster (a cluster drawn twice contributes its rows twice); resample sizes vary with the
+    clusters' sizes. Clusters are in sorted code order, so the draws do not depend on the row order (Davison &
+    Hinkley 1997, Bootstrap Methods and their Application, sec. 3.8: resampling the independent units).
+    """
+    order = np.argsort(codes, kind="stable")
+    size = np.bincount(codes)
+    start = np.concatenate([[0], np.cumsum(size[:-1])])
+    for _ in range(n_boot):
+        drawn = rng.integers(0, size.size, size=size.size)
+        yield order[np.concatenate([np.arange(start[k], start[k] + size[k]) for k in drawn])]
+
+
+def cluster_bootstrap_ci(stat, clusters, *, n_boot: int = 2000, ci: float = 0.95, seed: int | None = 0):
+    """Percentile CI of ``stat(rows)`` over a cluster bootstrap (:func:`cluster_resamples`).
+
+    Parameters
+    ----------
+    stat : callable
+        ``stat(idx) -> float`` on the rows ``idx`` (int array, repeats allowed); non-finite values are dropped.
+    clusters : array_like, shape (n,)
+        The independent unit of each row (e.g. the hierarchy a text belongs to).
+    n_boot, ci, seed
+
+    Returns
+    -------
+    list of float or None
+        ``[lo, hi]``; None when no resample gave a finite value or ``n_boot`` is 0.
+    """
+    codes = np.asarray(clusters)
+    codes = codes if codes.dtype.kind in "iu" else cluster_codes(clusters, codes.size)
+    boot = np.array([stat(ii) for ii in cluster_resamples(codes, n_boot, np.random.default_rng(seed))])
+    boot = boot[np.isfinite(boot)] if boot.size else boot
+    return list(_interval(boot, ci)) if boot.size else None
+
+
 def within_length_spearman(x, y, tokens, controls=None, *, strata=None, n_boot: int = 2000, n_perm: int = 2000,
                            ci: float = 0.95, seed: int | None = 0, min_n: int = 10,
-                           control_names: list[str] | tuple[str, ...] | None = None) -> dict:
+                           control_names: list[str] | tuple[str, ...] | None = None, clusters=None) -> dict:
     """Partial Spearman rho of x and y **within strata of equal token count** (the length-matched design).
 
     Each item is compared only with items of its own token count (and its own source, with
@@ -547,6 +348,11 @@ def within_length_spearman(x, y, tokens, controls=None, *, strata=None, n_boot: 
     n_boot, n_perm, ci, seed
         Percentile bootstrap resampling items **within strata** (sizes fixed) and a permutation p
         (the residualised y permuted within strata, two-sided on |rho|, ``(1 + count)/(1 + n_perm)``).
+    clusters : array_like, shape (n,), optional
+        The independent unit of each item when items are not independent (e.g. the hierarchy a text belongs
+        to, whose texts share a chain): the bootstrap then resamples whole clusters with replacement
+        (:func:`cluster_resamples`; each stratum should lie inside one cluster) instead of items within
+        strata. The permutation p stays within strata (exchangeability within a stratum under the null).
     min_n : int
         Fewest matched items (in strata of two or more) for a figure.
     control_names : sequence of str, optional
@@ -556,7 +362,8 @@ def within_length_spearman(x, y, tokens, controls=None, *, strata=None, n_boot: 
     dict
         ``rho``, ``ci`` ([lo, hi]), ``p_value``, ``n`` (matched items), ``n_unmatched``, ``n_strata``
         (strata of two or more items), ``n_dropped`` (NaN), ``controls``, ``ci_level``, ``ci_method``,
-        ``p_method``, ``n_boot``, ``n_perm``; ``rho`` None (with ``reason``) below ``min_n`` matched items
+        ``p_method``, ``n_boot``, ``n_perm`` (and ``ci_unit`` ``"clusters"`` with ``clusters``); ``rho`` None
+        (with ``reason``) below ``min_n`` matched items
         or when x or y is constant within every stratum.
 
     Raises
@@ -583,10 +390,14 @@ def within_length_spearman(x, y, tokens, controls=None, *, strata=None, n_boot: 
     out = {"rho": None, "ci": None, "p_value": None, "n": int(keep.sum()), "n_unmatched": int((~keep).sum()),
            "n_strata": int((counts0 >= 2).sum()), "n_dropped": int((~ok).sum()), "controls": names,
            "ci_level": ci, "n_boot": n_boot, "n_perm": n_perm, "reason": None,
-           "ci_method": "percentile bootstrap, items resampled with replacement within each stratum of equal token "
-                        "count" + (" and source" if strata is not None else ""),
+           "ci_method": ("percentile bootstrap, items resampled with replacement within each stratum of equal token "
+                         "count" + (" and source" if strata is not None else "")) if clusters is None else
+                        "percentile cluster bootstrap, whole clusters resampled with replacement with all their items",
            "p_method": "permutation of rank(y) residuals within each stratum, two-sided on |rho|"}
     xs, ys, zs = x[ok][keep], y[ok][keep], z[ok][keep]
+    cl = None if clusters is None else cluster_codes(clusters, x.size)[ok][keep]
+    if cl is not None:
+        out["ci_unit"] = "clusters"
     _, codes = np.unique(codes0[keep], return_inverse=True)
     codes = codes.astype(np.intp)
     counts = np.bincount(codes).astype(np.float64)
@@ -604,10 +415,16 @@ def within_length_spearman(x, y, tokens, controls=None, *, strata=None, n_boot: 
     size = counts.astype(np.intp)
     rng_b, rng_p = np.random.default_rng(seed).spawn(2)
     boot = np.empty(n_boot)
+    draws = cluster_resamples(np.unique(cl, return_inverse=True)[1], n_boot, rng_b) if cl is not None else None
     for b in range(n_boot):
-        ii = order[start[codes] + (rng_b.random(n) * size[codes]).astype(np.intp)]
-        bz = _sps.rankdata(zs[ii], axis=0) if zs.shape[1] else zs
-        boot[b] = _fwl_rho(_sps.rankdata(xs[ii]), _sps.rankdata(ys[ii]), bz, codes, counts)
+        if draws is None:
+            ii = order[start[codes] + (rng_b.random(n) * size[codes]).astype(np.intp)]
+        else:
+            ii = next(draws)
+        bc = codes[ii]
+        bz = _sps.rankdata(zs[ii], axis=0) if zs.shape[1] else zs[ii]
+        boot[b] = _fwl_rho(_sps.rankdata(xs[ii]), _sps.rankdata(ys[ii]), bz, bc,
+                           np.bincount(bc, minlength=counts.size).astype(np.float64))
     boot = boot[np.isfinite(boot)]
     ex = _within_demean(rx, codes, counts)
     ey = _within_demean(ry, codes, counts)

@@ -1,0 +1,160 @@
+"""The signals stage's second section, ``length_designs``: text rows decided at equal length on designs of their own.
+
+Three designs of issue 39, each the function its ``normscope correlate`` command wraps:
+
+- ``treecut`` / ``ruletaker``: normscope's seeded TreeCut-style problems and RuleTaker-style theories
+  (:func:`normscope.signals.abstention.run_abstention`), answerable vs unanswerable items paired at equal
+  token count; rows ``abstention_treecut`` / ``abstention_ruletaker``;
+- ``wordnet_chains``: WordNet hypernym chains of the most frequent nouns
+  (:func:`normscope.signals.hierarchy.run_hierarchy`), rho(level, norm) within the same chain and token count,
+  every CI a bootstrap over chains; row ``specificity_hierarchy``.
+
+They run with the report's model and seed; their sizes are :data:`DESIGN_N` (``Sizes.design_items`` caps
+them: the quick report runs 200 of each, stated on the page).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from normscope._format import ci as ci_text, num, plural
+from normscope._io import to_jsonable
+from normscope.errors import DataMissing, NormscopeError
+from normscope.report.missing import missing_entry, missing_reason
+from normscope.report.stage import Command, KeyNumber, Section, Table
+from normscope.requests import Embedding, Resampling
+from normscope.requests.correlate import CorrelateRequest
+from normscope.signals.labels import LENGTH_DESIGNS
+from normscope.values import Status
+
+__all__ = ["DESIGNS_SECTION", "DESIGNS", "DESIGN_N", "design_n", "design_commands", "run_designs",
+           "designs_sentences", "designs_headline"]
+
+DESIGNS_SECTION = "length_designs"
+#: The designs, in page order (``--signals`` names).
+DESIGNS: tuple[str, ...] = LENGTH_DESIGNS
+#: Items of each design by default: generated problems; WordNet nouns (one chain each, about 7 texts a chain).
+DESIGN_N = {"treecut": 1000, "ruletaker": 1000, "wordnet_chains": 300}
+_TITLES = {"treecut": "TreeCut-style problems (unanswerable vs answerable)",
+           "ruletaker": "RuleTaker-style statements (Unknown vs True/False)",
+           "wordnet_chains": "WordNet hypernym chains (level vs norm)"}
+
+
+def design_n(design: str, items: int | None) -> int:
+    """Items of ``design``: :data:`DESIGN_N`, capped at ``items`` when given."""
+    return DESIGN_N[design] if items is None else min(int(items), DESIGN_N[design])
+
+
+def _argv(design: str, n: int, embedding: Embedding, resampling: Resampling) -> list[str]:
+    """The ``normscope correlate`` argv of one design (the request's options: model, precision, runtime, seed)."""
+    base = CorrelateRequest(signal="specificity", n=n, embedding=embedding, resampling=resampling).argv()
+    if design == "wordnet_chains":
+        return base + ["--pairs", "wordnet"]
+    argv = list(base)
+    argv[argv.index("--signal") + 1] = design
+    k = argv.index("--n-perm")  # the abstention rows have no permutation p-value
+    return argv[:k] + argv[k + 2:]
+
+
+def design_commands(designs, items: int | None, embedding: Embedding, resampling: Resampling) -> list[Command]:
+    """One command per design, ``part`` = the design name, ``--json <design>.json``."""
+    return [Command(tuple(_argv(d, design_n(d, items), embedding, resampling) + ["--json", f"{d}.json"]), part=d)
+            for d in designs]
+
+
+def _run_one(design: str, n: int, embedding: Embedding, resampling: Resampling, encoder):
+    if design == "wordnet_chains":
+        from normscope.signals.hierarchy import run_hierarchy, wordnet_hierarchies
+
+        df, what = wordnet_hierarchies(n)
+        return run_hierarchy(df, dataset=what, embedding=embedding, resampling=resampling, encoder=encoder,
+                             progress=True)
+    from normscope.signals.abstention import run_abstention
+
+    return run_abstention(design, n=n, embedding=embedding, encoder=encoder, progress=True,
+                          resampling=dataclasses.replace(resampling, n_perm=0))
+
+
+def _row(design: str, d: dict) -> list:
+    if design == "wordnet_chains":
+        lm, po, pa = d["length_matched"], d["pooled"], d["partial"]
+        return [design, d["n_texts"], po["spearman"], ci_text(po["spearman_ci"]), pa.get("rho"), ci_text(pa.get("ci")),
+                lm.get("rho"), ci_text(lm.get("ci")), "hierarchies"]
+    st = d["stats"]
+    return [design, st["n_answerable"] + st["n_unanswerable"], st["auroc_norm"], f"tokens {num(st['auroc_tokens'])}",
+            st["partial_rho"], ci_text(st.get("partial_ci")), st.get("r_rb"), ci_text(st.get("r_rb_ci")),
+            "equal-length pairs (Wilson)"]
+
+
+def run_designs(ctx, designs, items: int | None, embedding: Embedding, resampling: Resampling) -> Section:
+    """Run the selected designs with the report's encoder; the ``length_designs`` section.
+
+    A design whose data is missing (WordNet) or that fails with a normscope error is listed as unavailable;
+    the section is unavailable when none ran, not run when none was selected.
+    """
+    if not designs:
+        return Section(DESIGNS_SECTION, status=Status.NOT_RUN, reason="no design selected (--signals)")
+    enc = ctx.encoder()
+    results, unavailable, missing = {}, {}, {}
+    for d in designs:
+        ctx.console.print(f"signals: {d} (length-matched design)")
+        try:
+            # as the command's --json writes it (claims as JSON objects), so that the page is the commands' JSON
+            results[d] = to_jsonable(_run_one(d, design_n(d, items), embedding, resampling, enc).to_dict())
+        except DataMissing as exc:
+            unavailable[d] = missing_reason({exc.dataset: missing_entry(exc)})
+            missing[exc.dataset] = missing_entry(exc)
+        except (NormscopeError, FileNotFoundError, LookupError) as exc:
+            unavailable[d] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    notes = [f"{k}: not available ({v})" for k, v in unavailable.items()]
+    if not results:
+        return Section(DESIGNS_SECTION, status=Status.UNAVAILABLE, reason="; ".join(f"{k}: {v}" for k, v in
+                                                                                   unavailable.items()),
+                       missing=missing or None, notes=notes)
+    commands = [c for c in design_commands(designs, items, embedding, resampling) if c.part in results]
+    sizes = "; ".join(f"{d}: {_size(d, r)}" for d, r in results.items())
+    sizes += f"; {resampling.n_boot} bootstrap resamples, seed {resampling.seed}"
+    for d, r in results.items():
+        notes += [f"{d}: {x}" for x in r.get("notes") or []]
+    key_numbers = []
+    for d, r in results.items():
+        row = r["claims"][0]
+        key_numbers.append(KeyNumber(f"{d}.deciding", f"{row['label']} ({d}; decides the row)", row["measured"]))
+    table = Table("One row per design: pooled, length-partial and length-matched figures (95% CIs; the last column "
+                  "says what the length-matched CI resamples)",
+                  ["design", "items", "pooled \u03c1 or AUROC", "95% CI (AUROC: of the token count alone)",
+                   "partial \u03c1 on tokens", "95% CI", "length-matched \u03c1 or r_rb (decides)", "95% CI",
+                   "CI resamples"], [_row(d, r) for d, r in results.items()])
+    claims = [c for r in results.values() for c in r["claims"]]
+    return Section(DESIGNS_SECTION, commands=commands, sizes=sizes, result=results,
+                   derived={"unavailable": unavailable, "commands": {c.part: c.text for c in commands}},
+                   key_numbers=key_numbers, tables=[table], notes=notes, claims=claims, missing=missing or None)
+
+
+def _size(design: str, r: dict) -> str:
+    if design == "wordnet_chains":
+        return f"{plural(r['n_hierarchies'], 'chain')}, {plural(r['n_texts'], 'text')}"
+    st = r["stats"]
+    return f"{st['n_answerable'] + st['n_unanswerable']} generated items"
+
+
+def designs_sentences(result: dict | None) -> list[str]:
+    """One sentence per design that ran: the deciding figure, why it decides, and the pooled figure beside."""
+    out = []
+    for d, r in (result or {}).items():
+        row = (r.get("claims") or [{}])[0]
+        if row.get("measured") is None:
+            out.append(f"{_TITLES.get(d, d)}: not decided ({row.get('reason') or 'no figure'}).")
+            continue
+        ci = row.get("ci")
+        cis = f" [{num(ci[0])}, {num(ci[1])}]" if ci else ""
+        out.append(f"{_TITLES.get(d, d)}: {row.get('label')} = {num(row['measured'])}{cis}, {row.get('verdict')}; "
+                   f"{row.get('beside') or ''}".rstrip("; ") + ". The equal-length figure decides: the pooled one "
+                   "mixes the design's contrast with length.")
+    return out
+
+
+def designs_headline(section: Section) -> str:
+    """The CLI summary line: each design's deciding figure and verdict."""
+    return "; ".join(f"{d} {num((r.get('claims') or [{}])[0].get('measured'))} "
+                     f"({(r.get('claims') or [{}])[0].get('verdict')})" for d, r in (section.result or {}).items())
