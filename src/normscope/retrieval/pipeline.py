@@ -24,6 +24,7 @@ from normscope.retrieval.evaluate import METRICS, compare_to_baseline, default_g
 from normscope.retrieval.loading import (N_FOLDS, _duplicate_docs, _drop_junk, _embed, _embed_splits, _junk_entry,
                                          _load_splits, _Phases, _resolve_fit_split, _sorted_split, _Splits,
                                          _subsample_docs, _subsample_queries, _Vectors)
+from normscope.retrieval.qpp_baselines import AGREEMENT_K
 from normscope.retrieval.refit import RefitDesign, per_query_grid
 from normscope.requests.retrieval import RetrievalRequest
 from normscope.retrieval.result import RetrievalResult
@@ -116,6 +117,7 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     if encoder is None:
         encoder = _load_model(r, ph)
     sp, vec = _embed_splits(sp, encoder, r, ph, progress)
+    agreement = _agreement_run(sp, vec, r, ph, progress) if r.agreement_model else None
     folds = _cv_folds(sp, rng)
     fitted_on = sp.fit_name if sp.mode == "split" else f"{N_FOLDS}-fold cross-validation over '{r.split}' queries"
     runs, results, grids = {}, {}, {}  # scorer -> its run; its summary; its per-query nDCG@10 over the grid
@@ -125,12 +127,41 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     per = _evaluate(sp.ev, runs, results, order, r, ph)
     designs = _refit_overall(grids, per, results, order, r, ph)
     res = RetrievalResult(**_run_fields(r, sp, vec, encoder, fitted_on), scorers={s: results[s] for s in order},
-                          **_query_studies(sp, vec, runs, per, order, folds, fitted_on, r, ph, designs),
+                          **_query_studies(sp, vec, runs, per, order, folds, fitted_on, r, ph, designs, agreement),
                           doc_norm_range=[float(vec.doc_norms.min()), float(vec.doc_norms.max())],
                           items=_items_frame(sp.ev, vec, runs, order), doc_titles=_titles(sp.ds, vec.doc_ids),
                           timings=ph.timings)
     res.claims = retrieval_claims(res)
     return res
+
+
+def _agreement_run(sp: _Splits, vec: _Vectors, r: RetrievalRequest, ph: _Phases, progress: bool) -> dict:
+    """The second model's cosine run (top :data:`AGREEMENT_K`) of the evaluation queries over the same kept
+    documents (``r.agreement_model``, embedded through the embedding cache), with its name and fingerprint:
+    ``{"model", "fingerprint", "run"}``."""
+    e = r.embedding
+    with ph("loading the agreement model", r.agreement_model):
+        enc = encoders.load_encoder(r.agreement_model, device=e.device, precision=e.precision, runtime=e.runtime)
+    ds, ev = sp.ds, sp.ev
+    embedded = set(vec.doc_ids)  # the main model's documents (junk left out)
+    docs = [i for i in sp.keep if ds.doc_ids[i] in embedded]
+    with ph("embedding the corpus with the agreement model", f"{len(docs):,} documents"):
+        dtab = _embed(enc, [ds.doc_texts[i] for i in docs], [ds.doc_ids[i] for i in docs], junk=e.junk,
+                      what="documents", batch_size=e.batch_size, progress=progress, engine=r.engine, address=r.address,
+                      workers=r.workers)
+        qtab = _embed(enc, ev.texts, ev.query_ids, junk=e.junk, what=f"'{ev.split}' queries", batch_size=e.batch_size,
+                      progress=progress)
+    if len(qtab.ids) != len(ev.query_ids):
+        raise InputError(f"the agreement model '{r.agreement_model}' leaves out {len(ev.query_ids) - len(qtab.ids)} "
+                         "evaluation queries as junk that the main model embeds: no agreement for them")
+    pos = {q: i for i, q in enumerate(qtab.ids)}
+    Q = qtab.vectors[[pos[q] for q in ev.query_ids]]
+    with ph("agreement run", f"cosine top-{AGREEMENT_K} of {len(ev.query_ids):,} queries"):
+        run = FoldedIndex(dtab.vectors, list(dtab.ids), "cosine").search(Q, ev.query_ids, k=AGREEMENT_K,
+                                                                        ignore_identical_ids=r.ignore_identical_ids)
+    fp = getattr(enc, "fingerprint", None)
+    return {"model": fp.name if fp is not None else str(r.agreement_model),
+            "fingerprint": fp.to_dict() if fp is not None else None, "run": run}
 
 
 def _load_model(r: RetrievalRequest, ph: _Phases):

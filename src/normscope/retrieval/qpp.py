@@ -68,7 +68,7 @@ import numpy as np
 from normscope.errors import InputError
 from normscope.retrieval.calibration import aurc, auroc_bootstrap_ci
 # the issue-40 baselines live in their own module; their names stay importable here
-from normscope.retrieval.qpp_baselines import (AUTOCUT_K, CSLS_DEPTH, _top, autocut, autocut_kept, csls_hubness,
+from normscope.retrieval.qpp_baselines import (AGREEMENT_SPEC, AUTOCUT_K, CSLS_DEPTH, _top, autocut, autocut_kept, csls_hubness,
                                               csls_top1, margin_1_3)
 
 __all__ = [
@@ -139,6 +139,9 @@ QPP_SPECS: dict[str, QppSpec] = {
     "doc_norm_spread": QppSpec("post", -1, "population standard deviation of ||d_i|| over the top k", "docs/theory.md",
                                SPREAD_K, ("doc_norms",)),
 }
+#: Predictors outside :data:`QPP_SPECS` that :func:`evaluate_qpp` knows: they need more than one run
+#: (``model_agreement``: a second model's, :func:`normscope.retrieval.qpp_baselines.topk_agreement`).
+EXTRA_SPECS = {"model_agreement": AGREEMENT_SPEC}
 #: Every predictor, in table order.
 QPP_SIGNALS: tuple[str, ...] = tuple(QPP_SPECS)
 #: Pre-specified direction of each predictor (+1: a larger value predicts a better result).
@@ -495,7 +498,8 @@ def evaluate_qpp(
     ndcg : array-like of shape (n,), optional
         Per-query nDCG@10 of the same run.
     names : sequence of str, optional
-        Columns to evaluate (default: every :data:`QPP_SIGNALS` column present).
+        Columns to evaluate (default: every :data:`QPP_SIGNALS` column present; ``model_agreement`` of
+        :data:`EXTRA_SPECS` only when named).
     n_boot : int
         Bootstrap resamples (queries drawn with replacement; one index set shared by every signal).
     seed : int
@@ -525,14 +529,14 @@ def evaluate_qpp(
     for what, v in (("top1_relevant", y), ("ndcg", g)):
         if v is not None and v.shape != (n,):
             raise InputError(f"{what} must have one value per query ({n}), got {v.size}")
-    names = [s for s in (names or QPP_SIGNALS) if s in signals.columns]
+    names = [s for s in (names or QPP_SIGNALS) if s in signals.columns and (s in QPP_SPECS or s in EXTRA_SPECS)]
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_boot, n))
     a = (1 - level) / 2
     two = y is not None and len(np.unique(y)) == 2
     out: dict[str, dict] = {}
     for s in names:
-        spec = QPP_SPECS[s]
+        spec = QPP_SPECS.get(s) or EXTRA_SPECS[s]
         x = spec.direction * signals[s].to_numpy(np.float64)
         entry: dict = {"kind": spec.kind, "direction": spec.direction, "formula": spec.formula,
                        "reference": spec.reference, "k": spec.k}

@@ -258,6 +258,7 @@ class QppInfo(Record):
     ci: str | None = None
     baselines: list[str] | None = None
     norm_signals: list[str] | None = None
+    agreement: dict | None = None  # only with --agreement-model: the second model, k and the statistic
 
 
 @dataclasses.dataclass(frozen=True)

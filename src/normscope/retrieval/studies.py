@@ -6,6 +6,8 @@ Split from :mod:`normscope.retrieval.pipeline` (issue 40); ``run_retrieval`` cal
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from normscope.data.beir import SplitQueries
@@ -17,6 +19,7 @@ from normscope.retrieval.calibration import N_BINS
 from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
 from normscope.retrieval.incremental import FOLD_DRAWS, FOLDS, incremental_value
 from normscope.retrieval.loading import _Phases, _Splits, _Vectors
+from normscope.retrieval.qpp_baselines import AGREEMENT_K, topk_agreement
 from normscope.retrieval.qpp import (BASELINE_SIGNALS, NORM_SIGNALS, QPP_SIGNALS, corpus_scores, csls_hubness, evaluate_qpp,
                                     qpp_signals)
 from normscope.retrieval.search import FoldedIndex
@@ -26,21 +29,22 @@ __all__ = ["qpp_info", "incremental_study", "SINGLE_FOLD_DRAWS"]
 
 
 def _query_studies(sp: _Splits, vec: _Vectors, runs: dict, per: dict, order: list[str], folds, fitted_on: str,
-                   r: RetrievalRequest, ph: _Phases, designs: dict | None = None) -> dict:
+                   r: RetrievalRequest, ph: _Phases, designs: dict | None = None, agreement: dict | None = None) -> dict:
     """The per-query studies of the evaluation queries, as result fields: strata (their CIs refitting each
-    fitted scorer's parameter, ``designs``), calibration, QPP and the norm's incremental value, and the
-    per-query table."""
+    fitted scorer's parameter, ``designs``), calibration, QPP and the norm's incremental value (with
+    ``model_agreement`` when a second model's run is given, ``agreement``), and the per-query table."""
     covariates, strata = _strata(sp.ev, vec, runs, per, order, r, ph, designs or {})
     sig_ev, sig_fit, calibration, conf = _calibration(sp, vec, runs, folds, r, ph)
     y_ev = sig_ev["top1_relevant"].to_numpy()
-    s_corpus, qpp_df, qpp, incremental = _qpp_study(sp.ev, vec, runs, per, y_ev, r, ph)
+    s_corpus, qpp_df, qpp, incremental = _qpp_study(sp.ev, vec, runs, per, y_ev, r, ph, agreement)
     abstention = _abstention(sp.ev, runs, per, sig_ev, r, ph)
     n_boot = r.resampling.n_boot
     return dict(
         abstention=abstention,
         strata=strata, calibration=calibration,
         calibration_info=_calibration_info(fitted_on, n_boot=n_boot, y_ev=y_ev, sig_fit=sig_fit),
-        qpp=qpp, qpp_info=qpp_info(n_boot=n_boot, smv_cut=int(qpp_df.attrs.get("smv_cut", 0)), depth=r.k),
+        qpp=qpp, qpp_info=qpp_info(n_boot=n_boot, smv_cut=int(qpp_df.attrs.get("smv_cut", 0)), depth=r.k,
+                                   agreement=agreement),
         calibration_incremental=incremental,
         per_query=_per_query_table(sp.ev, sig_ev, covariates, s_corpus, qpp_df, per, conf, strata, order),
     )
@@ -103,19 +107,24 @@ def _calibration(sp: _Splits, vec: _Vectors, runs: dict, folds, r: RetrievalRequ
 
 
 def _qpp_study(ev: SplitQueries, vec: _Vectors, runs: dict, per: dict, y_ev: np.ndarray, r: RetrievalRequest,
-               ph: _Phases):
-    """The QPP predictors of the cosine run, their evaluation on top-1 relevance and nDCG@10, and the norm's
-    incremental value: (corpus scores s(C), predictor frame, QPP table, incremental study)."""
+               ph: _Phases, agreement: dict | None = None):
+    """The QPP predictors of the cosine run (and ``model_agreement`` with a second model's run), their evaluation
+    on top-1 relevance and nDCG@10, and the norm's incremental value: (corpus scores s(C), predictor frame, QPP
+    table, incremental study)."""
     n_boot, seed = r.resampling.n_boot, r.resampling.seed
+    extra = ("model_agreement",) if agreement is not None else ()
     with ph("QPP baselines and the norm's incremental value",
-            f"{len(QPP_SIGNALS)} predictors; {FOLDS}-fold cross-fitting x {FOLD_DRAWS} fold draws"):
+            f"{len(QPP_SIGNALS) + len(extra)} predictors; {FOLDS}-fold cross-fitting x {FOLD_DRAWS} fold draws"):
         s_corpus = corpus_scores(vec.Qev, vec.D)
         qpp_df = qpp_signals(runs["cosine"], query_ids=ev.query_ids, query_texts=ev.texts, query_norms=vec.qev_norms,
                              doc_ids=vec.doc_ids, doc_norms=vec.doc_norms, corpus_score=s_corpus,
                              doc_hubness=csls_hubness(vec.D, vec.Qev))  # CSLS's query bank: the evaluated queries
+        if agreement is not None:
+            qpp_df["model_agreement"] = topk_agreement(runs["cosine"], agreement["run"], ev.query_ids, k=AGREEMENT_K)
         ndcg_cos = per["cosine"]["ndcg@10"]
-        qpp = evaluate_qpp(qpp_df, top1_relevant=y_ev, ndcg=ndcg_cos, n_boot=n_boot, seed=seed)
-        incremental = incremental_study(qpp_df, y_ev, ndcg_cos, n_boot=n_boot, seed=seed)
+        qpp = evaluate_qpp(qpp_df, top1_relevant=y_ev, ndcg=ndcg_cos, names=QPP_SIGNALS + extra, n_boot=n_boot,
+                           seed=seed)
+        incremental = incremental_study(qpp_df, y_ev, ndcg_cos, n_boot=n_boot, seed=seed, extra_baselines=extra)
     return s_corpus, qpp_df, qpp, incremental
 
 
@@ -137,7 +146,8 @@ def _per_query_table(ev: SplitQueries, sig_ev, covariates: dict, s_corpus, qpp_d
     """One row per evaluation query: signals, text, covariates, QPP predictors, nDCG@10 and calibrated
     confidence per scorer, and the stratifiers' quartiles (0 for a stratifier not computed)."""
     per_query = sig_ev.assign(split=ev.split, text=ev.texts, query_zipf=covariates["query_zipf"], corpus_score=s_corpus,
-                              **{c: qpp_df[c].to_numpy() for c in QPP_SIGNALS if c not in sig_ev.columns},
+                              **{c: qpp_df[c].to_numpy() for c in (*QPP_SIGNALS, "model_agreement")
+                                 if c in qpp_df.columns and c not in sig_ev.columns},
                               **{f"ndcg@10_{s}": per[s]["ndcg@10"] for s in order},
                               **{f"confidence_{s}": c for s, c in conf.items()})
     if isinstance(strata.get("stratifiers"), dict):
@@ -161,8 +171,17 @@ def _calibration_info(fitted_on: str, *, n_boot: int, y_ev: np.ndarray, sig_fit)
         "base_rate_fit": float(sig_fit["top1_relevant"].mean()) if sig_fit is not None else None}
 
 
-def qpp_info(*, n_boot: int, smv_cut: int, depth: int) -> dict:
-    """How the QPP table was computed (the ``qpp_info`` of the JSON)."""
+def qpp_info(*, n_boot: int, smv_cut: int, depth: int, agreement: dict | None = None) -> dict:
+    """How the QPP table was computed (the ``qpp_info`` of the JSON); ``agreement`` (the second model's run, when
+    ``model_agreement`` was computed) adds the key ``agreement``: the model, its fingerprint, k and the statistic."""
+    extra = {} if agreement is None else {"agreement": {
+        "model": agreement["model"], "fingerprint": agreement["fingerprint"], "k": AGREEMENT_K,
+        "statistic": f"Jaccard overlap of the two models' cosine top-{AGREEMENT_K} document sets (order inside the "
+                     "top k ignored; not rank-biased overlap)"}}
+    return {**_qpp_info(n_boot=n_boot, smv_cut=smv_cut, depth=depth), **extra}
+
+
+def _qpp_info(*, n_boot: int, smv_cut: int, depth: int) -> dict:
     return {
         "run": f"the cosine run of the evaluation queries, depth {depth}",
         "corpus_score": "s(C) = mean cosine of the query with every corpus document = <q/||q||, mean_j d_j/||d_j||>",
@@ -181,24 +200,28 @@ def qpp_info(*, n_boot: int, smv_cut: int, depth: int) -> dict:
 SINGLE_FOLD_DRAWS = 5
 
 
-def incremental_study(qpp_df, top1_relevant, ndcg, *, n_boot: int, seed: int) -> dict:
+def incremental_study(qpp_df, top1_relevant, ndcg, *, n_boot: int, seed: int,
+                      extra_baselines: Sequence[str] = ()) -> dict:
     """``calibration_incremental``: the norm signals added to every free baseline at once (top-1 and nDCG@10),
     then to each baseline alone (top-1 task, :data:`SINGLE_FOLD_DRAWS` fold draws; ``single_baselines``, ``best_single``).
+    ``extra_baselines``: columns of ``qpp_df`` beside :data:`~normscope.retrieval.qpp.BASELINE_SIGNALS` that count
+    as free baselines too (``model_agreement``).
 
     Never raises on a design that cannot be fitted (too few queries, one class): the entry is then
     ``status: "not computed"`` with the reason and the contract's fields set to None.
     """
-    base = {"task": "top1_relevant", "baseline": list(BASELINE_SIGNALS), "added": list(NORM_SIGNALS),
+    baselines = tuple(BASELINE_SIGNALS) + tuple(extra_baselines)
+    base = {"task": "top1_relevant", "baseline": list(baselines), "added": list(NORM_SIGNALS),
             "auroc_without": None, "auroc_with": None, "diff": None, "ci": None, "resamples": "queries", "folds": FOLDS,
             "fold_draws": FOLD_DRAWS, "n_queries": int(len(qpp_df)), "seed": int(seed)}
     try:
-        out = incremental_value(qpp_df, baseline=BASELINE_SIGNALS, added=NORM_SIGNALS, top1_relevant=top1_relevant,
+        out = incremental_value(qpp_df, baseline=baselines, added=NORM_SIGNALS, top1_relevant=top1_relevant,
                                 ndcg=ndcg, n_boot=n_boot, seed=seed)
     except InputError as exc:
         return {**base, "status": "not computed", "reason": str(exc)}
     singles = []
     if out.get("status") == "ok":
-        for b in BASELINE_SIGNALS:
+        for b in baselines:
             r = incremental_value(qpp_df, baseline=[b], added=NORM_SIGNALS, top1_relevant=top1_relevant, n_boot=n_boot,
                                   seed=seed, fold_draws=SINGLE_FOLD_DRAWS)
             singles.append({k: r[k] for k in ("baseline", "auroc_without", "auroc_with", "diff", "ci", "fold_draws")})
