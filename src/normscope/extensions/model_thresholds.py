@@ -388,9 +388,14 @@ def describe_thresholds(d: dict) -> list[str]:
                    f"({st['answered']}/{st['n']} queries answered)")
     kd = d["keep_documents"]
     hk = kd.get("held_out") or {}
-    out.append(f"{kd['rule'].replace('score_threshold', _f(kd['score_threshold']))} (measured): held-out precision "
-               f"{_f(hk.get('precision'))}{_ci(hk.get('precision_ci'))}, queries keeping one or more "
-               f"{_f(hk.get('coverage'))}{_ci(hk.get('coverage_ci'))}")
+    if kd.get("score_threshold") is None:
+        out.append(f"keep the top-{kd.get('k')} documents whose cosine >= t for micro precision >= "
+                   f"{d['precision_target']:g} (measured): none (no cosine on the grid reaches it on the calibration "
+                   "queries)")
+    else:
+        out.append(f"{kd['rule'].replace('score_threshold', _f(kd['score_threshold']))} (measured): held-out precision "
+                   f"{_f(hk.get('precision'))}{_ci(hk.get('precision_ci'))}, queries keeping one or more "
+                   f"{_f(hk.get('coverage'))}{_ci(hk.get('coverage_ci'))}")
     out.append(f"caveat: {d['caveat']}")
     out.append(f"regenerate: {d['command']}")
     return out
