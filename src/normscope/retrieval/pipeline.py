@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from normscope._format import plural
 from normscope import encoders  # load_encoder looked up when called (tests replace it)
 from normscope.encoders import DEFAULT_MODEL
 from normscope.errors import InputError
@@ -306,7 +307,7 @@ def _refit_overall(grids: dict, per: dict, results: dict, order: list[str], r: R
     as ``*_fixed_param``); every scorer's ``ci_resamples`` says what its CIs resample. Returns the designs."""
     designs = {}
     base = per["cosine"]["ndcg@10"]
-    with ph("refitted CIs", f"{len(grids)} fitted scorer(s), {r.resampling.n_boot:,} draws"):
+    with ph("refitted CIs", f"{plural(len(grids), 'fitted scorer')}, {r.resampling.n_boot:,} draws"):
         for s in order:
             res = results[s]
             if s == "cosine":

@@ -65,6 +65,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from normscope._format import noun, plural
 from normscope.errors import InputError
 from normscope.retrieval.calibration import aurc, auroc_bootstrap_ci
 # the issue-40 baselines live in their own module; their names stay importable here
@@ -384,7 +385,7 @@ def qpp_signals(
     S, docs = score_matrix(run, query_ids)
     short = [q for q, r in zip(query_ids, docs) if len(r) < 2]
     if short:
-        raise InputError(f"query '{short[0]}' has {len(docs[query_ids.index(short[0])])} result(s); the margin needs 2")
+        raise InputError(f"query '{short[0]}' has {plural(len(docs[query_ids.index(short[0])]), 'result')}; the margin needs 2")
     cols: dict[str, np.ndarray] = {}
     attrs = {"smv_cut": 0}
     for s in signals:
@@ -405,7 +406,7 @@ def _check_signals(signals: Sequence[str], **inputs) -> None:
     """:class:`InputError` for an unknown signal or one whose input (named) was not given."""
     unknown = [s for s in signals if s not in QPP_SPECS]
     if unknown:
-        raise InputError(f"unknown signal(s) {', '.join(unknown)} (choose from {', '.join(QPP_SIGNALS)})")
+        raise InputError(f"unknown {noun(len(unknown), 'signal')} {', '.join(unknown)} (choose from {', '.join(QPP_SIGNALS)})")
     given = {"scores": True, "query_text": inputs["query_texts"] is not None,
              "query_norm": inputs["query_norms"] is not None,
              "doc_norms": inputs["doc_norms"] is not None and inputs["doc_ids"] is not None,
