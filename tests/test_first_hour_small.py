@@ -44,11 +44,10 @@ def test_a_list_in_a_message_takes_the_number_of_its_items():
 
 #: User-facing strings that still say "(s)", by their text (so moving the code keeps them allowed): the lab's and
 #: correlate's (done by their owners), and those in modules being split or retyped on other branches this stop
-#: (retrieval/pipeline.py, retrieval/qpp.py, retrieval/claims.py). Nothing may be added to it.
+#: (retrieval/claims.py). Nothing may be added to it.
 KNOWN_S = {" pair(s) with different token counts", " item(s) were cut at the model's maximum sequence length; the length "
            "control cou", " junk item(s) left out: ids ", " run(s), ", " relaxation time(s) 1/(2 eta lambda_rad)",
-           " training pair(s) left after the filters (max ", " thread(s)", " fitted scorer(s), ",
-           " result(s); the margin needs 2", "unknown signal(s) "}
+           " training pair(s) left after the filters (max ", " thread(s)"}
 
 
 def _strings_with_s(src: Path = ROOT / "src" / "normscope"):

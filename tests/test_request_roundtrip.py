@@ -201,7 +201,7 @@ def test_retrieval_request_round_trips(monkeypatch, tmp_path):
     req = variant(RetrievalRequest(), {
         "dataset": str(tmp_path / "beir"), "scorers": ("cosine", "inverse_norm"), "fit_split": "dev", "split": "dev2",
         "params": (("inverse_norm", 0.25),), "grids": (), "engine": "ray", "address": "auto",
-        "embedding": {"model": "org/model-x", "device": "cuda"}})
+        "agreement_model": "org/model-y", "embedding": {"model": "org/model-x", "device": "cuda"}})
     _check(monkeypatch, req, "normscope.retrieval", "run_retrieval")
     # cross-validation (None) is written as --fit-split cv; both fixed parameters at once
     req = req.replace(fit_split=None, params=(("inverse_norm", 0.25), ("power", 1.5)),

@@ -212,3 +212,57 @@ def test_new_baselines_by_hand():
         csls_top1(S, docs, ["a", "b"], [0.1, 0.2])
     with pytest.raises(InputError, match="'csls_top1' needs doc hubness"):
         qpp_signals(RUN, query_ids=["q1", "q2"], signals=["csls_top1"])
+
+
+def test_topk_agreement_by_hand():
+    from normscope.retrieval.qpp_baselines import topk_agreement
+
+    a = {"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.7}, "q2": {"d1": 0.9, "d2": 0.8}}
+    b = {"q1": {"d3": 0.5, "d1": 0.4, "d9": 0.3}, "q2": {"d7": 0.9, "d8": 0.1}}
+    # q1: {d1, d2, d3} vs {d3, d1, d9}: 2 shared of 4 -> 0.5; q2: nothing shared -> 0; k = 1: {d1} vs {d3} -> 0
+    np.testing.assert_allclose(topk_agreement(a, b, ["q1", "q2"], k=3), [0.5, 0.0])
+    np.testing.assert_allclose(topk_agreement(a, b, ["q2", "q1"], k=3), [0.0, 0.5])  # rows follow query_ids
+    np.testing.assert_allclose(topk_agreement(a, a, ["q1", "q2"], k=2), [1.0, 1.0])
+    assert topk_agreement(a, b, ["q1"], k=1)[0] == 0.0
+    with pytest.raises(InputError, match="no results in both runs"):
+        topk_agreement(a, b, ["q3"])
+    with pytest.raises(InputError, match="k must be >= 1"):
+        topk_agreement(a, b, ["q1"], k=0)
+
+
+def test_agreement_model_joins_the_qpp_table_and_the_incremental_study(tmp_path, monkeypatch):
+    """--agreement-model: a second model's top-10 is searched, the per-query Jaccard equals an independent numpy
+    search of both models, and model_agreement joins the QPP table (its AUROC that of the column) and the baselines."""
+    from _retrieval_data import LookupEncoder, calibration_beir, run_dict
+    from sklearn.metrics import roc_auc_score
+
+    from _retrieval_call import run_retrieval
+    from normscope import encoders
+
+    d, enc = calibration_beir(tmp_path, np.random.default_rng(4), n_train=20, n_test=60)
+    rng = np.random.default_rng(9)
+    other = LookupEncoder({t: v + rng.normal(size=v.size) * 0.15 for t, v in enc.table.items()})  # a noisier model
+    monkeypatch.setattr(encoders, "load_encoder", lambda name, **kw: other)
+    res = run_retrieval(d, encoder=enc, scorers=["cosine"], n_boot=50, n_permutations=100, agreement_model="other")
+    pq = res.per_query
+    qids = list(pq["query_id"])
+    docs = list(res.doc_titles)  # the kept documents' ids
+
+    def top10(e, q):
+        D = np.array([e.table[x] for x in docs], dtype=np.float64)
+        v = np.asarray(e.table[q], dtype=np.float64)
+        cos = D @ v / np.linalg.norm(D, axis=1) / np.linalg.norm(v)
+        return {docs[i] for i in np.argsort(-cos, kind="stable")[:10]}
+
+    want = [len(top10(enc, q) & top10(other, q)) / len(top10(enc, q) | top10(other, q)) for q in qids]
+    np.testing.assert_allclose(pq["model_agreement"], want)
+    assert 0 < np.mean(want) < 1
+    assert res.qpp["model_agreement"]["auroc"] == pytest.approx(roc_auc_score(pq["top1_relevant"], pq["model_agreement"]))
+    assert res.qpp["model_agreement"]["k"] == 10 and res.qpp["model_agreement"]["direction"] == 1
+    inc = res.to_dict()["calibration_incremental"]
+    assert inc["baseline"][-1] == "model_agreement" and len(inc["single_baselines"]) == len(inc["baseline"])
+    info = res.to_dict()["qpp_info"]["agreement"]
+    assert info["model"] == "test/lookup" and info["k"] == 10 and "Jaccard" in info["statistic"]
+    assert set(run_dict(res.items, "cosine")) == set(qids)
+    plain = run_retrieval(d, encoder=enc, scorers=["cosine"], n_boot=50, n_permutations=100)
+    assert "model_agreement" not in plain.qpp and "agreement" not in plain.to_dict()["qpp_info"]

@@ -96,6 +96,25 @@ def _print_nauc(ab, console: Console) -> None:
     console.print(t)
 
 
+def _print_shipped(model: str | None, json_path: Path | None, err: Console) -> None:
+    """``normscope calibrate [--model M]`` without data: print M's shipped thresholds file (default: the bundled
+    MiniLM), ``--json`` writes it; a model with none is one error line (exit 2)."""
+    from normscope.encoders import DEFAULT_MODEL
+    from normscope.extensions.model_thresholds import describe_thresholds, load_thresholds
+
+    check_paths([("--json", json_path, "json")])
+    d = load_thresholds(model or DEFAULT_MODEL)
+    if json_path is not None:
+        write_outputs({json_path: lambda p: write_json(d, p)}, options={json_path: "--json"})
+    console = make_console(wide=160)
+    console.print("measured thresholds shipped with normscope (no --dataset given; `normscope calibrate --dataset D` "
+                  "measures them on D):", markup=False, highlight=False, soft_wrap=True)
+    for line in describe_thresholds(d):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if json_path is not None:
+        err.print(f"wrote {json_path}", soft_wrap=True, markup=False)
+
+
 _DEFAULT = CalibrateRequest(dataset="scifact")
 
 
@@ -104,7 +123,8 @@ def calibrate(
     dataset: option_for(CalibrateRequest, "dataset") = None,
     run_file: option_for(CalibrateRequest, "run_file") = None,
     qrels_file: option_for(CalibrateRequest, "qrels_file") = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model (default: the bundled MiniLM; with --apply, the calibrator's model).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model (default: the bundled MiniLM; with --apply, the calibrator's model). Alone, without --dataset "
+                                                                                    "or --run: print the thresholds measured for it on SciFact, shipped with normscope.")] = None,
     signals: option_for(CalibrateRequest, "signals") = None,
     method: option_for(CalibrateRequest, "method") = _DEFAULT.method,
     target_k: option_for(CalibrateRequest, "target_k") = _DEFAULT.target_k,
@@ -130,11 +150,15 @@ def calibrate(
     out: TableOut = None,
 ) -> None:
     """Fit P(relevant) from per-query signals on train queries, choose thresholds (Learn-then-Test for precision) on
-    other train queries, and measure all of it on held-out queries; --apply evaluates a fitted calibrator elsewhere."""
+    other train queries, and measure all of it on held-out queries; --apply evaluates a fitted calibrator elsewhere.
+    Without --dataset or --run: print the thresholds shipped for --model (measured on SciFact)."""
+    err = make_console(stderr=True)
+    if all(v is None for v in (dataset, run_file, qrels_file, apply, calibrator_out, fig, out)) and not signals:
+        _print_shipped(model, json_path, err)  # --model M alone: the thresholds measured for M, shipped with normscope
+        return
     from normscope.extensions.calibrate import run_calibrate  # retrieval/ imports torch and faiss: start-up stays light
     from normscope.retrieval.figures import plot_reliability
 
-    err = make_console(stderr=True)
     check_paths([("-o/--out", out, "table"), ("--json", json_path, "json"), ("--calibrator", calibrator_out, "json"),
                  ("--fig", fig, "figure")],
                 inputs=[("--dataset", dataset if dataset is not None and Path(dataset).exists() else None), ("--run", run_file),

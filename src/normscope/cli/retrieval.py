@@ -286,6 +286,7 @@ def retrieval(
     engine: Engine = _DEFAULT.engine,
     address: Address = _DEFAULT.address,
     workers: Workers = _DEFAULT.workers,
+    agreement_model: option_for(RetrievalRequest, "agreement_model") = None,
     batch_size: BatchSize = _DEFAULT.embedding.batch_size,
     json_path: JsonOut = None,
     out: TableOut = None,

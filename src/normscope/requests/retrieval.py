@@ -53,6 +53,11 @@ class RetrievalRequest(Request):
         Parameter grids replacing :func:`normscope.scoring.default_grid`.
     engine, address, workers
         Where the documents are embedded (:mod:`normscope.engine`).
+    agreement_model : str or None
+        A second model: its cosine top-10 of each evaluation query is compared with this model's, giving the QPP
+        signal ``model_agreement`` (Jaccard of the two top-10 document sets,
+        :func:`normscope.retrieval.qpp_baselines.topk_agreement`) in the QPP table and the incremental study.
+        None (default): not computed (it embeds the corpus a second time).
     embedding : Embedding
     resampling : Resampling
         ``n_boot`` bootstrap resamples of every CI (queries, >= 10), ``n_perm`` permutations of the paired
@@ -97,6 +102,10 @@ class RetrievalRequest(Request):
     workers: int | None = param(None, min=1, cli="--workers",
                                 help="Encoder actors with --engine ray (default: one per GPU with --device cuda, else "
                                 "one per CPU).")
+    agreement_model: str | None = param(None, cli="--agreement-model",
+                                        help="A second model: the QPP signal model_agreement, the Jaccard overlap of "
+                                        "its cosine top-10 and this model's for each query, joins the QPP table and "
+                                        "the incremental study (embeds the corpus again; default off).")
     embedding: Embedding = Embedding()
     resampling: Resampling = Resampling(n_boot=1000, n_perm=10000)
 

@@ -6,170 +6,36 @@ The entry point behind ``normscope retrieval``; it returns a :class:`RetrievalRe
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import time
-import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from normscope._format import plural
 from normscope import encoders  # load_encoder looked up when called (tests replace it)
 from normscope.encoders import DEFAULT_MODEL
-from normscope.errors import DataError, InputError
-from normscope.data.beir import BeirDataset, SplitQueries, load_dataset_any
-from normscope.engine import check_engine, embed_texts
-from normscope.retrieval.abstention import MTEB_CONFIDENCES as MTEB_NAMES
-from normscope.retrieval.abstention import NORM_CONFIDENCES, abstention_study, confidence_table
-from normscope.retrieval.calibration import N_BINS
+from normscope.errors import InputError
+from normscope.data.beir import BeirDataset, SplitQueries
+from normscope.engine import check_engine
 from normscope.retrieval.claims import retrieval_claims
-from normscope.retrieval.confidence import DIRECTION, SIGNALS, calibration_study, query_signals
 from normscope.retrieval import evaluate as _evaluate_module  # default_grid read when called (tests replace it)
 from normscope.retrieval.evaluate import METRICS, compare_to_baseline, default_grid, per_query_scores
-from normscope.retrieval.incremental import FOLD_DRAWS, FOLDS, incremental_value
+# The loading steps and the per-query studies live in their own modules; the names other modules and the tests
+# import from here stay importable here.
+from normscope.retrieval.loading import (N_FOLDS, _duplicate_docs, _drop_junk, _embed, _embed_splits, _junk_entry,
+                                         _load_splits, _Phases, _resolve_fit_split, _sorted_split, _Splits,
+                                         _subsample_docs, _subsample_queries, _Vectors)
+from normscope.retrieval.qpp_baselines import AGREEMENT_K
 from normscope.retrieval.refit import RefitDesign, per_query_grid
-from normscope.retrieval.qpp import (BASELINE_SIGNALS, NORM_SIGNALS, QPP_SIGNALS, corpus_scores, csls_hubness, evaluate_qpp,
-                                    qpp_signals)
 from normscope.requests.retrieval import RetrievalRequest
 from normscope.retrieval.result import RetrievalResult
+from normscope.retrieval.studies import SINGLE_FOLD_DRAWS, _query_studies, incremental_study, qpp_info
 from normscope.scoring import NEUTRAL_PARAM, PARAM_NAMES, check_scorer, choose_param, validate_param
 from normscope.retrieval.search import TIE_RULE, FoldedIndex, run_to_frame
-from normscope.retrieval.strata import quartiles, query_zipf, strata_study
-from normscope.table import require_raw_norms
 
-__all__ = ["run_retrieval", "N_FOLDS"]
-
-N_FOLDS = 5
-
-
-class _Phases:
-    """Start and end lines with elapsed time (so a redirected log is never silent), and the timings."""
-
-    def __init__(self, show: bool, name: str = "retrieval"):
-        self.timings: dict[str, float] = {}
-        self.name = name
-        self.console = None
-        if show:
-            from rich.console import Console
-
-            self.console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
-
-    def __call__(self, name: str, detail: str = "", *, announce: bool = True):
-        """A phase; ``announce=False``: no start line (a phase that checks input: a bad input is then its
-        one error line, not a start line followed by the error)."""
-        import contextlib
-
-        @contextlib.contextmanager
-        def phase():
-            if self.console is not None and announce:
-                self.console.print(f"{self.name}: {name}{f' ({detail})' if detail else ''} ...")
-            t0 = time.perf_counter()
-            yield
-            dt = time.perf_counter() - t0
-            self.timings[name] = round(dt, 3)
-            if self.console is not None:
-                self.console.print(f"{self.name}: {name} done in {dt:.1f} s")
-
-        return phase()
-
-
-def _sorted_split(sq: SplitQueries) -> SplitQueries:
-    """Queries in id order: every later step (folds, subsamples, bootstraps) then ignores the input order."""
-    order = sorted(range(len(sq.query_ids)), key=sq.query_ids.__getitem__)
-    ids = [sq.query_ids[i] for i in order]
-    return dataclasses.replace(sq, query_ids=ids, texts=[sq.texts[i] for i in order], qrels={q: sq.qrels[q] for q in ids})
-
-
-def _subsample_queries(sq: SplitQueries, n: int | None, rng: np.random.Generator) -> SplitQueries:
-    if n is None or n >= len(sq.query_ids):
-        return sq
-    keep = np.sort(rng.choice(len(sq.query_ids), size=n, replace=False))
-    ids = [sq.query_ids[i] for i in keep]
-    counts = dict(sq.counts, subsampled_out=len(sq.query_ids) - n, evaluated=n)
-    return SplitQueries(sq.split, ids, [sq.texts[i] for i in keep], {q: sq.qrels[q] for q in ids}, counts)
-
-
-def _subsample_docs(ds: BeirDataset, splits: Sequence[SplitQueries], n: int | None, rng) -> tuple[list[int], dict]:
-    """Positions of the kept documents (in id order) and the subsampling record."""
-    by_id = sorted(range(len(ds.doc_ids)), key=ds.doc_ids.__getitem__)
-    if n is None or n >= len(ds.doc_ids):
-        return by_id, {"n_docs": len(ds.doc_ids), "subsampled": False}
-    pos = {d: i for i, d in enumerate(ds.doc_ids)}
-    rel = {pos[d] for sq in splits for q in sq.qrels.values() for d, v in q.items() if v >= 1 and d in pos}
-    rest = [i for i in by_id if i not in rel]
-    n_fill = max(0, n - len(rel))
-    fill = [rest[j] for j in rng.choice(len(rest), size=min(n_fill, len(rest)), replace=False)] if n_fill else []
-    keep = sorted(rel | set(fill), key=ds.doc_ids.__getitem__)
-    return keep, {"n_docs": len(keep), "subsampled": True, "n_relevant_kept": len(rel),
-                  "rule": "every document relevant to a kept query, plus a seeded random sample of the others up to max_docs"}
-
-
-def _duplicate_docs(ds: BeirDataset, keep: list[int], splits: list, dedupe: bool) -> tuple[list[int], list, dict]:
-    """Exact duplicate documents (same embedded text) among ``keep``: reported, and collapsed with ``dedupe``.
-
-    Copies of one text get the same score under every scorer, so the tie rule (:data:`TIE_RULE`) alone
-    orders them, and they fill ranks: an unjudged copy with a larger id ranks above a judged one and can
-    push it below rank k. With ``dedupe`` the copies of a text are one document, the copy with the
-    smallest id, whose judgements are the copies' (the highest grade per query).
-
-    Returns
-    -------
-    keep : list of int
-        Kept document positions (copies removed with ``dedupe``).
-    splits : list of SplitQueries or None
-        The same splits, their qrels pointing at the kept copy with ``dedupe``.
-    info : dict
-        ``count`` (documents that copy another's text), ``groups`` (texts with copies), ``judged_copies``
-        (copies judged in an evaluated split), ``collapsed`` (bool), ``kept_ids`` (first 20 groups).
-    """
-    groups: dict[str, list[int]] = {}
-    for i in keep:
-        groups.setdefault(ds.doc_texts[i], []).append(i)
-    multi = [sorted(g, key=ds.doc_ids.__getitem__) for g in groups.values() if len(g) > 1]
-    judged = {d for sq in splits if sq is not None for q in sq.qrels.values() for d in q}
-    copies = [i for g in multi for i in g]
-    info = {"count": sum(len(g) - 1 for g in multi), "groups": len(multi),
-            "judged_copies": sum(ds.doc_ids[i] in judged for i in copies), "collapsed": bool(dedupe and multi),
-            "kept_ids": sorted(ds.doc_ids[g[0]] for g in multi)[:20]}
-    if not multi or not dedupe:
-        return keep, splits, info
-    rep = {ds.doc_ids[i]: ds.doc_ids[g[0]] for g in multi for i in g[1:]}
-    drop = {i for g in multi for i in g[1:]}
-    out = []
-    for sq in splits:
-        if sq is None:
-            out.append(None)
-            continue
-        qrels = {}
-        for q, docs in sq.qrels.items():
-            merged: dict[str, int] = {}
-            for d, v in docs.items():
-                r = rep.get(d, d)
-                merged[r] = max(v, merged.get(r, v))
-            qrels[q] = merged
-        out.append(dataclasses.replace(sq, qrels=qrels))
-    return [i for i in keep if i not in drop], out, info
-
-
-def _resolve_fit_split(ds: BeirDataset, fit_split: str | None, split: str, *, stacklevel: int = 3) -> tuple[str, str]:
-    """(mode, split name): mode 'split' fits on a named split, 'cv' cross-validates on the eval split.
-
-    ``stacklevel`` of the fallback warnings: 3 names the caller's caller."""
-    if fit_split is not None and fit_split == split:
-        raise InputError(f"fit split '{fit_split}' equals the evaluation split: parameters are never fitted on test queries")
-    if fit_split in (None, "cv"):
-        return "cv", split
-    if fit_split in ds.qrels:
-        return "split", fit_split
-    if fit_split == "train":
-        for alt in ("dev", "validation"):
-            if alt in ds.qrels and alt != split:
-                warnings.warn(f"no train split: fitting on '{alt}'", UserWarning, stacklevel=stacklevel)
-                return "split", alt
-        warnings.warn(f"no train or dev split: {N_FOLDS}-fold cross-validation on '{split}'", UserWarning,
-                      stacklevel=stacklevel)
-        return "cv", split
-    raise DataError(f"dataset '{ds.name}' has no qrels split '{fit_split}' (available: {', '.join(ds.splits)})")
+__all__ = ["run_retrieval", "N_FOLDS", "qpp_info", "incremental_study", "SINGLE_FOLD_DRAWS", "_Phases", "_drop_junk",
+           "_duplicate_docs", "_embed", "_junk_entry", "_resolve_fit_split", "_sorted_split", "_subsample_docs",
+           "_subsample_queries"]
 
 
 def _check_params(params: Mapping[str, float] | None, scorers: Sequence[str]) -> dict[str, float]:
@@ -184,34 +50,6 @@ def _check_params(params: Mapping[str, float] | None, scorers: Sequence[str]) ->
             raise InputError(f"{s}: {PARAM_NAMES[s]}={p} is not finite")
         out[s] = float(p)
     return out
-
-
-def _embed(encoder, texts, ids, *, junk, what, batch_size, progress, engine="local", address=None, workers=None):
-    return embed_texts(texts, ids, encoder=encoder, junk=junk, what=what, batch_size=batch_size, progress=progress,
-                       engine=engine, address=address, workers=workers)
-
-
-def _drop_junk(sq: SplitQueries, table) -> SplitQueries:
-    if not table.junk:
-        return dataclasses.replace(sq, counts=dict(sq.counts, excluded_junk=0))
-    bad = set(table.junk.ids)
-    ids = [q for q in sq.query_ids if q not in bad]
-    if not ids:
-        raise DataError(f"every evaluable query of '{sq.split}' is junk")
-    texts = dict(zip(sq.query_ids, sq.texts))
-    counts = dict(sq.counts, excluded_junk=len(bad), evaluated=len(ids))
-    return SplitQueries(sq.split, ids, [texts[q] for q in ids], {q: sq.qrels[q] for q in ids}, counts)
-
-
-def _junk_entry(tables: Mapping[str, object]) -> dict:
-    ids, reasons, by = [], {}, {}
-    for split, t in tables.items():
-        d = t.junk.to_dict()
-        by[split] = d["count"]
-        ids += [i for i in d["ids"] if i not in ids]
-        for r, c in d["reasons"].items():
-            reasons[r] = reasons.get(r, 0) + c
-    return {"count": len(ids), "ids": ids, "reasons": reasons, "by_split": by}
 
 
 def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = False) -> RetrievalResult:
@@ -280,6 +118,7 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     if encoder is None:
         encoder = _load_model(r, ph)
     sp, vec = _embed_splits(sp, encoder, r, ph, progress)
+    agreement = _agreement_run(sp, vec, r, ph, progress) if r.agreement_model else None
     folds = _cv_folds(sp, rng)
     fitted_on = sp.fit_name if sp.mode == "split" else f"{N_FOLDS}-fold cross-validation over '{r.split}' queries"
     runs, results, grids = {}, {}, {}  # scorer -> its run; its summary; its per-query nDCG@10 over the grid
@@ -289,7 +128,7 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     per = _evaluate(sp.ev, runs, results, order, r, ph)
     designs = _refit_overall(grids, per, results, order, r, ph)
     res = RetrievalResult(**_run_fields(r, sp, vec, encoder, fitted_on), scorers={s: results[s] for s in order},
-                          **_query_studies(sp, vec, runs, per, order, folds, fitted_on, r, ph, designs),
+                          **_query_studies(sp, vec, runs, per, order, folds, fitted_on, r, ph, designs, agreement),
                           doc_norm_range=[float(vec.doc_norms.min()), float(vec.doc_norms.max())],
                           items=_items_frame(sp.ev, vec, runs, order), doc_titles=_titles(sp.ds, vec.doc_ids),
                           timings=ph.timings)
@@ -297,125 +136,40 @@ def run_retrieval(request: RetrievalRequest, *, encoder=None, progress: bool = F
     return res
 
 
+def _agreement_run(sp: _Splits, vec: _Vectors, r: RetrievalRequest, ph: _Phases, progress: bool) -> dict:
+    """The second model's cosine run (top :data:`AGREEMENT_K`) of the evaluation queries over the same kept
+    documents (``r.agreement_model``, embedded through the embedding cache), with its name and fingerprint:
+    ``{"model", "fingerprint", "run"}``."""
+    e = r.embedding
+    with ph("loading the agreement model", r.agreement_model):
+        enc = encoders.load_encoder(r.agreement_model, device=e.device, precision=e.precision, runtime=e.runtime)
+    ds, ev = sp.ds, sp.ev
+    embedded = set(vec.doc_ids)  # the main model's documents (junk left out)
+    docs = [i for i in sp.keep if ds.doc_ids[i] in embedded]
+    with ph("embedding the corpus with the agreement model", f"{len(docs):,} documents"):
+        dtab = _embed(enc, [ds.doc_texts[i] for i in docs], [ds.doc_ids[i] for i in docs], junk=e.junk,
+                      what="documents", batch_size=e.batch_size, progress=progress, engine=r.engine, address=r.address,
+                      workers=r.workers)
+        qtab = _embed(enc, ev.texts, ev.query_ids, junk=e.junk, what=f"'{ev.split}' queries", batch_size=e.batch_size,
+                      progress=progress)
+    if len(qtab.ids) != len(ev.query_ids):
+        raise InputError(f"the agreement model '{r.agreement_model}' leaves out {len(ev.query_ids) - len(qtab.ids)} "
+                         "evaluation queries as junk that the main model embeds: no agreement for them")
+    pos = {q: i for i, q in enumerate(qtab.ids)}
+    Q = qtab.vectors[[pos[q] for q in ev.query_ids]]
+    with ph("agreement run", f"cosine top-{AGREEMENT_K} of {len(ev.query_ids):,} queries"):
+        run = FoldedIndex(dtab.vectors, list(dtab.ids), "cosine").search(Q, ev.query_ids, k=AGREEMENT_K,
+                                                                        ignore_identical_ids=r.ignore_identical_ids)
+    fp = getattr(enc, "fingerprint", None)
+    return {"model": fp.name if fp is not None else str(r.agreement_model),
+            "fingerprint": fp.to_dict() if fp is not None else None, "run": run}
+
+
 def _load_model(r: RetrievalRequest, ph: _Phases):
     """The request's model (the default when none is named) at its device and precision."""
     e = r.embedding
     with ph("loading the model", e.model or DEFAULT_MODEL):
         return encoders.load_encoder(e.model or DEFAULT_MODEL, device=e.device, precision=e.precision, runtime=e.runtime)
-
-
-def _query_studies(sp: _Splits, vec: _Vectors, runs: dict, per: dict, order: list[str], folds, fitted_on: str,
-                   r: RetrievalRequest, ph: _Phases, designs: dict | None = None) -> dict:
-    """The per-query studies of the evaluation queries, as result fields: strata (their CIs refitting each
-    fitted scorer's parameter, ``designs``), calibration, QPP and the norm's incremental value, and the
-    per-query table."""
-    covariates, strata = _strata(sp.ev, vec, runs, per, order, r, ph, designs or {})
-    sig_ev, sig_fit, calibration, conf = _calibration(sp, vec, runs, folds, r, ph)
-    y_ev = sig_ev["top1_relevant"].to_numpy()
-    s_corpus, qpp_df, qpp, incremental = _qpp_study(sp.ev, vec, runs, per, y_ev, r, ph)
-    abstention = _abstention(sp.ev, runs, per, sig_ev, r, ph)
-    n_boot = r.resampling.n_boot
-    return dict(
-        abstention=abstention,
-        strata=strata, calibration=calibration,
-        calibration_info=_calibration_info(fitted_on, n_boot=n_boot, y_ev=y_ev, sig_fit=sig_fit),
-        qpp=qpp, qpp_info=qpp_info(n_boot=n_boot, smv_cut=int(qpp_df.attrs.get("smv_cut", 0)), depth=r.k),
-        calibration_incremental=incremental,
-        per_query=_per_query_table(sp.ev, sig_ev, covariates, s_corpus, qpp_df, per, conf, strata, order),
-    )
-
-
-@dataclasses.dataclass
-class _Splits:
-    """The loaded dataset and what of it is evaluated: query splits (in id order, subsampled, junk dropped
-    once embedded), kept document positions and the records of their subsampling and duplicates."""
-
-    ds: BeirDataset
-    mode: str  # "split": parameters and maps fitted on the split fit_name; "cv": cross-validated on ev
-    fit_name: str
-    ev: SplitQueries
-    fit: SplitQueries | None
-    keep: list[int]
-    doc_info: dict
-    dup_docs: dict
-
-    @property
-    def splits(self) -> list[SplitQueries]:
-        """The evaluated split, then the fitting split when there is one."""
-        return [self.ev] + ([self.fit] if self.fit else [])
-
-
-@dataclasses.dataclass
-class _Vectors:
-    """The embedded corpus and queries: tables, document vectors ``D`` (n, d) float32 with float64 norms,
-    evaluation (and fitting) query vectors in their split's id order, and self-hit counts per split."""
-
-    dtab: object
-    qtabs: dict
-    doc_ids: list[str]
-    D: np.ndarray
-    doc_norms: np.ndarray
-    Qev: np.ndarray
-    Qfit: np.ndarray | None
-    qev_norms: np.ndarray
-    identical: dict
-
-
-def _load_splits(r: RetrievalRequest, rng: np.random.Generator, ph: _Phases) -> _Splits:
-    """Load the dataset, resolve the fitting mode, subsample queries and documents (in this order, from ``rng``)
-    and find duplicate documents (collapsed with ``dedupe_docs``; a warning either way)."""
-    with ph("loading the dataset", str(r.dataset), announce=False):
-        ds = load_dataset_any(r.dataset, grade_scale=int(r.grade_scale))
-        mode, fit_name = _resolve_fit_split(ds, r.fit_split, r.split, stacklevel=4)
-        ev = _subsample_queries(_sorted_split(ds.split_queries(r.split)), r.max_queries, rng)
-        fit = _subsample_queries(_sorted_split(ds.split_queries(fit_name)), r.max_queries, rng) if mode == "split" else None
-        keep, doc_info = _subsample_docs(ds, [ev] + ([fit] if fit else []), r.max_docs, rng)
-        keep, (ev, fit), dup_docs = _duplicate_docs(ds, keep, [ev, fit], r.dedupe_docs)
-    if dup_docs["count"]:
-        how = ("collapsed (--dedupe-docs): each text is one document, the copy with the smallest id, judged with the "
-               "highest grade of its copies" if dup_docs["collapsed"] else
-               "kept: copies score the same, the tie rule (score, then document id, descending) alone orders them and "
-               "they fill ranks, so an unjudged copy can push a judged one down or out of the top k; --dedupe-docs "
-               "counts each text once")
-        warnings.warn(f"{dup_docs['count']} of the corpus documents copy another document's text ({dup_docs['groups']} "
-                      f"texts with copies, {dup_docs['judged_copies']} of their documents judged): {how}",
-                      UserWarning, stacklevel=3)
-    return _Splits(ds, mode, fit_name, ev, fit, keep, doc_info, dup_docs)
-
-
-def _embed_splits(sp: _Splits, encoder, r: RetrievalRequest, ph: _Phases, progress: bool) -> tuple[_Splits, _Vectors]:
-    """Embed the kept documents (on the request's engine) and each split's queries (here), drop junk queries,
-    check the norms are raw, count judged junk documents and queries that share a document's id (a warning)."""
-    e = r.embedding
-    ds, keep = sp.ds, sp.keep
-    with ph("embedding the corpus", f"{len(keep):,} documents"):
-        dtab = _embed(encoder, [ds.doc_texts[i] for i in keep], [ds.doc_ids[i] for i in keep], junk=e.junk,
-                      what="documents", batch_size=e.batch_size, progress=progress, engine=r.engine, address=r.address,
-                      workers=r.workers)
-    qtabs = {}
-    for sq in sp.splits:
-        with ph(f"embedding the '{sq.split}' queries", f"{len(sq.query_ids):,} queries"):
-            qtabs[sq.split] = _embed(encoder, sq.texts, sq.query_ids, junk=e.junk, what=f"'{sq.split}' queries",
-                                     batch_size=e.batch_size, progress=progress)
-    ev = _drop_junk(sp.ev, qtabs[sp.ev.split])
-    fit = _drop_junk(sp.fit, qtabs[sp.fit.split]) if sp.fit else None
-    sp = dataclasses.replace(sp, ev=ev, fit=fit)
-    doc_ids, D = list(dtab.ids), dtab.vectors
-    doc_norms = np.linalg.norm(D.astype(np.float64), axis=1)
-    require_raw_norms(doc_norms, "norm-aware retrieval")
-    qpos = {s: {q: i for i, q in enumerate(t.ids)} for s, t in qtabs.items()}
-    Qev = qtabs[ev.split].vectors[[qpos[ev.split][q] for q in ev.query_ids]]
-    Qfit = qtabs[fit.split].vectors[[qpos[fit.split][q] for q in fit.query_ids]] if fit else None
-    qev_norms = np.linalg.norm(Qev.astype(np.float64), axis=1)
-    docset, junk_docs = set(doc_ids), set(dtab.junk.ids)
-    for sq in sp.splits:
-        sq.counts["qrels_junk_docs"] = sum(1 for q in sq.qrels.values() for d in q if d in junk_docs)
-    identical = {sq.split: sum(q in docset for q in sq.query_ids) for sq in sp.splits}
-    if any(identical.values()):
-        what = "left out of their results (BEIR's default)" if r.ignore_identical_ids else "kept (--keep-identical-ids)"
-        warnings.warn(f"{identical[ev.split]} of {len(ev.query_ids)} '{ev.split}' queries have the id of a corpus document "
-                      f"(as in ArguAna or Quora); these self-hits are {what}", UserWarning, stacklevel=3)
-    return sp, _Vectors(dtab, qtabs, doc_ids, D, doc_norms, Qev, Qfit, qev_norms, identical)
 
 
 def _cv_folds(sp: _Splits, rng: np.random.Generator) -> list[np.ndarray] | None:
@@ -536,23 +290,6 @@ def _evaluate(ev: SplitQueries, runs: dict, results: dict, order: list[str], r: 
     return per
 
 
-def _strata(ev: SplitQueries, vec: _Vectors, runs: dict, per: dict, order: list[str], r: RetrievalRequest,
-            ph: _Phases, designs: dict | None = None) -> tuple[dict, dict]:
-    """The strata's covariates (query norm, query Zipf frequency, the cosine top-1 document's norm) and the
-    strata study of nDCG@10 (not computed below 8 evaluation queries); a fitted scorer's stratum CIs refit its
-    parameter on every draw (``designs``: :func:`_refit_strata`)."""
-    top1 = [next(iter(runs["cosine"][q]), None) for q in ev.query_ids]
-    dnorm = dict(zip(vec.doc_ids, vec.doc_norms))
-    covariates = {"query_norm": vec.qev_norms, "query_zipf": query_zipf(ev.texts),
-                  "top_doc_norm": np.array([dnorm[d] if d is not None else np.nan for d in top1])}
-    with ph("strata", "3 stratifiers x 4 quartiles per scorer"):
-        strata = (strata_study({s: per[s]["ndcg@10"] for s in order}, covariates, n_boot=r.resampling.n_boot,
-                               n_permutations=r.resampling.n_perm, seed=r.resampling.seed)
-                  if len(ev.query_ids) >= 8 else {"status": "not computed", "reason": "fewer than 8 evaluation queries"})
-        _refit_strata(strata, covariates, designs or {}, order)
-    return covariates, strata
-
-
 def _refit_grids(sp: _Splits, vec: _Vectors, grids: dict, r: RetrievalRequest, ph: _Phases) -> None:
     """Complete ``grids`` (what the refitted CIs draw from): with a fitting split, the evaluation queries' per-query
     nDCG@10 at every grid value the fit tried (cross-validation computed them while fitting)."""
@@ -570,7 +307,7 @@ def _refit_overall(grids: dict, per: dict, results: dict, order: list[str], r: R
     as ``*_fixed_param``); every scorer's ``ci_resamples`` says what its CIs resample. Returns the designs."""
     designs = {}
     base = per["cosine"]["ndcg@10"]
-    with ph("refitted CIs", f"{len(grids)} fitted scorer(s), {r.resampling.n_boot:,} draws"):
+    with ph("refitted CIs", f"{plural(len(grids), 'fitted scorer')}, {r.resampling.n_boot:,} draws"):
         for s in order:
             res = results[s]
             if s == "cosine":
@@ -589,89 +326,6 @@ def _refit_overall(grids: dict, per: dict, results: dict, order: list[str], r: R
                        param_draws=ci["param_draws"])
             designs[s] = d
     return designs
-
-
-def _refit_strata(strata: dict, covariates: dict, designs: dict, order: list[str]) -> None:
-    """Replace each fitted scorer's stratum CIs by refitted ones (the fixed-parameter CIs kept as
-    ``*_fixed_param``; ``ci_resamples`` on every row)."""
-    if not isinstance(strata.get("scorers"), dict):
-        return
-    for s, rows in strata["scorers"].items():
-        d = designs.get(s)
-        cis = {name: d.strata(quartiles(covariates[name])[0]) for name, info in strata["stratifiers"].items()
-               if info["status"] == "ok"} if d is not None else {}
-        for row in rows:
-            if d is None:
-                row["ci_resamples"] = "the stratum's evaluation queries (nothing fitted)"
-                continue
-            ci = cis.get(row["stratifier"], {}).get(row["quartile"])
-            row["ci_resamples"] = "the stratum's " + d.resamples
-            if ci is not None and row.get("mean_delta_ci") is not None:
-                row.update(mean_delta_ci_fixed_param=row["mean_delta_ci"], relative_ci_fixed_param=row["relative_ci"],
-                           mean_delta_ci=ci["mean_diff_ci"], relative_ci=ci["relative_ci"])
-
-
-def _calibration(sp: _Splits, vec: _Vectors, runs: dict, folds, r: RetrievalRequest, ph: _Phases):
-    """Confidence signals of the cosine run's top-1 (and of the fitting split's own cosine run) and the
-    calibration study: (signals of ev, signals of fit or None, calibration, calibrated confidences)."""
-    ev, fit = sp.ev, sp.fit
-    with ph("calibration", f"{len(SIGNALS)} signals"):
-        sig_ev = query_signals(runs["cosine"], query_ids=ev.query_ids, query_norms=vec.qev_norms, doc_ids=vec.doc_ids,
-                               doc_norms=vec.doc_norms, qrels=ev.qrels)
-        sig_fit = None
-        if sp.mode == "split":
-            fit_cos = FoldedIndex(vec.D, vec.doc_ids, "cosine").search(vec.Qfit, fit.query_ids, k=2,
-                                                                       ignore_identical_ids=r.ignore_identical_ids)
-            sig_fit = query_signals(fit_cos, query_ids=fit.query_ids,
-                                    query_norms=np.linalg.norm(vec.Qfit.astype(np.float64), axis=1),
-                                    doc_ids=vec.doc_ids, doc_norms=vec.doc_norms, qrels=fit.qrels)
-        calibration, conf = calibration_study(sig_ev, sig_fit=sig_fit, folds=folds, n_boot=r.resampling.n_boot,
-                                              seed=r.resampling.seed)
-    return sig_ev, sig_fit, calibration, conf
-
-
-def _qpp_study(ev: SplitQueries, vec: _Vectors, runs: dict, per: dict, y_ev: np.ndarray, r: RetrievalRequest,
-               ph: _Phases):
-    """The QPP predictors of the cosine run, their evaluation on top-1 relevance and nDCG@10, and the norm's
-    incremental value: (corpus scores s(C), predictor frame, QPP table, incremental study)."""
-    n_boot, seed = r.resampling.n_boot, r.resampling.seed
-    with ph("QPP baselines and the norm's incremental value",
-            f"{len(QPP_SIGNALS)} predictors; {FOLDS}-fold cross-fitting x {FOLD_DRAWS} fold draws"):
-        s_corpus = corpus_scores(vec.Qev, vec.D)
-        qpp_df = qpp_signals(runs["cosine"], query_ids=ev.query_ids, query_texts=ev.texts, query_norms=vec.qev_norms,
-                             doc_ids=vec.doc_ids, doc_norms=vec.doc_norms, corpus_score=s_corpus,
-                             doc_hubness=csls_hubness(vec.D, vec.Qev))  # CSLS's query bank: the evaluated queries
-        ndcg_cos = per["cosine"]["ndcg@10"]
-        qpp = evaluate_qpp(qpp_df, top1_relevant=y_ev, ndcg=ndcg_cos, n_boot=n_boot, seed=seed)
-        incremental = incremental_study(qpp_df, y_ev, ndcg_cos, n_boot=n_boot, seed=seed)
-    return s_corpus, qpp_df, qpp, incremental
-
-
-def _abstention(ev: SplitQueries, runs: dict, per: dict, sig_ev, r: RetrievalRequest, ph: _Phases) -> dict:
-    """nAUC of nDCG@10 of the cosine run (:mod:`normscope.retrieval.abstention`) for MTEB's confidences of the
-    cosine run's scores and the norm signals; ``status: "not computed"`` with the reason when it cannot be."""
-    with ph("nAUC (MTEB abstention)", f"{len(MTEB_NAMES)} MTEB confidences and {len(NORM_CONFIDENCES)} norm signals"):
-        conf = confidence_table(runs["cosine"], ev.query_ids)
-        conf.update({name: d * sig_ev[col].to_numpy(np.float64) for name, (col, d) in NORM_CONFIDENCES.items()})
-        try:
-            return abstention_study(conf, per["cosine"]["ndcg@10"], depth=r.k, n_boot=r.resampling.n_boot,
-                                    seed=r.resampling.seed)
-        except InputError as exc:
-            return {"status": "not computed", "reason": str(exc)}
-
-
-def _per_query_table(ev: SplitQueries, sig_ev, covariates: dict, s_corpus, qpp_df, per: dict, conf: dict,
-                     strata: dict, order: list[str]):
-    """One row per evaluation query: signals, text, covariates, QPP predictors, nDCG@10 and calibrated
-    confidence per scorer, and the stratifiers' quartiles (0 for a stratifier not computed)."""
-    per_query = sig_ev.assign(split=ev.split, text=ev.texts, query_zipf=covariates["query_zipf"], corpus_score=s_corpus,
-                              **{c: qpp_df[c].to_numpy() for c in QPP_SIGNALS if c not in sig_ev.columns},
-                              **{f"ndcg@10_{s}": per[s]["ndcg@10"] for s in order},
-                              **{f"confidence_{s}": c for s, c in conf.items()})
-    if isinstance(strata.get("stratifiers"), dict):
-        for name, info in strata["stratifiers"].items():
-            per_query[f"quartile_{name}"] = quartiles(covariates[name])[0] if info["status"] == "ok" else 0
-    return per_query
 
 
 def _items_frame(ev: SplitQueries, vec: _Vectors, runs: dict, order: list[str]):
@@ -723,69 +377,6 @@ def _run_fields(r: RetrievalRequest, sp: _Splits, vec: _Vectors, encoder, fitted
                         "the CI with the fitted parameter held fixed",
             "n_permutations": int(n_permutations), "n_boot": int(n_boot), "seed": int(seed)},
     )
-
-
-def _calibration_info(fitted_on: str, *, n_boot: int, y_ev: np.ndarray, sig_fit) -> dict:
-    """How the calibration study was computed (the ``calibration_info`` of the JSON)."""
-    return {
-        "label": "top-1 document of the cosine run is relevant (judgement score >= 1)",
-        "reference_run": "cosine", "fitted_on": fitted_on, "ece_bins": N_BINS,
-        "mapping": "Platt scaling (1-D logistic regression, slope >= 0 in the fixed direction) for raw signals; "
-                   "learned signals are logistic-regression probabilities; top1_score_uncalibrated has no map",
-        "direction": {**DIRECTION, "rule": "fixed before any fit: +1 reads a higher value as more confidence; -1 "
-                      "(the norms) reads a larger norm as less reliable, as the paper's cos/(1 + alpha||z||) does; "
-                      "auroc_raw is the AUROC of direction x signal"},
-        "auroc_ci": f"percentile bootstrap over evaluation queries ({n_boot} resamples), maps held fixed",
-        "base_rate_eval": float(y_ev.mean()),
-        "base_rate_fit": float(sig_fit["top1_relevant"].mean()) if sig_fit is not None else None}
-
-
-def qpp_info(*, n_boot: int, smv_cut: int, depth: int) -> dict:
-    """How the QPP table was computed (the ``qpp_info`` of the JSON)."""
-    return {
-        "run": f"the cosine run of the evaluation queries, depth {depth}",
-        "corpus_score": "s(C) = mean cosine of the query with every corpus document = <q/||q||, mean_j d_j/||d_j||>",
-        "adaptations": "scores are cosines, not log-probabilities: WIG without 1/sqrt(|q|); NQC and SMV divide by |s(C)|; "
-                       "SMV over the top-k documents with a positive cosine",
-        "smv_cut": smv_cut,
-        "direction": "fixed before any data: +1 score-based predictors and query_length, -1 the norms and their spread; "
-                     "every statistic is of direction x signal",
-        "tasks": "top-1 relevant (AUROC, AURC) and per-query nDCG@10 of the cosine run (Kendall tau-b, Spearman rho)",
-        "ci": f"percentile bootstrap over evaluation queries ({n_boot} resamples, one index set for every signal)",
-        "baselines": list(BASELINE_SIGNALS), "norm_signals": list(NORM_SIGNALS),
-    }
-
-
-#: Fold draws of each single-baseline comparison (the joint one uses incremental.FOLD_DRAWS = 20).
-SINGLE_FOLD_DRAWS = 5
-
-
-def incremental_study(qpp_df, top1_relevant, ndcg, *, n_boot: int, seed: int) -> dict:
-    """``calibration_incremental``: the norm signals added to every free baseline at once (top-1 and nDCG@10),
-    then to each baseline alone (top-1 task, :data:`SINGLE_FOLD_DRAWS` fold draws; ``single_baselines``, ``best_single``).
-
-    Never raises on a design that cannot be fitted (too few queries, one class): the entry is then
-    ``status: "not computed"`` with the reason and the contract's fields set to None.
-    """
-    base = {"task": "top1_relevant", "baseline": list(BASELINE_SIGNALS), "added": list(NORM_SIGNALS),
-            "auroc_without": None, "auroc_with": None, "diff": None, "ci": None, "resamples": "queries", "folds": FOLDS,
-            "fold_draws": FOLD_DRAWS, "n_queries": int(len(qpp_df)), "seed": int(seed)}
-    try:
-        out = incremental_value(qpp_df, baseline=BASELINE_SIGNALS, added=NORM_SIGNALS, top1_relevant=top1_relevant,
-                                ndcg=ndcg, n_boot=n_boot, seed=seed)
-    except InputError as exc:
-        return {**base, "status": "not computed", "reason": str(exc)}
-    singles = []
-    if out.get("status") == "ok":
-        for b in BASELINE_SIGNALS:
-            r = incremental_value(qpp_df, baseline=[b], added=NORM_SIGNALS, top1_relevant=top1_relevant, n_boot=n_boot,
-                                  seed=seed, fold_draws=SINGLE_FOLD_DRAWS)
-            singles.append({k: r[k] for k in ("baseline", "auroc_without", "auroc_with", "diff", "ci", "fold_draws")})
-    out["single_baselines"] = singles
-    best = max(singles, key=lambda r: r["auroc_without"], default=None)
-    out["best_single"] = best and {**best, "note": "the single baseline with the highest cross-fitted AUROC (chosen on "
-                                                  "the same queries; the norms are added to it in the same folds)"}
-    return out
 
 
 def _titles(ds: BeirDataset, doc_ids: Sequence[str]) -> dict[str, str]:

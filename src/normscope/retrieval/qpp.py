@@ -24,17 +24,9 @@ signal              kind    formula (top-k of the cosine run; population moments
 ``doc_norm_spread`` post    ``sqrt((1/k) sum_i (||d_i|| - mean)^2)`` over the top k = 10    (the norms' spread)
 ==================  ======  ==============================================================  =========================
 
-**New baselines** (issue 40). ``margin_1_3`` is the top-1 minus top-3 cosine. ``autocut_kept`` ports Weaviate's
-``Autocut(yValues, cutOff=1)`` exactly: over the top k scores ``y_0..y_{k-1}``, ``diff_i = (y_i - y_0) / (y_{k-1}
-- y_0) - i / (k - 1)``; the result is the first ``i >= 1`` where ``diff_i`` exceeds both neighbours (the last
-point: both predecessors), else k (also when all k scores are equal); a cut after few results means a clear
-score jump, so its direction is -1. ``csls_top1`` is the top-1 of the run re-scored by the cross-domain
-similarity local scaling of Conneau, Lample, Ranzato, Denoyer & Jegou (ICLR 2018, "Word translation without
-parallel data"): ``CSLS(q, d) = 2 cos(q, d) - r_D(q) - r_Q(d)`` with ``r_D(q)`` the mean cosine of q to its k = 10
-nearest documents (the mean of its top-10 scores) and ``r_Q(d)`` the mean cosine of d to its k = 10 nearest
-queries of a query bank (:func:`csls_hubness`; in ``normscope retrieval`` the evaluated queries themselves, their
-vectors only, never their judgements), the maximum over the run's top K = 100 (a hub, close to many queries, is
-pushed down).
+**New baselines** (issue 40): ``margin_1_3``, ``autocut_kept`` (Weaviate's autocut ported) and ``csls_top1``
+(CSLS, Conneau et al. 2018) are defined in :mod:`normscope.retrieval.qpp_baselines`, with the cross-model
+agreement ``model_agreement`` that ``normscope retrieval --agreement-model M`` adds to the table.
 
 ``mu_k = (1/k) sum_{i<=k} s_i``. **Corpus score** ``s(C)``: the score of the whole corpus read as one
 document. For a lexical run it is the query likelihood of the collection language model; for a cosine
@@ -73,8 +65,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from normscope._format import noun, plural
 from normscope.errors import InputError
 from normscope.retrieval.calibration import aurc, auroc_bootstrap_ci
+# the issue-40 baselines live in their own module; their names stay importable here
+from normscope.retrieval.qpp_baselines import (AGREEMENT_SPEC, AUTOCUT_K, CSLS_DEPTH, _top, autocut, autocut_kept, csls_hubness,
+                                              csls_top1, margin_1_3)
 
 __all__ = [
     "QppSpec",
@@ -100,8 +96,6 @@ __all__ = [
 ]
 
 NQC_K, WIG_K, SMV_K, SIGMA_K, SPREAD_K = 100, 5, 100, 100, 10
-#: Depth of the autocut baseline; k nearest neighbours and re-scored depth of CSLS.
-AUTOCUT_K, CSLS_K, CSLS_DEPTH = 10, 10, 100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +140,9 @@ QPP_SPECS: dict[str, QppSpec] = {
     "doc_norm_spread": QppSpec("post", -1, "population standard deviation of ||d_i|| over the top k", "docs/theory.md",
                                SPREAD_K, ("doc_norms",)),
 }
+#: Predictors outside :data:`QPP_SPECS` that :func:`evaluate_qpp` knows: they need more than one run
+#: (``model_agreement``: a second model's, :func:`normscope.retrieval.qpp_baselines.topk_agreement`).
+EXTRA_SPECS = {"model_agreement": AGREEMENT_SPEC}
 #: Every predictor, in table order.
 QPP_SIGNALS: tuple[str, ...] = tuple(QPP_SPECS)
 #: Pre-specified direction of each predictor (+1: a larger value predicts a better result).
@@ -228,13 +225,6 @@ def corpus_scores(query_vectors, doc_vectors) -> np.ndarray:
         raise InputError("a zero vector has no cosine")
     centroid = (D / dn[:, None]).mean(axis=0)
     return (Q / qn[:, None]) @ centroid
-
-
-def _top(S: np.ndarray, k: int) -> np.ndarray:
-    S = np.asarray(S, dtype=np.float64)
-    if S.ndim != 2 or S.shape[1] < 1:
-        raise InputError(f"scores must be a (n_queries, depth) matrix, got shape {S.shape}")
-    return S[:, :k]
 
 
 def _sd(T: np.ndarray) -> np.ndarray:
@@ -342,120 +332,6 @@ def smv(S, corpus_score, k: int = SMV_K) -> tuple[np.ndarray, np.ndarray]:
     return np.where(n > 0, v, np.nan), n
 
 
-def margin_1_3(S) -> np.ndarray:
-    """``s_1 - s_3`` (``s_1 - s_K`` for a query with K < 3 results), shape (n,)."""
-    T = _top(S, 3)
-    last = np.array([row[np.isfinite(row)][-1] for row in T])
-    return T[:, 0] - last
-
-
-def autocut(y: Sequence[float], cut_off: int = 1) -> int:
-    """Weaviate's ``Autocut(yValues, cutOff)``, ported line by line: the number of results kept.
-
-    Parameters
-    ----------
-    y : sequence of float
-        Scores in rank order (similarities descending or distances ascending: the min-max normalisation makes
-        the two the same).
-    cut_off : int
-        Extrema (score jumps) to pass before cutting (>= 1).
-
-    Returns
-    -------
-    int
-        Results kept, in 1..len(y) (len(y) when no jump is found or every score is equal).
-    """
-    y = [float(v) for v in y]
-    n = len(y)
-    if n <= 1:
-        return n
-    span = y[-1] - y[0]
-    if span == 0:  # Go divides 0/0 into NaN, every comparison false: nothing is cut
-        return n
-    diff = [(y[i] - y[0]) / span - i / (n - 1) for i in range(n)]
-    extrema = 0
-    for i in range(1, n):
-        last = i == n - 1
-        if (diff[i] > diff[i - 1] and diff[i] > diff[i - 2]) if last else (diff[i] > diff[i - 1] and diff[i] > diff[i + 1]):
-            extrema += 1
-            if extrema >= cut_off:
-                return i
-    return n
-
-
-def autocut_kept(S, k: int = AUTOCUT_K) -> np.ndarray:
-    """:func:`autocut` (1 jump) of each query's top-k scores, float64 shape (n,)."""
-    T = _top(S, k)
-    return np.array([autocut(row[np.isfinite(row)]) for row in T], dtype=np.float64)
-
-
-def csls_hubness(doc_vectors, bank_vectors, k: int = CSLS_K) -> np.ndarray:
-    """``r_Q(d)``: the mean cosine of each document to its ``k`` nearest vectors of a query bank (CSLS).
-
-    Parameters
-    ----------
-    doc_vectors : array-like of shape (N, d)
-    bank_vectors : array-like of shape (m, d)
-        The query bank (raw vectors, any norm > 0); ``k`` is cut to m when m < k.
-    k : int
-
-    Returns
-    -------
-    ndarray of shape (N,), float64
-
-    Raises
-    ------
-    InputError
-        A zero vector, dimensions that differ, k < 1.
-    """
-    D = np.asarray(doc_vectors, dtype=np.float64)
-    B = np.asarray(bank_vectors, dtype=np.float64)
-    if D.ndim != 2 or B.ndim != 2 or D.shape[1] != B.shape[1] or len(B) == 0 or k < 1:
-        raise InputError(f"CSLS needs (N, d) documents and a non-empty (m, d) query bank and k >= 1, got {D.shape}, "
-                         f"{B.shape}, k = {k}")
-    dn, bn = np.linalg.norm(D, axis=1), np.linalg.norm(B, axis=1)
-    if (dn == 0).any() or (bn == 0).any():
-        raise InputError("a zero vector has no cosine")
-    kk = min(k, len(B))
-    Bu = (B / bn[:, None]).T
-    out = np.empty(len(D))
-    for s in range(0, len(D), 4096):
-        C = (D[s : s + 4096] / dn[s : s + 4096, None]) @ Bu
-        out[s : s + 4096] = np.sort(np.partition(C, len(B) - kk, axis=1)[:, len(B) - kk:], axis=1).mean(axis=1)
-    return out
-
-
-def csls_top1(S, docs: list, doc_ids: Sequence[str], hubness, k: int = CSLS_K, depth: int = CSLS_DEPTH) -> np.ndarray:
-    """The run's top-``depth`` re-scored by CSLS, its best score: ``max_i (2 s_i - r_Q(d_i)) - r_D(q)``.
-
-    ``r_D(q)`` is the mean of the query's top-``k`` scores (its k nearest documents: the run is exhaustive
-    cosine search); ``r_Q`` is :func:`csls_hubness`, aligned with ``doc_ids``.
-
-    Returns
-    -------
-    ndarray of shape (n,), float64
-
-    Raises
-    ------
-    InputError
-        A document of the run without a hubness value, lengths that differ.
-    """
-    h = np.asarray(hubness, dtype=np.float64).ravel()
-    if len(doc_ids) != len(h):
-        raise InputError("document ids and CSLS hubness values differ in length")
-    hd = dict(zip(map(str, doc_ids), h))
-    T = _top(S, depth)
-    rq = np.nanmean(_top(S, k), axis=1)
-    out = np.empty(len(T))
-    for i, row in enumerate(T):
-        ids = docs[i][: depth]
-        absent = next((d for d in ids if d not in hd), None)
-        if absent is not None:
-            raise InputError(f"document '{absent}' of the run has no CSLS hubness value")
-        out[i] = np.max(2 * row[: len(ids)] - np.array([hd[d] for d in ids])) - rq[i]
-    return out
-
-
 def qpp_signals(
     run: Mapping[str, Mapping[str, float]],
     *,
@@ -509,7 +385,7 @@ def qpp_signals(
     S, docs = score_matrix(run, query_ids)
     short = [q for q, r in zip(query_ids, docs) if len(r) < 2]
     if short:
-        raise InputError(f"query '{short[0]}' has {len(docs[query_ids.index(short[0])])} result(s); the margin needs 2")
+        raise InputError(f"query '{short[0]}' has {plural(len(docs[query_ids.index(short[0])]), 'result')}; the margin needs 2")
     cols: dict[str, np.ndarray] = {}
     attrs = {"smv_cut": 0}
     for s in signals:
@@ -530,7 +406,7 @@ def _check_signals(signals: Sequence[str], **inputs) -> None:
     """:class:`InputError` for an unknown signal or one whose input (named) was not given."""
     unknown = [s for s in signals if s not in QPP_SPECS]
     if unknown:
-        raise InputError(f"unknown signal(s) {', '.join(unknown)} (choose from {', '.join(QPP_SIGNALS)})")
+        raise InputError(f"unknown {noun(len(unknown), 'signal')} {', '.join(unknown)} (choose from {', '.join(QPP_SIGNALS)})")
     given = {"scores": True, "query_text": inputs["query_texts"] is not None,
              "query_norm": inputs["query_norms"] is not None,
              "doc_norms": inputs["doc_norms"] is not None and inputs["doc_ids"] is not None,
@@ -623,7 +499,8 @@ def evaluate_qpp(
     ndcg : array-like of shape (n,), optional
         Per-query nDCG@10 of the same run.
     names : sequence of str, optional
-        Columns to evaluate (default: every :data:`QPP_SIGNALS` column present).
+        Columns to evaluate (default: every :data:`QPP_SIGNALS` column present; ``model_agreement`` of
+        :data:`EXTRA_SPECS` only when named).
     n_boot : int
         Bootstrap resamples (queries drawn with replacement; one index set shared by every signal).
     seed : int
@@ -653,14 +530,14 @@ def evaluate_qpp(
     for what, v in (("top1_relevant", y), ("ndcg", g)):
         if v is not None and v.shape != (n,):
             raise InputError(f"{what} must have one value per query ({n}), got {v.size}")
-    names = [s for s in (names or QPP_SIGNALS) if s in signals.columns]
+    names = [s for s in (names or QPP_SIGNALS) if s in signals.columns and (s in QPP_SPECS or s in EXTRA_SPECS)]
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_boot, n))
     a = (1 - level) / 2
     two = y is not None and len(np.unique(y)) == 2
     out: dict[str, dict] = {}
     for s in names:
-        spec = QPP_SPECS[s]
+        spec = QPP_SPECS.get(s) or EXTRA_SPECS[s]
         x = spec.direction * signals[s].to_numpy(np.float64)
         entry: dict = {"kind": spec.kind, "direction": spec.direction, "formula": spec.formula,
                        "reference": spec.reference, "k": spec.k}

@@ -250,7 +250,7 @@ class QppEval(Record):
 
 @dataclasses.dataclass(frozen=True)
 class QppInfo(Record):
-    """How the QPP table was computed (:func:`normscope.retrieval.pipeline.qpp_info`)."""
+    """How the QPP table was computed (:func:`normscope.retrieval.studies.qpp_info`)."""
 
     run: str | None = None
     direction: str | None = None
@@ -258,6 +258,7 @@ class QppInfo(Record):
     ci: str | None = None
     baselines: list[str] | None = None
     norm_signals: list[str] | None = None
+    agreement: dict | None = None  # only with --agreement-model: the second model, k and the statistic
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,7 +287,7 @@ class IncrementalNdcg(Record):
 
 @dataclasses.dataclass(frozen=True)
 class IncrementalValue(Record):
-    """``calibration_incremental`` (:func:`normscope.retrieval.pipeline.incremental_study`): the norm signals added to
+    """``calibration_incremental`` (:func:`normscope.retrieval.studies.incremental_study`): the norm signals added to
     every free baseline at once (top-1 AUROC; nDCG@10 in ``ndcg10``), then to each alone (``single_baselines``)."""
 
     status: str | None = None

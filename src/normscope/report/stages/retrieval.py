@@ -148,8 +148,10 @@ def qpp_tables(res: RetrievalResult) -> list[Table]:
             rows.append([name, e.kind, e.direction, e.auroc, ci_text(e.auroc_ci), e.aurc, e.kendall_tau,
                          ci_text(e.kendall_tau_ci), e.spearman_rho, ci_text(e.spearman_rho_ci),
                          f"{e.formula} ({e.reference})"])
+        ag = (f"; model_agreement: Jaccard of this model's top-{qi.agreement['k']} and {qi.agreement['model']}'s"
+              if qi.agreement else "")
         tables.append(Table("Query performance predictors beside the norm signals, each in its pre-specified direction "
-                            f"(top-1 relevant: AUROC, AURC; nDCG@10: Kendall tau-b, Spearman rho; {qi.ci or ''})",
+                            f"(top-1 relevant: AUROC, AURC; nDCG@10: Kendall tau-b, Spearman rho; {qi.ci or ''}{ag})",
                             ["signal", "kind", "direction", "AUROC", "95% CI", "AURC", "Kendall tau", "95% CI",
                              "Spearman rho", "95% CI", "formula (reference)"], rows))
     ab = res.abstention or {}
