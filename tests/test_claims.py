@@ -98,7 +98,11 @@ def test_bounds_and_claims_without_direction():
 
 def test_direction_free_association_either_side():
     assert judge("frequency", -0.363, [-0.388, -0.338])["verdict"] == "reproduced"
-    assert judge("frequency", 0.2, [0.1, 0.3])["verdict"] == "reproduced"
+    assert judge("frequency", 0.35, [0.31, 0.39])["verdict"] == "reproduced"
+    # the CI excludes 0 but straddles the claimed minimum |rho| 0.3: "strong" is neither shown nor excluded
+    weak = judge("frequency", 0.2, [0.1, 0.3])
+    assert (weak["verdict"], weak["direction"], weak["size"]) == ("inconclusive", "reproduced", "undetermined")
+    assert weak["reason"] == "the CI straddles the strong minimum (|\u03c1| \u2265 0.3)"
     null = judge("uncertainty", -0.005, [-0.039, 0.032])  # a tight null: it excludes a strong association
     assert (null["verdict"], null["direction"], null["size"]) == ("refuted", "inconclusive", "smaller")
     assert direction_verdict(0.1, [0.05, 0.15], None) == ("no direction claimed", "the claim states no direction")
@@ -451,7 +455,7 @@ def test_a_zero_width_ci_is_never_a_decision():
     ([0.056, 0.142], "smaller", "refuted"),        # exists (excludes 0) but is not strong
     ([-0.388, -0.338], "consistent", "reproduced"),  # strong, negative (no direction claimed)
     ([0.31, 0.45], "consistent", "reproduced"),
-    ([0.2, 0.4], "undetermined", "reproduced"),     # excludes 0, cannot tell strong from not
+    ([0.2, 0.4], "undetermined", "inconclusive"),   # excludes 0, cannot tell strong from not
     ([-0.05, 0.35], "undetermined", "inconclusive"),
     ([-0.3, 0.1], "undetermined", "inconclusive"),  # touches -0.3: a strong value is not excluded
 ])

@@ -210,7 +210,7 @@ def _claim_input(label="stationary", stat=0.05, ci=(0.03, 0.07), p=0.001, p_abov
 @pytest.mark.parametrize("kw, verdict, direction, size", [
     ({}, "reproduced", "reproduced", "consistent"),                               # beats the null, within 0.10
     ({"stat": 0.3, "ci": (0.2, 0.4)}, "refuted", "reproduced", "larger"),          # beats the null, misses the size
-    ({"stat": 0.1, "ci": (0.05, 0.15)}, "reproduced", "reproduced", "undetermined"),  # size not excluded
+    ({"stat": 0.1, "ci": (0.05, 0.15)}, "inconclusive", "reproduced", "undetermined"),  # size neither shown nor excluded
     ({"p": 0.4, "p_above": 0.6}, "inconclusive", "inconclusive", "consistent"),  # other items' statistics do as well
     ({"p": 0.99, "p_above": 0.01, "stat": 0.3, "ci": (0.2, 0.4)}, "refuted", "refuted", "larger"),
 ])

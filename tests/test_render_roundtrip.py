@@ -63,13 +63,13 @@ PLANTED = {
 #: and claim a strong association: |rho| >= STRONG_RHO (0.3), so the size is judged on |rho|'s CI; the similarity
 #: gain claims a positive direction and no size (its sized rows are gain_high_frequency / gain_low_quality).
 EXPECTED = {
-    MODEL_A: {"specificity": ("reproduced", "reproduced", "undetermined"),  # CI > 0; [0.12, 0.30] reaches 0.3
+    MODEL_A: {"specificity": ("inconclusive", "reproduced", "undetermined"),  # CI > 0; [0.12, 0.30] reaches 0.3
               "frequency": ("refuted", "reproduced", "smaller"),  # CI < 0; |rho| wholly below 0.3
               "uncertainty": ("refuted", "inconclusive", "smaller"),  # CI holds 0 but lies wholly inside +-0.3
               "similarity_gain": ("reproduced", "reproduced", "no size claimed")},  # relative CI > 0
     MODEL_B: {"specificity": ("refuted", "reproduced", "smaller"),  # CI < 0 (no direction claimed); |rho| < 0.3
               "frequency": ("refuted", "inconclusive", "smaller"),
-              "uncertainty": ("reproduced", "reproduced", "undetermined"),  # CI > 0; [0.19, 0.37] straddles 0.3
+              "uncertainty": ("inconclusive", "reproduced", "undetermined"),  # CI > 0; [0.19, 0.37] straddles 0.3
               "similarity_gain": ("inconclusive", "inconclusive", "no size claimed")},  # relative CI holds 0
 }
 

@@ -22,8 +22,9 @@ Each row gets two verdicts and a headline:
   decided at this size`` / ``not testable here``); then ``refuted`` when the direction is refuted
   or the CI excludes the claimed size on the side that contradicts the claim (for a claimed
   effect: on the side of zero, **even if the CI includes 0**); ``reproduced`` when the direction
-  is reproduced (or none is claimed) and the claimed size is not excluded; ``inconclusive``
-  otherwise.
+  is reproduced (or none is claimed) and the claimed size is met (a range: the CI meets it; a bound or
+  "strong": the whole CI is on the claimed side of it); ``inconclusive`` otherwise (e.g. a CI that
+  excludes 0 but straddles a claimed bound: the size is neither shown nor excluded).
 
 Two shared rules come before the headline rule: a **degenerate CI** (zero width: both ends equal, e.g. a
 fitted parameter that changes no ranking, so a scorer is compared with itself) is never a decision, the row is
@@ -85,14 +86,15 @@ HEADLINE_RULE = (
     "and the SGD form), is 'not testable here'; otherwise 'refuted' when the 95% CI excludes 0 on the side "
     "opposite to the claim, or excludes the claimed size on the side that contradicts it (for a claimed effect: on "
     "the side of zero, even if the CI includes 0; for a bound: beyond it); 'reproduced' when the claimed direction is "
-    "reproduced (or none is claimed) and the claimed size is not excluded; 'inconclusive' otherwise. A CI wholly "
+    "reproduced (or none is claimed) and the claimed size is met (a range: the CI meets it; a bound or 'strong': the "
+    "whole CI lies on the claimed side of it); 'inconclusive' otherwise, e.g. a CI that straddles a claimed bound. A CI wholly "
     "outside the claimed range rejects that range as the two one-sided tests of equivalence testing do (Schuirmann "
     "1987; Lakens 2017). A 'strong' association is read as |rho| >= 0.3 (Cohen 1988's 'medium'). The headline "
     "counts the paper's claims, checks by construction and exploratory rows apart.")
 
 #: The rule in one line (the CLI's scorecard footer; the full rule is :data:`HEADLINE_RULE`).
 HEADLINE_RULE_SHORT = ("refuted: the 95% CI excludes 0 on the other side, or excludes the paper's size on the side of "
-                       "zero (even if it includes 0); reproduced: the direction holds and the size is not excluded; not "
+                       "zero (even if it includes 0); reproduced: the direction holds and the claimed size is met (a CI straddling a bound: inconclusive); not "
                        "decided / not testable: the run cannot decide, and the row says what would (docs/report.md)")
 
 #: Terms of the scorecard explained for a newcomer (shown under the scorecard).

@@ -339,8 +339,9 @@ def headline(direction: str, size_v: str, size: Size, *, gate: Gate | None = Non
         return "refuted"
     if direction == "no direction claimed":  # the size is the only evidence: it must hold
         ok = size_v == "consistent"
-    else:  # the direction is the evidence; the claimed size must not be excluded
-        ok = direction == "reproduced"
+    else:  # the direction is the evidence; a claimed size must be shown too (a CI straddling a claimed bound,
+        # e.g. |rho| >= 0.3 for "strong", cannot say the claim holds: inconclusive, never reproduced)
+        ok = direction == "reproduced" and size_v != "undetermined"
     if ok:
         return "inconclusive" if conditions_met is False else "reproduced"
     return "inconclusive"
