@@ -133,3 +133,13 @@ def test_feverous_absent_gives_the_missing_data_line(tmp_path, bundled_encoder):
     assert line.startswith("FEVEROUS dev sample (50 claims) is not here: --offline is set: Text rows at equal length "
                            "(feverous) not run, 1 claim left untested.") and "`normscope data fetch feverous`" in line
     assert "normscope data fetch feverous" in (cfg.out / "index.html").read_text()
+    # FEVEROUS the only design selected: the section did not run, and the line says so
+    with settings(dest=tmp_path / "empty", offline=True):
+        cfg, _ = _report(tmp_path / "r2", ("feverous",), bundled_encoder)
+    s = json.loads((cfg.out / "summary.json").read_text())
+    assert s["length_designs"]["status"] == "unavailable"
+    assert s["length_designs"]["missing"]["feverous"]["claims"] == ["abstention_feverous"]
+    assert {r["key"]: r for r in s["claims"]}["abstention_feverous"]["reason"].startswith(
+        "FEVEROUS dev sample (50 claims) is not here (--offline is set)")
+    [line] = [m["line"] for m in s["missing_data"]]
+    assert "--offline is set: Text rows at equal length not run, 1 claim left untested" in line

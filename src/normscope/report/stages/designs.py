@@ -27,7 +27,7 @@ from normscope._format import ci as ci_text, num, plural
 from normscope._io import to_jsonable
 from normscope.claims import not_testable_row
 from normscope.errors import DataMissing, NormscopeError
-from normscope.report.missing import missing_entry, missing_reason
+from normscope.report.missing import missing_entry
 from normscope.report.stage import Command, KeyNumber, Section, Table
 from normscope.requests import Embedding, Resampling
 from normscope.requests.correlate import CorrelateRequest
@@ -127,11 +127,12 @@ def run_designs(ctx, designs, items: int | None, embedding: Embedding, resamplin
             results[d] = to_jsonable(_run_one(d, design_n(d, items), embedding, resampling, enc).to_dict())
             continue
         except DataMissing as exc:
-            unavailable[d] = missing_reason({exc.dataset: missing_entry(exc)})
             missing[d] = {"dataset": exc.dataset, **missing_entry(exc), "claims": [DESIGN_CLAIMS[d]]}
-            cause = "" if exc.cause in ("", "not here", None) else f" ({exc.cause})"
-            why = (f"{exc.title} is not here{cause}: get it with `normscope data fetch {exc.dataset}` "
-                   "(see Missing data)")
+            known = exc.cause not in ("", "not here", None)
+            # short: the missing-data list says once, in full, how to get it
+            unavailable[d] = f"{exc.title} is not here{', ' + exc.cause if known else ''}; see Missing data"
+            why = (f"{exc.title} is not here{f' ({exc.cause})' if known else ''}: get it with `normscope data fetch "
+                   f"{exc.dataset}` (see Missing data)")
         except (NormscopeError, FileNotFoundError, LookupError) as exc:
             unavailable[d] = f"{type(exc).__name__}: {exc}".splitlines()[0]
             why = f"the {d} design failed: {unavailable[d]}"
