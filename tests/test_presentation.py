@@ -180,12 +180,13 @@ def test_reproduce_commands_carry_every_setting(stage, tmp_path):
     if stage == "signals":
         # ambiguity: the specificity items' WordNet noun senses (normscope correlate --measure n_senses)
         assert [c.part for c in cmds] == ["frequency", "specificity", "concreteness", "uncertainty", "ambiguity",
-                                          "treecut", "ruletaker", "wordnet_chains"]
-        assert [_parse(c)["n"] for c in cmds] == [120] * 8 and _parse(cmds[0])["n_perm"] == 100
+                                          "treecut", "ruletaker", "wordnet_chains", "feverous"]
+        assert [_parse(c)["n"] for c in cmds] == [120] * 8 + [None] and _parse(cmds[0])["n_perm"] == 100
         assert (_parse(cmds[4])["signal"], _parse(cmds[4])["measure"]) == ("specificity", "n_senses")
         # the length-matched designs (section length_designs): generated items, WordNet chains (signals' size cap)
-        assert [_parse(c)["signal"] for c in cmds[5:]] == ["treecut", "ruletaker", "specificity"]
-        assert _parse(cmds[-1])["pairs"] == "wordnet" and all(_parse(c)["n_boot"] == 200 for c in cmds[5:])
+        assert [_parse(c)["signal"] for c in cmds[5:]] == ["treecut", "ruletaker", "specificity", "feverous"]
+        assert _parse(cmds[7])["pairs"] == "wordnet" and all(_parse(c)["n_boot"] == 200 for c in cmds[5:])
+        assert _parse(cmds[8])["n_perm"] == 100  # FEVEROUS: its 50 claims (no --n-items); the time rho's permutations
     if stage == "probes":
         p = _parse(cmds[0])
         assert (p["items"], p["batches"], p["batch_size"]) == ("probe_words.jsonl", 4, 8)

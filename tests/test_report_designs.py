@@ -62,3 +62,84 @@ def test_design_sizes_and_refusals(tmp_path):
     from normscope.report.sizes import QUICK
 
     assert QUICK.design_items == 200
+
+
+def _report(out, signals, encoder):
+    cfg = ReportConfig(out=out, sizes=SIZES, only=("setup", "signals"), signals=signals)
+    return cfg, run_report(cfg, progress=False, encoder=encoder)
+
+
+def test_feverous_runs_in_the_report_as_correlate_computes_it(tmp_path, monkeypatch, bundled_encoder):
+    """A planted local FEVEROUS copy (the sample file of tests/test_feverous_signal.py, accepted unverified: its
+    sha256 is not the real sample's): the section has the design, its row reaches the scorecard and the benchmark
+    row, and the printed ``normscope correlate --signal feverous`` gives the same figures."""
+    from test_feverous_signal import _write
+
+    from normscope.data import settings
+
+    data = tmp_path / "data"
+    (data / "feverous").mkdir(parents=True)
+    _write(data / "feverous" / "sample.jsonl")
+    with settings(dest=data, offline=True, verify=False):
+        cfg, res = _report(tmp_path / "r", ("feverous",), bundled_encoder)
+        s = json.loads((cfg.out / "summary.json").read_text())
+        sec = s["length_designs"]
+        assert sec["status"] == "ok" and list(sec["result"]) == ["feverous"]
+        assert sec["command"] == ("normscope correlate --signal feverous --model sentence-transformers/all-MiniLM-L6-v2 "
+                                  "--precision fp32 --n-boot 100 --n-perm 100 --seed 0 --json feverous.json")
+        st = sec["result"]["feverous"]["stats"]["nei"]
+        assert (st["n_answerable"], st["n_unanswerable"]) == (34, 16)  # all 50 claims, whatever design_items says
+        assert "50 claims (16 NOT ENOUGH INFO; the whole sample)" in sec["sizes"]
+        assert s["report"]["sizes"]["design_items.feverous"] == 50
+        assert s["missing_data"] == []
+        rows = {r["key"]: r for r in s["claims"]}
+        got = sec["result"]["feverous"]["claims"][0]
+        assert rows["abstention_feverous"]["measured"] == got["measured"] is not None
+        assert rows["abstention_feverous"]["verdict"] == got["verdict"]
+        assert f"measured here by the row abstention_feverous: {got['verdict']}" in rows["paper_benchmark_feverous"]["why"]
+        # the printed command, run: the same JSON (stats, row) as the section's
+        check_reproduces(cfg.out, res.records, ["length_designs"], tmp_path, monkeypatch, rel=1e-5)
+        # and an independent CLI run on the file itself: the same deciding figure
+        j = tmp_path / "cli.json"
+        from normscope.cli import run
+
+        assert run(["correlate", "--signal", "feverous", "--items", str(data / "feverous" / "sample.jsonl"),
+                    "--n-boot", "100", "--n-perm", "100", "--json", str(j)]) == 0
+        cli = json.loads(j.read_text())
+        assert cli["stats"]["nei"]["r_rb"] == pytest.approx(st["r_rb"], rel=1e-9, abs=1e-12)
+        assert cli["claims"][0]["measured"] == pytest.approx(got["measured"], rel=1e-5)
+
+
+def test_feverous_absent_gives_the_missing_data_line(tmp_path, bundled_encoder):
+    """No FEVEROUS copy and fetching off: the other designs run, the FEVEROUS row and the benchmark row say the data
+    is not here and name its fetch command, and the report's missing-data list has its one line."""
+    from normscope.data import settings
+
+    with settings(dest=tmp_path / "empty", offline=True):
+        cfg, _ = _report(tmp_path / "r", ("treecut", "feverous"), bundled_encoder)
+    s = json.loads((cfg.out / "summary.json").read_text())
+    sec = s["length_designs"]
+    assert sec["status"] == "ok" and list(sec["result"]) == ["treecut"] and "missing" not in sec
+    assert sec["derived"]["missing"]["feverous"]["claims"] == ["abstention_feverous"]
+    rows = {r["key"]: r for r in s["claims"]}
+    fev = rows["abstention_feverous"]
+    assert fev["verdict"] == "not testable here" and fev["reason"] == (
+        "FEVEROUS dev sample (50 claims) is not here (--offline is set): get it with `normscope data fetch feverous` "
+        "(see Missing data)")
+    assert ("the row abstention_feverous did not run in this report: FEVEROUS dev sample (50 claims) is not here"
+            in rows["paper_benchmark_feverous"]["why"])
+    assert rows["abstention_treecut"]["tested_on"]  # the design that had its data ran
+    [line] = [m["line"] for m in s["missing_data"]]
+    assert line.startswith("FEVEROUS dev sample (50 claims) is not here: --offline is set: Text rows at equal length "
+                           "(feverous) not run, 1 claim left untested.") and "`normscope data fetch feverous`" in line
+    assert "normscope data fetch feverous" in (cfg.out / "index.html").read_text()
+    # FEVEROUS the only design selected: the section did not run, and the line says so
+    with settings(dest=tmp_path / "empty", offline=True):
+        cfg, _ = _report(tmp_path / "r2", ("feverous",), bundled_encoder)
+    s = json.loads((cfg.out / "summary.json").read_text())
+    assert s["length_designs"]["status"] == "unavailable"
+    assert s["length_designs"]["missing"]["feverous"]["claims"] == ["abstention_feverous"]
+    assert {r["key"]: r for r in s["claims"]}["abstention_feverous"]["reason"].startswith(
+        "FEVEROUS dev sample (50 claims) is not here (--offline is set)")
+    [line] = [m["line"] for m in s["missing_data"]]
+    assert "--offline is set: Text rows at equal length not run, 1 claim left untested" in line

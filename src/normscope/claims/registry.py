@@ -327,7 +327,7 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           kind="exploratory"),
     Claim("abstention_feverous", "Exploratory: does the raw norm flag the FEVEROUS claims the evidence cannot decide "
           "(NOT ENOUGH INFO) at equal length?", "not in the paper's stated claims (its use of FEVEROUS names no protocol "
-          "or figure)", 0, Size(), "semantic_signals",
+          "or figure)", 0, Size(), "length_designs",
           how_to_test="normscope data fetch feverous (the 50-claim dev sample in the PyPI sdist graphrag-core 0.18.1), "
                       "then normscope correlate --signal feverous: NEI vs decided claims at equal token count, or the "
                       "partial rho on tokens when fewer than 10 pairs",

@@ -221,7 +221,9 @@ def _benchmark_row(key: str, measuring: str, tests: str, cannot: str, found: Cla
     name = CLAIMS[key].claim.split(" on ", 1)[-1].split(" (")[0]
     reason = f"the paper's +1.2 to +2.3 % accuracy names no protocol for {name}"
     what = f"tests: {tests}; cannot test: {cannot}"
-    if found is not None:
+    if found is not None and not found.tested_on:  # its design's row that says why it did not run
+        note = f"the row {measuring} did not run in this report: {found.reason}"
+    elif found is not None:
         fig = ""
         if found.measured is not None:
             ci = found.ci
@@ -241,7 +243,8 @@ def paper_scope_rows(model: str | None, measured: Mapping[str, ClaimRow] | None 
     then test the paper's model). Each benchmark row is ``not testable here`` (the paper's +1.2 to +2.3 %
     accuracy states no protocol for these sets) and says what normscope measures on the benchmark and what it
     cannot; when ``measured`` (the rows of this run by key) holds the measuring row
-    (:data:`PAPER_BENCHMARKS`), its verdict and figure are on the row. The paper's LLM baselines are generative
+    (:data:`PAPER_BENCHMARKS`), its verdict and figure are on the row, or, when that row did not run (it names
+    nothing it was tested on: e.g. its dataset is absent), its reason. The paper's LLM baselines are generative
     models on those benchmarks, outside what normscope measures.
     """
     name = (model or "").lower()

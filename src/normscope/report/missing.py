@@ -3,7 +3,8 @@
 A stage whose data is absent raises :func:`data_unavailable` (a
 :class:`~normscope.report.context.StageUnavailable` that names the missing datasets and why they could
 not be had, without library exception text: that stays in the stage record's ``detail``). From the
-sections' ``missing`` fields (and the semantic-signals section's ``derived.missing``, per signal),
+sections' ``missing`` fields (and ``derived.missing`` of a section that ran without some parts: per semantic
+signal, per length-matched design),
 :func:`availability` builds two entries of ``summary.json``:
 
 - ``claims_tested``: how many of the paper's claims this run tested (a verdict other than ``not testable
@@ -31,7 +32,7 @@ __all__ = ["data_unavailable", "missing_reason", "missing_entry", "availability"
 #: The three ways to get a dataset, after its fetch command.
 WAYS = "a local copy (--data DIR or NORMSCOPE_DATA=DIR) or --mirror URL|DIR"
 
-_SIGNAL_LABEL = "Semantic signals ({})"
+_PART_LABEL = "{} ({})"
 
 
 def _cause(cause: str) -> str:
@@ -93,7 +94,8 @@ def availability(summary: Mapping, sections: Mapping[str, str]) -> dict:
     ----------
     summary : mapping
         summary.json's content, with ``claims`` and the sections (each may hold ``missing`` and, for
-        semantic signals, ``derived.missing``: ``{signal: {"dataset", "title", "cause"}}``).
+        semantic signals and the length-matched designs, ``derived.missing``: ``{part: {"dataset", "title", "cause"}}``,
+        with ``"claims"`` when the part's claims are not keyed by its name).
     sections : mapping of section key -> heading
         The page's section titles (:data:`normscope.report.config.SECTIONS`).
     """
@@ -122,10 +124,13 @@ def availability(summary: Mapping, sections: Mapping[str, str]) -> dict:
         for name, entry in (sec.missing or {}).items():
             only = entry.claims  # a stage that lacks several datasets may say which claims each one blocks
             add(name, entry, title.split(":")[0], in_sec if only is None else [k for k in in_sec if k in only])
-        # the semantic-signals section's derived numbers (a stage's own free-form dict) name the dataset per signal
+        # a section that ran without some of its parts (semantic signals, the length-matched designs) names the
+        # dataset per part in its derived numbers (a stage's own free-form dict), with the claims it blocks when
+        # they are not keyed by the part's name
         for sig, entry in ((sec.derived or {}).get("missing") or {}).items():
             entry = MissingEntry.from_json(entry)
-            add(entry.dataset, entry, _SIGNAL_LABEL.format(sig), [k for k in in_sec if k == sig])
+            only = entry.claims if entry.claims is not None else [sig]
+            add(entry.dataset, entry, _PART_LABEL.format(title.split(":")[0], sig), [k for k in in_sec if k in only])
     for d in by_data.values():
         n = len(d["claims"])  # the keys are in ``claims``; the line counts them so it stays one line
         blocked = f", {n} claim{'s' if n != 1 else ''} left untested" if n else ""

@@ -7,10 +7,16 @@ Three designs of issue 39, each the function its ``normscope correlate`` command
   token count; rows ``abstention_treecut`` / ``abstention_ruletaker``;
 - ``wordnet_chains``: WordNet hypernym chains of the most frequent nouns
   (:func:`normscope.signals.hierarchy.run_hierarchy`), rho(level, norm) within the same chain and token count,
-  every CI a bootstrap over chains; row ``specificity_hierarchy``.
+  every CI a bootstrap over chains; row ``specificity_hierarchy``;
+- ``feverous``: the 50 claims of the FEVEROUS dev sample (:func:`normscope.signals.feverous.run_feverous`; the
+  dataset ``normscope data fetch feverous``), NOT ENOUGH INFO vs decided claims at equal token count; row
+  ``abstention_feverous``.
 
 They run with the report's model and seed; their sizes are :data:`DESIGN_N` (``Sizes.design_items`` caps
-them: the quick report runs 200 of each, stated on the page).
+them: the quick report runs 200 of each, stated on the page; FEVEROUS is its 50 claims, nothing to cap). A design
+whose dataset is absent (WordNet, FEVEROUS) gets its row ``not testable here`` naming the dataset, and the
+section's ``derived["missing"]`` names it per design, so that the report's missing-data list says once how to
+get it (:func:`normscope.report.missing.availability`).
 """
 
 from __future__ import annotations
@@ -19,30 +25,38 @@ import dataclasses
 
 from normscope._format import ci as ci_text, num, plural
 from normscope._io import to_jsonable
+from normscope.claims import not_testable_row
 from normscope.errors import DataMissing, NormscopeError
-from normscope.report.missing import missing_entry, missing_reason
+from normscope.report.missing import missing_entry
 from normscope.report.stage import Command, KeyNumber, Section, Table
 from normscope.requests import Embedding, Resampling
 from normscope.requests.correlate import CorrelateRequest
 from normscope.signals.labels import LENGTH_DESIGNS
 from normscope.values import Status
 
-__all__ = ["DESIGNS_SECTION", "DESIGNS", "DESIGN_N", "design_n", "design_commands", "run_designs",
+__all__ = ["DESIGNS_SECTION", "DESIGNS", "DESIGN_N", "DESIGN_CLAIMS", "design_n", "design_commands", "run_designs",
            "designs_sentences", "designs_headline"]
 
 DESIGNS_SECTION = "length_designs"
 #: The designs, in page order (``--signals`` names).
 DESIGNS: tuple[str, ...] = LENGTH_DESIGNS
 #: Items of each design by default: generated problems; WordNet nouns (one chain each, about 7 texts a chain).
-DESIGN_N = {"treecut": 1000, "ruletaker": 1000, "wordnet_chains": 300}
+#: FEVEROUS: the sample's 50 claims, all of them (``correlate --signal feverous`` has no ``--n-items``).
+DESIGN_N = {"treecut": 1000, "ruletaker": 1000, "wordnet_chains": 300, "feverous": 50}
+#: The scorecard row each design decides.
+DESIGN_CLAIMS = {"treecut": "abstention_treecut", "ruletaker": "abstention_ruletaker",
+                 "wordnet_chains": "specificity_hierarchy", "feverous": "abstention_feverous"}
 _TITLES = {"treecut": "TreeCut-style problems (unanswerable vs answerable)",
            "ruletaker": "RuleTaker-style statements (Unknown vs True/False)",
-           "wordnet_chains": "WordNet hypernym chains (level vs norm)"}
+           "wordnet_chains": "WordNet hypernym chains (level vs norm)",
+           "feverous": "FEVEROUS dev claims (NOT ENOUGH INFO vs decided)"}
+#: Designs that read a fixed sample: their size is the sample's, whatever the cap.
+_FIXED = ("feverous",)
 
 
 def design_n(design: str, items: int | None) -> int:
-    """Items of ``design``: :data:`DESIGN_N`, capped at ``items`` when given."""
-    return DESIGN_N[design] if items is None else min(int(items), DESIGN_N[design])
+    """Items of ``design``: :data:`DESIGN_N`, capped at ``items`` when given (FEVEROUS: its 50 claims, never capped)."""
+    return DESIGN_N[design] if items is None or design in _FIXED else min(int(items), DESIGN_N[design])
 
 
 def _argv(design: str, n: int, embedding: Embedding, resampling: Resampling) -> list[str]:
@@ -52,6 +66,9 @@ def _argv(design: str, n: int, embedding: Embedding, resampling: Resampling) -> 
         return base + ["--pairs", "wordnet"]
     argv = list(base)
     argv[argv.index("--signal") + 1] = design
+    if design in _FIXED:  # the sample's claims, all of them (no --n-items); --n-perm: the annotation time's p
+        k = argv.index("--n-items")
+        return argv[:k] + argv[k + 2:]
     k = argv.index("--n-perm")  # the abstention rows have no permutation p-value
     return argv[:k] + argv[k + 2:]
 
@@ -69,6 +86,10 @@ def _run_one(design: str, n: int, embedding: Embedding, resampling: Resampling, 
         df, what = wordnet_hierarchies(n)
         return run_hierarchy(df, dataset=what, embedding=embedding, resampling=resampling, encoder=encoder,
                              progress=True)
+    if design == "feverous":
+        from normscope.signals.feverous import run_feverous
+
+        return run_feverous(embedding=embedding, resampling=resampling, encoder=encoder, progress=True)
     from normscope.signals.abstention import run_abstention
 
     return run_abstention(design, n=n, embedding=embedding, encoder=encoder, progress=True,
@@ -80,7 +101,7 @@ def _row(design: str, d: dict) -> list:
         lm, po, pa = d["length_matched"], d["pooled"], d["partial"]
         return [design, d["n_texts"], po["spearman"], ci_text(po["spearman_ci"]), pa.get("rho"), ci_text(pa.get("ci")),
                 lm.get("rho"), ci_text(lm.get("ci")), "hierarchies"]
-    st = d["stats"]
+    st = d["stats"]["nei"] if design == "feverous" else d["stats"]
     return [design, st["n_answerable"] + st["n_unanswerable"], st["auroc_norm"], f"tokens {num(st['auroc_tokens'])}",
             st["partial_rho"], ci_text(st.get("partial_ci")), st.get("r_rb"), ci_text(st.get("r_rb_ci")),
             "equal-length pairs (Wilson)"]
@@ -89,28 +110,42 @@ def _row(design: str, d: dict) -> list:
 def run_designs(ctx, designs, items: int | None, embedding: Embedding, resampling: Resampling) -> Section:
     """Run the selected designs with the report's encoder; the ``length_designs`` section.
 
-    A design whose data is missing (WordNet) or that fails with a normscope error is listed as unavailable;
-    the section is unavailable when none ran, not run when none was selected.
+    A design whose data is missing (WordNet, FEVEROUS) or that fails with a normscope error is listed as
+    unavailable and its row reads ``not testable here`` with why; a missing dataset is named per design in
+    ``derived["missing"]`` (``{design: {"dataset", "title", "cause", "claims"}}``) while the section ran, in the
+    section's ``missing`` (each entry with the claims it blocks) when none ran. The section is unavailable when
+    none ran, not run when none was selected.
     """
     if not designs:
         return Section(DESIGNS_SECTION, status=Status.NOT_RUN, reason="no design selected (--signals)")
     enc = ctx.encoder()
-    results, unavailable, missing = {}, {}, {}
+    results, unavailable, missing, not_run = {}, {}, {}, []
     for d in designs:
         ctx.console.print(f"signals: {d} (length-matched design)")
         try:
             # as the command's --json writes it (claims as JSON objects), so that the page is the commands' JSON
             results[d] = to_jsonable(_run_one(d, design_n(d, items), embedding, resampling, enc).to_dict())
+            continue
         except DataMissing as exc:
-            unavailable[d] = missing_reason({exc.dataset: missing_entry(exc)})
-            missing[exc.dataset] = missing_entry(exc)
+            missing[d] = {"dataset": exc.dataset, **missing_entry(exc), "claims": [DESIGN_CLAIMS[d]]}
+            known = exc.cause not in ("", "not here", None)
+            # short: the missing-data list says once, in full, how to get it
+            unavailable[d] = f"{exc.title} is not here{', ' + exc.cause if known else ''}; see Missing data"
+            why = (f"{exc.title} is not here{f' ({exc.cause})' if known else ''}: get it with `normscope data fetch "
+                   f"{exc.dataset}` (see Missing data)")
         except (NormscopeError, FileNotFoundError, LookupError) as exc:
             unavailable[d] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            why = f"the {d} design failed: {unavailable[d]}"
+        not_run.append(not_testable_row(DESIGN_CLAIMS[d], why))
     notes = [f"{k}: not available ({v})" for k, v in unavailable.items()]
     if not results:
+        by_data: dict[str, dict] = {}
+        for m in missing.values():
+            e = by_data.setdefault(m["dataset"], {"title": m["title"], "cause": m["cause"], "claims": []})
+            e["claims"] += m["claims"]
         return Section(DESIGNS_SECTION, status=Status.UNAVAILABLE, reason="; ".join(f"{k}: {v}" for k, v in
                                                                                    unavailable.items()),
-                       missing=missing or None, notes=notes)
+                       missing=by_data or None, notes=notes, claims=not_run)
     commands = [c for c in design_commands(designs, items, embedding, resampling) if c.part in results]
     sizes = "; ".join(f"{d}: {_size(d, r)}" for d, r in results.items())
     sizes += f"; {resampling.n_boot} bootstrap resamples, seed {resampling.seed}"
@@ -125,15 +160,20 @@ def run_designs(ctx, designs, items: int | None, embedding: Embedding, resamplin
                   ["design", "items", "pooled \u03c1 or AUROC", "95% CI (AUROC: of the token count alone)",
                    "partial \u03c1 on tokens", "95% CI", "length-matched \u03c1 or r_rb (decides)", "95% CI",
                    "CI resamples"], [_row(d, r) for d, r in results.items()])
-    claims = [c for r in results.values() for c in r["claims"]]
+    claims = [c for r in results.values() for c in r["claims"]] + not_run
     return Section(DESIGNS_SECTION, commands=commands, sizes=sizes, result=results,
-                   derived={"unavailable": unavailable, "commands": {c.part: c.text for c in commands}},
-                   key_numbers=key_numbers, tables=[table], notes=notes, claims=claims, missing=missing or None)
+                   derived={"unavailable": unavailable, "missing": missing,
+                            "commands": {c.part: c.text for c in commands}},
+                   key_numbers=key_numbers, tables=[table], notes=notes, claims=claims)
 
 
 def _size(design: str, r: dict) -> str:
     if design == "wordnet_chains":
         return f"{plural(r['n_hierarchies'], 'chain')}, {plural(r['n_texts'], 'text')}"
+    if design == "feverous":
+        st = r["stats"]["nei"]
+        return (f"{st['n_answerable'] + st['n_unanswerable']} claims ({st['n_unanswerable']} NOT ENOUGH INFO; the "
+                "whole sample)")
     st = r["stats"]
     return f"{st['n_answerable'] + st['n_unanswerable']} generated items"
 

@@ -235,15 +235,16 @@ class SignalsStage(Stage[SignalsRequest]):
     """The raw norm against Zipf frequency, WordNet specificity, concreteness and human label entropy."""
 
     name = "signals"
-    sections = {SECTION: "Semantic signals", DESIGNS_SECTION: "Text rows at equal length: WordNet chains and generated "
-                                                               "benchmarks"}
+    sections = {SECTION: "Semantic signals", DESIGNS_SECTION: "Text rows at equal length: WordNet chains, generated "
+                                                               "benchmarks and FEVEROUS"}
     aliases = ("signal",)
     size_names = ("signal_items", "design_items", "n_boot", "n_perm")
     explains = "the semantic signals"
 
     def datasets(self, config) -> list[tuple[str, str]]:
         out = [(SIGNAL_DATASETS[s], f"signals ({s})") for s in SIGNALS if s in config.signals and s in SIGNAL_DATASETS]
-        return out + ([("wordnet", "signals (wordnet_chains)")] if "wordnet_chains" in config.signals else [])
+        out += [("wordnet", "signals (wordnet_chains)")] if "wordnet_chains" in config.signals else []
+        return out + ([("feverous", "signals (feverous)")] if "feverous" in config.signals else [])
 
     def request(self, config) -> SignalsRequest:
         s = config.sizes
@@ -343,8 +344,9 @@ class SignalsStage(Stage[SignalsRequest]):
                 if k not in ("signal_items", "design_items")}
         for d, r in ((sections[DESIGNS_SECTION].result or {}).items() if DESIGNS_SECTION in sections
                      and sections[DESIGNS_SECTION].ok else ()):
+            st = r["stats"]["nei"] if d == "feverous" else r.get("stats")
             used[f"design_items.{d}"] = (r["n_hierarchies"] if d == "wordnet_chains"
-                                         else r["stats"]["n_answerable"] + r["stats"]["n_unanswerable"])
+                                         else st["n_answerable"] + st["n_unanswerable"])
         sec = sections[SECTION]
         for sig, d in ((sec.result or {}).items() if sec.ok else ()):
             n = CorrelateResult.from_dict(d).n_items
