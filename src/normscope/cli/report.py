@@ -226,6 +226,19 @@ def _missing_lines(m, width: int) -> list[str]:
     return rows or [text]
 
 
+def _missing_short(m, width: int) -> str:
+    """A missing dataset in one screen row: its title (cut first), the claims it leaves untested and its fetch
+    command; the cause is left to the page (used when the full lines would not fit one screen)."""
+    n = len(m.claims or [])
+    tail = (f": {n} claim{'s' if n != 1 else ''} untested" if n else ": not here") + \
+        f"; `normscope data fetch {m.dataset}`"
+    title = " ".join(str(m.title or m.dataset).split())
+    room = max(width - len(tail), 12)
+    if len(title) > room:
+        title = title[: room - 1].rstrip() + "\u2026"
+    return title + tail
+
+
 def _cause(cause: str) -> str:
     return "not here" if cause in ("", "not here") else f"not here: {cause}"
 
@@ -295,6 +308,11 @@ def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> N
         rule = ["how each verdict is decided: on the page and in docs/report.md"] if tested else []
     if fixed + sum(map(rows, table)) + sum(map(rows, rule)) > max_lines:
         table = [_fit(_section_counts(result), width).rstrip()]
+    n_long = sum(len(_missing_lines(m, width)) for m in missing)
+    if n_long > max_lines // 2 and fixed + sum(map(rows, table)) + sum(map(rows, rule)) > max_lines:
+        # many datasets missing (their lines would take half the screen): one row each (what, the claims, the
+        # command), the causes on the page
+        tail = [_missing_short(m, width) for m in missing] + ["why each dataset is not here: on the page"] + tail[n_long:]
     for line in title + table + count + blocks + rule + tail + ends:  # printed as is (soft_wrap): no line breaks
         console.print(line, soft_wrap=True, markup=False, highlight=False)
 
