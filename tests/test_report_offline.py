@@ -225,3 +225,45 @@ def test_at_80_columns_every_tested_claim_is_listed_whole(tmp_path):
         assert len(mine) == 1 and mine[0].endswith(f"`normscope data fetch d{i}`"), text
     assert "a long line" not in text and text.count("--mirror URL|DIR") == 1
     assert f"claims: 10 of {len(CLAIMS)} tested here" in text.replace("\n", " ")
+
+
+def test_a_stored_full_runs_row_says_so_on_the_console_and_in_the_count(tmp_path):
+    """A row whose figure comes from a stored full run (the transformer design, the frozen tower) is not this run's:
+    the console says so before its figure and the count of tested claims says how many such rows it holds; the
+    page says so under the figure; summary.json carries ``stored`` only on that row."""
+    from rich.console import Console
+
+    from normscope.cli.report import print_summary
+    from normscope.claims import CLAIMS, claim_row, judge, not_testable_row
+    from normscope.report.runner import ReportResult
+    from normscope.report.stage import StageRecord
+    from normscope.report.stages import STAGES
+    from normscope.values import Status
+
+    summary = {"report": {"model": "m", "preset": "quick", "seconds": 1.0, "stages_run": [st.name for st in STAGES],
+                          "stage_cached": {st.name: False for st in STAGES}}, "what_this_says": {}}
+    records = {}
+    for st in STAGES:
+        rec = StageRecord.error(st, Status.UNAVAILABLE, "needs data", key="k", request={}, seconds=1.0)
+        for key, sec in rec.sections.items():
+            summary[key] = sec.summary()
+        records[st.name] = rec
+    own = claim_row("frequency", measured=-0.4, ci=[-0.45, -0.35], judged=judge("frequency", -0.4, [-0.45, -0.35]))
+    j = judge("theorem1_transformer", 0.0003, [0.00002, 0.0015])
+    stored = claim_row("theorem1_transformer", measured=0.0003, ci=[0.00002, 0.0015], judged=j).but(
+        stored="lab/results/decisive_full.json")
+    rows = [own, stored] + [not_testable_row(k, "needs data") for k in CLAIMS if k not in ("frequency",
+                                                                                           "theorem1_transformer")]
+    summary["claims"] = rows
+    summary["claims_tested"] = {"total": len(rows), "tested": 2, "not_tested": [r.key for r in rows[2:]]}
+    res = ReportResult(index=tmp_path / "index.html", summary_path=tmp_path / "summary.json", summary=summary,
+                       records=records, seconds=1.0)
+    console = Console(record=True, width=120)
+    print_summary(res, console)
+    text = " ".join(console.export_text().split())
+    assert f"claims: 2 of {len(rows)} tested here (1 from a stored full run);" in text
+    assert ("stored full run (lab/results/decisive_full.json), not re-run by this report: "
+            in text) and text.count("not re-run by this report") == 1
+    as_json = [r.to_json() for r in rows[:2]]
+    assert "stored" not in as_json[0] and as_json[1]["stored"] == "lab/results/decisive_full.json"
+    assert type(stored).from_json(as_json[1]).stored == "lab/results/decisive_full.json"

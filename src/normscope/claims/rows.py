@@ -126,6 +126,10 @@ class ClaimRow(Record, Mapping):
         Items behind the figure.
     details : dict
         Further numbers behind the verdict.
+    stored : str or None
+        Where the figure comes from when this run did not compute it (a stored full run shipped with
+        normscope, e.g. ``"lab/results/decisive_full.json"``); the page and the console say so beside the
+        figure and in the count of tested claims. None: this run's own figure.
 
     Notes
     -----
@@ -155,6 +159,7 @@ class ClaimRow(Record, Mapping):
     what: str | None = None
     statistic: str | None = None
     details: dict | None = None
+    stored: str | None = None
 
     @property
     def judgement(self) -> Judgement | None:
@@ -168,6 +173,14 @@ class ClaimRow(Record, Mapping):
     def row_kind(self) -> str:
         """:func:`kind_of` this row (its ``kind``, else its claim's)."""
         return kind_of(self)
+
+    def to_json(self) -> dict:
+        """The row's JSON object (:meth:`~normscope.values.Record.to_json`); ``stored`` only when set, so a row
+        this run computed has the keys rows always had."""
+        d = super().to_json()
+        if d.get("stored", 0) is None:
+            del d["stored"]
+        return d
 
     def but(self, **changes) -> "ClaimRow":
         """This row with some fields replaced (its JSON key order kept)."""

@@ -204,6 +204,8 @@ def _claim_block(c: ClaimRow, width: int) -> list[Text]:
     figure = f"{stat}: {fig}" if stat and fig != "n/a" else fig
     reason = str(c.reason or c.why or "")
     body = f"{figure}; {reason}" if figure and figure != "n/a" else reason
+    if c.stored:  # a figure this run did not compute: said before it
+        body = f"stored full run ({c.stored}), not re-run by this report: {body}"
     return [head] + [Text(" " * pad + ln) for ln in _wrapped(body, width, pad)]
 
 
@@ -284,7 +286,9 @@ def print_summary(result, console: Console, max_lines: int = SUMMARY_LINES) -> N
         untested = len(ct.not_tested or [])
         count.append(f"claims: {ct.tested if ct.tested is not None else '?'} of "
                      f"{ct.total if ct.total is not None else len(claims)} tested here"
-                     f"; {untested} not testable here"
+                     + (f" ({plural(n_stored, 'from a stored full run', 'from stored full runs')})"
+                        if (n_stored := sum(1 for c in tested if c.stored)) else "")
+                     + f"; {untested} not testable here"
                      f"{' (each row on the page says why)' if untested else ''}")
         # each kind apart: exploratory rows and checks by construction never add to the paper's claims
         by_kind = ct.headline or counts_text(kind_counts(claims))

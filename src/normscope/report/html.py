@@ -137,7 +137,7 @@ the paper's claims.</p>{% endif %}
 <colgroup><col style="width:27%"><col style="width:11%"><col style="width:20%"><col style="width:13%"><col style="width:29%"></colgroup>
 <tr class="head"><th>claim</th><th>paper</th><th>this run [95% CI]</th><th>verdict</th><th>reason</th></tr>
 {% for c in claims %}<tr class="verdict-{{ c.verdict|replace(' ', '-') }}"><td>{{ c.claim }}{% if c.kind and c.kind != 'paper' %}<br><span class="meta">{{ kind_titles.get(c.kind, c.kind) }}</span>{% endif %}</td><td data-label="paper">{{ c.paper }}</td>
-<td class="num" data-label="this run">{% if c.label and c.measured is not none %}<span class="meta">{{ c.label }}</span><br>{% endif %}{{ figure(c) }}{% if c.beside %}<br><span class="meta">{{ c.beside }}</span>{% endif %}</td>
+<td class="num" data-label="this run">{% if c.label and c.measured is not none %}<span class="meta">{{ c.label }}</span><br>{% endif %}{{ figure(c) }}{% if c.beside %}<br><span class="meta">{{ c.beside }}</span>{% endif %}{% if c.stored %}<br><span class="meta stored">stored full run ({{ c.stored }}), not re-run by this report</span>{% endif %}</td>
 <td class="verdict" data-label="verdict"><b>{{ c.verdict }}</b>{% if c.measured is not none and c.direction %}<br><span class="meta">direction: {{ c.direction|replace('no direction claimed', 'none claimed') }}; size: {{ c.size|replace('no size claimed', 'none claimed') }}</span>{% endif %}</td>
 <td data-label="reason"><details><summary>{{ c.reason or c.why }}</summary><div class="more">
 <p>{{ c.why }}</p>

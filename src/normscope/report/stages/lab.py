@@ -40,7 +40,8 @@ def stored_tower_row() -> ClaimRow:
         return not_testable_row("ambiguity_heat_lab", "no stored frozen-tower result could be read",
                                 needs=TOWER_COMMAND)
     return row.but(tested_on=f"stored full run (normscope/lab/results/{TOWER_STORED.name}), not rerun by this "
-                             f"report; {row.tested_on or ''}", needs=row.needs or f"to rerun it: {TOWER_COMMAND}")
+                             f"report; {row.tested_on or ''}", needs=row.needs or f"to rerun it: {TOWER_COMMAND}",
+                   stored=f"lab/results/{TOWER_STORED.name}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -250,7 +250,8 @@ def transformer_section(own: dict, stored: dict | None, *, figure_path, commands
     if claim_src is stored:
         claims = [c.but(tested_on=f"the full design's stored result (regenerate: {FULL_COMMAND}); this report re-ran "
                                   f"the smaller '{own_r.design}' design, whose SGD base run is "
-                                  f"{own_r.stationarity_label}; {c.tested_on}") for c in claims]
+                                  f"{own_r.stationarity_label}; {c.tested_on}",
+                       stored=f"lab/results/{STORED_RESULT.name}") for c in claims]
     notes = []
     if not full_run:
         notes.append(f"This report ran the '{own_r.design}' design (about a minute of CPU), smaller than the full "
