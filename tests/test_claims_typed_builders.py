@@ -1,7 +1,7 @@
-"""The lab's and the inference cost's scorecard rows are built from typed results (issue 37 item 1): the decisive
-design's and the frozen-tower arm's results read back from their stored JSON with the same text, the builders give
-the same row from the typed result as from its dict, and the scale row's sentence is composed once from the CI's
-resamples (no text surgery)."""
+"""The lab's, the signals' and the inference cost's scorecard rows are built from typed results (issue 37 item 1):
+the decisive design's and the frozen-tower arm's results read back from their stored JSON with the same text, the
+builders give the same row from the typed result as from its dict, and the scale row's sentence is composed once
+from the CI's resamples (no text surgery)."""
 
 from __future__ import annotations
 
@@ -101,3 +101,25 @@ def test_inference_cost_is_typed_and_its_row_reads_it():
     assert row.details == {"encoder_s_per_item": 0.01, "norm_s_per_item": 2e-7, "ratios": [1.5e-5, 2e-5, 3e-5],
                            "repeats": 3, "device": "cpu"}
     assert "100 candidate scores" in row.what and "3 repeats" in row.what
+
+
+def test_signal_rows_are_the_same_from_a_live_correlate_result_and_from_its_json(bundled_encoder):
+    """The report passes the live CorrelateResult (numpy figures inside); the command's --json passes its dict: the
+    rows are the same JSON text."""
+    from _correlate import correlate
+
+    from normscope.signals.claims import ambiguity_claim, controlled_figure, signal_claims
+
+    items = ["dog", "cat", "house", "car", "tree", "idea", "truth", "justice", "water", "music", "red car",
+             "old house", "tall tree", "cold water", "loud music", "small table", "the old dog", "a black cat",
+             "the big house", "a fast red car", "the cold river water", "a small wooden table", "pure hope", "river"]
+    res = correlate("frequency", encoder=bundled_encoder, items=items, n_boot=100, n_perm=100, seed=1)
+    d = json.loads(json.dumps(to_jsonable(res.to_dict())))
+    live, back = signal_claims({"frequency": res}, {}), signal_claims({"frequency": d}, {})
+    assert _text(live) == _text(back)
+    row = next(r for r in live if r.key == "frequency")
+    est, ci, n, _ = controlled_figure(res)
+    assert row.measured == est and list(row.ci) == list(ci) and row.n == n
+    assert (est, n) == ((res.length_matched.rho, res.length_matched.n) if res.length_matched.rho is not None
+                        else (res.partial_spearman.rho, res.partial_spearman.n))
+    assert _text(ambiguity_claim(res)) == _text(ambiguity_claim(d))
