@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from normscope.claims import ClaimRow, Gate, claim_row, judge, not_testable_row
-from normscope.signals.result import (AbstentionStats, AbstentionSummary, CorrelateResult, HierarchySummary,
-                                      LengthMatched, MatchedShare, PartialCorrelation, PoolingTrends, ShuffleStats,
-                                      ShuffleSummary)
+from normscope.signals.result import (AbstentionStats, AbstentionSummary, CorrelateResult, FeverousStats,
+                                      FeverousSummary, FeverousTime, HierarchySummary, KruskalWallis, LengthMatched,
+                                      MatchedShare, PartialCorrelation, PoolingTrends, ShuffleStats, ShuffleSummary)
 from normscope.values import Correlation
 
 __all__ = ["signal_claims", "ambiguity_claim", "pooling_claim", "shuffle_claim", "abstention_claim", "feverous_claim", "hierarchy_claim", "controlled_figure", "SIGNAL_CLAIMS", "EXPLAINED_BY_CONTROLS",
@@ -327,24 +327,25 @@ def abstention_claim(r) -> ClaimRow:
                               "unmatched unanswerable": st.n_unmatched_b})
 
 
-def _feverous_figure(st: Mapping) -> tuple:
+def _feverous_figure(st: AbstentionStats) -> tuple:
     """``(estimate, ci, p, n, what, label, statistic)`` deciding the FEVEROUS row: the length-matched r_rb with
     enough untied pairs, else the partial rho on tokens."""
-    untied = (st.get("n_pairs") or 0) - (st.get("n_ties") or 0)
-    if st.get("r_rb") is not None and untied >= MIN_PAIRS:
-        return (st["r_rb"], st.get("r_rb_ci"), st.get("matched_p"), st.get("n_pairs"),
+    untied = (st.n_pairs or 0) - (st.n_ties or 0)
+    if st.r_rb is not None and untied >= MIN_PAIRS:
+        return (st.r_rb, st.r_rb_ci, st.matched_p, st.n_pairs,
                 "matched-pairs rank-biserial r = 2 share - 1 over NOT ENOUGH INFO / decided claim pairs at equal token "
                 "count (share: the NEI claim has the larger norm); CI: the Wilson interval of the share, mapped",
                 "length-matched rank-biserial r (NEI vs decided claims' norm)", "length-matched rank-biserial r")
-    n = (st.get("n_answerable") or 0) + (st.get("n_unanswerable") or 0)
-    return (st.get("partial_rho"), st.get("partial_ci"), None, st.get("partial_n") or n,
+    n = (st.n_answerable or 0) + (st.n_unanswerable or 0)
+    return (st.partial_rho, st.partial_ci, None, st.partial_n or n,
             f"partial Spearman \u03c1(NEI (0/1), norm | tokens); CI resamples claims (only {untied} untied equal-length "
             f"pairs, fewer than {MIN_PAIRS}: the length-matched share does not decide)",
             "partial \u03c1(NOT ENOUGH INFO, norm | tokens)", "partial rho on tokens")
 
 
-def feverous_claim(r: Mapping) -> dict:
-    """The row ``abstention_feverous`` from :meth:`normscope.signals.feverous.FeverousResult.to_dict`.
+def feverous_claim(r) -> ClaimRow:
+    """The row ``abstention_feverous`` from :class:`normscope.signals.feverous.FeverousResult` (or its
+    ``to_dict()``), read as a :class:`~normscope.signals.result.FeverousSummary`.
 
     Decided by NOT ENOUGH INFO vs the decided claims (SUPPORTS, REFUTES) at equal length: the length-matched
     rank-biserial r with at least :data:`MIN_PAIRS` untied pairs, else the partial Spearman rho on tokens (the
@@ -352,44 +353,45 @@ def feverous_claim(r: Mapping) -> dict:
     sample has 50 claims and no more can be fetched here (the full dev set is not on PyPI). The pooled AUROC (and
     the token count's), the annotation time's rho and the challenge types' Kruskal-Wallis H stand beside it.
     """
-    stats = r.get("stats") or {}
-    st, tm = stats.get("nei") or {}, stats.get("time") or {}
-    ch = stats.get("challenge") or {}
+    f = _summary(r, FeverousSummary)
+    stats = f.stats or FeverousStats()
+    st, tm = stats.nei or AbstentionStats(), stats.time or FeverousTime()
+    ch = stats.challenge or KruskalWallis()
     est, ci, p, n, what, label, which = _feverous_figure(st)
-    unit = (f"{(st.get('n_pairs') or 0) - (st.get('n_ties') or 0)} untied equal-length pairs of "
-            f"{(st.get('n_answerable') or 0) + (st.get('n_unanswerable') or 0)} claims"
+    unit = (f"{(st.n_pairs or 0) - (st.n_ties or 0)} untied equal-length pairs of "
+            f"{(st.n_answerable or 0) + (st.n_unanswerable or 0)} claims"
             if which.startswith("length") else f"{n} claims")
     j = judge("abstention_feverous", est, ci, p=p)
-    if j["verdict"] not in ("reproduced", "refuted"):  # 50 claims are all there is: no decision is "not decided"
+    if j.verdict not in ("reproduced", "refuted"):  # 50 claims are all there is: no decision is "not decided"
         why = (f"the {label}'s CI{_ci(ci)} includes 0" if _includes_zero(ci) or est is None
-               else j["why"].split("; size")[0].removeprefix("direction inconclusive: "))  # the CI vs the sign test
+               else j.why.split("; size")[0].removeprefix("direction inconclusive: "))  # the CI vs the sign test
         j = judge("abstention_feverous", est, ci, p=p, gate=Gate(
             False, f"{unit}: {why}", "more FEVEROUS claims (the full dev set, fever.ai; not fetchable from PyPI)"))
     beside = ""
-    if st.get("auroc_norm") is not None:
-        beside = (f"pooled AUROC of the norm for NEI {st['auroc_norm']:.3f} (token count alone: "
-                  f"{st['auroc_tokens']:.3f}); partial \u03c1 on tokens {st['partial_rho']:+.3g}"
-                  f"{_ci(st.get('partial_ci'))}")
-    if tm.get("spearman") is not None:
-        beside += (f"; annotation time: \u03c1 {tm['spearman']:+.3g}{_ci(tm.get('spearman_ci'))}, partial on tokens "
-                   f"{tm['partial_rho']:+.3g}{_ci(tm.get('partial_ci'))} (n {tm['n']})")
-    if ch.get("H") is not None:
-        beside += (f"; challenge types: Kruskal-Wallis H {ch['H']:.2f} (p {ch['p']:.2g}; token count's H "
-                   f"{ch['tokens_H']:.2f})")
+    if st.auroc_norm is not None:
+        beside = (f"pooled AUROC of the norm for NEI {st.auroc_norm:.3f} (token count alone: "
+                  f"{st.auroc_tokens:.3f}); partial \u03c1 on tokens {st.partial_rho:+.3g}"
+                  f"{_ci(st.partial_ci)}")
+    if tm.spearman is not None:
+        beside += (f"; annotation time: \u03c1 {tm.spearman:+.3g}{_ci(tm.spearman_ci)}, partial on tokens "
+                   f"{tm.partial_rho:+.3g}{_ci(tm.partial_ci)} (n {tm.n})")
+    if ch.H is not None:
+        beside += (f"; challenge types: Kruskal-Wallis H {ch.H:.2f} (p {ch.p:.2g}; token count's H "
+                   f"{ch.tokens_H:.2f})")
     return claim_row("abstention_feverous", measured=est, ci=ci, judged=j, n=n, what=what, label=label,
-                     tested_on=f"{r.get('model')}, {r.get('dataset')}",
+                     tested_on=f"{f.model}, {f.dataset}",
                      statistic=f"signals: feverous NEI {which}", beside=beside.lstrip("; "),
-                     details={"pooled AUROC of the norm (NEI)": st.get("auroc_norm"),
-                              "its Mann-Whitney p": st.get("auroc_norm_p"),
-                              "AUROC of the token count": st.get("auroc_tokens"),
-                              "partial rho (NEI, norm | tokens)": st.get("partial_rho"),
-                              "partial rho's CI": st.get("partial_ci"),
-                              "matched share": st.get("matched_share"), "its Wilson CI": st.get("matched_ci"),
-                              "equal-length pairs": st.get("n_pairs"), "ties": st.get("n_ties"),
-                              "annotation time rho": tm.get("spearman"), "annotation time rho's CI": tm.get("spearman_ci"),
-                              "annotation time partial rho on tokens": tm.get("partial_rho"),
-                              "challenge Kruskal-Wallis H": ch.get("H"), "its p": ch.get("p"),
-                              "label Kruskal-Wallis H": (stats.get("label") or {}).get("H")})
+                     details={"pooled AUROC of the norm (NEI)": st.auroc_norm,
+                              "its Mann-Whitney p": st.auroc_norm_p,
+                              "AUROC of the token count": st.auroc_tokens,
+                              "partial rho (NEI, norm | tokens)": st.partial_rho,
+                              "partial rho's CI": st.partial_ci,
+                              "matched share": st.matched_share, "its Wilson CI": st.matched_ci,
+                              "equal-length pairs": st.n_pairs, "ties": st.n_ties,
+                              "annotation time rho": tm.spearman, "annotation time rho's CI": tm.spearman_ci,
+                              "annotation time partial rho on tokens": tm.partial_rho,
+                              "challenge Kruskal-Wallis H": ch.H, "its p": ch.p,
+                              "label Kruskal-Wallis H": (stats.label or KruskalWallis()).H})
 
 
 def hierarchy_claim(r) -> ClaimRow:

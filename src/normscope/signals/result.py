@@ -21,7 +21,7 @@ def _empty_items() -> pd.DataFrame:
 
 __all__ = ["CorrelateResult", "PartialCorrelation", "NormLength", "Stratum", "LengthMatched", "MatchedShare", "LENGTH_UNIT",
            "ShuffleStats", "ShuffleSummary", "AbstentionStats", "AbstentionSummary", "HierarchySummary", "PoolingTrend",
-           "PoolingTrends"]
+           "PoolingTrends", "FeverousTime", "KruskalWallis", "FeverousStats", "FeverousSummary"]
 
 #: What the length control and rho(norm, length) count.
 LENGTH_UNIT = "tokens the model saw (after truncation at its maximum sequence length, special tokens included)"
@@ -265,6 +265,9 @@ class AbstentionStats(Record):
     partial_ci: Interval | None = None
     r_rb: float | None = None
     r_rb_ci: Interval | None = None
+    partial_n: int | None = None
+    n_answerable: int | None = None
+    n_unanswerable: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -309,3 +312,51 @@ class PoolingTrends(Record):
     cls: PoolingTrend | None = None
     mean: PoolingTrend | None = None
     n: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FeverousTime(Record):
+    """The FEVEROUS claims' annotation time against the norm: Spearman rho with its CI, and the partial rho on tokens."""
+
+    n: int | None = None
+    n_missing: int | None = None
+    spearman: float | None = None
+    spearman_ci: Interval | None = None
+    p_value: float | None = None
+    partial_rho: float | None = None
+    partial_ci: Interval | None = None
+    median_s: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class KruskalWallis(Record):
+    """A Kruskal-Wallis test of the norm across groups (``H``, ``p``, the groups' sizes) and of the token count
+    (``tokens_H``, ``tokens_p``)."""
+
+    H: float | None = None
+    p: float | None = None
+    groups: dict | None = None
+    median_norm: dict | None = None
+    tokens_H: float | None = None
+    tokens_p: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FeverousStats(Record):
+    """:func:`normscope.signals.feverous.feverous_stats`: NOT ENOUGH INFO vs decided claims (``nei``, as
+    :class:`AbstentionStats`), the annotation time, and the challenge types' and labels' Kruskal-Wallis tests."""
+
+    nei: AbstentionStats | None = None
+    time: FeverousTime | None = None
+    challenge: KruskalWallis | None = None
+    label: KruskalWallis | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FeverousSummary(Record):
+    """:meth:`normscope.signals.feverous.FeverousResult.to_dict` as the FEVEROUS row reads it."""
+
+    signal: str | None = None
+    model: str | None = None
+    dataset: str | None = None
+    stats: FeverousStats | None = None
