@@ -458,7 +458,7 @@ def test_tiny_design_end_to_end(tiny_design):
     for b in r.base.values():
         assert b["label"] in ("stationary", "drifting", "collapsed")
         pr = b["prediction"]
-        assert pr["n_items"] == 5 and pr["design"] == {"snapshots": 2, "batches": 2, "items": 5}
+        assert pr.n_items == 5 and (pr.design.snapshots, pr.design.batches, pr.design.items) == (2, 2, 5)
         assert len(pr["per_item"]["r_eq"]) == 5
     # momentum and AdamW keep SGD's eta * lambda (same relaxation time); momentum's eta/(1 - beta) = SGD's eta
     s, m, a = (r.base[o] for o in ("sgd", "momentum", "adamw"))

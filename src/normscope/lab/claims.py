@@ -27,9 +27,10 @@
   this size* unless the SGD window is stationary; ``reproduced`` also needs the heat-permutation null beaten,
   ambiguity to order the heat, Pearson >= 0.95 and every control to miss as it should.
 
-Each builder is a pure function of a lab result (a :class:`LabResult` /
-:class:`TransformerLabResult` or its ``to_dict()``; the per-item errors of a free-table / MLP run
-come from its ``items`` table).
+Each builder is a pure function of a lab result and reads it by attribute: a :class:`LabResult`, a
+:class:`TransformerLabResult`, a :class:`DecisiveResult` or a :class:`TowerLabResult` (the last three may be given as
+their ``to_dict()``, which is read back once with ``from_dict``); the per-item errors of a free-table / MLP run come
+from its ``items`` table. Each returns a :class:`~normscope.claims.ClaimRow`.
 """
 
 from __future__ import annotations
@@ -40,8 +41,14 @@ import math
 import numpy as np
 
 from normscope._format import plural
-from normscope.claims import (CLAIMS, Gate, Size, claim_row, fmt_value, judge, not_testable_row,
+from normscope.claims import (CLAIMS, ClaimRow, Gate, Size, claim_row, fmt_value, judge, not_testable_row,
                               permutation_direction)
+from normscope.lab.decisive_values import (DecisiveEncoder, DecisiveRun, EncoderConfig, NoDecay, NullStat,
+                                           PredictionCI, PredictionDesign, PredictionNull, PredictionStats, ScaleE1,
+                                           ScaleStationarity, ScalingFit, SnapshotPrediction, Stationarity)
+from normscope.lab.result import DecisiveResult, LabGate, Motion, TrajectoryCheck, TransformerLabResult
+from normscope.lab.tower_result import TowerLabResult, TowerNull
+from normscope.values import Record
 
 __all__ = ["lab_claim", "optimizer_claim", "transformer_claim", "transformer_claim_row", "transformer_items_claim_row",
            "ENCODER_NAMES", "SHORT_NAMES", "REL_TOL", "SCALE_TOL", "STEP_TOL", "MIN_SCALE_BLOCKS", "SINGLE_RUN_CLAIM", "SCALE_SLOPES",
@@ -89,7 +96,7 @@ def _tested_on(res) -> str:
             f"items, {res.steps} steps, {res.estimator} estimator")
 
 
-def lab_claim(res, *, n_boot: int, seed: int) -> dict:
+def lab_claim(res, *, n_boot: int, seed: int) -> ClaimRow:
     """Row ``theorem1_lab`` from a free-table or MLP :class:`LabResult` (SGD).
 
     The statistic is the mean |relative error| of R_eq with a percentile bootstrap CI over items;
@@ -102,9 +109,11 @@ def lab_claim(res, *, n_boot: int, seed: int) -> dict:
     if rel.size < 3 or res.mean_abs_rel_error is None:
         return not_testable_row("theorem1_lab", "fewer than 3 items with a predicted R_eq", what=what)
     ci = _boot_mean(rel, n_boot, seed)
-    gate = res.gate or {}
-    others = (res.median_rel_error is not None and abs(res.median_rel_error) <= gate.get("abs_median_rel_error", 0.02)
-              and res.pearson is not None and res.pearson >= gate.get("pearson", 0.95))
+    gate = LabGate.from_json(res.gate) or LabGate()
+    max_median = 0.02 if gate.abs_median_rel_error is None else gate.abs_median_rel_error
+    min_pearson = 0.95 if gate.pearson is None else gate.pearson
+    others = (res.median_rel_error is not None and abs(res.median_rel_error) <= max_median
+              and res.pearson is not None and res.pearson >= min_pearson)
     j = judge("theorem1_lab", res.mean_abs_rel_error, ci, conditions_met=others)
     return claim_row(
         "theorem1_lab", measured=res.mean_abs_rel_error, ci=ci, judged=j, n=int(rel.size), tested_on=_tested_on(res),
@@ -112,12 +121,12 @@ def lab_claim(res, *, n_boot: int, seed: int) -> dict:
         beside=_ran(res), label="mean |R_eq \u2212 R| / R",
         statistic=f"lab {res.encoder}/{res.optimizer}: mean |rel. error|", what=what + f" ({n_boot} resamples)",
         details={"median relative error (gate |.| <= 0.02)": res.median_rel_error,
-                 "Pearson r(R_eq, R) (gate >= 0.95)": res.pearson, "gate passed": bool(gate.get("passed"))},
+                 "Pearson r(R_eq, R) (gate >= 0.95)": res.pearson, "gate passed": bool(gate.passed)},
         note=f"the gate's median and Pearson parts {'hold' if others else 'fail'} (median "
              f"{fmt_value(res.median_rel_error, sign=True)}, Pearson {fmt_value(res.pearson)})")
 
 
-def optimizer_claim(res, *, n_boot: int, seed: int) -> dict:
+def optimizer_claim(res, *, n_boot: int, seed: int) -> ClaimRow:
     """Row ``optimizer_momentum`` or ``optimizer_adamw`` from a free-table lab run with that optimizer.
 
     The statistic is the mean |relative error| of the plain-SGD formula (for momentum: without the
@@ -140,18 +149,30 @@ def optimizer_claim(res, *, n_boot: int, seed: int) -> dict:
     if res.optimizer == "momentum":
         details["with the (E12) correction: mean |rel. error|"] = res.mean_abs_rel_error
         note = (f"with the (E12) correction the error is {fmt_value(res.mean_abs_rel_error)} (gate "
-                f"{'passed' if (res.gate or {}).get('passed') else 'not passed'})")
+                f"{'passed' if (LabGate.from_json(res.gate) or LabGate()).passed else 'not passed'})")
     return claim_row(key, measured=float(rel.mean()), ci=ci, judged=j, n=int(rel.size), tested_on=_tested_on(res),
                      beside=_ran(res), label="mean |R_eq \u2212 R| / R, SGD formula",
                      statistic=f"lab {res.encoder}/{res.optimizer}: mean |rel. error| of the SGD formula", what=what,
                      details=details, note=note)
 
 
-def _as_dict(res) -> dict:
-    return res.to_dict() if hasattr(res, "to_dict") else dict(res)
+def _as_result(res, cls):
+    """``res`` as the typed result ``cls`` (its ``to_dict()`` given, or any mapping: read back once)."""
+    if isinstance(res, cls):
+        return res
+    return cls.from_dict(res.to_dict() if hasattr(res, "to_dict") else dict(res))
 
 
-def transformer_claim(res) -> dict:
+def _given(value: Record | None) -> bool:
+    """A nested value that is there and not empty (the JSON object it was read from had keys)."""
+    return value is not None and bool(value.to_json())
+
+
+def _or(x, default):
+    return default if x is None else x
+
+
+def transformer_claim(res) -> ClaimRow:
     """Row ``theorem1_transformer`` from the SGD run of the transformer lab.
 
     The statistic is the partial Spearman rho between each probe item's step-0 predicted R_eq and
@@ -159,26 +180,35 @@ def transformer_claim(res) -> dict:
     row is *not decided at this size* unless the run is at least one relaxation time long before
     its window (``long_enough``) and the window passed a stationarity check (``trajectory.stationary``
     is True; a missing check counts as not passed).
+
+    Parameters
+    ----------
+    res : TransformerLabResult or dict
+        The run's result (or its ``to_dict()``).
+
+    Returns
+    -------
+    ClaimRow
     """
-    r = _as_dict(res)
-    m = r.get("motion") or {}
-    rho = m.get("partial_spearman_predicted_vs_final_given_start")
-    ci = m.get("partial_spearman_predicted_vs_final_given_start_ci")
+    r = _as_result(res, TransformerLabResult)
+    m = r.motion or Motion()
+    rho = m.partial_spearman_predicted_vs_final_given_start
+    ci = m.partial_spearman_predicted_vs_final_given_start_ci
     what = ("partial Spearman \u03c1(R_eq at step 0, R_T | R_0) over held-out probe items; CI: bootstrap over probe "
             "items")
-    tested = (f"{r.get('model')}, {r.get('optimizer')} \u03b7 = {fmt_value(r.get('lr'))}, \u03bb = "
-              f"{fmt_value(r.get('weight_decay'))}, {r.get('steps')} steps, {r.get('probe_items')} probe items")
+    tested = (f"{r.model}, {r.optimizer} \u03b7 = {fmt_value(r.lr)}, \u03bb = "
+              f"{fmt_value(r.weight_decay)}, {r.steps} steps, {r.probe_items} probe items")
     if rho is None:
         return not_testable_row("theorem1_transformer", f"fewer than 4 probe items with a step-0 R_eq "
-                                f"({m.get('n_with_prediction', 0)} of {r.get('probe_items')})", what=what,
+                                f"({_or(m.n_with_prediction, 0)} of {r.probe_items})", what=what,
                                 tested_on=tested)
-    relax = r.get("relaxation_steps")
-    stationary = (r.get("trajectory") or {}).get("stationary")
+    relax = r.relaxation_steps
+    stationary = (r.trajectory or TrajectoryCheck()).stationary
     need = (f"a run of at least {math.ceil(relax)} steps before its measurement window whose norms pass the "
             "stationarity check (normscope lab --encoder transformer --steps N)" if relax else
             "a run with a positive radial decay (no relaxation time exists without one)")
-    if not r.get("long_enough"):
-        gate = Gate(False, f"{r.get('steps')} steps is shorter than one relaxation time "
+    if not r.long_enough:
+        gate = Gate(False, f"{r.steps} steps is shorter than one relaxation time "
                            f"({fmt_value(relax)} steps)" if relax else "no relaxation time (no radial decay)", need)
     elif stationary is not True:
         gate = Gate(False, "the window's norms failed the stationarity check" if stationary is False
@@ -187,19 +217,19 @@ def transformer_claim(res) -> dict:
         gate = Gate(True)
     j = judge(SINGLE_RUN_CLAIM, rho, ci, gate=gate)
     notes = []
-    frac, fc = r.get("fraction_moved_toward_req"), m.get("fraction_moved_toward_common_target")
+    frac, fc = r.fraction_moved_toward_req, m.fraction_moved_toward_common_target
     if frac is not None:
-        notes.append(f"{m.get('n_toward')} of {m.get('n_decided')} items ({frac:.0%}) moved toward their step-0 R_eq"
+        notes.append(f"{m.n_toward} of {m.n_decided} items ({frac:.0%}) moved toward their step-0 R_eq"
                      + (f" ({fc:.0%} toward a common target, the median R_eq)" if fc is not None else ""))
-    r0, rt, req = ((m.get(k) or {}).get("median") for k in ("r0", "r_final", "r_eq0"))
+    r0, rt, req = (None if s is None else s.median for s in (m.r0, m.r_final, m.r_eq0))
     if None not in (r0, rt, req):
         notes.append(f"the median norm went from {r0:.4g} to {rt:.4g} against a median step-0 R_eq of {req:.4g}")
-    return claim_row("theorem1_transformer", measured=rho, ci=ci, judged=j, n=m.get("n_partial"), tested_on=tested,
+    return claim_row("theorem1_transformer", measured=rho, ci=ci, judged=j, n=m.n_partial, tested_on=tested,
                      claim=SINGLE_RUN_CLAIM,
                      label="partial Spearman \u03c1(R_eq, R_T | R_0)",
                      statistic="transformer lab: partial Spearman rho(R_eq0, R_T | R_0)", what=what,
                      needs=gate.needs if not gate.passed else "",
-                     details={"relaxation time (steps)": relax, "long enough": r.get("long_enough"),
+                     details={"relaxation time (steps)": relax, "long enough": r.long_enough,
                               "stationary window": stationary,
                               "fraction moved toward R_eq": frac, "fraction toward a common target": fc},
                      note="; ".join(notes))
@@ -236,22 +266,71 @@ def slope_tolerance(scaling_factors) -> float:
     return math.log(1.0 + SCALE_TOL) / span
 
 
-def _design_what(d: dict, base: dict) -> str:
-    return (f"a {(d.get('encoder') or {}).get('config', {}).get('hidden', '?')}-wide BERT trained with SGD "
-            f"(eta={_f(base.get('eta'), 'g')}, lambda={_f(base.get('lambda'), '.4g')}, decay on {d.get('decay_mask')})")
+def _design_what(r: DecisiveResult, base: DecisiveRun) -> str:
+    cfg = (r.encoder or DecisiveEncoder()).config or EncoderConfig()
+    return (f"a {_or(cfg.hidden, '?')}-wide BERT trained with SGD "
+            f"(eta={_f(base.eta, 'g')}, lambda={_f(base.lam, '.4g')}, decay on {r.decay_mask})")
 
 
-def _time_part(base: dict) -> str:
-    relax, steps = base.get("relaxation_steps"), base.get("steps")
-    unit = base.get("relaxation_unit") or "1/(4 eta lambda_rad)"
+def _time_part(base: DecisiveRun) -> str:
+    relax, steps = base.relaxation_steps, base.steps
+    unit = base.relaxation_unit or "1/(4 eta lambda_rad)"
     if not (steps and relax):
         return "relaxation unit unknown"
-    burn = base.get("burn_in") or 0
+    burn = base.burn_in or 0
     return (f"{steps:,} steps = {steps / relax:.3g} relaxation units {unit} of {relax:.0f} steps (window after "
             f"{burn / relax:.3g} units)")
 
 
-def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
+def _scale_gate(base: DecisiveRun, needs: str) -> Gate:
+    """Whether the SGD base run's scale can decide the row: not collapsed, stationary (its replicates too), and a
+    window of at least :data:`MIN_SCALE_BLOCKS` blocks."""
+    sc = base.scale
+    st = sc.stationarity or ScaleStationarity()
+    moving = [x.name for x in base.replicates or [] if x.scale_label != "stationary"]
+    if base.label == "collapsed":
+        return Gate(False, "the SGD base run collapsed", needs)
+    if st.label != "stationary":
+        return Gate(False, "the SGD base run's scale ||theta_D|| is not stationary", needs)
+    if moving:
+        return Gate(False, f"the scale of {plural(len(moving), 'replicate')} of the SGD base run is not stationary "
+                           f"({', '.join(moving)})", needs)
+    if (sc.n_blocks or 0) < MIN_SCALE_BLOCKS:
+        return Gate(False, f"the SGD base run's window is {_f(base.window_units)} relaxation units long: its CI "
+                           f"rests on {sc.n_blocks} blocks, fewer than {MIN_SCALE_BLOCKS} independent ones", needs)
+    return Gate(True)
+
+
+def _scale_conditions(r: DecisiveResult) -> tuple[dict, list[str]]:
+    """The scale row's further conditions (the lambda-scaling slopes within :func:`slope_tolerance`, the no-decay
+    control growing, AdamW failing the SGD form), each True / False / None (not measured), and a note on each."""
+    conds, notes = {}, []
+    tol = slope_tolerance(r.scaling_factors or (0.5, 2.0))
+    for opt, e in SCALE_SLOPES.items():
+        series = r.scaling_of(opt)
+        f = series.scale_fit or ScalingFit()
+        sci = f.ci
+        ok = (bool(e - tol <= sci[0] and sci[1] <= e + tol) if sci and None not in sci else None)
+        conds[f"{opt} slope of log s on log lambda within {e:g} +- {tol:.3f} (its CI)"] = ok
+        if _given(series.scale_fit):
+            ps = series.scale_predicted_slope
+            notes.append(f"{opt} slope {f.slope:.3f} {_ci(sci)} vs {e:g} (margin +-{tol:.3f}; the CI "
+                         f"{'contains' if series.prediction_in_ci else 'excludes'} {e:g} itself"
+                         + (f"; the runs' own (E2) predictions give {ps:.3f}: the heat depends on lambda"
+                            if ps is not None and opt != "adamw" and abs(ps - e) > 0.005 else "") + ")")
+    nd = (r.nodecay or NoDecay()).scale
+    conds["no-decay control: s grows"] = nd.grew if nd is not None else None
+    if _given(nd):
+        notes.append(f"no decay: s_end/s_start {nd.ratio:.4f}, grew in {nd.fraction_of_steps_grew:.1%} of steps")
+    ad = r.base_run("adamw").scale
+    aci = ad.abs_rel_error_ci if ad is not None else None
+    conds[f"AdamW fails the SGD form (|rel. error| CI above {SCALE_TOL:g})"] = (bool(aci[0] > SCALE_TOL) if aci else None)
+    if _given(ad):
+        notes.append(f"AdamW, SGD form: |rel. error| {_f(ad.abs_rel_error)} {_ci(aci)}")
+    return conds, notes
+
+
+def transformer_claim_row(d, *, full_command: str = "") -> ClaimRow:
     """Row ``theorem1_transformer`` of the decisive design: the theorem's own conditions, on the decayed group theta_D.
 
     theta_D (the last LayerNorm's gain and bias) is exactly scale invariant under the cosine loss, so it is a free
@@ -270,102 +349,68 @@ def transformer_claim_row(d: dict, *, full_command: str = "") -> dict:
 
     Parameters
     ----------
-    d : dict
-        :meth:`normscope.lab.result.DecisiveResult.to_dict`.
+    d : DecisiveResult or dict
+        The design's result (or its :meth:`~normscope.lab.result.DecisiveResult.to_dict`).
     full_command : str
         The command that runs the full design (what would decide a row that is not decided).
 
     Returns
     -------
-    dict
-        A :func:`normscope.claims.claim_row`.
+    ClaimRow
     """
     key = "theorem1_transformer"
-    base = (d.get("base") or {}).get("sgd") or {}
-    sc = base.get("scale") or {}
-    what = (f"|s_pred / s_obs - 1| of the decayed scale s = ||theta_D|| of {_design_what(d, base)}; s_pred^4 = "
+    r = _as_result(d, DecisiveResult)
+    base = r.base_run("sgd")
+    sc = base.scale
+    seeds = base.scale_seeds if _given(base.scale_seeds) else None
+    testable = sc is not None and sc.abs_rel_error is not None
+    over_seeds = testable and seeds is not None and (seeds.n_seeds or 0) >= 2  # the base run and its replicates
+    if over_seeds:
+        ci_words = (f"the mean over {seeds.n_seeds} runs on different batch seeds (the base run and "
+                    f"{plural(len(base.replicates or []), 'replicate')} from the same start); CI: {seeds.resamples}")
+    else:
+        ci_words = f"CI: {(sc.resamples if sc is not None else None) or 'time blocks of the window'}"
+    what = (f"|s_pred / s_obs - 1| of the decayed scale s = ||theta_D|| of {_design_what(r, base)}; s_pred^4 = "
             "eta^2 <||g_D||^2 s^2> / (2c) (E2) from the window's own gradients, no fitted constant; s_obs the time-RMS "
-            f"of s over the window; CI: {sc.get('resamples') or 'time blocks of the window'}")
-    tested = f"the '{d.get('design')}' decisive design, {_time_part(base)}"
+            f"of s over the window; {ci_words}")
+    tested = f"the '{r.design}' decisive design, {_time_part(base)}"
     needs = f"a design whose SGD base run's scale passes the stationarity rule ({full_command or 'the full design'})"
-    if not sc or sc.get("abs_rel_error") is None:
+    if not testable:
         return not_testable_row(key, "this result has no record of theta_D (a design before issue 35, whose runs "
                                 "replayed the pre-training batches)", what=what, tested_on=tested,
                                 verdict="not decided at this size", needs=needs)
-    stat, ci = sc["abs_rel_error"], sc.get("abs_rel_error_ci")
-    st = sc.get("stationarity") or {}
-    seeds = base.get("scale_seeds") or {}
-    reps = base.get("replicates") or []
-    if (seeds.get("n_seeds") or 0) >= 2:  # the base run and its replicates on other batch seeds
-        stat, ci = seeds["abs_rel_error"], seeds.get("abs_rel_error_ci")
-        what = what.replace(f"CI: {sc.get('resamples') or 'time blocks of the window'}",
-                            f"the mean over {seeds['n_seeds']} runs on different batch seeds (the base run and "
-                            f"{plural(len(reps), 'replicate')} from the same start); CI: {seeds.get('resamples')}")
-    moving = [r["name"] for r in reps if r.get("scale_label") != "stationary"]
-    if base.get("label") == "collapsed":
-        gate = Gate(False, "the SGD base run collapsed", needs)
-    elif st.get("label") != "stationary":
-        gate = Gate(False, "the SGD base run's scale ||theta_D|| is not stationary", needs)
-    elif moving:
-        gate = Gate(False, f"the scale of {plural(len(moving), 'replicate')} of the SGD base run is not stationary "
-                           f"({', '.join(moving)})", needs)
-    elif (sc.get("n_blocks") or 0) < MIN_SCALE_BLOCKS:
-        gate = Gate(False, f"the SGD base run's window is {_f(base.get('window_units'))} relaxation units long: its CI "
-                           f"rests on {sc.get('n_blocks')} blocks, fewer than {MIN_SCALE_BLOCKS} independent ones", needs)
-    else:
-        gate = Gate(True)
-    conds, notes = {}, []
-    scaling = d.get("scaling") or {}
-    tol = slope_tolerance((d.get("sizes") or {}).get("scaling_factors") or (0.5, 2.0))
-    for opt, e in SCALE_SLOPES.items():
-        f = (scaling.get(opt) or {}).get("scale_fit") or {}
-        sci = f.get("ci")
-        ok = (bool(e - tol <= sci[0] and sci[1] <= e + tol) if sci and None not in sci else None)
-        conds[f"{opt} slope of log s on log lambda within {e:g} +- {tol:.3f} (its CI)"] = ok
-        if f:
-            ps = (scaling.get(opt) or {}).get("scale_predicted_slope")
-            inside = (scaling.get(opt) or {}).get("prediction_in_ci")
-            notes.append(f"{opt} slope {f['slope']:.3f} {_ci(sci)} vs {e:g} (margin +-{tol:.3f}; the CI "
-                         f"{'contains' if inside else 'excludes'} {e:g} itself"
-                         + (f"; the runs' own (E2) predictions give {ps:.3f}: the heat depends on lambda"
-                            if ps is not None and opt != "adamw" and abs(ps - e) > 0.005 else "") + ")")
-    nd = (d.get("nodecay") or {}).get("scale") or {}
-    conds["no-decay control: s grows"] = nd.get("grew")
-    if nd:
-        notes.append(f"no decay: s_end/s_start {nd.get('ratio'):.4f}, grew in {nd.get('fraction_of_steps_grew'):.1%} of "
-                     "steps")
-    ad = ((d.get("base") or {}).get("adamw") or {}).get("scale") or {}
-    aci = ad.get("abs_rel_error_ci")
-    conds[f"AdamW fails the SGD form (|rel. error| CI above {SCALE_TOL:g})"] = (bool(aci[0] > SCALE_TOL) if aci else None)
-    if ad:
-        notes.append(f"AdamW, SGD form: |rel. error| {_f(ad.get('abs_rel_error'))} {_ci(aci)}")
+    stat, ci = (seeds.abs_rel_error, seeds.abs_rel_error_ci) if over_seeds else (sc.abs_rel_error, sc.abs_rel_error_ci)
+    st = sc.stationarity or ScaleStationarity()
+    gate = _scale_gate(base, needs)
+    conds, notes = _scale_conditions(r)
     failed = [k for k, v in conds.items() if v is not True]
-    e1 = sc.get("e1") or {}
-    notes.insert(0, f"s observed {_f(sc.get('s_observed'), '.4g')}, predicted {_f(sc.get('s_predicted'), '.4g')} "
-                    f"(rel. error {_f(sc.get('rel_error'), '+.3%')} {_ci(sc.get('rel_error_ci'))}); (E1): max |cos(theta_D, "
-                    f"g_D)| {_f(e1.get('max_abs_cos'))}, window balance {_f(e1.get('balance'), '.4f')}")
-    if (seeds.get("n_seeds") or 0) >= 2:
-        per = ", ".join(f"{x['rel_error']:+.2%}" for x in seeds.get("per_seed") or [])
-        notes.insert(1, f"over {seeds['n_seeds']} batch seeds: rel. error {_f(seeds.get('rel_error'), '+.3%')} "
-                        f"{_ci(seeds.get('rel_error_ci'))} (per seed {per}; between-seed SD "
-                        f"{_f(seeds.get('between_seed_sd'), '.3%')})")
+    e1 = sc.e1 or ScaleE1()
+    notes.insert(0, f"s observed {_f(sc.s_observed, '.4g')}, predicted {_f(sc.s_predicted, '.4g')} "
+                    f"(rel. error {_f(sc.rel_error, '+.3%')} {_ci(sc.rel_error_ci)}); (E1): max |cos(theta_D, "
+                    f"g_D)| {_f(e1.max_abs_cos)}, window balance {_f(e1.balance, '.4f')}")
+    if over_seeds:
+        per = ", ".join(f"{x.rel_error:+.2%}" for x in seeds.per_seed or [])
+        notes.insert(1, f"over {seeds.n_seeds} batch seeds: rel. error {_f(seeds.rel_error, '+.3%')} "
+                        f"{_ci(seeds.rel_error_ci)} (per seed {per}; between-seed SD "
+                        f"{_f(seeds.between_seed_sd, '.3%')})")
     if failed:
         notes.append("not met: " + "; ".join(f"{k} ({'not measured' if conds[k] is None else 'no'})" for k in failed))
-    if base.get("label") == "collapsed" or st.get("reasons"):
-        notes.append("why not stationary: " + "; ".join((base.get("reasons") if base.get("label") == "collapsed" else
-                                                        st.get("reasons")) or []))
+    if base.label == "collapsed" or st.reasons:
+        notes.append("why not stationary: " + "; ".join((base.reasons if base.label == "collapsed" else
+                                                        st.reasons) or []))
     j = judge(key, stat, ci, gate=gate, conditions_met=not failed)
-    return claim_row(key, measured=stat, ci=ci, judged=j, n=sc.get("window_steps"), what=what,
+    return claim_row(key, measured=stat, ci=ci, judged=j, n=sc.window_steps, what=what,
                      label="|s_pred / s_obs - 1| (theta_D)", tested_on=tested, note="; ".join(notes),
                      statistic="transformer lab (decisive): |s_pred / s_obs - 1| of theta_D",
-                     beside=f"rel. error {_f((seeds or sc).get('rel_error'), '+.2%')}",
+                     beside=f"rel. error {_f((seeds or sc).rel_error, '+.2%')}",
                      needs=gate.needs if not gate.passed else "",
-                     details={"tolerance": SCALE_TOL, "conditions": conds, "scale stationarity": st,
-                              "E1": e1, "s observed": sc.get("s_observed"), "s predicted": sc.get("s_predicted"),
-                              "over seeds": seeds or None})
+                     details={"tolerance": SCALE_TOL, "conditions": conds,
+                              "scale stationarity": sc.stationarity if sc.stationarity is not None else {},
+                              "E1": sc.e1 if sc.e1 is not None else {}, "s observed": sc.s_observed,
+                              "s predicted": sc.s_predicted, "over seeds": seeds})
 
 
-def transformer_items_claim_row(d: dict, *, full_command: str = "") -> dict:
+def transformer_items_claim_row(d, *, full_command: str = "") -> ClaimRow:
     """Row ``theorem1_transformer_items``: per-item output norms against the per-item prediction (the paper's
     application, outside the theorem's derivation).
 
@@ -377,86 +422,98 @@ def transformer_items_claim_row(d: dict, *, full_command: str = "") -> dict:
     step-size gate holds (the median item moves by at most :data:`STEP_TOL` of its norm per step, measured at
     equilibrium; otherwise no number is computed: the probe's expansion does not hold), and the prediction beats a
     constant predictor (every item the geometric mean of R_eq; the CI of the gain over it above 0).
+
+    Parameters
+    ----------
+    d : DecisiveResult or dict
+        The design's result (or its :meth:`~normscope.lab.result.DecisiveResult.to_dict`).
+    full_command : str
+        The command that runs the full design.
+
+    Returns
+    -------
+    ClaimRow
     """
     key = "theorem1_transformer_items"
-    base = (d.get("base") or {}).get("sgd") or {}
-    pred = base.get("prediction") or {}
-    st = base.get("stationarity") or {}
-    stat, ci = d.get("mean_abs_rel_error"), d.get("mean_abs_rel_error_ci")
-    null = (pred.get("null") or {}).get("mean_abs_rel_error") or {}
-    design = pred.get("design") or {}
+    r = _as_result(d, DecisiveResult)
+    base = r.base_run("sgd")
+    pred = base.prediction or SnapshotPrediction()
+    st = base.stationarity or Stationarity()
+    stat, ci = r.mean_abs_rel_error, r.mean_abs_rel_error_ci
+    null = (pred.null or PredictionNull()).mean_abs_rel_error or NullStat()
+    design = pred.design or PredictionDesign()
     caveat = ("the per-item factor rho(x) = R(x)/||theta_D|| is set by undecayed weights, outside Theorem 1's "
               "derivation (the paper states mean-pooled outputs are not covered)")
-    what = (f"mean |R_eq - R-bar| / R-bar over {pred.get('n_items', d.get('probe_items'))} held-out probe items of "
-            f"{_design_what(d, base)}; R_eq from (E7) with c = eta lambda_rad (E4), no fitted constant, "
-            f"{design.get('snapshots', '?')} snapshots x {design.get('batches', '?')} fresh batches; CI over snapshots, "
+    what = (f"mean |R_eq - R-bar| / R-bar over {_or(pred.n_items, r.probe_items)} held-out probe items of "
+            f"{_design_what(r, base)}; R_eq from (E7) with c = eta lambda_rad (E4), no fitted constant, "
+            f"{_or(design.snapshots, '?')} snapshots x {_or(design.batches, '?')} fresh batches; CI over snapshots, "
             "batches and items; direction against a permutation null shuffling the R-free statistics across items; "
             f"caveat: {caveat}")
-    tested = f"the '{d.get('design')}' decisive design, {_time_part(base)}"
+    tested = f"the '{r.design}' decisive design, {_time_part(base)}"
     need_run = f"a run whose SGD base run passes every stationarity check ({full_command or 'the full design'})"
-    step = base.get("relative_step")
+    step = base.relative_step
     if stat is None or ci is None or None in ci:
         return not_testable_row(key, "the decisive design gave no prediction with a CI "
-                                f"(SGD base run: {base.get('label') or 'not run'})", what=what, tested_on=tested)
+                                f"(SGD base run: {base.label or 'not run'})", what=what, tested_on=tested)
     if step is None or step > STEP_TOL:
         return not_testable_row(key, f"step-size gate: the median item moves {_f(step)} of its norm per step at "
                                 f"equilibrium (allowed {STEP_TOL:g}); no per-item prediction is judged", what=what,
                                 tested_on=tested, verdict="not decided at this size",
                                 note="the probe's expansion in eta (E6)-(E8) does not hold for such steps",
                                 needs="a setting whose items move by at most 0.05 of their norm per step (smaller eta)")
-    sd, sci = pred.get("stats") or {}, pred.get("ci") or {}
-    gain, gain_ci = sd.get("gain_over_constant"), sci.get("gain_over_constant")
-    reasons = "; ".join(base.get("reasons") or []) or "a stationarity check failed"
-    if not d.get("stationary"):
-        gate = Gate(False, f"the SGD base run's items are {base.get('label') or 'not stationary'}", need_run)
+    sd, sci = pred.stats or PredictionStats(), pred.ci or PredictionCI()
+    gain, gain_ci = sd.gain_over_constant, sci.gain_over_constant
+    reasons = "; ".join(base.reasons or []) or "a stationarity check failed"
+    if not r.stationary:
+        gate = Gate(False, f"the SGD base run's items are {base.label or 'not stationary'}", need_run)
     elif gain_ci is None or None in gain_ci or not gain_ci[0] > 0:
         gate = Gate(False, f"the per-item prediction does not beat a constant predictor (gain {_f(gain)} "
                            f"{_ci(gain_ci)})", "a prediction whose per-item content beats the constant predictor "
                                                "(every item the geometric mean of R_eq)")
     else:
         gate = Gate(True)
-    n_perm = int(pred.get("n_perm") or 0)
-    direction = permutation_direction(null.get("p"), null.get("p_above"), n_perm, f"the mean |rel. error| {_f(stat)}")
+    n_perm = int(pred.n_perm or 0)
+    direction = permutation_direction(null.p, null.p_above, n_perm, f"the mean |rel. error| {_f(stat)}")
     j = judge(key, stat, ci, direction=direction, gate=gate)
-    note = (f"{caveat}; constant predictor: mean |rel. error| {_f(sd.get('constant_mean_abs_rel_error'))}, gain "
+    note = (f"{caveat}; constant predictor: mean |rel. error| {_f(sd.constant_mean_abs_rel_error)}, gain "
             f"{_f(gain)} {_ci(gain_ci)}; relative step {_f(step)} (gate {STEP_TOL:g}); stationarity: mean R^2 moved "
-            f"{_f(st.get('relative_change'), '+.2%')} between the window's halves"
-            + (f"; why not stationary: {reasons}" if not d.get("stationary") else ""))
-    return claim_row(key, measured=stat, ci=ci, judged=j, n=pred.get("n_items"), what=what,
+            f"{_f(st.relative_change, '+.2%')} between the window's halves"
+            + (f"; why not stationary: {reasons}" if not r.stationary else ""))
+    return claim_row(key, measured=stat, ci=ci, judged=j, n=pred.n_items, what=what,
                      label="mean |R_eq - R-bar| / R-bar", tested_on=tested, note=note,
                      statistic="transformer lab (decisive): mean |R_eq - R-bar| / R-bar",
-                     beside=f"Pearson(R_eq, R-bar) {_f(d.get('pearson'))} {_ci(d.get('pearson_ci'))}",
+                     beside=f"Pearson(R_eq, R-bar) {_f(r.pearson)} {_ci(r.pearson_ci)}",
                      needs=gate.needs if not gate.passed else "",
-                     details={"stationarity checks (SGD base run)": st.get("checks"), "tolerance": REL_TOL,
+                     details={"stationarity checks (SGD base run)": st.checks, "tolerance": REL_TOL,
                               "step-size gate": STEP_TOL, "relative step": step,
-                              "constant predictor mean |rel. error|": sd.get("constant_mean_abs_rel_error"),
+                              "constant predictor mean |rel. error|": sd.constant_mean_abs_rel_error,
                               "gain over the constant predictor": gain, "gain CI": gain_ci,
-                              "null median of the mean |rel. error|": null.get("median")})
+                              "null median of the mean |rel. error|": null.median})
 
 
-def _tower_conditions(d: dict) -> tuple[bool, list[str]]:
+def _tower_conditions(r: TowerLabResult) -> tuple[bool, list[str]]:
     """Whether the frozen-tower row's further conditions hold, and one phrase per condition."""
     out = []
-    null = d.get("null") or {}
-    p = null.get("p")
+    null = r.null or TowerNull()
+    p = null.p
     ok = p is not None and p < 0.05
-    out.append(f"the nouns' own heat predicts better than another noun's (null median {_f(null.get('median'))}, "
+    out.append(f"the nouns' own heat predicts better than another noun's (null median {_f(null.median)}, "
                f"p {_f(p, '.2g')}, one-sided)" if ok else
                f"the prediction does not beat the heat-permutation null (p {_f(p, '.2g')})")
-    rho, rho_ci = d.get("spearman_heat_senses"), d.get("spearman_heat_senses_ci")
+    rho, rho_ci = r.spearman_heat_senses, r.spearman_heat_senses_ci
     good = bool(rho_ci and rho_ci[0] is not None and rho_ci[0] > 0)
     ok &= good
     out.append(f"ambiguity {'orders' if good else 'does not order'} the heat (Spearman(heat, senses) {_f(rho)} "
                f"{_ci(rho_ci)})")
-    pr = d.get("pearson")
+    pr = r.pearson
     good = pr is not None and pr >= 0.95
     ok &= good
     out.append(f"Pearson(R_eq, R-bar) {_f(pr)} {'>=' if good else '<'} 0.95")
-    ctl = d.get("controls") or {}
+    ctl = r.controls or {}
     checks = {
-        "adamw": lambda c: (c.get("mean_abs_rel_error_sgd_form_ci") or [0])[0] > GATE_REL,
-        "momentum": lambda c: (c.get("mean_abs_rel_error_sgd_form_ci") or [0])[0] > GATE_REL,
-        "nodecay": lambda c: c.get("share_grown") == 1.0 and not c.get("stationary"),
+        "adamw": lambda c: (c.mean_abs_rel_error_sgd_form_ci or [0])[0] > GATE_REL,
+        "momentum": lambda c: (c.mean_abs_rel_error_sgd_form_ci or [0])[0] > GATE_REL,
+        "nodecay": lambda c: c.share_grown == 1.0 and not c.stationary,
     }
     words = {"adamw": "AdamW: the SGD form misses by {m}", "momentum": "heavy ball without (E12): misses by {m}",
              "nodecay": "no decay: {g} of the norms grew by {m} on average"}
@@ -468,8 +525,8 @@ def _tower_conditions(d: dict) -> tuple[bool, list[str]]:
             continue
         good = bool(check(c))
         ok &= good
-        m = c.get("mean_growth") if name == "nodecay" else c.get("median_rel_error_sgd_form")
-        text = words[name].format(m=_f(m, "+.1%"), g=_f(c.get("share_grown"), ".0%"))
+        m = c.mean_growth if name == "nodecay" else c.median_rel_error_sgd_form
+        text = words[name].format(m=_f(m, "+.1%"), g=_f(c.share_grown, ".0%"))
         out.append(text + ("" if good else " (the control does not fail as it must)"))
     return bool(ok), out
 
@@ -478,59 +535,60 @@ def _tower_conditions(d: dict) -> tuple[bool, list[str]]:
 GATE_REL = 0.05
 
 
-def tower_claim_row(d: dict) -> dict:
-    """Row ``ambiguity_heat_lab`` of the frozen-tower arm (a pure function of its ``to_dict()``).
+def tower_claim_row(d) -> ClaimRow:
+    """Row ``ambiguity_heat_lab`` of the frozen-tower arm (a pure function of the arm's result).
 
     Parameters
     ----------
-    d : dict
-        :meth:`normscope.lab.tower.TowerLabResult.to_dict`: ``mean_abs_rel_error`` and its CI (nouns and
+    d : TowerLabResult or dict
+        The arm's result (or its ``to_dict()``): ``mean_abs_rel_error`` and its CI (nouns and
         probe-batch blocks resampled), ``null``, ``stationary``, ``stationarity``, ``pearson``,
         ``spearman_heat_senses`` (+ CI), ``controls``.
 
     Returns
     -------
-    dict
-        A :func:`normscope.claims.claim_row`: *not decided at this size* unless the SGD window is stationary;
+    ClaimRow
+        *Not decided at this size* unless the SGD window is stationary;
         otherwise the size (no direction is claimed): ``refuted`` when the whole CI lies above 0.05, ``reproduced``
         when it lies wholly below and the further conditions hold: the heat-permutation null is beaten (one-sided p
         < 0.05), ambiguity orders the heat (Spearman CI above 0), Pearson >= 0.95 and the three controls fail the
         SGD form (AdamW and heavy ball without (E12) miss by more than 0.05, the
         no-decay run's every norm grows and its window is not stationary); otherwise ``inconclusive``.
     """
-    stat, ci = d.get("mean_abs_rel_error"), d.get("mean_abs_rel_error_ci")
-    null = d.get("null") or {}
-    st = d.get("stationarity") or {}
-    what = (f"mean |R_eq - R-bar| / R-bar over {d.get('n_items')} WordNet nouns ({d.get('n_items', 0) // 4 or '?'} per "
-            f"number of senses 1-4), free vectors trained with InfoNCE (tau = {_f(d.get('tau'), 'g')}, B = "
-            f"{d.get('batch_size')}) against the frozen {d.get('model')}'s gloss embeddings by SGD (eta = "
-            f"{_f(d.get('lr'), 'g')}, lambda = {_f(d.get('weight_decay'), 'g')}); R_eq from (E7) with the heat of "
-            f"{d.get('probe_batches')} probe batches at the end, no fitted constant; R-bar the window's time-RMS norm; "
+    r = _as_result(d, TowerLabResult)
+    stat, ci = r.mean_abs_rel_error, r.mean_abs_rel_error_ci
+    null = r.null or TowerNull()
+    st = r.stationarity or Stationarity()
+    what = (f"mean |R_eq - R-bar| / R-bar over {r.n_items} WordNet nouns ({(r.n_items or 0) // 4 or '?'} per "
+            f"number of senses 1-4), free vectors trained with InfoNCE (tau = {_f(r.tau, 'g')}, B = "
+            f"{r.batch_size}) against the frozen {r.model}'s gloss embeddings by SGD (eta = "
+            f"{_f(r.lr, 'g')}, lambda = {_f(r.weight_decay, 'g')}); R_eq from (E7) with the heat of "
+            f"{r.probe_batches} probe batches at the end, no fitted constant; R-bar the window's time-RMS norm; "
             "CI: bootstrap over nouns and blocks of probe batches; direction against a null giving each noun "
             "another's heat")
-    tested = (f"frozen-tower lab ({d.get('size')}): {d.get('burn_in')} + {d.get('window')} steps, relaxation time "
-              f"{_f(d.get('relaxation_steps'), '.0f')} steps")
+    tested = (f"frozen-tower lab ({r.size}): {r.burn_in} + {r.window} steps, relaxation time "
+              f"{_f(r.relaxation_steps, '.0f')} steps")
     if stat is None or not ci or None in ci:
         return not_testable_row("ambiguity_heat_lab", "the frozen-tower arm gave no prediction with a CI", what=what,
                                 tested_on=tested)
-    gate = (Gate(True) if d.get("stationary") else
-            Gate(False, "the SGD window is not stationary (" + ("; ".join(st.get("reasons") or []) or "a check failed")
+    gate = (Gate(True) if r.stationary else
+            Gate(False, "the SGD window is not stationary (" + ("; ".join(st.reasons or []) or "a check failed")
                  + ")", "a longer burn-in (normscope lab --encoder tower --size full)"))
-    cond, phrases = _tower_conditions(d)
+    cond, phrases = _tower_conditions(r)
     j = judge("ambiguity_heat_lab", stat, ci, gate=gate, conditions_met=cond)
-    groups = d.get("groups") or []
-    by = " / ".join(_f(g.get("r_obs")) for g in groups)
-    note = (f"stationarity: mean R moved {_f(d.get('mean_r_change'), '+.2%')} between the window's halves; (E1) "
-            f"balance {_f(d.get('balance'), '.4f')}; mean R by senses 1-4: {by}; " + "; ".join(phrases))
-    return claim_row("ambiguity_heat_lab", measured=stat, ci=ci, judged=j, n=d.get("n_items"), what=what,
+    groups = r.groups or []
+    by = " / ".join(_f(g.r_obs) for g in groups)
+    note = (f"stationarity: mean R moved {_f(r.mean_r_change, '+.2%')} between the window's halves; (E1) "
+            f"balance {_f(r.balance, '.4f')}; mean R by senses 1-4: {by}; " + "; ".join(phrases))
+    controls = {k: {kk: vv for kk, vv in (v.to_json() if v is not None else {}).items() if kk != "groups"}
+                for k, v in (r.controls or {}).items()}
+    return claim_row("ambiguity_heat_lab", measured=stat, ci=ci, judged=j, n=r.n_items, what=what,
                      label="mean |R_eq - R-bar| / R-bar", tested_on=tested, note=note,
                      statistic="frozen-tower lab: mean |R_eq - R-bar| / R-bar",
-                     beside=f"Pearson(R_eq, R-bar) {_f(d.get('pearson'))} {_ci(d.get('pearson_ci'))}",
+                     beside=f"Pearson(R_eq, R-bar) {_f(r.pearson)} {_ci(r.pearson_ci)}",
                      needs=gate.needs if not gate.passed else "",
-                     details={"stationary": d.get("stationary"), "mean R change between halves": d.get("mean_r_change"),
-                              "(E1) balance": d.get("balance"), "null median": null.get("median"), "null p": null.get("p"),
-                              "Spearman(heat, senses)": d.get("spearman_heat_senses"),
-                              "mean R by senses": [g.get("r_obs") for g in groups],
-                              "controls": {k: {kk: vv for kk, vv in (v or {}).items() if kk != "groups"}
-                                           for k, v in (d.get("controls") or {}).items()},
+                     details={"stationary": r.stationary, "mean R change between halves": r.mean_r_change,
+                              "(E1) balance": r.balance, "null median": null.median, "null p": null.p,
+                              "Spearman(heat, senses)": r.spearman_heat_senses,
+                              "mean R by senses": [g.r_obs for g in groups], "controls": controls,
                               "conditions met": cond})

@@ -15,15 +15,22 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from normscope.lab.decisive_values import (DecayedScale, DecisiveEncoder, DecisiveRun, EncoderConfig, GridRow,
+                                           LambdaScaling, NoDecay, NullStat, PredictionCI, PredictionDesign,
+                                           PredictionNull, PredictionStats, RunTrajectory, ScaleE1, ScaleGrowth,
+                                           ScaleOverSeeds, ScaleReplicate, ScaleStationarity, ScalingFit,
+                                           ScalingPrediction, ScalingRun, SeedScale, SelectedSetting,
+                                           SnapshotPrediction, Stationarity, StationarityCheck)
 from normscope.results import StageResult, summary_field
-from normscope.values import Interval, Record, Spread, key
+from normscope.values import Interval, Record, Spread
 
 __all__ = ["LabResult", "TransformerLabResult", "DecisiveResult", "Agreement", "LabGate", "LabGroup", "Motion",
            "TrainingLoss", "Step0Summary",
            "TrajectoryCheck", "StationarityCheck", "Stationarity", "PredictionStats", "PredictionCI", "NullStat",
            "PredictionNull", "SnapshotPrediction", "RunTrajectory", "DecisiveRun", "ScalingFit", "ScalingRun",
            "ScalingPrediction", "LambdaScaling", "GridRow", "SelectedSetting", "EncoderConfig", "DecisiveEncoder",
-           "NoDecay"]
+           "NoDecay", "PredictionDesign", "DecayedScale", "ScaleE1", "ScaleStationarity", "SeedScale", "ScaleOverSeeds",
+           "ScaleGrowth", "ScaleReplicate"]
 
 
 # -- the lab's nested values (free table / MLP) ------------------------------------------------------------
@@ -78,6 +85,12 @@ class Motion(Record):
     fraction_moved_toward_common_target_ci: Interval | None = None
     fraction_of_distance: Spread | None = None
     n_with_prediction: int | None = None
+    n_decided: int | None = None
+    n_toward: int | None = None
+    n_partial: int | None = None
+    r0: Spread | None = None
+    r_final: Spread | None = None
+    r_eq0: Spread | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,251 +116,6 @@ class TrajectoryCheck(Record):
     """The trajectory estimator's summary (``trajectory``); ``stationary`` is the measured stationarity."""
 
     stationary: bool | None = None
-
-
-# -- the decisive design's nested values (docs/lab.md) ---------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class StationarityCheck(Record):
-    """One check of :func:`normscope.lab.stationarity.classify_window`."""
-
-    passed: bool | None = None
-    value: Any = None
-    rule: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Stationarity(Record):
-    """:func:`normscope.lab.stationarity.classify_window` of one run's window."""
-
-    label: str | None = None
-    passed: bool | None = None
-    checks: dict[str, StationarityCheck] | None = None
-    reasons: list[str] | None = None
-    mean_r2_halves: list | None = None
-    relative_change: float | None = None
-    loss_mean: float | None = None
-    chance_loss: float | None = None
-    spread: float | None = None
-    accuracy: float | None = None
-    accuracy_ci: Interval | None = None
-    relaxations_before_window: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class PredictionStats(Record):
-    """The statistics of the prediction with no fitted constant (:data:`normscope.lab.prediction.STAT_NAMES`)."""
-
-    mean_abs_rel_error: float | None = None
-    median_rel_error: float | None = None
-    pearson: float | None = None
-    spearman: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class PredictionCI(Record):
-    """The 95 % CIs of :class:`PredictionStats` (snapshots, batches, items)."""
-
-    mean_abs_rel_error: Interval | None = None
-    median_rel_error: Interval | None = None
-    pearson: Interval | None = None
-    spearman: Interval | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class NullStat(Record):
-    """One statistic under the permutation null: its ``median``, ``p`` (at least as good) and ``p_above``."""
-
-    median: float | None = None
-    p: float | None = None
-    p_above: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class PredictionNull(Record):
-    """:class:`NullStat` of each statistic of :class:`PredictionStats`."""
-
-    mean_abs_rel_error: NullStat | None = None
-    median_rel_error: NullStat | None = None
-    pearson: NullStat | None = None
-    spearman: NullStat | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class SnapshotPrediction(Record):
-    """:func:`normscope.lab.prediction.snapshot_prediction` of a base run (its per-item arrays in ``per_item``)."""
-
-    stats: PredictionStats | None = None
-    ci: PredictionCI | None = None
-    null: PredictionNull | None = None
-    n_items: int | None = None
-    n_excluded: int | None = None
-    excluded: dict[str, int] | None = None
-    n_negative_q: int | None = None
-    negative_q: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class RunTrajectory(Record):
-    """Medians over the probe items of the trajectory estimates of a run's window."""
-
-    q_over_c: float | None = None
-    q_over_c_realised: float | None = None
-    c_realised_over_c: float | None = None
-    heat_share: float | None = None
-    drift_share: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class DecisiveRun(Record):
-    """One run of the design (``base[optimizer]``): its setting, window, stationarity, trajectory and prediction."""
-
-    name: str | None = None
-    optimizer: str | None = None
-    eta: float | None = None
-    lam: float | None = key("lambda")
-    steps: int | None = None
-    burn_in: int | None = None
-    start: str | None = None
-    relaxation_steps: float | None = None
-    relaxations: float | None = None
-    label: str | None = None
-    reasons: list[str] | None = None
-    stationarity: Stationarity | None = None
-    lambda_rad_per_lambda: float | None = None
-    relative_step: float | None = None
-    trajectory: RunTrajectory | None = None
-    prediction: SnapshotPrediction | None = None
-    scale: dict | None = None
-    drift_kind: str | None = None
-    relaxation_unit: str | None = None
-    arrival_units: float | None = None
-    window_units: float | None = None
-    replicates: list | None = None
-    scale_seeds: dict | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class ScalingFit(Record):
-    """:func:`normscope.lab.scaling.lambda_scaling_fit`: the slope of log R-bar on log lambda and its CI."""
-
-    slope: float | None = None
-    ci: Interval | None = None
-    intercept: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class ScalingRun(Record):
-    """One run of a lambda-scaling series."""
-
-    name: str | None = None
-    lam: float | None = key("lambda")
-    steps: int | None = None
-    label: str | None = None
-    reasons: list[str] | None = None
-    relaxations: float | None = None
-    mean_r_window: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class ScalingPrediction(Record):
-    """:func:`normscope.lab.scaling.predicted_exponent`, stated before the scaled runs."""
-
-    exponent: float | None = None
-    heat_share: float | None = None
-    free_vector: float | None = None
-    basis: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class LambdaScaling(Record):
-    """The lambda-scaling series of one optimizer (``scaling[optimizer]``)."""
-
-    fit: ScalingFit | None = None
-    prediction: ScalingPrediction | None = None
-    runs: list[ScalingRun] | None = None
-    all_stationary: bool | None = None
-    prediction_in_ci: bool | None = None
-    free_vector_in_ci: bool | None = None
-    scale_fit: ScalingFit | None = None
-    scale_all_stationary: bool | None = None
-    items_prediction_in_ci: bool | None = None
-    scale_predicted_slope: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class GridRow(Record):
-    """One setting of the eta/lambda grid (:func:`normscope.lab.decisive_analysis.grid_rows`)."""
-
-    eta: float | None = None
-    lam: float | None = key("lambda")
-    eta_lambda: float | None = None
-    mask: str | None = None
-    relative_step: float | None = None
-    relaxation_steps: float | None = None
-    steps: int | None = None
-    label: str | None = None
-    reasons: list[str] | None = None
-    loss_window: float | None = None
-    accuracy_end: float | None = None
-    mean_r_start: float | None = None
-    mean_r_window: float | None = None
-    relative_change: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class SelectedSetting(Record):
-    """The base SGD setting and the rule that chose it (:func:`normscope.lab.decisive.select_setting`)."""
-
-    eta: float | None = None
-    lam: float | None = key("lambda")
-    relaxation_steps: float | None = None
-    rule: str | None = None
-    reason: str | None = None
-    fallback: bool | None = None
-    relative_step: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class EncoderConfig(Record):
-    """The design's BERT."""
-
-    hidden: int | None = None
-    layers: int | None = None
-    heads: int | None = None
-    intermediate: int | None = None
-    pooling: str | None = None
-    tokenizer: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class DecisiveEncoder(Record):
-    """The design's encoder: its config, its AdamW pre-training and its held-out accuracy."""
-
-    config: EncoderConfig | None = None
-    pretrain: dict | None = None
-    heldout_accuracy: float | None = None
-    heldout_accuracy_ci: Interval | None = None
-    chance: float | None = None
-    n_eval: int | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class NoDecay(Record):
-    """The SGD run without decay (:func:`normscope.lab.scaling.growth_without_decay` and the initial rates)."""
-
-    ratio: float | None = None
-    ci: Interval | None = None
-    fraction_grew: float | None = None
-    grew: bool | None = None
-    steps: int | None = None
-    start: str | None = None
-    eta: float | None = None
-    initial_rate_of_mean_r2: float | None = None
-    predicted_initial_rate: float | None = None
-    accuracy_end: float | None = None
-    scale: dict | None = None
 
 
 def _f(label: str, unit: str = "", default: Any = None):
@@ -582,3 +350,17 @@ class DecisiveResult(StageResult):
             if out.get(k) is None:
                 out.pop(k, None)
         return out
+
+    @property
+    def scaling_factors(self) -> list[float] | None:
+        """The lambda factors of the design's scaling series (``sizes["scaling_factors"]``; None when not recorded)."""
+        return (self.sizes or {}).get("scaling_factors")
+
+    def base_run(self, optimizer: str) -> DecisiveRun:
+        """The base run of ``optimizer`` (``sgd``, ``momentum``, ``adamw``); an empty :class:`DecisiveRun` when the
+        design has none."""
+        return (self.base or {}).get(optimizer) or DecisiveRun()
+
+    def scaling_of(self, optimizer: str) -> LambdaScaling:
+        """The lambda-scaling series of ``optimizer``; an empty :class:`LambdaScaling` when the design has none."""
+        return (self.scaling or {}).get(optimizer) or LambdaScaling()

@@ -38,11 +38,9 @@ finished (keyed by a hash of its settings); a rerun continues or skips.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -54,74 +52,11 @@ from normscope.lab.tower_data import TowerData, tower_data
 from normscope.lab.tower_design import (BATCH_SIZE, CHUNK, GATE_REL, R0, TAU, TOWER_RUNS, TOWER_SIZES, TowerRun,
                                         TowerSizes)
 from normscope.lab.tower_train import _threads, probe_heat, train_run
-from normscope.results import StageResult, summary_field
+from normscope.lab.tower_result import TowerControl, TowerGroup, TowerLabResult, TowerNull
 
 
 __all__ = ["TowerSizes", "TOWER_SIZES", "TOWER_RUNS", "TowerRun", "TowerLabResult", "run_tower_lab", "train_run",
-           "probe_heat", "predict", "GATE_REL", "TAU", "BATCH_SIZE", "R0"]
-
-def _f(label: str, unit: str = ""):
-    return summary_field(label, unit=unit, default=None)
-
-
-@dataclasses.dataclass
-class TowerLabResult(StageResult):
-    """Outcome of :func:`run_tower_lab` (``normscope lab --encoder tower``).
-
-    Attributes
-    ----------
-    items : pandas.DataFrame
-        One row per noun, in the input order: ``name, senses, r_obs, r_final, heat, heat_se, drift, r_eq,
-        rel_error, balance`` of the SGD run, then the controls' ``rel_error_adamw``,
-        ``rel_error_momentum_uncorrected``, ``rel_error_momentum``, ``growth_nodecay`` (R_end / R at the window's
-        start, minus 1).
-    trajectories : pandas.DataFrame
-        ``run, step, senses, r_mean`` (mean norm per group over each run).
-    timings : dict
-        Seconds (``embed_s``, per run ``train_s``/``probe_s``, ``steps_per_s``, ``wall_s``, ``cpu_s``), apart.
-    """
-
-    NOT_IN_JSON: ClassVar[tuple[str, ...]] = ("items", "trajectories", "timings")
-
-    encoder: str = _f("encoder")
-    model: str = _f("frozen tower")
-    size: str = _f("size")
-    n_items: int = _f("nouns", "items")
-    n_glosses: int = _f("glosses")
-    dim: int = _f("dimension d")
-    tau: float = _f("temperature \u03c4")
-    batch_size: int = _f("batch size B")
-    seed: int = _f("seed")
-    lr: float = _f("learning rate \u03b7")
-    weight_decay: float = _f("weight decay \u03bb")
-    burn_in: int = _f("burn-in", "steps")
-    window: int = _f("window", "steps")
-    probe_batches: int = _f("probe batches K")
-    relaxation_steps: float = _f("relaxation time 1/(4 \u03b7 \u03bb)", "steps")
-    stationary: bool = _f("SGD window stationary")
-    stationarity: dict = _f("stationarity of the SGD window")
-    mean_r_change: float = _f("mean R, second vs first half of the window")
-    balance: float = _f("(E1) balance \u03b7\u00b2\u03a3||g||\u00b2 / (2c \u03a3R\u00b2)")
-    balance_identity_residual: float = _f("(E1) telescoping identity, largest residual")
-    mean_abs_rel_error: float = _f("mean |R_eq - R-bar| / R-bar")
-    mean_abs_rel_error_ci: list = _f("95% CI")
-    median_rel_error: float = _f("median (R_eq - R-bar) / R-bar")
-    pearson: float = _f("Pearson(R_eq, R-bar)")
-    pearson_ci: list = _f("95% CI")
-    spearman: float = _f("Spearman(R_eq, R-bar)")
-    null: dict = _f("heat-permutation null")
-    spearman_heat_senses: float = _f("Spearman(heat, senses)")
-    spearman_heat_senses_ci: list = _f("95% CI")
-    max_abs_drift_over_heat: float = _f("max |D~| R^2 / Sigma^2")
-    groups: list = _f("by number of senses")
-    controls: dict = _f("controls")
-    claim: dict = _f("scorecard row")
-    caveats: list = _f("caveats")
-    items: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
-    trajectories: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
-    timings: dict = dataclasses.field(default_factory=dict)
-
-
+           "probe_heat", "predict", "GATE_REL", "TAU", "BATCH_SIZE", "R0", "TowerControl", "TowerGroup", "TowerNull"]
 
 # --------------------------------------------------------------------------------------------------- entry point
 def run_tower_lab(request=None, *, data: TowerData | None = None, gloss_vectors: np.ndarray | None = None,

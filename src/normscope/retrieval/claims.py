@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from normscope.claims import CLAIMS, ClaimRow, ceiling_gate, claim_row, fmt_value, judge, not_testable_row
+from normscope.retrieval.cost import InferenceCost
 from normscope.retrieval.result import (Abstention, AbstentionComparison, IncrementalValue, QueryCounts,
                                         RetrievalResult, ScorerEval, SignalCalibration, Strata, StratifierInfo)
 
@@ -257,18 +258,34 @@ def retrieval_claims(summary: RetrievalResult | Mapping) -> list[ClaimRow]:
             discrimination_claim(res), incremental_claim(res), nauc_claim(res)]
 
 
-def cost_claim(cost: dict | None, reason: str = "") -> ClaimRow:
-    """Row ``inference_cost`` from :func:`normscope.retrieval.cost.norm_scoring_cost` (None: ``reason``)."""
+def cost_claim(cost: InferenceCost | dict | None, reason: str = "") -> ClaimRow:
+    """Row ``inference_cost`` from :func:`normscope.retrieval.cost.norm_scoring_cost` (None: ``reason``).
+
+    Parameters
+    ----------
+    cost : InferenceCost, dict or None
+        The measured cost (a dict is its JSON, read once as an :class:`~normscope.retrieval.cost.InferenceCost`);
+        None or empty when it was not measured.
+    reason : str
+        Why it was not measured (the row's reason then).
+
+    Returns
+    -------
+    ClaimRow
+        The ratio's median over repeats judged against the claim's size, its range over repeats as the interval.
+    """
     if not cost:
         return not_testable_row("inference_cost", reason or "the cost was not measured")
-    j = judge("inference_cost", cost["ratio"], cost["range"])
+    c = InferenceCost.from_json(cost)
+    j = judge("inference_cost", c.ratio, c.range)
     return claim_row(
-        "inference_cost", measured=cost["ratio"], ci=cost["range"], judged=j, n=cost.get("n_items"),
+        "inference_cost", measured=c.ratio, ci=c.range, judged=j, n=c.n_items,
         what=("cost ratio: seconds of norm-aware scoring (each item's ||z|| and the discount of its "
-              f"{cost.get('k')} candidate scores) over seconds of encoding the same items; median over "
-              f"{cost.get('repeats')} repeats, with their range (timing noise, not a sampling CI)"),
-        tested_on=f"{cost.get('model')}, {cost.get('n_items')} queries, {cost.get('threads')} thread(s)",
+              f"{c.k} candidate scores) over seconds of encoding the same items; median over "
+              f"{c.repeats} repeats, with their range (timing noise, not a sampling CI)"),
+        tested_on=f"{c.model}, {c.n_items} queries, {c.threads} thread(s)",
         statistic="cost: norm-aware scoring / encoder", label="cost ratio, norm-aware scoring / encoder",
-        beside=f"encoder {fmt_value(cost.get('encoder_s_per_item'))} s/item, norm-aware scoring "
-               f"{fmt_value(cost.get('norm_s_per_item'))} s/item",
-        details={k: cost.get(k) for k in ("encoder_s_per_item", "norm_s_per_item", "ratios", "repeats", "device")})
+        beside=f"encoder {fmt_value(c.encoder_s_per_item)} s/item, norm-aware scoring "
+               f"{fmt_value(c.norm_s_per_item)} s/item",
+        details={"encoder_s_per_item": c.encoder_s_per_item, "norm_s_per_item": c.norm_s_per_item,
+                 "ratios": c.ratios, "repeats": c.repeats, "device": c.device})

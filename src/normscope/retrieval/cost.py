@@ -10,12 +10,48 @@ process, and reports the ratio per repeat.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["norm_scoring_cost"]
+from normscope.values import Interval, Record
+
+__all__ = ["norm_scoring_cost", "InferenceCost"]
+
+
+@dataclasses.dataclass(frozen=True)
+class InferenceCost(Record):
+    """What :func:`norm_scoring_cost` measured (JSON: the object the report stores as ``inference_cost``).
+
+    Attributes
+    ----------
+    ratio : float
+        Median over repeats of (seconds of norm-aware scoring) / (seconds of encoding), the same items.
+    range : Interval
+        [min, max] of the per-repeat ratios (timing noise, not a sampling CI).
+    ratios : list of float
+        The per-repeat ratios.
+    encoder_s_per_item, norm_s_per_item : float
+        Medians over repeats, seconds per item.
+    n_items, k, repeats, threads : int
+        Items timed, candidates per item, timed repeats, torch intra-op threads.
+    model, device : str
+        The encoder's name and device.
+    """
+
+    ratio: float | None = None
+    range: Interval | None = None
+    ratios: list[float] | None = None
+    encoder_s_per_item: float | None = None
+    norm_s_per_item: float | None = None
+    n_items: int | None = None
+    k: int | None = None
+    repeats: int | None = None
+    threads: int | None = None
+    model: str | None = None
+    device: str | None = None
 
 
 def _best_per_call(fn, min_total: float = 0.2) -> float:
@@ -32,7 +68,7 @@ def _best_per_call(fn, min_total: float = 0.2) -> float:
 
 
 def norm_scoring_cost(encoder, texts: Sequence[str], cand_scores, cand_norms, *, alpha: float, repeats: int = 5,
-                      batch_size: int = 64) -> dict:
+                      batch_size: int = 64) -> InferenceCost:
     """Seconds per item of norm-aware scoring and of the encoder, on the same items, and their ratio.
 
     Parameters
@@ -51,10 +87,11 @@ def norm_scoring_cost(encoder, texts: Sequence[str], cand_scores, cand_norms, *,
 
     Returns
     -------
-    dict
+    InferenceCost
         ``ratio`` (median over repeats of norm-aware seconds / encoder seconds), ``range`` ([min, max]
         of the per-repeat ratios), ``ratios``, ``encoder_s_per_item``, ``norm_s_per_item`` (medians),
-        ``n_items``, ``k``, ``repeats``, ``threads`` (torch intra-op threads), ``model``, ``device``.
+        ``n_items``, ``k``, ``repeats``, ``threads`` (torch intra-op threads), ``model``, ``device``;
+        JSON (``to_json()``) the object with those keys in that order.
 
     Raises
     ------
@@ -84,8 +121,9 @@ def norm_scoring_cost(encoder, texts: Sequence[str], cand_scores, cand_norms, *,
         norm_t.append(_best_per_call(norm_aware))
     ratios = [b / e for b, e in zip(norm_t, enc_t)]
     fp = getattr(encoder, "fingerprint", None)
-    return {"ratio": float(np.median(ratios)), "range": [float(min(ratios)), float(max(ratios))],
-            "ratios": [float(x) for x in ratios], "encoder_s_per_item": float(np.median(enc_t)) / n,
-            "norm_s_per_item": float(np.median(norm_t)) / n, "n_items": n, "k": int(scores.shape[1]),
-            "repeats": int(repeats), "threads": torch.get_num_threads(),
-            "model": getattr(fp, "name", type(encoder).__name__), "device": str(getattr(encoder, "device", "cpu"))}
+    return InferenceCost(ratio=float(np.median(ratios)), range=Interval(float(min(ratios)), float(max(ratios))),
+                         ratios=[float(x) for x in ratios], encoder_s_per_item=float(np.median(enc_t)) / n,
+                         norm_s_per_item=float(np.median(norm_t)) / n, n_items=n, k=int(scores.shape[1]),
+                         repeats=int(repeats), threads=torch.get_num_threads(),
+                         model=getattr(fp, "name", type(encoder).__name__),
+                         device=str(getattr(encoder, "device", "cpu")))

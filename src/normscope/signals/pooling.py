@@ -18,6 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from normscope.signals.result import PoolingTrends
+
 __all__ = ["pooling_trends", "pooling_direction", "weights_name"]
 
 
@@ -74,18 +76,19 @@ def pooling_trends(model: str, words: Sequence[str], *, n_boot: int = 2000, seed
     return out
 
 
-def pooling_direction(trends: dict) -> tuple[str, str]:
+def pooling_direction(trends) -> tuple[str, str]:
     """``(verdict, why)`` on "similar trends": the sides of 0 of the two CIs (see the module docstring)."""
     def side(ci) -> int:
         if not ci or None in ci:
             return 0
         return 1 if ci[0] > 0 else -1 if ci[1] < 0 else 0
 
-    c, m = trends["cls"], trends["mean"]
-    sc, sm = side(c["spearman_ci"]), side(m["spearman_ci"])
-    txt = (f"Spearman \u03c1(norm, Zipf) with CLS pooling {c['spearman']:+.3g} [{c['spearman_ci'][0]:+.3g}, "
-           f"{c['spearman_ci'][1]:+.3g}], with mean pooling {m['spearman']:+.3g} [{m['spearman_ci'][0]:+.3g}, "
-           f"{m['spearman_ci'][1]:+.3g}]")
+    t = PoolingTrends.from_json(trends)
+    c, m = t.cls, t.mean
+    sc, sm = side(c.spearman_ci), side(m.spearman_ci)
+    txt = (f"Spearman \u03c1(norm, Zipf) with CLS pooling {c.spearman:+.3g} [{c.spearman_ci[0]:+.3g}, "
+           f"{c.spearman_ci[1]:+.3g}], with mean pooling {m.spearman:+.3g} [{m.spearman_ci[0]:+.3g}, "
+           f"{m.spearman_ci[1]:+.3g}]")
     if sc and sm:
         return ("reproduced", f"{txt}: both CIs exclude 0 on the same side") if sc == sm else (
             "refuted", f"{txt}: the CIs exclude 0 on opposite sides")

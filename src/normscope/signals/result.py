@@ -19,7 +19,9 @@ def _empty_items() -> pd.DataFrame:
     return pd.DataFrame()
 
 
-__all__ = ["CorrelateResult", "PartialCorrelation", "NormLength", "Stratum", "LengthMatched", "MatchedShare", "LENGTH_UNIT"]
+__all__ = ["CorrelateResult", "PartialCorrelation", "NormLength", "Stratum", "LengthMatched", "MatchedShare", "LENGTH_UNIT",
+           "ShuffleStats", "ShuffleSummary", "AbstentionStats", "AbstentionSummary", "HierarchySummary", "PoolingTrend",
+           "PoolingTrends", "FeverousTime", "KruskalWallis", "FeverousStats", "FeverousSummary"]
 
 #: What the length control and rho(norm, length) count.
 LENGTH_UNIT = "tokens the model saw (after truncation at its maximum sequence length, special tokens included)"
@@ -98,6 +100,7 @@ class LengthMatched(Record):
     reason: str | None = None
     length: str | None = None
     pairs: MatchedShare | None = None
+    ci_unit: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,3 +203,160 @@ class CorrelateResult(StageResult):
     notes: list[str] = summary_field("notes", default_factory=list)
     # a pandas.DataFrame; annotated Any so that the field types resolve without importing pandas (Record.field_types)
     items: Any = dataclasses.field(default_factory=_empty_items, repr=False)
+
+
+# -- the other signal designs' summaries, as their claims builders read them (normscope.signals.claims) ----------
+# Each is the ``to_dict()`` of its design's result (the ``--json`` of ``normscope correlate --signal ...``) read as a
+# Record: attributes for the builder, the same JSON text when written again.
+
+
+@dataclasses.dataclass(frozen=True)
+class ShuffleStats(Record):
+    """:func:`normscope.signals.shuffle.paired_shuffle_stats` over the pairs (of one source: ``name``): the median
+    relative norm change ``||z(shuffled)|| / ||z(text)|| - 1`` with its bootstrap ``median_ci`` over pairs, the share
+    of untied pairs whose shuffled copy is smaller with its Wilson ``share_ci``, and the sign test's ``sign_p``."""
+
+    name: str | None = None
+    n_pairs: int | None = None
+    n_ties: int | None = None
+    n_smaller: int | None = None
+    n_larger: int | None = None
+    share_smaller: float | None = None
+    share_ci: Interval | None = None
+    sign_p: float | None = None
+    median_rel_change: float | None = None
+    median_ci: Interval | None = None
+    mean_rel_change: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ShuffleSummary(Record):
+    """:meth:`normscope.signals.shuffle.ShuffleResult.to_dict`: the counts, the ``pooled`` figures and one
+    :class:`ShuffleStats` per source (``strata``, sources named by ``by``)."""
+
+    signal: str | None = None
+    model: str | None = None
+    dataset: str | None = None
+    n_items: int | None = None
+    n_pairs: int | None = None
+    n_token_mismatch: int | None = None
+    pooled: ShuffleStats | None = None
+    strata: list[ShuffleStats] | None = None
+    by: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class AbstentionStats(Record):
+    """:func:`normscope.signals.abstention.abstention_stats`: answerable vs unanswerable items' norms, pooled
+    (``auroc_norm``; the token count's ``auroc_tokens``), length-partial (``partial_rho``) and within equal-length pairs
+    (``matched_share`` with its Wilson ``matched_ci`` and sign-test ``matched_p``; ``r_rb`` = 2 share - 1)."""
+
+    auroc_norm: float | None = None
+    auroc_norm_p: float | None = None
+    n_pairs: int | None = None
+    n_ties: int | None = None
+    n_unmatched_a: int | None = None
+    n_unmatched_b: int | None = None
+    matched_share: float | None = None
+    matched_ci: Interval | None = None
+    matched_p: float | None = None
+    auroc_tokens: float | None = None
+    partial_rho: float | None = None
+    partial_ci: Interval | None = None
+    r_rb: float | None = None
+    r_rb_ci: Interval | None = None
+    partial_n: int | None = None
+    n_answerable: int | None = None
+    n_unanswerable: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class AbstentionSummary(Record):
+    """:meth:`normscope.signals.abstention.AbstentionResult.to_dict` (``signal``: ``treecut`` or ``ruletaker``)."""
+
+    signal: str | None = None
+    model: str | None = None
+    dataset: str | None = None
+    stats: AbstentionStats | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HierarchySummary(Record):
+    """:meth:`normscope.signals.hierarchy.HierarchyResult.to_dict`: rho(level, norm) pooled (``pooled``: ``spearman``,
+    ``spearman_ci``, ``n``), partial on tokens (``partial``: ``rho``, ``ci``, ``n``) and within hierarchy at equal
+    length (``length_matched``)."""
+
+    signal: str | None = None
+    model: str | None = None
+    dataset: str | None = None
+    pooled: Correlation | None = None
+    partial: PartialCorrelation | None = None
+    length_matched: LengthMatched | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolingTrend(Record):
+    """Spearman rho(norm, Zipf frequency) under one pooling, its CI (words resampled) and ``n``."""
+
+    spearman: float | None = None
+    spearman_ci: Interval | None = None
+    n: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolingTrends(Record):
+    """:func:`normscope.signals.pooling.pooling_trends`: the same words under CLS and under mean pooling."""
+
+    model: str | None = None
+    weights: str | None = None
+    cls: PoolingTrend | None = None
+    mean: PoolingTrend | None = None
+    n: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FeverousTime(Record):
+    """The FEVEROUS claims' annotation time against the norm: Spearman rho with its CI, and the partial rho on tokens."""
+
+    n: int | None = None
+    n_missing: int | None = None
+    spearman: float | None = None
+    spearman_ci: Interval | None = None
+    p_value: float | None = None
+    partial_rho: float | None = None
+    partial_ci: Interval | None = None
+    median_s: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class KruskalWallis(Record):
+    """A Kruskal-Wallis test of the norm across groups (``H``, ``p``, the groups' sizes) and of the token count
+    (``tokens_H``, ``tokens_p``)."""
+
+    H: float | None = None
+    p: float | None = None
+    groups: dict | None = None
+    median_norm: dict | None = None
+    tokens_H: float | None = None
+    tokens_p: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FeverousStats(Record):
+    """:func:`normscope.signals.feverous.feverous_stats`: NOT ENOUGH INFO vs decided claims (``nei``, as
+    :class:`AbstentionStats`), the annotation time, and the challenge types' and labels' Kruskal-Wallis tests."""
+
+    nei: AbstentionStats | None = None
+    time: FeverousTime | None = None
+    challenge: KruskalWallis | None = None
+    label: KruskalWallis | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FeverousSummary(Record):
+    """:meth:`normscope.signals.feverous.FeverousResult.to_dict` as the FEVEROUS row reads it."""
+
+    signal: str | None = None
+    model: str | None = None
+    dataset: str | None = None
+    stats: FeverousStats | None = None

@@ -18,7 +18,7 @@ from normscope.requests import Embedding, Resampling
 from normscope.requests.retrieval import RetrievalRequest
 from normscope.retrieval import RetrievalResult, run_retrieval
 from normscope.retrieval.claims import CLAIM_SCORER, cost_claim
-from normscope.retrieval.cost import norm_scoring_cost
+from normscope.retrieval.cost import InferenceCost, norm_scoring_cost
 from normscope.retrieval.figures import plot_reliability, plot_risk_coverage
 from normscope.retrieval.result import (SCORER_LABELS, SIGNAL_LABELS, EceBins, IncrementalNdcg, IncrementalValue,
                                         QppInfo, QueryCounts, ScorerEval, SignalCalibration, SignalFit, Significance,
@@ -36,7 +36,7 @@ COST_ITEMS = 128
 COST_REPEATS = 5
 
 
-def measure_cost(res: RetrievalResult, encoder) -> tuple[dict | None, str]:
+def measure_cost(res: RetrievalResult, encoder) -> tuple[InferenceCost | None, str]:
     """Time norm-aware scoring against the encoder on the first :data:`COST_ITEMS` evaluation queries
     (:func:`normscope.retrieval.cost.norm_scoring_cost`); ``(cost, reason)``, cost None when it cannot be measured."""
     alpha = (res.scorers.get(CLAIM_SCORER) or ScorerEval()).param_mean

@@ -178,16 +178,15 @@ def _notes(results: dict[str, CorrelateResult], unavailable: dict[str, str]) -> 
 def _key_numbers(results: dict[str, CorrelateResult]) -> list[KeyNumber]:
     out = []
     for k, r in results.items():
-        d = r.to_dict()
         pooled = ", pooled over sources" if r.strata else ""
         out.append(KeyNumber(f"{k}.spearman", f"Spearman \u03c1, norm vs {k} (n = {r.n}{pooled})", r.spearman))
         part = r.partial_spearman
         if part is not None and part.rho is not None and part.rho != r.spearman:
-            _, _, n, what = _controlled({**d, "length_matched": None}, k)
+            _, _, n, what = _controlled(dataclasses.replace(r, length_matched=None), k)
             out.append(KeyNumber(f"{k}.partial_spearman.rho", f"{what} (n = {n})", part.rho))
         lm = r.length_matched
         if lm is not None and lm.rho is not None:
-            _, _, n, what = _controlled(d, k)
+            _, _, n, what = _controlled(r, k)
             out.append(KeyNumber(f"{k}.length_matched.rho", f"{what.split(';')[0]} (n = {n}; decides the row)",
                                  lm.rho))
     return out
@@ -322,7 +321,7 @@ class SignalsStage(Stage[SignalsRequest]):
                      "missing": missing, "commands": {c.part: c.text for c in commands}},
             key_numbers=_key_numbers(results), tables=_tables([_row(k, r) for k, r in results.items()],
                                                               [x for k, r in results.items() for x in _strata_rows(k, r)]),
-            figures=figs, notes=_notes(results, unavailable), claims=signal_claims(dicts, unavailable) + [pooling])}
+            figures=figs, notes=_notes(results, unavailable), claims=signal_claims(results, unavailable) + [pooling])}
 
     def sentences(self, section: Section, *, explained_by: Sequence[str] = ()) -> list[str]:
         if section.key == DESIGNS_SECTION:
