@@ -46,7 +46,7 @@ def test_a_list_in_a_message_takes_the_number_of_its_items():
 #: correlate's (done by their owners), and those in modules being split or retyped on other branches this stop
 #: (retrieval/claims.py). Nothing may be added to it.
 KNOWN_S = {" pair(s) with different token counts", " item(s) were cut at the model's maximum sequence length; the length "
-           "control cou", " junk item(s) left out: ids ", " run(s), ", " relaxation time(s) 1/(2 eta lambda_rad)",
+           "control cou", " junk item(s) left out: ids ", " run(s), ",
            " training pair(s) left after the filters (max ", " thread(s)"}
 
 

@@ -239,8 +239,9 @@ def _f(x, spec=".3g") -> str:
     return "n/a" if x is None else format(float(x), spec)
 
 
-def _ci(ci) -> str:
-    return "n/a" if not ci or None in ci else f"[{ci[0]:.3g}, {ci[1]:.3g}]"
+def _ci(ci, spec=".3g") -> str:
+    """A CI in the same format as its figure (``spec``, e.g. ``"+.3%"`` beside a percentage)."""
+    return "n/a" if not ci or None in ci else f"[{format(float(ci[0]), spec)}, {format(float(ci[1]), spec)}]"
 
 
 #: Largest relative per-step displacement sqrt(<||Delta||^2> / <R^2>) of the median probe item for which the probe's
@@ -311,7 +312,12 @@ def _scale_conditions(r: DecisiveResult) -> tuple[dict, list[str]]:
         f = series.scale_fit or ScalingFit()
         sci = f.ci
         ok = (bool(e - tol <= sci[0] and sci[1] <= e + tol) if sci and None not in sci else None)
-        conds[f"{opt} slope of log s on log lambda within {e:g} +- {tol:.3f} (its CI)"] = ok
+        if series.scale_all_stationary is False:  # a slope between drifting runs is not the equilibrium's slope
+            ok = None
+            moving = [x.name for x in series.runs or [] if x.scale_label != "stationary"]
+            notes.append(f"{opt} slope not judged: the scale of {plural(len(moving), 'run')} of its lambda series "
+                         f"({', '.join(moving)}) is not stationary")
+        conds[f"{opt} slope of log s on log lambda within {e:g} +- {tol:.3f} (its CI; its runs' scale stationary)"] = ok
         if _given(series.scale_fit):
             ps = series.scale_predicted_slope
             notes.append(f"{opt} slope {f.slope:.3f} {_ci(sci)} vs {e:g} (margin +-{tol:.3f}; the CI "
@@ -321,7 +327,7 @@ def _scale_conditions(r: DecisiveResult) -> tuple[dict, list[str]]:
     nd = (r.nodecay or NoDecay()).scale
     conds["no-decay control: s grows"] = nd.grew if nd is not None else None
     if _given(nd):
-        notes.append(f"no decay: s_end/s_start {nd.ratio:.4f}, grew in {nd.fraction_of_steps_grew:.1%} of steps")
+        notes.append(f"no decay: s RMS last / first quarter of the steps {nd.ratio:.4f}, grew in {nd.fraction_of_steps_grew:.1%} of steps")
     ad = r.base_run("adamw").scale
     aci = ad.abs_rel_error_ci if ad is not None else None
     conds[f"AdamW fails the SGD form (|rel. error| CI above {SCALE_TOL:g})"] = (bool(aci[0] > SCALE_TOL) if aci else None)
@@ -386,15 +392,16 @@ def transformer_claim_row(d, *, full_command: str = "") -> ClaimRow:
     failed = [k for k, v in conds.items() if v is not True]
     e1 = sc.e1 or ScaleE1()
     notes.insert(0, f"s observed {_f(sc.s_observed, '.4g')}, predicted {_f(sc.s_predicted, '.4g')} "
-                    f"(rel. error {_f(sc.rel_error, '+.3%')} {_ci(sc.rel_error_ci)}); (E1): max |cos(theta_D, "
+                    f"(rel. error {_f(sc.rel_error, '+.3%')} {_ci(sc.rel_error_ci, '+.3%')}); (E1): max |cos(theta_D, "
                     f"g_D)| {_f(e1.max_abs_cos)}, window balance {_f(e1.balance, '.4f')}")
     if over_seeds:
         per = ", ".join(f"{x.rel_error:+.2%}" for x in seeds.per_seed or [])
         notes.insert(1, f"over {seeds.n_seeds} batch seeds: rel. error {_f(seeds.rel_error, '+.3%')} "
-                        f"{_ci(seeds.rel_error_ci)} (per seed {per}; between-seed SD "
+                        f"{_ci(seeds.rel_error_ci, '+.3%')} (per seed {per}; between-seed SD "
                         f"{_f(seeds.between_seed_sd, '.3%')})")
     if failed:
-        notes.append("not met: " + "; ".join(f"{k} ({'not measured' if conds[k] is None else 'no'})" for k in failed))
+        notes.append("not met: " + "; ".join(f"{k} ({'not measured or not judged' if conds[k] is None else 'no'})"
+                                             for k in failed))
     if base.label == "collapsed" or st.reasons:
         notes.append("why not stationary: " + "; ".join((base.reasons if base.label == "collapsed" else
                                                         st.reasons) or []))

@@ -95,7 +95,8 @@ def run_window(spec, run: dict, *, batch_size: int, n_eval: int, n_blocks: int |
     tau_r = tau_r if tau_r is not None and math.isfinite(tau_r) else None
     acc = float(run["eval_acc"][-1]) if run["eval_acc"].size else None
     st = classify_window(r2, loss_w, batch_size=batch_size, accuracy=acc, n_eval=n_eval, burn_in=spec.burn_in,
-                         relaxation_steps=tau_r)
+                         relaxation_steps=tau_r, relaxation_unit=("1/(2 eta lambda_rad)" if spec.optimizer == "adamw"
+                                                                  else "1/(4 eta lambda_rad)"))
     est = None
     if r2.shape[0] >= 1 and spec.weight_decay > 0:
         rec = TrajectoryRecord(np.vstack([r2, r2n[-1:]]), run["zd"][w], run["dd"][w], run["dec"][w], loss_w,

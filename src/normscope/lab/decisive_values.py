@@ -178,6 +178,9 @@ class ScalingRun(Record):
     reasons: list[str] | None = None
     relaxations: float | None = None
     mean_r_window: float | None = None
+    scale_label: str | None = None
+    s_observed: float | None = None
+    s_predicted: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)

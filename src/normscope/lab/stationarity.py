@@ -50,7 +50,8 @@ def _check(passed: bool, value, rule: str) -> dict:
 def classify_window(r2, loss, *, batch_size: int, accuracy: float | None = None, n_eval: int | None = None,
                     burn_in: int | None = None, relaxation_steps: float | None = None,
                     tol: float = STATIONARITY_TOL, loss_margin: float = LOSS_MARGIN, min_spread: float = MIN_SPREAD,
-                    min_relaxations: float = MIN_RELAXATIONS) -> dict:
+                    min_relaxations: float = MIN_RELAXATIONS,
+                    relaxation_unit: str = "1/(2 eta lambda_rad)") -> dict:
     """Label a training window ``stationary``, ``drifting`` or ``collapsed`` (see the module docstring).
 
     Parameters
@@ -72,6 +73,9 @@ def classify_window(r2, loss, *, batch_size: int, accuracy: float | None = None,
         needed for check 4 (skipped otherwise).
     tol, loss_margin, min_spread, min_relaxations : float
         The rules' constants (module defaults).
+    relaxation_unit : str
+        How ``relaxation_steps`` was defined, for the rule's text (``"1/(4 eta lambda_rad)"`` for SGD and heavy
+        ball in the decisive design, whose relaxation unit is that of the scale's square).
 
     Returns
     -------
@@ -127,7 +131,8 @@ def classify_window(r2, loss, *, batch_size: int, accuracy: float | None = None,
         n_relax = float(burn_in) / float(relaxation_steps) if relaxation_steps > 0 else float("nan")
         ok_long = bool(np.isfinite(n_relax) and n_relax >= min_relaxations)
         checks["long_enough"] = _check(ok_long, n_relax,
-                                       f"window start >= {min_relaxations:g} relaxation time(s) 1/(2 eta lambda_rad)")
+                                       f"window start >= {min_relaxations:g} relaxation "
+                                       f"{'time' if min_relaxations == 1 else 'times'} {relaxation_unit}")
         if not ok_long:
             reasons.append(f"the window starts after {n_relax:.2g} relaxation times (needs {min_relaxations:g})")
     collapsed = not (checks["finite"]["passed"] and checks["loss_below_chance"]["passed"]
