@@ -155,3 +155,48 @@ def test_data_list_fits_80_columns_and_details_on_request(capsys, monkeypatch, t
     assert [c.strip() for c in header.strip("┃ ").split("┃")] == ["name", "here", "download", "what", "licence",
                                                                    "origin", "PyPI route", "verified by"]
     assert max(map(len, wide)) <= 220
+
+
+def _beat_lines(label, work, every=0.05):
+    from rich.console import Console
+
+    from normscope._progress import heartbeat
+
+    console = Console(record=True, width=300, force_terminal=False)
+    with heartbeat(label, every=every, console=console):
+        work()
+    return [ln for ln in console.export_text().splitlines() if ln.strip()]
+
+
+def test_progress_lines_name_model_loading_and_embedding(monkeypatch):
+    """A slow model load and a slow embedding (no progress bar: one batch) are named in the heartbeat's line, not
+    ``working``."""
+    import time
+
+    import numpy as np
+
+    import normscope.encoders as enc
+    import normscope.encoders._hub as hub
+    from normscope.encoders.cache import encode_cached
+
+    class Slow:
+        dim, cacheable, hf_tokenizer = 3, True, None
+
+        def at_precision(self, precision):
+            return self
+
+        def encode(self, texts, batch_size=32, progress=False):
+            time.sleep(0.3)
+            return np.ones((len(texts), 3), dtype=np.float32)
+
+    def slow_build(*a):
+        time.sleep(0.3)
+        return Slow()
+
+    monkeypatch.setattr(enc, "_build_memo", slow_build)
+    monkeypatch.setattr(hub, "check_name", lambda name: None)
+    lines = _beat_lines("embed", lambda: enc.load_encoder("some-org/some-model", runtime="torch"))
+    assert lines and all(re.fullmatch(r"embed: loading model some-org/some-model, [0-9.]+ (ms|s) elapsed", ln)
+                         for ln in lines), lines
+    lines = _beat_lines("correlate", lambda: encode_cached(Slow(), ["a", "b", "a"], batch_size=8, cache=False))
+    assert lines and all(re.fullmatch(r"correlate: embedding 3 texts, [0-9.]+ (ms|s) elapsed", ln) for ln in lines), lines

@@ -314,11 +314,13 @@ def run_correlate(
                             device=e.device)
     if encoder is None:
         encoder = load_encoder(model, device=e.device, precision=e.precision, runtime=e.runtime)
-    iset, by = _item_set(r, encoder, items=items, ids=ids, covariates=covariates, strata=strata, by=by,
-                         extra_cols=extra_cols)
+    with step(f"items and their {signal} values"):
+        iset, by = _item_set(r, encoder, items=items, ids=ids, covariates=covariates, strata=strata, by=by,
+                             extra_cols=extra_cols)
     iset, duplicates = _duplicates(iset, r.keep_duplicates, notes)
     table = embed_texts(iset.texts, iset.ids, encoder=encoder, batch_size=e.batch_size, progress=progress, junk=e.junk)
-    kept = _kept_values(iset, table, r, controls, notes)
+    with step("control values of the items"):
+        kept = _kept_values(iset, table, r, controls, notes)
     items_df = _items_table(table, kept)
     missing = _check_valid(kept.cov, kept.texts, signal)
     with step(f"correlations: bootstrap CIs ({r.resampling.n_boot:,} resamples) and permutation p "
