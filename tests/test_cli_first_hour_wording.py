@@ -200,3 +200,31 @@ def test_progress_lines_name_model_loading_and_embedding(monkeypatch):
                          for ln in lines), lines
     lines = _beat_lines("correlate", lambda: encode_cached(Slow(), ["a", "b", "a"], batch_size=8, cache=False))
     assert lines and all(re.fullmatch(r"correlate: embedding 3 texts, [0-9.]+ (ms|s) elapsed", ln) for ln in lines), lines
+
+
+def test_a_file_given_as_a_beir_folder_is_named_as_such(tmp_path):
+    from normscope.data.beir import load_beir
+    from normscope.errors import DataError
+
+    (tmp_path / "mydata").mkdir()
+    f = tmp_path / "mydata" / "corpus.jsonl"
+    f.write_text('{"_id": "d1", "text": "x"}\n')
+    with pytest.raises(DataError) as e:
+        load_beir(f)
+    assert str(e.value) == (f"a BEIR dataset is a folder (the one holding corpus.jsonl, queries.jsonl and qrels/), "
+                            f"not a file: {f}; give its folder, {tmp_path / 'mydata'}")
+
+
+def test_an_unreachable_source_is_not_called_not_found(tmp_path, monkeypatch, capsys):
+    """Every source unreachable (a mirror whose host has no DNS answer: ``.invalid`` never resolves, RFC 2606):
+    the message says the data could not be fetched, not that it is missing upstream."""
+    monkeypatch.setenv("NORMSCOPE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "nodata").mkdir()
+    monkeypatch.setenv("NORMSCOPE_DATA", str(tmp_path / "nodata"))
+    monkeypatch.delenv("NORMSCOPE_OFFLINE", raising=False)
+    assert _cli(["data", "fetch", "simlex-999", "--mirror", "http://x.invalid"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("error: simlex-999: SimLex-999 could not be fetched (no source reachable): "
+                             "http://x.invalid/"), err
+    assert "cannot resolve x.invalid" in err[0] and " not found" not in err[0]
+    assert err[-1] == "not fetched: simlex-999 (nothing of it was kept; run the command again to retry)"

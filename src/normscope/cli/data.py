@@ -114,7 +114,7 @@ def fetch(
                   f"{r.path}", soft_wrap=True, markup=False, highlight=False)
         out.print(f"{name}: licence: {get_dataset(name).licence}", soft_wrap=True, markup=False, highlight=False)
     if failed:
-        err.print(f"not fetched: {', '.join(failed)} (nothing of them was kept; run the command again to retry)",
+        err.print(f"not fetched: {', '.join(failed)} (nothing of {'it' if len(failed) == 1 else 'them'} was kept; run the command again to retry)",
                   soft_wrap=True, markup=False, highlight=False)
         raise typer.Exit(2)
 
