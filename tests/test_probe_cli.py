@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -64,6 +65,11 @@ def test_small_real_run_writes_consistent_outputs(files, bundled_encoder, monkey
     finally:
         torch.set_num_threads(n)
     assert code == 0, capsys.readouterr().err
+    # the progress count is what runs: K = 2 pair batches, then the weight-decay pass (3 passes, not "3 batches")
+    err = capsys.readouterr().err
+    assert re.search(r"^probe \(2 pair batches \+ the weight-decay term\): 3/3 passes \(100 %\), .* elapsed, ETA ",
+                     err, re.M), err
+
     def _no_nan(tok):
         raise ValueError(f"non-strict JSON token {tok}")
 

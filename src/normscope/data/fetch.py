@@ -35,6 +35,7 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -310,7 +311,10 @@ def fetch_dataset(name: str, *, dest: str | os.PathLike | None = None, mirror: s
                     shutil.rmtree(target)
                     target.mkdir()
             else:
-                raise DataMissing(f"{ds.title} not found: {'; '.join(map(str, tried))}", dataset=ds.name, title=ds.title,
+                # every source unreachable (DNS, connection): the network is the cause, not a missing file
+                net = all(re.match(r"(cannot resolve|cannot connect to|no route to) ", t.cause) for t in tried)
+                what = "could not be fetched (no source reachable)" if net and tried else "not found"
+                raise DataMissing(f"{ds.title} {what}: {'; '.join(map(str, tried))}", dataset=ds.name, title=ds.title,
                                   cause=merge_causes(t.cause for t in tried), detail="; ".join(t.detail for t in tried))
         try:
             checked = verify(ds, target)

@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 from normscope._format import noun, plural
+from normscope._progress import step
 from normscope.encoders.base import Encoder, TorchEncoder
 from normscope.encoders.bundled import DEFAULT_MODEL
 from normscope.encoders.cache import encode_cached
@@ -185,23 +186,24 @@ def load_encoder(
         raise InputError(f"pooling='{pooling}' applies to the huggingface backend only; '{backend}' uses the model's own")
     if backend == "huggingface" and pooling is None:
         pooling = "mean"
-    if backend != "open_clip":
-        from normscope.encoders._hub import check_name  # deferred: keeps `import normscope` light (the hub module loads with a model)
+    with step(f"loading model {name}"):  # names the work in the progress lines (10-20 s with torch's import)
+        if backend != "open_clip":
+            from normscope.encoders._hub import check_name  # deferred: keeps `import normscope` light (the hub module loads with a model)
 
-        check_name(bare)  # a missing local path fails here, before torch and the backend are imported
-    if fresh:
-        enc = _build(backend, bare, pooling, device, trust_remote_code)
-    else:
-        enc = _build_memo(backend, bare, pooling, device, trust_remote_code, _weights_stamp(bare))
-    enc = enc.at_precision(precision)
-    if runtime == "openvino":
-        from normscope.encoders.openvino_runtime import to_openvino  # deferred: optional runtime (imports openvino)
+            check_name(bare)  # a missing local path fails here, before torch and the backend are imported
+        if fresh:
+            enc = _build(backend, bare, pooling, device, trust_remote_code)
+        else:
+            enc = _build_memo(backend, bare, pooling, device, trust_remote_code, _weights_stamp(bare))
+        enc = enc.at_precision(precision)
+        if runtime == "openvino":
+            from normscope.encoders.openvino_runtime import to_openvino  # deferred: optional runtime (imports openvino)
 
-        enc = to_openvino(enc)
-    elif runtime == "auto":
-        from normscope.encoders.openvino_runtime import choose_runtime  # deferred: optional runtime (imports openvino)
+            enc = to_openvino(enc)
+        elif runtime == "auto":
+            from normscope.encoders.openvino_runtime import choose_runtime  # deferred: optional runtime (imports openvino)
 
-        enc = choose_runtime(enc)
+            enc = choose_runtime(enc)
     return enc
 
 

@@ -45,8 +45,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from normscope._format import plural
 from normscope._io import open_inside
-from normscope._progress import progress_bar
+from normscope._progress import progress_bar, step
 from normscope.encoders import bundled
 from normscope.encoders.bundled import cache_dir
 from normscope.errors import InputError
@@ -370,7 +371,9 @@ def encode_cached(
         _encode_batch(encoder, texts, rows_of, batch, found=found, store=store, dim=dim)
 
     n_cached = n - sum(len(rows_of[k]) for k in todo)
-    with progress_bar(progress and len(batches) > 1, len(batches), note=f"({n_cached} cached)" if n_cached else "") as advance:
+    with step(f"embedding {plural(n - n_cached, 'text')} ({n_cached:,} cached)" if n_cached
+              else f"embedding {plural(n, 'text')}"), \
+            progress_bar(progress and len(batches) > 1, len(batches), note=f"({n_cached} cached)" if n_cached else "") as advance:
         _run_batches(batches, run_batch, store, found, advance)
     if store is not None:
         store.report_damage()

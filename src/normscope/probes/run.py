@@ -132,7 +132,9 @@ def run_probe(encoder, items, pairs, request: ProbeRequest | None = None, *, ids
             attention=list(adapter.attn_switched), seed=seed, precision=precision,
         )
         probe_items = items if is_tensor else texts
-        with progress_bar(progress, batches + 1, label="probe") as advance:
+        # K pair batches, then one pass for the weight-decay term: K + 1 passes over the items, counted as such
+        with progress_bar(progress, batches + 1, label=f"probe ({batches} pair batches + the weight-decay term)",
+                          unit="passes") as advance:
             m = probe_moments(
                 adapter, probe_items, (left, right), batch_size=settings.batch_size, batches=batches, tau=settings.tau,
                 decay_mask=decay_mask, seed=seed, chunk_size=chunk_size, second_order=second_order,

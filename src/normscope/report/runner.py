@@ -43,7 +43,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from normscope import __version__
 from normscope._format import duration, noun, plural
-from normscope._progress import LINE_EVERY
+from normscope._progress import LINE_EVERY, step
 from normscope._io import OutsideFolder, file_inside, output_set, read_inside, write_json
 from normscope.datasets import data_root
 from normscope.errors import InputError, OutputError
@@ -312,7 +312,8 @@ def _run_locked(config: ReportConfig, console, progress: bool, encoder, json_pat
     if fingerprint is not None:
         summary["report"]["runtime"] = _runtime_statement(ctx.encoder(), config.runtime)
     summary_path, index = out / "summary.json", out / "index.html"
-    with output_set(summary_path, index, json_path, options={json_path: "--json"}) as tmp:
+    with step("writing summary.json and the page (figures, tables)"), \
+            output_set(summary_path, index, json_path, options={json_path: "--json"}) as tmp:
         write_json(summary, tmp[summary_path])
         render_report(summary, records, tmp[index])
         if json_path is not None:

@@ -28,6 +28,7 @@ from normscope.encoders.embed import embed_texts
 from normscope.errors import InputError
 from normscope.inputs import collapse_duplicates
 from normscope.lexicons.wordnet import SPECIFICITY_MEASURES
+from normscope.requests import CLI_NAMES
 from normscope.requests.correlate import CorrelateRequest
 from normscope.signals.items import ItemSet, default_item_set
 from normscope.signals.labels import CONTROLS, COVARIATE_LABEL, MIN_VALID, SIGNALS, covariate_label, model_name
@@ -48,7 +49,7 @@ def _check_args(signal, controls, extra_cols, n, measure, dataset, by, covariate
     if bad:
         raise InputError(f"unknown {noun(len(bad), 'control')} {bad}; choose from {', '.join(CONTROLS + tuple(extra_cols))}")
     if n is not None and n < 0:
-        raise InputError(f"--n must be >= 0, got {n}")
+        raise InputError(f"{'--n-items' if CLI_NAMES.get() else 'n'} must be >= 0, got {n}")
     if measure not in SPECIFICITY_MEASURES:
         raise InputError(f"unknown specificity measure {measure!r}; choose from {', '.join(SPECIFICITY_MEASURES)}")
     if dataset not in ("chaosnli", "cifar10h"):
@@ -313,11 +314,13 @@ def run_correlate(
                             device=e.device)
     if encoder is None:
         encoder = load_encoder(model, device=e.device, precision=e.precision, runtime=e.runtime)
-    iset, by = _item_set(r, encoder, items=items, ids=ids, covariates=covariates, strata=strata, by=by,
-                         extra_cols=extra_cols)
+    with step(f"items and their {signal} values"):
+        iset, by = _item_set(r, encoder, items=items, ids=ids, covariates=covariates, strata=strata, by=by,
+                             extra_cols=extra_cols)
     iset, duplicates = _duplicates(iset, r.keep_duplicates, notes)
     table = embed_texts(iset.texts, iset.ids, encoder=encoder, batch_size=e.batch_size, progress=progress, junk=e.junk)
-    kept = _kept_values(iset, table, r, controls, notes)
+    with step("control values of the items"):
+        kept = _kept_values(iset, table, r, controls, notes)
     items_df = _items_table(table, kept)
     missing = _check_valid(kept.cov, kept.texts, signal)
     with step(f"correlations: bootstrap CIs ({r.resampling.n_boot:,} resamples) and permutation p "
@@ -427,7 +430,8 @@ def _check_valid(cov: np.ndarray, texts: list[str], signal: str) -> np.ndarray:
         why = (f"{n_missing:,} of {plural(len(texts), 'item')} {'has' if n_missing == 1 else 'have'} none "
                f"(e.g. {[texts[i] for i in np.flatnonzero(missing)[:5]]})"
                if n_missing else f"{'the one given item has' if len(texts) == 1 else f'all {len(texts):,} given items have'}"
-               " one: use more items (a larger --n or a longer --items file)")
+               " one: use more items (a larger "
+               + ("--n-items or a longer --items file)" if CLI_NAMES.get() else "n or a longer items file)"))
         lead = "no item has" if valid == 0 else f"only {plural(valid, 'item')} {'has' if valid == 1 else 'have'}"
         raise InputError(f"{lead} a {signal} value (need at least {MIN_VALID}); {why}")
     return missing
