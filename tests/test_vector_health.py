@@ -149,3 +149,17 @@ def test_cli_inspect_files_and_json(tmp_path, capsys):
     assert res["compare"]["mean_direction"] == pytest.approx(direct["compare"]["mean_direction"])
     assert res["b"]["norms"] == pytest.approx(direct["b"]["norms"])
     assert run(["inspect", str(tmp_path / "missing.parquet")]) == 2
+
+
+def test_the_flag_line_says_what_the_recorded_models_allow():
+    """Two files that record the same model and differ are 'a shifted distribution', never 'another model' (a new user
+    read 'another model' beside 'recorded models ... same'); different models: 'another model'; none recorded: either."""
+    from normscope.cli.inspect import flag_line
+
+    c = compare_sets(_corpus(200, seed=0), _corpus(200, seed=1, centre=-np.ones(32) / np.sqrt(32)), n_perm=100)
+    assert c["flag"]
+    for same, what in ((True, "a shifted distribution (both files record the same model)"),
+                       (False, "another model"), (None, "another model or a shifted distribution")):
+        line = flag_line({**c, "models": {"a": "m", "b": "m", "same": same}})
+        assert line.startswith(f"B vs A: FLAGGED: {what}: ") and "mean directions differ" in line
+        assert ("another model" in line) == (same is not True)

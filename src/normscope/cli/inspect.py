@@ -68,11 +68,19 @@ def print_inspect(res: dict, console, err) -> None:
         t.add_row("B's vectors also in A (byte-identical)", f"{100 * c['b_in_a']:.1f} %", "")
     console.print(t)
     if c["flag"]:
-        console.print("B vs A: FLAGGED: another model or a shifted distribution: " + "; ".join(c["reasons"]),
-                      markup=False, highlight=False, soft_wrap=True)
+        console.print(flag_line(c), markup=False, highlight=False, soft_wrap=True)
     else:
         console.print(f"B vs A: no difference detected at alpha = {c['alpha']:g} (not a proof of sameness: "
                       f"{c['n_a']} and {c['n_b']} vectors)", markup=False, highlight=False, soft_wrap=True)
+
+
+def flag_line(c: dict) -> str:
+    """The one line of a flagged comparison (:func:`~normscope.extensions.vector_health.compare_sets`): what the
+    difference suggests, from the recorded models (the same model: a shifted distribution; different models: another
+    model; not recorded: either), then the reasons."""
+    what = {True: "a shifted distribution (both files record the same model)",
+            False: "another model"}.get(c["models"]["same"], "another model or a shifted distribution")
+    return f"B vs A: FLAGGED: {what}: " + "; ".join(c["reasons"])
 
 
 @app.command()
