@@ -348,6 +348,33 @@ def test_retrieval_rows():
     assert none["similarity_gain"]["verdict"] == "reproduced"
 
 
+def test_a_gain_made_by_a_negative_alpha_is_not_the_papers_effect():
+    """cos/(1 + alpha||d||) discounts large-norm documents only with alpha > 0; a gain fitted with alpha <= 0 (in any
+    fold) favours them, the opposite mechanism: the gain rows read inconclusive and say why (a new user's run fitted
+    alpha = -0.0844)."""
+    from normscope.retrieval.claims import retrieval_claims
+
+    q4 = {"stratifier": "query_zipf", "quartile": 4, "range": [5.1, 6.9], "n": 75, "relative": 0.018,
+          "relative_ci": [0.004, 0.031], "mean_delta": 0.01, "mean_delta_ci": [0.002, 0.02], "p": 0.01, "p_holm": 0.12}
+    for param, verdicts in ((0.01, ("reproduced", "reproduced")), (-0.0844, ("inconclusive", "inconclusive")),
+                            ([0.02, -0.01, 0.03], ("inconclusive", "inconclusive")), (0.0, ("inconclusive",) * 2)):
+        s = _retrieval_summary(0.02, [0.012, 0.03], stratum=q4)
+        s["scorers"]["inverse_norm"]["param"] = param
+        rows = {r.key: r for r in retrieval_claims(s)}
+        got = (rows["similarity_gain"].verdict, rows["gain_high_frequency"].verdict)
+        assert got == verdicts, (param, got)
+        if verdicts[0] == "inconclusive":
+            for key in ("similarity_gain", "gain_high_frequency"):
+                assert rows[key].reason == ("a gain, but the fitted \u03b1 favours large-norm documents (the paper "
+                                            "discounts them)")
+                assert "the opposite of the paper's discount" in rows[key].why
+    # a CI that includes 0 stays inconclusive for its own reason
+    s = _retrieval_summary(0.001, [-0.01, 0.012], p=0.6)
+    s["scorers"]["inverse_norm"]["param"] = -0.05
+    row = next(r for r in retrieval_claims(s) if r.key == "similarity_gain")
+    assert row.verdict == "inconclusive" and "includes 0" in row.reason
+
+
 def test_cost_row():
     from normscope.retrieval.claims import cost_claim
 

@@ -109,14 +109,40 @@ def _claim_strata(res: RetrievalResult) -> tuple[Strata, list]:
     return st, (st.scorers or {}).get(CLAIM_SCORER) or []
 
 
+def _alpha_condition(r: ScorerEval) -> tuple[bool | None, str]:
+    """Whether the fitted alpha has the paper's sign: cos/(1 + alpha||d||) with alpha > 0 discounts documents with a
+    large norm; alpha <= 0 (in any fold) favours them, the opposite mechanism, so a gain cannot reproduce the paper's
+    claim. ``(True, "")``, ``(False, why)``, or ``(None, "")`` when no fitted alpha is recorded."""
+    p = r.param
+    alphas = [x for x in (p if isinstance(p, list) else [p]) if isinstance(x, (int, float))]
+    if not alphas:
+        return None, ""
+    bad = [x for x in alphas if not x > 0]
+    if not bad:
+        return True, ""
+    return False, (f"the fitted \u03b1 ({', '.join(fmt_value(x) for x in alphas)}) is not positive in "
+                   f"{len(bad)} of {len(alphas)} {'fit' if len(alphas) == 1 else 'fits'}: it favours documents "
+                   "with a large norm, the opposite of the paper's discount, so a gain here is not the paper's effect")
+
+
+def _sign_reason(j, sign_ok: bool | None):
+    """A gain that only the wrong sign of alpha could make: the one-line reason says so (the row is inconclusive)."""
+    if sign_ok is False and j.verdict == "inconclusive" and j.direction == "reproduced":
+        return j.but(reason="a gain, but the fitted \u03b1 favours large-norm documents (the paper discounts them)")
+    return j
+
+
 def gain_claim(summary: RetrievalResult | Mapping) -> ClaimRow:
     """Row ``similarity_gain``: the relative nDCG@10 gain of ``inverse_norm`` over cosine."""
     res = _result(summary)
     r = (res.scorers or {}).get(CLAIM_SCORER)
     if r is None or r == ScorerEval():
         return not_testable_row("similarity_gain", f"the {CLAIM_SCORER} scorer was not run", what=_GAIN_WHAT)
+    sign_ok, sign_why = _alpha_condition(r)
     j = judge("similarity_gain", r.relative, r.relative_ci, p=r.p_value,
-              degenerate=_unchanged(r.relative, "overall"), gate=_ceiling(res))
+              degenerate=_unchanged(r.relative, "overall"), gate=_ceiling(res),
+              conditions_met=False if sign_ok is False else None)
+    j = _sign_reason(j, sign_ok)
     rows = _claim_strata(res)[1]
     sig = [x for x in rows if x.p_holm is not None and x.p_holm < 0.05]
     strata = (f"pre-specified strata: {len(sig)} of {len(rows)} differ from cosine at Holm-adjusted p < 0.05"
@@ -134,7 +160,7 @@ def gain_claim(summary: RetrievalResult | Mapping) -> ClaimRow:
                               "nDCG@10 (cosine)": _cosine(res).ndcg10,
                               "delta nDCG@10": r.delta, "delta 95% CI": r.delta_ci,
                               "p (paired t)": r.p_value, "p (randomisation)": r.p_value_randomization},
-                     note=strata)
+                     note="; ".join(x for x in (sign_why, strata) if x))
 
 
 def high_frequency_claim(summary: RetrievalResult | Mapping) -> ClaimRow:
@@ -151,8 +177,11 @@ def high_frequency_claim(summary: RetrievalResult | Mapping) -> ClaimRow:
                                 or "the frequency strata were not computed", what=what)
     if row.ci_resamples:
         what = what.replace("over that quartile's queries", f"in that quartile: {row.ci_resamples}")
+    sign_ok, sign_why = _alpha_condition((res.scorers or {}).get(CLAIM_SCORER) or ScorerEval())
     j = judge("gain_high_frequency", row.relative, row.relative_ci,
-              degenerate=_unchanged(row.relative, "in this stratum"), gate=_ceiling(res, stratum=True))
+              degenerate=_unchanged(row.relative, "in this stratum"), gate=_ceiling(res, stratum=True),
+              conditions_met=False if sign_ok is False else None)
+    j = _sign_reason(j, sign_ok)
     lo, hi = row.range
     return claim_row(
         "gain_high_frequency", measured=row.relative, ci=row.relative_ci, judged=j, n=row.n,
@@ -162,8 +191,8 @@ def high_frequency_claim(summary: RetrievalResult | Mapping) -> ClaimRow:
         label="relative \u0394 nDCG@10, top frequency quartile",
         details={"delta nDCG@10": row.mean_delta, "delta 95% CI": row.mean_delta_ci,
                  "p (randomisation, this stratum)": row.p, "p (Holm over all strata)": row.p_holm},
-        note=("the claim names this stratum, so its own CI decides; over all 12 strata the Holm-adjusted p is "
-              f"{fmt_value(row.p_holm)}"))
+        note=((sign_why + "; " if sign_why else "") + "the claim names this stratum, so its own CI decides; over all "
+              f"12 strata the Holm-adjusted p is {fmt_value(row.p_holm)}"))
 
 
 def discrimination_claim(summary: RetrievalResult | Mapping) -> ClaimRow:
