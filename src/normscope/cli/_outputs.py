@@ -230,7 +230,10 @@ def print_claim_lines(rows: Sequence[dict], console) -> None:
     from rich.text import Text
 
     for r in rows or []:  # plain Text: a claim, reason or dataset name is never read as console markup
-        console.print(Text.assemble(f"claim: {r['claim']}: ", (str(r["verdict"]), "bold"),
-                                    f" (direction {r['direction']}, size {r['size']}): {r['reason']}"),
+        # a row the run could not decide (a failed gate: not testable here, not decided at this size) shows its
+        # reason alone: the two verdicts behind it were not what decided the row
+        judged = r["verdict"] in ("reproduced", "refuted", "inconclusive")
+        both = f" (direction {r['direction']}, size {r['size']})" if judged else ""
+        console.print(Text.assemble(f"claim: {r['claim']}: ", (str(r["verdict"]), "bold"), f"{both}: {r['reason']}"),
                       soft_wrap=True, highlight=False)
 
