@@ -129,3 +129,24 @@ def test_default_tables_fit_100_columns_and_full_prints_every_stratum(planted_cl
 
     for col in ("MRR@10", "Recall@100", "randomisat", "direction"):
         assert col in heads(full) and col not in heads(out)
+
+
+def test_an_undefined_nauc_says_why():
+    """nAUC is NaN when every query has the same metric (the oracle's curve is flat: nauc_normscope's rule): the table's
+    n/a gets its reason on stderr (a new user saw 'n/a n/a' on a 30-document folder where every nDCG@10 was 1)."""
+    import io
+
+    import numpy as np
+    from rich.console import Console
+
+    from normscope.cli.retrieval import _print_abstention
+    from normscope.retrieval.abstention import abstention_study
+
+    ab = abstention_study({"max": np.arange(12.0), "diff1": np.ones(12)}, np.ones(12), metric_name="nDCG@10",
+                          n_boot=50, use_mteb=False)
+    assert all(np.isnan(e["nauc"]) for e in ab["signals"].values())
+    out, err = io.StringIO(), io.StringIO()
+    _print_abstention(ab, Console(file=out, width=120), Console(file=err, width=120))
+    assert "n/a" in out.getvalue()
+    assert ("n/a: nAUC is undefined for max, diff1: every query has the same nDCG@10 (the oracle's curve is flat"
+            in " ".join(err.getvalue().split()))

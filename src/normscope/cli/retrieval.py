@@ -3,6 +3,8 @@ and ``normscope beir-convert`` (a TREC-style release such as the original NFCorp
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -103,6 +105,10 @@ def _print_abstention(ab: dict, console: Console, err: Console, *, full: bool = 
         else:
             t.add_row(name, e["formula"], f"{fixed(e['nauc'], '.3f')} {ci_fixed(e['nauc_ci'])}")
     console.print(t)
+    undefined = [k for k, e in ab["signals"].items() if e.get("nauc") is None or not math.isfinite(e["nauc"])]
+    if undefined:  # nauc_normscope / mteb's nauc: NaN when the oracle's curve is flat
+        err.print(f"n/a: nAUC is undefined for {', '.join(undefined)}: every query has the same {ab['metric']} "
+                  "(the oracle's curve is flat, so no abstention can help)", soft_wrap=True, markup=False)
     c = ab.get("comparison") or {}
     if c.get("diff") is not None:
         err.print(f"nAUC {c['signal']} {c['nauc']:.3f} vs best MTEB confidence {c['best_baseline']} "
