@@ -134,7 +134,8 @@ def fit_calibrator(features, y, *, signals: Sequence[str] = DEFAULT_SIGNALS, met
     counts = np.bincount(y, minlength=2)
     if counts.min() < 5:
         raise InputError(f"the fitting queries have {counts[1]} relevant and {counts[0]} non-relevant results; "
-                         "a 5-fold calibration needs at least 5 of each")
+                         "a 5-fold calibration needs at least 5 of each (more fitting queries, so that at least "
+                         "5 top-1 results are relevant and 5 are not)")
     if not np.isfinite(X).all():
         raise InputError("non-finite signal values among the fitting queries")
     cv = StratifiedKFold(5, shuffle=True, random_state=seed)
