@@ -148,7 +148,8 @@ def _resolve_fit_split(ds: BeirDataset, fit_split: str | None, split: str, *, st
             if alt in ds.qrels and alt != split:
                 warnings.warn(f"no train split: fitting on '{alt}'", UserWarning, stacklevel=stacklevel)
                 return "split", alt
-        warnings.warn(f"no train or dev split: {N_FOLDS}-fold cross-validation on '{split}'", UserWarning,
+        warnings.warn(f"no train or dev split: the scorers' parameters (alpha, beta) are fitted by {N_FOLDS}-fold "
+                      f"cross-validation on '{split}'", UserWarning,
                       stacklevel=stacklevel)
         return "cv", split
     raise DataError(f"dataset '{ds.name}' has no qrels split '{fit_split}' (available: {', '.join(ds.splits)})")
