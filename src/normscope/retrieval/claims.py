@@ -125,10 +125,14 @@ def _alpha_condition(r: ScorerEval) -> tuple[bool | None, str]:
                    "with a large norm, the opposite of the paper's discount, so a gain here is not the paper's effect")
 
 
-def _sign_reason(j, sign_ok: bool | None):
-    """A gain that only the wrong sign of alpha could make: the one-line reason says so (the row is inconclusive)."""
-    if sign_ok is False and j.verdict == "inconclusive" and j.direction == "reproduced":
-        return j.but(reason="a gain, but the fitted \u03b1 favours large-norm documents (the paper discounts them)")
+def _sign_judged(sign_ok: bool | None, key: str, estimate, ci, **kw):
+    """:func:`~normscope.claims.judge` of a gain row; a gain that would reproduce the claim but was made with the wrong
+    sign of alpha (``sign_ok`` False) is inconclusive and its one-line reason says so. The sign changes nothing else:
+    a CI that includes 0 keeps its own reason."""
+    j = judge(key, estimate, ci, **kw)
+    if sign_ok is False and j.verdict == "reproduced":
+        j = judge(key, estimate, ci, conditions_met=False, **kw).but(
+            reason="a gain, but the fitted \u03b1 favours large-norm documents (the paper discounts them)")
     return j
 
 
@@ -139,10 +143,8 @@ def gain_claim(summary: RetrievalResult | Mapping) -> ClaimRow:
     if r is None or r == ScorerEval():
         return not_testable_row("similarity_gain", f"the {CLAIM_SCORER} scorer was not run", what=_GAIN_WHAT)
     sign_ok, sign_why = _alpha_condition(r)
-    j = judge("similarity_gain", r.relative, r.relative_ci, p=r.p_value,
-              degenerate=_unchanged(r.relative, "overall"), gate=_ceiling(res),
-              conditions_met=False if sign_ok is False else None)
-    j = _sign_reason(j, sign_ok)
+    j = _sign_judged(sign_ok, "similarity_gain", r.relative, r.relative_ci, p=r.p_value,
+                     degenerate=_unchanged(r.relative, "overall"), gate=_ceiling(res))
     rows = _claim_strata(res)[1]
     sig = [x for x in rows if x.p_holm is not None and x.p_holm < 0.05]
     strata = (f"pre-specified strata: {len(sig)} of {len(rows)} differ from cosine at Holm-adjusted p < 0.05"
@@ -178,10 +180,8 @@ def high_frequency_claim(summary: RetrievalResult | Mapping) -> ClaimRow:
     if row.ci_resamples:
         what = what.replace("over that quartile's queries", f"in that quartile: {row.ci_resamples}")
     sign_ok, sign_why = _alpha_condition((res.scorers or {}).get(CLAIM_SCORER) or ScorerEval())
-    j = judge("gain_high_frequency", row.relative, row.relative_ci,
-              degenerate=_unchanged(row.relative, "in this stratum"), gate=_ceiling(res, stratum=True),
-              conditions_met=False if sign_ok is False else None)
-    j = _sign_reason(j, sign_ok)
+    j = _sign_judged(sign_ok, "gain_high_frequency", row.relative, row.relative_ci,
+                     degenerate=_unchanged(row.relative, "in this stratum"), gate=_ceiling(res, stratum=True))
     lo, hi = row.range
     return claim_row(
         "gain_high_frequency", measured=row.relative, ci=row.relative_ci, judged=j, n=row.n,
