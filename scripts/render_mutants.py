@@ -111,8 +111,8 @@ MUTANTS = (
        "r.mean_delta, ci_text(r.mean_delta_ci), pct(r.relative), r.p_holm]",
        "r.mean_delta, ci_text(r.mean_delta_ci), pct(r.mean_delta), r.p_holm]"),
     _m("relative: gain row judges the absolute delta (builder)", "src/normscope/retrieval/claims.py",
-       'j = judge("similarity_gain", r.relative, r.relative_ci, p=r.p_value,',
-       'j = judge("similarity_gain", r.delta, r.delta_ci, p=r.p_value,'),
+       'j = _sign_judged(sign_ok, "similarity_gain", r.relative, r.relative_ci, p=r.p_value,',
+       'j = _sign_judged(sign_ok, "similarity_gain", r.delta, r.delta_ci, p=r.p_value,'),
     _m("relative: a percent figure is printed without the x100 (formatter)", _FMT,
        'f = lambda x: f"{100 * x:+.2f} %".replace("-", _MINUS)', 'f = lambda x: f"{x:+.2f} %".replace("-", _MINUS)'),
 )
