@@ -3,14 +3,16 @@
 The figures are measurements of the bundled all-MiniLM-L6-v2 on the 2-core development machine (AMD EPYC,
 no GPU), with the data found locally and an empty embedding cache (``scripts/report_timing.py``), not a model:
 
-- full sizes: 6 min 27 s wall on an idle machine, peak RSS 3.3 GB (2026-12-01, README "Time"), per stage
-  retrieval 174 s, probes 86 s, transformer 71 s, signals 31 s, tokens 9.5 s, the rest under 8 s together;
+- full sizes: 9 min 55 s wall on an idle machine (load 0.4 before), peak RSS 3.48 GB, runtime auto (OpenVINO f32),
+  the signals stage with its ``length_designs`` section and FEVEROUS (2026-12-03, README), per stage retrieval 251 s,
+  signals 111 s, transformer 97 s, probes 94 s, lab 14 s, tokens 10 s, the rest under 8 s together, 11 s outside
+  the stages (loading the model, writing the page);
 - ``--quick``: 4 min 49 s wall on a clean clone (2026-12-01, docs/report.md "Sizes"), split over the stages in
   proportion to their CPU seconds in ``scripts/report_timing.py --quick`` (2026-12-03), whose peak RSS is the
   memory figure.
 
-The signals stage's section ``length_designs`` (TreeCut, RuleTaker, WordNet chains; added after those runs) is
-added to the signals figure by its own measurement, ``report --only signals --signals
+For ``--quick``, the signals stage's section ``length_designs`` (TreeCut, RuleTaker, WordNet chains; added after
+that run) is added to the signals figure by its own measurement, ``report --only signals --signals
 treecut,ruletaker,wordnet_chains`` (2026-12-03, niced on the shared machine, part of the embeddings cached): full
 sizes 56 s CPU (1 min 41 s wall, peak RSS 1.13 GB), ``--quick`` 25 s CPU (1 min 31 s wall, 1.11 GB). Its
 FEVEROUS design (50 claims, when the sample is here) is left out of the figure: ``report --only signals --signals
@@ -40,9 +42,9 @@ __all__ = ["MEASURED", "estimate", "estimate_line"]
 
 #: Preset -> measured wall seconds per stage, peak RSS (GB) and where the figures come from (module docstring).
 MEASURED: dict[str, dict] = {
-    "full": {"seconds": {"setup": 1.0, "norms": 4.7, "tokens": 9.5, "probes": 86.0, "lab": 2.0, "transformer": 71.0,
-                         "signals": 31.0 + 56.0, "similarity": 1.7, "retrieval": 174.0},
-             "peak_gb": 3.3, "source": "measured 2026-12-01, idle 2-core machine"},
+    "full": {"seconds": {"setup": 0.4 + 11.0, "norms": 4.4, "tokens": 10.4, "probes": 93.5, "lab": 13.6,
+                         "transformer": 97.1, "signals": 110.6, "similarity": 2.6, "retrieval": 250.9},
+             "peak_gb": 3.5, "source": "measured 2026-12-03, idle 2-core machine"},
     # 289 s (4 min 49 s, docs/report.md) split by the CPU seconds of scripts/report_timing.py --quick on 2026-12-03
     # (setup 0.0, norms 16.6, tokens 3.8, probes 105.2, lab 14.4, transformer 28.2, signals 29.2, similarity 5.8,
     # retrieval 111.2; 314.4 s in all; peak RSS 3.09 GB; load average 13 on 2 CPUs, so its wall time, 28 min 35 s,
