@@ -36,7 +36,7 @@ from normscope.encoders import DEFAULT_MODEL, load_encoder
 from normscope.encoders.embed import embed_texts
 from normscope.errors import DataError, InputError
 from normscope.requests import Embedding, Resampling
-from normscope.signals.abstention import abstention_stats
+from normscope.signals.abstention import AbstentionResult, abstention_stats
 from normscope.signals.claims import feverous_claim
 from normscope.signals.labels import model_name
 from normscope.table import require_raw_norms
@@ -173,8 +173,9 @@ def feverous_stats(df: pd.DataFrame, *, n_boot: int = 2000, n_perm: int = 2000, 
 
 
 @dataclasses.dataclass
-class FeverousResult:
-    """The result of :func:`run_feverous` (``to_dict()`` is ``normscope correlate --signal feverous --json``).
+class FeverousResult(AbstentionResult):
+    """The result of :func:`run_feverous` (``to_dict()`` is ``normscope correlate --signal feverous --json``): the
+    fields and JSON of :class:`~normscope.signals.abstention.AbstentionResult`.
 
     Attributes
     ----------
@@ -191,25 +192,6 @@ class FeverousResult:
     items : pandas.DataFrame
         One row per claim: :func:`load_feverous`'s columns, ``norm``, ``tokens``.
     """
-
-    signal: str
-    model: str
-    dataset: str
-    stats: dict
-    length_unit: str
-    seed: int
-    n_items: int
-    n_junk: int
-    n_truncated: int
-    notes: list
-    items: pd.DataFrame
-    claims: list = dataclasses.field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        """JSON-ready summary (without the per-item table)."""
-        return {"signal": self.signal, "model": self.model, "dataset": self.dataset, "stats": self.stats,
-                "length_unit": self.length_unit, "seed": self.seed, "n_items": self.n_items, "n_junk": self.n_junk,
-                "n_truncated": self.n_truncated, "notes": list(self.notes), "claims": list(self.claims)}
 
 
 _EMBEDDING = Embedding()
