@@ -37,6 +37,23 @@ def _rows(text: str, width: int) -> int:
     return sum(max(1, math.ceil(len(line) / width)) for line in text.splitlines())
 
 
+def _all_unavailable(preset: str, seconds: float) -> tuple[dict, dict]:
+    """A summary and stage records of a report whose every stage was unavailable ("needs data")."""
+    from normscope.report.stage import StageRecord
+    from normscope.report.stages import STAGES
+    from normscope.values import Status
+
+    summary = {"report": {"model": "m", "preset": preset, "seconds": seconds, "stages_run": [st.name for st in STAGES],
+                          "stage_cached": {st.name: False for st in STAGES}}, "what_this_says": {}}
+    records = {}
+    for st in STAGES:
+        rec = StageRecord.error(st, Status.UNAVAILABLE, "needs data", key="k", request={}, seconds=1.0)
+        for key, sec in rec.sections.items():
+            summary[key] = sec.summary()
+        records[st.name] = rec
+    return summary, records
+
+
 @pytest.fixture
 def nothing_here(tmp_path, monkeypatch):
     """No data folder, an empty cache, no mirror, no NLTK data."""
@@ -181,18 +198,8 @@ def test_at_80_columns_every_tested_claim_is_listed_whole(tmp_path):
     from normscope.cli.report import print_summary
     from normscope.claims import CLAIMS, claim_row, judge, not_testable_row
     from normscope.report.runner import ReportResult
-    from normscope.report.stage import StageRecord
-    from normscope.report.stages import STAGES
-    from normscope.values import Status
 
-    summary = {"report": {"model": "m", "preset": "full", "seconds": 12.0, "stages_run": [st.name for st in STAGES],
-                          "stage_cached": {st.name: False for st in STAGES}}, "what_this_says": {}}
-    records = {}
-    for st in STAGES:
-        rec = StageRecord.error(st, Status.UNAVAILABLE, "needs data", key="k", request={}, seconds=1.0)
-        for key, sec in rec.sections.items():
-            summary[key] = sec.summary()
-        records[st.name] = rec
+    summary, records = _all_unavailable("full", 12.0)
     keys = [k for k, c in CLAIMS.items() if c.sign in (1, -1)][:10]
     rows = []
     for i, k in enumerate(keys):  # reproduced, refuted and inconclusive rows
@@ -236,18 +243,8 @@ def test_a_stored_full_runs_row_says_so_on_the_console_and_in_the_count(tmp_path
     from normscope.cli.report import print_summary
     from normscope.claims import CLAIMS, claim_row, judge, not_testable_row
     from normscope.report.runner import ReportResult
-    from normscope.report.stage import StageRecord
-    from normscope.report.stages import STAGES
-    from normscope.values import Status
 
-    summary = {"report": {"model": "m", "preset": "quick", "seconds": 1.0, "stages_run": [st.name for st in STAGES],
-                          "stage_cached": {st.name: False for st in STAGES}}, "what_this_says": {}}
-    records = {}
-    for st in STAGES:
-        rec = StageRecord.error(st, Status.UNAVAILABLE, "needs data", key="k", request={}, seconds=1.0)
-        for key, sec in rec.sections.items():
-            summary[key] = sec.summary()
-        records[st.name] = rec
+    summary, records = _all_unavailable("quick", 1.0)
     own = claim_row("frequency", measured=-0.4, ci=[-0.45, -0.35], judged=judge("frequency", -0.4, [-0.45, -0.35]))
     j = judge("theorem1_transformer", 0.0003, [0.00002, 0.0015])
     stored = claim_row("theorem1_transformer", measured=0.0003, ci=[0.00002, 0.0015], judged=j).but(
