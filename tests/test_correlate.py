@@ -115,6 +115,8 @@ def test_user_covariate_file(bundled_encoder, tmp_path):
                                 n_boot=50, n_perm=50)
     np.testing.assert_allclose(df["covariate"], vals)
     assert summary["n"] == len(WORDS) and summary["dataset"] == "user covariate file"
+    # the user's values are labelled as theirs, not as the signal's own dataset (new-user finding)
+    assert summary["covariate"] == "values of the user covariate file (read as concreteness)"
     norm = np.linalg.norm(bundled_encoder.encode(WORDS).astype(np.float64), axis=1)
     assert abs(summary["spearman"] - stats.spearmanr(norm, vals).statistic) < 1e-5
     assert summary["partial_spearman"]["controls"] == ["age"]

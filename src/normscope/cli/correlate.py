@@ -395,5 +395,6 @@ def correlate(
         for note in res.notes:
             console.print(f"note: {note}")
 
-    single_or_compare(models, call, _table, title=f"norm vs {signal}: {len(models)} models side by side",
+    what = f"the values of {covariate_file.name}" if covariate_file is not None else signal
+    single_or_compare(models, call, _table, title=f"norm vs {what}: {len(models)} models side by side",
                       console=console, out=out, json_path=json_path, fig=fig, plot=plot_signal, notes=notes)

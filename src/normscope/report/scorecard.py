@@ -18,6 +18,7 @@ from normscope.claims import CLAIMS, ClaimRow, check_one_verdict_per_statistic, 
 from normscope.report.stage import StageRecord
 from normscope.report.stages import STAGES
 from normscope.report.stages.setup import SECTION as SETUP, SetupResult
+from normscope.report.summary import MissingEntry
 from normscope.values import Status
 
 __all__ = ["gather_claims"]
@@ -37,7 +38,8 @@ def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) 
     list of ClaimRow
         Rows as built by :func:`~normscope.claims.claim_row`; a claim that no section tested gets
         verdict ``not testable here`` and, as its reason, the status and reason of the section that
-        would have tested it; a section stopped by absent data is named by the datasets it lacks only
+        would have tested it; a section stopped by absent data, or an ``ok`` section whose part that tests
+        the claim lacked its data (``derived["missing"]``), is named by the datasets it lacks only
         (``"lacks SciFact (BEIR) (see Missing data)"``): the full sentence, with the ways to get them, is
         said once, in ``missing_data``.
 
@@ -67,6 +69,8 @@ def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) 
         sec = sections.get(claim.section)
         if sec is None or sec.status is Status.NOT_RUN and sec.reason is None:
             why = "no stage of this run tests it"
+        elif sec.status is Status.OK and (lacks := _missing_part(sec, key)):
+            why = f"lacks {lacks} (see Missing data)"  # the part that tests it lacked its data: the list's words
         elif sec.status is Status.OK:
             why = "the section ran but reported no figure for this claim"
         elif sec.missing:  # said once, in full, in the missing-data list: the row only names the data
@@ -77,3 +81,14 @@ def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) 
         rows.append(not_testable_row(key, why, section=claim.section))
     check_one_verdict_per_statistic(rows)
     return rows
+
+
+def _missing_part(sec, key: str) -> str | None:
+    """The title of the dataset whose absence kept the part of an ``ok`` section that tests claim ``key`` from
+    running (its ``derived["missing"]``, read as :func:`normscope.report.missing.availability` reads it: a part
+    blocks the claims it lists, else the claim keyed by its name); None when no such part is missing."""
+    for part, raw in ((sec.derived or {}).get("missing") or {}).items():
+        entry = MissingEntry.from_json(raw)
+        if key in (entry.claims if entry.claims is not None else [part]):
+            return entry.title if entry.title is not None else (entry.dataset or part)
+    return None

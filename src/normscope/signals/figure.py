@@ -64,7 +64,8 @@ def plot_signal(result: CorrelateResult, path: str | Path, *, bins: int = 10) ->
     ax.set_ylabel("raw embedding norm ||z||")
     lo, hi = result.spearman_ci
     pooled = "pooled " if result.strata else ""
-    title = (f"{result.signal} · {result.model.split('/')[-1]}\n"
+    what = "user covariate file" if result.dataset == "user covariate file" else result.signal
+    title = (f"{what} · {result.model.split('/')[-1]}\n"
              f"{pooled}Spearman ρ = {result.spearman:.3f} [{lo:.3f}, {hi:.3f}], n = {result.n}")
     part = result.partial_spearman
     if part and part.get("rho") is not None:

@@ -44,7 +44,7 @@ def model_name(encoder, model: str) -> str:
 def covariate_label(signal: str, measure: str, *, user: bool, subtlex: bool) -> str:
     """Axis and table label of the covariate (``user``: from a covariate file; ``subtlex``: SUBTLEX-US frequency)."""
     if user:
-        return f"{signal} (user covariate file)"
+        return f"values of the user covariate file (read as {signal})"
     if signal == "specificity" and measure == "n_senses":
         return "WordNet noun senses of the word (all of them: ambiguity)"
     if signal == "specificity":
