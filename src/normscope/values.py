@@ -120,6 +120,12 @@ def key(name: str, default: Any = None) -> Any:
     return dataclasses.field(default=default, metadata={"json": name})
 
 
+def when_set() -> Any:
+    """A :class:`Record` field (default None) that :meth:`Record.to_json` writes only when it is set: a key added
+    to an object after others were written, so that an object without the value keeps the keys it always had."""
+    return dataclasses.field(default=None, metadata={"when_set": True})
+
+
 @functools.lru_cache(maxsize=None)
 def field_hints(cls) -> dict:
     """The resolved type hints of dataclass ``cls`` (memoised); ``{}`` when an annotation cannot be resolved."""
@@ -157,7 +163,8 @@ class Record:
     to None. :meth:`from_json` reads an object: a key it lacks stays None and is left out again by
     :meth:`to_json`, keys it does not know are kept, and the object's key order is kept, so
     ``from_json(d).to_json()`` is ``d`` key for key and in the same order (the JSON text a command writes
-    does not change when a result is read back). A value built from its fields writes them in field order.
+    does not change when a result is read back). A value built from its fields writes them in field order, all
+    of them but a :func:`when_set` field that is None.
     """
 
     _absent: frozenset = dataclasses.field(default=frozenset(), repr=False, compare=False)
@@ -194,8 +201,9 @@ class Record:
     def to_json(self) -> dict:
         """The JSON object: every known key (those absent from the object read stay absent) and the others, in
         the order of the object read (a value built from its fields: field order, then the others)."""
+        when_set = {f.name for f in dataclasses.fields(self) if f.metadata.get("when_set")}
         out = {k: getattr(self, name) for name, k in self._keys()
-               if not (k in self._absent and getattr(self, name) is None)}
+               if not ((k in self._absent or name in when_set) and getattr(self, name) is None)}
         out.update(self._extra)
         if self._order:
             out = {**{k: out[k] for k in self._order if k in out}, **out}

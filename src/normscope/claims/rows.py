@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from normscope.claims._numbers import _ci_ok, _finite
 from normscope.claims.registry import CLAIMS, KIND_TITLES, KINDS, VERDICTS, Claim
 from normscope.claims.rules import Judgement
-from normscope.values import Interval, Record
+from normscope.values import Interval, Record, when_set
 
 __all__ = ["ClaimRow", "claim_row", "not_testable_row", "paper_scope_rows", "kind_of", "kind_counts", "counts_text",
            "check_one_verdict_per_statistic"]
@@ -159,7 +159,7 @@ class ClaimRow(Record, Mapping):
     what: str | None = None
     statistic: str | None = None
     details: dict | None = None
-    stored: str | None = None
+    stored: str | None = when_set()  # in JSON only when set: a row this run computed keeps the keys rows always had
 
     @property
     def judgement(self) -> Judgement | None:
@@ -173,14 +173,6 @@ class ClaimRow(Record, Mapping):
     def row_kind(self) -> str:
         """:func:`kind_of` this row (its ``kind``, else its claim's)."""
         return kind_of(self)
-
-    def to_json(self) -> dict:
-        """The row's JSON object (:meth:`~normscope.values.Record.to_json`); ``stored`` only when set, so a row
-        this run computed has the keys rows always had."""
-        d = super().to_json()
-        if d.get("stored", 0) is None:
-            del d["stored"]
-        return d
 
     def but(self, **changes) -> "ClaimRow":
         """This row with some fields replaced (its JSON key order kept)."""
