@@ -42,6 +42,11 @@ def test_reader_refuses_bad_files(tmp_path):
             read_hierarchies(bad)
     with pytest.raises(InputError, match="no such file"):
         read_hierarchies(tmp_path / "none.csv")
+    for text, msg in (("hierarchy,level,text,cluster\nh,1,a,x\nh,2,b,y\ng,1,c,x\ng,2,d,x\n", "two cluster labels"),
+                      ("hierarchy,level,text,cluster\nh,1,a,\nh,2,b,\ng,1,c,x\ng,2,d,x\n", "empty cluster")):
+        bad.write_text(text)
+        with pytest.raises(InputError, match=msg):
+            read_hierarchies(bad)
 
 
 def test_wordnet_chains_follow_nltk(shared_data):
@@ -56,6 +61,10 @@ def test_wordnet_chains_follow_nltk(shared_data):
         assert sub["level"].tolist() == list(range(len(path)))
         assert sub["text"].tolist() == [s.lemma_names()[0].replace("_", " ") for s in path]
         assert sub["text"].iloc[0] == "entity"
+        assert set(sub["cluster"]) == {path[3].name()}  # the bootstrap cluster: the synset at depth 3
+    # chains that share their depth-3 synset are one cluster (dog and cat pass through the same upper synsets)
+    two = wordnet_chains(["dog", "cat"], wordnet=wn)
+    assert two["cluster"].nunique() == 1
     # a synset with two hypernym paths gets the same one in every process (NLTK's order follows string hashing)
     import subprocess
     import sys
@@ -88,7 +97,7 @@ def test_three_figures_recomputed(bundled_encoder, tmp_path):
     assert row["key"] == "specificity_hierarchy" and row["measured"] == pytest.approx(lm["rho"])
     assert "within equal token count and hierarchy" in row["label"] + row["what"] and "pooled Spearman" in row["beside"]
     assert "CI resamples whole hierarchies with all their texts" in row["what"]
-    assert res.pooled["ci_unit"] == lm["ci_unit"] == "hierarchies"
+    assert res.pooled["ci_unit"] == lm["ci_unit"] == "hierarchies" and res.n_clusters == 12
     assert res.partial.get("ci_unit", "hierarchies") == "hierarchies"  # no partial when every text has one length
     assert "cluster bootstrap" in lm["ci_method"]
     # the CIs' statistic is the reported partial rho's definition (ranks, least squares on [1, rank(tokens)])
@@ -160,3 +169,29 @@ def test_chain_bootstrap_covers_a_planted_dependence_the_text_bootstrap_misses()
     width_chain = np.mean(ci_chain[:, 1] - ci_chain[:, 0]) / spread
     assert cover_text < 0.6 and width_text < 0.5, (cover_text, width_text)
     assert cover_chain >= 0.85 and 0.75 < width_chain < 1.3, (cover_chain, width_chain)
+
+
+def test_a_cluster_column_makes_the_cis_resample_clusters(bundled_encoder, tmp_path):
+    """Hierarchies grouped by a ``cluster`` column: the estimates are those of the plain run (clusters change only
+    what is resampled), the CIs are cluster_bootstrap_ci over the groups (recomputed here from the per-text table),
+    and the row says what it resampled."""
+    rows = [(f"h{i}", lv + 1, t, c[0]) for i, c in enumerate(CHAINS) for lv, t in enumerate(c)]
+    p = tmp_path / "hc.csv"
+    pd.DataFrame(rows, columns=["hierarchy", "level", "text", "cluster"]).to_csv(p, index=False)
+    rs = Resampling(n_boot=200, n_perm=200, seed=1)
+    grouped = run_hierarchy(read_hierarchies(p), dataset="grouped", encoder=bundled_encoder, resampling=rs)
+    plain = run_hierarchy(read_hierarchies(_csv(tmp_path)), dataset="plain", encoder=bundled_encoder, resampling=rs)
+    assert grouped.n_clusters == 5 and grouped.n_hierarchies == 12  # thing, object, food, person, place
+    assert grouped.pooled["spearman"] == plain.pooled["spearman"]
+    assert grouped.length_matched["rho"] == plain.length_matched["rho"]
+    unit = "clusters of hierarchies (column cluster)"
+    assert grouped.pooled["ci_unit"] == grouped.length_matched["ci_unit"] == unit
+    assert f"CI resamples whole {unit} with all their texts" in grouped.claims[0]["what"]
+    from normscope.signals.hierarchy import _rank_partial
+
+    it = grouped.items
+    lv, nm = it["level"].to_numpy(float), it["norm"].to_numpy()
+    ref = cluster_bootstrap_ci(lambda ii: _rank_partial(lv[ii], nm[ii]), it["cluster"].to_numpy(dtype=object),
+                               n_boot=200, seed=1)
+    assert grouped.pooled["spearman_ci"] == pytest.approx(ref, abs=1e-12)
+    assert grouped.pooled["spearman_ci"] != plain.pooled["spearman_ci"]

@@ -312,7 +312,7 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
           "figure (the specificity claim on a second design)", 0, Size.strong(), "length_designs",
           how_to_test="normscope correlate --signal specificity --pairs wordnet (or a caption-hierarchy CSV): "
                       "Spearman \u03c1(level, norm) within the same hierarchy and token count, CI resampling "
-                      "whole hierarchies"),
+                      "whole hierarchies (WordNet: groups of chains sharing their depth-3 synset)"),
     Claim("abstention_treecut", "Exploratory: does the raw norm flag unanswerable math word problems (TreeCut-style, "
           "one equation cut from the query's path) at equal length?", "not in the paper's stated claims (its "
           "abstention use on TreeCut names no protocol or figure)", 0, Size(), "length_designs",

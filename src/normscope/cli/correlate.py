@@ -275,12 +275,13 @@ def _hierarchy_table(res) -> Rows:
                         (f"{100 * p['share']:.1f} %", f"[{100 * p['ci'][0]:.1f}, {100 * p['ci'][1]:.1f}] %", _p(p["p"]),
                          str(p["n_concordant"] + p["n_discordant"]))))
     return Rows(f"norm vs level of specificity in hierarchies — {res.model}", ("statistic", "value", "95% CI", "p", "n"),
-                tuple(rows), caption=f"{res.dataset}; {res.n_hierarchies} hierarchies, {res.n_texts} texts")
+                tuple(rows), caption=f"{res.dataset}; {res.n_hierarchies} hierarchies, {res.n_texts} texts; CIs resample "
+                                     f"whole {lm.get('ci_unit') or 'hierarchies'} ({res.n_clusters})")
 
 
 def _hierarchy(pairs, model, n, wordnet, seed, n_boot, n_perm, emb: Embedding, json_path, out, fig) -> None:
     """``correlate --signal specificity --pairs FILE|wordnet``: :func:`normscope.signals.hierarchy.run_hierarchy`."""
-    from normscope.signals.hierarchy import read_hierarchies, run_hierarchy, wordnet_hierarchies
+    from normscope.signals.hierarchy import WORDNET_CLUSTER_UNIT, read_hierarchies, run_hierarchy, wordnet_hierarchies
 
     if fig is not None:
         raise InputError("--fig: the hierarchy design has no figure (its per-text table is -o/--out)")
@@ -294,7 +295,8 @@ def _hierarchy(pairs, model, n, wordnet, seed, n_boot, n_perm, emb: Embedding, j
 
     def call(m):
         return run_hierarchy(df, dataset=what, embedding=emb.replace(model=m),
-                             resampling=Resampling(n_boot=n_boot, n_perm=n_perm, seed=seed), progress=True)
+                             resampling=Resampling(n_boot=n_boot, n_perm=n_perm, seed=seed), progress=True,
+                             cluster_unit=WORDNET_CLUSTER_UNIT if pairs == "wordnet" else None)
 
     console = make_console(stderr=True)
 
@@ -337,7 +339,7 @@ def correlate(
     out: TableOut = None,
     fig: FigOut = None,
     junk: JunkError = False,
-    pairs: Annotated[Optional[str], typer.Option("--pairs", help="With --signal specificity: a hierarchy CSV (columns hierarchy, level, text; larger level = more specific) or 'wordnet' (hypernym chains of the --n-items most frequent nouns); judged within hierarchy at equal token count.")] = None,
+    pairs: Annotated[Optional[str], typer.Option("--pairs", help="With --signal specificity: a hierarchy CSV (columns hierarchy, level, text; larger level = more specific; optional cluster: hierarchies resampled together) or 'wordnet' (hypernym chains of the --n-items most frequent nouns, grouped by their depth-3 synset); judged within hierarchy at equal token count.")] = None,
     keep_duplicates: option_for(CorrelateRequest, "keep_duplicates") = False,
 ) -> None:
     """Correlate raw embedding norms with a semantic signal (rho, bootstrap CI, permutation p, partial rho)."""

@@ -398,7 +398,8 @@ def hierarchy_claim(r) -> ClaimRow:
     """The row ``specificity_hierarchy`` from :class:`normscope.signals.hierarchy.HierarchyResult` (or its
     ``to_dict()``, read as a :class:`~normscope.signals.result.HierarchySummary`; hierarchies of texts, level =
     specificity): the rule of :func:`signal_claims` (strong |rho|, no direction) on the rho(level, norm) within the
-    same hierarchy and token count, its CI resampling whole hierarchies; the pooled and the length-partial rho
+    same hierarchy and token count, its CI resampling whole clusters (hierarchies, or WordNet chains grouped by
+    their depth-3 synset: the result's ``ci_unit``); the pooled and the length-partial rho
     beside it. Without a length-matched figure the row follows the partial, then the pooled rho."""
     h = _summary(r, HierarchySummary)
     pooled = h.pooled or Correlation()

@@ -15,12 +15,17 @@ Three figures, side by side (:func:`run_hierarchy`):
   norm (Wilson CI, sign test).
 
 The texts of one hierarchy are not independent (one chain; WordNet chains also share their upper
-synsets), so every CI here is a **cluster bootstrap over hierarchies**: whole hierarchies are resampled
-with replacement with all their texts (:func:`normscope.stats_designs.cluster_bootstrap_ci`); resampling
-texts would treat each text as an independent draw and give too narrow an interval (a planted
-dependence in ``tests/test_hierarchy.py`` shows it). Chains that share an upper synset stay correlated
-with each other, which the hierarchy bootstrap does not model either; the equal-length pairs' Wilson
-interval counts pairs as independent (shown beside, it decides nothing).
+synsets), so every CI here is a **cluster bootstrap**: whole clusters are resampled with replacement with
+all their texts (:func:`normscope.stats_designs.cluster_bootstrap_ci`); resampling texts would treat each
+text as an independent draw and give too narrow an interval (a planted dependence in
+``tests/test_hierarchy.py`` shows it). A cluster is a hierarchy, or a group of hierarchies that are not
+independent of each other: WordNet chains that share their synset at depth :data:`WORDNET_CLUSTER_DEPTH`
+(``dog``, ``cat`` and ``car`` all pass through ``whole.n.02``; 300 chains of the most frequent nouns make 42
+groups) form one cluster, and a CSV may group its hierarchies by a ``cluster`` column (e.g. the captions of
+one image). Resampling single chains would count chains that share their upper half as independent: on
+GloVe 6B-50d it gave [+0.330, +0.432] where the 42 groups give [+0.259, +0.484] (docs/signals.md). The
+synsets above that depth (``entity``, ``physical entity``, ...) are still shared between groups; the
+equal-length pairs' Wilson interval counts pairs as independent (shown beside, it decides nothing).
 """
 
 from __future__ import annotations
@@ -41,23 +46,34 @@ from normscope.signals.labels import MIN_VALID, model_name
 from normscope.table import require_raw_norms
 
 __all__ = ["read_hierarchies", "wordnet_chains", "wordnet_hierarchies", "run_hierarchy", "HierarchyResult",
-           "HIERARCHY_COLUMNS", "DEFAULT_N_CHAINS"]
+           "HIERARCHY_COLUMNS", "DEFAULT_N_CHAINS", "WORDNET_CLUSTER_DEPTH", "WORDNET_CLUSTER_UNIT"]
 
 #: WordNet chains of ``--pairs wordnet`` by default (the most frequent nouns; 300 chains are about 2,200 texts).
 DEFAULT_N_CHAINS = 2000
 
-#: The columns of a hierarchy CSV.
+#: The columns of a hierarchy CSV (an optional fourth, ``cluster``, groups hierarchies that are not independent).
 HIERARCHY_COLUMNS = ("hierarchy", "level", "text")
+
+#: Depth below ``entity.n.01`` of the synset whose chains form one bootstrap cluster (:func:`wordnet_chains`).
+#: Depth 3 gives 42 groups for the 300 chains of the most frequent nouns (depth 2: 11, too few to resample; depth 4: about 100, and
+#: chains sharing a depth-3 synset stay dependent across them).
+WORDNET_CLUSTER_DEPTH = 3
+
+#: What the CIs of WordNet chains resample (``ci_unit``).
+WORDNET_CLUSTER_UNIT = f"groups of chains sharing their depth-{WORDNET_CLUSTER_DEPTH} synset"
 
 
 def read_hierarchies(path: str | Path) -> pd.DataFrame:
-    """A hierarchy CSV: columns ``hierarchy`` (id), ``level`` (integer, larger = more specific) and ``text``.
+    """A hierarchy CSV: columns ``hierarchy`` (id), ``level`` (integer, larger = more specific) and ``text``,
+    and optionally ``cluster``: hierarchies that are not independent of each other (the captions of one image)
+    share a cluster label, and the CIs resample whole clusters (:func:`run_hierarchy`).
 
     Raises
     ------
     InputError
         A missing file or column, a level that is not an integer, an empty text, a (hierarchy, level)
-        given twice, or fewer than two hierarchies with two levels.
+        given twice, a hierarchy with two cluster labels or an empty one, or fewer than two hierarchies with
+        two levels.
     """
     p = Path(path)
     if not p.is_file():
@@ -73,8 +89,17 @@ def read_hierarchies(path: str | Path) -> pd.DataFrame:
     if lv.isna().any() or (lv != lv.round()).any():
         bad = df["level"][lv.isna() | (lv != lv.round())].iloc[0]
         raise InputError(f"--pairs {p}: level must be an integer, got {bad!r}")
-    df = pd.DataFrame({"hierarchy": df["hierarchy"].astype(str).str.strip(), "level": lv.astype(int),
-                       "text": df["text"].astype(str).str.strip()})
+    out = pd.DataFrame({"hierarchy": df["hierarchy"].astype(str).str.strip(), "level": lv.astype(int),
+                        "text": df["text"].astype(str).str.strip()})
+    if "cluster" in df.columns:
+        out["cluster"] = df["cluster"].astype(str).str.strip()
+        if (out["cluster"] == "").any():
+            raise InputError(f"--pairs {p}: {plural(int((out['cluster'] == '').sum()), 'row')} with an empty cluster")
+        two = out.groupby("hierarchy")["cluster"].nunique()
+        if (two > 1).any():
+            raise InputError(f"--pairs {p}: hierarchy {two[two > 1].index[0]!r} has two cluster labels (a "
+                             "hierarchy belongs to one cluster)")
+    df = out
     if (df["text"] == "").any() or (df["hierarchy"] == "").any():
         raise InputError(f"--pairs {p}: {plural(int(((df['text'] == '') | (df['hierarchy'] == '')).sum()), 'row')} with an "
                          "empty text or hierarchy id")
@@ -86,18 +111,27 @@ def read_hierarchies(path: str | Path) -> pd.DataFrame:
     return df
 
 
-def wordnet_chains(words, *, wordnet) -> pd.DataFrame:
+def wordnet_chains(words, *, wordnet, cluster_depth: int = WORDNET_CLUSTER_DEPTH) -> pd.DataFrame:
     """WordNet hypernym chains: for each word, its first noun sense and one hypernym path of that sense.
 
     A synset with several hypernym paths (``london.n.01``: through ``city`` and through ``capital``) gets
     the first of them in the order of their synset names from the root down (NLTK's own order of
     ``hypernym_paths()`` follows Python's string hashing, so it changes from one process to the next).
 
+    Parameters
+    ----------
+    words : iterable of str
+    wordnet : WordNet corpus reader (:func:`normscope.signals.load_wordnet`), keyword-only
+    cluster_depth : int, keyword-only
+        Chains that share their synset at this depth form one ``cluster`` (a chain no deeper than that: its
+        last synset).
+
     Returns
     -------
     pandas.DataFrame
         ``hierarchy`` (the word), ``level`` (depth below ``entity.n.01``, 0 = the root), ``text`` (the
-        synset's first lemma, underscores as spaces). Words without a noun sense are left out.
+        synset's first lemma, underscores as spaces), ``cluster`` (the synset name at ``cluster_depth``).
+        Words without a noun sense are left out.
     """
     rows = []
     for w in words:
@@ -105,9 +139,10 @@ def wordnet_chains(words, *, wordnet) -> pd.DataFrame:
         if not syns:
             continue
         path = min(syns[0].hypernym_paths(), key=lambda p: [s.name() for s in p])
+        group = path[min(cluster_depth, len(path) - 1)].name()
         for depth, s in enumerate(path):
-            rows.append((w, depth, s.lemma_names()[0].replace("_", " ")))
-    return pd.DataFrame(rows, columns=list(HIERARCHY_COLUMNS))
+            rows.append((w, depth, s.lemma_names()[0].replace("_", " "), group))
+    return pd.DataFrame(rows, columns=[*HIERARCHY_COLUMNS, "cluster"])
 
 
 def wordnet_hierarchies(n: int | None = None, *, wordnet=None) -> tuple[pd.DataFrame, str]:
@@ -148,20 +183,23 @@ class HierarchyResult:
         ``"specificity"``.
     model, dataset, length_unit : str
     n_hierarchies, n_texts : int
+    n_clusters : int
+        The clusters the CIs resample (= ``n_hierarchies`` when every hierarchy is its own).
     pooled : dict
-        ``spearman``, ``spearman_ci``, ``n`` of rho(level, norm); ``ci_unit`` ``"hierarchies"`` (the CI is a
-        cluster bootstrap over hierarchies).
+        ``spearman``, ``spearman_ci``, ``n`` of rho(level, norm); ``ci_unit``: what the cluster bootstrap
+        resamples (``"hierarchies"``, :data:`WORDNET_CLUSTER_UNIT`, or ``"clusters of hierarchies (column
+        cluster)"``).
     partial : dict
         ``rho``, ``ci``, ``n`` of rho(level, norm | tokens); ``ci_unit`` as above.
     length_matched : dict
-        :func:`normscope.stats_designs.within_length_spearman` (``clusters`` = the hierarchies, ``ci_unit``
-        ``"hierarchies"``) with ``pairs`` (:func:`normscope.stats_designs.matched_concordance`).
+        :func:`normscope.stats_designs.within_length_spearman` (``clusters`` as above, ``ci_unit`` as above)
+        with ``pairs`` (:func:`normscope.stats_designs.matched_concordance`).
     mean_tokens_by_level : dict of int -> float
     seed : int
     notes : list of str
     claims : list of dict
     items : pandas.DataFrame
-        ``id``, ``hierarchy``, ``level``, ``text``, ``norm``, ``tokens``.
+        ``id``, ``hierarchy``, ``level``, ``text``, ``norm``, ``tokens``, ``cluster``.
     """
 
     signal: str
@@ -170,6 +208,7 @@ class HierarchyResult:
     length_unit: str
     n_hierarchies: int
     n_texts: int
+    n_clusters: int
     pooled: dict
     partial: dict
     length_matched: dict
@@ -182,7 +221,8 @@ class HierarchyResult:
     def to_dict(self) -> dict:
         """JSON-ready summary (without the per-text table)."""
         return {"signal": self.signal, "model": self.model, "dataset": self.dataset, "length_unit": self.length_unit,
-                "n_hierarchies": self.n_hierarchies, "n_texts": self.n_texts, "pooled": self.pooled,
+                "n_hierarchies": self.n_hierarchies, "n_texts": self.n_texts, "n_clusters": self.n_clusters,
+                "pooled": self.pooled,
                 "partial": self.partial, "length_matched": self.length_matched,
                 "mean_tokens_by_level": {str(k): v for k, v in self.mean_tokens_by_level.items()}, "seed": self.seed,
                 "notes": list(self.notes), "claims": list(self.claims)}
@@ -205,19 +245,24 @@ _RESAMPLING = Resampling(n_boot=2000, n_perm=2000)
 
 
 def run_hierarchy(hierarchies: pd.DataFrame, *, dataset: str, embedding: Embedding = _EMBEDDING,
-                  resampling: Resampling = _RESAMPLING, encoder=None, progress: bool = False) -> HierarchyResult:
+                  resampling: Resampling = _RESAMPLING, encoder=None, progress: bool = False,
+                  cluster_unit: str | None = None) -> HierarchyResult:
     """Norm vs level of specificity within hierarchies: pooled, length-partial and length-matched figures.
 
     Parameters
     ----------
     hierarchies : pandas.DataFrame
-        ``hierarchy``, ``level``, ``text`` (:func:`read_hierarchies`, :func:`wordnet_chains`).
+        ``hierarchy``, ``level``, ``text`` and optionally ``cluster`` (:func:`read_hierarchies`,
+        :func:`wordnet_chains`): the CIs resample whole clusters, else whole hierarchies.
     dataset : str
         What the hierarchies are (shown with the figures).
     embedding, resampling
         The model and its forward passes; bootstrap resamples, permutations and the seed.
     encoder : Encoder, optional
     progress : bool
+    cluster_unit : str, optional
+        What a cluster is, for ``ci_unit`` (:data:`WORDNET_CLUSTER_UNIT` for WordNet chains); default
+        ``"clusters of hierarchies (column cluster)"`` with a ``cluster`` column, ``"hierarchies"`` without.
 
     Returns
     -------
@@ -251,6 +296,10 @@ def run_hierarchy(hierarchies: pd.DataFrame, *, dataset: str, embedding: Embeddi
     require_raw_norms(norm, "correlate --signal specificity --pairs")
     pos = {i: k for k, i in enumerate(table.ids)}
     notes = []
+    if "cluster" not in df.columns:
+        df["cluster"], ci_unit = df["hierarchy"], "hierarchies"
+    else:
+        ci_unit = cluster_unit or "clusters of hierarchies (column cluster)"
     df = df[df["id"].isin(pos)].copy()
     df["norm"] = [norm[pos[i]] for i in df["id"]]
     if table.tokens is not None:
@@ -262,30 +311,31 @@ def run_hierarchy(hierarchies: pd.DataFrame, *, dataset: str, embedding: Embeddi
     df = df.sort_values("id", kind="stable").reset_index(drop=True)  # id order: independent of the input order
     lv, nm, tk = df["level"].to_numpy(float), df["norm"].to_numpy(), df["tokens"].to_numpy(float)
     strata = df["hierarchy"].to_numpy(dtype=object)
-    chains = cluster_codes(strata, len(df))
+    chains = cluster_codes(df["cluster"].to_numpy(dtype=object), len(df))
     c = correlation(lv, nm, n_boot=0, n_perm=0, seed=rs.seed, min_n=MIN_VALID)
     pooled = {"spearman": c.spearman, "spearman_ci": cluster_bootstrap_ci(
         lambda ii: _rank_partial(lv[ii], nm[ii]), chains, n_boot=rs.n_boot, ci=rs.level, seed=rs.seed), "n": c.n,
-        "ci_unit": "hierarchies"}
+        "ci_unit": ci_unit}
     if np.ptp(tk) > 0:
         pr = partial_spearman(lv, nm, tk, n_boot=0, n_perm=0, seed=rs.seed, ci=rs.level, control_names=["tokens"])
         partial = {"rho": pr.rho, "ci": cluster_bootstrap_ci(
             lambda ii: _rank_partial(lv[ii], nm[ii], tk[ii]), chains, n_boot=rs.n_boot, ci=rs.level, seed=rs.seed),
-            "n": pr.n, "ci_unit": "hierarchies"}
+            "n": pr.n, "ci_unit": ci_unit}
     else:
         partial = {"rho": None, "ci": None, "n": len(df)}
         notes.append("every text has the same length: no length-partial figure")
     lm = within_length_spearman(lv, nm, tk, strata=strata, n_boot=rs.n_boot, n_perm=rs.n_perm, ci=rs.level,
                                 seed=rs.seed, min_n=MIN_VALID, clusters=chains)
-    lm["ci_unit"] = "hierarchies"
+    lm["ci_unit"] = ci_unit
     codes = np.unique(strata.astype(str), return_inverse=True)[1] * (int(tk.max()) + 1) + tk.astype(np.int64)
     lm["pairs"] = matched_concordance(lv, nm, length_matched_within(codes, df["id"].tolist(), seed=rs.seed),
                                       level=rs.level)
     lm["length"] = unit
     by_level = {int(k): float(v) for k, v in df.groupby("level")["tokens"].mean().items()}
     res = HierarchyResult(signal="specificity", model=model_name(encoder, model), dataset=dataset, length_unit=unit,
-                          n_hierarchies=int(df["hierarchy"].nunique()), n_texts=len(df), pooled=pooled,
+                          n_hierarchies=int(df["hierarchy"].nunique()), n_texts=len(df),
+                          n_clusters=int(df["cluster"].nunique()), pooled=pooled,
                           partial=partial, length_matched=lm, mean_tokens_by_level=by_level, seed=int(rs.seed),
-                          notes=notes, items=df[["id", "hierarchy", "level", "text", "norm", "tokens"]])
+                          notes=notes, items=df[["id", "hierarchy", "level", "text", "norm", "tokens", "cluster"]])
     res.claims = [hierarchy_claim(res.to_dict())]
     return res

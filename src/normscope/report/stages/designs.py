@@ -81,11 +81,11 @@ def design_commands(designs, items: int | None, embedding: Embedding, resampling
 
 def _run_one(design: str, n: int, embedding: Embedding, resampling: Resampling, encoder):
     if design == "wordnet_chains":
-        from normscope.signals.hierarchy import run_hierarchy, wordnet_hierarchies
+        from normscope.signals.hierarchy import WORDNET_CLUSTER_UNIT, run_hierarchy, wordnet_hierarchies
 
         df, what = wordnet_hierarchies(n)
         return run_hierarchy(df, dataset=what, embedding=embedding, resampling=resampling, encoder=encoder,
-                             progress=True)
+                             progress=True, cluster_unit=WORDNET_CLUSTER_UNIT)
     if design == "feverous":
         from normscope.signals.feverous import run_feverous
 
@@ -100,7 +100,7 @@ def _row(design: str, d: dict) -> list:
     if design == "wordnet_chains":
         lm, po, pa = d["length_matched"], d["pooled"], d["partial"]
         return [design, d["n_texts"], po["spearman"], ci_text(po["spearman_ci"]), pa.get("rho"), ci_text(pa.get("ci")),
-                lm.get("rho"), ci_text(lm.get("ci")), "hierarchies"]
+                lm.get("rho"), ci_text(lm.get("ci")), lm.get("ci_unit") or "hierarchies"]
     st = d["stats"]["nei"] if design == "feverous" else d["stats"]
     return [design, st["n_answerable"] + st["n_unanswerable"], st["auroc_norm"], f"tokens {num(st['auroc_tokens'])}",
             st["partial_rho"], ci_text(st.get("partial_ci")), st.get("r_rb"), ci_text(st.get("r_rb_ci")),
@@ -169,7 +169,8 @@ def run_designs(ctx, designs, items: int | None, embedding: Embedding, resamplin
 
 def _size(design: str, r: dict) -> str:
     if design == "wordnet_chains":
-        return f"{plural(r['n_hierarchies'], 'chain')}, {plural(r['n_texts'], 'text')}"
+        groups = f" in {r['n_clusters']} groups" if r.get("n_clusters") not in (None, r["n_hierarchies"]) else ""
+        return f"{plural(r['n_hierarchies'], 'chain')}{groups}, {plural(r['n_texts'], 'text')}"
     if design == "feverous":
         st = r["stats"]["nei"]
         return (f"{st['n_answerable'] + st['n_unanswerable']} claims ({st['n_unanswerable']} NOT ENOUGH INFO; the "
