@@ -19,7 +19,7 @@ SIZES = Sizes(words=60, signal_items=40, design_items=40, n_boot=100, n_perm=100
 def designs_run(tmp_path_factory, bundled_encoder, shared_data):
     out = tmp_path_factory.mktemp("designs")
     cfg = ReportConfig(out=out, sizes=SIZES, only=("setup", "signals"),
-                       signals=("treecut", "ruletaker", "wordnet_chains"))
+                       signals=("treecut", "ruletaker", "wordnet_chains", "shuffle"))
     return cfg, run_report(cfg, progress=False, encoder=bundled_encoder)
 
 
@@ -27,7 +27,7 @@ def test_designs_run_in_the_report_and_feed_the_scorecard(designs_run):
     cfg, res = designs_run
     s = json.loads((cfg.out / "summary.json").read_text())
     sec = s["length_designs"]
-    assert sec["status"] == "ok" and list(sec["result"]) == ["treecut", "ruletaker", "wordnet_chains"]
+    assert sec["status"] == "ok" and list(sec["result"]) == ["treecut", "ruletaker", "wordnet_chains", "shuffle"]
     # only designs selected: the signals section says so instead of failing the stage
     assert s["semantic_signals"]["status"] == "not_run"
     tc = sec["result"]["treecut"]["stats"]
@@ -37,7 +37,7 @@ def test_designs_run_in_the_report_and_feed_the_scorecard(designs_run):
     assert wn["length_matched"]["ci_unit"] == "groups of chains sharing their depth-3 synset"
     rows = {r["key"]: r for r in s["claims"]}
     for key, design in (("abstention_treecut", "treecut"), ("abstention_ruletaker", "ruletaker"),
-                        ("specificity_hierarchy", "wordnet_chains")):
+                        ("specificity_hierarchy", "wordnet_chains"), ("atypical_input_shuffle", "shuffle")):
         got = sec["result"][design]["claims"][0]
         assert rows[key]["verdict"] == got["verdict"] and rows[key]["measured"] == got["measured"]
         assert rows[key]["verdict"] != "not testable here" or "untied" in rows[key]["why"]
@@ -48,6 +48,11 @@ def test_designs_run_in_the_report_and_feed_the_scorecard(designs_run):
     page = (cfg.out / "index.html").read_text()
     assert 'id="length_designs"' in page and "Text rows at equal length" in page
     assert "design_items.treecut" in json.dumps(s["report"])
+    # the shuffle design: 40 SciFact titles, its row decided by the median relative change over those pairs
+    sh = sec["result"]["shuffle"]
+    assert sh["n_items"] == 40 and sh["pooled"]["n_pairs"] == sh["n_pairs"] <= 40
+    assert rows["atypical_input_shuffle"]["measured"] == pytest.approx(sh["pooled"]["median_rel_change"])
+    assert rows["atypical_input_shuffle"]["reason"] != "the section ran but reported no figure for this claim"
 
 
 def test_design_commands_reproduce_the_section(designs_run, tmp_path, monkeypatch):
@@ -144,3 +149,23 @@ def test_feverous_absent_gives_the_missing_data_line(tmp_path, bundled_encoder):
         "FEVEROUS dev sample (50 claims) is not here (--offline is set)")
     [line] = [m["line"] for m in s["missing_data"]]
     assert "--offline is set: Text rows at equal length not run, 1 claim left untested" in line
+
+
+def test_shuffle_without_scifact_names_it(tmp_path, bundled_encoder, monkeypatch):
+    """SciFact absent: the shuffle design's row and the missing-data list name SciFact and its fetch command (the
+    command itself would say --items; the report names the dataset)."""
+    from normscope.errors import DataMissing
+    from normscope.signals import shuffle
+
+    def absent():
+        raise DataMissing("SciFact (BEIR) is not here", dataset="scifact", title="SciFact (BEIR)", cause="not here")
+
+    monkeypatch.setattr(shuffle, "scifact_titles", absent)
+    cfg, _ = _report(tmp_path / "r", ("treecut", "shuffle"), bundled_encoder)
+    s = json.loads((cfg.out / "summary.json").read_text())
+    assert list(s["length_designs"]["result"]) == ["treecut"]
+    row = {r["key"]: r for r in s["claims"]}["atypical_input_shuffle"]
+    assert row["verdict"] == "not testable here"
+    assert row["reason"] == "SciFact (BEIR) is not here: get it with `normscope data fetch scifact` (see Missing data)"
+    [line] = [m["line"] for m in s["missing_data"]]
+    assert line.startswith("SciFact (BEIR) is not here") and "1 claim left untested" in line

@@ -20,20 +20,21 @@ def _records(derived):
 
 def test_an_ok_section_missing_a_part_names_its_data():
     missing = {"uncertainty": {"dataset": "chaosnli", "title": "ChaosNLI", "cause": "not found"},
-               "shuffle": {"dataset": "scifact", "title": "SciFact (BEIR)", "cause": "not found",
-                           "claims": ["atypical_input_shuffle"]}}
+               "specificity": {"dataset": "wordnet", "title": "WordNet 3.0", "cause": "not found",
+                               "claims": ["ambiguity"]}}
     rows = {r.key: r for r in gather_claims(_records({"missing": missing}), model="m")}
     assert rows["uncertainty"].verdict == "not testable here"
     assert rows["uncertainty"].reason == "lacks ChaosNLI (see Missing data)"
     # a part whose claims are listed blocks those claims, not the claim named like the part
-    assert rows["atypical_input_shuffle"].reason == "lacks SciFact (BEIR) (see Missing data)"
+    assert rows["ambiguity"].reason == "lacks WordNet 3.0 (see Missing data)"
+    assert rows["specificity"].reason == "the section ran but reported no figure for this claim"
     # a claim of the section whose part did not lack data keeps the plain sentence
     assert rows["frequency"].reason == "the section ran but reported no figure for this claim"
     # the missing-data list counts the same claims under the same datasets
     summary = {"claims": [r.to_json() for r in rows.values()],
                "semantic_signals": {"status": "ok", "derived": {"missing": missing}}}
     by = {d["dataset"]: d["claims"] for d in availability(summary, {"semantic_signals": "Semantic signals"})["missing_data"]}
-    assert by == {"chaosnli": ["uncertainty"], "scifact": ["atypical_input_shuffle"]}
+    assert by == {"chaosnli": ["uncertainty"], "wordnet": ["ambiguity"]}
 
 
 def test_no_missing_part_keeps_the_plain_sentence():

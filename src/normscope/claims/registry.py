@@ -303,7 +303,7 @@ CLAIMS: dict[str, Claim] = {c.key: c for c in (
                       "controlling for Zipf frequency and length over WordNet nouns"),
     Claim("atypical_input_shuffle", "Exploratory: does a word-shuffled text (an atypical input, same words, same "
           "length) get a smaller norm than the text itself?", "not in the paper's stated claims (the reading 'smaller "
-          "norm = unexpected input' of its abstention use; no figure)", -1, Size(), "semantic_signals",
+          "norm = unexpected input' of its abstention use; no figure)", -1, Size(), "length_designs",
           how_to_test="normscope correlate --signal shuffle (SciFact titles, or --items): the median relative norm "
                       "change of the shuffled copy with a bootstrap CI over pairs, the sign test beside it",
           kind="exploratory"),

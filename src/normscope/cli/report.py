@@ -31,7 +31,7 @@ def report(
     device: Device = "cpu",
     only: Annotated[Optional[list[str]], typer.Option("--only", callback=split_list, metavar="STAGE", help="Stages to run (repeatable or a comma list): setup, norms, tokens, probes, lab, transformer, signals, similarity, retrieval. The other sections keep what an earlier run wrote in OUT.")] = None,
     items: Annotated[Optional[str], typer.Option("--items", help="Items of the norm distribution: a file (.txt one per line, .jsonl, .csv) or wordfreq:N (default: wordfreq:5000, --quick wordfreq:2000).")] = None,
-    signals: Annotated[Optional[list[str]], typer.Option("--signals", callback=split_list, metavar="SIGNAL", help="Semantic signals to run (repeatable or a comma list; default all): frequency, specificity, concreteness, uncertainty; and the length-matched designs beside them: treecut, ruletaker, wordnet_chains, feverous (when its sample is here).")] = None,
+    signals: Annotated[Optional[list[str]], typer.Option("--signals", callback=split_list, metavar="SIGNAL", help="Semantic signals to run (repeatable or a comma list; default all): frequency, specificity, concreteness, uncertainty; and the length-matched designs beside them: treecut, ruletaker, wordnet_chains, feverous (when its sample is here), shuffle (SciFact titles).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Ignore cached stage results in OUT/stages.")] = False,
     offline: Annotated[bool, typer.Option("--offline", help="Never download a dataset (a section that needs an absent "
                                           "one says which `normscope data fetch` to run); same as `normscope --offline report`.")] = False,

@@ -47,7 +47,7 @@ class ReportConfig:
         Ignore cached stage records.
     signals : tuple of str
         Semantic signals to run (default all four: frequency, specificity, concreteness, uncertainty) and the
-        length-matched designs beside them (default all four: treecut, ruletaker, wordnet_chains, feverous).
+        length-matched designs beside them (default all five: treecut, ruletaker, wordnet_chains, feverous, shuffle).
     precision : {"fp32", "bf16"}
         Precision of the model's forward passes in the stages that embed (``--precision``); part
         of the model fingerprint, hence of the stage keys and the embedding cache keys. The

@@ -10,11 +10,14 @@ Three designs of issue 39, each the function its ``normscope correlate`` command
   every CI a bootstrap over chains; row ``specificity_hierarchy``;
 - ``feverous``: the 50 claims of the FEVEROUS dev sample (:func:`normscope.signals.feverous.run_feverous`; the
   dataset ``normscope data fetch feverous``), NOT ENOUGH INFO vs decided claims at equal token count; row
-  ``abstention_feverous``.
+  ``abstention_feverous``;
+- ``shuffle``: SciFact document titles against their word-shuffled copies (same words, so the same length in
+  words; :func:`normscope.signals.shuffle.run_shuffle`), the median relative norm change; row
+  ``atypical_input_shuffle`` (exploratory).
 
 They run with the report's model and seed; their sizes are :data:`DESIGN_N` (``Sizes.design_items`` caps
 them: the quick report runs 200 of each, stated on the page; FEVEROUS is its 50 claims, nothing to cap). A design
-whose dataset is absent (WordNet, FEVEROUS) gets its row ``not testable here`` naming the dataset, and the
+whose dataset is absent (WordNet, FEVEROUS, SciFact) gets its row ``not testable here`` naming the dataset, and the
 section's ``derived["missing"]`` names it per design, so that the report's missing-data list says once how to
 get it (:func:`normscope.report.missing.availability`).
 """
@@ -42,14 +45,17 @@ DESIGNS_SECTION = "length_designs"
 DESIGNS: tuple[str, ...] = LENGTH_DESIGNS
 #: Items of each design by default: generated problems; WordNet nouns (one chain each, about 7 texts a chain).
 #: FEVEROUS: the sample's 50 claims, all of them (``correlate --signal feverous`` has no ``--n-items``).
-DESIGN_N = {"treecut": 1000, "ruletaker": 1000, "wordnet_chains": 300, "feverous": 50}
+#: Shuffle: SciFact titles (each with its shuffled copy), the command's default.
+DESIGN_N = {"treecut": 1000, "ruletaker": 1000, "wordnet_chains": 300, "feverous": 50, "shuffle": 2000}
 #: The scorecard row each design decides.
 DESIGN_CLAIMS = {"treecut": "abstention_treecut", "ruletaker": "abstention_ruletaker",
-                 "wordnet_chains": "specificity_hierarchy", "feverous": "abstention_feverous"}
+                 "wordnet_chains": "specificity_hierarchy", "feverous": "abstention_feverous",
+                 "shuffle": "atypical_input_shuffle"}
 _TITLES = {"treecut": "TreeCut-style problems (unanswerable vs answerable)",
            "ruletaker": "RuleTaker-style statements (Unknown vs True/False)",
            "wordnet_chains": "WordNet hypernym chains (level vs norm)",
-           "feverous": "FEVEROUS dev claims (NOT ENOUGH INFO vs decided)"}
+           "feverous": "FEVEROUS dev claims (NOT ENOUGH INFO vs decided)",
+           "shuffle": "SciFact titles vs their word-shuffled copies"}
 #: Designs that read a fixed sample: their size is the sample's, whatever the cap.
 _FIXED = ("feverous",)
 
@@ -69,7 +75,7 @@ def _argv(design: str, n: int, embedding: Embedding, resampling: Resampling) -> 
     if design in _FIXED:  # the sample's claims, all of them (no --n-items); --n-perm: the annotation time's p
         k = argv.index("--n-items")
         return argv[:k] + argv[k + 2:]
-    k = argv.index("--n-perm")  # the abstention rows have no permutation p-value
+    k = argv.index("--n-perm")  # the abstention and shuffle rows have no permutation p-value
     return argv[:k] + argv[k + 2:]
 
 
@@ -86,6 +92,12 @@ def _run_one(design: str, n: int, embedding: Embedding, resampling: Resampling, 
         df, what = wordnet_hierarchies(n)
         return run_hierarchy(df, dataset=what, embedding=embedding, resampling=resampling, encoder=encoder,
                              progress=True, cluster_unit=WORDNET_CLUSTER_UNIT)
+    if design == "shuffle":
+        from normscope.signals.shuffle import run_shuffle, scifact_titles
+
+        scifact_titles()  # DataMissing when SciFact is absent (the report names the dataset; the command says --items)
+        return run_shuffle(n=n, embedding=embedding, resampling=dataclasses.replace(resampling, n_perm=0),
+                           encoder=encoder, progress=True)
     if design == "feverous":
         from normscope.signals.feverous import run_feverous
 
@@ -101,6 +113,11 @@ def _row(design: str, d: dict) -> list:
         lm, po, pa = d["length_matched"], d["pooled"], d["partial"]
         return [design, d["n_texts"], po["spearman"], ci_text(po["spearman_ci"]), pa.get("rho"), ci_text(pa.get("ci")),
                 lm.get("rho"), ci_text(lm.get("ci")), lm.get("ci_unit") or "hierarchies"]
+    if design == "shuffle":
+        p = d["pooled"]
+        share = "" if p.get("share_smaller") is None else f"shuffled smaller in {100 * p['share_smaller']:.1f} %"
+        return [design, d["n_pairs"], None, share, None, "", p.get("median_rel_change"), ci_text(p.get("median_ci")),
+                "pairs (text, shuffled copy)"]
     st = d["stats"]["nei"] if design == "feverous" else d["stats"]
     return [design, st["n_answerable"] + st["n_unanswerable"], st["auroc_norm"], f"tokens {num(st['auroc_tokens'])}",
             st["partial_rho"], ci_text(st.get("partial_ci")), st.get("r_rb"), ci_text(st.get("r_rb_ci")),
@@ -171,6 +188,8 @@ def _size(design: str, r: dict) -> str:
     if design == "wordnet_chains":
         groups = f" in {r['n_clusters']} groups" if r.get("n_clusters") not in (None, r["n_hierarchies"]) else ""
         return f"{plural(r['n_hierarchies'], 'chain')}{groups}, {plural(r['n_texts'], 'text')}"
+    if design == "shuffle":
+        return f"{plural(r['n_pairs'], 'title')} and their shuffled copies ({r['dataset']})"
     if design == "feverous":
         st = r["stats"]["nei"]
         return (f"{st['n_answerable'] + st['n_unanswerable']} claims ({st['n_unanswerable']} NOT ENOUGH INFO; the "
@@ -189,6 +208,11 @@ def designs_sentences(result: dict | None) -> list[str]:
             continue
         ci = row.get("ci")
         cis = f" [{num(ci[0])}, {num(ci[1])}]" if ci else ""
+        if d == "shuffle":  # same words: no pooled figure to set beside it
+            out.append(f"{_TITLES[d]}: {row.get('label')} = {num(row['measured'])}{cis}, {row.get('verdict')}; "
+                       f"{row.get('beside') or ''}".rstrip("; ") + ". The copy has the same words as the text, so "
+                       "the comparison is at equal length in words.")
+            continue
         out.append(f"{_TITLES.get(d, d)}: {row.get('label')} = {num(row['measured'])}{cis}, {row.get('verdict')}; "
                    f"{row.get('beside') or ''}".rstrip("; ") + ". The equal-length figure decides: the pooled one "
                    "mixes the design's contrast with length.")

@@ -235,7 +235,7 @@ class SignalsStage(Stage[SignalsRequest]):
 
     name = "signals"
     sections = {SECTION: "Semantic signals", DESIGNS_SECTION: "Text rows at equal length: WordNet chains, generated "
-                                                               "benchmarks and FEVEROUS"}
+                                                               "benchmarks, FEVEROUS and shuffled titles"}
     aliases = ("signal",)
     size_names = ("signal_items", "design_items", "n_boot", "n_perm")
     explains = "the semantic signals"
@@ -243,6 +243,7 @@ class SignalsStage(Stage[SignalsRequest]):
     def datasets(self, config) -> list[tuple[str, str]]:
         out = [(SIGNAL_DATASETS[s], f"signals ({s})") for s in SIGNALS if s in config.signals and s in SIGNAL_DATASETS]
         out += [("wordnet", "signals (wordnet_chains)")] if "wordnet_chains" in config.signals else []
+        out += [("scifact", "signals (shuffle)")] if "shuffle" in config.signals else []
         return out + ([("feverous", "signals (feverous)")] if "feverous" in config.signals else [])
 
     def request(self, config) -> SignalsRequest:
@@ -344,7 +345,7 @@ class SignalsStage(Stage[SignalsRequest]):
         for d, r in ((sections[DESIGNS_SECTION].result or {}).items() if DESIGNS_SECTION in sections
                      and sections[DESIGNS_SECTION].ok else ()):
             st = r["stats"]["nei"] if d == "feverous" else r.get("stats")
-            used[f"design_items.{d}"] = (r["n_hierarchies"] if d == "wordnet_chains"
+            used[f"design_items.{d}"] = (r["n_hierarchies"] if d == "wordnet_chains" else r["n_pairs"] if d == "shuffle"
                                          else st["n_answerable"] + st["n_unanswerable"])
         sec = sections[SECTION]
         for sig, d in ((sec.result or {}).items() if sec.ok else ()):
