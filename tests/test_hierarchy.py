@@ -58,13 +58,25 @@ def test_wordnet_chains_follow_nltk(shared_data):
     for w in ("dog", "idea"):
         path = sorted(wn.synsets(w, pos="n")[0].hypernym_paths(), key=lambda p: [s.name() for s in p])[0]
         sub = df[df["hierarchy"] == w]
-        assert sub["level"].tolist() == list(range(len(path)))
-        assert sub["text"].tolist() == [s.lemma_names()[0].replace("_", " ") for s in path]
-        assert sub["text"].iloc[0] == "entity"
-        assert set(sub["cluster"]) == {path[3].name()}  # the bootstrap cluster: the synset at depth 3
-    # chains that share their depth-3 synset are one cluster (dog and cat pass through the same upper synsets)
-    two = wordnet_chains(["dog", "cat"], wordnet=wn)
-    assert two["cluster"].nunique() == 1
+        # from the depth-3 synset down: the levels keep their depth below entity.n.01
+        assert sub["level"].tolist() == list(range(3, len(path)))
+        assert sub["text"].tolist() == [s.lemma_names()[0].replace("_", " ") for s in path[3:]]
+        assert set(sub["cluster"]) == {path[3].name()}  # the bootstrap cluster: the chain's depth-3 synset
+    assert "entity" not in set(df["text"])  # the synsets above depth 3 are shared by every chain: left out
+    # the whole paths on request (root_depth 0), one cluster for all of them
+    full = wordnet_chains(["dog"], wordnet=wn, root_depth=0)
+    assert full["text"].iloc[0] == "entity" and full["level"].iloc[0] == 0
+    # chains that share their depth-3 synset are one cluster (dog, cat and car pass through whole.n.02)
+    assert wordnet_chains(["dog", "cat", "car"], wordnet=wn)["cluster"].nunique() == 1
+    with pytest.raises(InputError, match="root_depth"):
+        wordnet_chains(["dog"], wordnet=wn, root_depth=-1)
+    # no text is shared by two clusters except homonyms (one lemma, two synsets)
+    from normscope.signals.hierarchy import wordnet_hierarchies
+
+    chains, what = wordnet_hierarchies(300)
+    assert "from their depth-3 synset down" in what
+    synset_clusters = chains.groupby(["text", "level"])["cluster"].nunique()
+    assert (synset_clusters == 1).mean() > 0.97
     # a synset with two hypernym paths gets the same one in every process (NLTK's order follows string hashing)
     import subprocess
     import sys

@@ -23,9 +23,14 @@ independent of each other: WordNet chains that share their synset at depth :data
 (``dog``, ``cat`` and ``car`` all pass through ``whole.n.02``; 300 chains of the most frequent nouns make 42
 groups) form one cluster, and a CSV may group its hierarchies by a ``cluster`` column (e.g. the captions of
 one image). Resampling single chains would count chains that share their upper half as independent: on
-GloVe 6B-50d it gave [+0.330, +0.432] where the 42 groups give [+0.259, +0.484] (docs/signals.md). The
-synsets above that depth (``entity``, ``physical entity``, ...) are still shared between groups; the
-equal-length pairs' Wilson interval counts pairs as independent (shown beside, it decides nothing).
+GloVe 6B-50d it gave [+0.330, +0.432] where the 42 groups give [+0.259, +0.484] (docs/signals.md).
+
+**WordNet chains start at that depth.** The synsets above it (``entity``, ``physical entity``,
+``abstraction``, ...: 14 words) are in every group: with whole paths they made 41 % of the texts, entered the
+statistic once per chain, and no resampling of groups could vary them. An independent check found the
+within-chain rho rested on them (MiniLM-L6: -0.576 with them, +0.039 [-0.19, +0.25] from depth 3 down;
+dropping ``entity`` alone gave -0.265). From depth 3 down every text belongs to one group. The equal-length
+pairs' Wilson interval counts pairs as independent (shown beside, it decides nothing).
 """
 
 from __future__ import annotations
@@ -48,7 +53,8 @@ from normscope.table import require_raw_norms
 __all__ = ["read_hierarchies", "wordnet_chains", "wordnet_hierarchies", "run_hierarchy", "HierarchyResult",
            "HIERARCHY_COLUMNS", "DEFAULT_N_CHAINS", "WORDNET_CLUSTER_DEPTH", "WORDNET_CLUSTER_UNIT"]
 
-#: WordNet chains of ``--pairs wordnet`` by default (the most frequent nouns; 300 chains are about 2,200 texts).
+#: WordNet chains of ``--pairs wordnet`` by default (the most frequent nouns; 300 nouns give 291 chains from
+#: their depth-3 synset down, 1,281 texts).
 DEFAULT_N_CHAINS = 2000
 
 #: The columns of a hierarchy CSV (an optional fourth, ``cluster``, groups hierarchies that are not independent).
@@ -111,8 +117,9 @@ def read_hierarchies(path: str | Path) -> pd.DataFrame:
     return df
 
 
-def wordnet_chains(words, *, wordnet, cluster_depth: int = WORDNET_CLUSTER_DEPTH) -> pd.DataFrame:
-    """WordNet hypernym chains: for each word, its first noun sense and one hypernym path of that sense.
+def wordnet_chains(words, *, wordnet, root_depth: int = WORDNET_CLUSTER_DEPTH) -> pd.DataFrame:
+    """WordNet hypernym chains: for each word, its first noun sense and one hypernym path of that sense, from the
+    synset at ``root_depth`` down.
 
     A synset with several hypernym paths (``london.n.01``: through ``city`` and through ``capital``) gets
     the first of them in the order of their synset names from the root down (NLTK's own order of
@@ -122,25 +129,37 @@ def wordnet_chains(words, *, wordnet, cluster_depth: int = WORDNET_CLUSTER_DEPTH
     ----------
     words : iterable of str
     wordnet : WordNet corpus reader (:func:`normscope.signals.load_wordnet`), keyword-only
-    cluster_depth : int, keyword-only
-        Chains that share their synset at this depth form one ``cluster`` (a chain no deeper than that: its
-        last synset).
+    root_depth : int, keyword-only
+        Each chain starts at its synset at this depth below ``entity.n.01`` (0: the whole path), and chains
+        that share that synset form one ``cluster``. The synsets above it are the same few in every chain
+        (``entity`` is in all of them): kept, they would enter the statistic once per chain while no
+        resampling of clusters could vary them (see the module docstring). A chain with fewer than two
+        synsets from that depth down is left out.
 
     Returns
     -------
     pandas.DataFrame
-        ``hierarchy`` (the word), ``level`` (depth below ``entity.n.01``, 0 = the root), ``text`` (the
-        synset's first lemma, underscores as spaces), ``cluster`` (the synset name at ``cluster_depth``).
-        Words without a noun sense are left out.
+        ``hierarchy`` (the word), ``level`` (depth below ``entity.n.01``: ``root_depth`` for the chain's first
+        text), ``text`` (the synset's first lemma, underscores as spaces), ``cluster`` (the name of the synset
+        at ``root_depth``). Words without a noun sense are left out.
+
+    Raises
+    ------
+    InputError
+        ``root_depth`` is negative.
     """
+    if root_depth < 0:
+        raise InputError(f"root_depth must be 0 or more, got {root_depth}")
     rows = []
     for w in words:
         syns = wordnet.synsets(w, pos="n")
         if not syns:
             continue
         path = min(syns[0].hypernym_paths(), key=lambda p: [s.name() for s in p])
-        group = path[min(cluster_depth, len(path) - 1)].name()
-        for depth, s in enumerate(path):
+        if len(path) < root_depth + 2:
+            continue
+        group = path[root_depth].name()
+        for depth, s in enumerate(path[root_depth:], start=root_depth):
             rows.append((w, depth, s.lemma_names()[0].replace("_", " "), group))
     return pd.DataFrame(rows, columns=[*HIERARCHY_COLUMNS, "cluster"])
 
@@ -158,7 +177,7 @@ def wordnet_hierarchies(n: int | None = None, *, wordnet=None) -> tuple[pd.DataF
     Returns
     -------
     (pandas.DataFrame, str)
-        The chains (``hierarchy, level, text``) and the sentence naming them.
+        The chains (``hierarchy, level, text, cluster``) and the sentence naming them.
 
     Raises
     ------
@@ -169,8 +188,10 @@ def wordnet_hierarchies(n: int | None = None, *, wordnet=None) -> tuple[pd.DataF
 
     wn = load_wordnet(wordnet)
     k = DEFAULT_N_CHAINS if n is None else int(n)
-    return (wordnet_chains(wordnet_nouns(k, wordnet=wn), wordnet=wn),
-            f"WordNet 3.0 hypernym chains of the {k} most frequent nouns (first sense; its first hypernym path by synset names)")
+    df = wordnet_chains(wordnet_nouns(k, wordnet=wn), wordnet=wn)
+    return (df, f"WordNet 3.0 hypernym chains of the {k} most frequent nouns (first sense; its first hypernym path by "
+                f"synset names), from their depth-{WORDNET_CLUSTER_DEPTH} synset down: "
+                f"{plural(df['hierarchy'].nunique(), 'chain')} of two synsets or more")
 
 
 @dataclasses.dataclass

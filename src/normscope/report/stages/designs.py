@@ -5,9 +5,9 @@ Three designs of issue 39, each the function its ``normscope correlate`` command
 - ``treecut`` / ``ruletaker``: normscope's seeded TreeCut-style problems and RuleTaker-style theories
   (:func:`normscope.signals.abstention.run_abstention`), answerable vs unanswerable items paired at equal
   token count; rows ``abstention_treecut`` / ``abstention_ruletaker``;
-- ``wordnet_chains``: WordNet hypernym chains of the most frequent nouns
+- ``wordnet_chains``: WordNet hypernym chains of the most frequent nouns from their depth-3 synset down
   (:func:`normscope.signals.hierarchy.run_hierarchy`), rho(level, norm) within the same chain and token count,
-  every CI a bootstrap over chains; row ``specificity_hierarchy``;
+  every CI a bootstrap over groups of chains sharing that synset; row ``specificity_hierarchy``;
 - ``feverous``: the 50 claims of the FEVEROUS dev sample (:func:`normscope.signals.feverous.run_feverous`; the
   dataset ``normscope data fetch feverous``), NOT ENOUGH INFO vs decided claims at equal token count; row
   ``abstention_feverous``;
@@ -43,7 +43,8 @@ __all__ = ["DESIGNS_SECTION", "DESIGNS", "DESIGN_N", "DESIGN_CLAIMS", "design_n"
 DESIGNS_SECTION = "length_designs"
 #: The designs, in page order (``--signals`` names).
 DESIGNS: tuple[str, ...] = LENGTH_DESIGNS
-#: Items of each design by default: generated problems; WordNet nouns (one chain each, about 7 texts a chain).
+#: Items of each design by default: generated problems; WordNet nouns (one chain each from its depth-3 synset
+#: down, about 4.4 texts a chain).
 #: FEVEROUS: the sample's 50 claims, all of them (``correlate --signal feverous`` has no ``--n-items``).
 #: Shuffle: SciFact titles (each with its shuffled copy), the command's default.
 DESIGN_N = {"treecut": 1000, "ruletaker": 1000, "wordnet_chains": 300, "feverous": 50, "shuffle": 2000}
