@@ -199,6 +199,10 @@ def test_a_cluster_column_makes_the_cis_resample_clusters(bundled_encoder, tmp_p
     unit = "clusters of hierarchies (column cluster)"
     assert grouped.pooled["ci_unit"] == grouped.length_matched["ci_unit"] == unit
     assert f"CI resamples whole {unit} with all their texts" in grouped.claims[0]["what"]
+    # 5 clusters are too few for a bootstrap to decide the row (one cluster would give a zero-width CI)
+    assert grouped.claims[0]["verdict"] == "not decided at this size"
+    assert grouped.claims[0]["reason"] == "the CIs resample 5 clusters of hierarchies: too few to resample"
+    assert plain.claims[0]["verdict"] != "not decided at this size" or "5 clusters" not in plain.claims[0]["reason"]
     from normscope.signals.hierarchy import _rank_partial
 
     it = grouped.items

@@ -121,8 +121,8 @@ def check_hub(name: str, *, timeout: float = HUB_CHECK_TIMEOUT_S) -> None:
         if names & set(_CONNECTION_ERRORS) or isinstance(exc, OSError):
             raise ModelError(
                 f"model '{name}' is not available locally and the Hugging Face hub is unreachable "
-                f"({_first_line(exc)}); download it once where the hub is reachable (it is then cached) or give the "
-                f"path of a local model folder; {OFFLINE_HINT}"
+                f"({_first_line(exc)}); download it once where the hub is reachable (into this machine's cache) or "
+                f"give the path of a local model folder; {OFFLINE_HINT}"
             ) from None
 
 

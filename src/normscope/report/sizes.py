@@ -30,7 +30,8 @@ class Sizes:
         specificity 2,000, concreteness 5,000, uncertainty all 3,113 ChaosNLI pairs).
     design_items : int or None
         The length-matched designs beside the signals: the cap on generated TreeCut-style and RuleTaker-style
-        items and on WordNet chains (None: ``signal_items`` when given, else 1,000 items and 300 chains;
+        items, on the nouns of the WordNet chains and on the SciFact titles of the shuffle design (None:
+        ``signal_items`` when given, else 1,000 items, 300 nouns and 2,000 titles;
         :data:`normscope.report.stages.designs.DESIGN_N`).
     retrieval_docs, retrieval_queries : int or None
         Retrieval: corpus subset (relevant documents always kept) and test-query subset (None: all).

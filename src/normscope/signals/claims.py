@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from normscope._format import plural
 from normscope.claims import ClaimRow, Gate, claim_row, judge, not_testable_row
 from normscope.signals.result import (AbstentionStats, AbstentionSummary, CorrelateResult, FeverousStats,
                                       FeverousSummary, FeverousTime, HierarchySummary, KruskalWallis, LengthMatched,
@@ -35,6 +36,8 @@ __all__ = ["signal_claims", "ambiguity_claim", "pooling_claim", "shuffle_claim",
 ORDER_BLIND = 0.99
 #: Fewest untied pairs per source for a share, a sign test and a CI of the shuffle row.
 MIN_PAIRS = 10
+#: Fewest clusters whose bootstrap decides the hierarchy row (one cluster gives a zero-width CI).
+MIN_CLUSTERS = 10
 
 #: The signals with a claim row, in scorecard order.
 SIGNAL_CLAIMS: tuple[str, ...] = ("specificity", "frequency", "uncertainty")
@@ -399,7 +402,8 @@ def hierarchy_claim(r) -> ClaimRow:
     ``to_dict()``, read as a :class:`~normscope.signals.result.HierarchySummary`; hierarchies of texts, level =
     specificity): the rule of :func:`signal_claims` (strong |rho|, no direction) on the rho(level, norm) within the
     same hierarchy and token count, its CI resampling whole clusters (hierarchies, or WordNet chains grouped by
-    their depth-3 synset: the result's ``ci_unit``); the pooled and the length-partial rho
+    their depth-3 synset: the result's ``ci_unit``; fewer than :data:`MIN_CLUSTERS` clusters: not decided at this
+    size); the pooled and the length-partial rho
     beside it. Without a length-matched figure the row follows the partial, then the pooled rho."""
     h = _summary(r, HierarchySummary)
     pooled = h.pooled or Correlation()
@@ -413,7 +417,11 @@ def hierarchy_claim(r) -> ClaimRow:
         strata=[{}] if matched else None, by="hierarchy")
     est, ci, n, what = controlled_figure(as_correlate)
     key = "specificity_hierarchy"
-    j = judge(key, est, ci)
+    gate = None
+    if h.n_clusters is not None and h.n_clusters < MIN_CLUSTERS:  # a bootstrap over so few clusters has no spread
+        gate = Gate(False, f"the CIs resample {plural(h.n_clusters, 'cluster')} of hierarchies: too few to resample",
+                    f"at least {MIN_CLUSTERS} clusters (more hierarchies, or WordNet chains from a deeper synset)")
+    j = judge(key, est, ci, gate=gate)
     if est is not None and est != as_correlate.spearman and _excludes_zero(as_correlate.spearman_ci) \
             and _includes_zero(ci):
         j = j.but(reason=f"{j.reason}; {EXPLAINED_BY_CONTROLS}" if j.verdict == "refuted"

@@ -1,13 +1,14 @@
 """Specificity on real hierarchies, at fixed length: ``normscope correlate --signal specificity --pairs FILE|wordnet``.
 
 A hierarchy is a chain of texts from general to specific: a caption hierarchy (HierarCaps-style CSV with
-one row per caption: the hierarchy id, its level, the text) or a WordNet hypernym chain (each noun's
-first sense and its hypernyms up to ``entity``, the level being the depth below the root, the text the
-synset's first lemma). Specific captions are longer, so the pooled correlation of level and norm measures
-length as much as specificity (issue 39: pooled Spearman -0.770 on HierarCaps, partial on length -0.095).
-Three figures, side by side (:func:`run_hierarchy`):
+one row per caption: the hierarchy id, its level, the text, optionally a cluster) or a WordNet hypernym chain
+(each noun's first sense and its hypernyms from the synset at depth :data:`WORDNET_CLUSTER_DEPTH` below
+``entity`` down, the level being the depth below ``entity``, the text the synset's first lemma). Specific
+captions are longer, so the pooled correlation of level and norm measures length as much as specificity
+(issue 39: pooled Spearman -0.770 on HierarCaps, partial on length -0.095). Three figures, side by side
+(:func:`run_hierarchy`):
 
-- **pooled**: Spearman rho(level, norm) over every text, bootstrap CI over texts;
+- **pooled**: Spearman rho(level, norm) over every text;
 - **length-partial**: partial Spearman rho(level, norm | tokens);
 - **length-matched** (decides the row): rho(level, norm) **within strata of the same hierarchy and the
   same token count** (:func:`normscope.stats_designs.within_length_spearman`), with disjoint pairs of one
@@ -20,19 +21,21 @@ all their texts (:func:`normscope.stats_designs.cluster_bootstrap_ci`); resampli
 text as an independent draw and give too narrow an interval (a planted dependence in
 ``tests/test_hierarchy.py`` shows it). A cluster is a hierarchy, or a group of hierarchies that are not
 independent of each other: WordNet chains that share their synset at depth :data:`WORDNET_CLUSTER_DEPTH`
-(``dog``, ``cat`` and ``car`` all pass through ``whole.n.02``; 300 chains of the most frequent nouns make 42
-groups) form one cluster, and a CSV may group its hierarchies by a ``cluster`` column (e.g. the captions of
-one image). Resampling single chains would count chains that share their upper half as independent: on
-GloVe 6B-50d it gave [+0.330, +0.432] where the 42 groups give [+0.259, +0.484] (docs/signals.md).
+(``dog``, ``cat`` and ``car`` all pass through ``whole.n.02``; the 300 most frequent nouns give 291 chains in
+38 groups) form one cluster, and a CSV may group its hierarchies by a ``cluster`` column (e.g. the captions of
+one image). With fewer than 10 clusters the row is not decided (a bootstrap over so few has no spread).
+Resampling single chains counted chains that share their upper half as independent: on whole paths it gave
+GloVe 6B-50d [+0.330, +0.432] where groups sharing a depth-3 synset gave [+0.259, +0.484] (docs/signals.md).
 
 **WordNet chains start at that depth.** The synsets above it (``entity``, ``physical entity``,
-``abstraction``, ...: 14 words) are in every group: with whole paths they made 41 % of the texts, entered the
-statistic once per chain, and no resampling of groups could vary them. An independent check found the
-within-chain rho rested on them (MiniLM-L6: -0.576 with them, +0.039 [-0.19, +0.25] from depth 3 down;
-dropping ``entity`` alone gave -0.265). From depth 3 down every text belongs to one group. The equal-length
-pairs' Wilson interval counts pairs as independent (shown beside, it decides nothing).
+``abstraction``, ...: 14 words, ``entity`` in every chain) crossed the groups: with whole paths they made 41 %
+of the texts, entered the statistic once per chain, and no resampling of groups could vary them. An independent
+check found the within-chain rho rested on them (MiniLM-L6: -0.576 on whole paths, +0.039 [-0.228, +0.247]
+from depth 3 down; dropping ``entity`` alone gave -0.265). From depth 3 down every text but homonyms (one
+lemma, two synsets) belongs to one group; inside a group a shared synset still counts once per chain through
+it (the group bootstrap covers that dependence). The permutation p and the equal-length pairs' Wilson interval
+count pairs as independent (shown beside, they decide nothing).
 """
-
 from __future__ import annotations
 
 import dataclasses
@@ -61,8 +64,8 @@ DEFAULT_N_CHAINS = 2000
 HIERARCHY_COLUMNS = ("hierarchy", "level", "text")
 
 #: Depth below ``entity.n.01`` of the synset whose chains form one bootstrap cluster (:func:`wordnet_chains`).
-#: Depth 3 gives 42 groups for the 300 chains of the most frequent nouns (depth 2: 11, too few to resample; depth 4: about 100, and
-#: chains sharing a depth-3 synset stay dependent across them).
+#: Depth 3 gives 38 groups for the 291 chains of the 300 most frequent nouns (depth 2: 11, too few to resample;
+#: depth 4: 71, with chains that share a depth-3 synset dependent across groups). docs/signals.md has all three.
 WORDNET_CLUSTER_DEPTH = 3
 
 #: What the CIs of WordNet chains resample (``ci_unit``).
@@ -85,7 +88,7 @@ def read_hierarchies(path: str | Path) -> pd.DataFrame:
     if not p.is_file():
         raise InputError(f"--pairs {p}: no such file")
     try:
-        df = pd.read_csv(p, dtype={"hierarchy": str, "text": str}, keep_default_na=False)
+        df = pd.read_csv(p, dtype={"hierarchy": str, "text": str, "cluster": str}, keep_default_na=False)
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise InputError(f"--pairs {p}: not a readable CSV ({str(exc).splitlines()[0]})") from None
     missing = [c for c in HIERARCHY_COLUMNS if c not in df.columns]

@@ -8,7 +8,8 @@ __all__ = ["Signal", "SIGNALS", "LENGTH_DESIGNS", "SIGNAL_DATASETS", "SIGNAL_WOR
            "covariate_label", "model_name"]
 
 #: The length-matched designs the report runs beside the signals (``report --signals`` names them too):
-#: generated TreeCut-style and RuleTaker-style items, WordNet hypernym chains, the FEVEROUS dev sample.
+#: generated TreeCut-style and RuleTaker-style items, WordNet hypernym chains, the FEVEROUS dev sample, SciFact
+#: titles against their word-shuffled copies.
 LENGTH_DESIGNS: tuple[str, ...] = ("treecut", "ruletaker", "wordnet_chains", "feverous", "shuffle")
 #: The dataset (:mod:`normscope.data` name) each signal reads by default (frequency: wordfreq, a package).
 SIGNAL_DATASETS = {"specificity": "wordnet", "concreteness": "concreteness", "uncertainty": "chaosnli"}

@@ -289,6 +289,7 @@ class HierarchySummary(Record):
     signal: str | None = None
     model: str | None = None
     dataset: str | None = None
+    n_clusters: int | None = None
     pooled: Correlation | None = None
     partial: PartialCorrelation | None = None
     length_matched: LengthMatched | None = None

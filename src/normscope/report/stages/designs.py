@@ -1,6 +1,6 @@
 """The signals stage's second section, ``length_designs``: text rows decided at equal length on designs of their own.
 
-Three designs of issue 39, each the function its ``normscope correlate`` command wraps:
+Five designs (four of issue 39, and the shuffle), each the function its ``normscope correlate`` command wraps:
 
 - ``treecut`` / ``ruletaker``: normscope's seeded TreeCut-style problems and RuleTaker-style theories
   (:func:`normscope.signals.abstention.run_abstention`), answerable vs unanswerable items paired at equal
@@ -114,11 +114,6 @@ def _row(design: str, d: dict) -> list:
         lm, po, pa = d["length_matched"], d["pooled"], d["partial"]
         return [design, d["n_texts"], po["spearman"], ci_text(po["spearman_ci"]), pa.get("rho"), ci_text(pa.get("ci")),
                 lm.get("rho"), ci_text(lm.get("ci")), lm.get("ci_unit") or "hierarchies"]
-    if design == "shuffle":
-        p = d["pooled"]
-        share = "" if p.get("share_smaller") is None else f"shuffled smaller in {100 * p['share_smaller']:.1f} %"
-        return [design, d["n_pairs"], None, share, None, "", p.get("median_rel_change"), ci_text(p.get("median_ci")),
-                "pairs (text, shuffled copy)"]
     st = d["stats"]["nei"] if design == "feverous" else d["stats"]
     return [design, st["n_answerable"] + st["n_unanswerable"], st["auroc_norm"], f"tokens {num(st['auroc_tokens'])}",
             st["partial_rho"], ci_text(st.get("partial_ci")), st.get("r_rb"), ci_text(st.get("r_rb_ci")),
@@ -128,7 +123,7 @@ def _row(design: str, d: dict) -> list:
 def run_designs(ctx, designs, items: int | None, embedding: Embedding, resampling: Resampling) -> Section:
     """Run the selected designs with the report's encoder; the ``length_designs`` section.
 
-    A design whose data is missing (WordNet, FEVEROUS) or that fails with a normscope error is listed as
+    A design whose data is missing (WordNet, FEVEROUS, SciFact) or that fails with a normscope error is listed as
     unavailable and its row reads ``not testable here`` with why; a missing dataset is named per design in
     ``derived["missing"]`` (``{design: {"dataset", "title", "cause", "claims"}}``) while the section ran, in the
     section's ``missing`` (each entry with the claims it blocks) when none ran. The section is unavailable when
@@ -172,17 +167,48 @@ def run_designs(ctx, designs, items: int | None, embedding: Embedding, resamplin
     key_numbers = []
     for d, r in results.items():
         row = r["claims"][0]
-        key_numbers.append(KeyNumber(f"{d}.deciding", f"{row['label']} ({d}; decides the row)", row["measured"]))
-    table = Table("One row per design: pooled, length-partial and length-matched figures (95% CIs; the last column "
-                  "says what the length-matched CI resamples)",
-                  ["design", "items", "pooled \u03c1 or AUROC", "95% CI (AUROC: of the token count alone)",
-                   "partial \u03c1 on tokens", "95% CI", "length-matched \u03c1 or r_rb (decides)", "95% CI",
-                   "CI resamples"], [_row(d, r) for d, r in results.items()])
+        pct = bool(row.get("percent")) and row["measured"] is not None  # the shuffle's median change: a fraction
+        key_numbers.append(KeyNumber(f"{d}.deciding", f"{row['label']} ({d}; decides the row)",
+                                     100 * row["measured"] if pct else row["measured"], "%" if pct else ""))
+    tables = [Table("One row per design: pooled, length-partial and length-matched figures (95% CIs; the last "
+                    "column says what the length-matched CI resamples)",
+                    ["design", "items", "pooled \u03c1 or AUROC", "95% CI (AUROC: of the token count alone)",
+                     "partial \u03c1 on tokens", "95% CI", "length-matched \u03c1 or r_rb (decides)", "95% CI",
+                     "CI resamples"], [_row(d, r) for d, r in results.items() if d != "shuffle"])]
+    if "shuffle" in results:
+        p = results["shuffle"]["pooled"]
+        share, sci = p.get("share_smaller"), p.get("share_ci")
+        tables.append(Table("Each title against its word-shuffled copy (same words; the median change decides, "
+                            "its CI resamples pairs)",
+                            ["pairs", "median relative norm change, shuffled vs text (decides)", "95% CI",
+                             "shuffled copy smaller (Wilson 95% CI)", "sign test p"],
+                            [[results["shuffle"]["n_pairs"], _pct(p.get("median_rel_change")),
+                              _pct_ci(p.get("median_ci")),
+                              "" if share is None else f"{100 * share:.1f} % [{100 * sci[0]:.1f}, {100 * sci[1]:.1f}]",
+                              p.get("sign_p")]]))
+    tables = [t for t in tables if t.rows]
     claims = [c for r in results.values() for c in r["claims"]] + not_run
     return Section(DESIGNS_SECTION, commands=commands, sizes=sizes, result=results,
                    derived={"unavailable": unavailable, "missing": missing,
                             "commands": {c.part: c.text for c in commands}},
-                   key_numbers=key_numbers, tables=[table], notes=notes, claims=claims)
+                   key_numbers=key_numbers, tables=tables, notes=notes, claims=claims)
+
+
+def _pct(v) -> str:
+    """A relative change (fraction) as a signed percentage, ``"+0.07 %"``; empty for None."""
+    return "" if v is None else f"{100 * v:+.2f} %"
+
+
+def _pct_ci(ci) -> str:
+    return "" if not ci else f"[{100 * ci[0]:+.2f}, {100 * ci[1]:+.2f}] %"
+
+
+def _figure(row: dict) -> str:
+    """The row's deciding figure with its CI as the page prints it (a percentage for a row in percent)."""
+    if row.get("percent"):
+        return _pct(row["measured"]) + (f" {_pct_ci(row.get('ci'))}" if row.get("ci") else "")
+    ci = row.get("ci")
+    return num(row["measured"]) + (f" [{num(ci[0])}, {num(ci[1])}]" if ci else "")
 
 
 def _size(design: str, r: dict) -> str:
@@ -207,14 +233,12 @@ def designs_sentences(result: dict | None) -> list[str]:
         if row.get("measured") is None:
             out.append(f"{_TITLES.get(d, d)}: not decided ({row.get('reason') or 'no figure'}).")
             continue
-        ci = row.get("ci")
-        cis = f" [{num(ci[0])}, {num(ci[1])}]" if ci else ""
         if d == "shuffle":  # same words: no pooled figure to set beside it
-            out.append(f"{_TITLES[d]}: {row.get('label')} = {num(row['measured'])}{cis}, {row.get('verdict')}; "
+            out.append(f"{_TITLES[d]}: {row.get('label')} = {_figure(row)}, {row.get('verdict')}; "
                        f"{row.get('beside') or ''}".rstrip("; ") + ". The copy has the same words as the text, so "
                        "the comparison is at equal length in words.")
             continue
-        out.append(f"{_TITLES.get(d, d)}: {row.get('label')} = {num(row['measured'])}{cis}, {row.get('verdict')}; "
+        out.append(f"{_TITLES.get(d, d)}: {row.get('label')} = {_figure(row)}, {row.get('verdict')}; "
                    f"{row.get('beside') or ''}".rstrip("; ") + ". The equal-length figure decides: the pooled one "
                    "mixes the design's contrast with length.")
     return out
@@ -222,5 +246,6 @@ def designs_sentences(result: dict | None) -> list[str]:
 
 def designs_headline(section: Section) -> str:
     """The CLI summary line: each design's deciding figure and verdict."""
-    return "; ".join(f"{d} {num((r.get('claims') or [{}])[0].get('measured'))} "
-                     f"({(r.get('claims') or [{}])[0].get('verdict')})" for d, r in (section.result or {}).items())
+    rows = {d: (r.get("claims") or [{}])[0] for d, r in (section.result or {}).items()}
+    return "; ".join(f"{d} {_pct(row['measured']) if row.get('percent') and row.get('measured') is not None else num(row.get('measured'))} "
+                     f"({row.get('verdict')})" for d, row in rows.items())
