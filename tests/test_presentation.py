@@ -181,13 +181,15 @@ def test_reproduce_commands_carry_every_setting(stage, tmp_path):
     if stage == "signals":
         # ambiguity: the specificity items' WordNet noun senses (normscope correlate --measure n_senses)
         assert [c.part for c in cmds] == ["frequency", "specificity", "concreteness", "uncertainty", "ambiguity",
-                                          "treecut", "ruletaker", "wordnet_chains", "feverous"]
-        assert [_parse(c)["n"] for c in cmds] == [120] * 8 + [None] and _parse(cmds[0])["n_perm"] == 100
+                                          "treecut", "ruletaker", "wordnet_chains", "feverous", "shuffle"]
+        assert [_parse(c)["n"] for c in cmds] == [120] * 8 + [None, 120] and _parse(cmds[0])["n_perm"] == 100
         assert (_parse(cmds[4])["signal"], _parse(cmds[4])["measure"]) == ("specificity", "n_senses")
-        # the length-matched designs (section length_designs): generated items, WordNet chains (signals' size cap)
-        assert [_parse(c)["signal"] for c in cmds[5:]] == ["treecut", "ruletaker", "specificity", "feverous"]
+        # the length-matched designs (section length_designs): generated items, WordNet chains, SciFact titles
+        # against their shuffled copies (signals' size cap)
+        assert [_parse(c)["signal"] for c in cmds[5:]] == ["treecut", "ruletaker", "specificity", "feverous", "shuffle"]
         assert _parse(cmds[7])["pairs"] == "wordnet" and all(_parse(c)["n_boot"] == 200 for c in cmds[5:])
         assert _parse(cmds[8])["n_perm"] == 100  # FEVEROUS: its 50 claims (no --n-items); the time rho's permutations
+        assert "--n-perm" not in cmds[9].argv  # shuffle: a paired design with no permutation p
     if stage == "probes":
         p = _parse(cmds[0])
         assert (p["items"], p["batches"], p["batch_size"]) == ("probe_words.jsonl", 4, 8)
