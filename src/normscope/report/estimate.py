@@ -17,6 +17,10 @@ treecut,ruletaker,wordnet_chains`` (2026-12-03, niced on the shared machine, par
 sizes 56 s CPU (1 min 41 s wall, peak RSS 1.13 GB), ``--quick`` 25 s CPU (1 min 31 s wall, 1.11 GB). Its
 FEVEROUS design (50 claims, when the sample is here) is left out of the figure: ``report --only signals --signals
 feverous`` at full sizes took 0.16 s in the stage (the claims' embeddings cached; 2026-12-03).
+The shuffle design (added to ``length_designs`` after these runs) is not in the figures either: ``normscope
+correlate --signal shuffle --n-items 2000`` with an empty cache took 37 s wall, 45 s CPU (model load and OpenVINO
+conversion included), peak RSS 1.14 GB (2026-12-03, idle machine); in a full report with the embeddings cached
+the whole signals stage took 64 s.
 
 A stage whose finished record is already in ``OUT/stages`` (and ``--force`` is not given) is counted as
 reused. With several models the model's own stages run once per model, the labs once (docs/report.md).
