@@ -6,12 +6,26 @@ import os
 
 import numpy as np
 import pytest
+import torch
 
 from _data import skip_without_data
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never reach the hub
 os.environ.setdefault("NORMSCOPE_OFFLINE", "1")  # ... nor a dataset origin (tests/test_data*.py use a local server)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+#: torch's thread count at the start of the session (its default: the machine's cores), restored after each test.
+TORCH_THREADS = torch.get_num_threads()
+
+
+@pytest.fixture(autouse=True)
+def _keep_torch_threads():
+    """Restore torch's intra-op thread count after every test. A test (or code it runs in-process, such as the Ray
+    engine's worker class, which sets its actor's threads) that left it at 1 made every later test in the session
+    run torch on one core."""
+    yield
+    if torch.get_num_threads() != TORCH_THREADS:
+        torch.set_num_threads(TORCH_THREADS)
 
 
 @pytest.fixture(scope="session")

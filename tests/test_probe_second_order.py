@@ -182,12 +182,16 @@ def test_minilm_probe_outputs_equal_the_float64_difference_default(bundled_encod
     from normscope.pairs import load_pairs
     from _probe_call import run_probe  # flat keywords onto the request
 
-    torch.set_num_threads(1)
     words = wordfreq_words(50)
     pairs = load_pairs("wordnet")
     kw = dict(batch_size=32, batches=2, tau=0.05, lr=2e-5, seed=0, n_boot=20)
-    new = run_probe(bundled_encoder, words, pairs, **kw)
-    old = run_probe(bundled_encoder, words, pairs, second_order="fd", **kw)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        new = run_probe(bundled_encoder, words, pairs, **kw)
+        old = run_probe(bundled_encoder, words, pairs, second_order="fd", **kw)
+    finally:  # restored: left at 1, every later test in the session ran torch on one thread
+        torch.set_num_threads(threads)
     assert new.second_order["method"] == "jvp" and old.second_order["method"] == "fd"
     assert new.second_order["check"]["verdict"] == "passed"
     a, b = new.items.set_index("id"), old.items.set_index("id")
