@@ -27,7 +27,7 @@ from normscope.errors import DataError, DataMissing
 from normscope.report.stage import StageUnavailable
 from normscope.report.summary import ClaimsTested, MissingData, MissingEntry, ReportSummary
 
-__all__ = ["data_unavailable", "missing_reason", "missing_entry", "availability", "WAYS"]
+__all__ = ["data_unavailable", "missing_reason", "missing_entry", "availability", "missing_parts", "WAYS"]
 
 #: The three ways to get a dataset, after its fetch command.
 WAYS = "a local copy (--data DIR or NORMSCOPE_DATA=DIR) or --mirror URL|DIR"
@@ -87,6 +87,17 @@ def data_unavailable(errors: Sequence[DataError], what: str = "") -> StageUnavai
     return StageUnavailable("; ".join(parts) or "data unavailable", missing=missing, detail=detail)
 
 
+def missing_parts(derived: Mapping | None) -> list[tuple[str, MissingEntry, list[str]]]:
+    """The parts a section ran without (its ``derived["missing"]``: ``{part: {"dataset", "title", "cause"[,
+    "claims"]}}``), each as ``(part, entry, claim keys it blocks)``: the claims the entry lists, else the one
+    keyed by the part's name (a semantic signal). Read by :func:`availability` and the scorecard alike."""
+    out = []
+    for part, raw in ((derived or {}).get("missing") or {}).items():
+        entry = MissingEntry.from_json(raw)
+        out.append((part, entry, list(entry.claims) if entry.claims is not None else [part]))
+    return out
+
+
 def availability(summary: Mapping, sections: Mapping[str, str]) -> dict:
     """``{"claims_tested": ..., "missing_data": [...]}`` of a summary (see the module docstring).
 
@@ -127,9 +138,7 @@ def availability(summary: Mapping, sections: Mapping[str, str]) -> dict:
         # a section that ran without some of its parts (semantic signals, the length-matched designs) names the
         # dataset per part in its derived numbers (a stage's own free-form dict), with the claims it blocks when
         # they are not keyed by the part's name
-        for sig, entry in ((sec.derived or {}).get("missing") or {}).items():
-            entry = MissingEntry.from_json(entry)
-            only = entry.claims if entry.claims is not None else [sig]
+        for sig, entry, only in missing_parts(sec.derived):
             add(entry.dataset, entry, _PART_LABEL.format(title.split(":")[0], sig), [k for k in in_sec if k in only])
     for d in by_data.values():
         n = len(d["claims"])  # the keys are in ``claims``; the line counts them so it stays one line

@@ -18,7 +18,7 @@ from normscope.claims import CLAIMS, ClaimRow, check_one_verdict_per_statistic, 
 from normscope.report.stage import StageRecord
 from normscope.report.stages import STAGES
 from normscope.report.stages.setup import SECTION as SETUP, SetupResult
-from normscope.report.summary import MissingEntry
+from normscope.report.missing import missing_parts
 from normscope.values import Status
 
 __all__ = ["gather_claims"]
@@ -85,10 +85,9 @@ def gather_claims(records: Mapping[str, StageRecord], model: str | None = None) 
 
 def _missing_part(sec, key: str) -> str | None:
     """The title of the dataset whose absence kept the part of an ``ok`` section that tests claim ``key`` from
-    running (its ``derived["missing"]``, read as :func:`normscope.report.missing.availability` reads it: a part
-    blocks the claims it lists, else the claim keyed by its name); None when no such part is missing."""
-    for part, raw in ((sec.derived or {}).get("missing") or {}).items():
-        entry = MissingEntry.from_json(raw)
-        if key in (entry.claims if entry.claims is not None else [part]):
+    running (:func:`normscope.report.missing.missing_parts`, as the missing-data list reads it); None when no
+    such part is missing."""
+    for part, entry, blocked in missing_parts(sec.derived):
+        if key in blocked:
             return entry.title if entry.title is not None else (entry.dataset or part)
     return None

@@ -29,7 +29,7 @@ import dataclasses
 from normscope._format import ci as ci_text, num, plural
 from normscope._io import to_jsonable
 from normscope.claims import not_testable_row
-from normscope.errors import DataMissing, NormscopeError
+from normscope.errors import DataMissing, InputError, NormscopeError
 from normscope.report.missing import missing_entry
 from normscope.report.stage import Command, KeyNumber, Section, Table
 from normscope.requests import Embedding, Resampling
@@ -94,11 +94,15 @@ def _run_one(design: str, n: int, embedding: Embedding, resampling: Resampling, 
         return run_hierarchy(df, dataset=what, embedding=embedding, resampling=resampling, encoder=encoder,
                              progress=True, cluster_unit=WORDNET_CLUSTER_UNIT)
     if design == "shuffle":
-        from normscope.signals.shuffle import run_shuffle, scifact_titles
+        from normscope.signals.shuffle import run_shuffle
 
-        scifact_titles()  # DataMissing when SciFact is absent (the report names the dataset; the command says --items)
-        return run_shuffle(n=n, embedding=embedding, resampling=dataclasses.replace(resampling, n_perm=0),
-                           encoder=encoder, progress=True)
+        try:
+            return run_shuffle(n=n, embedding=embedding, resampling=dataclasses.replace(resampling, n_perm=0),
+                               encoder=encoder, progress=True)
+        except InputError as exc:  # SciFact absent: the command says --items, the report names the dataset
+            if isinstance(exc.__cause__, DataMissing):
+                raise exc.__cause__ from None
+            raise
     if design == "feverous":
         from normscope.signals.feverous import run_feverous
 
@@ -203,12 +207,17 @@ def _pct_ci(ci) -> str:
     return "" if not ci else f"[{100 * ci[0]:+.2f}, {100 * ci[1]:+.2f}] %"
 
 
+def _value(row: dict) -> str:
+    """The row's deciding figure as the page prints it (a signed percentage for a row in percent)."""
+    return _pct(row["measured"]) if row.get("percent") and row.get("measured") is not None else num(row.get("measured"))
+
+
 def _figure(row: dict) -> str:
-    """The row's deciding figure with its CI as the page prints it (a percentage for a row in percent)."""
-    if row.get("percent"):
-        return _pct(row["measured"]) + (f" {_pct_ci(row.get('ci'))}" if row.get("ci") else "")
+    """:func:`_value` with its CI."""
     ci = row.get("ci")
-    return num(row["measured"]) + (f" [{num(ci[0])}, {num(ci[1])}]" if ci else "")
+    if not ci:
+        return _value(row)
+    return f"{_value(row)} {_pct_ci(ci)}" if row.get("percent") else f"{_value(row)} [{num(ci[0])}, {num(ci[1])}]"
 
 
 def _size(design: str, r: dict) -> str:
@@ -247,5 +256,4 @@ def designs_sentences(result: dict | None) -> list[str]:
 def designs_headline(section: Section) -> str:
     """The CLI summary line: each design's deciding figure and verdict."""
     rows = {d: (r.get("claims") or [{}])[0] for d, r in (section.result or {}).items()}
-    return "; ".join(f"{d} {_pct(row['measured']) if row.get('percent') and row.get('measured') is not None else num(row.get('measured'))} "
-                     f"({row.get('verdict')})" for d, row in rows.items())
+    return "; ".join(f"{d} {_value(row)} ({row.get('verdict')})" for d, row in rows.items())
